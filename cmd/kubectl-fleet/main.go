@@ -1,0 +1,21 @@
+// Command kubectl-fleet is the kubectl fleet plugin: kubectl runs it as
+// "kubectl fleet" when it is on PATH.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/cmd"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cmd.Execute(ctx, genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,290 @@
+package cmd
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// GlobalOptions are the flags every command shares.
+type GlobalOptions struct {
+	genericiooptions.IOStreams
+	// FleetFile is --fleet/-F.
+	FleetFile string
+	// NoColor is --no-color.
+	NoColor bool
+	// ConfigFlags are the kubectl connection flags the plugin offers.
+	ConfigFlags *genericclioptions.ConfigFlags
+}
+
+func (g *GlobalOptions) addFlags(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVarP(&g.FleetFile, "fleet", "F", "", fmt.Sprintf("fleet file (default $%s, else ./%s)", fleet.EnvVar, fleet.DefaultFile))
+	cmd.PersistentFlags().BoolVar(&g.NoColor, "no-color", false, "never colour output (NO_COLOR is honoured too)")
+	g.ConfigFlags.AddFlags(cmd.PersistentFlags())
+}
+
+// loadFleet reads the fleet file.
+func (g *GlobalOptions) loadFleet() (*fleet.Fleet, error) {
+	return fleet.Load(fleet.Locate(g.FleetFile))
+}
+
+// namespace is -n/--namespace, or "".
+func (g *GlobalOptions) namespace() string {
+	if g.ConfigFlags.Namespace == nil {
+		return ""
+	}
+	return *g.ConfigFlags.Namespace
+}
+
+// prefixer sizes cluster prefixes for the clusters and decides on colour.
+func (g *GlobalOptions) prefixer(clusters []*fleet.Cluster) *output.Prefixer {
+	names := make([]string, len(clusters))
+	for i, c := range clusters {
+		names[i] = c.Name
+	}
+	return output.NewPrefixer(names, output.UseColor(g.Out, g.NoColor))
+}
+
+// SelectOptions are --group, --cluster and --selector.
+type SelectOptions struct {
+	fleet.Selection
+}
+
+func (s *SelectOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
+	cmd.Flags().StringSliceVarP(&s.Groups, "group", "g", nil, "select the clusters of a group (repeatable)")
+	cmd.Flags().StringSliceVarP(&s.Clusters, "cluster", "c", nil, "select a cluster by name, globs allowed: 'prod-*' (repeatable)")
+	cmd.Flags().StringVarP(&s.Selector, "selector", "l", "", "select clusters by label, e.g. 'region=eu,tier!=edge'")
+	_ = cmd.RegisterFlagCompletionFunc("group", g.complete(func(f *fleet.Fleet) (names []string) {
+		for _, gr := range f.Groups {
+			names = append(names, gr.Name)
+		}
+		return names
+	}))
+	_ = cmd.RegisterFlagCompletionFunc("cluster", g.complete(func(f *fleet.Fleet) (names []string) {
+		for _, c := range f.Clusters {
+			names = append(names, c.Name)
+		}
+		return names
+	}))
+}
+
+// complete completes names from the fleet file.
+func (g *GlobalOptions) complete(names func(*fleet.Fleet) []string) cobra.CompletionFunc {
+	return func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		f, err := g.loadFleet()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return names(f), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// SourceOptions say what to render: an ad hoc source (-k, -j or -f) or the
+// fleet file's apps.
+type SourceOptions struct {
+	Kustomize string
+	Jsonnet   string
+	Manifests string
+	JPath     []string
+	// Name names an ad hoc source's app; default: the source's base name.
+	Name string
+	// Apps narrows the fleet file's apps.
+	Apps []string
+}
+
+func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
+	cmd.Flags().StringVarP(&s.Kustomize, "kustomize", "k", "", "render a kustomize folder; per cluster DIR/<cluster>, else DIR/<group>, else DIR")
+	cmd.Flags().StringVarP(&s.Jsonnet, "jsonnet", "j", "", "render a jsonnet file, given the cluster as TLA and ext var 'cluster'")
+	cmd.Flags().StringVarP(&s.Manifests, "filename", "f", "", "plain YAML/JSON manifests: a file, a folder (recursive) or - for stdin")
+	cmd.Flags().StringSliceVarP(&s.JPath, "jpath", "J", nil, "jsonnet library folder (repeatable; the last wins; vendor/ beside the file is searched too)")
+	cmd.Flags().StringVar(&s.Name, "name", "", "app name of an ad hoc -k/-j/-f source (default: its base name)")
+	cmd.Flags().StringSliceVar(&s.Apps, "app", nil, "only these apps of the fleet file (repeatable)")
+	_ = cmd.MarkFlagDirname("kustomize")
+	_ = cmd.MarkFlagFilename("jsonnet", "jsonnet", "libsonnet")
+	_ = cmd.MarkFlagFilename("filename", "yaml", "yml", "json")
+	_ = cmd.RegisterFlagCompletionFunc("app", g.complete(func(f *fleet.Fleet) (names []string) {
+		for _, a := range f.Apps {
+			names = append(names, a.Name)
+		}
+		return names
+	}))
+}
+
+func (s *SourceOptions) validate() error {
+	n := 0
+	for _, v := range []string{s.Kustomize, s.Jsonnet, s.Manifests} {
+		if v != "" {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return fmt.Errorf("-k/--kustomize, -j/--jsonnet and -f/--filename are mutually exclusive")
+	case n == 1 && len(s.Apps) > 0:
+		return fmt.Errorf("--app selects apps of the fleet file; it does not go with -k, -j or -f")
+	case n == 0 && s.Name != "":
+		return fmt.Errorf("--name names an ad hoc source; give -k, -j or -f with it")
+	case len(s.JPath) > 0 && s.Jsonnet == "" && n > 0:
+		return fmt.Errorf("-J/--jpath only works with -j/--jsonnet")
+	case s.Manifests == "-" && s.Name == "":
+		return fmt.Errorf("-f - (standard input) needs --name to name the app")
+	}
+	if s.Name != "" {
+		if err := validateAppName(s.Name); err != nil {
+			return fmt.Errorf("--name: %w", err)
+		}
+	}
+	return nil
+}
+
+// app is one named source with the clusters it goes to.
+type app struct {
+	name     string
+	source   render.Source
+	clusters []*fleet.Cluster
+}
+
+// apps resolves what to render for the selected clusters: the ad hoc source
+// for all of them, or the fleet file's apps for the clusters each targets.
+func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespace string) ([]app, error) {
+	if adhoc, ok := s.adhoc(); ok {
+		if namespace != "" {
+			adhoc.Namespace = namespace
+		}
+		return []app{{name: s.appName(), source: adhoc, clusters: clusters}}, nil
+	}
+	if len(f.Apps) == 0 {
+		return nil, fmt.Errorf("nothing to render: give -k DIR, -j FILE or -f PATH, or define apps in %s", f.Path)
+	}
+	for _, name := range s.Apps {
+		if f.App(name) == nil {
+			return nil, fmt.Errorf("--app %s: no such app in %s", name, f.Path)
+		}
+	}
+	var out []app
+	for i := range f.Apps {
+		a := &f.Apps[i]
+		if len(s.Apps) > 0 && !contains(s.Apps, a.Name) {
+			continue
+		}
+		targets := a.Targets(clusters)
+		if len(targets) == 0 {
+			continue
+		}
+		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath)}
+		switch {
+		case a.Kustomize != "":
+			src.Type, src.Path = render.Kustomize, f.ResolvePath(a.Kustomize)
+		case a.Jsonnet != "":
+			src.Type, src.Path = render.Jsonnet, f.ResolvePath(a.Jsonnet)
+		default:
+			src.Type, src.Path = render.Manifests, f.ResolvePath(a.Manifests)
+		}
+		if namespace != "" {
+			src.Namespace = namespace
+		}
+		out = append(out, app{name: a.Name, source: src, clusters: targets})
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no app of %s deploys to the selected clusters", f.Path)
+	}
+	return out, nil
+}
+
+// adhoc returns the -k/-j/-f source, if one was given.
+func (s *SourceOptions) adhoc() (render.Source, bool) {
+	switch {
+	case s.Kustomize != "":
+		return render.Source{Type: render.Kustomize, Path: absPath(s.Kustomize)}, true
+	case s.Jsonnet != "":
+		jpath := make([]string, len(s.JPath))
+		for i, p := range s.JPath {
+			jpath[i] = absPath(p)
+		}
+		return render.Source{Type: render.Jsonnet, Path: absPath(s.Jsonnet), JPath: jpath}, true
+	case s.Manifests == "-":
+		return render.Source{Type: render.Manifests, Path: "-"}, true
+	case s.Manifests != "":
+		return render.Source{Type: render.Manifests, Path: absPath(s.Manifests)}, true
+	}
+	return render.Source{}, false
+}
+
+// appName is --name, else the base name of the source without extension:
+// -k apps/web → web, -j web.jsonnet → web.
+func (s *SourceOptions) appName() string {
+	if s.Name != "" {
+		return s.Name
+	}
+	p := s.Kustomize + s.Jsonnet + s.Manifests
+	base := filepath.Base(filepath.Clean(p))
+	if s.Jsonnet != "" || s.Manifests != "" {
+		base = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	if base == "." || base == string(filepath.Separator) {
+		if wd, err := os.Getwd(); err == nil {
+			base = filepath.Base(wd)
+		}
+	}
+	return strings.ToLower(base)
+}
+
+func validateAppName(name string) error {
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		return fmt.Errorf("%q is not a valid app name: %s", name, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+func resolveAll(f *fleet.Fleet, paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = f.ResolvePath(p)
+	}
+	return out
+}
+
+func absPath(p string) string {
+	p = fleet.ExpandHome(p)
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// targets lists every (cluster, app) pair to render, cluster by cluster in
+// fleet order, apps in fleet order within a cluster.
+func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app) []render.Target {
+	var out []render.Target
+	for _, c := range clusters {
+		rc := render.ClusterOf(f, c)
+		for _, a := range apps {
+			for _, ac := range a.clusters {
+				if ac == c {
+					out = append(out, render.Target{Cluster: rc, App: a.name, Source: a.source})
+					break
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,238 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// RenderOptions are the options of "kubectl fleet render".
+type RenderOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	Output      string
+	OutputDir   string
+	ShowSecrets bool
+}
+
+// NewCmdRender returns the render command.
+func NewCmdRender(g *GlobalOptions) *cobra.Command {
+	o := &RenderOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:     "render",
+		Aliases: []string{"build"},
+		Short:   "Print what each selected cluster would get",
+		Long: `Render kustomize, jsonnet or plain manifests for every selected cluster with
+its attributes, without contacting any cluster and without a kubeconfig.
+
+The output is a multi-document YAML stream; each cluster's objects start with
+a "# Cluster: <name>" comment line. -o json prints one JSON object per
+cluster, {"cluster", "group", "objects"}. --output-dir DIR writes
+DIR/<cluster>/<kind>_<namespace>_<name>.yaml, one file per object, for a
+GitOps engine (Flux, Argo CD) to consume; .yaml files left in a cluster's
+folder by an earlier render are removed.
+
+Secret values are masked on standard output unless --show-secrets;
+--output-dir writes them as rendered.`,
+		Example: `  # Every cluster, every app of the fleet file
+  kubectl fleet render
+
+  # The staging clusters, from a kustomize folder with per-group overlays
+  kubectl fleet render -k overlays --group staging
+
+  # One folder per cluster for GitOps
+  kubectl fleet render -j web.jsonnet --output-dir out/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json (one object per cluster and line)")
+	cmd.Flags().StringVar(&o.OutputDir, "output-dir", "", "write one folder per cluster, one file per object, into this folder")
+	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "print Secret values instead of masking them")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *RenderOptions) Validate() error {
+	if o.Output != "yaml" && o.Output != "json" {
+		return fmt.Errorf("--output %q: want yaml or json", o.Output)
+	}
+	if o.OutputDir != "" && o.Output != "yaml" {
+		return fmt.Errorf("--output-dir writes YAML files; it does not go with -o %s", o.Output)
+	}
+	return o.SourceOptions.validate()
+}
+
+// Run renders and prints.
+func (o *RenderOptions) Run(ctx context.Context) error {
+	_, clusters, results, err := o.render(ctx, o.Selection, &o.SourceOptions)
+	if err != nil {
+		return err
+	}
+	objects := byCluster(clusters, results)
+	if o.OutputDir != "" {
+		return o.writeDir(clusters, objects)
+	}
+	for _, c := range clusters {
+		objs := objects[c.Name]
+		if !o.ShowSecrets {
+			masked := make([]*unstructured.Unstructured, len(objs))
+			for i, obj := range objs {
+				masked[i] = output.MaskSecret(obj)
+			}
+			objs = masked
+		}
+		if err := o.print(c, objs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// render loads the fleet, selects clusters, resolves apps and renders them
+// all. Any render error fails the whole command, every error reported.
+func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *SourceOptions) (*fleet.Fleet, []*fleet.Cluster, []render.Result, error) {
+	f, err := g.loadFleet()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	clusters, err := f.Select(sel)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	apps, err := src.apps(f, clusters, g.namespace())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	engine := &render.Engine{Stdin: g.In}
+	results := engine.Render(ctx, targets(f, clusters, apps))
+	var errs []string
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, r.Err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, nil, nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return f, clusters, results, nil
+}
+
+// byCluster gathers each cluster's objects over its apps.
+func byCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]*unstructured.Unstructured {
+	out := make(map[string][]*unstructured.Unstructured, len(clusters))
+	for _, r := range results {
+		out[r.Cluster.Name] = append(out[r.Cluster.Name], r.Objects...)
+	}
+	return out
+}
+
+// RenderedCluster is what "render -o json" prints for each cluster.
+type RenderedCluster struct {
+	Cluster string           `json:"cluster"`
+	Group   string           `json:"group"`
+	Objects []map[string]any `json:"objects"`
+}
+
+func (o *RenderOptions) print(c *fleet.Cluster, objs []*unstructured.Unstructured) error {
+	if o.Output == "json" {
+		rc := RenderedCluster{Cluster: c.Name, Group: c.Group, Objects: make([]map[string]any, len(objs))}
+		for i, obj := range objs {
+			rc.Objects[i] = obj.Object
+		}
+		return json.NewEncoder(o.Out).Encode(rc)
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Cluster: %s\n", c.Name)
+	if len(objs) == 0 {
+		b.WriteString("---\n")
+	}
+	if err := writeYAMLStream(&b, objs); err != nil {
+		return err
+	}
+	_, err := o.Out.Write(b.Bytes())
+	return err
+}
+
+// writeYAMLStream writes objects as YAML documents, each ended by "---".
+func writeYAMLStream(w io.Writer, objs []*unstructured.Unstructured) error {
+	for _, obj := range objs {
+		y, err := yaml.Marshal(obj.Object)
+		if err != nil {
+			return err
+		}
+		if _, err := w.Write(append(y, "---\n"...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var unsafeFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
+
+// ObjectFileName names an object's file in --output-dir:
+// <kind>_<namespace>_<name>.yaml, or <kind>_<name>.yaml without namespace.
+func ObjectFileName(o *unstructured.Unstructured) string {
+	parts := []string{o.GetKind()}
+	if ns := o.GetNamespace(); ns != "" {
+		parts = append(parts, ns)
+	}
+	parts = append(parts, o.GetName())
+	for i, p := range parts {
+		parts[i] = unsafeFileChars.ReplaceAllString(strings.ToLower(p), "-")
+	}
+	return strings.Join(parts, "_") + ".yaml"
+}
+
+func (o *RenderOptions) writeDir(clusters []*fleet.Cluster, objects map[string][]*unstructured.Unstructured) error {
+	for _, c := range clusters {
+		dir := filepath.Join(o.OutputDir, c.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		stale, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		for _, s := range stale {
+			if err := os.Remove(s); err != nil {
+				return err
+			}
+		}
+		seen := map[string]int{}
+		for _, obj := range objects[c.Name] {
+			name := ObjectFileName(obj)
+			if n := seen[name]; n > 0 {
+				name = fmt.Sprintf("%s_%d.yaml", strings.TrimSuffix(name, ".yaml"), n+1)
+			}
+			seen[ObjectFileName(obj)]++
+			y, err := yaml.Marshal(obj.Object)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), y, 0o644); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(o.ErrOut, "%s wrote %d objects to %s\n", o.prefixer(clusters).Prefix(c.Name), len(objects[c.Name]), dir)
+	}
+	return nil
+}

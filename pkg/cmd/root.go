@@ -1,0 +1,108 @@
+// Package cmd holds the kubectl fleet commands: each turns flags into
+// options, then hands a plain configuration to an engine that never sees
+// cobra.
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+)
+
+// Exit codes, shared by every command.
+const (
+	// ExitOK means success (for diff: no differences).
+	ExitOK = 0
+	// ExitFailed means an error, or for vet: problems found.
+	ExitFailed = 1
+	// ExitInterrupted means the run was stopped by Ctrl-C.
+	ExitInterrupted = 130
+)
+
+// ExitError ends a command with a given exit code. A nil Err means the
+// command already reported what went wrong.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+const rootLong = `kubectl fleet deploys one set of manifests to many clusters safely.
+
+A fleet file (--fleet/-F, else $KUBECTL_FLEET, else ./fleet.yaml) names the
+clusters, puts them in ordered groups (staging before production) and gives
+each cluster attributes. For every selected cluster, kubectl fleet renders
+kustomize, jsonnet or plain manifests with that cluster's attributes, then
+works on the cluster's own kubeconfig context. Every line of output starts
+with the cluster it belongs to.
+
+Exit codes:
+  0    success
+  1    an error, or problems found (vet)
+  130  interrupted (Ctrl-C)`
+
+// NewCmdFleet returns the root command.
+func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
+	g := &GlobalOptions{IOStreams: streams, ConfigFlags: kube.NewConfigFlags()}
+	cmd := &cobra.Command{
+		Use:   "kubectl-fleet",
+		Short: "Deploy one set of manifests to many clusters safely",
+		Long:  rootLong,
+		Example: `  # The clusters of the fleet file in ./fleet.yaml
+  kubectl fleet clusters
+
+  # What each staging cluster would get from a kustomize folder
+  kubectl fleet render -k overlays --group staging`,
+		Annotations:       map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl fleet"},
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+	}
+	cmd.SetIn(streams.In)
+	cmd.SetOut(streams.Out)
+	cmd.SetErr(streams.ErrOut)
+	g.addFlags(cmd)
+	cmd.AddCommand(
+		NewCmdClusters(g),
+		NewCmdRender(g),
+		NewCmdVet(g),
+		NewCmdVersion(g),
+	)
+	return cmd
+}
+
+// Execute runs the plugin with args and returns the process exit code.
+func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
+	cmd := NewCmdFleet(streams)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitFailed
+	var exit *ExitError
+	if errors.As(err, &exit) {
+		code = exit.Code
+		if exit.Err == nil {
+			return code
+		}
+	}
+	if ctx.Err() != nil && code == ExitFailed {
+		code = ExitInterrupted
+	}
+	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	return code
+}

@@ -1,0 +1,134 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// VetOptions are the options of "kubectl fleet vet".
+type VetOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	// NoKubeconfig skips the check that each context exists.
+	NoKubeconfig bool
+}
+
+// NewCmdVet returns the vet command.
+func NewCmdVet(g *GlobalOptions) *cobra.Command {
+	o := &VetOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "vet",
+		Short: "Check the fleet file and render every selected cluster",
+		Long: `Check the fleet file, check that every selected cluster's context exists in
+its kubeconfig, render every selected cluster (all apps, or the given
+source) and validate the rendered objects: names, namespaces, labels,
+annotations, and objects rendered twice. Nothing is sent to any cluster.
+
+Every problem is reported, not only the first.
+
+Exit codes:
+  0  no problem found
+  1  problems found, or an error`,
+		Example: `  kubectl fleet vet
+  kubectl fleet vet -k overlays --group staging
+  # In CI, without credentials
+  kubectl fleet vet --no-kubeconfig`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.SourceOptions.validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().BoolVar(&o.NoKubeconfig, "no-kubeconfig", false, "skip the check that each cluster's context exists (CI without credentials)")
+	return cmd
+}
+
+// Run vets and reports.
+func (o *VetOptions) Run(ctx context.Context) error {
+	f, err := o.loadFleet()
+	if err != nil {
+		var list fleet.ErrorList
+		if errors.As(err, &list) {
+			for _, e := range list {
+				fmt.Fprintln(o.Out, e)
+			}
+			fmt.Fprintf(o.Out, "vet: %d problems in %s\n", len(list), fleet.Locate(o.FleetFile))
+			return &ExitError{Code: ExitFailed}
+		}
+		return err
+	}
+	clusters, err := f.Select(o.Selection)
+	if err != nil {
+		return err
+	}
+	problems := 0
+	if !o.NoKubeconfig {
+		if err := kube.CheckContexts(o.ConfigFlags, &kube.Kubeconfigs{}, f, clusters); err != nil {
+			var list fleet.ErrorList
+			errors.As(err, &list)
+			for _, e := range list {
+				fmt.Fprintln(o.Out, e)
+			}
+			problems += len(list)
+		}
+	}
+	apps, err := o.apps(f, clusters, o.namespace())
+	if err != nil {
+		return err
+	}
+	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps))
+	objects := byCluster(clusters, results)
+	p := o.prefixer(clusters)
+	for _, c := range clusters {
+		var names, messages []string
+		for _, r := range results {
+			if r.Cluster.Name != c.Name {
+				continue
+			}
+			names = append(names, r.App)
+			if r.Err != nil {
+				messages = append(messages, strings.TrimPrefix(r.Err.Error(), "cluster "+c.Name+": "))
+			}
+		}
+		for _, e := range render.Validate(objects[c.Name]) {
+			messages = append(messages, e.Error())
+		}
+		prefix := p.Prefix(c.Name)
+		if len(messages) == 0 {
+			fmt.Fprintf(o.Out, "%sok: %d objects from %s\n", prefix, len(objects[c.Name]), appList(names))
+			continue
+		}
+		for _, m := range messages {
+			for _, line := range strings.Split(m, "\n") {
+				fmt.Fprintf(o.Out, "%s%s\n", prefix, line)
+			}
+		}
+		problems += len(messages)
+	}
+	if problems > 0 {
+		fmt.Fprintf(o.Out, "vet: %d problems\n", problems)
+		return &ExitError{Code: ExitFailed}
+	}
+	fmt.Fprintf(o.Out, "vet: %d clusters ok\n", len(clusters))
+	return nil
+}
+
+func appList(names []string) string {
+	if len(names) == 1 {
+		return "app " + names[0]
+	}
+	return "apps " + strings.Join(names, ", ")
+}

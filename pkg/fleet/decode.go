@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// decoder decodes a YAML node tree into Go values strictly: unknown and
+// repeated keys are errors, and the line of every field is recorded so that
+// later checks can point at it.
+type decoder struct {
+	errs *errs
+}
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if _, seen := d.errs.pos[path]; !seen {
+		d.errs.pos[path] = n.Line
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			d.errs.add(path, "want a mapping, got %s", describe(n))
+			return
+		}
+		fields := structFields(v.Type())
+		d.eachKey(n, path, func(key string, val *yaml.Node, p string) {
+			i, ok := fields[key]
+			if !ok {
+				d.errs.add(p, "unknown field %q", key)
+				return
+			}
+			d.decode(val, v.Field(i), p)
+		})
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.errs.add(path, "want a list, got %s", describe(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, item := range n.Content {
+			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			d.errs.add(path, "want a mapping, got %s", describe(n))
+			return
+		}
+		m := reflect.MakeMap(v.Type())
+		d.eachKey(n, path, func(key string, val *yaml.Node, p string) {
+			e := reflect.New(v.Type().Elem()).Elem()
+			d.decode(val, e, p)
+			m.SetMapIndex(reflect.ValueOf(key), e)
+		})
+		v.Set(m)
+	case reflect.Interface:
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.errs.add(path, "%s", cleanYAMLError(err))
+			return
+		}
+		v.Set(reflect.ValueOf(&x).Elem())
+	default:
+		if n.Kind != yaml.ScalarNode {
+			d.errs.add(path, "want %s, got %s", kindName(v.Kind()), describe(n))
+			return
+		}
+		if err := n.Decode(v.Addr().Interface()); err != nil {
+			d.errs.add(path, "want %s, got %q", kindName(v.Kind()), n.Value)
+		}
+	}
+}
+
+// eachKey walks a mapping's keys in order, refusing repeated keys.
+func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, val *yaml.Node, p string)) {
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		p := k.Value
+		if path != "" {
+			p = path + "." + k.Value
+		}
+		d.errs.pos[p] = k.Line
+		if k.Kind != yaml.ScalarNode {
+			d.errs.add(p, "a key must be a string")
+			continue
+		}
+		if k.Tag == "!!merge" {
+			d.errs.add(p, "merge keys (<<) are not supported")
+			continue
+		}
+		if seen[k.Value] {
+			d.errs.add(p, "field %q appears more than once", k.Value)
+			continue
+		}
+		seen[k.Value] = true
+		fn(k.Value, val, p)
+	}
+}
+
+// structFields maps yaml names to field indexes.
+func structFields(t reflect.Type) map[string]int {
+	m := map[string]int{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		m[name] = i
+	}
+	return m
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	default:
+		return strconv.Quote(n.Value)
+	}
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.String:
+		return "a string"
+	}
+	return k.String()
+}
+
+func cleanYAMLError(err error) string {
+	return strings.TrimPrefix(err.Error(), "yaml: ")
+}

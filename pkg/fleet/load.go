@@ -1,0 +1,161 @@
+package fleet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// EnvVar names the environment variable that points at the fleet file when
+// --fleet is not given.
+const EnvVar = "KUBECTL_FLEET"
+
+// DefaultFile is the fleet file looked for in the working folder.
+const DefaultFile = "fleet.yaml"
+
+// Locate returns the fleet file to read: flag, else $KUBECTL_FLEET, else
+// ./fleet.yaml.
+func Locate(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if env := os.Getenv(EnvVar); env != "" {
+		return env
+	}
+	return DefaultFile
+}
+
+// Load reads, decodes and validates the fleet file at path. Every problem is
+// reported, each naming the file, line and field, as an ErrorList.
+func Load(path string) (*Fleet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("fleet file %s not found (use --fleet/-F or $%s)", path, EnvVar)
+		}
+		return nil, fmt.Errorf("reading fleet file: %w", err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path, filepath.Dir(abs))
+}
+
+// Parse decodes and validates a fleet file's content. name is how errors
+// refer to the file; dir is the folder relative paths resolve from.
+func Parse(data []byte, name, dir string) (*Fleet, error) {
+	e := &errs{file: name, pos: map[string]int{"": 1}}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			e.add("", "the file is empty")
+			return nil, e.err()
+		}
+		return nil, syntaxError(name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		e.list = append(e.list, &FieldError{File: name, Line: extra.Line, Msg: "a fleet file holds one YAML document, found more"})
+		return nil, e.err()
+	}
+	f := &Fleet{Path: name, Dir: dir}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	(&decoder{errs: e}).decode(root, reflect.ValueOf(f).Elem(), "")
+	f.positions = e.pos
+	if len(e.list) == 0 {
+		f.validate(e)
+	}
+	if err := e.err(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// syntaxError turns yaml.v3's "yaml: line 3: ..." into "file:3: ...".
+func syntaxError(name string, err error) error {
+	msg := cleanYAMLError(err)
+	var line int
+	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
+		_, rest, _ := strings.Cut(msg, ":")
+		return ErrorList{{File: name, Line: line, Msg: "invalid YAML:" + rest}}
+	}
+	return ErrorList{{File: name, Msg: "invalid YAML: " + msg}}
+}
+
+// Line returns the line of a field path such as "clusters[2].context", or of
+// its nearest enclosing field.
+func (f *Fleet) Line(field string) int {
+	return lineOf(f.positions, field)
+}
+
+// FieldError builds an error about field, positioned in the fleet file.
+func (f *Fleet) FieldError(field, format string, args ...any) *FieldError {
+	return &FieldError{File: f.Path, Line: f.Line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Group returns the group named name, or nil.
+func (f *Fleet) Group(name string) *Group {
+	for i := range f.Groups {
+		if f.Groups[i].Name == name {
+			return &f.Groups[i]
+		}
+	}
+	return nil
+}
+
+// Cluster returns the cluster named name, or nil.
+func (f *Fleet) Cluster(name string) *Cluster {
+	for i := range f.Clusters {
+		if f.Clusters[i].Name == name {
+			return &f.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// App returns the app named name, or nil.
+func (f *Fleet) App(name string) *App {
+	for i := range f.Apps {
+		if f.Apps[i].Name == name {
+			return &f.Apps[i]
+		}
+	}
+	return nil
+}
+
+// ResolvePath makes a path from the fleet file absolute: "~" expands to the
+// home folder and relative paths resolve from the fleet file's folder.
+func (f *Fleet) ResolvePath(p string) string {
+	if p == "" {
+		return ""
+	}
+	p = ExpandHome(p)
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(f.Dir, p)
+}
+
+// ExpandHome replaces a leading "~" with the user's home folder.
+func ExpandHome(p string) string {
+	if p != "~" && !strings.HasPrefix(p, "~/") && !strings.HasPrefix(p, `~\`) {
+		return p
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return p
+	}
+	return filepath.Join(home, p[1:])
+}

@@ -1,0 +1,100 @@
+package fleet
+
+// APIVersion is the only fleet file apiVersion this release reads.
+const APIVersion = "fleet/v1alpha1"
+
+// Kind is the kind of a fleet file.
+const Kind = "Fleet"
+
+// Fleet is a parsed fleet file: named clusters in ordered groups, each with
+// attributes, and optional named sources (apps).
+type Fleet struct {
+	APIVersion string    `yaml:"apiVersion"`
+	Kind       string    `yaml:"kind"`
+	Metadata   Metadata  `yaml:"metadata"`
+	Defaults   Defaults  `yaml:"defaults"`
+	Groups     []Group   `yaml:"groups"`
+	Clusters   []Cluster `yaml:"clusters"`
+	Apps       []App     `yaml:"apps"`
+
+	// Path is the absolute path of the file the fleet was read from.
+	Path string `yaml:"-"`
+	// Dir is the folder relative paths inside the file resolve from.
+	Dir string `yaml:"-"`
+	// positions maps a field path ("clusters[0].context") to its line.
+	positions map[string]int
+}
+
+// Metadata names the fleet.
+type Metadata struct {
+	Name string `yaml:"name"`
+}
+
+// Defaults holds what every cluster inherits.
+type Defaults struct {
+	Attributes     map[string]any  `yaml:"attributes"`
+	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
+}
+
+// Group is an ordered rollout wave of clusters.
+type Group struct {
+	Name           string          `yaml:"name"`
+	Attributes     map[string]any  `yaml:"attributes"`
+	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
+	// MaxParallel is how many clusters of the group are worked on at once;
+	// 0 means no limit beyond the command's --parallel.
+	MaxParallel int `yaml:"maxParallel"`
+	// MaxFailures is how many failed clusters the group tolerates before the
+	// rollout stops.
+	MaxFailures int `yaml:"maxFailures"`
+	// Protected groups need a confirmation (or --yes) before any write.
+	Protected bool `yaml:"protected"`
+}
+
+// Cluster is one member of the fleet, reached through a kubeconfig context.
+type Cluster struct {
+	Name           string            `yaml:"name"`
+	Group          string            `yaml:"group"`
+	Context        string            `yaml:"context"`
+	Kubeconfig     string            `yaml:"kubeconfig"`
+	Labels         map[string]string `yaml:"labels"`
+	Attributes     map[string]any    `yaml:"attributes"`
+	AttributesFrom []AttributeFrom   `yaml:"attributesFrom"`
+	// Server pins the API server URL the context must point at.
+	Server string `yaml:"server"`
+	// UID pins the cluster identity: the UID of the kube-system namespace.
+	UID string `yaml:"uid"`
+
+	// Index is the cluster's position in the fleet file.
+	Index int `yaml:"-"`
+}
+
+// AttributeFrom reads attributes from a live object in the cluster before
+// rendering, the way Timoni's runtime values do. Each entry of Attributes
+// maps an attribute name to a kubectl JSONPath expression evaluated on the
+// object, e.g. {clusterUID: "{.metadata.uid}"}.
+type AttributeFrom struct {
+	APIVersion string            `yaml:"apiVersion"`
+	Kind       string            `yaml:"kind"`
+	Namespace  string            `yaml:"namespace"`
+	Name       string            `yaml:"name"`
+	Attributes map[string]string `yaml:"attributes"`
+	// Optional leaves the attributes unset (so a ${var:=default} applies)
+	// when the object or field does not exist.
+	Optional bool `yaml:"optional"`
+}
+
+// App is a named source of manifests deployed to some or all clusters.
+type App struct {
+	Name      string `yaml:"name"`
+	Kustomize string `yaml:"kustomize"`
+	Jsonnet   string `yaml:"jsonnet"`
+	Manifests string `yaml:"manifests"`
+	// JPath lists extra jsonnet library folders.
+	JPath []string `yaml:"jpath"`
+	// Namespace is the default namespace for the app's namespaced objects.
+	Namespace string   `yaml:"namespace"`
+	Groups    []string `yaml:"groups"`
+	Clusters  []string `yaml:"clusters"`
+	Selector  string   `yaml:"selector"`
+}

@@ -1,0 +1,186 @@
+package fleet
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/util/jsonpath"
+)
+
+// validate checks everything that can be checked without a cluster and
+// fills defaults. Every problem is added to e.
+func (f *Fleet) validate(e *errs) {
+	if f.APIVersion != APIVersion {
+		e.add("apiVersion", "want %q, got %q", APIVersion, f.APIVersion)
+	}
+	if f.Kind != Kind {
+		e.add("kind", "want %q, got %q", Kind, f.Kind)
+	}
+	if f.Metadata.Name == "" {
+		e.add("metadata.name", "required")
+	} else if msgs := validation.IsDNS1123Label(f.Metadata.Name); len(msgs) > 0 {
+		e.add("metadata.name", "%q is not a valid name: %s", f.Metadata.Name, strings.Join(msgs, "; "))
+	}
+	validateAttributesFrom(e, "defaults.attributesFrom", f.Defaults.AttributesFrom)
+
+	groups := map[string]bool{}
+	for i, g := range f.Groups {
+		p := fmt.Sprintf("groups[%d]", i)
+		validateName(e, p+".name", g.Name)
+		if groups[g.Name] && g.Name != "" {
+			e.add(p+".name", "duplicate group name %q", g.Name)
+		}
+		groups[g.Name] = true
+		if g.MaxParallel < 0 {
+			e.add(p+".maxParallel", "must not be negative, got %d", g.MaxParallel)
+		}
+		if g.MaxFailures < 0 {
+			e.add(p+".maxFailures", "must not be negative, got %d", g.MaxFailures)
+		}
+		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
+	}
+
+	clusters := map[string]bool{}
+	for i := range f.Clusters {
+		c := &f.Clusters[i]
+		c.Index = i
+		p := fmt.Sprintf("clusters[%d]", i)
+		validateName(e, p+".name", c.Name)
+		if clusters[c.Name] && c.Name != "" {
+			e.add(p+".name", "duplicate cluster name %q", c.Name)
+		}
+		clusters[c.Name] = true
+		switch {
+		case c.Group == "":
+			e.add(p+".group", "required")
+		case !groups[c.Group]:
+			e.add(p+".group", "unknown group %q (groups: %s)", c.Group, strings.Join(f.groupNames(), ", "))
+		}
+		if c.Context == "" {
+			e.add(p+".context", "required")
+		}
+		for k, v := range c.Labels {
+			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
+				e.add(p+".labels."+k, "invalid label key %q: %s", k, strings.Join(msgs, "; "))
+			}
+			if msgs := validation.IsValidLabelValue(v); len(msgs) > 0 {
+				e.add(p+".labels."+k, "invalid label value %q: %s", v, strings.Join(msgs, "; "))
+			}
+		}
+		if c.Server != "" {
+			if u, err := url.Parse(c.Server); err != nil || u.Scheme == "" || u.Host == "" {
+				e.add(p+".server", "%q is not a URL such as https://10.0.0.1:6443", c.Server)
+			}
+		}
+		validateAttributesFrom(e, p+".attributesFrom", c.AttributesFrom)
+	}
+
+	apps := map[string]bool{}
+	for i := range f.Apps {
+		a := &f.Apps[i]
+		p := fmt.Sprintf("apps[%d]", i)
+		validateName(e, p+".name", a.Name)
+		if apps[a.Name] && a.Name != "" {
+			e.add(p+".name", "duplicate app name %q", a.Name)
+		}
+		apps[a.Name] = true
+		f.validateSource(e, p, a)
+		if a.Namespace != "" {
+			if msgs := validation.IsDNS1123Label(a.Namespace); len(msgs) > 0 {
+				e.add(p+".namespace", "invalid namespace %q: %s", a.Namespace, strings.Join(msgs, "; "))
+			}
+		}
+		for j, g := range a.Groups {
+			if !groups[g] {
+				e.add(fmt.Sprintf("%s.groups[%d]", p, j), "unknown group %q (groups: %s)", g, strings.Join(f.groupNames(), ", "))
+			}
+		}
+		for j, pattern := range a.Clusters {
+			if _, err := path.Match(pattern, ""); err != nil {
+				e.add(fmt.Sprintf("%s.clusters[%d]", p, j), "invalid pattern %q", pattern)
+			} else if len(f.matchClusters(pattern)) == 0 {
+				e.add(fmt.Sprintf("%s.clusters[%d]", p, j), "no cluster matches %q", pattern)
+			}
+		}
+		if a.Selector != "" {
+			if _, err := labels.Parse(a.Selector); err != nil {
+				e.add(p+".selector", "invalid label selector %q: %v", a.Selector, err)
+			}
+		}
+	}
+}
+
+func (f *Fleet) validateSource(e *errs, p string, a *App) {
+	n := 0
+	for _, s := range []struct{ field, value string }{{"kustomize", a.Kustomize}, {"jsonnet", a.Jsonnet}, {"manifests", a.Manifests}} {
+		if s.value == "" {
+			continue
+		}
+		n++
+		if _, err := os.Stat(f.ResolvePath(s.value)); err != nil {
+			e.add(p+"."+s.field, "%s does not exist (relative paths start at the fleet file's folder)", s.value)
+		}
+	}
+	switch {
+	case n == 0:
+		e.add(p, "one of kustomize, jsonnet or manifests is required")
+	case n > 1:
+		e.add(p, "only one of kustomize, jsonnet or manifests may be set")
+	}
+	if len(a.JPath) > 0 && a.Jsonnet == "" {
+		e.add(p+".jpath", "only applies to a jsonnet app")
+	}
+}
+
+func validateName(e *errs, field, name string) {
+	if name == "" {
+		e.add(field, "required")
+		return
+	}
+	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+		e.add(field, "%q is not a valid name: %s", name, strings.Join(msgs, "; "))
+	}
+}
+
+func validateAttributesFrom(e *errs, field string, list []AttributeFrom) {
+	for i, a := range list {
+		p := fmt.Sprintf("%s[%d]", field, i)
+		for _, req := range []struct{ field, value string }{{"apiVersion", a.APIVersion}, {"kind", a.Kind}, {"name", a.Name}} {
+			if req.value == "" {
+				e.add(p+"."+req.field, "required")
+			}
+		}
+		if len(a.Attributes) == 0 {
+			e.add(p+".attributes", "required: a mapping of attribute name to JSONPath, e.g. {clusterUID: '{.metadata.uid}'}")
+		}
+		for k, expr := range a.Attributes {
+			if err := jsonpath.New(k).Parse(expr); err != nil {
+				e.add(p+".attributes."+k, "invalid JSONPath %q: %v", expr, err)
+			}
+		}
+	}
+}
+
+func (f *Fleet) groupNames() []string {
+	names := make([]string, len(f.Groups))
+	for i, g := range f.Groups {
+		names[i] = g.Name
+	}
+	return names
+}
+
+// matchClusters returns the clusters whose names match a glob pattern.
+func (f *Fleet) matchClusters(pattern string) []*Cluster {
+	var out []*Cluster
+	for i := range f.Clusters {
+		if ok, _ := path.Match(pattern, f.Clusters[i].Name); ok {
+			out = append(out, &f.Clusters[i])
+		}
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/google/go-jsonnet"
+)
+
+// evalJsonnet evaluates file in a fresh VM with the cluster as the
+// top-level argument "cluster" and the external variable "cluster". Library
+// folders: a vendor/ folder beside the file (jsonnet-bundler's convention),
+// then jpath in order, the last one winning.
+func evalJsonnet(file string, jpath []string, clusterJSON string) ([]rawObject, error) {
+	vm := jsonnet.MakeVM()
+	vm.Importer(&jsonnet.FileImporter{JPaths: append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)})
+	vm.TLACode("cluster", clusterJSON)
+	vm.ExtCode("cluster", clusterJSON)
+	out, err := vm.EvaluateFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("jsonnet %s: %s", displayPath(file), strings.TrimSpace(err.Error()))
+	}
+	dec := json.NewDecoder(strings.NewReader(out))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("jsonnet %s: %w", displayPath(file), err)
+	}
+	var raws []rawObject
+	if err := extract(v, "", &raws); err != nil {
+		return nil, fmt.Errorf("jsonnet %s: %w", displayPath(file), err)
+	}
+	return raws, nil
+}
+
+// extract finds the manifests in jsonnet output the way Tanka does: an
+// object with apiVersion and kind is a manifest (a List is expanded), an
+// array holds manifests, and any other object holds manifests in its
+// fields, visited in key order. Null is skipped.
+func extract(v any, path string, out *[]rawObject) error {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		for i, item := range x {
+			if err := extract(item, fmt.Sprintf("%s[%d]", path, i), out); err != nil {
+				return err
+			}
+		}
+		return nil
+	case map[string]any:
+		if isManifest(x) {
+			j, err := json.Marshal(x)
+			if err != nil {
+				return err
+			}
+			objs, err := fromJSON(j, "")
+			if err != nil {
+				return fmt.Errorf("%s: %w", displayField(path), err)
+			}
+			*out = append(*out, objs...)
+			return nil
+		}
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if err := extract(x[k], path+"."+k, out); err != nil {
+				return err
+			}
+		}
+		return nil
+	default:
+		var b bytes.Buffer
+		_ = json.NewEncoder(&b).Encode(x)
+		return fmt.Errorf("%s: want a Kubernetes object, an array or an object of them, got %s", displayField(path), strings.TrimSpace(b.String()))
+	}
+}
+
+func isManifest(m map[string]any) bool {
+	_, a := m["apiVersion"].(string)
+	_, k := m["kind"].(string)
+	return a && k
+}
+
+func displayField(path string) string {
+	if path == "" {
+		return "output"
+	}
+	return "output" + path
+}

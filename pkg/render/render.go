@@ -1,0 +1,243 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+)
+
+// Cluster is what every renderer is given about the cluster it renders for.
+// Its JSON form, {name, group, context, labels, attributes}, is what jsonnet
+// sees as the top-level argument and external variable "cluster".
+type Cluster struct {
+	Name       string            `json:"name"`
+	Group      string            `json:"group"`
+	Context    string            `json:"context"`
+	Labels     map[string]string `json:"labels"`
+	Attributes map[string]any    `json:"attributes"`
+	// Fleet is the fleet's name, FLEET_NAME in substitutions.
+	Fleet string `json:"-"`
+}
+
+// ClusterOf builds the render view of a fleet cluster, attributes merged.
+func ClusterOf(f *fleet.Fleet, c *fleet.Cluster) Cluster {
+	labels := c.Labels
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return Cluster{Name: c.Name, Group: c.Group, Context: c.Context, Labels: labels, Attributes: f.Attributes(c), Fleet: f.Metadata.Name}
+}
+
+// SourceType tells how a source is rendered.
+type SourceType string
+
+// The source types.
+const (
+	Kustomize SourceType = "kustomize"
+	Jsonnet   SourceType = "jsonnet"
+	Manifests SourceType = "manifests"
+)
+
+// Source is where an app's manifests come from.
+type Source struct {
+	Type SourceType
+	// Path is a kustomize folder, a jsonnet file, or a manifest file or
+	// folder ("-" reads standard input).
+	Path string
+	// JPath lists jsonnet library folders; the last one wins.
+	JPath []string
+	// Namespace is set on namespaced objects that have none.
+	Namespace string
+}
+
+// Target is one app to render for one cluster.
+type Target struct {
+	Cluster Cluster
+	App     string
+	Source  Source
+}
+
+// Result is the rendered objects of one target, in a stable order, or why
+// rendering failed.
+type Result struct {
+	Target
+	Objects []*unstructured.Unstructured
+	// Path is the kustomize folder or file that was rendered.
+	Path string
+	Err  error
+}
+
+// Engine renders targets in parallel and renders identical inputs once: a
+// kustomize folder is built once however many clusters use it, and only the
+// cheap variable substitution runs per cluster.
+type Engine struct {
+	// Parallel bounds concurrent renders; 0 means GOMAXPROCS.
+	Parallel int
+	// Stdin is read (once) for the source path "-".
+	Stdin io.Reader
+
+	memo  memo
+	stdin struct {
+		once sync.Once
+		data []byte
+		err  error
+	}
+}
+
+// Render renders every target; results are in target order.
+func (e *Engine) Render(ctx context.Context, targets []Target) []Result {
+	results := make([]Result, len(targets))
+	n := e.Parallel
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		results[i].Target = t
+		if err := ctx.Err(); err != nil {
+			results[i].Err = err
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i].Objects, results[i].Path, results[i].Err = e.renderOne(t)
+			if results[i].Err != nil {
+				results[i].Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, results[i].Err)
+			}
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func (e *Engine) renderOne(t Target) ([]*unstructured.Unstructured, string, error) {
+	var (
+		raws []rawObject
+		path = t.Source.Path
+		err  error
+	)
+	switch t.Source.Type {
+	case Kustomize:
+		if path, err = KustomizeDir(t.Source.Path, &t.Cluster); err != nil {
+			return nil, "", err
+		}
+		raws, err = e.cached("kustomize\x00"+path, func() ([]rawObject, error) { return buildKustomize(path) })
+	case Manifests:
+		raws, err = e.cached("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path) })
+	case Jsonnet:
+		clusterJSON, jerr := json.Marshal(t.Cluster)
+		if jerr != nil {
+			return nil, "", jerr
+		}
+		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
+		raws, err = e.cached(key, func() ([]rawObject, error) { return evalJsonnet(path, t.Source.JPath, string(clusterJSON)) })
+	default:
+		return nil, "", fmt.Errorf("unknown source type %q", t.Source.Type)
+	}
+	if err != nil {
+		return nil, path, err
+	}
+	objs, err := substituteAll(raws, t.Source.Type != Jsonnet, Variables(&t.Cluster))
+	if err != nil {
+		return nil, path, err
+	}
+	setDefaultNamespace(objs, t.Source.Namespace)
+	Sort(objs)
+	return objs, path, nil
+}
+
+// cached runs fn once per key for the engine's lifetime.
+func (e *Engine) cached(key string, fn func() ([]rawObject, error)) ([]rawObject, error) {
+	return e.memo.do(key, fn)
+}
+
+type memo struct {
+	mu sync.Mutex
+	m  map[string]*memoEntry
+}
+
+type memoEntry struct {
+	once sync.Once
+	val  []rawObject
+	err  error
+}
+
+func (m *memo) do(key string, fn func() ([]rawObject, error)) ([]rawObject, error) {
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[string]*memoEntry{}
+	}
+	ent, ok := m.m[key]
+	if !ok {
+		ent = &memoEntry{}
+		m.m[key] = ent
+	}
+	m.mu.Unlock()
+	ent.once.Do(func() { ent.val, ent.err = fn() })
+	return ent.val, ent.err
+}
+
+// rawObject is a rendered object before substitution: its parsed form and,
+// for substitution, its YAML text.
+type rawObject struct {
+	obj  *unstructured.Unstructured
+	yaml string
+}
+
+// substituteAll returns a fresh copy of every object, variables expanded
+// when subst is set and the object does not opt out.
+func substituteAll(raws []rawObject, subst bool, vars map[string]string) ([]*unstructured.Unstructured, error) {
+	out := make([]*unstructured.Unstructured, 0, len(raws))
+	for _, r := range raws {
+		if !subst || !strings.Contains(r.yaml, "${") || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
+			out = append(out, r.obj.DeepCopy())
+			continue
+		}
+		text, err := Substitute(r.yaml, vars)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ObjectRef(r.obj), err)
+		}
+		objs, err := parseDocument([]byte(text))
+		if err != nil {
+			return nil, fmt.Errorf("%s: after substitution: %w", ObjectRef(r.obj), err)
+		}
+		for _, o := range objs {
+			out = append(out, o.obj)
+		}
+	}
+	return out, nil
+}
+
+// ObjectRef names an object the way kubectl does: kind/name, with its
+// namespace when it has one ("Deployment web/api").
+func ObjectRef(o *unstructured.Unstructured) string {
+	name := o.GetName()
+	if ns := o.GetNamespace(); ns != "" {
+		name = ns + "/" + name
+	}
+	return o.GetKind() + " " + name
+}
+
+// displayPath shortens p relative to the working folder when it is inside.
+func displayPath(p string) string {
+	wd, err := filepath.Abs(".")
+	if err != nil {
+		return p
+	}
+	if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}
