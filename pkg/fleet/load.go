@@ -74,9 +74,7 @@ func Parse(data []byte, name, dir string) (*Fleet, error) {
 	}
 	(&decoder{errs: e}).decode(root, reflect.ValueOf(f).Elem(), "")
 	f.positions = e.pos
-	if len(e.list) == 0 {
-		f.validate(e)
-	}
+	f.validate(e)
 	if err := e.err(); err != nil {
 		return nil, err
 	}

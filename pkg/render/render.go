@@ -214,6 +214,7 @@ func substituteAll(raws []rawObject, subst bool, vars map[string]string) ([]*uns
 			return nil, fmt.Errorf("%s: after substitution: %w", ObjectRef(r.obj), err)
 		}
 		for _, o := range objs {
+			coerceStrings(o.obj.Object)
 			out = append(out, o.obj)
 		}
 	}
@@ -240,4 +241,12 @@ func displayPath(p string) string {
 		return rel
 	}
 	return p
+}
+
+// Renders returns how many distinct inputs the engine has rendered: the
+// kustomize builds, manifest reads and jsonnet evaluations it ran.
+func (e *Engine) Renders() int {
+	e.memo.mu.Lock()
+	defer e.memo.mu.Unlock()
+	return len(e.memo.m)
 }

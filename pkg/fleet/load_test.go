@@ -1,0 +1,215 @@
+package fleet
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+const valid = `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata:
+  name: acme
+defaults:
+  attributes: {registry: ghcr.io/acme, nested: {a: 1, b: 2}}
+groups:
+  - name: staging
+    attributes: {replicas: 1}
+    maxParallel: 2
+    maxFailures: 0
+  - name: production
+    attributes: {replicas: 3, nested: {b: 20}}
+    protected: true
+clusters:
+  - name: staging-eu
+    group: staging
+    context: stg-eu
+    labels: {region: eu}
+    attributes: {domain: eu.staging.acme.io}
+  - name: prod-eu
+    group: production
+    context: prod-eu
+    kubeconfig: ~/.kube/prod
+    labels: {region: eu, tier: gold}
+    server: https://10.0.0.1:6443
+    uid: 7c1c0000-0000-0000-0000-000000000000
+  - name: prod-us
+    group: production
+    context: prod-us
+    labels: {region: us}
+    attributes: {replicas: 5, nested: {c: 3}, list: [1, 2]}
+`
+
+func TestParseValid(t *testing.T) {
+	f, err := Parse([]byte(valid), "fleet.yaml", "/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Metadata.Name != "acme" || len(f.Groups) != 2 || len(f.Clusters) != 3 {
+		t.Fatalf("parsed %+v", f)
+	}
+	if !f.Groups[1].Protected || f.Groups[0].MaxParallel != 2 {
+		t.Errorf("group policy not read: %+v", f.Groups)
+	}
+	c := f.Cluster("prod-eu")
+	if c.Server != "https://10.0.0.1:6443" || c.UID == "" || c.Index != 1 {
+		t.Errorf("pins not read: %+v", c)
+	}
+	if got := f.Line("clusters[1].context"); got != 23 {
+		t.Errorf("line of clusters[1].context = %d, want 23", got)
+	}
+	home, _ := os.UserHomeDir()
+	if got, want := f.ResolvePath(c.Kubeconfig), filepath.Join(home, ".kube/prod"); got != want {
+		t.Errorf("kubeconfig %s, want %s", got, want)
+	}
+	if got, want := f.ResolvePath("apps/web"), filepath.Join("/fleet", "apps/web"); got != want {
+		t.Errorf("relative path %s, want %s", got, want)
+	}
+}
+
+func TestAttributes(t *testing.T) {
+	f, err := Parse([]byte(valid), "fleet.yaml", "/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		cluster string
+		want    map[string]any
+	}{
+		{"staging-eu", map[string]any{"registry": "ghcr.io/acme", "nested": map[string]any{"a": 1, "b": 2}, "replicas": 1, "domain": "eu.staging.acme.io"}},
+		{"prod-eu", map[string]any{"registry": "ghcr.io/acme", "nested": map[string]any{"a": 1, "b": 20}, "replicas": 3}},
+		{"prod-us", map[string]any{"registry": "ghcr.io/acme", "nested": map[string]any{"a": 1, "b": 20, "c": 3}, "replicas": 5, "list": []any{1, 2}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cluster, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, f.Attributes(f.Cluster(tt.cluster))); diff != "" {
+				t.Errorf("attributes (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// Merging must not change the fleet's own maps.
+	if diff := cmp.Diff(map[string]any{"a": 1, "b": 2}, f.Defaults.Attributes["nested"]); diff != "" {
+		t.Errorf("defaults changed by merging:\n%s", diff)
+	}
+}
+
+// replace edits the valid fleet: each pair replaces old with new.
+func replace(pairs ...string) string {
+	return strings.NewReplacer(pairs...).Replace(valid)
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []string // each error, "line: field: message"
+	}{
+		{"unknown cluster field", replace("    context: stg-eu\n", "    contxet: stg-eu\n"),
+			[]string{`fleet.yaml:16: clusters[0].context: required`, `fleet.yaml:18: clusters[0].contxet: unknown field "contxet"`}},
+		{"unknown top-level field", "extra: 1\n" + valid,
+			[]string{`fleet.yaml:1: extra: unknown field "extra"`}},
+		{"duplicate cluster", replace("name: prod-us", "name: prod-eu"),
+			[]string{`fleet.yaml:28: clusters[2].name: duplicate cluster name "prod-eu"`}},
+		{"duplicate group", replace("name: production", "name: staging"),
+			[]string{`fleet.yaml:12: groups[1].name: duplicate group name "staging"`, `fleet.yaml:22: clusters[1].group: unknown group "production" (groups: staging, staging)`, `fleet.yaml:29: clusters[2].group: unknown group "production" (groups: staging, staging)`}},
+		{"unknown group", replace("    group: staging\n", "    group: stagin\n"),
+			[]string{`fleet.yaml:17: clusters[0].group: unknown group "stagin" (groups: staging, production)`}},
+		{"invalid cluster name", replace("name: staging-eu", "name: Staging_EU"),
+			[]string{`fleet.yaml:16: clusters[0].name: "Staging_EU" is not a valid name`}},
+		{"wrong apiVersion", replace("fleet/v1alpha1", "fleet/v2"),
+			[]string{`fleet.yaml:1: apiVersion: want "fleet/v1alpha1", got "fleet/v2"`}},
+		{"wrong kind", replace("kind: Fleet", "kind: Flet"),
+			[]string{`fleet.yaml:2: kind: want "Fleet", got "Flet"`}},
+		{"not an integer", replace("maxParallel: 2", "maxParallel: two"),
+			[]string{`fleet.yaml:10: groups[0].maxParallel: want an integer, got "two"`}},
+		{"negative", replace("maxFailures: 0", "maxFailures: -1"),
+			[]string{`fleet.yaml:11: groups[0].maxFailures: must not be negative, got -1`}},
+		{"not a bool", replace("protected: true", "protected: maybe"),
+			[]string{`fleet.yaml:14: groups[1].protected: want true or false, got "maybe"`}},
+		{"list for mapping", replace("labels: {region: us}", "labels: [us]"),
+			[]string{`fleet.yaml:31: clusters[2].labels: want a mapping, got a list`}},
+		{"invalid label", replace("{region: us}", "{region: 'u s'}"),
+			[]string{`fleet.yaml:31: clusters[2].labels.region: invalid label value "u s"`}},
+		{"invalid server", replace("https://10.0.0.1:6443", "10.0.0.1"),
+			[]string{`fleet.yaml:26: clusters[1].server: "10.0.0.1" is not a URL`}},
+		{"repeated key", replace("    context: stg-eu\n", "    context: stg-eu\n    context: other\n"),
+			[]string{`fleet.yaml:19: clusters[0].context: field "context" appears more than once`}},
+		{"missing group and context", replace("    group: staging\n    context: stg-eu\n", ""),
+			[]string{`fleet.yaml:16: clusters[0].group: required`, `fleet.yaml:16: clusters[0].context: required`}},
+		{"missing metadata name", replace("  name: acme\n", "  name: \"\"\n"),
+			[]string{`fleet.yaml:4: metadata.name: required`}},
+		{"yaml syntax", replace("  name: acme\n", "  name: [acme\n"),
+			[]string{`fleet.yaml:3: invalid YAML`}},
+		{"empty file", "", []string{`fleet.yaml:1: the file is empty`}},
+		{"two documents", valid + "---\n" + valid, []string{`fleet.yaml:33: a fleet file holds one YAML document`}},
+		{"bad attributesFrom", replace("    attributes: {domain: eu.staging.acme.io}\n", "    attributesFrom:\n      - {apiVersion: v1, kind: ConfigMap, name: info, attributes: {region: '{.data.region'}}\n"),
+			[]string{`fleet.yaml:21: clusters[0].attributesFrom[0].attributes.region: invalid JSONPath`}},
+		{"app without source", valid + "apps:\n  - name: web\n",
+			[]string{`fleet.yaml:34: apps[0]: one of kustomize, jsonnet or manifests is required`}},
+		{"app unknown group and cluster", valid + "apps:\n  - name: web\n    manifests: .\n    groups: [prod]\n    clusters: [nope-*]\n    selector: 'a in (b'\n",
+			[]string{`fleet.yaml:36: apps[0].groups[0]: unknown group "prod"`, `fleet.yaml:37: apps[0].clusters[0]: no cluster matches "nope-*"`, `fleet.yaml:38: apps[0].selector: invalid label selector`}},
+		{"app missing folder", valid + "apps:\n  - name: web\n    kustomize: apps/nope\n",
+			[]string{`fleet.yaml:35: apps[0].kustomize: apps/nope does not exist`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.in), "fleet.yaml", t.TempDir())
+			if err == nil {
+				t.Fatal("no error")
+			}
+			list, ok := err.(ErrorList)
+			if !ok {
+				t.Fatalf("error %T is not an ErrorList: %v", err, err)
+			}
+			if len(list) != len(tt.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(list), len(tt.want), err)
+			}
+			for i, want := range tt.want {
+				if got := list[i].Error(); !strings.HasPrefix(got, want) {
+					t.Errorf("error %d:\n got %s\nwant %s…", i, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestLocate(t *testing.T) {
+	t.Setenv(EnvVar, "")
+	if got := Locate(""); got != DefaultFile {
+		t.Errorf("Locate() = %q, want %q", got, DefaultFile)
+	}
+	t.Setenv(EnvVar, "/env/fleet.yaml")
+	if got := Locate(""); got != "/env/fleet.yaml" {
+		t.Errorf("Locate() with $%s = %q", EnvVar, got)
+	}
+	if got := Locate("flag.yaml"); got != "flag.yaml" {
+		t.Errorf("Locate(flag) = %q", got)
+	}
+}
+
+func TestLoadMissing(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "fleet.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("want a not-found error, got %v", err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(valid))
+	f.Add([]byte(replace("    context: stg-eu\n", "    contxet: stg-eu\n")))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Add([]byte("clusters: {a: b}\n"))
+	f.Add([]byte("groups:\n- name: a\n  attributes: {<<: {x: 1}}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := Parse(data, "fleet.yaml", "/fleet")
+		if err == nil {
+			for i := range fl.Clusters {
+				_ = fl.Attributes(&fl.Clusters[i])
+			}
+			_, _ = fl.Select(Selection{})
+		}
+	})
+}

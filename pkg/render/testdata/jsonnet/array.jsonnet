@@ -1,0 +1,5 @@
+function(cluster) [
+  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'b' } },
+  { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a' } },
+  null,
+]

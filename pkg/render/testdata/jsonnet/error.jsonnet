@@ -1,0 +1,1 @@
+function(cluster) error 'no ' + cluster.name
