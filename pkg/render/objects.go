@@ -39,8 +39,7 @@ func parseDocuments(data []byte) ([]rawObject, error) {
 }
 
 // parseDocument parses one YAML or JSON document holding an object or a
-// List. It keeps the document's own text for substitution when it holds a
-// single object.
+// List.
 func parseDocument(doc []byte) ([]rawObject, error) {
 	var m map[string]any
 	if err := yaml.Unmarshal(doc, &m); err != nil {
@@ -56,8 +55,8 @@ func parseDocument(doc []byte) ([]rawObject, error) {
 	return fromJSON(j, string(doc))
 }
 
-// fromJSON turns a JSON object into objects. text is the object's source for
-// substitution; items of a List get their own.
+// fromJSON turns a JSON object into objects. text is the object's source,
+// looked at for "${"; items of a List are looked at on their own.
 func fromJSON(j []byte, text string) ([]rawObject, error) {
 	obj := &unstructured.Unstructured{}
 	if err := obj.UnmarshalJSON(j); err != nil {
@@ -67,7 +66,7 @@ func fromJSON(j []byte, text string) ([]rawObject, error) {
 		return nil, err
 	}
 	if !obj.IsList() {
-		return []rawObject{{obj: obj, yaml: text}}, nil
+		return []rawObject{{obj: obj, vars: strings.Contains(text, "${")}}, nil
 	}
 	items, _, _ := unstructured.NestedSlice(obj.Object, "items")
 	var out []rawObject

@@ -149,7 +149,7 @@ func (e *Engine) renderOne(t Target) ([]*unstructured.Unstructured, string, erro
 	if err != nil {
 		return nil, path, err
 	}
-	objs, err := substituteAll(raws, t.Source.Type != Jsonnet, Variables(&t.Cluster))
+	objs, err := substituteAll(raws, t.Source.Type != Jsonnet, VariablesOf(&t.Cluster))
 	if err != nil {
 		return nil, path, err
 	}
@@ -189,34 +189,29 @@ func (m *memo) do(key string, fn func() ([]rawObject, error)) ([]rawObject, erro
 	return ent.val, ent.err
 }
 
-// rawObject is a rendered object before substitution: its parsed form and,
-// for substitution, its YAML text.
+// rawObject is a rendered object before substitution.
 type rawObject struct {
-	obj  *unstructured.Unstructured
-	yaml string
+	obj *unstructured.Unstructured
+	// vars is set when the object holds "${" anywhere.
+	vars bool
 }
 
-// substituteAll returns a fresh copy of every object, variables expanded
-// when subst is set and the object does not opt out.
-func substituteAll(raws []rawObject, subst bool, vars map[string]string) ([]*unstructured.Unstructured, error) {
+// substituteAll returns a fresh copy of every object, with variables
+// expanded when subst is set and the object does not opt out.
+func substituteAll(raws []rawObject, subst bool, vars Vars) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(raws))
 	for _, r := range raws {
-		if !subst || !strings.Contains(r.yaml, "${") || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
+		if !subst || !r.vars || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
 			out = append(out, r.obj.DeepCopy())
 			continue
 		}
-		text, err := Substitute(r.yaml, vars)
+		v, err := vars.expand(r.obj.Object)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ObjectRef(r.obj), err)
 		}
-		objs, err := parseDocument([]byte(text))
-		if err != nil {
-			return nil, fmt.Errorf("%s: after substitution: %w", ObjectRef(r.obj), err)
-		}
-		for _, o := range objs {
-			coerceStrings(o.obj.Object)
-			out = append(out, o.obj)
-		}
+		obj := &unstructured.Unstructured{Object: v.(map[string]any)}
+		coerceStrings(obj.Object)
+		out = append(out, obj)
 	}
 	return out, nil
 }

@@ -86,19 +86,133 @@ func excerpt(s string) string {
 	return strconv.Quote(s)
 }
 
-// Variables are the substitution variables of a cluster: every attribute by
-// its key (scalars as text, other values as JSON), then FLEET_CLUSTER_NAME,
-// FLEET_CLUSTER_GROUP, FLEET_CLUSTER_CONTEXT and FLEET_NAME.
-func Variables(c *Cluster) map[string]string {
-	vars := make(map[string]string, len(c.Attributes)+4)
-	for k, v := range c.Attributes {
-		vars[k] = scalarText(v)
+// Vars are a cluster's substitution variables: every attribute by its key,
+// then FLEET_CLUSTER_NAME, FLEET_CLUSTER_GROUP, FLEET_CLUSTER_CONTEXT and
+// FLEET_NAME.
+type Vars struct {
+	// Text is each variable as text: scalars as written, others as JSON.
+	Text map[string]string
+	// Typed is each variable's YAML value.
+	Typed map[string]any
+}
+
+// VariablesOf returns the substitution variables of a cluster.
+func VariablesOf(c *Cluster) Vars {
+	v := Vars{Text: make(map[string]string, len(c.Attributes)+4), Typed: make(map[string]any, len(c.Attributes)+4)}
+	for k, a := range c.Attributes {
+		v.Typed[k] = a
 	}
-	vars["FLEET_CLUSTER_NAME"] = c.Name
-	vars["FLEET_CLUSTER_GROUP"] = c.Group
-	vars["FLEET_CLUSTER_CONTEXT"] = c.Context
-	vars["FLEET_NAME"] = c.Fleet
-	return vars
+	v.Typed["FLEET_CLUSTER_NAME"] = c.Name
+	v.Typed["FLEET_CLUSTER_GROUP"] = c.Group
+	v.Typed["FLEET_CLUSTER_CONTEXT"] = c.Context
+	v.Typed["FLEET_NAME"] = c.Fleet
+	for k, a := range v.Typed {
+		v.Text[k] = scalarText(a)
+	}
+	return v
+}
+
+// expand substitutes variables in every string (and map key) of a value
+// parsed from YAML, returning a copy. A string that is one variable
+// reference and nothing else takes the variable's YAML type, so
+// `replicas: ${replicas}` with replicas: 4 gives the integer 4, as the same
+// text substituted and read as YAML would; a default's text is read as a
+// YAML scalar. Any other string stays a string.
+func (vs Vars) expand(v any) (any, error) {
+	switch x := v.(type) {
+	case string:
+		if !strings.Contains(x, "${") {
+			return x, nil
+		}
+		if name, def, hasDefault, ok := wholeReference(x); ok {
+			if val, ok := vs.Typed[name]; ok {
+				return normalize(val), nil
+			}
+			if hasDefault {
+				return scalarOf(def), nil
+			}
+		}
+		return Substitute(x, vs.Text)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			nk, err := Substitute(k, vs.Text)
+			if err != nil {
+				return nil, err
+			}
+			if out[nk], err = vs.expand(val); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			var err error
+			if out[i], err = vs.expand(val); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// wholeReference matches a string that is exactly ${name} or
+// ${name:=default}.
+func wholeReference(s string) (name, def string, hasDefault, ok bool) {
+	if !strings.HasPrefix(s, "${") || !strings.HasSuffix(s, "}") || strings.Count(s, "}") != 1 {
+		return "", "", false, false
+	}
+	name, def, hasDefault = strings.Cut(s[2:len(s)-1], ":=")
+	if !validName(name) {
+		return "", "", false, false
+	}
+	return name, def, hasDefault, true
+}
+
+// scalarOf reads a default's text the way YAML reads a plain scalar:
+// integers, floats, booleans and null are typed, anything else is text.
+func scalarOf(s string) any {
+	if i, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return i
+	}
+	switch s {
+	case "true", "True", "TRUE":
+		return true
+	case "false", "False", "FALSE":
+		return false
+	case "null", "~":
+		return nil
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil && !strings.ContainsAny(s, "xXpP_") {
+		return f
+	}
+	return s
+}
+
+// normalize converts a YAML value to the types unstructured objects hold:
+// int64 for integers, and fresh maps and slices.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case uint64:
+		return float64(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, val := range x {
+			out[k] = normalize(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, val := range x {
+			out[i] = normalize(val)
+		}
+		return out
+	}
+	return v
 }
 
 func scalarText(v any) string {
