@@ -80,3 +80,29 @@ func BenchmarkRenderOneBuild(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScriptedLoop100Clusters is what users script today: one
+// `kustomize build | envsubst` per cluster, 100 builds. It runs kustomize in
+// process, so it is kinder to the loop than the real thing (no process
+// start-up per cluster).
+func BenchmarkScriptedLoop100Clusters(b *testing.B) {
+	dir := b.TempDir()
+	writeOverlay(b, dir, 20)
+	b.ReportAllocs()
+	for b.Loop() {
+		for i := 0; i < 100; i++ {
+			g := "staging"
+			if i >= 10 {
+				g = "production"
+			}
+			c := cluster(fmt.Sprintf("c%03d", i), g, map[string]any{"replicas": 1 + i%3, "registry": "ghcr.io/acme"})
+			raws, err := buildKustomize(filepath.Join(dir, g))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := substituteAll(raws, true, VariablesOf(&c)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}

@@ -1,0 +1,74 @@
+# kubectl fleet — build, test, bench, lint, dist.
+# Needs only Go (GOTOOLCHAIN=local); everything else is built from the Go
+# module proxy.
+
+GO        ?= go
+BIN       := bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+PKG       := github.com/kubectl-fleet/kubectl-fleet
+LDFLAGS   := -s -w -X $(PKG)/pkg/version.Version=$(VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)
+PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
+
+export GOTOOLCHAIN := local
+
+.PHONY: all build run demo test test-unit fuzz bench lint tidy-check dist clean
+
+all: build
+
+## build: the plugin binary, bin/kubectl-fleet
+build:
+	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-fleet ./cmd/kubectl-fleet
+
+## run / demo: build, then run the plugin on the example fleet (offline)
+run demo: build
+	@echo "+ kubectl fleet vet --no-kubeconfig -F examples/fleet.yaml"
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kubectl-fleet vet --no-kubeconfig -F examples/fleet.yaml
+	@echo "+ kubectl fleet render -F examples/fleet.yaml --group production --app web"
+	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kubectl-fleet render -F examples/fleet.yaml --group production --app web
+
+## test: every test (lint included); fuzz seeds run as tests
+test: lint test-unit
+
+## test-unit: the unit, golden and fuzz-seed tests
+test-unit:
+	$(GO) test -count=1 ./...
+
+## fuzz: fuzz the fleet parser and the substitution engine for a while
+fuzz:
+	$(GO) test ./pkg/fleet -run '^$$' -fuzz FuzzParse -fuzztime 30s
+	$(GO) test ./pkg/render -run '^$$' -fuzz FuzzSubstitute -fuzztime 30s
+
+## bench: benchmarks, with ratios against what users run instead
+bench:
+	$(GO) test ./pkg/render -run '^$$' -bench . -benchmem -count 1 | awk -f hack/bench-ratios.awk
+
+## lint: gofmt, go vet, and go.mod tidiness
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@$(MAKE) --no-print-directory tidy-check
+
+tidy-check:
+	@cp go.mod /tmp/kubectl-fleet.go.mod.bak; cp go.sum /tmp/kubectl-fleet.go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod /tmp/kubectl-fleet.go.mod.bak || ! cmp -s go.sum /tmp/kubectl-fleet.go.sum.bak; then \
+		echo "go mod tidy changes go.mod/go.sum: run it and commit"; \
+		cp /tmp/kubectl-fleet.go.mod.bak go.mod; cp /tmp/kubectl-fleet.go.sum.bak go.sum; exit 1; fi
+
+## dist: release archives for every platform krew serves, with checksums
+dist:
+	@rm -rf dist && mkdir -p dist
+	@set -e; for p in $(PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+		d=dist/kubectl-fleet_$${os}_$${arch}; mkdir -p $$d; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $$d/kubectl-fleet$$ext ./cmd/kubectl-fleet; \
+		cp LICENSE README.md $$d/ 2>/dev/null || cp README.md $$d/; \
+		if [ $$os = windows ]; then (cd $$d && zip -q -r ../kubectl-fleet_$${os}_$${arch}.zip .); \
+		else tar -C $$d -czf $$d.tar.gz .; fi; \
+		rm -rf $$d; echo "dist: $$p"; \
+	done
+	@cd dist && sha256sum kubectl-fleet_* > checksums.txt && cat checksums.txt
+
+clean:
+	rm -rf $(BIN) dist

@@ -1,0 +1,282 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
+)
+
+const example = "../../examples/fleet.yaml"
+
+// run runs the plugin as a user would and returns stdout, stderr and the
+// exit code.
+func run(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	t.Setenv("NO_COLOR", "")
+	t.Setenv("KUBECONFIG", filepath.Join("testdata", "kubeconfig"))
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, args)
+	return out.String(), errOut.String(), code
+}
+
+func TestRenderExample(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"render-example.yaml", []string{"render", "-F", example}},
+		{"render-example.json", []string{"render", "-F", example, "-o", "json"}},
+		{"render-staging-adhoc.yaml", []string{"render", "-F", example, "-k", "../../examples/apps/web/overlays", "--group", "staging"}},
+		{"render-prod-us-jsonnet.yaml", []string{"build", "-F", example, "-j", "../../examples/apps/dashboard/main.jsonnet", "-c", "prod-us", "-n", "dash"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, "", tt.args...)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden.Assert(t, filepath.Join("testdata", "golden", tt.name), []byte(out))
+		})
+	}
+}
+
+func TestRenderJSONLines(t *testing.T) {
+	out, _, code := run(t, "", "render", "-F", example, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var clusters []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var rc RenderedCluster
+		if err := json.Unmarshal([]byte(line), &rc); err != nil {
+			t.Fatalf("not a JSON line: %v: %s", err, line)
+		}
+		clusters = append(clusters, rc.Cluster)
+		for _, o := range rc.Objects {
+			if o["kind"] == "Deployment" && o["metadata"].(map[string]any)["name"] == "web" {
+				if _, ok := o["spec"].(map[string]any)["replicas"].(float64); !ok {
+					t.Errorf("%s: replicas is not a number", rc.Cluster)
+				}
+			}
+		}
+	}
+	if got := strings.Join(clusters, ","); got != "staging-eu,prod-eu,prod-us" {
+		t.Errorf("clusters %s", got)
+	}
+}
+
+func TestRenderSecrets(t *testing.T) {
+	const marker = "s3cr3t-marker-7f3a"
+	fleetFile := filepath.Join("testdata", "secret", "fleet.yaml")
+	out, errOut, code := run(t, "", "render", "-F", fleetFile)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out+errOut, marker) || strings.Contains(out, "czNjcjN0") {
+		t.Errorf("render printed a Secret value:\n%s", out)
+	}
+	if !strings.Contains(out, "password: '***'") {
+		t.Errorf("no masked value in:\n%s", out)
+	}
+	out, _, _ = run(t, "", "render", "-F", fleetFile, "--show-secrets")
+	if !strings.Contains(out, marker) {
+		t.Errorf("--show-secrets did not show the value:\n%s", out)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "one-stale.yaml"), nil, 0o644); err == nil {
+		_ = os.MkdirAll(filepath.Join(dir, "one"), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, "one", "stale.yaml"), []byte("x"), 0o644)
+	}
+	out, errOut, code = run(t, "", "render", "-F", fleetFile, "--output-dir", dir)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q: %s", code, out, errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "one", "secret_app_creds.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), marker) {
+		t.Errorf("--output-dir should write what was rendered, got:\n%s", data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "one", "stale.yaml")); !os.IsNotExist(err) {
+		t.Errorf("stale file left in the cluster folder: %v", err)
+	}
+}
+
+func TestOutputDirExample(t *testing.T) {
+	dir := t.TempDir()
+	_, errOut, code := run(t, "", "render", "-F", example, "--output-dir", dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var files []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			rel, _ := filepath.Rel(dir, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(files)
+	golden.Assert(t, "testdata/golden/output-dir.txt", []byte(strings.Join(files, "\n")+"\n"))
+	if !strings.Contains(errOut, "[prod-us]") || !strings.Contains(errOut, "wrote 9 objects") {
+		t.Errorf("progress on stderr: %s", errOut)
+	}
+}
+
+func TestVet(t *testing.T) {
+	out, errOut, code := run(t, "", "vet", "-F", example)
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	golden.Assert(t, "testdata/golden/vet-example.txt", []byte(out))
+
+	bad := filepath.Join(t.TempDir(), "fleet.yaml")
+	data, _ := os.ReadFile(example)
+	text := strings.Replace(string(data), "context: fleet-c2", "contxet: fleet-c2", 1)
+	text = strings.Replace(text, "group: production\n    context: fleet-c3", "group: prod\n    context: fleet-c3", 1)
+	text = text[:strings.Index(text, "apps:")]
+	if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, "", "vet", "-F", bad)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		bad + `:29: clusters[1].contxet: unknown field "contxet"`,
+		bad + `:27: clusters[1].context: required`,
+		bad + `:33: clusters[2].group: unknown group "prod" (groups: staging, production)`,
+		"vet: 3 problems in " + bad,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("vet output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestVetRenderProblems(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("fleet.yaml", "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: g}]\nclusters:\n  - {name: a, group: g, context: fleet-c1, attributes: {x: 1}}\n  - {name: b, group: g, context: fleet-nope}\n")
+	write("m.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {x: '${x}'}\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: ns, namespace: other, labels: {'bad key!': v}}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n")
+	out, _, code := run(t, "", "vet", "-F", filepath.Join(dir, "fleet.yaml"), "-f", filepath.Join(dir, "m.yaml"))
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{
+		`fleet.yaml:7: clusters[1].context: context "fleet-nope" not found in kubeconfig testdata/kubeconfig`,
+		"[a] Namespace other/ns: a Namespace has no namespace",
+		"[a] Namespace other/ns: metadata.labels: Invalid value: \"bad key!\"",
+		"[a] ConfigMap cm: rendered more than once",
+		"[b] app m: ConfigMap cm: undefined variable ${x}",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("vet output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "do-not-print-this-token") {
+		t.Error("vet printed a credential")
+	}
+}
+
+func TestClusters(t *testing.T) {
+	out, errOut, code := run(t, "", "clusters", "-F", example)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden.Assert(t, "testdata/golden/clusters.txt", []byte(out))
+
+	out, _, _ = run(t, "", "ls", "-F", example, "-l", "region=eu", "-o", "json")
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c ClusterInfo
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, c.Name+"@"+c.Server)
+	}
+	if got := strings.Join(names, " "); got != "staging-eu@https://127.0.0.1:16441 prod-eu@https://127.0.0.1:16442" {
+		t.Errorf("clusters -o json: %s", got)
+	}
+	if strings.Contains(out, "do-not-print-this-token") {
+		t.Error("clusters printed a credential")
+	}
+}
+
+func TestClustersMissingContext(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"clusters", "-F", example, "--kubeconfig", filepath.Join("testdata", "kubeconfig"), "-c", "prod-us"})
+	if code != 0 {
+		t.Fatalf("--kubeconfig: exit %d: %s", code, errOut.String())
+	}
+	_, errText, code := run(t, "", "clusters", "-F", example, "--kubeconfig", filepath.Join(t.TempDir(), "empty"))
+	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:24: clusters[0].context:`) {
+		t.Errorf("exit %d, stderr:\n%s", code, errText)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no source", []string{"render", "-F", "testdata/secret/fleet.yaml", "--app", "nope"}, "--app nope: no such app in testdata/secret/fleet.yaml"},
+		{"two sources", []string{"render", "-F", example, "-k", "a", "-f", "b"}, "mutually exclusive"},
+		{"stdin needs a name", []string{"render", "-F", example, "-f", "-"}, "-f - (standard input) needs --name"},
+		{"bad name", []string{"render", "-F", example, "-k", "x", "--name", "Web_1"}, `--name: "Web_1" is not a valid app name`},
+		{"empty selection", []string{"render", "-F", example, "-g", "staging", "-l", "region=us"}, `no cluster in ../../examples/fleet.yaml matches --group staging --selector "region=us"`},
+		{"missing fleet", []string{"render", "-F", "nope.yaml"}, "fleet file nope.yaml not found"},
+		{"bad output", []string{"render", "-F", example, "-o", "table"}, `--output "table": want yaml or json`},
+		{"render error", []string{"render", "-F", example, "-k", "testdata"}, "rendering failed, nothing was done"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, errOut, code := run(t, "", tt.args...)
+			if code != 1 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q, want %q", code, errOut, tt.want)
+			}
+			if out != "" {
+				t.Errorf("stdout should be empty on error, got:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestRenderStdin(t *testing.T) {
+	in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata: {c: '${FLEET_CLUSTER_NAME}'}\n"
+	out, errOut, code := run(t, in, "render", "-F", example, "-f", "-", "--name", "piped", "-g", "production")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Count(out, "kind: ConfigMap") != 2 || !strings.Contains(out, "c: prod-us") {
+		t.Errorf("stdin not rendered per cluster:\n%s", out)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, code := run(t, "", "version", "-o", "json")
+	var v VersionInfo
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v.Version == "" {
+		t.Errorf("exit %d: %s", code, out)
+	}
+	out, _, _ = run(t, "", "--help")
+	if !strings.Contains(out, "kubectl fleet [command]") {
+		t.Errorf("usage does not say kubectl fleet:\n%s", out)
+	}
+}
