@@ -280,3 +280,32 @@ func TestVersion(t *testing.T) {
 		t.Errorf("usage does not say kubectl fleet:\n%s", out)
 	}
 }
+
+func TestAttributesFrom(t *testing.T) {
+	dir := t.TempDir()
+	fleetFile := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(fleetFile, []byte(`apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: f}
+groups: [{name: g}]
+defaults:
+  attributesFrom:
+    - {apiVersion: v1, kind: Namespace, name: kube-system, attributes: {clusterUID: '{.metadata.uid}'}}
+clusters:
+  - {name: a, group: g, context: fleet-c1}
+  - {name: b, group: g, context: missing-context}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: id}\ndata: {uid: '${clusterUID}'}\n"
+	out, errOut, code := run(t, in, "vet", "-F", fleetFile, "-f", "-", "--name", "id", "--no-kubeconfig")
+	if code != 0 || !strings.Contains(out, "[a] ok: 1 objects") {
+		t.Errorf("vet with placeholders: exit %d\n%s%s", code, out, errOut)
+	}
+	// render must read from the cluster, so a missing context stops it
+	// before any request, naming the file and line.
+	out, errOut, code = run(t, in, "render", "-F", fleetFile, "-f", "-", "--name", "id")
+	if code != 1 || out != "" || !strings.Contains(errOut, fleetFile+`:10: clusters[1].context: context "missing-context" not found`) {
+		t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+}

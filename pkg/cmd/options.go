@@ -272,11 +272,15 @@ func contains(list []string, s string) bool {
 }
 
 // targets lists every (cluster, app) pair to render, cluster by cluster in
-// fleet order, apps in fleet order within a cluster.
-func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app) []render.Target {
+// fleet order, apps in fleet order within a cluster. live holds attributes
+// read from clusters; they override the fleet file's.
+func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[string]map[string]any) []render.Target {
 	var out []render.Target
 	for _, c := range clusters {
 		rc := render.ClusterOf(f, c)
+		for k, v := range live[c.Name] {
+			rc.Attributes[k] = v
+		}
 		for _, a := range apps {
 			for _, ac := range a.clusters {
 				if ac == c {

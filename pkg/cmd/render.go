@@ -4,18 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
@@ -125,8 +128,12 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	live, err := g.liveAttributes(ctx, f, clusters, apps)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	engine := &render.Engine{Stdin: g.In}
-	results := engine.Render(ctx, targets(f, clusters, apps))
+	results := engine.Render(ctx, targets(f, clusters, apps, live))
 	var errs []string
 	for _, r := range results {
 		if r.Err != nil {
@@ -137,6 +144,59 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		return nil, nil, nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return f, clusters, results, nil
+}
+
+// liveAttributes reads the attributesFrom of every cluster that something
+// is rendered for, in parallel. Only then are kubeconfigs read.
+func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, apps []app) (map[string]map[string]any, error) {
+	var need []*fleet.Cluster
+	for _, c := range clusters {
+		if len(f.AttributesFrom(c)) > 0 && targeted(c, apps) {
+			need = append(need, c)
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil
+	}
+	if err := kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, need); err != nil {
+		return nil, err
+	}
+	live := make([]map[string]any, len(need))
+	errs := make([]error, len(need))
+	var wg sync.WaitGroup
+	for i, c := range need {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			getter, err := kube.NewDynamicGetter(kube.ForCluster(g.ConfigFlags, f, c))
+			if err == nil {
+				live[i], err = kube.ReadAttributes(ctx, getter, f.AttributesFrom(c))
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]any, len(need))
+	for i, c := range need {
+		out[c.Name] = live[i]
+	}
+	return out, nil
+}
+
+func targeted(c *fleet.Cluster, apps []app) bool {
+	for _, a := range apps {
+		for _, ac := range a.clusters {
+			if ac == c {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // byCluster gathers each cluster's objects over its apps.

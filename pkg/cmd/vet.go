@@ -89,7 +89,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps))
+	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps, placeholders(f, clusters)))
 	objects := byCluster(clusters, results)
 	p := o.prefixer(clusters)
 	for _, c := range clusters {
@@ -131,4 +131,25 @@ func appList(names []string) string {
 		return "app " + names[0]
 	}
 	return "apps " + strings.Join(names, ", ")
+}
+
+// placeholders stand in for the attributes read from clusters, which vet
+// does not contact: "<from ConfigMap kube-system/info>".
+func placeholders(f *fleet.Fleet, clusters []*fleet.Cluster) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, c := range clusters {
+		for _, a := range f.AttributesFrom(c) {
+			if out[c.Name] == nil {
+				out[c.Name] = map[string]any{}
+			}
+			ref := a.Name
+			if a.Namespace != "" {
+				ref = a.Namespace + "/" + a.Name
+			}
+			for name := range a.Attributes {
+				out[c.Name][name] = fmt.Sprintf("<from %s %s>", a.Kind, ref)
+			}
+		}
+	}
+	return out
 }

@@ -147,6 +147,8 @@ func TestParseErrors(t *testing.T) {
 		{"two documents", valid + "---\n" + valid, []string{`fleet.yaml:33: a fleet file holds one YAML document`}},
 		{"bad attributesFrom", replace("    attributes: {domain: eu.staging.acme.io}\n", "    attributesFrom:\n      - {apiVersion: v1, kind: ConfigMap, name: info, attributes: {region: '{.data.region'}}\n"),
 			[]string{`fleet.yaml:21: clusters[0].attributesFrom[0].attributes.region: invalid JSONPath`}},
+		{"attributesFrom a Secret", replace("    attributes: {domain: eu.staging.acme.io}\n", "    attributesFrom:\n      - {apiVersion: v1, kind: Secret, name: s, attributes: {p: '{.data.p}'}}\n"),
+			[]string{`fleet.yaml:21: clusters[0].attributesFrom[0].kind: attributes are printed by render and diff, so they are not read from Secrets`}},
 		{"app without source", valid + "apps:\n  - name: web\n",
 			[]string{`fleet.yaml:34: apps[0]: one of kustomize, jsonnet or manifests is required`}},
 		{"app unknown group and cluster", valid + "apps:\n  - name: web\n    manifests: .\n    groups: [prod]\n    clusters: [nope-*]\n    selector: 'a in (b'\n",

@@ -155,6 +155,9 @@ func validateAttributesFrom(e *errs, field string, list []AttributeFrom) {
 				e.add(p+"."+req.field, "required")
 			}
 		}
+		if a.Kind == "Secret" {
+			e.add(p+".kind", "attributes are printed by render and diff, so they are not read from Secrets")
+		}
 		if len(a.Attributes) == 0 {
 			e.add(p+".attributes", "required: a mapping of attribute name to JSONPath, e.g. {clusterUID: '{.metadata.uid}'}")
 		}
