@@ -45,7 +45,7 @@ bench:
 
 ## lint: gofmt, go vet, and go.mod tidiness
 lint:
-	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l $$(find . \( -path ./.cache -o -path ./.git \) -prune -o -name '*.go' -print)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@$(MAKE) --no-print-directory tidy-check
 

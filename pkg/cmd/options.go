@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -174,7 +175,7 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 	var out []app
 	for i := range f.Apps {
 		a := &f.Apps[i]
-		if len(s.Apps) > 0 && !contains(s.Apps, a.Name) {
+		if len(s.Apps) > 0 && !slices.Contains(s.Apps, a.Name) {
 			continue
 		}
 		targets := a.Targets(clusters)
@@ -262,15 +263,6 @@ func absPath(p string) string {
 	return p
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // targets lists every (cluster, app) pair to render, cluster by cluster in
 // fleet order, apps in fleet order within a cluster. live holds attributes
 // read from clusters; they override the fleet file's.
@@ -282,11 +274,8 @@ func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[str
 			rc.Attributes[k] = v
 		}
 		for _, a := range apps {
-			for _, ac := range a.clusters {
-				if ac == c {
-					out = append(out, render.Target{Cluster: rc, App: a.name, Source: a.source})
-					break
-				}
+			if slices.Contains(a.clusters, c) {
+				out = append(out, render.Target{Cluster: rc, App: a.name, Source: a.source})
 			}
 		}
 	}

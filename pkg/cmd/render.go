@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,7 +42,8 @@ func NewCmdRender(g *GlobalOptions) *cobra.Command {
 		Aliases: []string{"build"},
 		Short:   "Print what each selected cluster would get",
 		Long: `Render kustomize, jsonnet or plain manifests for every selected cluster with
-its attributes, without contacting any cluster and without a kubeconfig.
+its attributes. No kubeconfig is read and no cluster contacted, except to read
+the attributes of clusters that declare attributesFrom.
 
 The output is a multi-document YAML stream; each cluster's objects start with
 a "# Cluster: <name>" comment line. -o json prints one JSON object per
@@ -190,10 +192,8 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 
 func targeted(c *fleet.Cluster, apps []app) bool {
 	for _, a := range apps {
-		for _, ac := range a.clusters {
-			if ac == c {
-				return true
-			}
+		if slices.Contains(a.clusters, c) {
+			return true
 		}
 	}
 	return false

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -76,7 +77,7 @@ func (f *Fleet) Select(s Selection) ([]*Cluster, error) {
 }
 
 func (c *Cluster) matches(groups, patterns []string, sel labels.Selector) bool {
-	if len(groups) > 0 && !contains(groups, c.Group) {
+	if len(groups) > 0 && !slices.Contains(groups, c.Group) {
 		return false
 	}
 	if len(patterns) > 0 && !matchAny(patterns, c.Name) {
@@ -98,15 +99,6 @@ func (a *App) Targets(clusters []*Cluster) []*Cluster {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func matchAny(patterns []string, name string) bool {

@@ -25,7 +25,7 @@ func (f fakeGetter) Get(_ context.Context, _, kind, namespace, name string) (*un
 
 func TestReadAttributes(t *testing.T) {
 	g := fakeGetter{
-		"Namespace//kube-system": {Object: map[string]any{"metadata": map[string]any{"name": "kube-system", "uid": "uid-1"}}},
+		"Namespace//kube-system":     {Object: map[string]any{"metadata": map[string]any{"name": "kube-system", "uid": "uid-1"}}},
 		"ConfigMap/kube-system/info": {Object: map[string]any{"data": map[string]any{"region": "eu", "zones": "a,b"}}},
 	}
 	ns := fleet.AttributeFrom{APIVersion: "v1", Kind: "Namespace", Name: "kube-system", Attributes: map[string]string{"clusterUID": "{.metadata.uid}"}}
