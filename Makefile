@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo test test-unit fuzz bench lint tidy-check dist clean
+.PHONY: all build run demo test test-unit fuzz bench lint tidy-check dist clean controlplane
 
 all: build
 
@@ -69,6 +69,12 @@ dist:
 		rm -rf $$d; echo "dist: $$p"; \
 	done
 	@cd dist && sha256sum kubectl-fleet_* > checksums.txt && cat checksums.txt
+
+## controlplane: build kube-apiserver, etcd, kubectl, controllers, kwok and krew
+## from the Go module proxy into .cache/k8s/<version>/bin (only what is missing;
+## about 6.5 minutes cold on 2 cores, 0.02 s warm)
+controlplane:
+	hack/controlplane/build.sh
 
 clean:
 	rm -rf $(BIN) dist
