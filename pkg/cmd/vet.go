@@ -127,7 +127,10 @@ func (o *VetOptions) Run(ctx context.Context) error {
 }
 
 func appList(names []string) string {
-	if len(names) == 1 {
+	switch len(names) {
+	case 0:
+		return "no app (none targets this cluster)"
+	case 1:
 		return "app " + names[0]
 	}
 	return "apps " + strings.Join(names, ", ")

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,10 +152,4 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 		return nil
 	}
 	return list
-}
-
-// IsFleetError reports whether err holds fleet file field errors.
-func IsFleetError(err error) bool {
-	var fe *fleet.FieldError
-	return errors.As(err, &fe)
 }

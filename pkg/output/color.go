@@ -55,11 +55,3 @@ func (p *Prefixer) Prefix(name string) string {
 	}
 	return fmt.Sprintf("\x1b[%dm[%s]\x1b[0m %s", ColorOf(name), name, pad)
 }
-
-// Paint colours s when colour is on.
-func (p *Prefixer) Paint(s string, color int) string {
-	if !p.color {
-		return s
-	}
-	return fmt.Sprintf("\x1b[%dm%s\x1b[0m", color, s)
-}
