@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo test test-unit fuzz bench lint tidy-check dist clean controlplane
+.PHONY: all build run demo test test-unit e2e fuzz bench lint tidy-check dist clean controlplane
 
 all: build
 
@@ -27,12 +27,17 @@ run demo: build
 	@echo "+ kubectl fleet render -F examples/fleet.yaml --group production --app web"
 	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kubectl-fleet render -F examples/fleet.yaml --group production --app web
 
-## test: every test (lint included); fuzz seeds run as tests
-test: lint test-unit
+## test: every test: lint, unit (fuzz seeds included), then e2e on real clusters
+test: lint test-unit e2e
 
-## test-unit: the unit, golden and fuzz-seed tests
+## test-unit: the unit, golden and fuzz-seed tests (no clusters)
 test-unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+## e2e: kubectl fleet through a real kubectl against real API servers on
+## loopback (builds the control plane first if missing)
+e2e: controlplane
+	$(GO) test -count=1 -timeout 30m ./test/e2e $(E2E_FLAGS)
 
 ## fuzz: fuzz the fleet parser and the substitution engine for a while
 fuzz:

@@ -1,0 +1,5 @@
+package testenv
+
+import "syscall"
+
+func sysProcAttr() *syscall.SysProcAttr { return nil }

@@ -1,0 +1,270 @@
+// Package testenv starts real, independent Kubernetes API servers on
+// loopback for end-to-end tests: one etcd, and one kube-apiserver per
+// cluster with its own etcd prefix. It writes one kubeconfig with a context
+// per cluster and stops every process it started, and only those.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options configure an Env.
+type Options struct {
+	// BinDir holds etcd and kube-apiserver.
+	BinDir string
+	// Clusters is how many clusters to start.
+	Clusters int
+	// ContextPrefix names the contexts: prefix + "1", "2", … (default "fleet-c").
+	ContextPrefix string
+	// Dir is where data, certificates, logs and the kubeconfig go.
+	Dir string
+	// Ready bounds the wait for every server to be ready (default 90s).
+	Ready time.Duration
+}
+
+// Cluster is one started API server.
+type Cluster struct {
+	// Context is the cluster's context in the kubeconfig.
+	Context string
+	// Server is the API server URL.
+	Server string
+}
+
+// Env is a set of running clusters.
+type Env struct {
+	// Kubeconfig is the path of the kubeconfig with every cluster's context.
+	Kubeconfig string
+	// Clusters are the started clusters, in order.
+	Clusters []Cluster
+	// Token is the admin bearer token every cluster accepts.
+	Token string
+
+	opts  Options
+	mu    sync.Mutex
+	procs []*process
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  string
+}
+
+// Start starts etcd and the API servers and waits until every one is ready.
+// On error, whatever was started is stopped.
+func Start(ctx context.Context, opts Options) (env *Env, err error) {
+	if opts.ContextPrefix == "" {
+		opts.ContextPrefix = "fleet-c"
+	}
+	if opts.Ready == 0 {
+		opts.Ready = 90 * time.Second
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	env = &Env{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	defer func() {
+		if err != nil {
+			env.Stop()
+		}
+	}()
+	tok := make([]byte, 16)
+	if _, err := rand.Read(tok); err != nil {
+		return nil, err
+	}
+	env.Token = hex.EncodeToString(tok)
+	if err := writeCredentials(opts.Dir, env.Token); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(2 + opts.Clusters)
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
+	if err := env.start("etcd", filepath.Join(opts.BinDir, "etcd"),
+		"--name=default", "--data-dir="+filepath.Join(opts.Dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=default="+peerURL, "--unsafe-no-fsync", "--log-level=warn"); err != nil {
+		return nil, err
+	}
+	for i := 1; i <= opts.Clusters; i++ {
+		port := ports[1+i]
+		dir := filepath.Join(opts.Dir, "c"+strconv.Itoa(i))
+		if err := env.start("kube-apiserver-c"+strconv.Itoa(i), filepath.Join(opts.BinDir, "kube-apiserver"),
+			"--etcd-servers="+etcdURL, "--etcd-prefix=/c"+strconv.Itoa(i),
+			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port), "--cert-dir="+filepath.Join(dir, "certs"),
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file="+filepath.Join(opts.Dir, "sa.key"),
+			"--service-account-signing-key-file="+filepath.Join(opts.Dir, "sa.key"),
+			"--token-auth-file="+filepath.Join(opts.Dir, "tokens.csv"),
+			"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true"); err != nil {
+			return nil, err
+		}
+		env.Clusters = append(env.Clusters, Cluster{Context: opts.ContextPrefix + strconv.Itoa(i), Server: fmt.Sprintf("https://127.0.0.1:%d", port)})
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Ready)
+	defer cancel()
+	for _, c := range env.Clusters {
+		if err := env.waitReady(ctx, c.Server+"/readyz"); err != nil {
+			return nil, err
+		}
+	}
+	return env, env.writeKubeconfig()
+}
+
+func writeCredentials(dir, token string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pemKey := pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)})
+	if err := os.WriteFile(filepath.Join(dir, "sa.key"), pemKey, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin-uid,"system:masters"`+"\n"), 0o600)
+}
+
+// freePorts asks the kernel for n free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func (e *Env) start(name, bin string, args ...string) error {
+	logPath := filepath.Join(e.opts.Dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
+	go func() {
+		_ = cmd.Wait()
+		_ = logFile.Close()
+		close(p.done)
+	}()
+	e.mu.Lock()
+	e.procs = append(e.procs, p)
+	e.mu.Unlock()
+	return nil
+}
+
+// waitReady polls url with the admin token until it answers 200, a process
+// exits, or ctx ends.
+func (e *Env) waitReady(ctx context.Context, url string) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		req.Header.Set("Authorization", "Bearer "+e.Token)
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		for _, p := range e.procs {
+			select {
+			case <-p.done:
+				return fmt.Errorf("%s exited early; its log:\n%s", p.name, tail(p.log))
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", url, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+func (e *Env) writeKubeconfig() error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Token}
+	for i, c := range e.Clusters {
+		name := "c" + strconv.Itoa(i+1)
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.Server, InsecureSkipTLSVerify: true}
+		cfg.Contexts[c.Context] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+	}
+	if len(e.Clusters) > 0 {
+		cfg.CurrentContext = e.Clusters[0].Context
+	}
+	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
+}
+
+// Stop stops the API servers, then etcd: SIGTERM, then SIGKILL after 10s.
+// It only signals processes it started, and is safe to call twice.
+func (e *Env) Stop() {
+	e.mu.Lock()
+	procs := e.procs
+	e.procs = nil
+	e.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- { // started last, stopped first
+		stop(procs[i], 10*time.Second)
+	}
+}
+
+func stop(p *process, grace time.Duration) {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}

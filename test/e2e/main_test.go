@@ -1,0 +1,108 @@
+// Package e2e runs kubectl fleet the way users do, through a real kubectl
+// that finds the plugin on PATH, against real API servers started on
+// loopback by pkg/testenv.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+)
+
+var (
+	env     *testenv.Env
+	repo    string
+	pathEnv string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	var err error
+	if repo, err = filepath.Abs("../.."); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	work, err := os.MkdirTemp("", "fleet-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(work)
+
+	// The control plane: built from the Go module proxy when missing.
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl")
+	build.Stderr = os.Stderr
+	out, err := build.Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "building the control plane:", err)
+		return 1
+	}
+	binDir := strings.TrimSpace(string(out))
+
+	// The plugin, on PATH beside kubectl.
+	pluginDir := filepath.Join(work, "bin")
+	gobuild := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-fleet"), "./cmd/kubectl-fleet")
+	gobuild.Dir, gobuild.Stdout, gobuild.Stderr = repo, os.Stderr, os.Stderr
+	if err := gobuild.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building kubectl-fleet:", err)
+		return 1
+	}
+	pathEnv = pluginDir + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Dir: filepath.Join(work, "clusters")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting clusters:", err)
+		return 1
+	}
+	defer env.Stop()
+	go func() {
+		<-ctx.Done() // Ctrl-C: stop the clusters even if a test hangs.
+		env.Stop()
+	}()
+	return m.Run()
+}
+
+// kubectl runs the real kubectl with the test bed's kubeconfig and the
+// plugin on PATH, and returns stdout, stderr and the exit code.
+func kubectl(t *testing.T, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("kubectl", args...)
+	cmd.Env = append(os.Environ(), "PATH="+pathEnv, "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1")
+	cmd.Path = lookPath(t, "kubectl")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), code
+}
+
+func lookPath(t *testing.T, name string) string {
+	for _, dir := range filepath.SplitList(pathEnv) {
+		p := filepath.Join(dir, name)
+		if info, err := os.Stat(p); err == nil && !info.IsDir() {
+			return p
+		}
+	}
+	t.Fatalf("%s not on PATH", name)
+	return ""
+}
