@@ -1,15 +1,18 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
@@ -24,13 +27,17 @@ type ClusterInfo struct {
 	Attributes map[string]any    `json:"attributes,omitempty"`
 	PinServer  string            `json:"pinnedServer,omitempty"`
 	PinUID     string            `json:"pinnedUID,omitempty"`
+	// Check is what --check found.
+	Check *kube.Probe `json:"check,omitempty"`
 }
 
 // ClustersOptions are the options of "kubectl fleet clusters".
 type ClustersOptions struct {
 	*GlobalOptions
 	SelectOptions
-	Output string
+	Output   string
+	Check    bool
+	Parallel int
 }
 
 // NewCmdClusters returns the clusters command.
@@ -44,25 +51,40 @@ func NewCmdClusters(g *GlobalOptions) *cobra.Command {
 API server the context points at, and labels. Nothing is sent to any cluster.
 
 A context missing from its kubeconfig is listed as such and makes the
-command exit 1.`,
+command exit 1.
+
+--check probes every selected cluster in parallel: reachable or not (and
+why), server version, the cluster's identity (the kube-system namespace UID),
+and whether the fleet file's server/uid pins match. Each request is bounded
+by --request-timeout (10s when it is not set).
+
+Exit codes:
+  0  every cluster listed (with --check: reachable and matching its pins)
+  1  a context is missing, or (--check) a cluster is unreachable or mismatched`,
 		Example: `  kubectl fleet clusters
   kubectl fleet ls --group production -o json
-  kubectl fleet clusters -l region=eu`,
+  kubectl fleet clusters -l region=eu
+  kubectl fleet clusters --check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			return o.Run()
+			return o.Run(cmd.Context())
 		},
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per line) or yaml")
+	cmd.Flags().BoolVar(&o.Check, "check", false, "probe each cluster: reachable, version, identity, pins")
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters probed at once by --check")
 	return cmd
 }
 
 // Validate checks the flags.
 func (o *ClustersOptions) Validate() error {
+	if o.Parallel < 1 {
+		return fmt.Errorf("--parallel must be at least 1")
+	}
 	switch o.Output {
 	case "", "json", "yaml":
 		return nil
@@ -71,7 +93,7 @@ func (o *ClustersOptions) Validate() error {
 }
 
 // Run lists the clusters.
-func (o *ClustersOptions) Run() error {
+func (o *ClustersOptions) Run(ctx context.Context) error {
 	f, err := o.loadFleet()
 	if err != nil {
 		return err
@@ -88,10 +110,44 @@ func (o *ClustersOptions) Run() error {
 			infos[i].Server = kube.Server(cfg, c.Context)
 		}
 	}
+	if o.Check {
+		return o.check(ctx, f, clusters, kcs, infos)
+	}
 	if err := o.print(infos); err != nil {
 		return err
 	}
 	return kube.CheckContexts(o.ConfigFlags, kcs, f, clusters)
+}
+
+// check probes the clusters; a missing context stops it before any request.
+func (o *ClustersOptions) check(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, kcs *kube.Kubeconfigs, infos []ClusterInfo) error {
+	if err := kube.CheckContexts(o.ConfigFlags, kcs, f, clusters); err != nil {
+		return err
+	}
+	flags := make([]*genericclioptions.ConfigFlags, len(clusters))
+	pins := make([][2]string, len(clusters))
+	for i, c := range clusters {
+		flags[i] = kube.ForCluster(o.ConfigFlags, f, c)
+		if flags[i].Timeout == nil || *flags[i].Timeout == "" || *flags[i].Timeout == "0" {
+			timeout := "10s"
+			flags[i].Timeout = &timeout
+		}
+		pins[i] = [2]string{c.Server, c.UID}
+	}
+	failed := 0
+	for i, p := range kube.ProbeAll(ctx, o.Parallel, flags, pins) {
+		infos[i].Check = &p
+		if !p.OK() {
+			failed++
+		}
+	}
+	if err := o.print(infos); err != nil {
+		return err
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d clusters failed the check", failed, len(clusters))
+	}
+	return nil
 }
 
 func (o *ClustersOptions) print(infos []ClusterInfo) error {
@@ -113,6 +169,17 @@ func (o *ClustersOptions) print(infos []ClusterInfo) error {
 		return err
 	}
 	w := printers.GetNewTabWriter(o.Out)
+	if o.Check {
+		fmt.Fprintln(w, "NAME\tGROUP\tCONTEXT\tSERVER\tVERSION\tUID\tSTATUS")
+		for _, c := range infos {
+			status := "ok"
+			if len(c.Check.Problems) > 0 {
+				status = strings.Join(c.Check.Problems, "; ")
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Group, c.Context, c.Server, orNone(c.Check.Version), orNone(c.Check.UID), status)
+		}
+		return w.Flush()
+	}
 	fmt.Fprintln(w, "NAME\tGROUP\tCONTEXT\tSERVER\tLABELS")
 	for _, c := range infos {
 		server := c.Server
@@ -135,4 +202,11 @@ func labelString(labels map[string]string) string {
 	}
 	sort.Strings(pairs)
 	return strings.Join(pairs, ",")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
 }

@@ -1,0 +1,86 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Probe is what a check of one cluster found.
+type Probe struct {
+	// Server is the URL the context points at.
+	Server string `json:"server"`
+	// Reachable is whether the API server answered.
+	Reachable bool `json:"reachable"`
+	// Version is the server's gitVersion.
+	Version string `json:"version,omitempty"`
+	// UID is the kube-system namespace UID, the cluster's identity.
+	UID string `json:"uid,omitempty"`
+	// Problems lists what is wrong: unreachable and why, pin mismatches.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// OK reports whether the cluster answered and matches its pins.
+func (p Probe) OK() bool { return p.Reachable && len(p.Problems) == 0 }
+
+// ProbeCluster asks a cluster for its version and identity and compares
+// them with the fleet file's pins (empty pins are not checked).
+func ProbeCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, pinServer, pinUID string) Probe {
+	var p Probe
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		p.Problems = append(p.Problems, err.Error())
+		return p
+	}
+	p.Server = cfg.Host
+	if pinServer != "" && strings.TrimSuffix(pinServer, "/") != strings.TrimSuffix(cfg.Host, "/") {
+		p.Problems = append(p.Problems, fmt.Sprintf("server mismatch: the fleet file pins %s, the context points at %s", pinServer, cfg.Host))
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		p.Problems = append(p.Problems, err.Error())
+		return p
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		p.Problems = append(p.Problems, "unreachable: "+err.Error())
+		return p
+	}
+	p.Reachable, p.Version = true, v.GitVersion
+	ns, err := client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	if err != nil {
+		p.Problems = append(p.Problems, "reading the kube-system namespace: "+err.Error())
+		return p
+	}
+	p.UID = string(ns.UID)
+	if pinUID != "" && pinUID != p.UID {
+		p.Problems = append(p.Problems, fmt.Sprintf("identity mismatch: the fleet file pins uid %s, the cluster has %s", pinUID, p.UID))
+	}
+	return p
+}
+
+// ProbeAll probes clusters in parallel, at most parallel at once; results
+// are in input order.
+func ProbeAll(ctx context.Context, parallel int, flags []*genericclioptions.ConfigFlags, pins [][2]string) []Probe {
+	out := make([]Probe, len(flags))
+	if parallel <= 0 {
+		parallel = len(flags)
+	}
+	sem := make(chan struct{}, parallel)
+	var wg sync.WaitGroup
+	for i := range flags {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = ProbeCluster(ctx, flags[i], pins[i][0], pins[i][1])
+		}()
+	}
+	wg.Wait()
+	return out
+}

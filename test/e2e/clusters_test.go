@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+type checked struct {
+	Name  string
+	Check struct {
+		Server    string
+		Reachable bool
+		Version   string
+		UID       string
+		Problems  []string
+	}
+}
+
+func writeFleet(t *testing.T, clusters string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "fleet.yaml")
+	text := "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: e2e}\ngroups: [{name: all}]\nclusters:\n" + clusters
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func checkJSON(t *testing.T, out string) map[string]checked {
+	t.Helper()
+	res := map[string]checked{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var c checked
+		if err := json.Unmarshal([]byte(line), &c); err != nil {
+			t.Fatalf("%v: %q", err, line)
+		}
+		res[c.Name] = c
+	}
+	return res
+}
+
+func TestClustersCheck(t *testing.T) {
+	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", filepath.Join(repo, "examples", "fleet.yaml"), "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	res := checkJSON(t, out)
+	uids := map[string]bool{}
+	for _, name := range []string{"staging-eu", "prod-eu", "prod-us"} {
+		c := res[name].Check
+		if !c.Reachable || len(c.Problems) > 0 || !strings.HasPrefix(c.Version, "v1.37.") || c.UID == "" {
+			t.Errorf("%s: %+v", name, c)
+		}
+		uids[c.UID] = true
+	}
+	if len(uids) != 3 {
+		t.Errorf("UIDs not distinct: %v", uids)
+	}
+	table, _, _ := kubectl(t, "", "fleet", "clusters", "--check", "-F", filepath.Join(repo, "examples", "fleet.yaml"))
+	if !strings.Contains(table, "VERSION") || strings.Count(table, " ok\n") != 3 {
+		t.Errorf("table:\n%s", table)
+	}
+}
+
+// TestClustersCheckUnreachable points one cluster at a closed port: it is
+// reported unreachable within the request timeout, and the others still
+// are reported.
+func TestClustersCheckUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().String()
+	_ = l.Close()
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://" + closed, InsecureSkipTLSVerify: true}
+	cfg.Contexts["dead"] = &clientcmdapi.Context{Cluster: "dead", AuthInfo: "admin"}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	f := writeFleet(t, "  - {name: one, group: all, context: fleet-c1}\n  - {name: gone, group: all, context: dead}\n  - {name: two, group: all, context: fleet-c2}\n")
+	start := time.Now()
+	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f, "--kubeconfig", kc, "--request-timeout", "5s", "-o", "json")
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Errorf("took %s with a 5s request timeout", elapsed)
+	}
+	if code == 0 || !strings.Contains(errOut, "1 of 3 clusters failed the check") {
+		t.Errorf("exit %d, stderr %s", code, errOut)
+	}
+	res := checkJSON(t, out)
+	if g := res["gone"].Check; g.Reachable || len(g.Problems) == 0 || !strings.HasPrefix(g.Problems[0], "unreachable: ") {
+		t.Errorf("gone: %+v", g)
+	}
+	for _, name := range []string{"one", "two"} {
+		if c := res[name].Check; !c.Reachable || len(c.Problems) > 0 {
+			t.Errorf("%s: %+v", name, c)
+		}
+	}
+}
+
+// TestClustersCheckIdentityMismatch pins cluster "a" to c1's UID, then
+// points its context at c2's server: the check names both UIDs.
+func TestClustersCheckIdentityMismatch(t *testing.T) {
+	uid1, _, _ := kubectl(t, "", "get", "namespace", "kube-system", "--context", "fleet-c1", "-o", "jsonpath={.metadata.uid}")
+	uid2, _, _ := kubectl(t, "", "get", "namespace", "kube-system", "--context", "fleet-c2", "-o", "jsonpath={.metadata.uid}")
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts["moved"] = &clientcmdapi.Context{Cluster: cfg.Contexts["fleet-c2"].Cluster, AuthInfo: "admin"}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	f := writeFleet(t, fmt.Sprintf("  - {name: a, group: all, context: moved, uid: %s, server: %q}\n", uid1, env.Clusters[0].Server))
+	out, _, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f, "--kubeconfig", kc)
+	if code == 0 {
+		t.Fatal("exit 0 for a cluster that is not the pinned one")
+	}
+	for _, want := range []string{
+		fmt.Sprintf("identity mismatch: the fleet file pins uid %s, the cluster has %s", uid1, uid2),
+		fmt.Sprintf("server mismatch: the fleet file pins %s, the context points at %s", env.Clusters[0].Server, env.Clusters[1].Server),
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestClustersCheckMissingContext(t *testing.T) {
+	f := writeFleet(t, "  - {name: a, group: all, context: fleet-c1}\n  - {name: b, group: all, context: no-such-context}\n")
+	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f)
+	want := f + `:7: clusters[1].context: context "no-such-context" not found in kubeconfig`
+	if code != 1 || out != "" || !strings.Contains(errOut, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q, want %q", code, out, errOut, want)
+	}
+}
