@@ -20,12 +20,15 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-fleet ./cmd/kubectl-fleet
 
-## run / demo: build, then run the plugin on the example fleet (offline)
-run demo: build
-	@echo "+ kubectl fleet vet --no-kubeconfig -F examples/fleet.yaml"
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kubectl-fleet vet --no-kubeconfig -F examples/fleet.yaml
-	@echo "+ kubectl fleet render -F examples/fleet.yaml --group production --app web"
-	@PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/kubectl-fleet render -F examples/fleet.yaml --group production --app web
+## demo: build the plugin and (if missing) the control plane, start three
+## local clusters, run kubectl fleet on the example fleet, stop the clusters
+demo: build controlplane
+	$(GO) run ./hack/demo "$$(hack/controlplane/build.sh --print-dir)" "$(CURDIR)/$(BIN)"
+
+## run: the plugin on the example fleet, offline (no clusters)
+run: build
+	$(BIN)/kubectl-fleet vet --no-kubeconfig -F examples/fleet.yaml
+	$(BIN)/kubectl-fleet render -F examples/fleet.yaml --group production --app web
 
 ## test: every test: lint, unit (fuzz seeds included), then e2e on real clusters
 test: lint test-unit e2e
