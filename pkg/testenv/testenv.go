@@ -40,14 +40,20 @@ type Options struct {
 	Dir string
 	// Ready bounds the wait for every server to be ready (default 90s).
 	Ready time.Duration
+	// Latency, when set, puts a Proxy delaying each direction by this much
+	// in front of every API server; the kubeconfig points at the proxies.
+	Latency time.Duration
 }
 
 // Cluster is one started API server.
 type Cluster struct {
 	// Context is the cluster's context in the kubeconfig.
 	Context string
-	// Server is the API server URL.
+	// Server is the URL the kubeconfig points at: the API server, or its
+	// latency proxy.
 	Server string
+	// Direct is the API server's own URL.
+	Direct string
 }
 
 // Env is a set of running clusters.
@@ -59,9 +65,10 @@ type Env struct {
 	// Token is the admin bearer token every cluster accepts.
 	Token string
 
-	opts  Options
-	mu    sync.Mutex
-	procs []*process
+	opts    Options
+	mu      sync.Mutex
+	procs   []*process
+	proxies []*Proxy
 }
 
 type process struct {
@@ -123,12 +130,24 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true"); err != nil {
 			return nil, err
 		}
-		env.Clusters = append(env.Clusters, Cluster{Context: opts.ContextPrefix + strconv.Itoa(i), Server: fmt.Sprintf("https://127.0.0.1:%d", port)})
+		direct := fmt.Sprintf("https://127.0.0.1:%d", port)
+		c := Cluster{Context: opts.ContextPrefix + strconv.Itoa(i), Server: direct, Direct: direct}
+		if opts.Latency > 0 {
+			proxy, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", port), opts.Latency)
+			if err != nil {
+				return nil, err
+			}
+			env.mu.Lock()
+			env.proxies = append(env.proxies, proxy)
+			env.mu.Unlock()
+			c.Server = "https://" + proxy.Addr
+		}
+		env.Clusters = append(env.Clusters, c)
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Ready)
 	defer cancel()
 	for _, c := range env.Clusters {
-		if err := env.waitReady(ctx, c.Server+"/readyz"); err != nil {
+		if err := env.waitReady(ctx, c.Direct+"/readyz"); err != nil {
 			return nil, err
 		}
 	}
@@ -242,13 +261,16 @@ func (e *Env) writeKubeconfig() error {
 	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
 }
 
-// Stop stops the API servers, then etcd: SIGTERM, then SIGKILL after 10s.
+// Stop closes the latency proxies, stops the API servers, then etcd: SIGTERM, then SIGKILL after 10s.
 // It only signals processes it started, and is safe to call twice.
 func (e *Env) Stop() {
 	e.mu.Lock()
-	procs := e.procs
-	e.procs = nil
+	procs, proxies := e.procs, e.proxies
+	e.procs, e.proxies = nil, nil
 	e.mu.Unlock()
+	for _, p := range proxies {
+		p.Close()
+	}
 	for i := len(procs) - 1; i >= 0; i-- { // started last, stopped first
 		stop(procs[i], 10*time.Second)
 	}

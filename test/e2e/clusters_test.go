@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 type checked struct {
@@ -146,5 +148,31 @@ func TestClustersCheckMissingContext(t *testing.T) {
 	want := f + `:7: clusters[1].context: context "no-such-context" not found in kubeconfig`
 	if code != 1 || out != "" || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stdout %q, stderr %q, want %q", code, out, errOut, want)
+	}
+}
+
+// TestLatencyProxy starts one more cluster behind a 25ms-each-way proxy
+// and checks that the plugin works through it and that the delay is real.
+func TestLatencyProxy(t *testing.T) {
+	slow, err := testenv.Start(t.Context(), testenv.Options{BinDir: binDir, Clusters: 1, ContextPrefix: "slow-c", Dir: t.TempDir(), Latency: 25 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	if slow.Clusters[0].Server == slow.Clusters[0].Direct {
+		t.Fatal("kubeconfig does not point at the proxy")
+	}
+	f := writeFleet(t, "  - {name: far, group: all, context: slow-c1}\n")
+	start := time.Now()
+	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f, "--kubeconfig", slow.Kubeconfig, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// Discovery, version and the namespace read are at least 3 round trips.
+	if elapsed := time.Since(start); elapsed < 150*time.Millisecond {
+		t.Errorf("check through a 50ms-RTT proxy took only %s", elapsed)
+	}
+	if c := checkJSON(t, out)["far"].Check; !c.Reachable || c.Server != slow.Clusters[0].Server {
+		t.Errorf("far: %+v", c)
 	}
 }

@@ -21,6 +21,7 @@ import (
 var (
 	env     *testenv.Env
 	repo    string
+	binDir  string
 	pathEnv string
 )
 
@@ -49,7 +50,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building the control plane:", err)
 		return 1
 	}
-	binDir := strings.TrimSpace(string(out))
+	binDir = strings.TrimSpace(string(out))
 
 	// The plugin, on PATH beside kubectl.
 	pluginDir := filepath.Join(work, "bin")

@@ -1,0 +1,64 @@
+package testenv
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestProxyDelays checks that a round trip through the proxy takes at
+// least twice the one-way delay, and that data arrives whole and in order.
+func TestProxyDelays(t *testing.T) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer echo.Close()
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadBytes('\n')
+					if err != nil {
+						return
+					}
+					if _, err := c.Write(line); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	const oneWay = 30 * time.Millisecond
+	p, err := NewProxy(echo.Addr().String(), oneWay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for i := 0; i < 3; i++ {
+		start := time.Now()
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			t.Fatal(err)
+		}
+		line, err := r.ReadString('\n')
+		if err != nil || line != "ping\n" {
+			t.Fatalf("got %q, %v", line, err)
+		}
+		if rtt := time.Since(start); rtt < 2*oneWay {
+			t.Errorf("round trip %s, want at least %s", rtt, 2*oneWay)
+		}
+	}
+}
