@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
@@ -37,6 +39,8 @@ type ClustersOptions struct {
 	SelectOptions
 	Output   string
 	Check    bool
+	Pin      bool
+	DryRun   bool
 	Parallel int
 }
 
@@ -58,6 +62,12 @@ why), server version, the cluster's identity (the kube-system namespace UID),
 and whether the fleet file's server/uid pins match. Each request is bounded
 by --request-timeout (10s when it is not set).
 
+--check --pin records the server and uid of every selected cluster that
+passed the check into the fleet file (comments and order kept; indentation
+becomes two spaces) and prints the change as a diff; --dry-run only prints
+it. A cluster that fails the check is not pinned: fix or remove its old pin
+by hand.
+
 Exit codes:
   0  every cluster listed (with --check: reachable and matching its pins)
   1  a context is missing, or (--check) a cluster is unreachable or mismatched`,
@@ -77,6 +87,8 @@ Exit codes:
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per line) or yaml")
 	cmd.Flags().BoolVar(&o.Check, "check", false, "probe each cluster: reachable, version, identity, pins")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters probed at once by --check")
+	cmd.Flags().BoolVar(&o.Pin, "pin", false, "with --check: record each cluster's server and uid in the fleet file")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "with --pin: print the change to the fleet file, do not write it")
 	return cmd
 }
 
@@ -84,6 +96,12 @@ Exit codes:
 func (o *ClustersOptions) Validate() error {
 	if o.Parallel < 1 {
 		return fmt.Errorf("--parallel must be at least 1")
+	}
+	if o.Pin && !o.Check {
+		return fmt.Errorf("--pin only works with --check")
+	}
+	if o.DryRun && !o.Pin {
+		return fmt.Errorf("--dry-run only works with --pin")
 	}
 	switch o.Output {
 	case "", "json", "yaml":
@@ -135,14 +153,22 @@ func (o *ClustersOptions) check(ctx context.Context, f *fleet.Fleet, clusters []
 		pins[i] = [2]string{c.Server, c.UID}
 	}
 	failed := 0
+	record := map[string]fleet.Pin{}
 	for i, p := range kube.ProbeAll(ctx, o.Parallel, flags, pins) {
 		infos[i].Check = &p
 		if !p.OK() {
 			failed++
+		} else {
+			record[clusters[i].Name] = fleet.Pin{Server: p.Server, UID: p.UID}
 		}
 	}
 	if err := o.print(infos); err != nil {
 		return err
+	}
+	if o.Pin && len(record) > 0 {
+		if err := o.writePins(f, record); err != nil {
+			return err
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d clusters failed the check", failed, len(clusters))
@@ -209,4 +235,40 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// writePins records pins in the fleet file and prints the change.
+func (o *ClustersOptions) writePins(f *fleet.Fleet, pins map[string]fleet.Pin) error {
+	old, err := os.ReadFile(f.Path)
+	if err != nil {
+		return err
+	}
+	updated, err := fleet.WritePins(old, pins)
+	if err != nil {
+		return fmt.Errorf("pinning %s: %w", f.Path, err)
+	}
+	change := diff.Unified(f.Path, f.Path, string(old), string(updated), 3)
+	if change == "" {
+		fmt.Fprintf(o.ErrOut, "%s: pins already up to date\n", f.Path)
+		return nil
+	}
+	fmt.Fprint(o.Out, change)
+	if o.DryRun {
+		fmt.Fprintf(o.ErrOut, "%s: not written (--dry-run)\n", f.Path)
+		return nil
+	}
+	info, err := os.Stat(f.Path)
+	if err != nil {
+		return err
+	}
+	tmp := f.Path + ".tmp"
+	if err := os.WriteFile(tmp, updated, info.Mode().Perm()); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, f.Path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "%s: pinned %d clusters\n", f.Path, len(pins))
+	return nil
 }

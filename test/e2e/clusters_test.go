@@ -176,3 +176,49 @@ func TestLatencyProxy(t *testing.T) {
 		t.Errorf("far: %+v", c)
 	}
 }
+
+// TestPinThenRepoint pins the clusters, then points cluster one's context
+// at cluster two's server: --check names the pinned and the actual UID.
+func TestPinThenRepoint(t *testing.T) {
+	f := writeFleet(t, "  # staging first\n  - name: one\n    group: all\n    context: fleet-c1 # c1\n  - {name: two, group: all, context: fleet-c2}\n")
+	before, _ := os.ReadFile(f)
+	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "--pin", "--dry-run", "-F", f)
+	after, _ := os.ReadFile(f)
+	if code != 0 || string(before) != string(after) || !strings.Contains(out, "+    uid: ") || !strings.Contains(errOut, "not written (--dry-run)") {
+		t.Fatalf("dry run: exit %d, file changed %v\n%s%s", code, string(before) != string(after), out, errOut)
+	}
+	if _, _, code := kubectl(t, "", "fleet", "clusters", "--check", "--pin", "-F", f); code != 0 {
+		t.Fatalf("--pin: exit %d", code)
+	}
+	pinned, _ := os.ReadFile(f)
+	uid1, _, _ := kubectl(t, "", "get", "namespace", "kube-system", "--context", "fleet-c1", "-o", "jsonpath={.metadata.uid}")
+	uid2, _, _ := kubectl(t, "", "get", "namespace", "kube-system", "--context", "fleet-c2", "-o", "jsonpath={.metadata.uid}")
+	for _, want := range []string{"  # staging first\n", "context: fleet-c1 # c1\n    server: " + env.Clusters[0].Server + "\n    uid: " + uid1 + "\n", "uid: " + uid2 + "}"} {
+		if !strings.Contains(string(pinned), want) {
+			t.Errorf("pinned file lacks %q:\n%s", want, pinned)
+		}
+	}
+	if _, _, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f); code != 0 {
+		t.Fatalf("check after pinning: exit %d", code)
+	}
+
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts["fleet-c1"].Cluster = cfg.Contexts["fleet-c2"].Cluster
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = kubectl(t, "", "fleet", "clusters", "--check", "-F", f, "--kubeconfig", kc)
+	want := fmt.Sprintf("identity mismatch: the fleet file pins uid %s, the cluster has %s", uid1, uid2)
+	if code == 0 || !strings.Contains(out, want) {
+		t.Errorf("exit %d, want %q in:\n%s", code, want, out)
+	}
+	// A mismatched cluster is never re-pinned.
+	_, _, _ = kubectl(t, "", "fleet", "clusters", "--check", "--pin", "-F", f, "--kubeconfig", kc)
+	if again, _ := os.ReadFile(f); string(again) != string(pinned) {
+		t.Errorf("--pin rewrote the pin of a mismatched cluster:\n%s", again)
+	}
+}
