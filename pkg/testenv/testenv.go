@@ -40,6 +40,12 @@ type Options struct {
 	Dir string
 	// Ready bounds the wait for every server to be ready (default 90s).
 	Ready time.Duration
+	// Full is how many clusters, the first ones, are "full": with a
+	// controller manager, a scheduler and a kwok fake node, so workloads
+	// become healthy. The others have only an API server.
+	Full int
+	// KwokStages is kwok's stage configuration (needed when Full > 0).
+	KwokStages string
 	// Latency, when set, puts a Proxy delaying each direction by this much
 	// in front of every API server; the kubeconfig points at the proxies.
 	Latency time.Duration
@@ -151,6 +157,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			return nil, err
 		}
 	}
+	for i := 1; i <= opts.Full && i <= len(env.Clusters); i++ {
+		if err := env.startFull(ctx, i, env.Clusters[i-1].Direct); err != nil {
+			return nil, err
+		}
+	}
 	return env, env.writeKubeconfig()
 }
 
@@ -224,12 +235,8 @@ func (e *Env) waitReady(ctx context.Context, url string) error {
 				return nil
 			}
 		}
-		for _, p := range e.procs {
-			select {
-			case <-p.done:
-				return fmt.Errorf("%s exited early; its log:\n%s", p.name, tail(p.log))
-			default:
-			}
+		if err := e.exited(); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -237,6 +244,20 @@ func (e *Env) waitReady(ctx context.Context, url string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// exited reports a process that ended early, with the end of its log.
+func (e *Env) exited() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, p := range e.procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited early; its log:\n%s", p.name, tail(p.log))
+		default:
+		}
+	}
+	return nil
 }
 
 func tail(path string) string {

@@ -43,7 +43,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(work)
 
 	// The control plane: built from the Go module proxy when missing.
-	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl")
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kwok")
 	build.Stderr = os.Stderr
 	out, err := build.Output()
 	if err != nil {
@@ -64,7 +64,14 @@ func runMain(m *testing.M) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Dir: filepath.Join(work, "clusters")})
+	stages, err := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "--print-stages-dir").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kwok stages:", err)
+		return 1
+	}
+	// Three clusters: fleet-c1 full (workloads become healthy), the others
+	// API servers only.
+	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 1, KwokStages: filepath.Join(strings.TrimSpace(string(stages)), "fast.yaml"), Dir: filepath.Join(work, "clusters")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting clusters:", err)
 		return 1

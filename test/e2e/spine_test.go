@@ -94,3 +94,38 @@ clusters:
 		t.Errorf("%d distinct UIDs for 3 clusters", len(seen))
 	}
 }
+
+// TestFullClusterRunsWorkloads checks the test bed itself: on the full
+// cluster a Deployment becomes Available (controller manager, scheduler and
+// kwok's fake node at work); on an API-server-only cluster it never does.
+func TestFullClusterRunsWorkloads(t *testing.T) {
+	manifest := `apiVersion: v1
+kind: Namespace
+metadata: {name: e2e-full}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: e2e-full}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: registry.example/web:1}]
+`
+	if _, errOut, code := kubectl(t, manifest, "apply", "--context", "fleet-c1", "-f", "-"); code != 0 {
+		t.Fatalf("apply: %s", errOut)
+	}
+	out, errOut, code := kubectl(t, "", "wait", "--context", "fleet-c1", "-n", "e2e-full", "--for=condition=Available", "deployment/web", "--timeout=120s")
+	if code != 0 {
+		t.Fatalf("deployment not available on the full cluster: %s%s", out, errOut)
+	}
+	if _, errOut, code := kubectl(t, manifest, "apply", "--context", "fleet-c2", "-f", "-"); code != 0 {
+		t.Fatalf("apply: %s", errOut)
+	}
+	out, _, _ = kubectl(t, "", "get", "--context", "fleet-c2", "-n", "e2e-full", "deployment/web", "-o", "jsonpath={.status.availableReplicas}")
+	if out != "" {
+		t.Errorf("an API-server-only cluster reports %s available replicas", out)
+	}
+}
