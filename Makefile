@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo test test-unit e2e fuzz bench lint tidy-check dist clean controlplane
+.PHONY: all build run demo up test test-unit e2e fuzz bench lint tidy-check dist clean controlplane
 
 all: build
 
@@ -23,7 +23,11 @@ build:
 ## demo: build the plugin and (if missing) the control plane, start three
 ## local clusters, run kubectl fleet on the example fleet, stop the clusters
 demo: build controlplane
-	$(GO) run ./hack/demo "$$(hack/controlplane/build.sh --print-dir)" "$(CURDIR)/$(BIN)"
+	$(GO) run ./hack/demo "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$(CURDIR)/$(BIN)"
+
+## up: three local clusters kept running until Ctrl-C, for debugging by hand
+up: build controlplane
+	$(GO) run ./hack/demo -up "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$(CURDIR)/$(BIN)"
 
 ## run: the plugin on the example fleet, offline (no clusters)
 run: build

@@ -1,11 +1,14 @@
 // Command demo starts three local clusters (contexts fleet-c1..fleet-c3, the
-// ones examples/fleet.yaml names), runs kubectl fleet on the example fleet
-// through the real kubectl, and stops the clusters, also on failure or
-// Ctrl-C. Run it with `make demo`.
+// ones examples/fleet.yaml names; fleet-c1 full, with a fake node), runs
+// kubectl fleet on the example fleet through the real kubectl, and stops the
+// clusters, also on failure or Ctrl-C. Run it with `make demo`; with -up
+// (`make up`) it instead keeps the clusters running until Ctrl-C, for
+// debugging by hand.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -25,10 +28,12 @@ func main() {
 }
 
 func run() error {
-	if len(os.Args) != 3 {
-		return fmt.Errorf("usage: demo CONTROL_PLANE_BIN_DIR PLUGIN_BIN_DIR")
+	up := flag.Bool("up", false, "keep the clusters up until Ctrl-C instead of running the demo")
+	flag.Parse()
+	if flag.NArg() != 3 {
+		return fmt.Errorf("usage: demo [-up] CONTROL_PLANE_BIN_DIR KWOK_STAGES_DIR PLUGIN_BIN_DIR")
 	}
-	binDir, pluginDir := os.Args[1], os.Args[2]
+	binDir, stages, pluginDir := flag.Arg(0), flag.Arg(1), flag.Arg(2)
 	work, err := os.MkdirTemp("", "fleet-demo-")
 	if err != nil {
 		return err
@@ -38,7 +43,7 @@ func run() error {
 	defer stop()
 
 	fmt.Println("# starting 3 local clusters (one etcd, three kube-apiservers on loopback)")
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Dir: filepath.Join(work, "clusters")})
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 1, KwokStages: filepath.Join(stages, "fast.yaml"), Dir: filepath.Join(work, "clusters")})
 	if err != nil {
 		return err
 	}
@@ -47,6 +52,11 @@ func run() error {
 		fmt.Println("# clusters stopped")
 	}()
 
+	if *up {
+		fmt.Printf("# clusters up; in another shell:\nexport KUBECONFIG=%s PATH=%s:%s:$PATH\n# Ctrl-C stops them\n", env.Kubeconfig, pluginDir, binDir)
+		<-ctx.Done()
+		return nil
+	}
 	path := pluginDir + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
 	for _, args := range [][]string{
 		{"fleet", "clusters", "--check"},
