@@ -91,11 +91,12 @@ func (o *RenderOptions) Validate() error {
 
 // Run renders and prints.
 func (o *RenderOptions) Run(ctx context.Context) error {
-	_, clusters, results, err := o.render(ctx, o.Selection, &o.SourceOptions)
+	r, err := o.render(ctx, o.Selection, &o.SourceOptions, false)
 	if err != nil {
 		return err
 	}
-	objects := byCluster(clusters, results)
+	clusters := r.clusters
+	objects := byCluster(clusters, r.results)
 	if o.OutputDir != "" {
 		return o.writeDir(clusters, objects)
 	}
@@ -115,24 +116,50 @@ func (o *RenderOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// rendered is the fleet, the selected clusters and every rendered
+// (cluster, app) pair, in cluster then app order.
+type rendered struct {
+	fleet    *fleet.Fleet
+	clusters []*fleet.Cluster
+	results  []render.Result
+}
+
+// of returns the results of one cluster.
+func (r *rendered) of(cluster string) []render.Result {
+	var out []render.Result
+	for _, res := range r.results {
+		if res.Cluster.Name == cluster {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
 // render loads the fleet, selects clusters, resolves apps and renders them
-// all. Any render error fails the whole command, every error reported.
-func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *SourceOptions) (*fleet.Fleet, []*fleet.Cluster, []render.Result, error) {
+// all. With contexts, every selected cluster's context must exist first
+// (commands that talk to clusters). Any render error fails the whole
+// command, every error reported, before anything touches a cluster.
+func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *SourceOptions, contexts bool) (*rendered, error) {
 	f, err := g.loadFleet()
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	clusters, err := f.Select(sel)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	apps, err := src.apps(f, clusters, g.namespace())
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
+	}
+	if contexts {
+		if err := kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters); err != nil {
+			return nil, err
+		}
 	}
 	live, err := g.liveAttributes(ctx, f, clusters, apps)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	engine := &render.Engine{Stdin: g.In}
 	results := engine.Render(ctx, targets(f, clusters, apps, live))
@@ -143,9 +170,9 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		}
 	}
 	if len(errs) > 0 {
-		return nil, nil, nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
+		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
 	}
-	return f, clusters, results, nil
+	return &rendered{fleet: f, clusters: clusters, results: results}, nil
 }
 
 // liveAttributes reads the attributesFrom of every cluster that something

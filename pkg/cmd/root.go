@@ -78,6 +78,8 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.AddCommand(
 		NewCmdClusters(g),
 		NewCmdRender(g),
+		NewCmdDiff(g),
+		NewCmdApply(g),
 		NewCmdVet(g),
 		NewCmdVersion(g),
 	)

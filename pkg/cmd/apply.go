@@ -1,0 +1,317 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
+)
+
+// ApplyOptions are the options of "kubectl fleet apply".
+type ApplyOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	Output         string
+	DryRun         string
+	Diff           bool
+	ForceConflicts bool
+	Prune          bool
+	AllowEmpty     bool
+	Wait           bool
+	Timeout        time.Duration
+	Yes            bool
+	Parallel       int
+	Concurrency    int
+}
+
+// NewCmdApply returns the apply command.
+func NewCmdApply(g *GlobalOptions) *cobra.Command {
+	o := &ApplyOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Apply to the selected clusters, group by group",
+		Long: `Render every selected cluster (any render error stops everything before any
+write), then roll out group by group in fleet-file order: inside a group,
+maxParallel clusters at once (capped by --parallel); past the group's
+maxFailures no further cluster or group is started.
+
+On each cluster: the identity pins (server, uid) are verified before the
+first write; objects are server-side applied with field manager
+kubectl-fleet, CRDs and Namespaces first (waiting until CRDs are
+established), then the rest concurrently; every object is recorded in the
+app's ApplySet (configmap kubectl-fleet/fleet-<app>), so --prune deletes
+exactly the members no longer rendered, and never on an empty render
+without --allow-empty. --wait waits until the objects are healthy by kstatus
+rules (Deployments available, Jobs complete, ...).
+
+Writing to a group marked protected asks for confirmation on a terminal;
+--yes skips it, and without a terminal --yes is required.
+
+Exit codes:
+  0    every selected cluster applied
+  1    a cluster failed or was not started, or an error
+  130  interrupted (Ctrl-C): running requests finish, nothing new starts`,
+		Example: `  kubectl fleet apply -k overlays --group staging
+  kubectl fleet apply --prune --wait --timeout 5m
+  kubectl fleet apply --dry-run=server --diff -c prod-eu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
+	cmd.Flags().StringVar(&o.DryRun, "dry-run", "none", `"server": everything but the write; "none": apply`)
+	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before applying to it")
+	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
+	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
+	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until applied objects are healthy; a cluster that is not within --timeout fails")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask before writing to protected groups")
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters applied at once at most (a group's maxParallel may lower it)")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *ApplyOptions) Validate() error {
+	switch {
+	case o.Output != "" && o.Output != "json":
+		return fmt.Errorf("--output %q: want json", o.Output)
+	case o.DryRun != "none" && o.DryRun != "server":
+		return fmt.Errorf(`--dry-run %q: want "server" or "none"`, o.DryRun)
+	case o.AllowEmpty && !o.Prune:
+		return fmt.Errorf("--allow-empty only works with --prune")
+	case o.Parallel < 1 || o.Concurrency < 1:
+		return fmt.Errorf("--parallel and --concurrency must be at least 1")
+	}
+	return o.SourceOptions.validate()
+}
+
+// ObjectEvent is the JSON form of one object's outcome.
+type ObjectEvent struct {
+	Type      string `json:"type"`
+	Cluster   string `json:"cluster"`
+	App       string `json:"app"`
+	Object    string `json:"object"`
+	Namespace string `json:"namespace,omitempty"`
+	Action    string `json:"action"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// counts tallies actions per cluster.
+type counts struct {
+	mu sync.Mutex
+	m  map[string]map[apply.Action]int
+}
+
+func (c *counts) add(cluster string, a apply.Action) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]map[apply.Action]int{}
+	}
+	if c.m[cluster] == nil {
+		c.m[cluster] = map[apply.Action]int{}
+	}
+	c.m[cluster][a]++
+}
+
+func (c *counts) of(cluster string) map[apply.Action]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[cluster]
+}
+
+// Run applies.
+func (o *ApplyOptions) Run(ctx context.Context) error {
+	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return err
+	}
+	dryRun := o.DryRun == "server"
+	ws := waves(r.fleet, r.clusters)
+	if err := o.confirmations(r.fleet, ws, dryRun); err != nil {
+		return err
+	}
+	p := o.newPrinter(r.clusters, o.Output == "json")
+	byName := map[string]*fleet.Cluster{}
+	for _, c := range r.clusters {
+		byName[c.Name] = c
+	}
+	var tally counts
+	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
+		return o.applyCluster(ctx, r, byName[name], p, &tally, dryRun)
+	})
+	p.close()
+	failed := o.printSummary(p, outcomes, &tally, byName, dryRun)
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case failed > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not apply", failed, len(outcomes))}
+	}
+	return nil
+}
+
+// confirmations sets a gate on each protected group's wave: a question on a
+// terminal, nothing with --yes or --dry-run, a refusal otherwise.
+func (o *ApplyOptions) confirmations(f *fleet.Fleet, ws []runner.Wave, dryRun bool) error {
+	if o.Yes || dryRun {
+		return nil
+	}
+	in := bufio.NewReader(o.In)
+	for i := range ws {
+		w := &ws[i]
+		if g := f.Group(w.Name); g == nil || !g.Protected {
+			continue
+		}
+		if !o.stdinIsTerminal() {
+			return fmt.Errorf("group %s is protected (%s): pass --yes to apply without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
+		}
+		w.Gate = func() error { return confirm(o.ErrOut, in, w.Name, w.Clusters) }
+	}
+	return nil
+}
+
+func confirm(out io.Writer, in *bufio.Reader, group string, clusters []string) error {
+	fmt.Fprintf(out, "Apply to protected group %s (%s)? [y/N] ", group, strings.Join(clusters, ", "))
+	answer, _ := in.ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(answer)) {
+	case "y", "yes":
+		return nil
+	}
+	return fmt.Errorf("not confirmed")
+}
+
+func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, tally *counts, dryRun bool) error {
+	client, err := o.client(r.fleet, c)
+	if err != nil {
+		return err
+	}
+	// Requests already sent finish (or time out) after Ctrl-C; ctx only
+	// stops new work.
+	if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
+		return err
+	}
+	w := p.cluster(c.Name)
+	results := r.of(c.Name)
+	if o.Diff {
+		d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
+		for _, res := range results {
+			diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name})
+			if err != nil {
+				return fmt.Errorf("app %s: diff: %w", res.App, err)
+			}
+			for _, od := range diffs {
+				if p.json {
+					p.event(DiffEvent{Type: "diff", Cluster: c.Name, App: res.App, Object: od.Ref, Action: string(od.Kind), Diff: od.Text, Error: errString(od.Err)})
+				} else {
+					d.printObjectDiff(w, od)
+				}
+			}
+		}
+	}
+	var errs []error
+	for _, res := range results {
+		app := res.App
+		report := func(ch apply.Change) {
+			tally.add(c.Name, ch.Action)
+			if p.json {
+				p.event(ObjectEvent{Type: "object", Cluster: c.Name, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Error: errString(ch.Err)})
+				return
+			}
+			line := ch.Ref + " " + string(ch.Action)
+			if len(results) > 1 {
+				line = app + ": " + line
+			}
+			if dryRun && ch.Action != apply.Failed && ch.Action != apply.Skipped {
+				line += " (server dry run)"
+			}
+			if ch.Err != nil {
+				line += ": " + ch.Err.Error()
+			} else if ch.Reason != "" {
+				line += ": " + ch.Reason
+			}
+			fmt.Fprintln(w, line)
+		}
+		err := apply.Run(ctx, client, apply.Config{
+			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
+			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+			if errors.Is(err, context.Canceled) {
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// printSummary prints every cluster's outcome and returns how many did not
+// apply.
+func (o *ApplyOptions) printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool) int {
+	failed := 0
+	if !p.json {
+		fmt.Fprintln(p.out, "Summary:")
+	}
+	for _, oc := range outcomes {
+		state := "applied"
+		if dryRun {
+			state = "applied (server dry run)"
+		}
+		switch oc.State {
+		case runner.Failed:
+			state = "failed"
+			failed++
+		case runner.NotStarted:
+			state = "not started"
+			failed++
+		}
+		if p.json {
+			p.event(ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Error: errString(oc.Err)})
+			continue
+		}
+		line := state
+		if c := tally.of(oc.Cluster); len(c) > 0 {
+			line += ": " + actionCounts(c)
+		}
+		if oc.Err != nil {
+			line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
+		}
+		fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
+	}
+	return failed
+}
+
+func actionCounts(c map[apply.Action]int) string {
+	order := []apply.Action{apply.Created, apply.Configured, apply.Unchanged, apply.Pruned, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
+	var parts []string
+	for _, a := range order {
+		if n := c[a]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n, a))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

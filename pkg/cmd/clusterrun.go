@@ -1,0 +1,112 @@
+package cmd
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"golang.org/x/term"
+)
+
+// printer writes what commands that work on clusters print: whole lines
+// prefixed with their cluster on a terminal-friendly stream, or one JSON
+// object per event with -o json.
+type printer struct {
+	out    *output.SyncWriter
+	json   bool
+	prefix *output.Prefixer
+	mu     sync.Mutex
+	lines  map[string]*output.PrefixWriter
+}
+
+func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {
+	return &printer{out: output.NewSyncWriter(g.Out), json: jsonOut, prefix: g.prefixer(clusters), lines: map[string]*output.PrefixWriter{}}
+}
+
+// cluster returns the prefixed line writer of a cluster.
+func (p *printer) cluster(name string) io.Writer {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w, ok := p.lines[name]
+	if !ok {
+		w = output.NewPrefixWriter(p.out, p.prefix.Prefix(name))
+		p.lines[name] = w
+	}
+	return w
+}
+
+// event writes one JSON object on a line of its own.
+func (p *printer) event(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	_, _ = p.out.Write(append(b, '\n'))
+}
+
+// close flushes partial lines.
+func (p *printer) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.lines {
+		_ = w.Close()
+	}
+}
+
+// waves turns the selected clusters into rollout waves: the fleet's groups
+// in order, each with its policy.
+func waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
+	var out []runner.Wave
+	for _, g := range f.Groups {
+		w := runner.Wave{Name: g.Name, MaxParallel: g.MaxParallel, MaxFailures: g.MaxFailures}
+		for _, c := range clusters {
+			if c.Group == g.Name {
+				w.Clusters = append(w.Clusters, c.Name)
+			}
+		}
+		if len(w.Clusters) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// client connects to one cluster with its own ConfigFlags.
+func (g *GlobalOptions) client(f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
+	return kube.NewClient(kube.ForCluster(g.ConfigFlags, f, c))
+}
+
+// ClusterResult is the JSON form of one cluster's outcome.
+type ClusterResult struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	Group   string `json:"group"`
+	State   string `json:"state"`
+	Error   string `json:"error,omitempty"`
+}
+
+// stdinIsTerminal reports whether confirmation can be asked for.
+func (g *GlobalOptions) stdinIsTerminal() bool {
+	f, ok := g.In.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, word)
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

@@ -1,0 +1,328 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
+	"k8s.io/utils/exec"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// ExitDiffError is diff's exit code for errors; 1 means "differences".
+const ExitDiffError = 2
+
+// DiffOptions are the options of "kubectl fleet diff".
+type DiffOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	Output         string
+	Parallel       int
+	Concurrency    int
+	ShowSecrets    bool
+	ForceConflicts bool
+}
+
+// NewCmdDiff returns the diff command.
+func NewCmdDiff(g *GlobalOptions) *cobra.Command {
+	o := &DiffOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "diff",
+		Short: "Show what apply would change on every selected cluster",
+		Long: `Render every selected cluster, server-side apply each object with dry run
+(field manager kubectl-fleet) and compare the result with the live object.
+Objects apply --prune would delete (members of the app's ApplySet no longer
+rendered) show as deletions. Noise is removed (managedFields,
+resourceVersion, generation, uid, timestamps, status, server annotations)
+and Secret values are masked as kubectl diff masks them.
+
+With $KUBECTL_EXTERNAL_DIFF set, that program is run once on two folders,
+LIVE and MERGED, each with a folder per cluster, as kubectl diff does.
+
+Exit codes (kubectl diff's convention):
+  0  no cluster differs
+  1  some cluster differs
+  2  an error`,
+		Example: `  kubectl fleet diff
+  kubectl fleet diff -k overlays --group production
+  kubectl fleet diff -o json | jq -r 'select(.type=="diff") | .object'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return &ExitError{Code: ExitDiffError, Err: err}
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters diffed at once")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
+	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "show Secret values instead of masking them")
+	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "diff as apply --force-conflicts would apply")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *DiffOptions) Validate() error {
+	if o.Output != "" && o.Output != "json" {
+		return fmt.Errorf("--output %q: want json", o.Output)
+	}
+	if o.Parallel < 1 || o.Concurrency < 1 {
+		return fmt.Errorf("--parallel and --concurrency must be at least 1")
+	}
+	return o.SourceOptions.validate()
+}
+
+// DiffEvent is the JSON form of one object's difference.
+type DiffEvent struct {
+	Type      string `json:"type"`
+	Cluster   string `json:"cluster"`
+	App       string `json:"app"`
+	Object    string `json:"object"`
+	Namespace string `json:"namespace,omitempty"`
+	Action    string `json:"action"`
+	Diff      string `json:"diff,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// DiffSummary is the JSON form of one cluster's counts.
+type DiffSummary struct {
+	Type      string `json:"type"`
+	Cluster   string `json:"cluster"`
+	Create    int    `json:"create"`
+	Change    int    `json:"change"`
+	Prune     int    `json:"prune"`
+	Unchanged int    `json:"unchanged"`
+	Errors    int    `json:"errors"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Run diffs every selected cluster.
+func (o *DiffOptions) Run(ctx context.Context) error {
+	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return &ExitError{Code: ExitDiffError, Err: err}
+	}
+	p := o.newPrinter(r.clusters, o.Output == "json")
+	defer p.close()
+	var external *externalDiff
+	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.json {
+		if external, err = newExternalDiff(); err != nil {
+			return &ExitError{Code: ExitDiffError, Err: err}
+		}
+		defer external.remove()
+	}
+	var (
+		mu        sync.Mutex
+		summaries = map[string]diff.Summary{}
+	)
+	names := make([]string, len(r.clusters))
+	byName := map[string]*fleet.Cluster{}
+	for i, c := range r.clusters {
+		names[i], byName[c.Name] = c.Name, c
+	}
+	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
+		s, err := o.diffCluster(ctx, r, byName[name], p, external)
+		mu.Lock()
+		summaries[name] = s
+		mu.Unlock()
+		return err
+	})
+	p.close()
+	failed, differs := 0, false
+	for _, oc := range outcomes {
+		s := summaries[oc.Cluster]
+		differs = differs || s.Differs()
+		if oc.Err != nil || oc.State != runner.Succeeded {
+			failed++
+		}
+		o.printDiffSummary(p, oc, s)
+	}
+	if external != nil && differs {
+		if err := external.run(o.GlobalOptions); err != nil {
+			return &ExitError{Code: ExitDiffError, Err: err}
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case failed > 0:
+		return &ExitError{Code: ExitDiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(outcomes))}
+	case differs:
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *externalDiff) (diff.Summary, error) {
+	client, err := o.client(r.fleet, c)
+	if err != nil {
+		return diff.Summary{}, err
+	}
+	if err := client.VerifyIdentity(ctx, c.Server, c.UID); err != nil {
+		return diff.Summary{}, err
+	}
+	w := p.cluster(c.Name)
+	var all []diff.Object
+	for _, res := range r.of(c.Name) {
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name})
+		if err != nil {
+			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
+		}
+		for _, d := range diffs {
+			if p.json {
+				ev := DiffEvent{Type: "diff", Cluster: c.Name, App: res.App, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Error: errString(d.Err)}
+				if d.Merged != nil {
+					ev.Namespace = d.Merged.GetNamespace()
+				} else if d.Live != nil {
+					ev.Namespace = d.Live.GetNamespace()
+				}
+				p.event(ev)
+				continue
+			}
+			o.printObjectDiff(w, d)
+			if external != nil && d.Err == nil {
+				if err := external.add(c.Name, d); err != nil {
+					return diff.Summarize(all), err
+				}
+			}
+		}
+		all = append(all, diffs...)
+	}
+	s := diff.Summarize(all)
+	if s.Errors > 0 {
+		return s, fmt.Errorf("%s failed", plural(s.Errors, "object"))
+	}
+	return s, nil
+}
+
+func (o *DiffOptions) printObjectDiff(w interface{ Write([]byte) (int, error) }, d diff.Object) {
+	switch {
+	case d.Err != nil:
+		fmt.Fprintf(w, "%s: error: %v\n", d.Ref, d.Err)
+		return
+	case d.Kind == diff.Unchanged:
+		return
+	case d.Kind == diff.AfterCRD:
+		fmt.Fprintf(w, "%s would be created after its CRD\n", d.Ref)
+	}
+	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" {
+		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Kind)
+		return
+	}
+	color := output.UseColor(o.Out, o.NoColor)
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(d.Text, "\n") {
+		if line == "" {
+			continue
+		}
+		b.WriteString(paint(line, color))
+	}
+	fmt.Fprint(w, b.String())
+}
+
+// paint colours a diff line on a terminal: additions green, deletions red,
+// hunk headers cyan.
+func paint(line string, color bool) string {
+	if !color {
+		return line
+	}
+	code := 0
+	switch {
+	case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
+		code = 1
+	case strings.HasPrefix(line, "+"):
+		code = 32
+	case strings.HasPrefix(line, "-"):
+		code = 31
+	case strings.HasPrefix(line, "@@"):
+		code = 36
+	}
+	if code == 0 {
+		return line
+	}
+	return fmt.Sprintf("\x1b[%dm%s\x1b[0m\n", code, strings.TrimSuffix(line, "\n"))
+}
+
+func (o *DiffOptions) printDiffSummary(p *printer, oc runner.Outcome, s diff.Summary) {
+	if p.json {
+		p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Errors: s.Errors, Error: errString(oc.Err)})
+		return
+	}
+	line := fmt.Sprintf("%d to create, %d to change, %d to prune, %d unchanged", s.Create, s.Change, s.Prune, s.Unchanged)
+	switch {
+	case oc.State == runner.NotStarted:
+		line = "not diffed (interrupted)"
+	case oc.Err != nil:
+		line = "error: " + oc.Err.Error()
+	}
+	fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
+}
+
+// externalDiff collects LIVE and MERGED folders for $KUBECTL_EXTERNAL_DIFF.
+type externalDiff struct {
+	live, merged *kubectldiff.Directory
+}
+
+func newExternalDiff() (*externalDiff, error) {
+	live, err := kubectldiff.CreateDirectory("LIVE")
+	if err != nil {
+		return nil, err
+	}
+	merged, err := kubectldiff.CreateDirectory("MERGED")
+	if err != nil {
+		_ = live.Delete()
+		return nil, err
+	}
+	return &externalDiff{live: live, merged: merged}, nil
+}
+
+func (e *externalDiff) add(cluster string, d diff.Object) error {
+	name := filepath.Join(cluster, strings.ReplaceAll(d.Path, "/", "_")+".yaml")
+	live, err := diff.ToYAML(d.Live)
+	if err != nil {
+		return err
+	}
+	merged, err := diff.ToYAML(d.Merged)
+	if err != nil {
+		return err
+	}
+	for dir, text := range map[string]string{e.live.Name: live, e.merged.Name: merged} {
+		if err := os.MkdirAll(filepath.Join(dir, cluster), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *externalDiff) run(g *GlobalOptions) error {
+	prog := &kubectldiff.DiffProgram{Exec: exec.New(), IOStreams: g.IOStreams}
+	err := prog.Run(e.live.Name, e.merged.Name)
+	if err != nil {
+		if ee, ok := err.(exec.ExitError); ok && ee.ExitStatus() == 1 {
+			return nil // differences, as expected
+		}
+	}
+	return err
+}
+
+func (e *externalDiff) remove() {
+	_ = e.live.Delete()
+	_ = e.merged.Delete()
+}

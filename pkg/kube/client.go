@@ -1,0 +1,140 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// Client talks to one cluster through its own ConfigFlags: its own REST
+// config, REST mapper and discovery cache (kubectl's, on disk under
+// --cache-dir), never shared with another cluster.
+type Client struct {
+	// Flags are the cluster's own connection flags.
+	Flags *genericclioptions.ConfigFlags
+	// Config is the REST config the flags give.
+	Config *rest.Config
+	// Mapper maps kinds to resources; Reset forgets what it learnt, after
+	// new CRDs are established.
+	Mapper meta.ResettableRESTMapper
+	// Dynamic reads and writes any object.
+	Dynamic dynamic.Interface
+}
+
+// NewClient builds the client of one cluster.
+func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	// Objects of a cluster are applied concurrently: allow it.
+	cfg.QPS, cfg.Burst = 100, 200
+	mapper, err := flags.ToRESTMapper()
+	if err != nil {
+		return nil, err
+	}
+	resettable, ok := mapper.(meta.ResettableRESTMapper)
+	if !ok {
+		return nil, fmt.Errorf("the REST mapper cannot be reset")
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn}, nil
+}
+
+// Resource returns the client for an object's resource, namespaced when its
+// kind is, and the mapping.
+func (c *Client) Resource(obj *unstructured.Unstructured) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	gvk := obj.GroupVersionKind()
+	m, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Dynamic.Resource(m.Resource).Namespace(obj.GetNamespace()), m, nil
+	}
+	return c.Dynamic.Resource(m.Resource), m, nil
+}
+
+// Get reads one object, as DynamicGetter does.
+func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, error) {
+	return (&DynamicGetter{Mapper: c.Mapper, Client: c.Dynamic}).Get(ctx, apiVersion, kind, namespace, name)
+}
+
+// MappingFor maps a group kind to its preferred resource.
+func (c *Client) MappingFor(gk schema.GroupKind) (*meta.RESTMapping, error) {
+	m, err := c.Mapper.RESTMapping(gk)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gk, err)
+	}
+	return m, nil
+}
+
+// VerifyIdentity checks, before any write, that the cluster's context still
+// points at the pinned server and cluster UID. Empty pins are not checked.
+func (c *Client) VerifyIdentity(ctx context.Context, pinServer, pinUID string) error {
+	if pinServer == "" && pinUID == "" {
+		return nil
+	}
+	p := ProbeCluster(ctx, c.Flags, pinServer, pinUID)
+	if len(p.Problems) > 0 {
+		return fmt.Errorf("identity check failed, nothing written: %s", p.Problems[0])
+	}
+	return nil
+}
+
+// ApplyOptions tune one server-side apply.
+type ApplyOptions struct {
+	// FieldManager owns the applied fields.
+	FieldManager string
+	// Force takes fields over from other field managers on conflict.
+	Force bool
+	// DryRun asks the server to do everything but persist.
+	DryRun bool
+}
+
+// Apply server-side applies obj and returns the object as it was before
+// (nil if it did not exist) and as the server returned it. A namespaced
+// object without a namespace goes to the context's namespace.
+func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o ApplyOptions) (before, after *unstructured.Unstructured, err error) {
+	ri, m, err := c.Resource(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
+		ns, _, err := c.Flags.ToRawKubeConfigLoader().Namespace()
+		if err != nil {
+			return nil, nil, err
+		}
+		obj.SetNamespace(ns)
+		ri = c.Dynamic.Resource(m.Resource).Namespace(ns)
+	}
+	before, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		before, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, nil, err
+	}
+	po := metav1.PatchOptions{FieldManager: o.FieldManager, Force: &o.Force}
+	if o.DryRun {
+		po.DryRun = []string{metav1.DryRunAll}
+	}
+	after, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+	return before, after, err
+}

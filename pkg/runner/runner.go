@@ -1,0 +1,115 @@
+// Package runner fans work out over clusters in waves: the groups of the
+// fleet file in order, each with its own parallelism and failure budget. It
+// records every cluster's outcome, including those never started.
+package runner
+
+import (
+	"context"
+	"sync"
+)
+
+// Wave is one group's clusters and rollout policy.
+type Wave struct {
+	Name     string
+	Clusters []string
+	// MaxParallel bounds the clusters worked on at once; 0: no bound but
+	// the run's.
+	MaxParallel int
+	// MaxFailures is how many failed clusters the wave tolerates before
+	// the rollout stops.
+	MaxFailures int
+	// Gate, if set, is asked before the wave starts (a confirmation); an
+	// error leaves the wave and every later one not started.
+	Gate func() error
+}
+
+// State is where a cluster ended up.
+type State string
+
+// The states.
+const (
+	Succeeded  State = "succeeded"
+	Failed     State = "failed"
+	NotStarted State = "not started"
+)
+
+// Outcome is one cluster's result.
+type Outcome struct {
+	Cluster string
+	Wave    string
+	State   State
+	// Err is why the cluster failed, or why it was not started.
+	Err error
+}
+
+// Run calls fn for every cluster of every wave, waves in order, at most
+// parallel clusters at once (0: no bound). Once a wave has more failures
+// than it tolerates, or ctx is done, no further cluster is started; the
+// ones in flight finish. Outcomes are in wave and cluster order.
+func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Context, cluster string) error) []Outcome {
+	var out []Outcome
+	stopped := false
+	for _, w := range waves {
+		outcomes := make([]Outcome, len(w.Clusters))
+		for i, c := range w.Clusters {
+			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, State: NotStarted}
+		}
+		if !stopped && w.Gate != nil {
+			if err := w.Gate(); err != nil {
+				for i := range outcomes {
+					outcomes[i].Err = err
+				}
+				stopped = true
+			}
+		}
+		if !stopped {
+			stopped = runWave(ctx, w, parallel, fn, outcomes)
+		}
+		out = append(out, outcomes...)
+	}
+	return out
+}
+
+// runWave runs one wave and reports whether the rollout must stop.
+func runWave(ctx context.Context, w Wave, parallel int, fn func(context.Context, string) error, outcomes []Outcome) bool {
+	limit := len(w.Clusters)
+	if w.MaxParallel > 0 {
+		limit = min(limit, w.MaxParallel)
+	}
+	if parallel > 0 {
+		limit = min(limit, parallel)
+	}
+	sem := make(chan struct{}, max(1, limit))
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures int
+	)
+	over := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return failures > w.MaxFailures
+	}
+	for i, c := range w.Clusters {
+		sem <- struct{}{}
+		if over() || ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := fn(ctx, c)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				outcomes[i].State, outcomes[i].Err = Failed, err
+				failures++
+			} else {
+				outcomes[i].State = Succeeded
+			}
+		}()
+	}
+	wg.Wait()
+	return over() || ctx.Err() != nil
+}

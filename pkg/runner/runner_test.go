@@ -1,0 +1,114 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func states(out []Outcome) map[string]State {
+	m := map[string]State{}
+	for _, o := range out {
+		m[o.Cluster] = o.State
+	}
+	return m
+}
+
+func TestRunStopsAfterFailureBudget(t *testing.T) {
+	waves := []Wave{
+		{Name: "staging", Clusters: []string{"s1", "s2"}, MaxParallel: 1},
+		{Name: "production", Clusters: []string{"p1", "p2"}},
+	}
+	out := Run(context.Background(), waves, 0, func(_ context.Context, c string) error {
+		if c == "s1" {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	want := map[string]State{"s1": Failed, "s2": NotStarted, "p1": NotStarted, "p2": NotStarted}
+	if diff := cmp.Diff(want, states(out)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if out[0].Err == nil || out[0].Wave != "staging" {
+		t.Errorf("first outcome %+v", out[0])
+	}
+}
+
+func TestRunToleratesFailures(t *testing.T) {
+	waves := []Wave{
+		{Name: "a", Clusters: []string{"a1", "a2", "a3"}, MaxParallel: 1, MaxFailures: 1},
+		{Name: "b", Clusters: []string{"b1"}},
+	}
+	out := Run(context.Background(), waves, 0, func(_ context.Context, c string) error {
+		if c == "a1" {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	want := map[string]State{"a1": Failed, "a2": Succeeded, "a3": Succeeded, "b1": Succeeded}
+	if diff := cmp.Diff(want, states(out)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestRunBoundsParallelism(t *testing.T) {
+	var inFlight, peak atomic.Int32
+	var mu sync.Mutex
+	clusters := []string{"1", "2", "3", "4", "5", "6", "7", "8"}
+	release := make(chan struct{})
+	go func() {
+		for range clusters {
+			release <- struct{}{}
+		}
+	}()
+	Run(context.Background(), []Wave{{Name: "w", Clusters: clusters, MaxParallel: 5}}, 3, func(context.Context, string) error {
+		n := inFlight.Add(1)
+		mu.Lock()
+		if n > peak.Load() {
+			peak.Store(n)
+		}
+		mu.Unlock()
+		<-release
+		inFlight.Add(-1)
+		return nil
+	})
+	if p := peak.Load(); p > 3 || p < 1 {
+		t.Errorf("peak parallelism %d, want at most 3", p)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := Run(ctx, []Wave{{Name: "w", Clusters: []string{"1", "2", "3"}, MaxParallel: 1}}, 0, func(context.Context, string) error {
+		cancel()
+		return nil
+	})
+	want := map[string]State{"1": Succeeded, "2": NotStarted, "3": NotStarted}
+	if diff := cmp.Diff(want, states(out)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestRunGate(t *testing.T) {
+	refused := errors.New("not confirmed")
+	var ran []string
+	out := Run(context.Background(), []Wave{
+		{Name: "staging", Clusters: []string{"s1"}},
+		{Name: "production", Clusters: []string{"p1"}, Gate: func() error { return refused }},
+		{Name: "later", Clusters: []string{"l1"}},
+	}, 0, func(_ context.Context, c string) error {
+		ran = append(ran, c)
+		return nil
+	})
+	want := map[string]State{"s1": Succeeded, "p1": NotStarted, "l1": NotStarted}
+	if diff := cmp.Diff(want, states(out)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if !errors.Is(out[1].Err, refused) || len(ran) != 1 {
+		t.Errorf("gate error %v, ran %v", out[1].Err, ran)
+	}
+}
