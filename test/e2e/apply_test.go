@@ -1,0 +1,323 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// twoGroups is a fleet of the test bed: staging on the full cluster,
+// production on the two others.
+const twoGroups = `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - {name: staging, maxParallel: 1}
+  - {name: production, protected: true}
+clusters:
+  - {name: stg, group: staging, context: fleet-c1}
+  - {name: prod-a, group: production, context: fleet-c2}
+  - {name: prod-b, group: production, context: fleet-c3}
+`
+
+// workdir writes a fleet file and manifests into a fresh folder.
+func workdir(t *testing.T, fleetYAML string, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files["fleet.yaml"] = fleetYAML
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// fleet runs kubectl fleet with the work folder's fleet file.
+func fleet(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	return kubectl(t, "", append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+}
+
+func get(t *testing.T, context string, args ...string) (string, int) {
+	t.Helper()
+	out, _, code := kubectl(t, "", append([]string{"get", "--context", context}, args...)...)
+	return strings.TrimSpace(out), code
+}
+
+func namespaced(ns, body string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n%s", ns, body)
+}
+
+func TestDiffApplyReapply(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"reapply/cm.yaml": namespaced("e2e-reapply", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: e2e-reapply}
+data: {cluster: '${FLEET_CLUSTER_NAME}'}
+`)})
+	app := filepath.Join(dir, "reapply")
+	// Before: differences, exit 1.
+	out, errOut, code := fleet(t, dir, "diff", "-f", app)
+	if code != 1 || !strings.Contains(out, "[stg]    +  cluster: stg") || !strings.Contains(out, "2 to create, 0 to change, 0 to prune, 0 unchanged") {
+		t.Fatalf("diff before apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "-f", app, "--yes")
+	if code != 0 || strings.Count(out, "configmap/settings created") != 3 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c3", "configmap", "settings", "-n", "e2e-reapply", "-o", "jsonpath={.data.cluster}"); v != "prod-b" {
+		t.Errorf("prod-b got cluster=%q", v)
+	}
+	out, _, code = fleet(t, dir, "apply", "-f", app, "--yes")
+	if code != 0 || strings.Count(out, "configmap/settings unchanged") != 3 || strings.Contains(out, "configured") {
+		t.Errorf("re-apply: exit %d\n%s", code, out)
+	}
+	// After: nothing differs, exit 0.
+	out, _, code = fleet(t, dir, "diff", "-f", app)
+	if code != 0 || strings.Count(out, "0 to create, 0 to change, 0 to prune, 2 unchanged") != 3 {
+		t.Errorf("diff after apply: exit %d\n%s", code, out)
+	}
+	// An error (a context missing from the kubeconfig): exit 2.
+	bad := workdir(t, strings.Replace(twoGroups, "context: fleet-c3", "context: nowhere", 1), map[string]string{})
+	if _, errOut, code := fleet(t, bad, "diff", "-f", app); code != 2 || !strings.Contains(errOut, `context "nowhere" not found`) {
+		t.Errorf("diff with an error: exit %d: %s", code, errOut)
+	}
+}
+
+func TestSecretNeverPrinted(t *testing.T) {
+	const marker = "zq-secret-marker-4711"
+	dir := workdir(t, twoGroups, map[string]string{"secret/s.yaml": namespaced("e2e-secret", `apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: e2e-secret}
+stringData: {password: `+marker+`}
+`)})
+	app := filepath.Join(dir, "secret")
+	var all strings.Builder
+	for _, args := range [][]string{
+		{"render", "-f", app}, {"render", "-f", app, "-o", "json"},
+		{"diff", "-f", app}, {"diff", "-f", app, "-o", "json"},
+		{"apply", "-f", app, "--yes", "--diff"}, {"apply", "-f", app, "--yes", "-o", "json", "--diff"},
+		{"diff", "-f", app}, {"vet", "-f", app},
+	} {
+		out, errOut, _ := fleet(t, dir, args...)
+		all.WriteString(out + errOut)
+	}
+	// The value changes: the diff shows only that it changed.
+	changed := workdir(t, twoGroups, map[string]string{"secret/s.yaml": namespaced("e2e-secret", `apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: e2e-secret}
+stringData: {password: other-`+marker+`}
+`)})
+	out, errOut, code := fleet(t, changed, "diff", "-f", filepath.Join(changed, "secret"), "-c", "stg")
+	all.WriteString(out + errOut)
+	if code != 1 || !strings.Contains(out, "-  password: '*** (before)'") || !strings.Contains(out, "+  password: '*** (after)'") {
+		t.Errorf("changed secret diff: exit %d\n%s", code, out)
+	}
+	if v, _ := get(t, "fleet-c1", "secret", "creds", "-n", "e2e-secret", "-o", "jsonpath={.data.password}"); v == "" {
+		t.Fatal("the secret was not applied")
+	}
+	if strings.Contains(all.String(), marker) {
+		t.Errorf("a Secret value was printed:\n%s", all.String())
+	}
+}
+
+func TestCRDAndCustomResource(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"crd/crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.e2e.example.com}
+spec:
+  group: e2e.example.com
+  names: {kind: Widget, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {size: {type: integer}}}
+---
+apiVersion: e2e.example.com/v1
+kind: Widget
+metadata: {name: w1, namespace: e2e-crd}
+spec: {size: 3}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: e2e-crd}
+`})
+	app := filepath.Join(dir, "crd")
+	out, _, code := fleet(t, dir, "diff", "-f", app, "-c", "stg")
+	if code != 1 || !strings.Contains(out, "widget.e2e.example.com/w1 would be created after its CRD") {
+		t.Errorf("diff: exit %d\n%s", code, out)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-f", app, "-c", "stg")
+	if code != 0 || !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/widgets.e2e.example.com created") || !strings.Contains(out, "widget.e2e.example.com/w1 created") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c1", "widgets", "w1", "-n", "e2e-crd", "-o", "jsonpath={.spec.size}"); v != "3" {
+		t.Errorf("widget size %q", v)
+	}
+}
+
+func TestPrune(t *testing.T) {
+	cm := func(ns, name string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s, namespace: %s}\n---\n", name, ns)
+	}
+	dir := workdir(t, twoGroups, map[string]string{
+		"v1/all.yaml":    namespaced("e2e-prune", cm("e2e-prune", "keep")+cm("e2e-prune", "drop")),
+		"v2/all.yaml":    namespaced("e2e-prune", cm("e2e-prune", "keep")),
+		"other/all.yaml": cm("e2e-prune", "other-app"),
+		"empty/x.yaml":   "",
+	})
+	if out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "v1"), "--name", "web"); code != 0 {
+		t.Fatalf("apply v1: %s%s", out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "other"), "--name", "other"); code != 0 {
+		t.Fatalf("apply other: %s%s", out, errOut)
+	}
+	// A ConfigMap made by hand, outside any set.
+	if _, errOut, code := kubectl(t, cm("e2e-prune", "by-hand"), "apply", "--context", "fleet-c1", "-f", "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, _, code := fleet(t, dir, "diff", "-c", "stg", "-f", filepath.Join(dir, "v2"), "--name", "web")
+	if code != 1 || !strings.Contains(out, "--- live/stg/ConfigMap/e2e-prune/drop") || !strings.Contains(out, "1 to prune") {
+		t.Errorf("diff shows no prune: exit %d\n%s", code, out)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "v2"), "--name", "web", "--prune")
+	if code != 0 || !strings.Contains(out, "configmap/drop pruned\n") || strings.Count(out, "/") != 3 {
+		t.Fatalf("apply --prune: exit %d\n%s%s", code, out, errOut)
+	}
+	names, _ := get(t, "fleet-c1", "configmaps", "-n", "e2e-prune", "-o", "jsonpath={.items[*].metadata.name}")
+	if names != "by-hand keep kube-root-ca.crt other-app" {
+		t.Errorf("left in the namespace: %q", names)
+	}
+	// An empty render never prunes everything without --allow-empty.
+	out, errOut, code = fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "empty"), "--name", "web", "--prune")
+	if code == 0 || !strings.Contains(out+errOut, "refusing without --allow-empty") {
+		t.Errorf("empty render: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "configmap", "keep", "-n", "e2e-prune"); code != 0 {
+		t.Error("an empty render pruned the app")
+	}
+}
+
+func TestConflictAndForce(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"conflict/cm.yaml": namespaced("e2e-conflict", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: owned, namespace: e2e-conflict}
+data: {level: fleet}
+`)})
+	other := namespaced("e2e-conflict", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: owned, namespace: e2e-conflict}\ndata: {level: other}\n")
+	if _, errOut, code := kubectl(t, other, "apply", "--context", "fleet-c1", "--server-side", "--field-manager", "someone-else", "-f", "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	app := filepath.Join(dir, "conflict")
+	out, _, code := fleet(t, dir, "apply", "-c", "stg", "-f", app)
+	if code == 0 || !strings.Contains(out, "configmap/owned failed") || !strings.Contains(out, `conflict with "someone-else"`) || !strings.Contains(out, ".data.level") {
+		t.Fatalf("conflict not reported: exit %d\n%s", code, out)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", app, "--force-conflicts")
+	if code != 0 || !strings.Contains(out, "configmap/owned configured") {
+		t.Fatalf("--force-conflicts: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c1", "configmap", "owned", "-n", "e2e-conflict", "-o", "jsonpath={.data.level}"); v != "fleet" {
+		t.Errorf("level %q", v)
+	}
+}
+
+func TestStagingFailureStopsProduction(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"stop/bad.yaml": namespaced("e2e-stop", `apiVersion: v1
+kind: Service
+metadata: {name: broken, namespace: e2e-stop}
+spec:
+  ports: [{port: 0}]
+`)})
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "stop"), "--yes")
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"[stg]    service/broken failed", "[stg]    failed:", "[prod-a] not started", "[prod-b] not started"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
+		if _, code := get(t, ctx, "namespace", "e2e-stop"); code == 0 {
+			t.Errorf("%s: production was written to after staging failed", ctx)
+		}
+	}
+}
+
+func TestWait(t *testing.T) {
+	deploy := func(name, extra string) string {
+		return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: e2e-wait}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec:
+      containers: [{name: c, image: registry.example/x:1}]
+%s`, name, name, name, extra)
+	}
+	dir := workdir(t, twoGroups, map[string]string{
+		"good/d.yaml": namespaced("e2e-wait", deploy("good", "")),
+		// No node has this label: the pod never runs.
+		"never/d.yaml": namespaced("e2e-wait", deploy("never", "      nodeSelector: {no-such-node: \"true\"}\n")),
+	})
+	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "good"), "--wait", "--timeout", "90s")
+	if code != 0 || !strings.Contains(out, "deployment.apps/good healthy") {
+		t.Fatalf("--wait: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "never"), "--wait", "--timeout", "5s")
+	if code == 0 || !strings.Contains(out, "deployment.apps/never unhealthy") || !strings.Contains(out, "not healthy after 5s") {
+		t.Errorf("unavailable deployment: exit %d\n%s", code, out)
+	}
+}
+
+func TestIdentityPinRefusesWrites(t *testing.T) {
+	uid2, _ := get(t, "fleet-c2", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+	f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, uid: "+uid2+"}", 1)
+	dir := workdir(t, f, map[string]string{"pin/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-pin}\n"})
+	out, _, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "pin"))
+	if code == 0 || !strings.Contains(out, "identity check failed, nothing written: identity mismatch: the fleet file pins uid "+uid2) {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, code := get(t, "fleet-c1", "namespace", "e2e-pin"); code == 0 {
+		t.Error("written despite the identity mismatch")
+	}
+}
+
+func TestJSONLines(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"json/cm.yaml": namespaced("e2e-json", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: j, namespace: e2e-json}\n")})
+	app := filepath.Join(dir, "json")
+	for _, args := range [][]string{{"apply", "-f", app, "--yes", "-o", "json"}, {"diff", "-f", app, "-o", "json"}, {"apply", "-f", app, "--yes", "-o", "json", "--dry-run=server"}} {
+		out, errOut, _ := fleet(t, dir, args...)
+		types := map[string]int{}
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%v: not JSON: %q (stderr %s)", args, line, errOut)
+			}
+			types[fmt.Sprint(ev["type"])]++
+		}
+		if args[0] == "apply" && (types["object"] != 6 || types["cluster"] != 3) {
+			t.Errorf("%v: events %v", args, types)
+		}
+		if args[0] == "diff" && (types["diff"] != 6 || types["summary"] != 3) {
+			t.Errorf("%v: events %v", args, types)
+		}
+	}
+}
