@@ -87,7 +87,7 @@ Exit codes:
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
 	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask before writing to protected groups")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters applied at once at most (a group's maxParallel may lower it)")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
 	return cmd
 }
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
@@ -28,6 +29,8 @@ type Client struct {
 	Mapper meta.ResettableRESTMapper
 	// Dynamic reads and writes any object.
 	Dynamic dynamic.Interface
+	// Metadata lists objects' metadata only.
+	Metadata metadata.Interface
 }
 
 // NewClient builds the client of one cluster.
@@ -50,7 +53,11 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn}, nil
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md}, nil
 }
 
 // Resource returns the client for an object's resource, namespaced when its
@@ -104,10 +111,9 @@ type ApplyOptions struct {
 	DryRun bool
 }
 
-// Apply server-side applies obj and returns the object as it was before
-// (nil if it did not exist) and as the server returned it. A namespaced
-// object without a namespace goes to the context's namespace.
-func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o ApplyOptions) (before, after *unstructured.Unstructured, err error) {
+// DefaultNamespace gives a namespaced object without a namespace the
+// context's namespace, as kubectl does, and returns its resource client.
+func (c *Client) DefaultNamespace(obj *unstructured.Unstructured) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	ri, m, err := c.Resource(obj)
 	if err != nil {
 		return nil, nil, err
@@ -120,6 +126,17 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o Ap
 		obj.SetNamespace(ns)
 		ri = c.Dynamic.Resource(m.Resource).Namespace(ns)
 	}
+	return ri, m, nil
+}
+
+// Apply server-side applies obj and returns the object as it was before
+// (nil if it did not exist) and as the server returned it. A namespaced
+// object without a namespace goes to the context's namespace.
+func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o ApplyOptions) (before, after *unstructured.Unstructured, err error) {
+	ri, _, err := c.DefaultNamespace(obj)
+	if err != nil {
+		return nil, nil, err
+	}
 	before, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		before, err = nil, nil
@@ -127,14 +144,42 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o Ap
 	if err != nil {
 		return nil, nil, err
 	}
+	after, err = c.Patch(ctx, ri, obj, o)
+	return before, after, err
+}
+
+// Patch server-side applies obj through ri, without reading it first.
+func (c *Client) Patch(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, o ApplyOptions) (*unstructured.Unstructured, error) {
 	data, err := obj.MarshalJSON()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	po := metav1.PatchOptions{FieldManager: o.FieldManager, Force: &o.Force}
 	if o.DryRun {
 		po.DryRun = []string{metav1.DryRunAll}
 	}
-	after, err = ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
-	return before, after, err
+	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+}
+
+// ResourceVersions lists the names and resource versions of one resource's
+// objects in a namespace ("" for cluster-scoped or all), metadata only: one
+// request instead of a read per object.
+func (c *Client) ResourceVersions(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]string, error) {
+	var (
+		list *metav1.PartialObjectMetadataList
+		err  error
+	)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		list, err = c.Metadata.Resource(m.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
+	} else {
+		list, err = c.Metadata.Resource(m.Resource).List(ctx, metav1.ListOptions{})
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(list.Items))
+	for _, o := range list.Items {
+		out[o.Name] = o.ResourceVersion
+	}
+	return out, nil
 }

@@ -84,13 +84,19 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
+// kubectlCmd prepares the real kubectl with the test bed's kubeconfig and
+// the plugin on PATH.
+func kubectlCmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(binDir, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "PATH="+pathEnv, "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1")
+	return cmd
+}
+
 // kubectl runs the real kubectl with the test bed's kubeconfig and the
 // plugin on PATH, and returns stdout, stderr and the exit code.
 func kubectl(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := exec.Command("kubectl", args...)
-	cmd.Env = append(os.Environ(), "PATH="+pathEnv, "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1")
-	cmd.Path = lookPath(t, "kubectl")
+	cmd := kubectlCmd(args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -102,15 +108,4 @@ func kubectl(t *testing.T, stdin string, args ...string) (string, string, int) {
 		t.Fatal(err)
 	}
 	return out.String(), errOut.String(), code
-}
-
-func lookPath(t *testing.T, name string) string {
-	for _, dir := range filepath.SplitList(pathEnv) {
-		p := filepath.Join(dir, name)
-		if info, err := os.Stat(p); err == nil && !info.IsDir() {
-			return p
-		}
-	}
-	t.Fatalf("%s not on PATH", name)
-	return ""
 }
