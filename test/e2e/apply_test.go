@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -319,5 +320,67 @@ func TestJSONLines(t *testing.T) {
 		if args[0] == "diff" && (types["diff"] != 6 || types["summary"] != 3) {
 			t.Errorf("%v: events %v", args, types)
 		}
+	}
+}
+
+// TestInterrupt sends Ctrl-C (SIGINT) while staging waits for a Deployment
+// that never becomes available: nothing new starts, the summary says what
+// happened where, and the exit code is 130.
+func TestInterrupt(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"interrupt/d.yaml": namespaced("e2e-interrupt", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: never, namespace: e2e-interrupt}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: never}}
+  template:
+    metadata: {labels: {app: never}}
+    spec:
+      nodeSelector: {no-such-node: "true"}
+      containers: [{name: c, image: registry.example/x:1}]
+`)})
+	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "-f", filepath.Join(dir, "interrupt"), "--yes", "--wait", "--timeout", "2m")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	scanner := bufio.NewScanner(stdout)
+	signalled := false
+	for scanner.Scan() {
+		line := scanner.Text()
+		out.WriteString(line + "\n")
+		if !signalled && strings.Contains(line, "deployment.apps/never created") {
+			_ = cmd.Process.Signal(os.Interrupt)
+			signalled = true
+		}
+	}
+	err = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if !signalled || code != 130 {
+		t.Fatalf("exit %d (%v), signalled %v\n%s%s", code, err, signalled, out.String(), errOut.String())
+	}
+	for _, want := range []string{"Summary:", "[stg]    failed:", "[prod-a] not started", "[prod-b] not started"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if _, code := get(t, "fleet-c2", "namespace", "e2e-interrupt"); code == 0 {
+		t.Error("production was written to after Ctrl-C")
+	}
+}
+
+func TestExternalDiff(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"ext/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ext, namespace: default}\ndata: {k: v}\n"})
+	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "diff", "-f", filepath.Join(dir, "ext"), "-c", "stg")
+	cmd.Env = append(cmd.Env, "KUBECTL_EXTERNAL_DIFF=diff -r")
+	out, _ := cmd.CombinedOutput()
+	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "/stg/ConfigMap_default_ext.yaml") || !strings.Contains(string(out), "> kind: ConfigMap") {
+		t.Errorf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }
