@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -58,19 +59,27 @@ func run() error {
 		return nil
 	}
 	path := pluginDir + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
-	for _, args := range [][]string{
-		{"fleet", "clusters", "--check"},
-		{"fleet", "vet"},
-		{"fleet", "render", "--group", "staging", "--app", "web"},
-		{"fleet", "render", "--cluster", "prod-us", "--app", "dashboard", "-o", "json"},
-	} {
-		fmt.Printf("\n$ kubectl %s\n", strings.Join(args, " "))
-		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), args...)
+	steps := []struct {
+		args []string
+		ok   []int // exit codes that are expected
+	}{
+		{[]string{"fleet", "clusters", "--check"}, []int{0}},
+		{[]string{"fleet", "vet"}, []int{0}},
+		{[]string{"fleet", "render", "--cluster", "prod-us", "--app", "dashboard", "-o", "json"}, []int{0}},
+		{[]string{"fleet", "diff", "--group", "staging"}, []int{1}}, // 1: differences
+		{[]string{"fleet", "apply", "--group", "staging", "--wait", "--timeout", "2m"}, []int{0}},
+		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
+		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
+	}
+	for _, step := range steps {
+		fmt.Printf("\n$ kubectl %s\n", strings.Join(step.args, " "))
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), step.args...)
 		cmd.Dir = "examples"
 		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+env.Kubeconfig)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("kubectl %s: %w", strings.Join(args, " "), err)
+		err := cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); !slices.Contains(step.ok, code) {
+			return fmt.Errorf("kubectl %s: exit %d: %v", strings.Join(step.args, " "), code, err)
 		}
 	}
 	return nil
