@@ -384,3 +384,45 @@ func TestExternalDiff(t *testing.T) {
 		t.Errorf("exit %d:\n%s", cmd.ProcessState.ExitCode(), out)
 	}
 }
+
+func TestProtectedGroupNeedsYes(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"protected/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-protected}\n"})
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "protected"))
+	if code != 1 || !strings.Contains(errOut, "group production is protected (prod-a, prod-b): pass --yes") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, ctx := range []string{"fleet-c1", "fleet-c2"} {
+		if _, code := get(t, ctx, "namespace", "e2e-protected"); code == 0 {
+			t.Errorf("%s written to without confirmation", ctx)
+		}
+	}
+	// Staging alone is not protected.
+	if _, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "protected"), "-g", "staging"); code != 0 {
+		t.Errorf("staging: %s", errOut)
+	}
+}
+
+func TestForeignApplySetRefused(t *testing.T) {
+	parent := `apiVersion: v1
+kind: Namespace
+metadata: {name: kubectl-fleet}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: fleet-foreign
+  namespace: kubectl-fleet
+  annotations: {applyset.kubernetes.io/tooling: kubectl/v1.37}
+`
+	if _, errOut, code := kubectl(t, parent, "apply", "--context", "fleet-c1", "-f", "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	dir := workdir(t, twoGroups, map[string]string{"foreign/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: foreign-cm, namespace: default}\n"})
+	out, _, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "foreign"), "-c", "stg")
+	if code == 0 || !strings.Contains(out, `is the ApplySet parent of another tool (applyset.kubernetes.io/tooling="kubectl/v1.37"); refusing to adopt it`) {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, code := get(t, "fleet-c1", "configmap", "foreign-cm", "-n", "default"); code == 0 {
+		t.Error("applied into a foreign ApplySet")
+	}
+}
