@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -267,30 +268,11 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 // versions lists resource versions once per resource and namespace, on
 // first use, for concurrent callers.
 type versions struct {
-	mu sync.Mutex
-	m  map[string]*versionList
-}
-
-type versionList struct {
-	once sync.Once
-	rvs  map[string]string
-	err  error
+	memo memo.Memo[string, map[string]string]
 }
 
 func (v *versions) of(ctx context.Context, c *kube.Client, m *meta.RESTMapping, ns string) (map[string]string, error) {
-	key := m.Resource.String() + "|" + ns
-	v.mu.Lock()
-	if v.m == nil {
-		v.m = map[string]*versionList{}
-	}
-	l, ok := v.m[key]
-	if !ok {
-		l = &versionList{}
-		v.m[key] = l
-	}
-	v.mu.Unlock()
-	l.once.Do(func() { l.rvs, l.err = c.ResourceVersions(ctx, m, ns) })
-	return l.rvs, l.err
+	return v.memo.Do(m.Resource.String()+"|"+ns, func() (map[string]string, error) { return c.ResourceVersions(ctx, m, ns) })
 }
 
 func equalish(a, b *unstructured.Unstructured) bool {

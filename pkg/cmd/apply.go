@@ -223,13 +223,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			if err != nil {
 				return fmt.Errorf("app %s: diff: %w", res.App, err)
 			}
-			for _, od := range diffs {
-				if p.json {
-					p.event(DiffEvent{Type: "diff", Cluster: c.Name, App: res.App, Object: od.Ref, Action: string(od.Kind), Diff: od.Text, Error: errString(od.Err)})
-				} else {
-					d.printObjectDiff(w, od)
-				}
-			}
+			d.printDiffs(p, w, c.Name, res.App, diffs)
 		}
 	}
 	var errs []error

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -182,21 +183,13 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 		if err != nil {
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}
-		for _, d := range diffs {
-			if p.json {
-				ev := DiffEvent{Type: "diff", Cluster: c.Name, App: res.App, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Error: errString(d.Err)}
-				if d.Merged != nil {
-					ev.Namespace = d.Merged.GetNamespace()
-				} else if d.Live != nil {
-					ev.Namespace = d.Live.GetNamespace()
-				}
-				p.event(ev)
-				continue
-			}
-			o.printObjectDiff(w, d)
-			if external != nil && d.Err == nil {
-				if err := external.add(c.Name, d); err != nil {
-					return diff.Summarize(all), err
+		o.printDiffs(p, w, c.Name, res.App, diffs)
+		if external != nil {
+			for _, d := range diffs {
+				if d.Err == nil {
+					if err := external.add(c.Name, d); err != nil {
+						return diff.Summarize(all), err
+					}
 				}
 			}
 		}
@@ -209,7 +202,25 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 	return s, nil
 }
 
-func (o *DiffOptions) printObjectDiff(w interface{ Write([]byte) (int, error) }, d diff.Object) {
+// printDiffs prints one app's diffs on a cluster: JSON events, or the
+// unified diffs on the cluster's prefixed writer.
+func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, diffs []diff.Object) {
+	for _, d := range diffs {
+		if !p.json {
+			o.printObjectDiff(w, d)
+			continue
+		}
+		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Error: errString(d.Err)}
+		if d.Merged != nil {
+			ev.Namespace = d.Merged.GetNamespace()
+		} else if d.Live != nil {
+			ev.Namespace = d.Live.GetNamespace()
+		}
+		p.event(ev)
+	}
+}
+
+func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
 	switch {
 	case d.Err != nil:
 		fmt.Fprintf(w, "%s: error: %v\n", d.Ref, d.Err)

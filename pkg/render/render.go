@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 )
 
@@ -85,7 +86,7 @@ type Engine struct {
 	// Stdin is read (once) for the source path "-".
 	Stdin io.Reader
 
-	memo  memo
+	memo  memo.Memo[string, []rawObject]
 	stdin struct {
 		once sync.Once
 		data []byte
@@ -133,16 +134,16 @@ func (e *Engine) renderOne(t Target) ([]*unstructured.Unstructured, string, erro
 		if path, err = KustomizeDir(t.Source.Path, &t.Cluster); err != nil {
 			return nil, "", err
 		}
-		raws, err = e.cached("kustomize\x00"+path, func() ([]rawObject, error) { return buildKustomize(path) })
+		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) { return buildKustomize(path) })
 	case Manifests:
-		raws, err = e.cached("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path) })
+		raws, err = e.memo.Do("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path) })
 	case Jsonnet:
 		clusterJSON, jerr := json.Marshal(t.Cluster)
 		if jerr != nil {
 			return nil, "", jerr
 		}
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
-		raws, err = e.cached(key, func() ([]rawObject, error) { return evalJsonnet(path, t.Source.JPath, string(clusterJSON)) })
+		raws, err = e.memo.Do(key, func() ([]rawObject, error) { return evalJsonnet(path, t.Source.JPath, string(clusterJSON)) })
 	default:
 		return nil, "", fmt.Errorf("unknown source type %q", t.Source.Type)
 	}
@@ -156,37 +157,6 @@ func (e *Engine) renderOne(t Target) ([]*unstructured.Unstructured, string, erro
 	setDefaultNamespace(objs, t.Source.Namespace)
 	Sort(objs)
 	return objs, path, nil
-}
-
-// cached runs fn once per key for the engine's lifetime.
-func (e *Engine) cached(key string, fn func() ([]rawObject, error)) ([]rawObject, error) {
-	return e.memo.do(key, fn)
-}
-
-type memo struct {
-	mu sync.Mutex
-	m  map[string]*memoEntry
-}
-
-type memoEntry struct {
-	once sync.Once
-	val  []rawObject
-	err  error
-}
-
-func (m *memo) do(key string, fn func() ([]rawObject, error)) ([]rawObject, error) {
-	m.mu.Lock()
-	if m.m == nil {
-		m.m = map[string]*memoEntry{}
-	}
-	ent, ok := m.m[key]
-	if !ok {
-		ent = &memoEntry{}
-		m.m[key] = ent
-	}
-	m.mu.Unlock()
-	ent.once.Do(func() { ent.val, ent.err = fn() })
-	return ent.val, ent.err
 }
 
 // rawObject is a rendered object before substitution.
@@ -240,8 +210,4 @@ func displayPath(p string) string {
 
 // Renders returns how many distinct inputs the engine has rendered: the
 // kustomize builds, manifest reads and jsonnet evaluations it ran.
-func (e *Engine) Renders() int {
-	e.memo.mu.Lock()
-	defer e.memo.mu.Unlock()
-	return len(e.memo.m)
-}
+func (e *Engine) Renders() int { return e.memo.Len() }

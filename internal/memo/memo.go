@@ -1,0 +1,40 @@
+// Package memo runs a function once per key, for concurrent callers: the
+// first caller of a key computes, the others wait for its result.
+package memo
+
+import "sync"
+
+// Memo caches one result per key. The zero value is ready to use.
+type Memo[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]*entry[V]
+}
+
+type entry[V any] struct {
+	once sync.Once
+	val  V
+	err  error
+}
+
+// Do returns fn's result for key, running fn only the first time.
+func (m *Memo[K, V]) Do(key K, fn func() (V, error)) (V, error) {
+	m.mu.Lock()
+	if m.m == nil {
+		m.m = map[K]*entry[V]{}
+	}
+	e, ok := m.m[key]
+	if !ok {
+		e = &entry[V]{}
+		m.m[key] = e
+	}
+	m.mu.Unlock()
+	e.once.Do(func() { e.val, e.err = fn() })
+	return e.val, e.err
+}
+
+// Len is how many keys have been asked for.
+func (m *Memo[K, V]) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.m)
+}

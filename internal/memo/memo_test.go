@@ -1,0 +1,28 @@
+package memo
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+func TestDoOncePerKey(t *testing.T) {
+	var m Memo[string, int]
+	var calls atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := []string{"a", "b"}[i%2]
+			v, err := m.Do(key, func() (int, error) { calls.Add(1); return len(key), nil })
+			if err != nil || v != 1 {
+				t.Errorf("Do(%s) = %d, %v", key, v, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if calls.Load() != 2 || m.Len() != 2 {
+		t.Errorf("%d calls, %d keys; want 2, 2", calls.Load(), m.Len())
+	}
+}
