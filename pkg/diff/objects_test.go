@@ -1,0 +1,77 @@
+package diff
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestNormalize(t *testing.T) {
+	in := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{
+			"name": "web", "namespace": "ns", "uid": "u", "resourceVersion": "7", "generation": int64(2),
+			"creationTimestamp": "2026-01-01T00:00:00Z", "managedFields": []any{map[string]any{"manager": "x"}},
+			"annotations": map[string]any{"deployment.kubernetes.io/revision": "3", "team": "a"},
+		},
+		"spec":   map[string]any{"replicas": int64(2)},
+		"status": map[string]any{"readyReplicas": int64(2)},
+	}}
+	want := map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "ns", "annotations": map[string]any{"team": "a"}},
+		"spec":     map[string]any{"replicas": int64(2)},
+	}
+	if diff := cmp.Diff(want, Normalize(in).Object); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, ok := in.Object["status"]; !ok {
+		t.Error("Normalize changed its input")
+	}
+	if Normalize(nil) != nil {
+		t.Error("Normalize(nil) is not nil")
+	}
+}
+
+func secret(data map[string]any, stringData map[string]any) *unstructured.Unstructured {
+	o := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "s"}}
+	if data != nil {
+		o["data"] = data
+	}
+	if stringData != nil {
+		o["stringData"] = stringData
+	}
+	return &unstructured.Unstructured{Object: o}
+}
+
+func TestMask(t *testing.T) {
+	live := secret(map[string]any{"same": "YQ==", "changed": "Yg==", "gone": "Yw=="}, nil)
+	merged := secret(map[string]any{"same": "YQ==", "changed": "ZA==", "new": "ZQ=="}, nil)
+	l, m, err := Mask(live, merged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"same": "***", "changed": "*** (before)", "gone": "***"}, l.Object["data"]); diff != "" {
+		t.Errorf("live (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"same": "***", "changed": "*** (after)", "new": "***"}, m.Object["data"]); diff != "" {
+		t.Errorf("merged (-want +got):\n%s", diff)
+	}
+	if live.Object["data"].(map[string]any)["same"] != "YQ==" {
+		t.Error("Mask changed its input")
+	}
+	// A new Secret, rendered with stringData, and a pruned one.
+	_, m, _ = Mask(nil, secret(nil, map[string]any{"p": "plain"}))
+	if m.Object["stringData"].(map[string]any)["p"] != "***" {
+		t.Errorf("stringData not masked: %v", m.Object)
+	}
+	l, _, _ = Mask(secret(map[string]any{"k": "YQ=="}, nil), nil)
+	if l.Object["data"].(map[string]any)["k"] != "***" {
+		t.Errorf("pruned secret not masked: %v", l.Object)
+	}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "data": map[string]any{"k": "v"}}}
+	if _, m, _ := Mask(nil, cm); m.Object["data"].(map[string]any)["k"] != "v" {
+		t.Error("a ConfigMap was masked")
+	}
+}
