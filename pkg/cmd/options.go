@@ -155,6 +155,9 @@ type app struct {
 	clusters []*fleet.Cluster
 }
 
+// goesTo reports whether the app is deployed to c.
+func (a app) goesTo(c *fleet.Cluster) bool { return slices.Contains(a.clusters, c) }
+
 // apps resolves what to render for the selected clusters: the ad hoc source
 // for all of them, or the fleet file's apps for the clusters each targets.
 func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespace string) ([]app, error) {
@@ -274,7 +277,7 @@ func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[str
 			rc.Attributes[k] = v
 		}
 		for _, a := range apps {
-			if slices.Contains(a.clusters, c) {
+			if a.goesTo(c) {
 				out = append(out, render.Target{Cluster: rc, App: a.name, Source: a.source})
 			}
 		}

@@ -153,7 +153,7 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		return nil, err
 	}
 	if contexts {
-		if err := kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters); err != nil {
+		if err := checkContexts(g, f, clusters); err != nil {
 			return nil, err
 		}
 	}
@@ -173,6 +173,12 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
 	}
 	return &rendered{fleet: f, clusters: clusters, results: results}, nil
+}
+
+// checkContexts verifies, before any request, that every cluster's
+// context exists in its kubeconfig.
+func checkContexts(g *GlobalOptions, f *fleet.Fleet, clusters []*fleet.Cluster) error {
+	return kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters)
 }
 
 // liveAttributes reads the attributesFrom of every cluster that something
@@ -218,12 +224,7 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 }
 
 func targeted(c *fleet.Cluster, apps []app) bool {
-	for _, a := range apps {
-		if slices.Contains(a.clusters, c) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(apps, func(a app) bool { return a.goesTo(c) })
 }
 
 // byCluster gathers each cluster's objects over its apps.

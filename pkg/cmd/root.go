@@ -80,6 +80,9 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdRender(g),
 		NewCmdDiff(g),
 		NewCmdApply(g),
+		NewCmdStatus(g),
+		NewCmdDelete(g),
+		NewCmdExec(g),
 		NewCmdVet(g),
 		NewCmdVersion(g),
 	)

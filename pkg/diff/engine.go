@@ -41,7 +41,10 @@ type Object struct {
 	Merged *unstructured.Unstructured
 	// Text is the unified diff of Live and Merged as YAML.
 	Text string
-	Err  error
+	// Current is the live object as read, status included and unmasked:
+	// for health checks, never for printing.
+	Current *unstructured.Unstructured
+	Err     error
 }
 
 // Options configure a diff.
@@ -100,7 +103,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		if rendered[Path(m)] {
 			continue
 		}
-		d := Object{Ref: Ref(m), Path: Path(m), Kind: Prune, Live: Normalize(m)}
+		d := Object{Ref: Ref(m), Path: Path(m), Kind: Prune, Live: Normalize(m), Current: m}
 		if err := finish(&d, o); err != nil {
 			return nil, err
 		}
@@ -113,6 +116,7 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 	d := Object{Ref: Ref(obj), Path: Path(obj)}
 	before, after, err := c.Apply(ctx, obj, kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true})
 	d.Path = Path(obj) // the namespace may have been defaulted
+	d.Current = before
 	switch {
 	case err != nil && meta.IsNoMatchError(err) && crds[obj.GroupVersionKind().GroupKind()]:
 		d.Kind, d.Merged = AfterCRD, Normalize(obj)

@@ -1,0 +1,46 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+)
+
+// Deleted is the action of an object delete removed.
+const Deleted Action = "deleted"
+
+// Delete removes every member of an app's ApplySet from the cluster, in
+// reverse dependency order (Namespaces and CRDs last), then the set's
+// parent. Only members are touched. An app never applied is reported, not
+// an error.
+func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report func(Change)) (found bool, err error) {
+	set, err := inventory.Load(ctx, c, app)
+	if err != nil || !set.Exists {
+		return false, err
+	}
+	cfg := Config{App: app, DryRun: dryRun, Report: func(ch Change) {
+		if ch.Action == Pruned {
+			ch.Action = Deleted
+		}
+		report(ch)
+	}}
+	if err := prune(ctx, c, set, nil, sets.New[schema.GroupKind](), sets.New[string](), cfg); err != nil {
+		return true, err
+	}
+	opts := metav1.DeleteOptions{}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	err = c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(inventory.Namespace).Delete(ctx, inventory.ParentName(app), opts)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return true, fmt.Errorf("deleting the inventory of app %s: %w", app, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,172 @@
+package cmd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// DeleteOptions are the options of "kubectl fleet delete".
+type DeleteOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	Output   string
+	DryRun   string
+	Yes      bool
+	Parallel int
+}
+
+// NewCmdDelete returns the delete command.
+func NewCmdDelete(g *GlobalOptions) *cobra.Command {
+	o := &DeleteOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete apps from the selected clusters",
+		Long: `Delete every object of the selected apps (the fleet file's, or the ad hoc
+source's by --name or base name) from each selected cluster: exactly the
+members of the app's ApplySet, in reverse dependency order (Namespaces and
+CRDs last), then the set's parent. Nothing is rendered, and nothing outside
+the set is touched. Clusters go group by group as apply does, each group's
+maxParallel and maxFailures applying, identity pins verified first.
+
+It asks once for confirmation on a terminal; --yes skips the question, and
+without a terminal --yes is required.
+
+Exit codes:
+  0  deleted everywhere (or nothing to delete)
+  1  a cluster failed or was not started, or an error`,
+		Example: `  kubectl fleet delete --app web --group staging
+  kubectl fleet delete -k overlays --yes
+  kubectl fleet delete --dry-run=server`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case o.Output != "" && o.Output != "json":
+				return fmt.Errorf("--output %q: want json", o.Output)
+			case o.DryRun != "none" && o.DryRun != "server":
+				return fmt.Errorf(`--dry-run %q: want "server" or "none"`, o.DryRun)
+			case o.Parallel < 1:
+				return fmt.Errorf("--parallel must be at least 1")
+			}
+			if err := o.SourceOptions.validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
+	cmd.Flags().StringVar(&o.DryRun, "dry-run", "none", `"server": everything but the deletion; "none": delete`)
+	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters worked on at once at most")
+	return cmd
+}
+
+// Run deletes.
+func (o *DeleteOptions) Run(ctx context.Context) error {
+	f, err := o.loadFleet()
+	if err != nil {
+		return err
+	}
+	clusters, err := f.Select(o.Selection)
+	if err != nil {
+		return err
+	}
+	apps, err := o.apps(f, clusters, o.namespace())
+	if err != nil {
+		return err
+	}
+	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+		return err
+	}
+	dryRun := o.DryRun == "server"
+	if !dryRun && !o.Yes {
+		if err := o.confirm(apps, clusters); err != nil {
+			return err
+		}
+	}
+	p := o.newPrinter(clusters, o.Output == "json")
+	byName := map[string]*fleet.Cluster{}
+	for _, c := range clusters {
+		byName[c.Name] = c
+	}
+	var tally counts
+	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		client, err := o.client(f, c)
+		if err != nil {
+			return err
+		}
+		if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
+			return err
+		}
+		w := p.cluster(name)
+		var errs []error
+		for _, a := range apps {
+			if !a.goesTo(c) {
+				continue
+			}
+			found, err := apply.Delete(ctx, client, a.name, dryRun, func(ch apply.Change) {
+				tally.add(name, ch.Action)
+				if p.json {
+					p.event(ObjectEvent{Type: "object", Cluster: name, App: a.name, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Error: errString(ch.Err)})
+					return
+				}
+				line := a.name + ": " + ch.Ref + " " + string(ch.Action)
+				if dryRun && ch.Err == nil {
+					line += " (server dry run)"
+				}
+				if ch.Err != nil {
+					line += ": " + ch.Err.Error()
+				}
+				fmt.Fprintln(w, line)
+			})
+			if err != nil {
+				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
+			} else if !found && !p.json {
+				fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.name)
+			}
+		}
+		return errors.Join(errs...)
+	})
+	p.close()
+	failed := (&ApplyOptions{GlobalOptions: o.GlobalOptions}).printSummary(p, outcomes, &tally, byName, dryRun)
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case failed > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not finish", failed, len(outcomes))}
+	}
+	return nil
+}
+
+func (o *DeleteOptions) confirm(apps []app, clusters []*fleet.Cluster) error {
+	names := make([]string, len(clusters))
+	for i, c := range clusters {
+		names[i] = c.Name
+	}
+	appNames := make([]string, len(apps))
+	for i, a := range apps {
+		appNames[i] = a.name
+	}
+	what := fmt.Sprintf("app %s from %s", strings.Join(appNames, ", "), strings.Join(names, ", "))
+	if !o.stdinIsTerminal() {
+		return fmt.Errorf("delete %s: pass --yes to delete without a terminal to confirm on", what)
+	}
+	fmt.Fprintf(o.ErrOut, "Delete %s? [y/N] ", what)
+	answer, _ := bufio.NewReader(o.In).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return fmt.Errorf("not confirmed")
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// ExecOptions are the options of "kubectl fleet exec".
+type ExecOptions struct {
+	*GlobalOptions
+	SelectOptions
+	Parallel int
+	Args     []string
+}
+
+// NewCmdExec returns the exec command.
+func NewCmdExec(g *GlobalOptions) *cobra.Command {
+	o := &ExecOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- KUBECTL-ARGS...",
+		Short: "Run a kubectl command on every selected cluster",
+		Long: `Run kubectl with the given arguments once per selected cluster, with that
+cluster's --context (and --kubeconfig when it has its own), --parallel
+clusters at once. Every line of output is prefixed with its cluster; standard
+output and standard error stay apart. Identity pins are verified first, since
+the command may write. The kubectl run is $KUBECTL, else kubectl on PATH.
+
+Exit codes:
+  0  the command succeeded on every cluster
+  1  it failed on some cluster (each one's exit code is in the summary)`,
+		Example: `  kubectl fleet exec -- get pods -A
+  kubectl fleet exec -g production --parallel 2 -- rollout status deploy/web -n web`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.ArgsLenAtDash() != 0 || len(args) == 0 {
+				return fmt.Errorf("give the kubectl arguments after --, e.g. kubectl fleet exec -- get pods")
+			}
+			if o.Parallel < 1 {
+				return fmt.Errorf("--parallel must be at least 1")
+			}
+			o.Args = args
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 5, "clusters the command runs on at once")
+	return cmd
+}
+
+// Run runs the command everywhere.
+func (o *ExecOptions) Run(ctx context.Context) error {
+	f, err := o.loadFleet()
+	if err != nil {
+		return err
+	}
+	clusters, err := f.Select(o.Selection)
+	if err != nil {
+		return err
+	}
+	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+		return err
+	}
+	kubectl := os.Getenv("KUBECTL")
+	if kubectl == "" {
+		if kubectl, err = exec.LookPath("kubectl"); err != nil {
+			return fmt.Errorf("kubectl not found on PATH (or set $KUBECTL): %w", err)
+		}
+	}
+	prefix := o.prefixer(clusters)
+	stdout, stderr := output.NewSyncWriter(o.Out), output.NewSyncWriter(o.ErrOut)
+	byName := map[string]*fleet.Cluster{}
+	names := make([]string, len(clusters))
+	for i, c := range clusters {
+		byName[c.Name], names[i] = c, c.Name
+	}
+	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		flags := kube.ForCluster(o.ConfigFlags, f, c)
+		client, err := kube.NewClient(flags)
+		if err != nil {
+			return err
+		}
+		if err := client.VerifyIdentity(ctx, c.Server, c.UID); err != nil {
+			return err
+		}
+		args := []string{"--context", c.Context}
+		if kc := kube.KubeconfigPath(o.ConfigFlags, f, c); kc != "" {
+			args = append(args, "--kubeconfig", kc)
+		}
+		cmd := exec.CommandContext(ctx, kubectl, append(args, o.Args...)...)
+		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(name)), output.NewPrefixWriter(stderr, prefix.Prefix(name))
+		cmd.Stdout, cmd.Stderr = out, errOut
+		err = cmd.Run()
+		_ = out.Close()
+		_ = errOut.Close()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("exit status %d", ee.ExitCode())
+		}
+		return err
+	})
+	failed := 0
+	for _, oc := range outcomes {
+		line := "ok"
+		switch {
+		case oc.State == runner.NotStarted:
+			line = "not started"
+			failed++
+		case oc.Err != nil:
+			line = oc.Err.Error()
+			failed++
+		}
+		fmt.Fprintf(stderr, "%s%s\n", prefix.Prefix(oc.Cluster), line)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case failed > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
+	}
+	return nil
+}

@@ -1,0 +1,224 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
+)
+
+// StatusOptions are the options of "kubectl fleet status".
+type StatusOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	Output      string
+	Verbose     bool
+	Parallel    int
+	Concurrency int
+}
+
+// NewCmdStatus returns the status command.
+func NewCmdStatus(g *GlobalOptions) *cobra.Command {
+	o := &StatusOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every app's health and drift on every selected cluster",
+		Long: `For each selected cluster and app: every object's health by kstatus rules
+(Current, InProgress, Failed, NotFound, ...), whether it has drifted from the
+rendered state (a dry-run apply would change it), members of the app's set
+that are no longer rendered, and when the app was last applied.
+
+By default a matrix, clusters by apps; each cell is the worst state and how
+many objects are in it ("Current 5/5", "Drifted 1/5", "NotFound 5/5" for an
+app never applied, "-" where the app does not go). -v lists every object.
+
+Exit codes:
+  0  every object Current and in sync
+  1  something is not, or an error`,
+		Example: `  kubectl fleet status
+  kubectl fleet status -v -c prod-eu
+  kubectl fleet status -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output != "" && o.Output != "json" {
+				return fmt.Errorf("--output %q: want json", o.Output)
+			}
+			if err := o.SourceOptions.validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per cluster and app, per line)")
+	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "list every object")
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters queried at once")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
+	return cmd
+}
+
+// AppStatus is the JSON form of one app on one cluster.
+type AppStatus struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	Group   string `json:"group"`
+	State   string `json:"state"`
+	Error   string `json:"error,omitempty"`
+	status.App
+}
+
+// Run reports.
+func (o *StatusOptions) Run(ctx context.Context) error {
+	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return err
+	}
+	var (
+		mu      sync.Mutex
+		results = map[string][]status.App{}
+	)
+	names := make([]string, len(r.clusters))
+	byName := map[string]*fleet.Cluster{}
+	for i, c := range r.clusters {
+		names[i], byName[c.Name] = c.Name, c
+	}
+	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		client, err := o.client(r.fleet, c)
+		if err != nil {
+			return err
+		}
+		for _, res := range r.of(name) {
+			app, err := status.Run(ctx, client, res.App, res.Objects, o.Concurrency)
+			if err != nil {
+				return fmt.Errorf("app %s: %w", res.App, err)
+			}
+			mu.Lock()
+			results[name] = append(results[name], app)
+			mu.Unlock()
+		}
+		return nil
+	})
+	p := o.newPrinter(r.clusters, o.Output == "json")
+	healthy := true
+	for _, oc := range outcomes {
+		if oc.Err != nil || oc.State != runner.Succeeded {
+			healthy = false
+		}
+		for _, a := range results[oc.Cluster] {
+			healthy = healthy && a.OK()
+		}
+	}
+	switch {
+	case p.json:
+		for _, oc := range outcomes {
+			if oc.Err != nil {
+				p.event(AppStatus{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: "Error", Error: oc.Err.Error()})
+			}
+			for _, a := range results[oc.Cluster] {
+				state, _ := a.Summary()
+				p.event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: state, App: a})
+			}
+		}
+	case o.Verbose:
+		o.printDetails(p, outcomes, results)
+	default:
+		if err := o.printMatrix(r, outcomes, results); err != nil {
+			return err
+		}
+	}
+	p.close()
+	if ctx.Err() != nil {
+		return &ExitError{Code: ExitInterrupted}
+	}
+	if !healthy {
+		return &ExitError{Code: ExitFailed}
+	}
+	return nil
+}
+
+func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) error {
+	var apps []string
+	for _, res := range r.results {
+		if !slices.Contains(apps, res.App) {
+			apps = append(apps, res.App)
+		}
+	}
+	w := printers.GetNewTabWriter(o.Out)
+	fmt.Fprintf(w, "CLUSTER\tGROUP\t%s\n", strings.ToUpper(strings.Join(apps, "\t")))
+	var errs []string
+	for _, oc := range outcomes {
+		cells := make([]string, len(apps))
+		for i, name := range apps {
+			cells[i] = "-"
+			for _, a := range results[oc.Cluster] {
+				if a.App == name {
+					state, n := a.Summary()
+					cells[i] = fmt.Sprintf("%s %d/%d", state, n, len(a.Objects))
+				}
+			}
+			if oc.Err != nil {
+				cells[i] = "Error"
+			}
+		}
+		if oc.Err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", oc.Cluster, oc.Err))
+		}
+		group := ""
+		if c := r.fleet.Cluster(oc.Cluster); c != nil {
+			group = c.Group
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", oc.Cluster, group, strings.Join(cells, "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, e := range errs {
+		fmt.Fprintln(o.ErrOut, "error:", e)
+	}
+	return nil
+}
+
+func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, results map[string][]status.App) {
+	for _, oc := range outcomes {
+		w := p.cluster(oc.Cluster)
+		if oc.Err != nil {
+			fmt.Fprintf(w, "error: %v\n", oc.Err)
+			continue
+		}
+		for _, a := range results[oc.Cluster] {
+			state, n := a.Summary()
+			last := a.LastApplied
+			if last == "" {
+				last = "never"
+			}
+			fmt.Fprintf(w, "%s: %s %d/%d, last applied %s\n", a.App, state, n, len(a.Objects), last)
+			for _, obj := range a.Objects {
+				line := fmt.Sprintf("  %s %s", obj.Ref, obj.Health)
+				if obj.Message != "" && obj.Health != status.Current {
+					line += ": " + obj.Message
+				}
+				if obj.Drifted {
+					line += " (drifted)"
+				}
+				if obj.Orphaned {
+					line += " (no longer rendered: apply --prune deletes it)"
+				}
+				if obj.Error != "" {
+					line += " error: " + obj.Error
+				}
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
+}

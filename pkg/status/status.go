@@ -1,0 +1,114 @@
+// Package status reports, for one app on one cluster, every object's health
+// by kstatus rules (Current, InProgress, Failed, NotFound, …), whether it
+// has drifted from the rendered state, and when the app was last applied.
+package status
+
+import (
+	"context"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+)
+
+// Health values beyond kstatus's own.
+const (
+	// NotFound: rendered but not in the cluster.
+	NotFound = string(kstatus.NotFoundStatus)
+	// Current: healthy.
+	Current = string(kstatus.CurrentStatus)
+	// Failed: kstatus says it failed.
+	Failed = string(kstatus.FailedStatus)
+	// InProgress: on its way.
+	InProgress = string(kstatus.InProgressStatus)
+)
+
+// Object is one object's status.
+type Object struct {
+	Ref       string `json:"object"`
+	Namespace string `json:"namespace,omitempty"`
+	Health    string `json:"health"`
+	Message   string `json:"message,omitempty"`
+	// Drifted: applying the render would change the live object.
+	Drifted bool `json:"drifted"`
+	// Orphaned: a member of the app's set that is no longer rendered.
+	Orphaned bool   `json:"orphaned,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// App is one app's status on one cluster.
+type App struct {
+	App         string   `json:"app"`
+	LastApplied string   `json:"lastApplied,omitempty"`
+	Objects     []Object `json:"objects"`
+}
+
+// Run computes the status of one app's rendered objects on a cluster.
+func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.Unstructured, concurrency int) (App, error) {
+	set, err := inventory.Load(ctx, c, app)
+	if err != nil {
+		return App{}, err
+	}
+	// Force: a field someone else changed by hand is drift, not a conflict.
+	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: concurrency, Context: 0})
+	if err != nil {
+		return App{}, err
+	}
+	out := App{App: app, LastApplied: set.LastApplied}
+	for _, d := range diffs {
+		o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change, Orphaned: d.Kind == diff.Prune}
+		switch {
+		case d.Err != nil:
+			o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()
+		case d.Current == nil:
+			o.Health = NotFound
+		default:
+			o.Namespace = d.Current.GetNamespace()
+			res, err := kstatus.Compute(d.Current)
+			if err != nil {
+				o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
+			} else {
+				o.Health, o.Message = string(res.Status), res.Message
+			}
+		}
+		if o.Namespace == "" && d.Merged != nil {
+			o.Namespace = d.Merged.GetNamespace()
+		}
+		out.Objects = append(out.Objects, o)
+	}
+	return out, nil
+}
+
+// rank orders states from best to worst.
+var rank = map[string]int{Current: 0, InProgress: 1, "Drifted": 2, "Terminating": 3, string(kstatus.UnknownStatus): 4, NotFound: 5, Failed: 6}
+
+// Summary is an app's state in one word and how many objects have it:
+// the worst of its objects' states, drift counted as "Drifted".
+func (a App) Summary() (state string, n int) {
+	state = Current
+	for _, o := range a.Objects {
+		s := o.Health
+		if o.Drifted && s == Current {
+			s = "Drifted"
+		}
+		if o.Orphaned {
+			s = "Drifted"
+		}
+		switch {
+		case rank[s] > rank[state]:
+			state, n = s, 1
+		case s == state:
+			n++
+		}
+	}
+	return state, n
+}
+
+// OK reports whether every object is Current and in sync.
+func (a App) OK() bool {
+	state, _ := a.Summary()
+	return state == Current
+}

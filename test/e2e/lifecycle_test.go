@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestStatusAndDelete follows an app through its life on the staging
+// cluster: not applied, applied and healthy, drifted, deleted.
+func TestStatusAndDelete(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"lifecycle/all.yaml": namespaced("e2e-life", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: conf, namespace: e2e-life}
+data: {level: one}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: e2e-life}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: c, image: registry.example/x:1}]
+`)})
+	src := filepath.Join(dir, "lifecycle")
+	out, _, code := fleet(t, dir, "status", "-f", src, "-c", "stg")
+	if code != 1 || !strings.Contains(out, "LIFECYCLE") || !strings.Contains(out, "NotFound 3/3") {
+		t.Fatalf("before apply: exit %d\n%s", code, out)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "-f", src, "-c", "stg", "--wait", "--timeout", "90s"); code != 0 {
+		t.Fatalf("apply: %s%s", out, errOut)
+	}
+	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg")
+	if code != 0 || !strings.Contains(out, "stg       staging   Current 3/3") {
+		t.Fatalf("after apply: exit %d\n%s", code, out)
+	}
+	// Someone edits the ConfigMap by hand: drift.
+	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c1", "-n", "e2e-life", "configmap", "conf", "-p", `{"data":{"level":"two"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg", "-v")
+	if code != 1 || !strings.Contains(out, "lifecycle: Drifted 1/3, last applied 20") || !strings.Contains(out, "configmap/conf Current (drifted)") || !strings.Contains(out, "deployment.apps/web Current") {
+		t.Errorf("drift: exit %d\n%s", code, out)
+	}
+	out, _, _ = fleet(t, dir, "status", "-f", src, "-c", "stg", "-o", "json")
+	var st struct {
+		Type, Cluster, State, App string
+		Objects                   []struct{ Object, Health string; Drifted bool }
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &st); err != nil || st.State != "Drifted" || len(st.Objects) != 3 {
+		t.Errorf("json: %v %+v\n%s", err, st, out)
+	}
+
+	// delete needs --yes without a terminal.
+	if _, errOut, code := fleet(t, dir, "delete", "-f", src, "-c", "stg"); code != 1 || !strings.Contains(errOut, "pass --yes") {
+		t.Errorf("delete without --yes: exit %d: %s", code, errOut)
+	}
+	out, errOut, code := fleet(t, dir, "delete", "-f", src, "-c", "stg", "--yes")
+	if code != 0 || !strings.Contains(out, "lifecycle: deployment.apps/web deleted") || !strings.Contains(out, "lifecycle: namespace/e2e-life deleted") {
+		t.Fatalf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	if i, j := strings.Index(out, "deployment.apps/web deleted"), strings.Index(out, "namespace/e2e-life deleted"); i > j {
+		t.Errorf("the namespace went before its contents:\n%s", out)
+	}
+	if _, code := get(t, "fleet-c1", "configmap", "fleet-lifecycle", "-n", "kubectl-fleet"); code == 0 {
+		t.Error("the inventory parent survived delete")
+	}
+	out, _, code = fleet(t, dir, "delete", "-f", src, "-c", "stg", "--yes")
+	if code != 0 || !strings.Contains(out, "lifecycle: nothing to delete (never applied here)") {
+		t.Errorf("second delete: exit %d\n%s", code, out)
+	}
+}
+
+func TestExec(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{})
+	out, errOut, code := fleet(t, dir, "exec", "--", "get", "namespace", "kube-system", "-o", "name")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"[stg]    namespace/kube-system\n", "[prod-a] namespace/kube-system\n", "[prod-b] namespace/kube-system\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "[prod-b] ok") {
+		t.Errorf("summary: %s", errOut)
+	}
+	out, errOut, code = fleet(t, dir, "exec", "-g", "production", "--", "get", "configmap", "no-such-thing")
+	if code != 1 || !strings.Contains(errOut, `[prod-a] Error from server (NotFound): configmaps "no-such-thing" not found`) || !strings.Contains(errOut, "[prod-b] exit status 1") || strings.Contains(out+errOut, "[stg]") {
+		t.Errorf("failing command: exit %d\n%s%s", code, out, errOut)
+	}
+}
