@@ -49,7 +49,10 @@ spec:
 	out, _, _ = fleet(t, dir, "status", "-f", src, "-c", "stg", "-o", "json")
 	var st struct {
 		Type, Cluster, State, App string
-		Objects                   []struct{ Object, Health string; Drifted bool }
+		Objects                   []struct {
+			Object, Health string
+			Drifted        bool
+		}
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &st); err != nil || st.State != "Drifted" || len(st.Objects) != 3 {
 		t.Errorf("json: %v %+v\n%s", err, st, out)
