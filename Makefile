@@ -71,19 +71,25 @@ tidy-check:
 		echo "go mod tidy changes go.mod/go.sum: run it and commit"; \
 		cp /tmp/kubectl-fleet.go.mod.bak go.mod; cp /tmp/kubectl-fleet.go.sum.bak go.sum; exit 1; fi
 
-## dist: release archives for every platform krew serves, with checksums
+## dist: release archives for every platform krew serves, checksums, and the
+## krew manifest (dist/krew/fleet.yaml). PLATFORMS=linux/amd64 builds one.
+DIST_VERSION ?= v0.1.0
+KREW_URI     ?= https://github.com/kubectl-fleet/kubectl-fleet/releases/download/$(DIST_VERSION)
 dist:
 	@rm -rf dist && mkdir -p dist
 	@set -e; for p in $(PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		d=dist/kubectl-fleet_$${os}_$${arch}; mkdir -p $$d; \
-		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $$d/kubectl-fleet$$ext ./cmd/kubectl-fleet; \
-		cp LICENSE README.md $$d/ 2>/dev/null || cp README.md $$d/; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
+			-ldflags "-s -w -X $(PKG)/pkg/version.Version=$(DIST_VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)" \
+			-o $$d/kubectl-fleet$$ext ./cmd/kubectl-fleet; \
+		cp LICENSE README.md $$d/; \
 		if [ $$os = windows ]; then (cd $$d && zip -q -r ../kubectl-fleet_$${os}_$${arch}.zip .); \
 		else tar -C $$d -czf $$d.tar.gz .; fi; \
 		rm -rf $$d; echo "dist: $$p"; \
 	done
 	@cd dist && sha256sum kubectl-fleet_* > checksums.txt && cat checksums.txt
+	$(GO) run ./hack/krew -template .krew.yaml -checksums dist/checksums.txt -version $(DIST_VERSION) -uri $(KREW_URI) -out dist/krew/fleet.yaml
 
 ## controlplane: build kube-apiserver, etcd, kubectl, controllers, kwok and krew
 ## from the Go module proxy into .cache/k8s/<version>/bin (only what is missing;

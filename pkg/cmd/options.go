@@ -65,6 +65,7 @@ func (s *SelectOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
 	cmd.Flags().StringSliceVarP(&s.Groups, "group", "g", nil, "select the clusters of a group (repeatable)")
 	cmd.Flags().StringSliceVarP(&s.Clusters, "cluster", "c", nil, "select a cluster by name, globs allowed: 'prod-*' (repeatable)")
 	cmd.Flags().StringVarP(&s.Selector, "selector", "l", "", "select clusters by label, e.g. 'region=eu,tier!=edge'")
+	cmd.Flags().StringSliceVar(&s.Contexts, "kube-context", nil, "select the clusters that use this kubeconfig context (repeatable; for k9s plugins)")
 	_ = cmd.RegisterFlagCompletionFunc("group", g.complete(func(f *fleet.Fleet) (names []string) {
 		for _, gr := range f.Groups {
 			names = append(names, gr.Name)

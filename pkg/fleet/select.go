@@ -18,11 +18,14 @@ type Selection struct {
 	Clusters []string
 	// Selector is a Kubernetes label selector over cluster labels.
 	Selector string
+	// Contexts are kubeconfig context names: the clusters that use them
+	// (for tools such as k9s that know the context in view).
+	Contexts []string
 }
 
 // IsEmpty reports whether nothing narrows the selection.
 func (s Selection) IsEmpty() bool {
-	return len(s.Groups) == 0 && len(s.Clusters) == 0 && s.Selector == ""
+	return len(s.Groups) == 0 && len(s.Clusters) == 0 && s.Selector == "" && len(s.Contexts) == 0
 }
 
 func (s Selection) String() string {
@@ -35,6 +38,9 @@ func (s Selection) String() string {
 	}
 	if s.Selector != "" {
 		parts = append(parts, fmt.Sprintf("--selector %q", s.Selector))
+	}
+	for _, c := range s.Contexts {
+		parts = append(parts, "--kube-context "+c)
 	}
 	return strings.Join(parts, " ")
 }
@@ -66,7 +72,7 @@ func (f *Fleet) Select(s Selection) ([]*Cluster, error) {
 	var out []*Cluster
 	for i := range f.Clusters {
 		c := &f.Clusters[i]
-		if c.matches(s.Groups, s.Clusters, sel) {
+		if c.matches(s.Groups, s.Clusters, sel) && (len(s.Contexts) == 0 || slices.Contains(s.Contexts, c.Context)) {
 			out = append(out, c)
 		}
 	}

@@ -32,6 +32,8 @@ func TestSelect(t *testing.T) {
 		{"unknown cluster", Selection{Clusters: []string{"prod-ap"}}, nil, "--cluster prod-ap: no cluster in fleet.yaml matches"},
 		{"glob matching nothing", Selection{Clusters: []string{"dev-*"}}, nil, "--cluster dev-*: no cluster in fleet.yaml matches"},
 		{"bad glob", Selection{Clusters: []string{"prod-["}}, nil, "--cluster prod-[: invalid pattern"},
+		{"by context", Selection{Contexts: []string{"prod-us", "stg-eu"}}, []string{"staging-eu", "prod-us"}, ""},
+		{"context and group", Selection{Contexts: []string{"prod-us"}, Groups: []string{"staging"}}, nil, "no cluster in fleet.yaml matches --group staging --kube-context prod-us"},
 		{"bad selector", Selection{Selector: "region in (eu"}, nil, `--selector "region in (eu"`},
 	}
 	for _, tt := range tests {
