@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -20,6 +22,8 @@ type VetOptions struct {
 	SourceOptions
 	// NoKubeconfig skips the check that each context exists.
 	NoKubeconfig bool
+	// Server also validates every object with a server-side dry run.
+	Server bool
 }
 
 // NewCmdVet returns the vet command.
@@ -31,7 +35,9 @@ func NewCmdVet(g *GlobalOptions) *cobra.Command {
 		Long: `Check the fleet file, check that every selected cluster's context exists in
 its kubeconfig, render every selected cluster (all apps, or the given
 source) and validate the rendered objects: names, namespaces, labels,
-annotations, and objects rendered twice. Nothing is sent to any cluster.
+annotations, and objects rendered twice. Nothing is sent to any cluster,
+unless --server: then each object is also validated by its cluster with a
+server-side dry-run apply (attributes from clusters are read for real).
 
 Every problem is reported, not only the first.
 
@@ -44,6 +50,9 @@ Exit codes:
   kubectl fleet vet --no-kubeconfig`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Server && o.NoKubeconfig {
+				return fmt.Errorf("--server needs the kubeconfig; it does not go with --no-kubeconfig")
+			}
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}
@@ -53,6 +62,7 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	cmd.Flags().BoolVar(&o.NoKubeconfig, "no-kubeconfig", false, "skip the check that each cluster's context exists (CI without credentials)")
+	cmd.Flags().BoolVar(&o.Server, "server", false, "also validate every object on its cluster with a server-side dry-run apply (reads attributesFrom for real)")
 	return cmd
 }
 
@@ -89,7 +99,13 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps, placeholders(f, clusters)))
+	attrs := placeholders(f, clusters)
+	if o.Server && problems == 0 {
+		if attrs, err = o.liveAttributes(ctx, f, clusters, apps); err != nil {
+			return err
+		}
+	}
+	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps, attrs))
 	objects := byCluster(clusters, results)
 	p := o.prefixer(clusters)
 	for _, c := range clusters {
@@ -105,6 +121,9 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		}
 		for _, e := range render.Validate(objects[c.Name]) {
 			messages = append(messages, e.Error())
+		}
+		if o.Server && len(messages) == 0 && problems == 0 {
+			messages = append(messages, o.serverCheck(ctx, f, c, results)...)
 		}
 		prefix := p.Prefix(c.Name)
 		if len(messages) == 0 {
@@ -134,6 +153,32 @@ func appList(names []string) string {
 		return "app " + names[0]
 	}
 	return "apps " + strings.Join(names, ", ")
+}
+
+// serverCheck validates a cluster's objects with a server-side dry-run
+// apply and returns what the server rejects.
+func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []string {
+	client, err := o.client(f, c)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var messages []string
+	for _, r := range results {
+		if r.Cluster.Name != c.Name {
+			continue
+		}
+		diffs, err := diff.Run(ctx, client, r.Objects, diff.Options{App: r.App, FieldManager: apply.FieldManager, Force: true, Concurrency: 16})
+		if err != nil {
+			messages = append(messages, fmt.Sprintf("app %s: %v", r.App, err))
+			continue
+		}
+		for _, d := range diffs {
+			if d.Err != nil {
+				messages = append(messages, fmt.Sprintf("app %s: %s: the server rejects it: %v", r.App, d.Ref, d.Err))
+			}
+		}
+	}
+	return messages
 }
 
 // placeholders stand in for the attributes read from clusters, which vet

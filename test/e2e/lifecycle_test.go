@@ -97,3 +97,23 @@ func TestExec(t *testing.T) {
 		t.Errorf("failing command: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+func TestVetServer(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{"vetserver/bad.yaml": `apiVersion: v1
+kind: Service
+metadata: {name: vet-broken, namespace: default}
+spec:
+  ports: [{port: 0}]
+`})
+	src := filepath.Join(dir, "vetserver")
+	if out, _, code := fleet(t, dir, "vet", "-f", src); code != 0 {
+		t.Fatalf("offline vet should pass: exit %d\n%s", code, out)
+	}
+	out, _, code := fleet(t, dir, "vet", "--server", "-f", src, "-g", "staging")
+	if code != 1 || !strings.Contains(out, "[stg] app vetserver: service/vet-broken: the server rejects it:") || !strings.Contains(out, "spec.ports[0].port") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	if _, code := get(t, "fleet-c1", "service", "vet-broken", "-n", "default"); code == 0 {
+		t.Error("vet --server wrote to the cluster")
+	}
+}
