@@ -155,10 +155,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
-	byName := map[string]*fleet.Cluster{}
-	for _, c := range r.clusters {
-		byName[c.Name] = c
-	}
+	_, byName := index(r.clusters)
 	var tally counts
 	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
 		return o.applyCluster(ctx, r, byName[name], p, &tally, dryRun)

@@ -112,11 +112,7 @@ func (o *ClustersOptions) Validate() error {
 
 // Run lists the clusters.
 func (o *ClustersOptions) Run(ctx context.Context) error {
-	f, err := o.loadFleet()
-	if err != nil {
-		return err
-	}
-	clusters, err := f.Select(o.Selection)
+	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
 		return err
 	}

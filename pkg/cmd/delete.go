@@ -74,11 +74,7 @@ Exit codes:
 
 // Run deletes.
 func (o *DeleteOptions) Run(ctx context.Context) error {
-	f, err := o.loadFleet()
-	if err != nil {
-		return err
-	}
-	clusters, err := f.Select(o.Selection)
+	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
 		return err
 	}
@@ -96,10 +92,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 		}
 	}
 	p := o.newPrinter(clusters, o.Output == "json")
-	byName := map[string]*fleet.Cluster{}
-	for _, c := range clusters {
-		byName[c.Name] = c
-	}
+	_, byName := index(clusters)
 	var tally counts
 	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
@@ -151,10 +144,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 }
 
 func (o *DeleteOptions) confirm(apps []app, clusters []*fleet.Cluster) error {
-	names := make([]string, len(clusters))
-	for i, c := range clusters {
-		names[i] = c.Name
-	}
+	names, _ := index(clusters)
 	appNames := make([]string, len(apps))
 	for i, a := range apps {
 		appNames[i] = a.name

@@ -130,11 +130,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		mu        sync.Mutex
 		summaries = map[string]diff.Summary{}
 	)
-	names := make([]string, len(r.clusters))
-	byName := map[string]*fleet.Cluster{}
-	for i, c := range r.clusters {
-		names[i], byName[c.Name] = c.Name, c
-	}
+	names, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external)
 		mu.Lock()

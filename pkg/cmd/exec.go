@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -58,11 +57,7 @@ Exit codes:
 
 // Run runs the command everywhere.
 func (o *ExecOptions) Run(ctx context.Context) error {
-	f, err := o.loadFleet()
-	if err != nil {
-		return err
-	}
-	clusters, err := f.Select(o.Selection)
+	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
 		return err
 	}
@@ -77,11 +72,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	}
 	prefix := o.prefixer(clusters)
 	stdout, stderr := output.NewSyncWriter(o.Out), output.NewSyncWriter(o.ErrOut)
-	byName := map[string]*fleet.Cluster{}
-	names := make([]string, len(clusters))
-	for i, c := range clusters {
-		byName[c.Name], names[i] = c, c.Name
-	}
+	names, byName := index(clusters)
 	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
 		flags := kube.ForCluster(o.ConfigFlags, f, c)

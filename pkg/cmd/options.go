@@ -39,6 +39,29 @@ func (g *GlobalOptions) loadFleet() (*fleet.Fleet, error) {
 	return fleet.Load(fleet.Locate(g.FleetFile))
 }
 
+// selected loads the fleet file and selects clusters.
+func (g *GlobalOptions) selected(sel fleet.Selection) (*fleet.Fleet, []*fleet.Cluster, error) {
+	f, err := g.loadFleet()
+	if err != nil {
+		return nil, nil, err
+	}
+	clusters, err := f.Select(sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, clusters, nil
+}
+
+// index lists the clusters' names and maps names to clusters.
+func index(clusters []*fleet.Cluster) ([]string, map[string]*fleet.Cluster) {
+	names := make([]string, len(clusters))
+	byName := make(map[string]*fleet.Cluster, len(clusters))
+	for i, c := range clusters {
+		names[i], byName[c.Name] = c.Name, c
+	}
+	return names, byName
+}
+
 // namespace is -n/--namespace, or "".
 func (g *GlobalOptions) namespace() string {
 	if g.ConfigFlags.Namespace == nil {
@@ -49,10 +72,7 @@ func (g *GlobalOptions) namespace() string {
 
 // prefixer sizes cluster prefixes for the clusters and decides on colour.
 func (g *GlobalOptions) prefixer(clusters []*fleet.Cluster) *output.Prefixer {
-	names := make([]string, len(clusters))
-	for i, c := range clusters {
-		names[i] = c.Name
-	}
+	names, _ := index(clusters)
 	return output.NewPrefixer(names, output.UseColor(g.Out, g.NoColor))
 }
 

@@ -140,11 +140,7 @@ func (r *rendered) of(cluster string) []render.Result {
 // (commands that talk to clusters). Any render error fails the whole
 // command, every error reported, before anything touches a cluster.
 func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *SourceOptions, contexts bool) (*rendered, error) {
-	f, err := g.loadFleet()
-	if err != nil {
-		return nil, err
-	}
-	clusters, err := f.Select(sel)
+	f, clusters, err := g.selected(sel)
 	if err != nil {
 		return nil, err
 	}

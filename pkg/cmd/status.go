@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/printers"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 )
@@ -87,11 +86,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		mu      sync.Mutex
 		results = map[string][]status.App{}
 	)
-	names := make([]string, len(r.clusters))
-	byName := map[string]*fleet.Cluster{}
-	for i, c := range r.clusters {
-		names[i], byName[c.Name] = c.Name, c
-	}
+	names, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.client(r.fleet, c)
