@@ -1,0 +1,30 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// A staging failure stops the rollout before production.
+func ExampleRun() {
+	waves := []runner.Wave{
+		{Name: "staging", Clusters: []string{"staging-eu"}},
+		{Name: "production", Clusters: []string{"prod-eu", "prod-us"}, MaxParallel: 1},
+	}
+	outcomes := runner.Run(context.Background(), waves, 10, func(_ context.Context, cluster string) error {
+		if cluster == "staging-eu" {
+			return errors.New("deployment.apps/web: not healthy")
+		}
+		return nil
+	})
+	for _, o := range outcomes {
+		fmt.Println(o.Cluster, o.State)
+	}
+	// Output:
+	// staging-eu failed
+	// prod-eu not started
+	// prod-us not started
+}
