@@ -31,6 +31,7 @@ type ExitError struct {
 	Err  error
 }
 
+// Error implements error.
 func (e *ExitError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("exit status %d", e.Code)
@@ -38,6 +39,7 @@ func (e *ExitError) Error() string {
 	return e.Err.Error()
 }
 
+// Unwrap returns the wrapped error.
 func (e *ExitError) Unwrap() error { return e.Err }
 
 const rootLong = `kubectl fleet deploys one set of manifests to many clusters safely.

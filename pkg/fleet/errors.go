@@ -15,6 +15,7 @@ type FieldError struct {
 	Msg   string
 }
 
+// Error implements error.
 func (e *FieldError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.File)
@@ -33,6 +34,7 @@ func (e *FieldError) Error() string {
 // ErrorList is every problem found in a fleet file, in file order.
 type ErrorList []*FieldError
 
+// Error prints every problem, one a line.
 func (l ErrorList) Error() string {
 	msgs := make([]string, len(l))
 	for i, e := range l {

@@ -28,6 +28,7 @@ func (s Selection) IsEmpty() bool {
 	return len(s.Groups) == 0 && len(s.Clusters) == 0 && s.Selector == "" && len(s.Contexts) == 0
 }
 
+// String spells the selection as the flags that make it.
 func (s Selection) String() string {
 	var parts []string
 	for _, g := range s.Groups {

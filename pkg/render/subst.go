@@ -14,6 +14,7 @@ const SubstituteAnnotation = "fleet/substitute"
 // UndefinedError is a ${var} with no value and no default.
 type UndefinedError struct{ Name string }
 
+// Error implements error.
 func (e *UndefinedError) Error() string {
 	return fmt.Sprintf("undefined variable ${%s} (define the attribute %q or write ${%s:=default})", e.Name, e.Name, e.Name)
 }
