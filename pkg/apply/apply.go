@@ -99,6 +99,10 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	for i, o := range cfg.Objects {
 		objs[i] = o.DeepCopy()
 		set.Label(objs[i])
+		// A namespaced object without a namespace goes to the context's
+		// namespace; the set must record it. (Kinds not served yet are
+		// mapped, and fail, later.)
+		_, _, _ = c.DefaultNamespace(objs[i])
 	}
 	gks, nss := inventory.Scope(objs)
 	if !cfg.DryRun {

@@ -426,3 +426,22 @@ metadata:
 		t.Error("applied into a foreign ApplySet")
 	}
 }
+
+// TestPruneInContextNamespace: objects without a namespace go to the
+// context's namespace, and prune still finds them there.
+func TestPruneInContextNamespace(t *testing.T) {
+	dir := workdir(t, twoGroups, map[string]string{
+		"v1/all.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ctxns-a}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ctxns-b}\n",
+		"v2/all.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ctxns-a}\n",
+	})
+	if out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "v1"), "--name", "ctxns"); code != 0 {
+		t.Fatalf("%s%s", out, errOut)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "v2"), "--name", "ctxns", "--prune")
+	if code != 0 || !strings.Contains(out, "configmap/ctxns-b pruned") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "configmap", "ctxns-b", "-n", "default"); code == 0 {
+		t.Error("ctxns-b was not pruned from the default namespace")
+	}
+}
