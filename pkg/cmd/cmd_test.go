@@ -238,7 +238,6 @@ func TestErrors(t *testing.T) {
 	}{
 		{"no source", []string{"render", "-F", "testdata/secret/fleet.yaml", "--app", "nope"}, "--app nope: no such app in testdata/secret/fleet.yaml"},
 		{"two sources", []string{"render", "-F", example, "-k", "a", "-f", "b"}, "mutually exclusive"},
-		{"stdin needs a name", []string{"render", "-F", example, "-f", "-"}, "-f - (standard input) needs --name"},
 		{"bad name", []string{"render", "-F", example, "-k", "x", "--name", "Web_1"}, `--name: "Web_1" is not a valid app name`},
 		{"empty selection", []string{"render", "-F", example, "-g", "staging", "-l", "region=us"}, `no cluster in ../../examples/fleet.yaml matches --group staging --selector "region=us"`},
 		{"missing fleet", []string{"render", "-F", "nope.yaml"}, "fleet file nope.yaml not found"},
@@ -307,5 +306,24 @@ clusters:
 	out, errOut, code = run(t, in, "render", "-F", fleetFile, "-f", "-", "--name", "id")
 	if code != 1 || out != "" || !strings.Contains(errOut, fleetFile+`:10: clusters[1].context: context "missing-context" not found`) {
 		t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+}
+
+func TestAppName(t *testing.T) {
+	for _, tt := range []struct {
+		src  SourceOptions
+		want string
+	}{
+		{SourceOptions{Kustomize: "apps/web"}, "web"},
+		{SourceOptions{Kustomize: "apps/web/"}, "web"},
+		{SourceOptions{Jsonnet: "dash/main.jsonnet"}, "main"},
+		{SourceOptions{Jsonnet: "Web_App.v2.jsonnet"}, "web-app-v2"},
+		{SourceOptions{Manifests: "deploy.yaml"}, "deploy"},
+		{SourceOptions{Manifests: "-"}, "stdin"},
+		{SourceOptions{Manifests: "x.yaml", Name: "named"}, "named"},
+	} {
+		if got := tt.src.appName(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.src, got, tt.want)
+		}
 	}
 }

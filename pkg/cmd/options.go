@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -158,8 +159,6 @@ func (s *SourceOptions) validate() error {
 		return fmt.Errorf("--name names an ad hoc source; give -k, -j or -f with it")
 	case len(s.JPath) > 0 && s.Jsonnet == "" && n > 0:
 		return fmt.Errorf("-J/--jpath only works with -j/--jsonnet")
-	case s.Manifests == "-" && s.Name == "":
-		return fmt.Errorf("-f - (standard input) needs --name to name the app")
 	}
 	if s.Name != "" {
 		if err := validateAppName(s.Name); err != nil {
@@ -246,10 +245,13 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 }
 
 // appName is --name, else the base name of the source without extension:
-// -k apps/web → web, -j web.jsonnet → web.
+// -k apps/web → web, -j web.jsonnet → web, -f - → stdin.
 func (s *SourceOptions) appName() string {
 	if s.Name != "" {
 		return s.Name
+	}
+	if s.Manifests == "-" {
+		return "stdin"
 	}
 	p := s.Kustomize + s.Jsonnet + s.Manifests
 	base := filepath.Base(filepath.Clean(p))
@@ -261,8 +263,18 @@ func (s *SourceOptions) appName() string {
 			base = filepath.Base(wd)
 		}
 	}
-	return strings.ToLower(base)
+	// Made a DNS label: it names the app's inventory.
+	name := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(base), "-"), "-")
+	if len(name) > 63 {
+		name = strings.TrimRight(name[:63], "-")
+	}
+	if name == "" {
+		name = "app"
+	}
+	return name
 }
+
+var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
 func validateAppName(name string) error {
 	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
