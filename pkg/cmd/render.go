@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,6 +31,9 @@ type RenderOptions struct {
 	Output      string
 	OutputDir   string
 	ShowSecrets bool
+
+	// documents counts the YAML documents printed, for separators.
+	documents int
 }
 
 // NewCmdRender returns the render command.
@@ -45,8 +47,8 @@ func NewCmdRender(g *GlobalOptions) *cobra.Command {
 its attributes. No kubeconfig is read and no cluster contacted, except to read
 the attributes of clusters that declare attributesFrom.
 
-The output is a multi-document YAML stream; each cluster's objects start with
-a "# Cluster: <name>" comment line. -o json prints one JSON object per
+The output is a multi-document YAML stream ("---" between documents); each
+cluster's objects start with a "# Cluster: <name>" comment line. -o json prints one JSON object per
 cluster, {"cluster", "group", "objects"}. --output-dir DIR writes
 DIR/<cluster>/<kind>_<namespace>_<name>.yaml, one file per object, for a
 GitOps engine (Flux, Argo CD) to consume; .yaml files left in a cluster's
@@ -248,29 +250,26 @@ func (o *RenderOptions) print(c *fleet.Cluster, objs []*unstructured.Unstructure
 		return json.NewEncoder(o.Out).Encode(rc)
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Cluster: %s\n", c.Name)
 	if len(objs) == 0 {
-		b.WriteString("---\n")
+		// A comment only: an empty document would parse as null.
+		fmt.Fprintf(&b, "# Cluster: %s (no objects)\n", c.Name)
 	}
-	if err := writeYAMLStream(&b, objs); err != nil {
-		return err
-	}
-	_, err := o.Out.Write(b.Bytes())
-	return err
-}
-
-// writeYAMLStream writes objects as YAML documents, each ended by "---".
-func writeYAMLStream(w io.Writer, objs []*unstructured.Unstructured) error {
-	for _, obj := range objs {
+	for i, obj := range objs {
 		y, err := yaml.Marshal(obj.Object)
 		if err != nil {
 			return err
 		}
-		if _, err := w.Write(append(y, "---\n"...)); err != nil {
-			return err
+		if o.documents > 0 {
+			b.WriteString("---\n")
 		}
+		if i == 0 {
+			fmt.Fprintf(&b, "# Cluster: %s\n", c.Name)
+		}
+		b.Write(y)
+		o.documents++
 	}
-	return nil
+	_, err := o.Out.Write(b.Bytes())
+	return err
 }
 
 var unsafeFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
