@@ -445,3 +445,21 @@ func TestPruneInContextNamespace(t *testing.T) {
 		t.Error("ctxns-b was not pruned from the default namespace")
 	}
 }
+
+// TestRenderFailureWritesNothing: one production cluster lacks an attribute
+// the manifests need; apply must stop before writing anywhere, staging
+// included.
+func TestRenderFailureWritesNothing(t *testing.T) {
+	f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, attributes: {tier: gold}}", 1)
+	f = strings.Replace(f, "{name: prod-a, group: production, context: fleet-c2}", "{name: prod-a, group: production, context: fleet-c2, attributes: {tier: gold}}", 1)
+	dir := workdir(t, f, map[string]string{"renderfail/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-renderfail, labels: {tier: '${tier}'}}\n"})
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "renderfail"), "--yes")
+	if code != 1 || !strings.Contains(errOut, "rendering failed, nothing was done") || !strings.Contains(errOut, "cluster prod-b: app renderfail: Namespace e2e-renderfail: undefined variable ${tier}") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
+		if _, code := get(t, ctx, "namespace", "e2e-renderfail"); code == 0 {
+			t.Errorf("%s was written to although a render failed", ctx)
+		}
+	}
+}
