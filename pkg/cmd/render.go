@@ -201,9 +201,9 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			getter, err := kube.NewDynamicGetter(kube.ForCluster(g.ConfigFlags, f, c))
+			client, err := g.client(f, c)
 			if err == nil {
-				live[i], err = kube.ReadAttributes(ctx, getter, f.AttributesFrom(c))
+				live[i], err = kube.ReadAttributes(ctx, client, f.AttributesFrom(c))
 			}
 			if err != nil {
 				errs[i] = fmt.Errorf("cluster %s: %w", c.Name, err)

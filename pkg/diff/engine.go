@@ -59,6 +59,8 @@ type Options struct {
 	Context int
 	// Cluster names the cluster in diff headers.
 	Cluster string
+	// Set is the app's inventory, if the caller has read it already.
+	Set *inventory.Set
 }
 
 // Run computes, for one app on one cluster, what apply --prune would do:
@@ -66,9 +68,12 @@ type Options struct {
 // with the live object; members of the app's ApplySet that are no longer
 // rendered are prunes. objs are labelled as members, as apply would.
 func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options) ([]Object, error) {
-	set, err := inventory.Load(ctx, c, o.App)
-	if err != nil {
-		return nil, err
+	set := o.Set
+	if set == nil {
+		var err error
+		if set, err = inventory.Load(ctx, c, o.App); err != nil {
+			return nil, err
+		}
 	}
 	crds := crdKinds(objs)
 	newNS := namespacesOf(objs)

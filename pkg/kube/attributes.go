@@ -11,8 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/jsonpath"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -62,37 +60,14 @@ func ReadAttributes(ctx context.Context, g ObjectGetter, from []fleet.AttributeF
 	return out, nil
 }
 
-// DynamicGetter reads objects with a cluster's own REST mapper and dynamic
-// client.
-type DynamicGetter struct {
-	Mapper meta.RESTMapper
-	Client dynamic.Interface
-}
-
-// NewDynamicGetter builds a getter from a cluster's ConfigFlags.
-func NewDynamicGetter(flags *genericclioptions.ConfigFlags) (*DynamicGetter, error) {
-	cfg, err := flags.ToRESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := flags.ToRESTMapper()
-	if err != nil {
-		return nil, err
-	}
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &DynamicGetter{Mapper: mapper, Client: client}, nil
-}
-
-// Get reads one object.
-func (d *DynamicGetter) Get(ctx context.Context, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, error) {
+// Get reads one object by its apiVersion, kind, namespace and name; the
+// Client is so an ObjectGetter.
+func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, error) {
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
 		return nil, err
 	}
-	m, err := d.Mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
+	m, err := c.Mapper.RESTMapping(gv.WithKind(kind).GroupKind(), gv.Version)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +75,7 @@ func (d *DynamicGetter) Get(ctx context.Context, apiVersion, kind, namespace, na
 		if namespace != "" {
 			return nil, errors.New("a namespace is given for a cluster-scoped kind")
 		}
-		return d.Client.Resource(m.Resource).Get(ctx, name, metav1.GetOptions{})
+		return c.Dynamic.Resource(m.Resource).Get(ctx, name, metav1.GetOptions{})
 	}
-	return d.Client.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	return c.Dynamic.Resource(m.Resource).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }

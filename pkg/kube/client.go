@@ -74,11 +74,6 @@ func (c *Client) Resource(obj *unstructured.Unstructured) (dynamic.ResourceInter
 	return c.Dynamic.Resource(m.Resource), m, nil
 }
 
-// Get reads one object, as DynamicGetter does.
-func (c *Client) Get(ctx context.Context, apiVersion, kind, namespace, name string) (*unstructured.Unstructured, error) {
-	return (&DynamicGetter{Mapper: c.Mapper, Client: c.Dynamic}).Get(ctx, apiVersion, kind, namespace, name)
-}
-
 // MappingFor maps a group kind to its preferred resource.
 func (c *Client) MappingFor(gk schema.GroupKind) (*meta.RESTMapping, error) {
 	m, err := c.Mapper.RESTMapping(gk)

@@ -53,7 +53,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 		return App{}, err
 	}
 	// Force: a field someone else changed by hand is drift, not a conflict.
-	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: concurrency, Context: 0})
+	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: concurrency, Set: set})
 	if err != nil {
 		return App{}, err
 	}
