@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,18 +115,16 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err := applyAll(stop, ctx, c, first, cfg, nil, nil); err != nil {
 		return err
 	}
-	var pending map[schema.GroupKind]bool
-	newNS := map[string]bool{}
+	var (
+		pending map[schema.GroupKind]bool
+		newNS   map[string]bool
+	)
 	if cfg.DryRun {
-		for _, o := range first {
-			if o.GetKind() == "Namespace" {
-				newNS[o.GetName()] = true
-			}
-		}
+		newNS = diff.Namespaces(first)
 	}
 	if crds := crdsOf(first); len(crds) > 0 {
 		if cfg.DryRun {
-			pending = newKinds(c, crds)
+			pending = notServed(c, diff.CRDKinds(crds))
 		} else {
 			if err := waitEstablished(stop, c, crds, cfg.Timeout); err != nil {
 				return err
@@ -158,11 +155,17 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	return nil
 }
 
+// firstStage reports whether o is applied before the rest (and deleted
+// after it): a Namespace or a CRD.
+func firstStage(o *unstructured.Unstructured) bool {
+	gk := o.GroupVersionKind().GroupKind()
+	return gk == (schema.GroupKind{Kind: "Namespace"}) || gk == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"})
+}
+
 // stages splits objects: CRDs and Namespaces first, then the rest.
 func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unstructured) {
 	for _, o := range objs {
-		gk := o.GroupVersionKind().GroupKind()
-		if gk == (schema.GroupKind{Kind: "Namespace"}) || gk == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
+		if firstStage(o) {
 			first = append(first, o)
 		} else {
 			rest = append(rest, o)
@@ -261,7 +264,7 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 		ch.Action = Created
 	case before.GetResourceVersion() == after.GetResourceVersion() && !cfg.DryRun:
 		ch.Action = Unchanged
-	case cfg.DryRun && equalish(before, after):
+	case cfg.DryRun && diff.Same(before, after):
 		ch.Action = Unchanged
 	default:
 		ch.Action = Configured
@@ -279,8 +282,11 @@ func (v *versions) of(ctx context.Context, c *kube.Client, m *meta.RESTMapping, 
 	return v.memo.Do(m.Resource.String()+"|"+ns, func() (map[string]string, error) { return c.ResourceVersions(ctx, m, ns) })
 }
 
-func equalish(a, b *unstructured.Unstructured) bool {
-	return equality.Semantic.DeepEqual(diff.Normalize(a).Object, diff.Normalize(b).Object)
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // explain adds advice to errors users can act on.
@@ -301,13 +307,10 @@ func crdsOf(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	return out
 }
 
-// newKinds returns the kinds of crds the cluster does not serve yet.
-func newKinds(c *kube.Client, crds []*unstructured.Unstructured) map[schema.GroupKind]bool {
+// notServed returns the kinds the cluster does not serve yet.
+func notServed(c *kube.Client, kinds map[schema.GroupKind]bool) map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
-	for _, crd := range crds {
-		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
-		gk := schema.GroupKind{Group: group, Kind: kind}
+	for gk := range kinds {
 		if _, err := c.MappingFor(gk); err != nil && meta.IsNoMatchError(err) {
 			out[gk] = true
 		}
@@ -372,9 +375,7 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unst
 	}
 	// Namespaces and CRDs last: their deletion takes their contents along.
 	slices.SortStableFunc(doomed, func(a, b *unstructured.Unstructured) int {
-		fa, _ := stages([]*unstructured.Unstructured{a})
-		fb, _ := stages([]*unstructured.Unstructured{b})
-		return len(fa) - len(fb)
+		return boolInt(firstStage(a)) - boolInt(firstStage(b))
 	})
 	var errs []error
 	for _, m := range doomed {

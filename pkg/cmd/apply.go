@@ -24,16 +24,13 @@ type ApplyOptions struct {
 	*GlobalOptions
 	SelectOptions
 	SourceOptions
-	Output         string
-	DryRun         string
+	WriteOptions
 	Diff           bool
 	ForceConflicts bool
 	Prune          bool
 	AllowEmpty     bool
 	Wait           bool
 	Timeout        time.Duration
-	Yes            bool
-	Parallel       int
 	Concurrency    int
 }
 
@@ -77,31 +74,27 @@ Exit codes:
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "none", `"server": everything but the write; "none": apply`)
+	o.WriteOptions.addFlags(cmd, "apply", "do not ask before writing to protected groups", "clusters applied at once at most (a group's maxParallel may lower it)")
 	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before applying to it")
 	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
 	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
 	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until applied objects are healthy; a cluster that is not within --timeout fails")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
-	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask before writing to protected groups")
-	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters applied at once at most (a group's maxParallel may lower it)")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
 	return cmd
 }
 
 // Validate checks the flags.
 func (o *ApplyOptions) Validate() error {
+	if err := o.WriteOptions.validate(); err != nil {
+		return err
+	}
 	switch {
-	case o.Output != "" && o.Output != "json":
-		return fmt.Errorf("--output %q: want json", o.Output)
-	case o.DryRun != "none" && o.DryRun != "server":
-		return fmt.Errorf(`--dry-run %q: want "server" or "none"`, o.DryRun)
 	case o.AllowEmpty && !o.Prune:
 		return fmt.Errorf("--allow-empty only works with --prune")
-	case o.Parallel < 1 || o.Concurrency < 1:
-		return fmt.Errorf("--parallel and --concurrency must be at least 1")
+	case o.Concurrency < 1:
+		return fmt.Errorf("--concurrency must be at least 1")
 	}
 	return o.SourceOptions.validate()
 }
@@ -149,7 +142,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dryRun := o.DryRun == "server"
+	dryRun := o.dryRun()
 	ws := waves(r.fleet, r.clusters)
 	if err := o.confirmations(r.fleet, ws, dryRun); err != nil {
 		return err
@@ -161,7 +154,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return o.applyCluster(ctx, r, byName[name], p, &tally, dryRun)
 	})
 	p.close()
-	failed := o.printSummary(p, outcomes, &tally, byName, dryRun)
+	failed := printSummary(p, outcomes, &tally, byName, dryRun)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
@@ -186,13 +179,16 @@ func (o *ApplyOptions) confirmations(f *fleet.Fleet, ws []runner.Wave, dryRun bo
 		if !o.stdinIsTerminal() {
 			return fmt.Errorf("group %s is protected (%s): pass --yes to apply without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
 		}
-		w.Gate = func() error { return confirm(o.ErrOut, in, w.Name, w.Clusters) }
+		question := fmt.Sprintf("Apply to protected group %s (%s)?", w.Name, strings.Join(w.Clusters, ", "))
+		w.Gate = func() error { return ask(o.ErrOut, in, question) }
 	}
 	return nil
 }
 
-func confirm(out io.Writer, in *bufio.Reader, group string, clusters []string) error {
-	fmt.Fprintf(out, "Apply to protected group %s (%s)? [y/N] ", group, strings.Join(clusters, ", "))
+// ask puts a yes/no question on out and reads the answer from in; anything
+// but y or yes is a refusal.
+func ask(out io.Writer, in *bufio.Reader, question string) error {
+	fmt.Fprintf(out, "%s [y/N] ", question)
 	answer, _ := in.ReadString('\n')
 	switch strings.ToLower(strings.TrimSpace(answer)) {
 	case "y", "yes":
@@ -262,7 +258,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 
 // printSummary prints every cluster's outcome and returns how many did not
 // apply.
-func (o *ApplyOptions) printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool) int {
+func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool) int {
 	failed := 0
 	if !p.json {
 		fmt.Fprintln(p.out, "Summary:")

@@ -19,10 +19,7 @@ type DeleteOptions struct {
 	*GlobalOptions
 	SelectOptions
 	SourceOptions
-	Output   string
-	DryRun   string
-	Yes      bool
-	Parallel int
+	WriteOptions
 }
 
 // NewCmdDelete returns the delete command.
@@ -49,13 +46,8 @@ Exit codes:
   kubectl fleet delete --dry-run=server`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case o.Output != "" && o.Output != "json":
-				return fmt.Errorf("--output %q: want json", o.Output)
-			case o.DryRun != "none" && o.DryRun != "server":
-				return fmt.Errorf(`--dry-run %q: want "server" or "none"`, o.DryRun)
-			case o.Parallel < 1:
-				return fmt.Errorf("--parallel must be at least 1")
+			if err := o.WriteOptions.validate(); err != nil {
+				return err
 			}
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
@@ -65,10 +57,7 @@ Exit codes:
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
-	cmd.Flags().StringVar(&o.DryRun, "dry-run", "none", `"server": everything but the deletion; "none": delete`)
-	cmd.Flags().BoolVarP(&o.Yes, "yes", "y", false, "do not ask for confirmation")
-	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters worked on at once at most")
+	o.WriteOptions.addFlags(cmd, "delete", "do not ask for confirmation", "clusters worked on at once at most")
 	return cmd
 }
 
@@ -85,7 +74,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
-	dryRun := o.DryRun == "server"
+	dryRun := o.dryRun()
 	if !dryRun && !o.Yes {
 		if err := o.confirm(apps, clusters); err != nil {
 			return err
@@ -133,7 +122,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 		return errors.Join(errs...)
 	})
 	p.close()
-	failed := (&ApplyOptions{GlobalOptions: o.GlobalOptions}).printSummary(p, outcomes, &tally, byName, dryRun)
+	failed := printSummary(p, outcomes, &tally, byName, dryRun)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
@@ -153,10 +142,5 @@ func (o *DeleteOptions) confirm(apps []app, clusters []*fleet.Cluster) error {
 	if !o.stdinIsTerminal() {
 		return fmt.Errorf("delete %s: pass --yes to delete without a terminal to confirm on", what)
 	}
-	fmt.Fprintf(o.ErrOut, "Delete %s? [y/N] ", what)
-	answer, _ := bufio.NewReader(o.In).ReadString('\n')
-	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-		return fmt.Errorf("not confirmed")
-	}
-	return nil
+	return ask(o.ErrOut, bufio.NewReader(o.In), "Delete "+what+"?")
 }

@@ -33,6 +33,10 @@ type DiffOptions struct {
 	Concurrency    int
 	ShowSecrets    bool
 	ForceConflicts bool
+
+	// external is set when $KUBECTL_EXTERNAL_DIFF shows the diffs; the
+	// output then only names each changed object.
+	external bool
 }
 
 // NewCmdDiff returns the diff command.
@@ -78,8 +82,8 @@ Exit codes (kubectl diff's convention):
 
 // Validate checks the flags.
 func (o *DiffOptions) Validate() error {
-	if o.Output != "" && o.Output != "json" {
-		return fmt.Errorf("--output %q: want json", o.Output)
+	if err := validateJSONOutput(o.Output); err != nil {
+		return err
 	}
 	if o.Parallel < 1 || o.Concurrency < 1 {
 		return fmt.Errorf("--parallel and --concurrency must be at least 1")
@@ -125,6 +129,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 			return &ExitError{Code: ExitDiffError, Err: err}
 		}
 		defer external.remove()
+		o.external = true
 	}
 	var (
 		mu        sync.Mutex
@@ -226,7 +231,7 @@ func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
 	case d.Kind == diff.AfterCRD:
 		fmt.Fprintf(w, "%s would be created after its CRD\n", d.Ref)
 	}
-	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" {
+	if o.external {
 		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Kind)
 		return
 	}

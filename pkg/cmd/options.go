@@ -77,6 +77,46 @@ func (g *GlobalOptions) prefixer(clusters []*fleet.Cluster) *output.Prefixer {
 	return output.NewPrefixer(names, output.UseColor(g.Out, g.NoColor))
 }
 
+// WriteOptions are the flags apply and delete share: -o json, --dry-run,
+// --yes and --parallel.
+type WriteOptions struct {
+	Output   string
+	DryRun   string
+	Yes      bool
+	Parallel int
+}
+
+func (w *WriteOptions) addFlags(cmd *cobra.Command, verb, yes, parallel string) {
+	cmd.Flags().StringVarP(&w.Output, "output", "o", "", "output format: json (one object per event and line)")
+	cmd.Flags().StringVar(&w.DryRun, "dry-run", "none", fmt.Sprintf(`"server": everything but the %s; "none": %s`, verb, verb))
+	cmd.Flags().BoolVarP(&w.Yes, "yes", "y", false, yes)
+	cmd.Flags().IntVar(&w.Parallel, "parallel", 10, parallel)
+}
+
+func (w *WriteOptions) validate() error {
+	if err := validateJSONOutput(w.Output); err != nil {
+		return err
+	}
+	switch {
+	case w.DryRun != "none" && w.DryRun != "server":
+		return fmt.Errorf(`--dry-run %q: want "server" or "none"`, w.DryRun)
+	case w.Parallel < 1:
+		return fmt.Errorf("--parallel must be at least 1")
+	}
+	return nil
+}
+
+// dryRun reports --dry-run=server.
+func (w *WriteOptions) dryRun() bool { return w.DryRun == "server" }
+
+// validateJSONOutput accepts -o json or no -o.
+func validateJSONOutput(output string) error {
+	if output != "" && output != "json" {
+		return fmt.Errorf("--output %q: want json", output)
+	}
+	return nil
+}
+
 // SelectOptions are --group, --cluster and --selector.
 type SelectOptions struct {
 	fleet.Selection

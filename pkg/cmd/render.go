@@ -289,6 +289,7 @@ func ObjectFileName(o *unstructured.Unstructured) string {
 }
 
 func (o *RenderOptions) writeDir(clusters []*fleet.Cluster, objects map[string][]*unstructured.Unstructured) error {
+	prefix := o.prefixer(clusters)
 	for _, c := range clusters {
 		dir := filepath.Join(o.OutputDir, c.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -315,7 +316,7 @@ func (o *RenderOptions) writeDir(clusters []*fleet.Cluster, objects map[string][
 				return err
 			}
 		}
-		fmt.Fprintf(o.ErrOut, "%s wrote %d objects to %s\n", o.prefixer(clusters).Prefix(c.Name), len(objects[c.Name]), dir)
+		fmt.Fprintf(o.ErrOut, "%s wrote %d objects to %s\n", prefix.Prefix(c.Name), len(objects[c.Name]), dir)
 	}
 	return nil
 }

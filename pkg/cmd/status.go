@@ -48,8 +48,8 @@ Exit codes:
   kubectl fleet status -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.Output != "" && o.Output != "json" {
-				return fmt.Errorf("--output %q: want json", o.Output)
+			if err := validateJSONOutput(o.Output); err != nil {
+				return err
 			}
 			if err := o.SourceOptions.validate(); err != nil {
 				return err

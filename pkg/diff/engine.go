@@ -75,8 +75,8 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			return nil, err
 		}
 	}
-	crds := crdKinds(objs)
-	newNS := namespacesOf(objs)
+	crds := CRDKinds(objs)
+	newNS := Namespaces(objs)
 	out := make([]Object, len(objs))
 	sem := make(chan struct{}, max(1, o.Concurrency))
 	var wg sync.WaitGroup
@@ -137,7 +137,7 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 	default:
 		d.Live, d.Merged = Normalize(before), Normalize(after)
 		d.Kind = Change
-		if equality.Semantic.DeepEqual(d.Live.Object, d.Merged.Object) {
+		if Same(before, after) {
 			d.Kind = Unchanged
 		}
 	}
@@ -180,8 +180,8 @@ func IsNamespaceNotFound(err error) bool {
 	return d != nil && d.Kind == "namespaces"
 }
 
-// namespacesOf lists the Namespaces among objs.
-func namespacesOf(objs []*unstructured.Unstructured) map[string]bool {
+// Namespaces lists the Namespaces among objs.
+func Namespaces(objs []*unstructured.Unstructured) map[string]bool {
 	out := map[string]bool{}
 	for _, o := range objs {
 		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
@@ -191,8 +191,8 @@ func namespacesOf(objs []*unstructured.Unstructured) map[string]bool {
 	return out
 }
 
-// crdKinds lists the kinds the CRDs among objs define.
-func crdKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
+// CRDKinds lists the kinds the CRDs among objs define.
+func CRDKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
 	out := map[schema.GroupKind]bool{}
 	for _, o := range objs {
 		if o.GetKind() != "CustomResourceDefinition" {
@@ -203,6 +203,11 @@ func crdKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
 		out[schema.GroupKind{Group: group, Kind: kind}] = true
 	}
 	return out
+}
+
+// Same reports whether two versions of an object differ only in noise.
+func Same(a, b *unstructured.Unstructured) bool {
+	return equality.Semantic.DeepEqual(Normalize(a).Object, Normalize(b).Object)
 }
 
 // Summary counts a cluster's differences.
