@@ -415,22 +415,29 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 	pending := slices.Clone(objs)
 	last := map[string]string{}
 	for {
+		// One round reads every pending object, concurrently.
+		results := make([]*status.Result, len(pending))
+		errs := make([]error, len(pending))
+		sem := make(chan struct{}, max(1, cfg.Concurrency))
+		var wg sync.WaitGroup
+		for i, o := range pending {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				results[i], errs[i] = health(ctx, c, o)
+			}()
+		}
+		wg.Wait()
 		var still []*unstructured.Unstructured
-		for _, o := range pending {
-			ri, _, err := c.Resource(o)
-			var res *status.Result
-			if err == nil {
-				var live *unstructured.Unstructured
-				if live, err = ri.Get(ctx, o.GetName(), metav1.GetOptions{}); err == nil {
-					res, err = status.Compute(live)
-				}
-			}
+		for i, o := range pending {
+			res, err := results[i], errs[i]
 			switch {
-			case err != nil && ctx.Err() == nil:
-				still = append(still, o)
-				last[diff.Path(o)] = err.Error()
 			case err != nil:
 				still = append(still, o)
+				if ctx.Err() == nil {
+					last[diff.Path(o)] = err.Error()
+				}
 			case res.Status == status.CurrentStatus:
 				cfg.Report(Change{Ref: diff.Ref(o), Namespace: o.GetNamespace(), Action: Healthy})
 			case res.Status == status.FailedStatus:
@@ -454,4 +461,17 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// health reads an object and computes its kstatus.
+func health(ctx context.Context, c *kube.Client, o *unstructured.Unstructured) (*status.Result, error) {
+	ri, _, err := c.Resource(o)
+	if err != nil {
+		return nil, err
+	}
+	live, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return status.Compute(live)
 }

@@ -77,9 +77,13 @@ func waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
 	return out
 }
 
-// client connects to one cluster with its own ConfigFlags.
+// client connects to one cluster with its own ConfigFlags, once per
+// command: reading attributes from the cluster and then diffing or applying
+// share one REST mapper and discovery cache.
 func (g *GlobalOptions) client(f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
-	return kube.NewClient(kube.ForCluster(g.ConfigFlags, f, c))
+	return g.clients.Do(c.Name, func() (*kube.Client, error) {
+		return kube.NewClient(kube.ForCluster(g.ConfigFlags, f, c))
+	})
 }
 
 // ClusterResult is the JSON form of one cluster's outcome.

@@ -75,8 +75,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	names, byName := index(clusters)
 	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
-		flags := kube.ForCluster(o.ConfigFlags, f, c)
-		client, err := kube.NewClient(flags)
+		client, err := o.client(f, c)
 		if err != nil {
 			return err
 		}

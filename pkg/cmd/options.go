@@ -13,7 +13,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
@@ -27,6 +29,9 @@ type GlobalOptions struct {
 	NoColor bool
 	// ConfigFlags are the kubectl connection flags the plugin offers.
 	ConfigFlags *genericclioptions.ConfigFlags
+
+	// clients holds one client per cluster for the command's run.
+	clients memo.Memo[string, *kube.Client]
 }
 
 func (g *GlobalOptions) addFlags(cmd *cobra.Command) {
