@@ -153,13 +153,19 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
 		return o.applyCluster(ctx, r, byName[name], p, &tally, dryRun)
 	})
+	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "apply")
+}
+
+// finishRollout prints the summary of a write rollout and turns it into
+// the exit code: 130 when interrupted, 1 when a cluster did not finish.
+func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
 	p.close()
-	failed := printSummary(p, outcomes, &tally, byName, dryRun)
+	failed := printSummary(p, outcomes, tally, byName, dryRun)
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
 	case failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not apply", failed, len(outcomes))}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not %s", failed, len(outcomes), verb)}
 	}
 	return nil
 }

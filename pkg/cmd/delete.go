@@ -121,15 +121,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 		}
 		return errors.Join(errs...)
 	})
-	p.close()
-	failed := printSummary(p, outcomes, &tally, byName, dryRun)
-	switch {
-	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
-	case failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not finish", failed, len(outcomes))}
-	}
-	return nil
+	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
 }
 
 func (o *DeleteOptions) confirm(apps []app, clusters []*fleet.Cluster) error {
