@@ -37,19 +37,24 @@ run: build
 ## test: every test: lint, unit (fuzz seeds included), then e2e on real clusters
 test: lint test-unit e2e
 
-## test-unit: the unit, golden and fuzz-seed tests (no clusters)
+## test-unit: the unit, golden and fuzz-seed tests (no clusters), with the
+## race detector
 test-unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 ## e2e: kubectl fleet through a real kubectl against real API servers on
 ## loopback (builds the control plane first if missing)
 e2e: controlplane
 	$(GO) test -count=1 -timeout 30m ./test/e2e $(E2E_FLAGS)
 
-## fuzz: fuzz the fleet parser and the substitution engine for a while
+## fuzz: fuzz the fleet parser, the substitution engine, the manifest
+## splitter and the diff formatter, FUZZTIME each (FUZZTIME=5m make fuzz)
+FUZZTIME ?= 30s
 fuzz:
-	$(GO) test ./pkg/fleet -run '^$$' -fuzz FuzzParse -fuzztime 30s
-	$(GO) test ./pkg/render -run '^$$' -fuzz FuzzSubstitute -fuzztime 30s
+	$(GO) test ./pkg/fleet -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzSubstitute$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzParseDocuments$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME)
 
 ## bench: benchmarks, with ratios against what users run instead (render vs
 ## a kustomize-per-cluster loop; apply of 100 objects at 50ms RTT vs kubectl

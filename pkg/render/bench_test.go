@@ -96,11 +96,11 @@ func BenchmarkScriptedLoop100Clusters(b *testing.B) {
 				g = "production"
 			}
 			c := cluster(fmt.Sprintf("c%03d", i), g, map[string]any{"replicas": 1 + i%3, "registry": "ghcr.io/acme"})
-			raws, err := buildKustomize(filepath.Join(dir, g))
+			raws, err := buildKustomize(filepath.Join(dir, g), DefaultMaxBytes)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := substituteAll(raws, true, VariablesOf(&c)); err != nil {
+			if _, err := substituteAll(raws, true, VariablesOf(&c), DefaultMaxBytes); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -3,5 +3,7 @@
 // attributes injected: as the jsonnet top-level argument and external
 // variable "cluster", and by ${var} substitution for kustomize and
 // manifests. An Engine renders identical inputs once and clusters in
-// parallel.
+// parallel, within Limits: bad input (a file that never ends, a YAML alias
+// bomb, jsonnet that recurses forever or prints gigabytes) fails with an
+// error naming the file, document or field, never a Secret's value.
 package render

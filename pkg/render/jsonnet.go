@@ -1,8 +1,8 @@
 package render
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -14,25 +14,32 @@ import (
 // evalJsonnet evaluates file in a fresh VM with the cluster as the
 // top-level argument "cluster" and the external variable "cluster". Library
 // folders: a vendor/ folder beside the file (jsonnet-bundler's convention),
-// then jpath in order, the last one winning.
-func evalJsonnet(file string, jpath []string, clusterJSON string) ([]rawObject, error) {
+// then jpath in order, the last one winning. Calls nest at most
+// lim.MaxStack deep, and the output is at most lim.MaxBytes long.
+func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits) ([]rawObject, error) {
 	vm := jsonnet.MakeVM()
+	vm.MaxStack = lim.MaxStack
 	vm.Importer(&jsonnet.FileImporter{JPaths: append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)})
 	vm.TLACode("cluster", clusterJSON)
 	vm.ExtCode("cluster", clusterJSON)
 	out, err := vm.EvaluateFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("jsonnet %s: %s", displayPath(file), strings.TrimSpace(err.Error()))
+		msg := strings.TrimSpace(err.Error())
+		msg = strings.Replace(msg, "max stack frames exceeded.", fmt.Sprintf("max stack frames exceeded (the limit is %d nested calls: does a function recurse forever?)", lim.MaxStack), 1)
+		return nil, errors.New(msg)
+	}
+	if int64(len(out)) > lim.MaxBytes {
+		return nil, overLimit("output", lim.MaxBytes)
 	}
 	dec := json.NewDecoder(strings.NewReader(out))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("jsonnet %s: %w", displayPath(file), err)
+		return nil, err
 	}
 	var raws []rawObject
 	if err := extract(v, "", &raws); err != nil {
-		return nil, fmt.Errorf("jsonnet %s: %w", displayPath(file), err)
+		return nil, err
 	}
 	return raws, nil
 }
@@ -58,9 +65,12 @@ func extract(v any, path string, out *[]rawObject) error {
 			if err != nil {
 				return err
 			}
-			objs, err := fromJSON(j, "")
+			objs, err := fromJSON(j, nil)
 			if err != nil {
 				return fmt.Errorf("%s: %w", displayField(path), err)
+			}
+			for i := range objs {
+				objs[i].source = displayField(path) + objs[i].source
 			}
 			*out = append(*out, objs...)
 			return nil
@@ -77,9 +87,9 @@ func extract(v any, path string, out *[]rawObject) error {
 		}
 		return nil
 	default:
-		var b bytes.Buffer
-		_ = json.NewEncoder(&b).Encode(x)
-		return fmt.Errorf("%s: want a Kubernetes object, an array or an object of them, got %s", displayField(path), strings.TrimSpace(b.String()))
+		// The type, not the value: a Secret that lacks its kind is walked
+		// into, and its values must not be printed.
+		return fmt.Errorf("%s: want a Kubernetes object, an array or an object of them, got %s", displayField(path), typeName(x))
 	}
 }
 

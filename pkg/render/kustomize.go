@@ -1,9 +1,11 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -37,30 +39,53 @@ func hasKustomization(dir string) bool {
 // schema cache) are not safe for concurrent use, as fluxcd found.
 var krustyMu sync.Mutex
 
-// buildKustomize runs kustomize in process on dir, guarded against panics.
-func buildKustomize(dir string) (raws []rawObject, err error) {
+// buildKustomize runs kustomize in process on dir. Every file it reads is
+// at most max bytes, with aliases that expand it no further (limitedFS), and
+// so is its output.
+func buildKustomize(dir string, max int64) ([]rawObject, error) {
 	krustyMu.Lock()
 	defer krustyMu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kustomize build %s: recovered from panic: %v", displayPath(dir), r)
-		}
-	}()
+	fsys := &limitedFS{FileSystem: filesys.MakeFsOnDisk(), max: max}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), dir)
+	resMap, err := k.Run(fsys, dir)
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build %s: %s", displayPath(dir), strings.TrimSpace(err.Error()))
+		if fsys.err != nil {
+			return nil, fsys.err
+		}
+		return nil, kustomizeError(err)
 	}
+	var (
+		raws  []rawObject
+		total int64
+	)
 	for _, res := range resMap.Resources() {
 		text, err := res.AsYAML()
 		if err != nil {
-			return nil, fmt.Errorf("kustomize build %s: %w", displayPath(dir), err)
+			return nil, err
+		}
+		if total += int64(len(text)); total > max {
+			return nil, overLimit("output", max)
 		}
 		objs, err := parseDocument(text)
 		if err != nil {
-			return nil, fmt.Errorf("kustomize build %s: %s: %w", displayPath(dir), res.CurId(), err)
+			return nil, fmt.Errorf("%s: %w", res.CurId(), err)
 		}
 		raws = append(raws, objs...)
 	}
 	return raws, nil
+}
+
+// outsideRoot matches kustomize's refusal to read a file outside the
+// kustomization's folder (its default load restrictions).
+var outsideRoot = regexp.MustCompile(`security; file '([^']*)' is not in or below '([^']*)'`)
+
+// kustomizeError makes kustomize's error for a file outside the
+// kustomization's folder say so plainly; kustomize reports it amid the
+// errors of its other attempts to read the path.
+func kustomizeError(err error) error {
+	msg := strings.TrimSpace(err.Error())
+	if m := outsideRoot.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("%s is outside the kustomization folder %s: kustomize reads files only in or below a kustomization's folder (make the file's folder a kustomization and list that folder in resources)", displayPath(m[1]), displayPath(m[2]))
+	}
+	return errors.New(msg)
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,13 +14,17 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
 // parseDocuments splits a YAML or JSON stream into objects; Lists are
-// expanded into their items and empty documents skipped.
-func parseDocuments(data []byte) ([]rawObject, error) {
+// expanded into their items and empty documents skipped. Every error names
+// its document ("document 2: …"); each object's source is its document
+// ("document 2", "document 2 item 0"). No document's aliases may expand it
+// past max bytes (see checkAliases).
+func parseDocuments(data []byte, max int64) ([]rawObject, error) {
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	var out []rawObject
 	for i := 1; ; i++ {
@@ -28,92 +33,162 @@ func parseDocuments(data []byte) ([]rawObject, error) {
 			return out, nil
 		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if err := checkAliases(doc, max); err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
 		}
 		objs, err := parseDocument(doc)
 		if err != nil {
 			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		for j := range objs {
+			objs[j].source = fmt.Sprintf("document %d%s", i, objs[j].source)
 		}
 		out = append(out, objs...)
 	}
 }
 
 // parseDocument parses one YAML or JSON document holding an object or a
-// List.
+// List; an empty document holds nothing.
 func parseDocument(doc []byte) ([]rawObject, error) {
-	var m map[string]any
-	if err := yaml.Unmarshal(doc, &m); err != nil {
-		return nil, err
-	}
-	if len(m) == 0 {
-		return nil, nil
-	}
 	j, err := yaml.YAMLToJSON(doc)
 	if err != nil {
 		return nil, err
 	}
-	return fromJSON(j, string(doc))
+	return fromJSON(j, doc)
 }
 
-// fromJSON turns a JSON object into objects. text is the object's source,
-// looked at for "${"; items of a List are looked at on their own.
-func fromJSON(j []byte, text string) ([]rawObject, error) {
-	obj := &unstructured.Unstructured{}
-	if err := obj.UnmarshalJSON(j); err != nil {
+// fromJSON turns a JSON object into objects; null and {} hold nothing.
+// text is the object's source, looked at for "${"; items of a List are
+// looked at on their own, and their source is " item N".
+func fromJSON(j []byte, text []byte) ([]rawObject, error) {
+	var v any
+	if err := utiljson.Unmarshal(j, &v); err != nil {
 		return nil, err
 	}
+	m, ok := v.(map[string]any)
+	switch {
+	case v == nil || ok && len(m) == 0:
+		return nil, nil
+	case !ok:
+		return nil, fmt.Errorf("want a Kubernetes object (a mapping), got %s", typeName(v))
+	}
+	obj := &unstructured.Unstructured{Object: m}
 	if err := checkObject(obj); err != nil {
 		return nil, err
 	}
 	if !obj.IsList() {
-		return []rawObject{{obj: obj, vars: strings.Contains(text, "${")}}, nil
+		return []rawObject{{obj: obj, vars: bytes.Contains(text, []byte("${"))}}, nil
 	}
 	items, _, _ := unstructured.NestedSlice(obj.Object, "items")
 	var out []rawObject
 	for i, item := range items {
-		b, err := yaml.Marshal(item)
+		b, err := json.Marshal(item)
 		if err != nil {
 			return nil, err
 		}
-		objs, err := parseDocument(b)
+		objs, err := fromJSON(b, b)
 		if err != nil {
 			return nil, fmt.Errorf("%s item %d: %w", obj.GetKind(), i, err)
+		}
+		for k := range objs {
+			objs[k].source = fmt.Sprintf(" item %d%s", i, objs[k].source)
 		}
 		out = append(out, objs...)
 	}
 	return out, nil
 }
 
+// checkObject checks the fields that name an object: kind, apiVersion and
+// metadata's name, generateName and namespace, present and of the right
+// type. Its errors name the field and the type found, never the value, so
+// that no Secret is quoted.
 func checkObject(o *unstructured.Unstructured) error {
+	m := o.Object
+	kind, ok := m["kind"].(string)
+	if !ok || kind == "" {
+		if v, found := m["kind"]; found && !ok {
+			return fmt.Errorf("kind: want a string, got %s", typeName(v))
+		}
+		name, _, _ := unstructured.NestedString(m, "metadata", "name")
+		if name != "" {
+			return fmt.Errorf("object %q has no kind", name)
+		}
+		return errors.New("object has no kind")
+	}
+	if v, found := m["apiVersion"]; found {
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: apiVersion: want a string, got %s", kind, typeName(v))
+		}
+	}
 	if o.IsList() {
 		return nil
 	}
+	meta, found := m["metadata"]
+	if found && meta != nil {
+		mm, ok := meta.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s: metadata: want a mapping, got %s", kind, typeName(meta))
+		}
+		for _, f := range []string{"name", "generateName", "namespace"} {
+			if v, found := mm[f]; found && v != nil {
+				if _, ok := v.(string); !ok {
+					return fmt.Errorf("%s: metadata.%s: want a string, got %s", kind, f, typeName(v))
+				}
+			}
+		}
+	}
 	switch {
 	case o.GetAPIVersion() == "":
-		return fmt.Errorf("%s %q has no apiVersion", o.GetKind(), o.GetName())
+		return fmt.Errorf("%s %q has no apiVersion", kind, o.GetName())
 	case o.GetName() == "" && o.GetGenerateName() == "":
-		return fmt.Errorf("%s has no metadata.name", o.GetKind())
+		return fmt.Errorf("%s has no metadata.name", kind)
 	}
 	return nil
 }
 
+// typeName names the type of a value decoded from JSON, for errors that
+// must not print the value itself.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, float64, json.Number:
+		return "a number"
+	case []any:
+		return "a list"
+	case map[string]any:
+		return "a mapping"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
 // readManifests reads a file, every .yaml/.yml/.json file under a folder
-// (recursively, in lexical order), or standard input for "-".
-func (e *Engine) readManifests(path string) ([]rawObject, error) {
+// (recursively, in lexical order), or standard input for "-": at most max
+// bytes from each, and from all files of a folder together.
+func (e *Engine) readManifests(path string, max int64) ([]rawObject, error) {
 	if path == "-" {
 		e.stdin.once.Do(func() {
 			if e.Stdin == nil {
 				e.stdin.err = errors.New("no standard input")
 				return
 			}
-			e.stdin.data, e.stdin.err = io.ReadAll(e.Stdin)
+			e.stdin.data, e.stdin.err = readAll(e.Stdin, max, "standard input")
 		})
 		if e.stdin.err != nil {
 			return nil, fmt.Errorf("reading standard input: %w", e.stdin.err)
 		}
-		objs, err := parseDocuments(e.stdin.data)
+		objs, err := parseDocuments(e.stdin.data, max)
 		if err != nil {
 			return nil, fmt.Errorf("standard input: %w", err)
+		}
+		for i := range objs {
+			objs[i].source = "standard input " + objs[i].source
 		}
 		return objs, nil
 	}
@@ -143,15 +218,25 @@ func (e *Engine) readManifests(path string) ([]rawObject, error) {
 			return nil, err
 		}
 	}
-	var out []rawObject
+	var (
+		out   []rawObject
+		total int64
+	)
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := readFile(f, max-total)
 		if err != nil {
+			if total > 0 && errors.As(err, new(*limitError)) {
+				return nil, &limitError{fmt.Sprintf("%s: its manifest files together exceed the %s limit", displayPath(path), byteSize(max))}
+			}
 			return nil, err
 		}
-		objs, err := parseDocuments(data)
+		total += int64(len(data))
+		objs, err := parseDocuments(data, max)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", displayPath(f), err)
+		}
+		for i := range objs {
+			objs[i].source = displayPath(f) + " " + objs[i].source
 		}
 		out = append(out, objs...)
 	}

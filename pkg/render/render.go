@@ -71,6 +71,8 @@ type Target struct {
 // rendering failed.
 type Result struct {
 	Target
+	// Objects are set with Err too when every object rendered but some of
+	// them twice, so that vet can check them all.
 	Objects []*unstructured.Unstructured
 	// Path is the kustomize folder or file that was rendered.
 	Path string
@@ -85,6 +87,8 @@ type Engine struct {
 	Parallel int
 	// Stdin is read (once) for the source path "-".
 	Stdin io.Reader
+	// Limits bound each render; the zero value is the defaults.
+	Limits Limits
 
 	memo  memo.Memo[string, []rawObject]
 	stdin struct {
@@ -113,7 +117,12 @@ func (e *Engine) Render(ctx context.Context, targets []Target) []Result {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			results[i].Objects, results[i].Path, results[i].Err = e.renderOne(t)
+			defer func() {
+				if p := recover(); p != nil {
+					results[i].Err = fmt.Errorf("cluster %s: app %s: recovered from panic: %v", t.Cluster.Name, t.App, p)
+				}
+			}()
+			results[i].Objects, results[i].Path, results[i].Err = e.renderOne(ctx, t)
 			if results[i].Err != nil {
 				results[i].Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, results[i].Err)
 			}
@@ -123,10 +132,11 @@ func (e *Engine) Render(ctx context.Context, targets []Target) []Result {
 	return results
 }
 
-func (e *Engine) renderOne(t Target) ([]*unstructured.Unstructured, string, error) {
+func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstructured, string, error) {
 	var (
 		raws []rawObject
 		path = t.Source.Path
+		lim  = e.Limits.orDefaults()
 		err  error
 	)
 	switch t.Source.Type {
@@ -134,29 +144,44 @@ func (e *Engine) renderOne(t Target) ([]*unstructured.Unstructured, string, erro
 		if path, err = KustomizeDir(t.Source.Path, &t.Cluster); err != nil {
 			return nil, "", err
 		}
-		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) { return buildKustomize(path) })
+		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) {
+			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) { return buildKustomize(path, lim.MaxBytes) })
+			if err != nil {
+				return nil, fmt.Errorf("kustomize build %s: %w", displayPath(path), err)
+			}
+			return raws, nil
+		})
 	case Manifests:
-		raws, err = e.memo.Do("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path) })
+		raws, err = e.memo.Do("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path, lim.MaxBytes) })
 	case Jsonnet:
 		clusterJSON, jerr := json.Marshal(t.Cluster)
 		if jerr != nil {
 			return nil, "", jerr
 		}
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
-		raws, err = e.memo.Do(key, func() ([]rawObject, error) { return evalJsonnet(path, t.Source.JPath, string(clusterJSON)) })
+		raws, err = e.memo.Do(key, func() ([]rawObject, error) {
+			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
+				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("jsonnet %s: %w", displayPath(path), err)
+			}
+			return raws, nil
+		})
 	default:
 		return nil, "", fmt.Errorf("unknown source type %q", t.Source.Type)
 	}
 	if err != nil {
 		return nil, path, err
 	}
-	objs, err := substituteAll(raws, t.Source.Type != Jsonnet, VariablesOf(&t.Cluster))
+	objs, err := substituteAll(raws, t.Source.Type != Jsonnet, VariablesOf(&t.Cluster), lim.MaxBytes)
 	if err != nil {
 		return nil, path, err
 	}
 	setDefaultNamespace(objs, t.Source.Namespace)
+	err = duplicates(objs, raws)
 	Sort(objs)
-	return objs, path, nil
+	return objs, path, err
 }
 
 // rawObject is a rendered object before substitution.
@@ -164,18 +189,24 @@ type rawObject struct {
 	obj *unstructured.Unstructured
 	// vars is set when the object holds "${" anywhere.
 	vars bool
+	// source says where the object came from, when that is known:
+	// "web/cm.yaml document 2", "output.web.deployment".
+	source string
 }
 
 // substituteAll returns a fresh copy of every object, with variables
-// expanded when subst is set and the object does not opt out.
-func substituteAll(raws []rawObject, subst bool, vars Vars) ([]*unstructured.Unstructured, error) {
+// expanded when subst is set and the object does not opt out; the
+// substituted text of all objects together may not pass max bytes.
+func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(raws))
+	x := expansion{vars: vars, left: max, max: max}
 	for _, r := range raws {
 		if !subst || !r.vars || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
 			out = append(out, r.obj.DeepCopy())
 			continue
 		}
-		v, err := vars.expand(r.obj.Object)
+		x.redact = isSecret(r.obj.GetKind())
+		v, err := x.value(r.obj.Object)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ObjectRef(r.obj), err)
 		}
@@ -184,6 +215,45 @@ func substituteAll(raws []rawObject, subst bool, vars Vars) ([]*unstructured.Uns
 		out = append(out, obj)
 	}
 	return out, nil
+}
+
+// isSecret tells the kinds whose values errors never quote: Secret, and
+// kinds like SealedSecret and ExternalSecret.
+func isSecret(kind string) bool { return strings.Contains(kind, "Secret") }
+
+// duplicates refuses two objects of one group, kind, namespace and name;
+// objs[i] was rendered from raws[i]. The error names the object and, when
+// known, both sources, and counts any further duplicates.
+func duplicates(objs []*unstructured.Unstructured, raws []rawObject) error {
+	seen := make(map[string]int, len(objs))
+	var (
+		first error
+		more  int
+	)
+	for i, o := range objs {
+		if o.GetName() == "" {
+			continue // generateName: a new object each time
+		}
+		gvk := o.GroupVersionKind()
+		key := gvk.Group + "\x00" + gvk.Kind + "\x00" + o.GetNamespace() + "\x00" + o.GetName()
+		j, ok := seen[key]
+		if !ok {
+			seen[key] = i
+			continue
+		}
+		if first != nil {
+			more++
+			continue
+		}
+		first = fmt.Errorf("%s is rendered twice", ObjectRef(o))
+		if a, b := raws[j].source, raws[i].source; a != "" && b != "" {
+			first = fmt.Errorf("%s is rendered twice: from %s and from %s", ObjectRef(o), a, b)
+		}
+	}
+	if more > 0 {
+		return fmt.Errorf("%w (and %d more objects rendered more than once)", first, more)
+	}
+	return first
 }
 
 // ObjectRef names an object the way kubectl does: kind/name, with its

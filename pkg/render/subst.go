@@ -2,6 +2,7 @@ package render
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,17 +13,67 @@ import (
 const SubstituteAnnotation = "fleet/substitute"
 
 // UndefinedError is a ${var} with no value and no default.
-type UndefinedError struct{ Name string }
+type UndefinedError struct {
+	Name string
+	// Field is where the reference is in its object ("data.url"), when known.
+	Field string
+}
 
 // Error implements error.
 func (e *UndefinedError) Error() string {
-	return fmt.Sprintf("undefined variable ${%s} (define the attribute %q or write ${%s:=default})", e.Name, e.Name, e.Name)
+	return fmt.Sprintf("undefined variable ${%s}%s (define the attribute %q or write ${%s:=default})", e.Name, inField(e.Field), e.Name, e.Name)
+}
+
+// SyntaxError is a "${" that does not start a valid variable reference.
+type SyntaxError struct {
+	// Unterminated is set when no "}" follows.
+	Unterminated bool
+	// Ref is the reference as written: "${a-b}", or the start of the text
+	// after an unterminated "${".
+	Ref string
+	// Offset is the byte offset of the "${" in its string.
+	Offset int
+	// Field is where the string is in its object, when known.
+	Field string
+	// Redacted leaves Ref out of the message, for Secrets.
+	Redacted bool
+}
+
+// Error implements error.
+func (e *SyntaxError) Error() string {
+	what := "invalid variable reference"
+	if e.Unterminated {
+		what = "unterminated variable reference"
+	}
+	if e.Redacted {
+		what += fmt.Sprintf(" at byte %d", e.Offset)
+	} else if e.Unterminated {
+		what += " " + excerpt(e.Ref)
+	} else {
+		what += " " + e.Ref
+	}
+	what += inField(e.Field)
+	if e.Redacted {
+		what += " (a Secret's value is not shown)"
+	}
+	if e.Unterminated {
+		return what
+	}
+	return what + fmt.Sprintf(": use ${name} or ${name:=default}, $${...} for a literal, or the annotation %s: disabled", SubstituteAnnotation)
+}
+
+func inField(f string) string {
+	if f == "" {
+		return ""
+	}
+	return " in " + f
 }
 
 // Substitute expands variables in text with the syntax of Flux's post-build
 // substitution: ${var}, ${var:=default}, and $${var} for a literal ${var}.
 // Any other "${" is an error, so a typo never ships silently; a "$" not
-// followed by "{" is left alone.
+// followed by "{" is left alone. Errors are an *UndefinedError or a
+// *SyntaxError.
 func Substitute(text string, vars map[string]string) (string, error) {
 	i := strings.Index(text, "${")
 	if i < 0 {
@@ -30,24 +81,25 @@ func Substitute(text string, vars map[string]string) (string, error) {
 	}
 	var b strings.Builder
 	b.Grow(len(text))
+	offset := 0 // of text in the original
 	for i >= 0 {
 		if i > 0 && text[i-1] == '$' {
 			// "$${" is an escaped "${": drop one "$" and copy the rest.
 			b.WriteString(text[:i-1])
 			b.WriteString("${")
-			text = text[i+2:]
+			text, offset = text[i+2:], offset+i+2
 			i = strings.Index(text, "${")
 			continue
 		}
 		b.WriteString(text[:i])
 		end := strings.IndexByte(text[i:], '}')
 		if end < 0 {
-			return "", fmt.Errorf("unterminated variable reference %s", excerpt(text[i:]))
+			return "", &SyntaxError{Unterminated: true, Ref: text[i:], Offset: offset + i}
 		}
 		ref := text[i+2 : i+end]
 		name, def, hasDefault := strings.Cut(ref, ":=")
 		if !validName(name) {
-			return "", fmt.Errorf("invalid variable reference ${%s}: use ${name} or ${name:=default}, $${...} for a literal, or the annotation %s: disabled", ref, SubstituteAnnotation)
+			return "", &SyntaxError{Ref: "${" + ref + "}", Offset: offset + i}
 		}
 		v, ok := vars[name]
 		switch {
@@ -58,7 +110,7 @@ func Substitute(text string, vars map[string]string) (string, error) {
 		default:
 			return "", &UndefinedError{Name: name}
 		}
-		text = text[i+end+1:]
+		text, offset = text[i+end+1:], offset+i+end+1
 		i = strings.Index(text, "${")
 	}
 	b.WriteString(text)
@@ -114,49 +166,123 @@ func VariablesOf(c *Cluster) Vars {
 }
 
 // expand substitutes variables in every string (and map key) of a value
+// parsed from YAML, returning a copy; see expansion.value.
+func (vs Vars) expand(v any) (any, error) {
+	x := expansion{vars: vs, left: DefaultMaxBytes, max: DefaultMaxBytes}
+	return x.value(v)
+}
+
+// expansion substitutes the variables of one target's objects.
+type expansion struct {
+	vars Vars
+	// left is how many more bytes substitution may produce, of max.
+	left, max int64
+	// redact leaves the text of references out of errors (for Secrets).
+	redact bool
+}
+
+// value substitutes variables in every string (and map key) of a value
 // parsed from YAML, returning a copy. A string that is one variable
 // reference and nothing else takes the variable's YAML type, so
 // `replicas: ${replicas}` with replicas: 4 gives the integer 4, as the same
 // text substituted and read as YAML would; a default's text is read as a
-// YAML scalar. Any other string stays a string.
-func (vs Vars) expand(v any) (any, error) {
-	switch x := v.(type) {
+// YAML scalar. Any other string stays a string. Errors name the field.
+func (x *expansion) value(v any) (any, error) {
+	switch v := v.(type) {
 	case string:
-		if !strings.Contains(x, "${") {
-			return x, nil
+		if !strings.Contains(v, "${") {
+			return v, nil
 		}
-		if name, def, hasDefault, ok := wholeReference(x); ok {
-			if val, ok := vs.Typed[name]; ok {
-				return normalize(val), nil
+		if name, def, hasDefault, ok := wholeReference(v); ok {
+			if val, ok := x.vars.Typed[name]; ok {
+				return normalize(val), x.spend(int64(len(x.vars.Text[name])))
 			}
 			if hasDefault {
 				return scalarOf(def), nil
 			}
 		}
-		return Substitute(x, vs.Text)
+		s, err := Substitute(v, x.vars.Text)
+		if err != nil {
+			return nil, x.located(err, "")
+		}
+		return s, x.spend(int64(len(s)))
 	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, val := range x {
-			nk, err := Substitute(k, vs.Text)
+		out := make(map[string]any, len(v))
+		for k, val := range v {
+			nk, err := Substitute(k, x.vars.Text)
 			if err != nil {
-				return nil, err
+				return nil, x.located(err, fieldName(k))
 			}
-			if out[nk], err = vs.expand(val); err != nil {
-				return nil, err
+			if nk != k {
+				if err := x.spend(int64(len(nk))); err != nil {
+					return nil, err
+				}
+			}
+			if out[nk], err = x.value(val); err != nil {
+				return nil, x.located(err, fieldName(k))
 			}
 		}
 		return out, nil
 	case []any:
-		out := make([]any, len(x))
-		for i, val := range x {
+		out := make([]any, len(v))
+		for i, val := range v {
 			var err error
-			if out[i], err = vs.expand(val); err != nil {
-				return nil, err
+			if out[i], err = x.value(val); err != nil {
+				return nil, x.located(err, fmt.Sprintf("[%d]", i))
 			}
 		}
 		return out, nil
 	}
 	return v, nil
+}
+
+// spend takes n bytes of substituted text from what is left.
+func (x *expansion) spend(n int64) error {
+	if x.left -= n; x.left < 0 {
+		return overLimit("variable substitution output", x.max)
+	}
+	return nil
+}
+
+// located prefixes the field of a substitution error with step (a field
+// name or an index) on its way up, and redacts it when it must.
+func (x *expansion) located(err error, step string) error {
+	var (
+		undef  *UndefinedError
+		syntax *SyntaxError
+	)
+	switch {
+	case errors.As(err, &undef):
+		undef.Field = joinField(step, undef.Field)
+	case errors.As(err, &syntax):
+		syntax.Field = joinField(step, syntax.Field)
+		syntax.Redacted = syntax.Redacted || x.redact
+	}
+	return err
+}
+
+func joinField(step, rest string) string {
+	if rest == "" || strings.HasPrefix(rest, "[") {
+		return step + rest
+	}
+	if step == "" {
+		return rest
+	}
+	return step + "." + rest
+}
+
+// fieldName writes a map key as a step of a field path: as it is when it
+// is a plain name, else in brackets ("metadata.labels[app.kubernetes.io/name]").
+func fieldName(k string) string {
+	for _, r := range k {
+		if r != '_' && r != '-' && !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return "[" + k + "]"
+		}
+	}
+	if k == "" {
+		return `[""]`
+	}
+	return k
 }
 
 // wholeReference matches a string that is exactly ${name} or

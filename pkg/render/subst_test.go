@@ -2,10 +2,12 @@ package render
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestSubstitute(t *testing.T) {
@@ -86,7 +88,62 @@ func FuzzSubstitute(f *testing.F) {
 		if err == nil && !strings.Contains(in, "${") && out != in {
 			t.Errorf("text without ${ changed: %q → %q", in, out)
 		}
+		var (
+			undef  *UndefinedError
+			syntax *SyntaxError
+		)
+		switch {
+		case err == nil, errors.As(err, &undef):
+		case errors.As(err, &syntax):
+			if syntax.Offset < 0 || syntax.Offset+2 > len(in) || in[syntax.Offset:syntax.Offset+2] != "${" {
+				t.Errorf("%q: offset %d is not at a ${", in, syntax.Offset)
+			}
+			// Redacted, the message is fixed text and the offset: no Ref.
+			syntax.Redacted = true
+			what := "invalid"
+			if syntax.Unterminated {
+				what = "unterminated"
+			}
+			msg, _, _ := strings.Cut(syntax.Error(), ": use ${name}")
+			if want := fmt.Sprintf("%s variable reference at byte %d (a Secret's value is not shown)", what, syntax.Offset); msg != want {
+				t.Errorf("redacted error %q, want %q", msg, want)
+			}
+		default:
+			t.Errorf("%q: error %T %v", in, err, err)
+		}
 	})
+}
+
+// TestSubstitutionErrorsSayWhere checks that errors name the field, and
+// never quote a Secret's text.
+func TestSubstitutionErrorsSayWhere(t *testing.T) {
+	obj := func(kind string, data map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": "x", "labels": map[string]any{"app.kubernetes.io/name": "${NOPE}"}}, "data": data}
+	}
+	tests := []struct {
+		kind string
+		data map[string]any
+		want string
+	}{
+		{"ConfigMap", map[string]any{}, "undefined variable ${NOPE} in metadata.labels[app.kubernetes.io/name] (define"},
+		{"ConfigMap", map[string]any{"list": []any{"ok", map[string]any{"k": "a ${bad var} b"}}}, "invalid variable reference ${bad var} in data.list[1].k: use ${name}"},
+		{"ConfigMap", map[string]any{"s": "tail ${open"}, `unterminated variable reference "${open" in data.s`},
+		{"Secret", map[string]any{"s": "hunter2 ${bad var} b"}, "invalid variable reference at byte 8 in data.s (a Secret's value is not shown): use ${name}"},
+		{"SealedSecret", map[string]any{"s": "hunter2${open"}, "unterminated variable reference at byte 7 in data.s (a Secret's value is not shown)"},
+	}
+	for _, tt := range tests {
+		o := obj(tt.kind, tt.data)
+		if len(tt.data) > 0 {
+			o["metadata"].(map[string]any)["labels"] = nil
+		}
+		_, err := substituteAll([]rawObject{{obj: &unstructured.Unstructured{Object: o}, vars: true}}, true, VariablesOf(&Cluster{}), DefaultMaxBytes)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want …%s…", tt.kind, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error quotes the value: %v", tt.kind, err)
+		}
+	}
 }
 
 func TestExpandTypes(t *testing.T) {
