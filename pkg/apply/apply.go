@@ -22,9 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // FieldManager owns every field kubectl fleet applies.
@@ -120,11 +120,11 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		newNS   map[string]bool
 	)
 	if cfg.DryRun {
-		newNS = diff.Namespaces(first)
+		newNS = object.Namespaces(first)
 	}
 	if crds := crdsOf(first); len(crds) > 0 {
 		if cfg.DryRun {
-			pending = notServed(c, diff.CRDKinds(crds))
+			pending = notServed(c, object.CRDKinds(crds))
 		} else {
 			if err := waitEstablished(stop, c, crds, cfg.Timeout); err != nil {
 				return err
@@ -155,17 +155,10 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	return nil
 }
 
-// firstStage reports whether o is applied before the rest (and deleted
-// after it): a Namespace or a CRD.
-func firstStage(o *unstructured.Unstructured) bool {
-	gk := o.GroupVersionKind().GroupKind()
-	return gk == (schema.GroupKind{Kind: "Namespace"}) || gk == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"})
-}
-
 // stages splits objects: CRDs and Namespaces first, then the rest.
 func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unstructured) {
 	for _, o := range objs {
-		if firstStage(o) {
+		if object.IsFirst(o) {
 			first = append(first, o)
 		} else {
 			rest = append(rest, o)
@@ -191,7 +184,7 @@ func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Un
 			break
 		}
 		if pending[obj.GroupVersionKind().GroupKind()] {
-			cfg.Report(Change{Ref: diff.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
+			cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
 			continue
 		}
 		wg.Add(1)
@@ -199,7 +192,7 @@ func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Un
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			ch := applyOne(ctx, c, obj, cfg, rvs)
-			if cfg.DryRun && ch.Err != nil && diff.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
+			if cfg.DryRun && ch.Err != nil && kube.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
 				ch = Change{Ref: ch.Ref, Namespace: ch.Namespace, Action: Skipped, Reason: "its namespace is created by this apply; not validated by the server"}
 			}
 			if ch.Err != nil {
@@ -226,7 +219,7 @@ func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Un
 // keeps the old version, compares the objects.
 func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cfg Config, rvs *versions) Change {
 	opts := kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force, DryRun: cfg.DryRun}
-	ch := Change{Ref: diff.Ref(obj), Namespace: obj.GetNamespace()}
+	ch := Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
 	fail := func(err error) Change {
 		ch.Action, ch.Err, ch.Namespace = Failed, explain(err), obj.GetNamespace()
 		return ch
@@ -264,7 +257,7 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 		ch.Action = Created
 	case before.GetResourceVersion() == after.GetResourceVersion() && !cfg.DryRun:
 		ch.Action = Unchanged
-	case cfg.DryRun && diff.Same(before, after):
+	case cfg.DryRun && object.Same(before, after):
 		ch.Action = Unchanged
 	default:
 		ch.Action = Configured
@@ -361,7 +354,7 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unst
 	}
 	keep := map[string]bool{}
 	for _, o := range objs {
-		keep[diff.Path(o)] = true
+		keep[object.Path(o)] = true
 	}
 	members, err := set.Members(ctx, c, gks, nss)
 	if err != nil {
@@ -369,13 +362,13 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unst
 	}
 	var doomed []*unstructured.Unstructured
 	for _, m := range members {
-		if !keep[diff.Path(m)] {
+		if !keep[object.Path(m)] {
 			doomed = append(doomed, m)
 		}
 	}
 	// Namespaces and CRDs last: their deletion takes their contents along.
 	slices.SortStableFunc(doomed, func(a, b *unstructured.Unstructured) int {
-		return boolInt(firstStage(a)) - boolInt(firstStage(b))
+		return boolInt(object.IsFirst(a)) - boolInt(object.IsFirst(b))
 	})
 	var errs []error
 	for _, m := range doomed {
@@ -390,7 +383,7 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unst
 				err = nil
 			}
 		}
-		ch := Change{Ref: diff.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
+		ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
 		if err != nil {
 			ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
 			errs = append(errs, err)
@@ -436,16 +429,16 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 			case err != nil:
 				still = append(still, o)
 				if ctx.Err() == nil {
-					last[diff.Path(o)] = err.Error()
+					last[object.Path(o)] = err.Error()
 				}
 			case res.Status == status.CurrentStatus:
-				cfg.Report(Change{Ref: diff.Ref(o), Namespace: o.GetNamespace(), Action: Healthy})
+				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Healthy})
 			case res.Status == status.FailedStatus:
-				cfg.Report(Change{Ref: diff.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: res.Message})
-				return fmt.Errorf("%s is %s: %s", diff.Ref(o), res.Status, res.Message)
+				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: res.Message})
+				return fmt.Errorf("%s is %s: %s", object.Ref(o), res.Status, res.Message)
 			default:
 				still = append(still, o)
-				last[diff.Path(o)] = string(res.Status) + ": " + res.Message
+				last[object.Path(o)] = string(res.Status) + ": " + res.Message
 			}
 		}
 		if len(still) == 0 {
@@ -455,7 +448,7 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 		select {
 		case <-ctx.Done():
 			for _, o := range pending {
-				cfg.Report(Change{Ref: diff.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: last[diff.Path(o)]})
+				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: last[object.Path(o)]})
 			}
 			return fmt.Errorf("%d objects not healthy after %s", len(pending), timeout)
 		case <-time.After(time.Second):

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -304,11 +305,11 @@ func newExternalDiff() (*externalDiff, error) {
 
 func (e *externalDiff) add(cluster string, d diff.Object) error {
 	name := filepath.Join(cluster, strings.ReplaceAll(d.Path, "/", "_")+".yaml")
-	live, err := diff.ToYAML(d.Live)
+	live, err := object.ToYAML(d.Live)
 	if err != nil {
 		return err
 	}
-	merged, err := diff.ToYAML(d.Merged)
+	merged, err := object.ToYAML(d.Merged)
 	if err != nil {
 		return err
 	}

@@ -2,18 +2,16 @@ package diff
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // Kind is what apply would do to an object.
@@ -75,8 +73,8 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			return nil, err
 		}
 	}
-	crds := CRDKinds(objs)
-	newNS := Namespaces(objs)
+	crds := object.CRDKinds(objs)
+	newNS := object.Namespaces(objs)
 	out := make([]Object, len(objs))
 	sem := make(chan struct{}, max(1, o.Concurrency))
 	var wg sync.WaitGroup
@@ -105,10 +103,10 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
 	}
 	for _, m := range members {
-		if rendered[Path(m)] {
+		if rendered[object.Path(m)] {
 			continue
 		}
-		d := Object{Ref: Ref(m), Path: Path(m), Kind: Prune, Live: Normalize(m), Current: m}
+		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Live: object.Normalize(m), Current: m}
 		if err := finish(&d, o); err != nil {
 			return nil, err
 		}
@@ -118,26 +116,26 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 }
 
 func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options) Object {
-	d := Object{Ref: Ref(obj), Path: Path(obj)}
+	d := Object{Ref: object.Ref(obj), Path: object.Path(obj)}
 	before, after, err := c.Apply(ctx, obj, kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true})
-	d.Path = Path(obj) // the namespace may have been defaulted
+	d.Path = object.Path(obj) // the namespace may have been defaulted
 	d.Current = before
 	switch {
 	case err != nil && meta.IsNoMatchError(err) && crds[obj.GroupVersionKind().GroupKind()]:
-		d.Kind, d.Merged = AfterCRD, Normalize(obj)
-	case err != nil && IsNamespaceNotFound(err) && newNS[obj.GetNamespace()]:
+		d.Kind, d.Merged = AfterCRD, object.Normalize(obj)
+	case err != nil && kube.IsNamespaceNotFound(err) && newNS[obj.GetNamespace()]:
 		// Its namespace is created by the same apply, so the server cannot
 		// dry-run it yet: it is new, shown as rendered.
-		d.Kind, d.Merged = Create, Normalize(obj)
+		d.Kind, d.Merged = Create, object.Normalize(obj)
 	case err != nil:
 		d.Err = err
 		return d
 	case before == nil:
-		d.Kind, d.Merged = Create, Normalize(after)
+		d.Kind, d.Merged = Create, object.Normalize(after)
 	default:
-		d.Live, d.Merged = Normalize(before), Normalize(after)
+		d.Live, d.Merged = object.Normalize(before), object.Normalize(after)
 		d.Kind = Change
-		if Same(before, after) {
+		if object.Same(before, after) {
 			d.Kind = Unchanged
 		}
 	}
@@ -151,63 +149,23 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 func finish(d *Object, o Options) error {
 	if !o.ShowSecrets {
 		var err error
-		if d.Live, d.Merged, err = Mask(d.Live, d.Merged); err != nil {
+		if d.Live, d.Merged, err = object.Mask(d.Live, d.Merged); err != nil {
 			return err
 		}
 	}
 	if d.Kind == Unchanged {
 		return nil
 	}
-	live, err := ToYAML(d.Live)
+	live, err := object.ToYAML(d.Live)
 	if err != nil {
 		return err
 	}
-	merged, err := ToYAML(d.Merged)
+	merged, err := object.ToYAML(d.Merged)
 	if err != nil {
 		return err
 	}
 	d.Text = Unified("live/"+o.Cluster+"/"+d.Path, "merged/"+o.Cluster+"/"+d.Path, live, merged, o.Context)
 	return nil
-}
-
-// IsNamespaceNotFound reports an error about a missing namespace.
-func IsNamespaceNotFound(err error) bool {
-	var se apierrors.APIStatus
-	if !errors.As(err, &se) || !apierrors.IsNotFound(err) {
-		return false
-	}
-	d := se.Status().Details
-	return d != nil && d.Kind == "namespaces"
-}
-
-// Namespaces lists the Namespaces among objs.
-func Namespaces(objs []*unstructured.Unstructured) map[string]bool {
-	out := map[string]bool{}
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-			out[o.GetName()] = true
-		}
-	}
-	return out
-}
-
-// CRDKinds lists the kinds the CRDs among objs define.
-func CRDKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
-	out := map[schema.GroupKind]bool{}
-	for _, o := range objs {
-		if o.GetKind() != "CustomResourceDefinition" {
-			continue
-		}
-		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
-		out[schema.GroupKind{Group: group, Kind: kind}] = true
-	}
-	return out
-}
-
-// Same reports whether two versions of an object differ only in noise.
-func Same(a, b *unstructured.Unstructured) bool {
-	return equality.Semantic.DeepEqual(Normalize(a).Object, Normalize(b).Object)
 }
 
 // Summary counts a cluster's differences.

@@ -1,10 +1,16 @@
-package diff
+// Package object names, normalises and compares Kubernetes objects the
+// same way for every engine: identity (Ref, Path), the noise a diff leaves
+// out (Normalize, Same), Secret masking, and the kinds that go first (CRDs
+// and Namespaces).
+package object
 
 import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
 	"sigs.k8s.io/yaml"
 
@@ -121,4 +127,41 @@ func Ref(o *unstructured.Unstructured) string {
 		kind += "." + gvk.Group
 	}
 	return fmt.Sprintf("%s/%s", kind, o.GetName())
+}
+
+// Namespaces lists the Namespaces among objs.
+func Namespaces(objs []*unstructured.Unstructured) map[string]bool {
+	out := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
+			out[o.GetName()] = true
+		}
+	}
+	return out
+}
+
+// CRDKinds lists the kinds the CRDs among objs define.
+func CRDKinds(objs []*unstructured.Unstructured) map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		out[schema.GroupKind{Group: group, Kind: kind}] = true
+	}
+	return out
+}
+
+// Same reports whether two versions of an object differ only in noise.
+func Same(a, b *unstructured.Unstructured) bool {
+	return equality.Semantic.DeepEqual(Normalize(a).Object, Normalize(b).Object)
+}
+
+// IsFirst reports whether o is applied before the rest of a render (and
+// deleted after it): a Namespace or a CustomResourceDefinition.
+func IsFirst(o *unstructured.Unstructured) bool {
+	gk := o.GroupVersionKind().GroupKind()
+	return gk == (schema.GroupKind{Kind: "Namespace"}) || gk == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"})
 }
