@@ -19,7 +19,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -46,6 +48,12 @@ const (
 	// Healthy and Unhealthy report --wait.
 	Healthy   Action = "healthy"
 	Unhealthy Action = "unhealthy"
+	// Replaced: deleted and created again, because an immutable field
+	// changed and the object asks for it (fleet.kubectl.io/force: enabled).
+	Replaced Action = "replaced"
+	// Kept: no longer rendered, but not pruned, because the object asks
+	// for it (fleet.kubectl.io/prune: disabled); it leaves the app's set.
+	Kept Action = "kept"
 )
 
 // Change is one object's outcome.
@@ -57,6 +65,8 @@ type Change struct {
 	// Reason explains a skip or a health state.
 	Reason string
 	Err    error
+	// uid is the object's UID as the server returned it.
+	uid types.UID
 }
 
 // Config is one app's apply to one cluster.
@@ -98,10 +108,10 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	for i, o := range cfg.Objects {
 		objs[i] = o.DeepCopy()
 		set.Label(objs[i])
-		// A namespaced object without a namespace goes to the context's
-		// namespace; the set must record it. (Kinds not served yet are
-		// mapped, and fail, later.)
-		_, _, _ = c.DefaultNamespace(objs[i])
+		// The cluster's mapping says whether the object has a namespace,
+		// and the set must record it. (Kinds not served yet keep the
+		// render's guess; they are mapped, or fail, when applied.)
+		_, _, _ = c.Scope(objs[i])
 	}
 	gks, nss := inventory.Scope(objs)
 	if !cfg.DryRun {
@@ -112,7 +122,8 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		}
 	}
 	first, rest := stages(objs)
-	if err := applyAll(stop, ctx, c, first, cfg, nil, nil); err != nil {
+	applied := sets.New[types.UID]()
+	if err := applyAll(stop, ctx, c, first, cfg, nil, nil, applied); err != nil {
 		return err
 	}
 	var (
@@ -132,11 +143,11 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			c.Mapper.Reset()
 		}
 	}
-	if err := applyAll(stop, ctx, c, rest, cfg, pending, newNS); err != nil {
+	if err := applyAll(stop, ctx, c, rest, cfg, pending, newNS, applied); err != nil {
 		return err
 	}
 	if cfg.Prune && stop.Err() == nil {
-		if err := prune(ctx, c, set, objs, gks, nss, cfg); err != nil {
+		if err := prune(ctx, c, set, applied, gks, nss, cfg); err != nil {
 			return err
 		}
 	}
@@ -170,8 +181,9 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 // applyAll applies objects concurrently. Objects of a kind in pending, and
 // (dry run) objects in a namespace of newNS, are reported skipped: a dry
 // run cannot apply instances of a CRD or into a namespace it did not
-// create. Every failure is reported; the error sums them up.
-func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, cfg Config, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
+// create. The UIDs the server returned go into applied. Every failure is
+// reported; the error sums them up.
+func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, cfg Config, pending map[schema.GroupKind]bool, newNS map[string]bool, applied sets.Set[types.UID]) error {
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
@@ -195,11 +207,13 @@ func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Un
 			if cfg.DryRun && ch.Err != nil && kube.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
 				ch = Change{Ref: ch.Ref, Namespace: ch.Namespace, Action: Skipped, Reason: "its namespace is created by this apply; not validated by the server"}
 			}
+			mu.Lock()
 			if ch.Err != nil {
-				mu.Lock()
 				failed++
-				mu.Unlock()
+			} else if ch.uid != "" {
+				applied.Insert(ch.uid)
 			}
+			mu.Unlock()
 			cfg.Report(ch)
 		}()
 	}
@@ -213,51 +227,62 @@ func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Un
 	return nil
 }
 
-// applyOne applies one object. A real apply tells created, configured and
-// unchanged apart by the resource versions listed once per resource and
-// namespace (one request, not a read per object); a dry run, whose result
-// keeps the old version, compares the objects.
+// applyOne applies one object. A real apply learns whether the object
+// exists, and its resource version, from metadata listed once per resource
+// and namespace (one request, not a read per object); a dry run, whose
+// result keeps the old version, reads the object to compare.
 func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cfg Config, rvs *versions) Change {
 	opts := kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force, DryRun: cfg.DryRun}
 	ch := Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
 	fail := func(err error) Change {
-		ch.Action, ch.Err, ch.Namespace = Failed, explain(err), obj.GetNamespace()
+		ch.Action, ch.Err = Failed, explain(obj, err)
 		return ch
 	}
-	if !cfg.DryRun {
-		ri, m, err := c.DefaultNamespace(obj)
-		if err != nil {
-			return fail(err)
-		}
-		ch.Namespace = obj.GetNamespace()
-		if known, err := rvs.of(ctx, c, m, obj.GetNamespace()); err == nil {
-			after, err := c.Patch(ctx, ri, obj, opts)
-			if err != nil {
-				return fail(err)
-			}
-			old, existed := known[obj.GetName()]
-			switch {
-			case !existed:
-				ch.Action = Created
-			case old == after.GetResourceVersion():
-				ch.Action = Unchanged
-			default:
-				ch.Action = Configured
-			}
-			return ch
-		}
-		// Not allowed to list: read the object itself.
-	}
-	before, after, err := c.Apply(ctx, obj, opts)
-	ch.Namespace = obj.GetNamespace()
-	switch {
-	case err != nil:
+	ri, m, err := c.Scope(obj)
+	if err != nil {
 		return fail(err)
-	case before == nil:
+	}
+	ch.Namespace = obj.GetNamespace()
+	var (
+		live   *metav1.ObjectMeta         // nil: the object does not exist
+		before *unstructured.Unstructured // the live object, when read
+		listed map[string]*metav1.ObjectMeta
+	)
+	if !cfg.DryRun {
+		listed, err = rvs.of(ctx, c, m, obj.GetNamespace())
+	}
+	if listed != nil && err == nil {
+		live = listed[obj.GetName()]
+	} else {
+		// A dry run, or not allowed to list: read the object itself.
+		before, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			before = nil
+		case err != nil:
+			return fail(err)
+		default:
+			live = &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion()}
+		}
+	}
+	if live != nil && object.CreateOnly(obj) {
+		ch.Action, ch.uid = Unchanged, live.UID
+		ch.Reason = "exists, not updated (" + object.ApplyAnnotation + ": create-only)"
+		return ch
+	}
+	after, err := c.Patch(ctx, ri, obj, opts)
+	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
+		return replace(ctx, c, ri, obj, cfg, ch, field)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// A dry run's UID is the live object's, or a new one no member has.
+	ch.uid = after.GetUID()
+	switch {
+	case live == nil:
 		ch.Action = Created
-	case before.GetResourceVersion() == after.GetResourceVersion() && !cfg.DryRun:
-		ch.Action = Unchanged
-	case cfg.DryRun && object.Same(before, after):
+	case cfg.DryRun && object.Same(before, after), !cfg.DryRun && live.ResourceVersion == after.GetResourceVersion():
 		ch.Action = Unchanged
 	default:
 		ch.Action = Configured
@@ -265,14 +290,67 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 	return ch
 }
 
-// versions lists resource versions once per resource and namespace, on
-// first use, for concurrent callers.
-type versions struct {
-	memo memo.Memo[string, map[string]string]
+// replace deletes an object whose immutable field changed and creates it
+// again, as fleet.kubectl.io/force: enabled asks, the way kubectl replace
+// --force does: its dependents are deleted in the background (a Job's
+// pods, a Deployment's ReplicaSets), and it is created once it is gone.
+func replace(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, cfg Config, ch Change, field string) Change {
+	why := "an immutable field changed"
+	if field != "" {
+		why = field + " is immutable"
+	}
+	if cfg.DryRun {
+		ch.Action, ch.Reason = Replaced, why+"; would be deleted and created again ("+object.ForceAnnotation+": enabled)"
+		return ch
+	}
+	fail := func(err error) Change {
+		ch.Action, ch.Err = Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", why, object.ForceAnnotation, err)
+		return ch
+	}
+	bg := metav1.DeletePropagationBackground
+	if err := ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return fail(err)
+	}
+	if err := waitGone(ctx, ri, obj.GetName(), cfg.Timeout); err != nil {
+		return fail(err)
+	}
+	after, err := c.Patch(ctx, ri, obj, kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force})
+	if err != nil {
+		return fail(err)
+	}
+	ch.Action, ch.uid, ch.Reason = Replaced, after.GetUID(), why+"; deleted and created again ("+object.ForceAnnotation+": enabled)"
+	return ch
 }
 
-func (v *versions) of(ctx context.Context, c *kube.Client, m *meta.RESTMapping, ns string) (map[string]string, error) {
-	return v.memo.Do(m.Resource.String()+"|"+ns, func() (map[string]string, error) { return c.ResourceVersions(ctx, m, ns) })
+// waitGone waits until a deleted object is gone, finalizers and
+// dependents included.
+func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		_, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("still there %s after its deletion (finalizers?)", timeout)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// versions lists live objects' metadata once per resource and namespace,
+// on first use, for concurrent callers.
+type versions struct {
+	memo memo.Memo[string, map[string]*metav1.ObjectMeta]
+}
+
+func (v *versions) of(ctx context.Context, c *kube.Client, m *meta.RESTMapping, ns string) (map[string]*metav1.ObjectMeta, error) {
+	return v.memo.Do(m.Resource.String()+"|"+ns, func() (map[string]*metav1.ObjectMeta, error) { return c.ListMetadata(ctx, m, ns) })
 }
 
 func boolInt(b bool) int {
@@ -282,8 +360,12 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// explain adds advice to errors users can act on.
-func explain(err error) error {
+// explain turns errors users can act on into advice, and never quotes the
+// values an immutable-field error carries (a Job's whole pod template).
+func explain(obj *unstructured.Unstructured, err error) error {
+	if field, ok := kube.Immutable(err); ok {
+		return object.ImmutableError(object.Ref(obj), field)
+	}
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("%w (another field manager owns these fields; --force-conflicts takes them over)", err)
 	}
@@ -346,15 +428,12 @@ func conditionTrue(o *unstructured.Unstructured, condType string) bool {
 	return false
 }
 
-// prune deletes the set's live members that are no longer rendered, in
-// reverse dependency order, never anything outside the set.
-func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unstructured.Unstructured, gks sets.Set[schema.GroupKind], nss sets.Set[string], cfg Config) error {
+// prune deletes the set's live members that this apply did not just apply,
+// known by the UIDs the server returned (never by names the render guessed),
+// in reverse dependency order, never anything outside the set.
+func prune(ctx context.Context, c *kube.Client, set *inventory.Set, applied sets.Set[types.UID], gks sets.Set[schema.GroupKind], nss sets.Set[string], cfg Config) error {
 	if !set.Exists && !cfg.DryRun {
 		return nil
-	}
-	keep := map[string]bool{}
-	for _, o := range objs {
-		keep[object.Path(o)] = true
 	}
 	members, err := set.Members(ctx, c, gks, nss)
 	if err != nil {
@@ -362,7 +441,7 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unst
 	}
 	var doomed []*unstructured.Unstructured
 	for _, m := range members {
-		if !keep[object.Path(m)] {
+		if !applied.Has(m.GetUID()) {
 			doomed = append(doomed, m)
 		}
 	}
@@ -373,6 +452,18 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, objs []*unst
 	var errs []error
 	for _, m := range doomed {
 		ri, _, err := c.Resource(m)
+		if err == nil && object.PruneDisabled(m) {
+			ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Kept, Reason: fmt.Sprintf("%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, cfg.App)}
+			if !cfg.DryRun {
+				ch.Err = set.Release(ctx, ri, m)
+			}
+			if ch.Err != nil {
+				ch.Action = Failed
+				errs = append(errs, ch.Err)
+			}
+			cfg.Report(ch)
+			continue
+		}
 		if err == nil {
 			opts := metav1.DeleteOptions{}
 			if cfg.DryRun {

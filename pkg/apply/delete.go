@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -31,7 +32,7 @@ func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report
 		}
 		report(ch)
 	}}
-	if err := prune(ctx, c, set, nil, sets.New[schema.GroupKind](), sets.New[string](), cfg); err != nil {
+	if err := prune(ctx, c, set, sets.New[types.UID](), sets.New[schema.GroupKind](), sets.New[string](), cfg); err != nil {
 		return true, err
 	}
 	opts := metav1.DeleteOptions{}

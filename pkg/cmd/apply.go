@@ -228,26 +228,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	var errs []error
 	for _, res := range results {
 		app := res.App
-		report := func(ch apply.Change) {
-			tally.add(c.Name, ch.Action)
-			if p.json {
-				p.event(ObjectEvent{Type: "object", Cluster: c.Name, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Error: errString(ch.Err)})
-				return
-			}
-			line := ch.Ref + " " + string(ch.Action)
-			if len(results) > 1 {
-				line = app + ": " + line
-			}
-			if dryRun && ch.Action != apply.Failed && ch.Action != apply.Skipped {
-				line += " (server dry run)"
-			}
-			if ch.Err != nil {
-				line += ": " + ch.Err.Error()
-			} else if ch.Reason != "" {
-				line += ": " + ch.Reason
-			}
-			fmt.Fprintln(w, line)
-		}
+		report := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
 		err := apply.Run(ctx, client, apply.Config{
 			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
 			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
@@ -260,6 +241,31 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// reporter prints each object's change of app on a cluster, as a line
+// (prefixed with the app when withApp) or a JSON event, and counts it.
+func reporter(p *printer, w io.Writer, tally *counts, cluster, app string, withApp, dryRun bool) func(apply.Change) {
+	return func(ch apply.Change) {
+		tally.add(cluster, ch.Action)
+		if p.json {
+			p.event(ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Error: errString(ch.Err)})
+			return
+		}
+		line := ch.Ref + " " + string(ch.Action)
+		if withApp {
+			line = app + ": " + line
+		}
+		if dryRun && ch.Action != apply.Failed && ch.Action != apply.Skipped {
+			line += " (server dry run)"
+		}
+		if ch.Err != nil {
+			line += ": " + ch.Err.Error()
+		} else if ch.Reason != "" {
+			line += ": " + ch.Reason
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // printSummary prints every cluster's outcome and returns how many did not
@@ -299,7 +305,7 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 }
 
 func actionCounts(c map[apply.Action]int) string {
-	order := []apply.Action{apply.Created, apply.Configured, apply.Unchanged, apply.Pruned, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
+	order := []apply.Action{apply.Created, apply.Configured, apply.Replaced, apply.Unchanged, apply.Pruned, apply.Deleted, apply.Kept, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
 	var parts []string
 	for _, a := range order {
 		if n := c[a]; n > 0 {

@@ -98,21 +98,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 			if !a.goesTo(c) {
 				continue
 			}
-			found, err := apply.Delete(ctx, client, a.name, dryRun, func(ch apply.Change) {
-				tally.add(name, ch.Action)
-				if p.json {
-					p.event(ObjectEvent{Type: "object", Cluster: name, App: a.name, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Error: errString(ch.Err)})
-					return
-				}
-				line := a.name + ": " + ch.Ref + " " + string(ch.Action)
-				if dryRun && ch.Err == nil {
-					line += " (server dry run)"
-				}
-				if ch.Err != nil {
-					line += ": " + ch.Err.Error()
-				}
-				fmt.Fprintln(w, line)
-			})
+			found, err := apply.Delete(ctx, client, a.name, dryRun, reporter(p, w, &tally, name, a.name, true, dryRun))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
 			} else if !found && !p.json {

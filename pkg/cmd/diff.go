@@ -101,6 +101,8 @@ type DiffEvent struct {
 	Namespace string `json:"namespace,omitempty"`
 	Action    string `json:"action"`
 	Diff      string `json:"diff,omitempty"`
+	Note      string `json:"note,omitempty"`
+	Conflict  bool   `json:"conflict,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
@@ -112,6 +114,7 @@ type DiffSummary struct {
 	Change    int    `json:"change"`
 	Prune     int    `json:"prune"`
 	Unchanged int    `json:"unchanged"`
+	Conflicts int    `json:"conflicts"`
 	Errors    int    `json:"errors"`
 	Error     string `json:"error,omitempty"`
 }
@@ -212,7 +215,7 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 			o.printObjectDiff(w, d)
 			continue
 		}
-		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Error: errString(d.Err)}
+		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Note: d.Note, Conflict: d.Conflict, Error: errString(d.Err)}
 		if d.Merged != nil {
 			ev.Namespace = d.Merged.GetNamespace()
 		} else if d.Live != nil {
@@ -231,6 +234,11 @@ func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
 		return
 	case d.Kind == diff.AfterCRD:
 		fmt.Fprintf(w, "%s would be created after its CRD\n", d.Ref)
+	case d.Note != "":
+		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Note)
+	}
+	if d.Kind == diff.Kept {
+		return
 	}
 	if o.external {
 		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Kind)
@@ -272,10 +280,13 @@ func paint(line string, color bool) string {
 
 func (o *DiffOptions) printDiffSummary(p *printer, oc runner.Outcome, s diff.Summary) {
 	if p.json {
-		p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Errors: s.Errors, Error: errString(oc.Err)})
+		p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
 		return
 	}
 	line := fmt.Sprintf("%d to create, %d to change, %d to prune, %d unchanged", s.Create, s.Change, s.Prune, s.Unchanged)
+	if s.Conflicts > 0 {
+		line += fmt.Sprintf(" (apply needs --force-conflicts for %d)", s.Conflicts)
+	}
 	switch {
 	case oc.State == runner.NotStarted:
 		line = "not diffed (interrupted)"

@@ -2,12 +2,18 @@ package diff
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -27,6 +33,9 @@ const (
 	// AfterCRD: the object's kind comes from a CRD in the same render that
 	// the cluster does not have yet; it would be created after it.
 	AfterCRD Kind = "after-crd"
+	// Kept: no longer rendered, but apply --prune would leave it in place
+	// (fleet.kubectl.io/prune: disabled) and take it out of the app.
+	Kept Kind = "kept"
 )
 
 // Object is the difference for one object. Live and Merged are normalized
@@ -39,6 +48,12 @@ type Object struct {
 	Merged *unstructured.Unstructured
 	// Text is the unified diff of Live and Merged as YAML.
 	Text string
+	// Note says what else apply would do or need: a conflict with another
+	// field manager, a replacement, a policy that applies.
+	Note string
+	// Conflict: another field manager owns fields apply would set, so
+	// apply needs --force-conflicts.
+	Conflict bool
 	// Current is the live object as read, status included and unmasked:
 	// for health checks, never for printing.
 	Current *unstructured.Unstructured
@@ -90,12 +105,21 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	}
 	wg.Wait()
 
-	rendered := map[string]bool{}
-	for _, d := range out {
-		rendered[d.Path] = true
-	}
 	if !set.Exists {
 		return out, nil
+	}
+	// A member is still rendered if the server matched a rendered object to
+	// it (same UID), whatever namespace the render guessed. An object the
+	// server could not even read is matched by its path, so that an error
+	// is never also reported as a prune.
+	uids, failed := sets.New[types.UID](), sets.New[string]()
+	for _, d := range out {
+		switch {
+		case d.Current != nil:
+			uids.Insert(d.Current.GetUID())
+		case d.Err != nil:
+			failed.Insert(d.Path)
+		}
 	}
 	gks, nss := inventory.Scope(objs)
 	members, err := set.Members(ctx, c, gks, nss)
@@ -103,10 +127,13 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
 	}
 	for _, m := range members {
-		if rendered[object.Path(m)] {
+		if uids.Has(m.GetUID()) || failed.Has(object.Path(m)) {
 			continue
 		}
 		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Live: object.Normalize(m), Current: m}
+		if object.PruneDisabled(m) {
+			d.Kind, d.Note = Kept, "no longer rendered; kept ("+object.PruneAnnotation+": disabled) and taken out of the app"
+		}
 		if err := finish(&d, o); err != nil {
 			return nil, err
 		}
@@ -117,16 +144,41 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 
 func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options) Object {
 	d := Object{Ref: object.Ref(obj), Path: object.Path(obj)}
-	before, after, err := c.Apply(ctx, obj, kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true})
-	d.Path = object.Path(obj) // the namespace may have been defaulted
+	opts := kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true}
+	before, after, err := c.Apply(ctx, obj, opts)
+	if apierrors.IsConflict(err) && !opts.Force {
+		// Someone changed fields apply owns (kubectl edit, patch): a
+		// difference, shown as apply --force-conflicts would make it.
+		d.Note, d.Conflict = conflictNote(err), true
+		opts.Force = true
+		before, after, err = c.Apply(ctx, obj, opts)
+	}
+	d.Path = object.Path(obj) // the cluster's mapping may have scoped it
 	d.Current = before
+	field, immutable := kube.Immutable(err)
 	switch {
+	case before != nil && object.CreateOnly(obj):
+		d.Kind, d.Note = Unchanged, "exists, not updated ("+object.ApplyAnnotation+": create-only)"
+		return d
 	case err != nil && meta.IsNoMatchError(err) && crds[obj.GroupVersionKind().GroupKind()]:
 		d.Kind, d.Merged = AfterCRD, object.Normalize(obj)
 	case err != nil && kube.IsNamespaceNotFound(err) && newNS[obj.GetNamespace()]:
 		// Its namespace is created by the same apply, so the server cannot
 		// dry-run it yet: it is new, shown as rendered.
 		d.Kind, d.Merged = Create, object.Normalize(obj)
+	case immutable && before != nil && object.ForceEnabled(obj):
+		// The server cannot dry-run a re-creation: the rendered object
+		// stands for what would be created, compared with the live values
+		// of the fields it sets (not those the server defaults).
+		why := "an immutable field changed"
+		if field != "" {
+			why = field + " is immutable"
+		}
+		d.Kind, d.Live, d.Merged = Change, object.Project(object.Normalize(before), obj), object.Normalize(obj)
+		d.Note = why + "; would be deleted and created again (" + object.ForceAnnotation + ": enabled)"
+	case immutable:
+		d.Err = object.ImmutableError(d.Ref, field)
+		return d
 	case err != nil:
 		d.Err = err
 		return d
@@ -136,13 +188,45 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 		d.Live, d.Merged = object.Normalize(before), object.Normalize(after)
 		d.Kind = Change
 		if object.Same(before, after) {
-			d.Kind = Unchanged
+			d.Kind, d.Note, d.Conflict = Unchanged, "", false
 		}
 	}
 	if err := finish(&d, o); err != nil {
 		d.Err = err
 	}
 	return d
+}
+
+// conflictNote names the field managers and fields of a conflict, and
+// what apply needs to take them back.
+func conflictNote(err error) string {
+	var se apierrors.APIStatus
+	var parts []string
+	if errors.As(err, &se) && se.Status().Details != nil {
+		byManager := map[string][]string{}
+		var managers []string
+		for _, c := range se.Status().Details.Causes {
+			if c.Type != metav1.CauseTypeFieldManagerConflict {
+				continue
+			}
+			m := c.Message
+			if _, rest, ok := strings.Cut(m, "conflict with "); ok {
+				m, _, _ = strings.Cut(rest, " using ")
+			}
+			if _, ok := byManager[m]; !ok {
+				managers = append(managers, m)
+			}
+			byManager[m] = append(byManager[m], c.Field)
+		}
+		for _, m := range managers {
+			parts = append(parts, m+" ("+strings.Join(byManager[m], ", ")+")")
+		}
+	}
+	who := "another field manager"
+	if len(parts) > 0 {
+		who = strings.Join(parts, ", ")
+	}
+	return "conflicts with " + who + ": apply needs --force-conflicts to take these fields back"
 }
 
 // finish masks Secrets and computes the text diff.
@@ -171,6 +255,15 @@ func finish(d *Object, o Options) error {
 // Summary counts a cluster's differences.
 type Summary struct {
 	Create, Change, Prune, Unchanged, Errors int
+	// Conflicts counts the changes apply needs --force-conflicts for.
+	Conflicts int
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // Summarize counts diffs by kind; AfterCRD counts as a creation.
@@ -184,8 +277,10 @@ func Summarize(diffs []Object) Summary {
 			s.Create++
 		case d.Kind == Change:
 			s.Change++
+			s.Conflicts += boolInt(d.Conflict)
 		case d.Kind == Prune:
 			s.Prune++
+
 		default:
 			s.Unchanged++
 		}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -224,4 +225,20 @@ func items(list *unstructured.UnstructuredList) []*unstructured.Unstructured {
 		out[i] = &list.Items[i]
 	}
 	return out
+}
+
+// Release takes a member out of the set without deleting it: it loses the
+// part-of label.
+func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+	if obj.GetLabels()[apply.ApplysetPartOfLabel] != s.ID {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{apply.ApplysetPartOfLabel: nil}}})
+	if err != nil {
+		return err
+	}
+	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("taking %s out of app %s: %w", obj.GetName(), s.App, err)
+	}
+	return nil
 }

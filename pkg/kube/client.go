@@ -106,14 +106,20 @@ type ApplyOptions struct {
 	DryRun bool
 }
 
-// DefaultNamespace gives a namespaced object without a namespace the
-// context's namespace, as kubectl does, and returns its resource client.
-func (c *Client) DefaultNamespace(obj *unstructured.Unstructured) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+// Scope puts obj in the scope the cluster's REST mapping gives its kind,
+// which only the cluster knows for certain: a cluster-scoped object loses
+// any namespace the render guessed, and a namespaced object without one
+// gets the context's namespace, as kubectl does. It returns the object's
+// resource client and mapping.
+func (c *Client) Scope(obj *unstructured.Unstructured) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	ri, m, err := c.Resource(obj)
 	if err != nil {
 		return nil, nil, err
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace && obj.GetNamespace() == "" {
+	switch {
+	case m.Scope.Name() != meta.RESTScopeNameNamespace:
+		obj.SetNamespace("")
+	case obj.GetNamespace() == "":
 		ns, _, err := c.Flags.ToRawKubeConfigLoader().Namespace()
 		if err != nil {
 			return nil, nil, err
@@ -125,10 +131,10 @@ func (c *Client) DefaultNamespace(obj *unstructured.Unstructured) (dynamic.Resou
 }
 
 // Apply server-side applies obj and returns the object as it was before
-// (nil if it did not exist) and as the server returned it. A namespaced
-// object without a namespace goes to the context's namespace.
+// (nil if it did not exist) and as the server returned it, after putting
+// obj in its scope (Scope).
 func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o ApplyOptions) (before, after *unstructured.Unstructured, err error) {
-	ri, _, err := c.DefaultNamespace(obj)
+	ri, _, err := c.Scope(obj)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -156,10 +162,10 @@ func (c *Client) Patch(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
 }
 
-// ResourceVersions lists the names and resource versions of one resource's
-// objects in a namespace ("" for cluster-scoped or all), metadata only: one
-// request instead of a read per object.
-func (c *Client) ResourceVersions(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]string, error) {
+// ListMetadata lists the metadata of one resource's objects in a
+// namespace ("" for cluster-scoped or all), by name: one request instead of
+// a read per object.
+func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
 	var (
 		list *metav1.PartialObjectMetadataList
 		err  error
@@ -172,9 +178,9 @@ func (c *Client) ResourceVersions(ctx context.Context, m *meta.RESTMapping, name
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]string, len(list.Items))
-	for _, o := range list.Items {
-		out[o.Name] = o.ResourceVersion
+	out := make(map[string]*metav1.ObjectMeta, len(list.Items))
+	for i := range list.Items {
+		out[list.Items[i].Name] = &list.Items[i].ObjectMeta
 	}
 	return out, nil
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"errors"
+	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -14,4 +16,29 @@ func IsNamespaceNotFound(err error) bool {
 	}
 	d := se.Status().Details
 	return d != nil && d.Kind == "namespaces"
+}
+
+// immutableMessages are how the API server and CRD validation rules say
+// that a field cannot change once set.
+var immutableMessages = []string{"immutable", "may not change", "are forbidden", "cannot be changed", "can not be changed"}
+
+// Immutable reports whether the server refused a change because a field
+// cannot be changed, and names the field when the server did.
+func Immutable(err error) (field string, ok bool) {
+	var se apierrors.APIStatus
+	if !errors.As(err, &se) || !apierrors.IsInvalid(err) {
+		return "", false
+	}
+	matches := func(msg string) bool {
+		msg = strings.ToLower(msg)
+		return slices.ContainsFunc(immutableMessages, func(m string) bool { return strings.Contains(msg, m) })
+	}
+	if d := se.Status().Details; d != nil {
+		for _, c := range d.Causes {
+			if matches(c.Message) {
+				return c.Field, true
+			}
+		}
+	}
+	return "", matches(se.Status().Message)
 }

@@ -165,3 +165,46 @@ func IsFirst(o *unstructured.Unstructured) bool {
 	gk := o.GroupVersionKind().GroupKind()
 	return gk == (schema.GroupKind{Kind: "Namespace"}) || gk == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"})
 }
+
+// Project returns the parts of live that the fields of shape name: maps
+// keep only shape's keys, lists are projected item by item, and values
+// come from live. It shows what a render would change in the fields it
+// sets, without the fields the server defaulted; nil stays nil.
+func Project(live, shape *unstructured.Unstructured) *unstructured.Unstructured {
+	if live == nil || shape == nil {
+		return live
+	}
+	out, _ := project(live.Object, shape.Object).(map[string]any)
+	return &unstructured.Unstructured{Object: out}
+}
+
+func project(live, shape any) any {
+	switch s := shape.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return live
+		}
+		out := make(map[string]any, len(s))
+		for k, sv := range s {
+			if lv, ok := l[k]; ok {
+				out[k] = project(lv, sv)
+			}
+		}
+		return out
+	case []any:
+		l, ok := live.([]any)
+		if !ok {
+			return live
+		}
+		out := make([]any, len(l))
+		for i, lv := range l {
+			if i < len(s) {
+				lv = project(lv, s[i])
+			}
+			out[i] = lv
+		}
+		return out
+	}
+	return live
+}

@@ -75,3 +75,67 @@ func TestMask(t *testing.T) {
 		t.Error("a ConfigMap was masked")
 	}
 }
+
+func TestProject(t *testing.T) {
+	live := &unstructured.Unstructured{Object: map[string]any{
+		"kind": "Job",
+		"spec": map[string]any{
+			"backoffLimit": int64(6),
+			"template": map[string]any{"spec": map[string]any{
+				"restartPolicy": "Never", "dnsPolicy": "ClusterFirst",
+				"containers": []any{
+					map[string]any{"name": "m", "image": "busybox:1", "imagePullPolicy": "IfNotPresent"},
+					map[string]any{"name": "sidecar", "image": "envoy"},
+				},
+			}},
+		},
+	}}
+	shape := &unstructured.Unstructured{Object: map[string]any{
+		"kind": "Job",
+		"spec": map[string]any{
+			"template": map[string]any{"spec": map[string]any{
+				"restartPolicy": "Never",
+				"containers":    []any{map[string]any{"name": "m", "image": "busybox:2"}},
+				"volumes":       []any{map[string]any{"name": "v"}},
+			}},
+		},
+	}}
+	want := map[string]any{
+		"kind": "Job",
+		"spec": map[string]any{
+			"template": map[string]any{"spec": map[string]any{
+				"restartPolicy": "Never",
+				// Item by item; a live item the shape lacks stays whole.
+				"containers": []any{
+					map[string]any{"name": "m", "image": "busybox:1"},
+					map[string]any{"name": "sidecar", "image": "envoy"},
+				},
+			}},
+		},
+	}
+	if diff := cmp.Diff(want, Project(live, shape).Object); diff != "" {
+		t.Errorf("Project (-want +got):\n%s", diff)
+	}
+	if Project(nil, shape) != nil {
+		t.Error("Project(nil) is not nil")
+	}
+}
+
+func TestValidatePolicies(t *testing.T) {
+	for _, tt := range []struct {
+		ann  map[string]string
+		errs int
+	}{
+		{nil, 0},
+		{map[string]string{PruneAnnotation: "disabled", ApplyAnnotation: "create-only", ForceAnnotation: "enabled"}, 0},
+		{map[string]string{PruneAnnotation: "false"}, 1},
+		{map[string]string{ApplyAnnotation: "CreateOnly", ForceAnnotation: "true"}, 2},
+		{map[string]string{"fleet.kubectl.io/other": "x"}, 0},
+	} {
+		o := &unstructured.Unstructured{Object: map[string]any{}}
+		o.SetAnnotations(tt.ann)
+		if got := ValidatePolicies(o); len(got) != tt.errs {
+			t.Errorf("%v: %d errors (%v), want %d", tt.ann, len(got), got, tt.errs)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -289,39 +290,52 @@ func Sort(objs []*unstructured.Unstructured) {
 	})
 }
 
-// clusterScoped lists the built-in kinds that have no namespace.
-var clusterScoped = map[string]bool{
-	"Namespace": true, "Node": true, "PersistentVolume": true, "StorageClass": true,
-	"CustomResourceDefinition": true, "APIService": true, "ClusterRole": true,
-	"ClusterRoleBinding": true, "PriorityClass": true, "IngressClass": true,
-	"RuntimeClass": true, "CSIDriver": true, "CSINode": true, "VolumeAttachment": true,
-	"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
-	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
-	"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
-	"CertificateSigningRequest": true, "FlowSchema": true,
-	"PriorityLevelConfiguration": true, "ComponentStatus": true,
-	"DeviceClass": true, "ResourceSlice": true,
-}
+// clusterScoped lists the built-in kinds that have no namespace, by group.
+var clusterScoped = func() map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for group, kinds := range map[string][]string{
+		"":                             {"Namespace", "Node", "PersistentVolume", "ComponentStatus"},
+		"admissionregistration.k8s.io": {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"},
+		"apiextensions.k8s.io":         {"CustomResourceDefinition"},
+		"apiregistration.k8s.io":       {"APIService"},
+		"certificates.k8s.io":          {"CertificateSigningRequest", "ClusterTrustBundle"},
+		"flowcontrol.apiserver.k8s.io": {"FlowSchema", "PriorityLevelConfiguration"},
+		"networking.k8s.io":            {"IngressClass", "IPAddress", "ServiceCIDR"},
+		"node.k8s.io":                  {"RuntimeClass"},
+		"rbac.authorization.k8s.io":    {"ClusterRole", "ClusterRoleBinding"},
+		"resource.k8s.io":              {"DeviceClass", "ResourceSlice"},
+		"scheduling.k8s.io":            {"PriorityClass"},
+		"storage.k8s.io":               {"StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass"},
+		"storagemigration.k8s.io":      {"StorageVersionMigration"},
+	} {
+		for _, k := range kinds {
+			out[schema.GroupKind{Group: group, Kind: k}] = true
+		}
+	}
+	return out
+}()
 
-// ClusterScoped returns a test of whether a kind has no namespace, as far as
-// can be told without a cluster: the built-in kinds, and the kinds of the
+// ClusterScoped returns a best guess, without a cluster, of whether a kind
+// has no namespace: the built-in cluster-scoped kinds, and the kinds of the
 // CustomResourceDefinitions among objs by their scope. Any other kind is
-// taken to be namespaced until a cluster says otherwise.
-func ClusterScoped(objs []*unstructured.Unstructured) func(kind string) bool {
-	crds := map[string]bool{}
+// taken to be namespaced. Only the cluster's REST mapping knows for sure;
+// commands that talk to a cluster correct the guess (kube.Client.Scope).
+func ClusterScoped(objs []*unstructured.Unstructured) func(schema.GroupKind) bool {
+	crds := map[schema.GroupKind]bool{}
 	for _, o := range objs {
 		if o.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
 		kind, _, _ := unstructured.NestedString(o.Object, "spec", "names", "kind")
+		group, _, _ := unstructured.NestedString(o.Object, "spec", "group")
 		scope, _, _ := unstructured.NestedString(o.Object, "spec", "scope")
-		crds[kind] = scope == "Cluster"
+		crds[schema.GroupKind{Group: group, Kind: kind}] = scope == "Cluster"
 	}
-	return func(kind string) bool {
-		if scoped, ok := crds[kind]; ok {
+	return func(gk schema.GroupKind) bool {
+		if scoped, ok := crds[gk]; ok {
 			return scoped
 		}
-		return clusterScoped[kind]
+		return clusterScoped[gk]
 	}
 }
 
@@ -331,7 +345,7 @@ func setDefaultNamespace(objs []*unstructured.Unstructured, ns string) {
 	}
 	scoped := ClusterScoped(objs)
 	for _, o := range objs {
-		if o.GetNamespace() == "" && !scoped(o.GetKind()) {
+		if o.GetNamespace() == "" && !scoped(o.GroupVersionKind().GroupKind()) {
 			o.SetNamespace(ns)
 		}
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // Cluster is what every renderer is given about the cluster it renders for.
@@ -179,7 +181,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 		return nil, path, err
 	}
 	setDefaultNamespace(objs, t.Source.Namespace)
-	err = duplicates(objs, raws)
+	err = errors.Join(duplicates(objs, raws), badPolicies(objs, raws))
 	Sort(objs)
 	return objs, path, err
 }
@@ -226,10 +228,7 @@ func isSecret(kind string) bool { return strings.Contains(kind, "Secret") }
 // known, both sources, and counts any further duplicates.
 func duplicates(objs []*unstructured.Unstructured, raws []rawObject) error {
 	seen := make(map[string]int, len(objs))
-	var (
-		first error
-		more  int
-	)
+	var errs firstErrors
 	for i, o := range objs {
 		if o.GetName() == "" {
 			continue // generateName: a new object each time
@@ -241,19 +240,50 @@ func duplicates(objs []*unstructured.Unstructured, raws []rawObject) error {
 			seen[key] = i
 			continue
 		}
-		if first != nil {
-			more++
-			continue
-		}
-		first = fmt.Errorf("%s is rendered twice", ObjectRef(o))
 		if a, b := raws[j].source, raws[i].source; a != "" && b != "" {
-			first = fmt.Errorf("%s is rendered twice: from %s and from %s", ObjectRef(o), a, b)
+			errs.add(fmt.Errorf("%s is rendered twice: from %s and from %s", ObjectRef(o), a, b))
+		} else {
+			errs.add(fmt.Errorf("%s is rendered twice", ObjectRef(o)))
 		}
 	}
-	if more > 0 {
-		return fmt.Errorf("%w (and %d more objects rendered more than once)", first, more)
+	return errs.err("objects rendered more than once")
+}
+
+// badPolicies refuses a policy annotation with a value it does not take:
+// a typo must not silently turn a policy off.
+func badPolicies(objs []*unstructured.Unstructured, raws []rawObject) error {
+	var errs firstErrors
+	for i, o := range objs {
+		for _, err := range object.ValidatePolicies(o) {
+			if src := raws[i].source; src != "" {
+				errs.add(fmt.Errorf("%s (from %s): %w", ObjectRef(o), src, err))
+			} else {
+				errs.add(fmt.Errorf("%s: %w", ObjectRef(o), err))
+			}
+		}
 	}
-	return first
+	return errs.err("objects with bad policy annotations")
+}
+
+// firstErrors keeps the first error and counts the rest.
+type firstErrors struct {
+	first error
+	more  int
+}
+
+func (e *firstErrors) add(err error) {
+	if e.first == nil {
+		e.first = err
+	} else {
+		e.more++
+	}
+}
+
+func (e *firstErrors) err(what string) error {
+	if e.more > 0 {
+		return fmt.Errorf("%w (and %d more %s)", e.first, e.more, what)
+	}
+	return e.first
 }
 
 // ObjectRef names an object the way kubectl does: kind/name, with its

@@ -36,7 +36,7 @@ func Validate(objs []*unstructured.Unstructured) []error {
 			if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 				errs = append(errs, fmt.Errorf("%s: invalid namespace %q: %s", ref, ns, strings.Join(msgs, "; ")))
 			}
-			if scoped(o.GetKind()) {
+			if scoped(gvk.GroupKind()) {
 				errs = append(errs, fmt.Errorf("%s: a %s has no namespace", ref, o.GetKind()))
 			}
 		}

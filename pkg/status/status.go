@@ -59,6 +59,9 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 	}
 	out := App{App: app, LastApplied: set.LastApplied}
 	for _, d := range diffs {
+		if d.Kind == diff.Kept {
+			continue // leaves the app at its next apply --prune
+		}
 		o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change, Orphaned: d.Kind == diff.Prune}
 		switch {
 		case d.Err != nil:

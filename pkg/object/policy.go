@@ -1,0 +1,73 @@
+package object
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Per-object policies, set as annotations on the rendered objects (read
+// from the live object for prune, since that is the one being deleted).
+const (
+	// PruneAnnotation "disabled": never pruned and never deleted by
+	// "kubectl fleet delete"; when no longer rendered the object is left in
+	// place and leaves the app's set. For PVCs and Namespaces with data.
+	PruneAnnotation = "fleet.kubectl.io/prune"
+	// ApplyAnnotation "create-only": created when missing, never updated.
+	ApplyAnnotation = "fleet.kubectl.io/apply"
+	// ForceAnnotation "enabled": a change the server refuses because a
+	// field is immutable deletes the object and creates it again.
+	ForceAnnotation = "fleet.kubectl.io/force"
+)
+
+// policies are the values each policy annotation accepts.
+var policies = map[string][]string{
+	PruneAnnotation: {"disabled", "enabled"},
+	ApplyAnnotation: {"create-only", "always"},
+	ForceAnnotation: {"enabled", "disabled"},
+}
+
+// PruneDisabled reports fleet.kubectl.io/prune: disabled.
+func PruneDisabled(o *unstructured.Unstructured) bool {
+	return o.GetAnnotations()[PruneAnnotation] == "disabled"
+}
+
+// CreateOnly reports fleet.kubectl.io/apply: create-only.
+func CreateOnly(o *unstructured.Unstructured) bool {
+	return o.GetAnnotations()[ApplyAnnotation] == "create-only"
+}
+
+// ForceEnabled reports fleet.kubectl.io/force: enabled.
+func ForceEnabled(o *unstructured.Unstructured) bool {
+	return o.GetAnnotations()[ForceAnnotation] == "enabled"
+}
+
+// ValidatePolicies returns an error for a policy annotation with a value
+// it does not accept: a typo must not silently turn a policy off.
+func ValidatePolicies(o *unstructured.Unstructured) []error {
+	var errs []error
+	ann := o.GetAnnotations()
+	for _, k := range slices.Sorted(maps.Keys(policies)) {
+		v, ok := ann[k]
+		if !ok {
+			continue
+		}
+		if valid := policies[k]; !slices.Contains(valid, v) {
+			errs = append(errs, fmt.Errorf("annotation %s: %q is not one of %q", k, v, valid))
+		}
+	}
+	return errs
+}
+
+// ImmutableError explains a change the server refuses because a field
+// cannot change once set, and how to proceed. It never quotes the values
+// the server's message carries (a Job's whole pod template).
+func ImmutableError(ref, field string) error {
+	what := "a field that cannot change"
+	if field != "" {
+		what = field + ", which cannot change once set"
+	}
+	return fmt.Errorf("the server refuses the change to %s: delete %s and apply again, or annotate it %s: enabled to have apply delete and create it", what, ref, ForceAnnotation)
+}

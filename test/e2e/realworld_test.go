@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// stgOnly is a fleet of the full cluster alone, with apps added by tests.
+const stgOnly = `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - {name: staging}
+clusters:
+  - {name: stg, group: staging, context: fleet-c1}
+`
+
+// An add-on's cluster-scoped custom resource, whose CRD another app
+// installs, rendered by an app with a namespace: the render can only guess
+// that the kind is namespaced and gives it the app's namespace. The cluster
+// knows better: apply --prune must keep what it applied, and diff and
+// status must see no difference.
+func TestClusterScopedKindFromAnotherApp(t *testing.T) {
+	dir := workdir(t, stgOnly+`apps:
+  - {name: scope-crds, manifests: crds}
+  - {name: scope-app, manifests: app, namespace: e2e-scope}
+`, map[string]string{
+		"crds/crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusterpolicies.e2e.example.com}
+spec:
+  group: e2e.example.com
+  names: {kind: ClusterPolicy, plural: clusterpolicies, singular: clusterpolicy}
+  scope: Cluster
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {level: {type: string}}}
+`,
+		"app/all.yaml": `apiVersion: v1
+kind: Namespace
+metadata: {name: e2e-scope}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {a: "1"}
+---
+apiVersion: e2e.example.com/v1
+kind: ClusterPolicy
+metadata: {name: e2e-scope-strict}
+spec: {level: strict}
+---
+# Charts often give every object a namespace.
+apiVersion: e2e.example.com/v1
+kind: ClusterPolicy
+metadata: {name: e2e-scope-lax, namespace: e2e-scope-elsewhere}
+spec: {level: lax}
+`,
+	})
+	if out, errOut, code := fleet(t, dir, "apply", "--app", "scope-crds"); code != 0 {
+		t.Fatalf("apply crds: exit %d\n%s%s", code, out, errOut)
+	}
+	// The render guesses: the offline view gives the policy a namespace.
+	if out, _, _ := fleet(t, dir, "render", "--app", "scope-app"); !strings.Contains(out, "name: e2e-scope-strict\n  namespace: e2e-scope") {
+		t.Errorf("render no longer guesses a namespace for an unknown kind; update this test:\n%s", out)
+	}
+	for i := range 2 {
+		out, errOut, code := fleet(t, dir, "apply", "--app", "scope-app", "--prune")
+		if code != 0 || strings.Contains(out, "pruned") {
+			t.Fatalf("apply %d: exit %d\n%s%s", i+1, code, out, errOut)
+		}
+		if i == 0 && !strings.Contains(out, "clusterpolicy.e2e.example.com/e2e-scope-strict created") {
+			t.Errorf("apply 1 did not create the policy:\n%s", out)
+		}
+		if v, _ := get(t, "fleet-c1", "clusterpolicies", "e2e-scope-strict", "e2e-scope-lax", "-o", "jsonpath={.items[*].spec.level}"); v != "strict lax" {
+			t.Fatalf("after apply %d the policies are %q, want both kept", i+1, v)
+		}
+	}
+	out, errOut, code := fleet(t, dir, "diff", "--app", "scope-app")
+	if code != 0 || !strings.Contains(out, "0 to create, 0 to change, 0 to prune, 4 unchanged") {
+		t.Errorf("diff after apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "status", "--app", "scope-app")
+	if code != 0 || strings.Contains(out, "Orphan") || strings.Contains(strings.ToLower(out), "drift") {
+		t.Errorf("status after apply: exit %d\n%s%s", code, out, errOut)
+	}
+	// The set records the namespace it uses, not those the render gave the
+	// cluster-scoped objects.
+	ann, _ := get(t, "fleet-c1", "configmap", "fleet-scope-app", "-n", "kubectl-fleet", "-o", `jsonpath={.metadata.annotations.applyset\.kubernetes\.io/additional-namespaces}`)
+	if ann != "e2e-scope" {
+		t.Errorf("recorded namespaces %q", ann)
+	}
+	// Dropping the policies from the app prunes them, cluster-scoped as
+	// they are.
+	if err := writeFile(dir, "app/all.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-scope}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: \"1\"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--app", "scope-app", "--prune")
+	if code != 0 || !strings.Contains(out, "clusterpolicy.e2e.example.com/e2e-scope-strict pruned") || !strings.Contains(out, "2 unchanged, 2 pruned") {
+		t.Errorf("prune of the dropped policy: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "clusterpolicies", "e2e-scope-strict"); code == 0 {
+		t.Error("the dropped policy is still there")
+	}
+}
+
+// writeFile replaces a file of a work folder.
+func writeFile(dir, name, content string) error {
+	return os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644)
+}
+
+// Per-object policies: a PVC that must outlive the app, a Secret created
+// once and then owned by whoever rotates it.
+func TestObjectPolicies(t *testing.T) {
+	const ns = "e2e-policy"
+	objs := func(withPVC bool, token string) string {
+		s := `apiVersion: v1
+kind: Namespace
+metadata: {name: e2e-policy}
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: token
+  namespace: e2e-policy
+  annotations: {fleet.kubectl.io/apply: create-only}
+stringData: {token: ` + token + `}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: e2e-policy}
+data: {a: "1"}
+`
+		if withPVC {
+			s += `---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: data
+  namespace: e2e-policy
+  annotations: {fleet.kubectl.io/prune: disabled}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+`
+		}
+		return s
+	}
+	dir := workdir(t, stgOnly+"apps:\n  - {name: policy, manifests: app}\n", map[string]string{"app/all.yaml": objs(true, "first-value-e2e")})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	// create-only: a changed render does not update the live Secret.
+	if err := writeFile(dir, "app/all.yaml", objs(true, "second-value-e2e")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fleet(t, dir, "diff")
+	if code != 0 || strings.Contains(out+errOut, "value-e2e") {
+		t.Errorf("diff of a create-only object: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply")
+	if code != 0 || !strings.Contains(out, "secret/token unchanged: exists, not updated (fleet.kubectl.io/apply: create-only)") {
+		t.Errorf("apply of a create-only object: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c1", "secret", "token", "-n", ns, "-o", "jsonpath={.data.token}"); v != "Zmlyc3QtdmFsdWUtZTJl" {
+		t.Errorf("the create-only Secret was updated: %q", v)
+	}
+	// prune: disabled: dropped from the render, the PVC stays, leaves the
+	// app, and delete leaves it too.
+	if err := writeFile(dir, "app/all.yaml", objs(false, "second-value-e2e")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = fleet(t, dir, "diff")
+	if code != 0 || !strings.Contains(out, "persistentvolumeclaim/data: no longer rendered; kept (fleet.kubectl.io/prune: disabled)") || !strings.Contains(out, "0 to prune") {
+		t.Errorf("diff of a kept object: exit %d\n%s", code, out)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--prune")
+	if code != 0 || !strings.Contains(out, "persistentvolumeclaim/data kept: fleet.kubectl.io/prune: disabled; left in place and no longer part of app policy") {
+		t.Fatalf("apply --prune: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "pvc", "data", "-n", ns); code != 0 {
+		t.Fatal("the PVC was pruned")
+	}
+	if out, _, _ := fleet(t, dir, "diff"); strings.Contains(out, "persistentvolumeclaim") {
+		t.Errorf("the kept PVC is still reported:\n%s", out)
+	}
+	// Rendered again, it is the app's again; delete keeps it.
+	if err := writeFile(dir, "app/all.yaml", objs(true, "second-value-e2e")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "delete", "--yes")
+	if code != 0 || !strings.Contains(out, "policy: persistentvolumeclaim/data kept") || !strings.Contains(out, "policy: configmap/settings deleted") {
+		t.Fatalf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "pvc", "data", "-n", ns); code != 0 {
+		t.Error("delete removed the PVC")
+	}
+}
+
+// A Job's template cannot change: the error says which field and how to
+// proceed; fleet.kubectl.io/force: enabled replaces the Job.
+func TestImmutableField(t *testing.T) {
+	job := func(image, force string) string {
+		return namespaced("e2e-immutable", `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  namespace: e2e-immutable
+  annotations: {fleet.kubectl.io/force: `+force+`}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: `+image+`, env: [{name: PASSWORD, value: do-not-print-me}]}]
+`)
+	}
+	dir := workdir(t, stgOnly+"apps:\n  - {name: immutable, manifests: app}\n", map[string]string{"app/all.yaml": job("busybox:1", "disabled")})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	uid, _ := get(t, "fleet-c1", "job", "migrate", "-n", "e2e-immutable", "-o", "jsonpath={.metadata.uid}")
+	if err := writeFile(dir, "app/all.yaml", job("busybox:2", "disabled")); err != nil {
+		t.Fatal(err)
+	}
+	want := "the server refuses the change to spec.template, which cannot change once set: delete job.batch/migrate and apply again, or annotate it fleet.kubectl.io/force: enabled"
+	out, errOut, code := fleet(t, dir, "diff")
+	if code != 2 || !strings.Contains(out+errOut, want) || strings.Contains(out+errOut, "do-not-print-me") {
+		t.Errorf("diff: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply")
+	if code != 1 || !strings.Contains(out, "job.batch/migrate failed: "+want) || strings.Contains(out+errOut, "do-not-print-me") {
+		t.Errorf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := writeFile(dir, "app/all.yaml", job("busybox:2", "enabled")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "diff")
+	if code != 1 || !strings.Contains(out, "job.batch/migrate: spec.template is immutable; would be deleted and created again") ||
+		!strings.Contains(out, "-        image: busybox:1\n[stg] +        image: busybox:2\n") || strings.Contains(out, "imagePullPolicy") {
+		t.Errorf("diff with force: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply")
+	if code != 0 || !strings.Contains(out, "job.batch/migrate replaced: spec.template is immutable; deleted and created again") {
+		t.Fatalf("apply with force: exit %d\n%s%s", code, out, errOut)
+	}
+	image, _ := get(t, "fleet-c1", "job", "migrate", "-n", "e2e-immutable", "-o", "jsonpath={.metadata.uid} {.spec.template.spec.containers[0].image}")
+	if newUID, img, _ := strings.Cut(image, " "); newUID == uid || img != "busybox:2" {
+		t.Errorf("after the replacement: uid %s (was %s), image %s", newUID, uid, img)
+	}
+	if out, _, code := fleet(t, dir, "diff"); code != 0 {
+		t.Errorf("diff after the replacement: exit %d\n%s", code, out)
+	}
+}
+
+// kubectl edit or patch on an applied object is a difference, not an
+// error: diff shows what apply --force-conflicts would do and says so.
+func TestHandEditIsADifference(t *testing.T) {
+	dir := workdir(t, stgOnly+"apps:\n  - {name: handedit, manifests: app}\n", map[string]string{"app/all.yaml": namespaced("e2e-handedit", `apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: e2e-handedit}
+data: {level: fleet, other: x}
+`)})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c1", "-n", "e2e-handedit", "configmap", "settings", "-p", `{"data":{"level":"by-hand"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := fleet(t, dir, "diff")
+	if code != 1 || !strings.Contains(out, `configmap/settings: conflicts with "kubectl-patch" (.data.level): apply needs --force-conflicts to take these fields back`) ||
+		!strings.Contains(out, "[stg] -  level: by-hand\n[stg] +  level: fleet\n") || !strings.Contains(out, "(apply needs --force-conflicts for 1)") {
+		t.Errorf("diff: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "status"); code != 1 || !strings.Contains(out, "Drifted") {
+		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, code := fleet(t, dir, "apply"); code != 1 || !strings.Contains(out, `conflict with "kubectl-patch"`) {
+		t.Errorf("apply without --force-conflicts: exit %d\n%s", code, out)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--force-conflicts"); code != 0 {
+		t.Fatalf("apply --force-conflicts: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, code := fleet(t, dir, "diff"); code != 0 {
+		t.Errorf("diff after apply --force-conflicts: exit %d\n%s", code, out)
+	}
+}
