@@ -81,6 +81,8 @@ type Config struct {
 	AllowEmpty bool
 	Wait       bool
 	Timeout    time.Duration
+	// Ignore names fields whose live values are kept (ignoreDifferences).
+	Ignore []object.IgnoreRule
 	// Concurrency bounds the object requests in flight.
 	Concurrency int
 	// Report receives each change as it happens; it must be safe for
@@ -248,13 +250,15 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 		before *unstructured.Unstructured // the live object, when read
 		listed map[string]*metav1.ObjectMeta
 	)
-	if !cfg.DryRun {
+	ignored := object.Ignored(obj, cfg.Ignore)
+	if !cfg.DryRun && !ignored {
 		listed, err = rvs.of(ctx, c, m, obj.GetNamespace())
 	}
 	if listed != nil && err == nil {
 		live = listed[obj.GetName()]
 	} else {
-		// A dry run, or not allowed to list: read the object itself.
+		// A dry run, fields to keep, or not allowed to list: read the
+		// object itself.
 		before, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -264,6 +268,9 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 		default:
 			live = &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion()}
 		}
+	}
+	if ignored {
+		object.KeepLive(obj, before, cfg.Ignore)
 	}
 	if live != nil && object.CreateOnly(obj) {
 		ch.Action, ch.uid = Unchanged, live.UID

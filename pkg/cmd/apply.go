@@ -204,13 +204,8 @@ func ask(out io.Writer, in *bufio.Reader, question string) error {
 }
 
 func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, tally *counts, dryRun bool) error {
-	client, err := o.client(r.fleet, c)
+	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
-		return err
-	}
-	// Requests already sent finish (or time out) after Ctrl-C; ctx only
-	// stops new work.
-	if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
 		return err
 	}
 	w := p.cluster(c.Name)
@@ -218,7 +213,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if o.Diff {
 		d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
 		for _, res := range results {
-			diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name})
+			diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App)})
 			if err != nil {
 				return fmt.Errorf("app %s: diff: %w", res.App, err)
 			}
@@ -231,7 +226,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		report := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
 		err := apply.Run(ctx, client, apply.Config{
 			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
-			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -83,6 +84,24 @@ func waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
 func (g *GlobalOptions) client(f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
 	return g.clients.Do(c.Name, func() (*kube.Client, error) {
 		return kube.NewClient(kube.ForCluster(g.ConfigFlags, f, c))
+	})
+}
+
+// connect returns a cluster's client once the cluster's identity pins
+// (server, uid) are verified. Every command that reads or writes a
+// cluster's state goes through here: reading the wrong cluster is as
+// misleading as writing to it. Both happen once per command; requests
+// already sent finish (or time out) after Ctrl-C.
+func (g *GlobalOptions) connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
+	return g.verified.Do(c.Name, func() (*kube.Client, error) {
+		client, err := g.client(f, c)
+		if err != nil {
+			return nil, err
+		}
+		if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
+			return nil, err
+		}
+		return client, nil
 	})
 }
 

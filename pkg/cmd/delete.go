@@ -85,11 +85,8 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	var tally counts
 	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
-		client, err := o.client(f, c)
+		client, err := o.connect(ctx, f, c)
 		if err != nil {
-			return err
-		}
-		if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
 			return err
 		}
 		w := p.cluster(name)

@@ -174,17 +174,14 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 }
 
 func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *externalDiff) (diff.Summary, error) {
-	client, err := o.client(r.fleet, c)
+	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
-		return diff.Summary{}, err
-	}
-	if err := client.VerifyIdentity(ctx, c.Server, c.UID); err != nil {
 		return diff.Summary{}, err
 	}
 	w := p.cluster(c.Name)
 	var all []diff.Object
 	for _, res := range r.of(c.Name) {
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name})
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App)})
 		if err != nil {
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}

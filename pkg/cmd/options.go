@@ -32,6 +32,8 @@ type GlobalOptions struct {
 
 	// clients holds one client per cluster for the command's run.
 	clients memo.Memo[string, *kube.Client]
+	// verified holds the clients whose identity pins were verified.
+	verified memo.Memo[string, *kube.Client]
 }
 
 func (g *GlobalOptions) addFlags(cmd *cobra.Command) {

@@ -201,7 +201,7 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			client, err := g.client(f, c)
+			client, err := g.connect(ctx, f, c)
 			if err == nil {
 				live[i], err = kube.ReadAttributes(ctx, client, f.AttributesFrom(c))
 			}

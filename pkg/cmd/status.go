@@ -89,12 +89,12 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	names, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
-		client, err := o.client(r.fleet, c)
+		client, err := o.connect(ctx, r.fleet, c)
 		if err != nil {
 			return err
 		}
 		for _, res := range r.of(name) {
-			app, err := status.Run(ctx, client, res.App, res.Objects, o.Concurrency)
+			app, err := status.Run(ctx, client, res.App, res.Objects, r.fleet.IgnoreRules(res.App), o.Concurrency)
 			if err != nil {
 				return fmt.Errorf("app %s: %w", res.App, err)
 			}

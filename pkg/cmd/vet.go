@@ -158,7 +158,7 @@ func appList(names []string) string {
 // serverCheck validates a cluster's objects with a server-side dry-run
 // apply and returns what the server rejects.
 func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []string {
-	client, err := o.client(f, c)
+	client, err := o.connect(ctx, f, c)
 	if err != nil {
 		return []string{err.Error()}
 	}
@@ -167,7 +167,7 @@ func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.C
 		if r.Cluster.Name != c.Name {
 			continue
 		}
-		diffs, err := diff.Run(ctx, client, r.Objects, diff.Options{App: r.App, FieldManager: apply.FieldManager, Force: true, Concurrency: 16})
+		diffs, err := diff.Run(ctx, client, r.Objects, diff.Options{App: r.App, FieldManager: apply.FieldManager, Force: true, Concurrency: 16, Ignore: f.IgnoreRules(r.App)})
 		if err != nil {
 			messages = append(messages, fmt.Sprintf("app %s: %v", r.App, err))
 			continue

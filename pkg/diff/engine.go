@@ -74,6 +74,9 @@ type Options struct {
 	Cluster string
 	// Set is the app's inventory, if the caller has read it already.
 	Set *inventory.Set
+	// Ignore names fields whose differences are not shown, and whose live
+	// values apply would keep.
+	Ignore []object.IgnoreRule
 }
 
 // Run computes, for one app on one cluster, what apply --prune would do:
@@ -145,6 +148,9 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options) Object {
 	d := Object{Ref: object.Ref(obj), Path: object.Path(obj)}
 	opts := kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true}
+	if object.Ignored(obj, o.Ignore) {
+		opts.Prepare = func(obj, live *unstructured.Unstructured) { object.KeepLive(obj, live, o.Ignore) }
+	}
 	before, after, err := c.Apply(ctx, obj, opts)
 	if apierrors.IsConflict(err) && !opts.Force {
 		// Someone changed fields apply owns (kubectl edit, patch): a
@@ -185,9 +191,10 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 	case before == nil:
 		d.Kind, d.Merged = Create, object.Normalize(after)
 	default:
-		d.Live, d.Merged = object.Normalize(before), object.Normalize(after)
+		live, merged := object.WithoutIgnored(before, o.Ignore), object.WithoutIgnored(after, o.Ignore)
+		d.Live, d.Merged = object.Normalize(live), object.Normalize(merged)
 		d.Kind = Change
-		if object.Same(before, after) {
+		if object.Same(live, merged) {
 			d.Kind, d.Note, d.Conflict = Unchanged, "", false
 		}
 	}

@@ -1,5 +1,11 @@
 package fleet
 
+import (
+	"slices"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
 // APIVersion is the only fleet file apiVersion this release reads.
 const APIVersion = "fleet/v1alpha1"
 
@@ -16,6 +22,8 @@ type Fleet struct {
 	Groups     []Group   `yaml:"groups"`
 	Clusters   []Cluster `yaml:"clusters"`
 	Apps       []App     `yaml:"apps"`
+	// IgnoreDifferences applies to every app, ad hoc sources included.
+	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
 
 	// Path is the absolute path of the file the fleet was read from.
 	Path string `yaml:"-"`
@@ -97,4 +105,19 @@ type App struct {
 	Groups    []string `yaml:"groups"`
 	Clusters  []string `yaml:"clusters"`
 	Selector  string   `yaml:"selector"`
+	// IgnoreDifferences adds to the fleet's rules for this app.
+	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
+}
+
+// IgnoreRules returns the ignore rules of an app: the fleet's, then the
+// app's own. An app the fleet file does not name (an ad hoc source) gets
+// the fleet's.
+func (f *Fleet) IgnoreRules(app string) []object.IgnoreRule {
+	rules := slices.Clone(f.IgnoreDifferences)
+	for _, a := range f.Apps {
+		if a.Name == app {
+			rules = append(rules, a.IgnoreDifferences...)
+		}
+	}
+	return rules
 }

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // validate checks everything that can be checked without a cluster and
@@ -80,6 +82,7 @@ func (f *Fleet) validate(e *errs) {
 		validateAttributesFrom(e, p+".attributesFrom", c.AttributesFrom)
 	}
 
+	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
 	apps := map[string]bool{}
 	for i := range f.Apps {
 		a := &f.Apps[i]
@@ -110,6 +113,24 @@ func (f *Fleet) validate(e *errs) {
 		if a.Selector != "" {
 			if _, err := labels.Parse(a.Selector); err != nil {
 				e.add(p+".selector", "invalid label selector %q: %v", a.Selector, err)
+			}
+		}
+		validateIgnoreRules(e, p+".ignoreDifferences", a.IgnoreDifferences)
+	}
+}
+
+func validateIgnoreRules(e *errs, p string, rules []object.IgnoreRule) {
+	for i, r := range rules {
+		rp := fmt.Sprintf("%s[%d]", p, i)
+		if r.Kind == "" {
+			e.add(rp+".kind", "required (a kind such as Deployment, or * for every kind)")
+		}
+		if len(r.JSONPointers) == 0 {
+			e.add(rp+".jsonPointers", "required: the fields to ignore, such as /spec/replicas")
+		}
+		for j, ptr := range r.JSONPointers {
+			if _, err := object.ParsePointer(ptr); err != nil {
+				e.add(fmt.Sprintf("%s.jsonPointers[%d]", rp, j), "%v", err)
 			}
 		}
 	}

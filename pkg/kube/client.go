@@ -91,7 +91,7 @@ func (c *Client) VerifyIdentity(ctx context.Context, pinServer, pinUID string) e
 	}
 	p := ProbeCluster(ctx, c.Flags, pinServer, pinUID)
 	if len(p.Problems) > 0 {
-		return fmt.Errorf("identity check failed, nothing written: %s", p.Problems[0])
+		return fmt.Errorf("identity check failed, nothing read or written: %s", p.Problems[0])
 	}
 	return nil
 }
@@ -104,6 +104,9 @@ type ApplyOptions struct {
 	Force bool
 	// DryRun asks the server to do everything but persist.
 	DryRun bool
+	// Prepare, when set, may change the object Apply sends once the live
+	// one (nil if none) has been read.
+	Prepare func(obj, live *unstructured.Unstructured)
 }
 
 // Scope puts obj in the scope the cluster's REST mapping gives its kind,
@@ -144,6 +147,9 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o Ap
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if o.Prepare != nil {
+		o.Prepare(obj, before)
 	}
 	after, err = c.Patch(ctx, ri, obj, o)
 	return before, after, err

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // Health values beyond kstatus's own.
@@ -47,13 +48,13 @@ type App struct {
 }
 
 // Run computes the status of one app's rendered objects on a cluster.
-func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.Unstructured, concurrency int) (App, error) {
+func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.Unstructured, ignore []object.IgnoreRule, concurrency int) (App, error) {
 	set, err := inventory.Load(ctx, c, app)
 	if err != nil {
 		return App{}, err
 	}
 	// Force: a field someone else changed by hand is drift, not a conflict.
-	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: concurrency, Set: set})
+	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: concurrency, Set: set, Ignore: ignore})
 	if err != nil {
 		return App{}, err
 	}

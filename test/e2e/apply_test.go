@@ -288,13 +288,19 @@ spec:
 	}
 }
 
+// A pinned cluster whose context now reaches another server: every command
+// that reads or writes it refuses, since reading the wrong cluster's state
+// misleads as much as writing to it.
 func TestIdentityPinRefusesWrites(t *testing.T) {
 	uid2, _ := get(t, "fleet-c2", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
 	f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, uid: "+uid2+"}", 1)
 	dir := workdir(t, f, map[string]string{"pin/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-pin}\n"})
-	out, _, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "pin"))
-	if code == 0 || !strings.Contains(out, "identity check failed, nothing written: identity mismatch: the fleet file pins uid "+uid2) {
-		t.Errorf("exit %d\n%s", code, out)
+	want := "identity check failed, nothing read or written: identity mismatch: the fleet file pins uid " + uid2
+	for _, args := range [][]string{{"apply"}, {"diff"}, {"status"}, {"vet", "--server"}, {"delete", "--yes"}} {
+		out, errOut, code := fleet(t, dir, append(args, "-c", "stg", "-f", filepath.Join(dir, "pin"))...)
+		if code == 0 || !strings.Contains(out+errOut, want) {
+			t.Errorf("%s: exit %d\n%s%s", args[0], code, out, errOut)
+		}
 	}
 	if _, code := get(t, "fleet-c1", "namespace", "e2e-pin"); code == 0 {
 		t.Error("written despite the identity mismatch")

@@ -295,3 +295,77 @@ data: {level: fleet, other: x}
 		t.Errorf("diff after apply --force-conflicts: exit %d\n%s", code, out)
 	}
 }
+
+// An autoscaler (here kubectl scale) owns the replica count: with an ignore
+// rule in the fleet file, diff and status do not report it and apply does
+// not revert it, while the rest of the Deployment is still applied. Fields
+// the render never sets (an annotation added by hand) are never drift.
+func TestIgnoreDifferences(t *testing.T) {
+	deploy := func(image string) string {
+		return namespaced("e2e-ignore", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: e2e-ignore}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: `+image+`}]}
+`)
+	}
+	const rule = "ignoreDifferences:\n  - {group: apps, kind: Deployment, name: web, jsonPointers: [/spec/replicas]}\n"
+	apps := "apps:\n  - {name: ignore, manifests: app}\n"
+	dir := workdir(t, stgOnly+apps, map[string]string{"app/all.yaml": deploy("nginx:1")})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"scale", "deployment", "web", "--replicas", "5"},
+		{"annotate", "deployment", "web", "team=shop"},
+	} {
+		if _, errOut, code := kubectl(t, "", append(args, "--context", "fleet-c1", "-n", "e2e-ignore")...); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	// Without the rule the scale is a difference (and the annotation not).
+	out, _, code := fleet(t, dir, "diff")
+	if code != 1 || !strings.Contains(out, "-  replicas: 5\n[stg] +  replicas: 2") || strings.Contains(out, "team") {
+		t.Errorf("diff without a rule: exit %d\n%s", code, out)
+	}
+	if err := writeFile(dir, "fleet.yaml", stgOnly+apps+rule); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fleet(t, dir, "diff")
+	if code != 0 || !strings.Contains(out, "0 to change") {
+		t.Errorf("diff with the rule: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "status"); strings.Contains(out, "drifted") || strings.Contains(out, "Drifted") {
+		t.Errorf("status with the rule: exit %d\n%s%s", code, out, errOut)
+	}
+	// The first apply takes a share of the field at its live value (the
+	// object's managed fields change); from then on nothing changes.
+	for i := range 2 {
+		out, errOut, code = fleet(t, dir, "apply", "--prune")
+		if code != 0 || i == 1 && !strings.Contains(out, "deployment.apps/web unchanged") {
+			t.Errorf("apply %d with the rule: exit %d\n%s%s", i+1, code, out, errOut)
+		}
+		if got, _ := get(t, "fleet-c1", "deployment", "web", "-n", "e2e-ignore", "-o", "jsonpath={.spec.replicas}"); got != "5" {
+			t.Fatalf("apply %d with the rule reverted the scale: replicas %s", i+1, got)
+		}
+	}
+	// A new image is applied; the replica count stays the autoscaler's.
+	if err := writeFile(dir, "app/all.yaml", deploy("nginx:2")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = fleet(t, dir, "diff")
+	if code != 1 || !strings.Contains(out, "+      - image: nginx:2") || strings.Contains(out, "replicas") {
+		t.Errorf("diff of a new image: exit %d\n%s", code, out)
+	}
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 || !strings.Contains(out, "deployment.apps/web configured") {
+		t.Fatalf("apply of a new image: exit %d\n%s%s", code, out, errOut)
+	}
+	got, _ := get(t, "fleet-c1", "deployment", "web", "-n", "e2e-ignore", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.annotations.team}")
+	if got != "5 nginx:2 shop" {
+		t.Errorf("replicas, image, annotation: %q, want 5 nginx:2 shop", got)
+	}
+}
