@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -64,9 +65,10 @@ type Change struct {
 	Action    Action
 	// Reason explains a skip or a health state.
 	Reason string
-	Err    error
-	// uid is the object's UID as the server returned it.
-	uid types.UID
+	// Warning is something the user should know: the object is shared
+	// with another app, or moved from one.
+	Warning string
+	Err     error
 }
 
 // Config is one app's apply to one cluster.
@@ -102,30 +104,29 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if len(cfg.Objects) == 0 && cfg.Prune && !cfg.AllowEmpty {
 		return ErrEmptyPrune
 	}
-	set, err := inventory.Load(ctx, c, cfg.App)
+	p, err := newPass(ctx, c, cfg)
 	if err != nil {
 		return err
 	}
 	objs := make([]*unstructured.Unstructured, len(cfg.Objects))
 	for i, o := range cfg.Objects {
 		objs[i] = o.DeepCopy()
-		set.Label(objs[i])
+		p.set.Label(objs[i])
 		// The cluster's mapping says whether the object has a namespace,
 		// and the set must record it. (Kinds not served yet keep the
 		// render's guess; they are mapped, or fail, when applied.)
 		_, _, _ = c.Scope(objs[i])
 	}
-	gks, nss := inventory.Scope(objs)
+	contents := inventory.ContentsOf(objs)
 	if !cfg.DryRun {
-		// Record the union of the old and new scope first, so that a failure
-		// half-way never orphans a member from the set.
-		if err := set.WriteParent(ctx, c, set.GroupKinds.Union(gks), set.Namespaces.Union(nss), time.Time{}, FieldManager, cfg.Version); err != nil {
+		// Record the union of the old and new contents first, so that a
+		// failure half-way never orphans a member from the set.
+		if err := p.set.WriteParent(ctx, c, p.set.Contents.Union(contents), time.Time{}, FieldManager, cfg.Version); err != nil {
 			return err
 		}
 	}
 	first, rest := stages(objs)
-	applied := sets.New[types.UID]()
-	if err := applyAll(stop, ctx, c, first, cfg, nil, nil, applied); err != nil {
+	if err := p.applyAll(stop, ctx, first, nil, nil); err != nil {
 		return err
 	}
 	var (
@@ -145,20 +146,21 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			c.Mapper.Reset()
 		}
 	}
-	if err := applyAll(stop, ctx, c, rest, cfg, pending, newNS, applied); err != nil {
+	if err := p.applyAll(stop, ctx, rest, pending, newNS); err != nil {
 		return err
 	}
 	if cfg.Prune && stop.Err() == nil {
-		if err := prune(ctx, c, set, applied, gks, nss, cfg); err != nil {
+		if err := p.prune(ctx, contents); err != nil {
 			return err
 		}
 	}
 	if !cfg.DryRun {
-		newGKs, newNSs := gks, nss
+		// Objects of kinds served only now were put in scope as applied.
+		record := inventory.ContentsOf(objs)
 		if !cfg.Prune {
-			newGKs, newNSs = set.GroupKinds.Union(gks), set.Namespaces.Union(nss)
+			record = p.set.Contents.Union(record)
 		}
-		if err := set.WriteParent(ctx, c, newGKs, newNSs, time.Now(), FieldManager, cfg.Version); err != nil {
+		if err := p.set.WriteParent(ctx, c, record, time.Now(), FieldManager, cfg.Version); err != nil {
 			return err
 		}
 	}
@@ -166,6 +168,32 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		return waitHealthy(stop, c, objs, cfg)
 	}
 	return nil
+}
+
+// pass is what one Run (or Delete) shares between its requests: the app's
+// set, what the cluster's other apps hold, the live objects' metadata
+// listed so far, and the UIDs the server returned for applied objects.
+type pass struct {
+	c      *kube.Client
+	cfg    Config
+	set    *inventory.Set
+	others *inventory.Neighbours
+	listed versions
+
+	mu      sync.Mutex
+	applied sets.Set[types.UID]
+}
+
+func newPass(ctx context.Context, c *kube.Client, cfg Config) (*pass, error) {
+	set, err := inventory.Load(ctx, c, cfg.App)
+	if err != nil {
+		return nil, err
+	}
+	others, err := inventory.LoadNeighbours(ctx, c, cfg.App)
+	if err != nil {
+		return nil, err
+	}
+	return &pass{c: c, cfg: cfg, set: set, others: others, applied: sets.New[types.UID]()}, nil
 }
 
 // stages splits objects: CRDs and Namespaces first, then the rest.
@@ -183,48 +211,41 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 // applyAll applies objects concurrently. Objects of a kind in pending, and
 // (dry run) objects in a namespace of newNS, are reported skipped: a dry
 // run cannot apply instances of a CRD or into a namespace it did not
-// create. The UIDs the server returned go into applied. Every failure is
-// reported; the error sums them up.
-func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, cfg Config, pending map[schema.GroupKind]bool, newNS map[string]bool, applied sets.Set[types.UID]) error {
+// create. Every failure is reported; the error sums them up.
+func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstructured, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
 	var (
 		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed int
+		failed atomic.Int32
 	)
-	sem := make(chan struct{}, max(1, cfg.Concurrency))
-	rvs := &versions{}
+	sem := make(chan struct{}, max(1, p.cfg.Concurrency))
 	for _, obj := range objs {
 		if stop.Err() != nil {
 			break
 		}
 		if pending[obj.GroupVersionKind().GroupKind()] {
-			cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
+			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
 			continue
 		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			ch := applyOne(ctx, c, obj, cfg, rvs)
-			if cfg.DryRun && ch.Err != nil && kube.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
+			ch := p.applyOne(ctx, obj)
+			if p.cfg.DryRun && ch.Err != nil && kube.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
 				ch = Change{Ref: ch.Ref, Namespace: ch.Namespace, Action: Skipped, Reason: "its namespace is created by this apply; not validated by the server"}
 			}
-			mu.Lock()
 			if ch.Err != nil {
-				failed++
-			} else if ch.uid != "" {
-				applied.Insert(ch.uid)
+				failed.Add(1)
 			}
-			mu.Unlock()
-			cfg.Report(ch)
+			p.cfg.Report(ch)
 		}()
 	}
 	wg.Wait()
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d objects failed", failed, len(objs))
+	if n := failed.Load(); n > 0 {
+		return fmt.Errorf("%d of %d objects failed", n, len(objs))
 	}
 	return nil
 }
@@ -233,7 +254,8 @@ func applyAll(stop, ctx context.Context, c *kube.Client, objs []*unstructured.Un
 // exists, and its resource version, from metadata listed once per resource
 // and namespace (one request, not a read per object); a dry run, whose
 // result keeps the old version, reads the object to compare.
-func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cfg Config, rvs *versions) Change {
+func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Change {
+	c, cfg := p.c, p.cfg
 	opts := kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force, DryRun: cfg.DryRun}
 	ch := Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
 	fail := func(err error) Change {
@@ -252,7 +274,7 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 	)
 	ignored := object.Ignored(obj, cfg.Ignore)
 	if !cfg.DryRun && !ignored {
-		listed, err = rvs.of(ctx, c, m, obj.GetNamespace())
+		listed, err = p.listed.of(ctx, c, m, obj.GetNamespace())
 	}
 	if listed != nil && err == nil {
 		live = listed[obj.GetName()]
@@ -266,26 +288,34 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 		case err != nil:
 			return fail(err)
 		default:
-			live = &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion()}
+			live = &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}
 		}
 	}
+	var liveLabels map[string]string
+	if live != nil {
+		liveLabels = live.Labels
+	}
+	partOf, warning := p.others.Claim(p.set, object.Path(obj), liveLabels)
+	inventory.Label(obj, partOf)
+	ch.Warning = warning
 	if ignored {
 		object.KeepLive(obj, before, cfg.Ignore)
 	}
 	if live != nil && object.CreateOnly(obj) {
-		ch.Action, ch.uid = Unchanged, live.UID
+		ch.Action = Unchanged
 		ch.Reason = "exists, not updated (" + object.ApplyAnnotation + ": create-only)"
+		p.keep(live.UID)
 		return ch
 	}
 	after, err := c.Patch(ctx, ri, obj, opts)
 	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
-		return replace(ctx, c, ri, obj, cfg, ch, field)
+		return p.replace(ctx, ri, obj, ch, field)
 	}
 	if err != nil {
 		return fail(err)
 	}
 	// A dry run's UID is the live object's, or a new one no member has.
-	ch.uid = after.GetUID()
+	p.keep(after.GetUID())
 	switch {
 	case live == nil:
 		ch.Action = Created
@@ -297,16 +327,23 @@ func applyOne(ctx context.Context, c *kube.Client, obj *unstructured.Unstructure
 	return ch
 }
 
+// keep records that the object with uid was applied: it is not pruned.
+func (p *pass) keep(uid types.UID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.applied.Insert(uid)
+}
+
 // replace deletes an object whose immutable field changed and creates it
 // again, as fleet.kubectl.io/force: enabled asks, the way kubectl replace
 // --force does: its dependents are deleted in the background (a Job's
 // pods, a Deployment's ReplicaSets), and it is created once it is gone.
-func replace(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, cfg Config, ch Change, field string) Change {
+func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, ch Change, field string) Change {
 	why := "an immutable field changed"
 	if field != "" {
 		why = field + " is immutable"
 	}
-	if cfg.DryRun {
+	if p.cfg.DryRun {
 		ch.Action, ch.Reason = Replaced, why+"; would be deleted and created again ("+object.ForceAnnotation+": enabled)"
 		return ch
 	}
@@ -318,14 +355,15 @@ func replace(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, 
 	if err := ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
 		return fail(err)
 	}
-	if err := waitGone(ctx, ri, obj.GetName(), cfg.Timeout); err != nil {
+	if err := waitGone(ctx, ri, obj.GetName(), p.cfg.Timeout); err != nil {
 		return fail(err)
 	}
-	after, err := c.Patch(ctx, ri, obj, kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force})
+	after, err := p.c.Patch(ctx, ri, obj, kube.ApplyOptions{FieldManager: FieldManager, Force: p.cfg.Force})
 	if err != nil {
 		return fail(err)
 	}
-	ch.Action, ch.uid, ch.Reason = Replaced, after.GetUID(), why+"; deleted and created again ("+object.ForceAnnotation+": enabled)"
+	p.keep(after.GetUID())
+	ch.Action, ch.Reason = Replaced, why+"; deleted and created again ("+object.ForceAnnotation+": enabled)"
 	return ch
 }
 
@@ -437,18 +475,20 @@ func conditionTrue(o *unstructured.Unstructured, condType string) bool {
 
 // prune deletes the set's live members that this apply did not just apply,
 // known by the UIDs the server returned (never by names the render guessed),
-// in reverse dependency order, never anything outside the set.
-func prune(ctx context.Context, c *kube.Client, set *inventory.Set, applied sets.Set[types.UID], gks sets.Set[schema.GroupKind], nss sets.Set[string], cfg Config) error {
-	if !set.Exists && !cfg.DryRun {
+// in reverse dependency order, never anything outside the set. A member
+// another app still records is handed to that app instead, and one whose
+// prune is disabled is left in place, out of the set.
+func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
+	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
 	}
-	members, err := set.Members(ctx, c, gks, nss)
+	members, err := p.set.Members(ctx, p.c, extra)
 	if err != nil {
-		return fmt.Errorf("listing the members of app %s: %w", cfg.App, err)
+		return fmt.Errorf("listing the members of app %s: %w", p.cfg.App, err)
 	}
 	var doomed []*unstructured.Unstructured
 	for _, m := range members {
-		if !applied.Has(m.GetUID()) {
+		if !p.applied.Has(m.GetUID()) {
 			doomed = append(doomed, m)
 		}
 	}
@@ -458,40 +498,43 @@ func prune(ctx context.Context, c *kube.Client, set *inventory.Set, applied sets
 	})
 	var errs []error
 	for _, m := range doomed {
-		ri, _, err := c.Resource(m)
-		if err == nil && object.PruneDisabled(m) {
-			ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Kept, Reason: fmt.Sprintf("%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, cfg.App)}
-			if !cfg.DryRun {
-				ch.Err = set.Release(ctx, ri, m)
-			}
-			if ch.Err != nil {
-				ch.Action = Failed
-				errs = append(errs, ch.Err)
-			}
-			cfg.Report(ch)
-			continue
+		ch := p.pruneOne(ctx, m)
+		if ch.Err != nil {
+			errs = append(errs, ch.Err)
 		}
-		if err == nil {
-			opts := metav1.DeleteOptions{}
-			if cfg.DryRun {
-				opts.DryRun = []string{metav1.DryRunAll}
-			}
-			err = ri.Delete(ctx, m.GetName(), opts)
-			if apierrors.IsNotFound(err) {
-				err = nil
-			}
-		}
-		ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
-		if err != nil {
-			ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
-			errs = append(errs, err)
-		}
-		cfg.Report(ch)
+		p.cfg.Report(ch)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%d objects could not be pruned", len(errs))
 	}
 	return nil
+}
+
+func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured) Change {
+	ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
+	ri, _, err := p.c.Resource(m)
+	if err != nil {
+		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
+		return ch
+	}
+	keep, to, reason := p.others.Keep(p.set, m)
+	if keep {
+		ch.Action, ch.Reason = Kept, reason
+		if !p.cfg.DryRun {
+			if err := p.set.Release(ctx, ri, m, to); err != nil {
+				ch.Action, ch.Err = Failed, err
+			}
+		}
+		return ch
+	}
+	opts := metav1.DeleteOptions{}
+	if p.cfg.DryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	if err := ri.Delete(ctx, m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
+	}
+	return ch
 }
 
 // waitHealthy polls objects until kstatus calls every one Current, one

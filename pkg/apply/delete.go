@@ -7,8 +7,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -22,17 +20,17 @@ const Deleted Action = "deleted"
 // parent. Only members are touched. An app never applied is reported, not
 // an error.
 func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report func(Change)) (found bool, err error) {
-	set, err := inventory.Load(ctx, c, app)
-	if err != nil || !set.Exists {
-		return false, err
-	}
 	cfg := Config{App: app, DryRun: dryRun, Report: func(ch Change) {
 		if ch.Action == Pruned {
 			ch.Action = Deleted
 		}
 		report(ch)
 	}}
-	if err := prune(ctx, c, set, sets.New[types.UID](), sets.New[schema.GroupKind](), sets.New[string](), cfg); err != nil {
+	p, err := newPass(ctx, c, cfg)
+	if err != nil || !p.set.Exists {
+		return false, err
+	}
+	if err := p.prune(ctx, inventory.ContentsOf(nil)); err != nil {
 		return true, err
 	}
 	opts := metav1.DeleteOptions{}

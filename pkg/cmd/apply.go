@@ -109,6 +109,7 @@ type ObjectEvent struct {
 	Action    string `json:"action"`
 	DryRun    bool   `json:"dryRun,omitempty"`
 	Reason    string `json:"reason,omitempty"`
+	Warning   string `json:"warning,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
 
@@ -244,7 +245,7 @@ func reporter(p *printer, w io.Writer, tally *counts, cluster, app string, withA
 	return func(ch apply.Change) {
 		tally.add(cluster, ch.Action)
 		if p.json {
-			p.event(ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Error: errString(ch.Err)})
+			p.event(ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err)})
 			return
 		}
 		line := ch.Ref + " " + string(ch.Action)
@@ -258,6 +259,9 @@ func reporter(p *printer, w io.Writer, tally *counts, cluster, app string, withA
 			line += ": " + ch.Err.Error()
 		} else if ch.Reason != "" {
 			line += ": " + ch.Reason
+		}
+		if ch.Warning != "" {
+			line += "; warning: " + ch.Warning
 		}
 		fmt.Fprintln(w, line)
 	}

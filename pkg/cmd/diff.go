@@ -102,6 +102,7 @@ type DiffEvent struct {
 	Action    string `json:"action"`
 	Diff      string `json:"diff,omitempty"`
 	Note      string `json:"note,omitempty"`
+	Warning   string `json:"warning,omitempty"`
 	Conflict  bool   `json:"conflict,omitempty"`
 	Error     string `json:"error,omitempty"`
 }
@@ -212,7 +213,7 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 			o.printObjectDiff(w, d)
 			continue
 		}
-		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Note: d.Note, Conflict: d.Conflict, Error: errString(d.Err)}
+		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Note: d.Note, Warning: d.Warning, Conflict: d.Conflict, Error: errString(d.Err)}
 		if d.Merged != nil {
 			ev.Namespace = d.Merged.GetNamespace()
 		} else if d.Live != nil {
@@ -223,6 +224,9 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 }
 
 func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
+	if d.Warning != "" {
+		fmt.Fprintf(w, "%s: warning: %s\n", d.Ref, d.Warning)
+	}
 	switch {
 	case d.Err != nil:
 		fmt.Fprintf(w, "%s: error: %v\n", d.Ref, d.Err)

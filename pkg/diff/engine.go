@@ -51,6 +51,8 @@ type Object struct {
 	// Note says what else apply would do or need: a conflict with another
 	// field manager, a replacement, a policy that applies.
 	Note string
+	// Warning: the object is shared with another app, or moved from one.
+	Warning string
 	// Conflict: another field manager owns fields apply would set, so
 	// apply needs --force-conflicts.
 	Conflict bool
@@ -91,6 +93,10 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			return nil, err
 		}
 	}
+	others, err := inventory.LoadNeighbours(ctx, c, o.App)
+	if err != nil {
+		return nil, err
+	}
 	crds := object.CRDKinds(objs)
 	newNS := object.Namespaces(objs)
 	out := make([]Object, len(objs))
@@ -103,7 +109,15 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i] = one(ctx, c, obj, crds, newNS, o)
+			out[i] = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) string {
+				var labels map[string]string
+				if live != nil {
+					labels = live.GetLabels()
+				}
+				partOf, warning := others.Claim(set, object.Path(obj), labels)
+				inventory.Label(obj, partOf)
+				return warning
+			})
 		}()
 	}
 	wg.Wait()
@@ -124,8 +138,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			failed.Insert(d.Path)
 		}
 	}
-	gks, nss := inventory.Scope(objs)
-	members, err := set.Members(ctx, c, gks, nss)
+	members, err := set.Members(ctx, c, inventory.ContentsOf(objs))
 	if err != nil {
 		return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
 	}
@@ -134,8 +147,8 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			continue
 		}
 		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Live: object.Normalize(m), Current: m}
-		if object.PruneDisabled(m) {
-			d.Kind, d.Note = Kept, "no longer rendered; kept ("+object.PruneAnnotation+": disabled) and taken out of the app"
+		if keep, _, reason := others.Keep(set, m); keep {
+			d.Kind, d.Note = Kept, "no longer rendered; kept: "+reason
 		}
 		if err := finish(&d, o); err != nil {
 			return nil, err
@@ -145,11 +158,16 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	return out, nil
 }
 
-func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options) Object {
+// one diffs one object. claim, given the live object, labels obj with the
+// set it belongs to and returns a warning about sharing, as apply does.
+func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options, claim func(obj, live *unstructured.Unstructured) string) Object {
 	d := Object{Ref: object.Ref(obj), Path: object.Path(obj)}
 	opts := kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true}
-	if object.Ignored(obj, o.Ignore) {
-		opts.Prepare = func(obj, live *unstructured.Unstructured) { object.KeepLive(obj, live, o.Ignore) }
+	opts.Prepare = func(obj, live *unstructured.Unstructured) {
+		d.Warning = claim(obj, live)
+		if object.Ignored(obj, o.Ignore) {
+			object.KeepLive(obj, live, o.Ignore)
+		}
 	}
 	before, after, err := c.Apply(ctx, obj, opts)
 	if apierrors.IsConflict(err) && !opts.Force {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 const (
@@ -35,6 +37,9 @@ const (
 	LastAppliedAnnotation = "fleet.kubectl.io/last-applied"
 	// AppAnnotation on the parent names the app.
 	AppAnnotation = "fleet.kubectl.io/app"
+	// MembersKey in the parent's data lists the members, one object.Path
+	// per line, so that other apps of the cluster can tell what it holds.
+	MembersKey = "members"
 )
 
 var parentGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -54,17 +59,42 @@ type Set struct {
 	ID  string
 	// Exists is whether the parent object exists.
 	Exists bool
-	// GroupKinds and Namespaces are where members may be.
-	GroupKinds sets.Set[schema.GroupKind]
-	Namespaces sets.Set[string]
+	Contents
 	// LastApplied is when the app was last applied, if ever.
 	LastApplied string
+}
+
+// Contents is what a parent records: where members may be, and which
+// objects they are.
+type Contents struct {
+	GroupKinds sets.Set[schema.GroupKind]
+	Namespaces sets.Set[string]
+	// Members are the object.Path of every member.
+	Members sets.Set[string]
+}
+
+// ContentsOf describes objects put in their scope by the cluster.
+func ContentsOf(objs []*unstructured.Unstructured) Contents {
+	c := Contents{GroupKinds: sets.New[schema.GroupKind](), Namespaces: sets.New[string](), Members: sets.New[string]()}
+	for _, o := range objs {
+		c.GroupKinds.Insert(o.GroupVersionKind().GroupKind())
+		if ns := o.GetNamespace(); ns != "" {
+			c.Namespaces.Insert(ns)
+		}
+		c.Members.Insert(object.Path(o))
+	}
+	return c
+}
+
+// Union is everything either records.
+func (c Contents) Union(d Contents) Contents {
+	return Contents{GroupKinds: c.GroupKinds.Union(d.GroupKinds), Namespaces: c.Namespaces.Union(d.Namespaces), Members: c.Members.Union(d.Members)}
 }
 
 // Load reads an app's ApplySet parent. A parent written by another tool is
 // an error: its set is not ours to change.
 func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
-	s := &Set{App: app, ID: ID(app), GroupKinds: sets.New[schema.GroupKind](), Namespaces: sets.New[string]()}
+	s := &Set{App: app, ID: ID(app), Contents: ContentsOf(nil)}
 	p, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return s, nil
@@ -81,12 +111,128 @@ func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 		return nil, fmt.Errorf("configmap %s/%s has ApplySet ID %q, want %q; refusing to use it", Namespace, ParentName(app), id, s.ID)
 	}
 	s.Exists = true
-	for _, gk := range splitList(ann[apply.ApplySetGKsAnnotation]) {
-		s.GroupKinds.Insert(schema.ParseGroupKind(gk))
-	}
-	s.Namespaces.Insert(splitList(ann[apply.ApplySetAdditionalNamespacesAnnotation])...)
+	s.Contents = contentsOf(p)
 	s.LastApplied = ann[LastAppliedAnnotation]
 	return s, nil
+}
+
+func contentsOf(parent *unstructured.Unstructured) Contents {
+	c := ContentsOf(nil)
+	ann := parent.GetAnnotations()
+	for _, gk := range splitList(ann[apply.ApplySetGKsAnnotation]) {
+		c.GroupKinds.Insert(schema.ParseGroupKind(gk))
+	}
+	c.Namespaces.Insert(splitList(ann[apply.ApplySetAdditionalNamespacesAnnotation])...)
+	members, _, _ := unstructured.NestedString(parent.Object, "data", MembersKey)
+	for _, m := range strings.Split(members, "\n") {
+		if m != "" {
+			c.Members.Insert(m)
+		}
+	}
+	return c
+}
+
+// Neighbours is what the other apps of a cluster hold, as their parents
+// record it.
+type Neighbours struct {
+	// holders maps an object.Path to the other apps whose records list it.
+	holders map[string][]string
+	// apps maps other apps' set IDs to their names.
+	apps map[string]string
+	// inNamespace maps a namespace to the other apps with members in it.
+	inNamespace map[string][]string
+}
+
+// LoadNeighbours reads the parents of every other app of the cluster: one
+// list. A user who may not list them gets no warnings, not an error.
+func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
+	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}}
+	list, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return n, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the other apps' inventories: %w", err)
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		other := p.GetAnnotations()[AppAnnotation]
+		if other == "" || other == app || p.GetName() != ParentName(other) {
+			continue
+		}
+		n.apps[ID(other)] = other
+		namespaces := sets.New[string]()
+		for m := range contentsOf(p).Members {
+			n.holders[m] = append(n.holders[m], other)
+			if parts := strings.Split(m, "/"); len(parts) == 3 {
+				namespaces.Insert(parts[1])
+			}
+		}
+		for ns := range namespaces {
+			n.inNamespace[ns] = append(n.inNamespace[ns], other)
+		}
+	}
+	for _, m := range []map[string][]string{n.holders, n.inNamespace} {
+		for k := range m {
+			sort.Strings(m[k])
+		}
+	}
+	return n, nil
+}
+
+// Keep decides whether a member of set s that is no longer rendered (or
+// whose app is deleted) must stay: another app still applies it (it is
+// handed to that app: to names it), it is a Namespace other apps have
+// objects in, or it asks never to be pruned. Kept objects leave the set.
+// reason says why; keep false means delete it.
+func (n *Neighbours) Keep(s *Set, m *unstructured.Unstructured) (keep bool, to, reason string) {
+	if apps := n.holders[object.Path(m)]; len(apps) > 0 {
+		return true, apps[0], fmt.Sprintf("shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
+	}
+	if m.GetKind() == "Namespace" && m.GroupVersionKind().Group == "" {
+		if apps := n.inNamespace[m.GetName()]; len(apps) > 0 {
+			return true, "", fmt.Sprintf("app %s has objects in it; left in place and no longer part of app %s", strings.Join(apps, ", "), s.App)
+		}
+	}
+	if object.PruneDisabled(m) {
+		return true, "", fmt.Sprintf("%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, s.App)
+	}
+	return false, "", ""
+}
+
+// Claim decides which set an object that set s applies belongs to, and
+// warns when it is shared with another app or taken from the one that
+// held it. An object that other apps' records list too stays in the set of
+// the one holding it, so that apps sharing it do not take it from each
+// other at every apply; the field values of the last apply win. live is
+// the live object's labels, nil if it does not exist.
+func (n *Neighbours) Claim(s *Set, path string, live map[string]string) (partOf, warning string) {
+	holder := live[apply.ApplysetPartOfLabel]
+	if apps := n.holders[path]; len(apps) > 0 {
+		warning = fmt.Sprintf("shared with app %s, which applies it too (the last apply wins)", strings.Join(apps, ", "))
+		if slices.Contains(apps, n.apps[holder]) {
+			return holder, warning
+		}
+		return s.ID, warning
+	}
+	switch {
+	case holder == "" || holder == s.ID:
+		return s.ID, ""
+	case n.apps[holder] != "":
+		return s.ID, fmt.Sprintf("moved from app %s to app %s", n.apps[holder], s.App)
+	default:
+		return s.ID, fmt.Sprintf("taken from another ApplySet (%s=%s)", apply.ApplysetPartOfLabel, holder)
+	}
+}
+
+// Label marks obj as a member of the set with the given ID.
+func Label(obj *unstructured.Unstructured, id string) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[apply.ApplysetPartOfLabel] = id
+	obj.SetLabels(labels)
 }
 
 func splitList(s string) []string {
@@ -100,44 +246,25 @@ func splitList(s string) []string {
 }
 
 // Label marks obj as a member of the set.
-func (s *Set) Label(obj *unstructured.Unstructured) {
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[apply.ApplysetPartOfLabel] = s.ID
-	obj.SetLabels(labels)
-}
+func (s *Set) Label(obj *unstructured.Unstructured) { Label(obj, s.ID) }
 
-// Scope is the kinds and namespaces of a set of objects.
-func Scope(objs []*unstructured.Unstructured) (sets.Set[schema.GroupKind], sets.Set[string]) {
-	gks, nss := sets.New[schema.GroupKind](), sets.New[string]()
-	for _, o := range objs {
-		gks.Insert(o.GroupVersionKind().GroupKind())
-		if ns := o.GetNamespace(); ns != "" {
-			nss.Insert(ns)
-		}
-	}
-	return gks, nss
-}
-
-// WriteParent records the set's kinds and namespaces in the parent object
-// (creating the kubectl-fleet namespace if needed), with server-side apply.
+// WriteParent records the set's contents in the parent object (creating
+// the kubectl-fleet namespace if needed), with server-side apply.
 // lastApplied, when not zero, is recorded too.
-func (s *Set) WriteParent(ctx context.Context, c *kube.Client, gks sets.Set[schema.GroupKind], nss sets.Set[string], lastApplied time.Time, fieldManager, version string) error {
+func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents, lastApplied time.Time, fieldManager, version string) error {
 	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": Namespace}}
 	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", Namespace, ns, fieldManager); err != nil {
 		return fmt.Errorf("creating namespace %s for the inventory: %w", Namespace, err)
 	}
-	kinds := make([]string, 0, gks.Len())
-	for gk := range gks {
+	kinds := make([]string, 0, contents.GroupKinds.Len())
+	for gk := range contents.GroupKinds {
 		kinds = append(kinds, gk.String())
 	}
 	sort.Strings(kinds)
 	ann := map[string]any{
 		apply.ApplySetToolingAnnotation:              ToolName + "/" + version,
 		apply.ApplySetGKsAnnotation:                  strings.Join(kinds, ","),
-		apply.ApplySetAdditionalNamespacesAnnotation: strings.Join(sets.List(nss.Clone().Delete(Namespace)), ","),
+		apply.ApplySetAdditionalNamespacesAnnotation: strings.Join(sets.List(contents.Namespaces.Clone().Delete(Namespace)), ","),
 		AppAnnotation: s.App,
 	}
 	if !lastApplied.IsZero() {
@@ -152,11 +279,12 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, gks sets.Set[sche
 			"labels":      map[string]any{apply.ApplySetParentIDLabel: s.ID},
 			"annotations": ann,
 		},
+		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n")},
 	}
 	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
 	}
-	s.Exists, s.GroupKinds, s.Namespaces = true, gks, nss
+	s.Exists, s.Contents = true, contents
 	return nil
 }
 
@@ -176,12 +304,13 @@ func applyRaw(ctx context.Context, c *kube.Client, gvr schema.GroupVersionResour
 }
 
 // Members lists the live members of the set: every object of its kinds, in
-// its namespaces (or cluster-wide for cluster-scoped kinds), that carries
-// the set's part-of label. Kinds the cluster no longer serves are skipped.
-func (s *Set) Members(ctx context.Context, c *kube.Client, extraKinds sets.Set[schema.GroupKind], extraNamespaces sets.Set[string]) ([]*unstructured.Unstructured, error) {
+// its namespaces (or cluster-wide for cluster-scoped kinds), and of extra's,
+// that carries the set's part-of label. Kinds the cluster no longer serves
+// are skipped.
+func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*unstructured.Unstructured, error) {
 	selector := apply.ApplysetPartOfLabel + "=" + s.ID
-	gks := s.GroupKinds.Union(extraKinds)
-	nss := s.Namespaces.Union(extraNamespaces)
+	gks := s.GroupKinds.Union(extra.GroupKinds)
+	nss := s.Namespaces.Union(extra.Namespaces)
 	var out []*unstructured.Unstructured
 	for _, gk := range sets.List(gksAsStrings(gks)) {
 		m, err := c.MappingFor(schema.ParseGroupKind(gk))
@@ -228,12 +357,16 @@ func items(list *unstructured.UnstructuredList) []*unstructured.Unstructured {
 }
 
 // Release takes a member out of the set without deleting it: it loses the
-// part-of label.
-func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+// part-of label, or, with a non-empty to, joins that app's set.
+func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, to string) error {
 	if obj.GetLabels()[apply.ApplysetPartOfLabel] != s.ID {
 		return nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{apply.ApplysetPartOfLabel: nil}}})
+	var label any // nil: removed
+	if to != "" {
+		label = ID(to)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{apply.ApplysetPartOfLabel: label}}})
 	if err != nil {
 		return err
 	}

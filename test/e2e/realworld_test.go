@@ -179,7 +179,7 @@ spec:
 		t.Fatal(err)
 	}
 	out, _, code = fleet(t, dir, "diff")
-	if code != 0 || !strings.Contains(out, "persistentvolumeclaim/data: no longer rendered; kept (fleet.kubectl.io/prune: disabled)") || !strings.Contains(out, "0 to prune") {
+	if code != 0 || !strings.Contains(out, "persistentvolumeclaim/data: no longer rendered; kept: fleet.kubectl.io/prune: disabled; left in place and no longer part of app policy") || !strings.Contains(out, "0 to prune") {
 		t.Errorf("diff of a kept object: exit %d\n%s", code, out)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--prune")
@@ -367,5 +367,60 @@ spec:
 	got, _ := get(t, "fleet-c1", "deployment", "web", "-n", "e2e-ignore", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image} {.metadata.annotations.team}")
 	if got != "5 nginx:2 shop" {
 		t.Errorf("replicas, image, annotation: %q, want 5 nginx:2 shop", got)
+	}
+}
+
+// Two apps render the same Namespace: each is told, neither takes it from
+// the other, the one that drops it hands it to the other, and deleting the
+// last one leaves it in place while another app has objects in it.
+func TestSharedObject(t *testing.T) {
+	ns := "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-shared}\n---\n"
+	cm := func(name string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: e2e-shared}\n"
+	}
+	dir := workdir(t, stgOnly+`apps:
+  - {name: shared-a, manifests: a}
+  - {name: shared-b, manifests: b}
+`, map[string]string{"a/all.yaml": ns + cm("a"), "b/all.yaml": ns + cm("b")})
+	if out, errOut, code := fleet(t, dir, "apply", "--app", "shared-a"); code != 0 {
+		t.Fatalf("apply a: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "--app", "shared-b")
+	if code != 0 || !strings.Contains(out, "namespace/e2e-shared unchanged; warning: shared with app shared-a, which applies it too (the last apply wins)") {
+		t.Fatalf("apply b: exit %d\n%s%s", code, out, errOut)
+	}
+	// Neither app takes the Namespace from the other.
+	for _, app := range []string{"shared-a", "shared-b"} {
+		out, _, code = fleet(t, dir, "diff", "--app", app)
+		if code != 0 || !strings.Contains(out, "namespace/e2e-shared: warning: shared with app shared-") {
+			t.Errorf("diff %s: exit %d\n%s", app, code, out)
+		}
+	}
+	// App a drops it: it goes to b, not away.
+	if err := writeFile(dir, "a/all.yaml", cm("a")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = fleet(t, dir, "diff", "--app", "shared-a")
+	if code != 0 || !strings.Contains(out, "namespace/e2e-shared: no longer rendered; kept: shared with app shared-b, which still applies it; left to it") {
+		t.Errorf("diff a without the namespace: exit %d\n%s", code, out)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--app", "shared-a", "--prune")
+	if code != 0 || !strings.Contains(out, "namespace/e2e-shared kept: shared with app shared-b, which still applies it; left to it") {
+		t.Fatalf("apply --prune a: exit %d\n%s%s", code, out, errOut)
+	}
+	out, _, code = fleet(t, dir, "diff", "--app", "shared-b")
+	if code != 0 || strings.Contains(out, "warning") {
+		t.Errorf("diff b once it alone holds the namespace: exit %d\n%s", code, out)
+	}
+	// Deleting b leaves the Namespace, which holds a's ConfigMap.
+	out, errOut, code = fleet(t, dir, "delete", "--app", "shared-b", "--yes")
+	if code != 0 || !strings.Contains(out, "shared-b: namespace/e2e-shared kept: app shared-a has objects in it; left in place and no longer part of app shared-b") || !strings.Contains(out, "shared-b: configmap/b deleted") {
+		t.Fatalf("delete b: exit %d\n%s%s", code, out, errOut)
+	}
+	if names, _ := get(t, "fleet-c1", "configmaps", "-n", "e2e-shared", "-o", "jsonpath={.items[*].metadata.name}"); names != "a kube-root-ca.crt" {
+		t.Errorf("left in the shared namespace: %q", names)
+	}
+	if out, _, code = fleet(t, dir, "diff", "--app", "shared-a"); code != 0 || strings.Contains(out, "warning") {
+		t.Errorf("diff a at the end: exit %d\n%s", code, out)
 	}
 }
