@@ -29,6 +29,8 @@ type GlobalOptions struct {
 	NoColor bool
 	// ConfigFlags are the kubectl connection flags the plugin offers.
 	ConfigFlags *genericclioptions.ConfigFlags
+	// LogLevel is --v, client-go's log level.
+	LogLevel int
 
 	// clients holds one client per cluster for the command's run.
 	clients memo.Memo[string, *kube.Client]
@@ -40,6 +42,7 @@ func (g *GlobalOptions) addFlags(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&g.FleetFile, "fleet", "F", "", fmt.Sprintf("fleet file (default $%s, else ./%s)", fleet.EnvVar, fleet.DefaultFile))
 	cmd.PersistentFlags().BoolVar(&g.NoColor, "no-color", false, "never colour output (NO_COLOR is honoured too)")
 	g.ConfigFlags.AddFlags(cmd.PersistentFlags())
+	cmd.PersistentFlags().IntVar(&g.LogLevel, "v", 0, "client-go log level, as kubectl's -v (6 shows requests); bodies are never logged")
 }
 
 // loadFleet reads the fleet file.

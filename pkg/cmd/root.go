@@ -72,6 +72,9 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
+		PersistentPreRun: func(*cobra.Command, []string) {
+			setupLogging(g.LogLevel, streams.ErrOut)
+		},
 	}
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)

@@ -1,0 +1,70 @@
+package cmd
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
+)
+
+// setupLogging sends client-go's logs to w at the given level, as kubectl's
+// -v does (6: requests, 7: headers, 8 and 9: bodies), with one difference:
+// a request or response body is never written, since it may hold a Secret.
+func setupLogging(level int, w io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", strconv.Itoa(level))
+	cfg := textlogger.NewConfig(textlogger.Verbosity(level), textlogger.Output(w))
+	klog.SetLogger(logr.New(&redactingSink{LogSink: textlogger.NewLogger(cfg).GetSink()}))
+}
+
+// redactingSink replaces the value of every "body" key.
+type redactingSink struct {
+	logr.LogSink
+}
+
+func redactBodies(kv []any) []any {
+	out := make([]any, len(kv))
+	copy(out, kv)
+	for i := 0; i+1 < len(out); i += 2 {
+		if k, ok := out[i].(string); ok && k == "body" {
+			n := 0
+			switch v := out[i+1].(type) {
+			case string:
+				n = len(v)
+			case []byte:
+				n = len(v)
+			}
+			out[i+1] = fmt.Sprintf("<%d bytes not shown: kubectl fleet never logs bodies, which may hold Secrets>", n)
+		}
+	}
+	return out
+}
+
+func (s *redactingSink) Info(level int, msg string, kv ...any) {
+	s.LogSink.Info(level, msg, redactBodies(kv)...)
+}
+
+func (s *redactingSink) Error(err error, msg string, kv ...any) {
+	s.LogSink.Error(err, msg, redactBodies(kv)...)
+}
+
+func (s *redactingSink) WithValues(kv ...any) logr.LogSink {
+	return &redactingSink{LogSink: s.LogSink.WithValues(redactBodies(kv)...)}
+}
+
+func (s *redactingSink) WithName(name string) logr.LogSink {
+	return &redactingSink{LogSink: s.LogSink.WithName(name)}
+}
+
+// WithCallDepth keeps file:line pointing at the caller.
+func (s *redactingSink) WithCallDepth(depth int) logr.LogSink {
+	if d, ok := s.LogSink.(logr.CallDepthLogSink); ok {
+		return &redactingSink{LogSink: d.WithCallDepth(depth + 1)}
+	}
+	return s
+}

@@ -1,0 +1,34 @@
+package cmd
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"k8s.io/klog/v2"
+)
+
+// client-go logs bodies at -v=8 and above; ours are never written.
+func TestLoggingNeverWritesBodies(t *testing.T) {
+	var buf bytes.Buffer
+	setupLogging(9, &buf)
+	defer setupLogging(0, &bytes.Buffer{})
+	const secret = `{"kind":"Secret","data":{"password":"aHVudGVyMg=="}}`
+	logger := klog.Background()
+	logger.V(8).Info("Request Body", "body", secret)
+	logger.V(8).WithValues("body", []byte(secret)).Info("Response Body")
+	logger.V(6).Info("HTTP", "verb", "GET", "url", "https://10.0.0.1/api/v1/namespaces/web/secrets/db", "status", "200 OK")
+	klog.V(6).Infof("GET %s 200 OK", "https://10.0.0.1/api")
+	logger.V(10).Info("too verbose", "x", 1)
+	out := buf.String()
+	for _, want := range []string{`"Request Body" body="<52 bytes not shown`, `"Response Body" body="<52 bytes not shown`, `"HTTP" verb="GET" url="https://10.0.0.1/api/v1/namespaces/web/secrets/db"`, "GET https://10.0.0.1/api 200 OK"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	for _, never := range []string{"aHVudGVyMg==", "too verbose"} {
+		if strings.Contains(out, never) {
+			t.Errorf("%q written:\n%s", never, out)
+		}
+	}
+}
