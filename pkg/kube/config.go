@@ -2,8 +2,10 @@ package kube
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -131,25 +133,108 @@ func Server(cfg *clientcmdapi.Config, context string) string {
 // cluster's context exists in its kubeconfig. Every problem is reported,
 // positioned at the cluster's context field in the fleet file.
 func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fleet.Fleet, clusters []*fleet.Cluster) error {
-	var list fleet.ErrorList
+	// One cause often explains every problem (a kubeconfig that cannot be
+	// read, or the wrong kubeconfig: none of the contexts in it): then it is
+	// said once for all its clusters rather than once per cluster.
+	type byPath struct {
+		users   []*fleet.Cluster
+		missing []*fleet.Cluster
+		err     error
+		errs    fleet.ErrorList
+	}
+	var (
+		paths []string
+		seen  = map[string]*byPath{}
+	)
 	for _, c := range clusters {
-		field := fmt.Sprintf("clusters[%d].context", c.Index)
 		path := KubeconfigPath(base, f, c)
+		p := seen[path]
+		if p == nil {
+			p = &byPath{}
+			seen[path] = p
+			paths = append(paths, path)
+		}
+		p.users = append(p.users, c)
+		field := fmt.Sprintf("clusters[%d].context", c.Index)
 		cfg, err := kcs.Load(path)
 		if err != nil {
-			list = append(list, f.FieldError(field, "%v", err))
+			p.err = err
 			continue
 		}
 		ctx, ok := cfg.Contexts[c.Context]
 		switch {
 		case !ok:
-			list = append(list, f.FieldError(field, "context %q not found in kubeconfig %s", c.Context, describe(path)))
+			p.missing = append(p.missing, c)
+			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s", c.Context, describe(path)))
 		case cfg.Clusters[ctx.Cluster] == nil:
-			list = append(list, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, describe(path)))
+			p.errs = append(p.errs, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, describe(path)))
+		}
+	}
+	var list fleet.ErrorList
+	for _, path := range paths {
+		p := seen[path]
+		first := fmt.Sprintf("clusters[%d].context", p.users[0].Index)
+		switch {
+		case p.err != nil && len(p.users) == 1:
+			list = append(list, f.FieldError(first, "%v", p.err))
+		case p.err != nil:
+			list = append(list, f.FieldError(first, "%v (used by %s)", p.err, clusterList(p.users)))
+		case len(p.missing) > 2 && len(p.missing) == len(p.users) && !exists(describe(path)):
+			list = append(list, f.FieldError(first, "kubeconfig %s does not exist (used by %s): is $KUBECONFIG or --kubeconfig right?", describe(path), clusterList(p.users)))
+		case len(p.missing) > 2 && len(p.missing) == len(p.users):
+			cfg, _ := kcs.Load(path)
+			list = append(list, f.FieldError(first, "kubeconfig %s has none of the contexts of %s (%s); it has %s: is $KUBECONFIG or --kubeconfig right?",
+				describe(path), clusterList(p.users), contextList(p.users), available(cfg.Contexts)))
+		default:
+			list = append(list, p.errs...)
 		}
 	}
 	if len(list) == 0 {
 		return nil
 	}
 	return list
+}
+
+// exists reports whether any file of a kubeconfig path list exists.
+func exists(list string) bool {
+	for _, p := range strings.Split(list, ", ") {
+		if _, err := os.Stat(p); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// clusterList names clusters compactly: "3 clusters: a, b, c", or the first
+// few and how many more.
+func clusterList(cs []*fleet.Cluster) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	return fmt.Sprintf("%d clusters: %s", len(cs), abbreviate(names))
+}
+
+func contextList(cs []*fleet.Cluster) string {
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Context
+	}
+	return "contexts " + abbreviate(names)
+}
+
+func available[V any](contexts map[string]V) string {
+	if len(contexts) == 0 {
+		return "no contexts at all"
+	}
+	return "contexts " + abbreviate(slices.Sorted(maps.Keys(contexts)))
+}
+
+// abbreviate lists the first five names and counts the rest.
+func abbreviate(names []string) string {
+	const show = 5
+	if len(names) <= show {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:show], ", "), len(names)-show)
 }

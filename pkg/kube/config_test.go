@@ -1,0 +1,95 @@
+package kube
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+)
+
+func TestCheckContexts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good", `apiVersion: v1
+kind: Config
+clusters: [{name: k, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts:
+  - {name: ctx-0, context: {cluster: k, user: u}}
+  - {name: dangling, context: {cluster: nowhere, user: u}}
+`)
+	empty := write("empty", "apiVersion: v1\nkind: Config\n")
+	broken := write("broken", "apiVersion: v1\nkind: Config\nclusters: [bad\n")
+	fleetFile := func(n int, kubeconfig string) *fleet.Fleet {
+		var b strings.Builder
+		b.WriteString("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: g}]\nclusters:\n")
+		for i := range n {
+			if kubeconfig == "" {
+				fmt.Fprintf(&b, "  - {name: c%d, group: g, context: ctx-%d}\n", i, i)
+			} else {
+				fmt.Fprintf(&b, "  - {name: c%d, group: g, context: ctx-%d, kubeconfig: %s}\n", i, i, kubeconfig)
+			}
+		}
+		f, err := fleet.Parse([]byte(b.String()), "fleet.yaml", dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	for _, tt := range []struct {
+		name       string
+		f          *fleet.Fleet
+		wantErrors []string // one per line
+	}{
+		{"all found", fleetFile(1, good), nil},
+		{"one missing of two: each said", fleetFile(2, good), []string{`fleet.yaml:7: clusters[1].context: context "ctx-1" not found in kubeconfig ` + good}},
+		{"the wrong kubeconfig: said once", fleetFile(8, empty), []string{`fleet.yaml:6: clusters[0].context: kubeconfig ` + empty + ` has none of the contexts of 8 clusters: c0, c1, c2, c3, c4 and 3 more (contexts ctx-0, ctx-1, ctx-2, ctx-3, ctx-4 and 3 more); it has no contexts at all: is $KUBECONFIG or --kubeconfig right?`}},
+		{"a kubeconfig file that does not exist: said once", fleetFile(8, filepath.Join(dir, "none")), []string{`fleet.yaml:6: clusters[0].context: loading kubeconfig ` + filepath.Join(dir, "none") + `: stat `, `no such file or directory (used by 8 clusters: c0, c1, c2, c3, c4 and 3 more)`}},
+		{"$KUBECONFIG names no file: said once", fleetFile(8, ""), []string{`fleet.yaml:6: clusters[0].context: kubeconfig ` + filepath.Join(dir, "none") + ` does not exist (used by 8 clusters: c0, c1, c2, c3, c4 and 3 more)`}},
+		{"a kubeconfig that cannot be read: said once", fleetFile(3, broken), []string{`fleet.yaml:6: clusters[0].context: loading kubeconfig ` + broken + `: `, `(used by 3 clusters: c0, c1, c2)`}},
+	} {
+		t.Setenv("KUBECONFIG", filepath.Join(dir, "none"))
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckContexts(NewConfigFlags(), &Kubeconfigs{}, tt.f, clustersOf(tt.f))
+			if tt.wantErrors == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if n := strings.Count(err.Error(), "\n") + 1; n != 1 && len(tt.wantErrors) == 1 {
+				t.Errorf("%d lines, want 1:\n%v", n, err)
+			}
+			for _, want := range tt.wantErrors {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error\n%v\nlacks %q", err, want)
+				}
+			}
+		})
+	}
+	// A context that points at a cluster the kubeconfig lacks.
+	f, _ := fleet.Parse([]byte("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: g}]\nclusters:\n  - {name: d, group: g, context: dangling, kubeconfig: "+good+"}\n"), "fleet.yaml", dir)
+	if err := CheckContexts(NewConfigFlags(), &Kubeconfigs{}, f, clustersOf(f)); err == nil || !strings.Contains(err.Error(), `context "dangling" refers to cluster "nowhere"`) {
+		t.Errorf("dangling context: %v", err)
+	}
+}
+
+func clustersOf(f *fleet.Fleet) []*fleet.Cluster {
+	out := make([]*fleet.Cluster, len(f.Clusters))
+	for i := range f.Clusters {
+		out[i] = &f.Clusters[i]
+	}
+	return out
+}
