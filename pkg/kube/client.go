@@ -31,6 +31,9 @@ type Client struct {
 	Dynamic dynamic.Interface
 	// Metadata lists objects' metadata only.
 	Metadata metadata.Interface
+	// Namespace is the one namespaced objects without one go to: -n, else
+	// the context's, else "default", as kubectl does.
+	Namespace string
 }
 
 // NewClient builds the client of one cluster.
@@ -57,7 +60,11 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md}, nil
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns}, nil
 }
 
 // Resource returns the client for an object's resource, namespaced when its
@@ -123,12 +130,8 @@ func (c *Client) Scope(obj *unstructured.Unstructured) (dynamic.ResourceInterfac
 	case m.Scope.Name() != meta.RESTScopeNameNamespace:
 		obj.SetNamespace("")
 	case obj.GetNamespace() == "":
-		ns, _, err := c.Flags.ToRawKubeConfigLoader().Namespace()
-		if err != nil {
-			return nil, nil, err
-		}
-		obj.SetNamespace(ns)
-		ri = c.Dynamic.Resource(m.Resource).Namespace(ns)
+		obj.SetNamespace(c.Namespace)
+		ri = c.Dynamic.Resource(m.Resource).Namespace(c.Namespace)
 	}
 	return ri, m, nil
 }
