@@ -141,7 +141,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		summaries = map[string]diff.Summary{}
 	)
 	names, byName := index(r.clusters)
-	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external)
 		mu.Lock()
 		summaries[name] = s

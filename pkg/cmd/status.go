@@ -87,7 +87,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		results = map[string][]status.App{}
 	)
 	names, byName := index(r.clusters)
-	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.connect(ctx, r.fleet, c)
 		if err != nil {
