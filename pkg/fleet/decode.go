@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -24,6 +25,16 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.errs.pos[path] = n.Line
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return
+	}
+	if v.Type() == durationType {
+		// Go's syntax only: a bare number would be nanoseconds.
+		dur, err := time.ParseDuration(n.Value)
+		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || err != nil {
+			d.errs.add(path, "want a duration such as 90s, 10m or 1h30m, got %s", describe(n))
+			return
+		}
+		v.SetInt(int64(dur))
 		return
 	}
 	switch v.Kind() {
@@ -80,6 +91,8 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 	}
 }
+
+var durationType = reflect.TypeOf(time.Duration(0))
 
 // eachKey walks a mapping's keys in order, refusing repeated keys.
 func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, val *yaml.Node, p string)) {

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -101,6 +102,48 @@ func replace(pairs ...string) string {
 	return strings.NewReplacer(pairs...).Replace(valid)
 }
 
+func TestParseGates(t *testing.T) {
+	in := replace("    maxFailures: 0\n", "    maxFailures: 0\n    soak: 10m\n    verify:\n      - {name: smoke, command: [./hack/smoke.sh, --fast], timeout: 2m}\n      - {name: dns, command: [dig]}\n")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Parse([]byte(in+"apps:\n  - {name: web, manifests: ., tests: tests, dependsOn: [db]}\n  - {name: db, manifests: .}\n"), "fleet.yaml", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.Groups[0]
+	want := []Check{{Name: "smoke", Command: []string{"./hack/smoke.sh", "--fast"}, Timeout: 2 * time.Minute}, {Name: "dns", Command: []string{"dig"}}}
+	if g.Soak != 10*time.Minute || !cmp.Equal(g.Verify, want) {
+		t.Errorf("soak %v, verify %+v", g.Soak, g.Verify)
+	}
+	if a := f.App("web"); a.Tests != "tests" || !cmp.Equal(a.DependsOn, []string{"db"}) {
+		t.Errorf("app %+v", a)
+	}
+}
+
+func TestDependencyOrder(t *testing.T) {
+	f, err := Parse([]byte(valid+`apps:
+  - {name: web, manifests: ., dependsOn: [api, db]}
+  - {name: api, manifests: ., dependsOn: [db]}
+  - {name: db, manifests: .}
+  - {name: docs, manifests: .}
+`), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ in, want []string }{
+		{[]string{"web", "api", "db", "docs"}, []string{"db", "api", "web", "docs"}},
+		{[]string{"docs", "web"}, []string{"docs", "web"}}, // dependencies not in the run are not added
+		{[]string{"web", "db"}, []string{"db", "web"}},
+		{nil, nil},
+	} {
+		if got := f.DependencyOrder(tt.in); !cmp.Equal(got, tt.want) {
+			t.Errorf("DependencyOrder(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -160,6 +203,15 @@ func TestParseErrors(t *testing.T) {
 			[]string{`fleet.yaml:36: apps[0].groups[0]: unknown group "prod"`, `fleet.yaml:37: apps[0].clusters[0]: no cluster matches "nope-*"`, `fleet.yaml:38: apps[0].selector: invalid label selector`}},
 		{"app missing folder", valid + "apps:\n  - name: web\n    kustomize: apps/nope\n",
 			[]string{`fleet.yaml:35: apps[0].kustomize: apps/nope does not exist`}},
+		{"soak and verify", replace("    maxFailures: 0\n", "    maxFailures: 0\n    soak: 10\n    verify:\n      - {name: smoke, command: [], timeout: -1m}\n      - {name: smoke, command: [./x], timeout: soon}\n"),
+			[]string{`fleet.yaml:12: groups[0].soak: want a duration such as 90s, 10m or 1h30m, got "10"`,
+				`fleet.yaml:14: groups[0].verify[0].command: required`, `fleet.yaml:14: groups[0].verify[0].timeout: must not be negative, got -1m0s`,
+				`fleet.yaml:15: groups[0].verify[1].timeout: want a duration such as 90s, 10m or 1h30m, got "soon"`,
+				`fleet.yaml:15: groups[0].verify[1].name: duplicate check name "smoke"`}},
+		{"dependencies", valid + "apps:\n  - {name: web, manifests: ., dependsOn: [db, web, nope, db]}\n  - {name: db, manifests: ., dependsOn: [cache]}\n  - {name: cache, manifests: ., dependsOn: [web], tests: nope}\n",
+			[]string{`fleet.yaml:34: apps[0].dependsOn[1]: an app cannot depend on itself`, `fleet.yaml:34: apps[0].dependsOn[2]: unknown app "nope" (apps: web, db, cache)`,
+				`fleet.yaml:34: apps[0].dependsOn[3]: "db" is listed twice`, `fleet.yaml:34: apps[0].dependsOn: dependency cycle: web → db → cache → web`,
+				`fleet.yaml:36: apps[2].tests: nope does not exist`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"slices"
+	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
@@ -57,7 +58,26 @@ type Group struct {
 	MaxFailures int `yaml:"maxFailures"`
 	// Protected groups need a confirmation (or --yes) before any write.
 	Protected bool `yaml:"protected"`
+	// Soak is how long the rollout watches the group's health after it
+	// succeeded, before the next group starts.
+	Soak time.Duration `yaml:"soak"`
+	// Verify are checks run for each cluster of the group once its apps
+	// (and their tests) succeeded.
+	Verify []Check `yaml:"verify"`
 }
+
+// Check is a command run on this machine against one cluster.
+type Check struct {
+	Name string `yaml:"name"`
+	// Command is the program and its arguments; a relative program path
+	// resolves from the fleet file's folder.
+	Command []string `yaml:"command"`
+	// Timeout bounds one run; 0 means DefaultCheckTimeout.
+	Timeout time.Duration `yaml:"timeout"`
+}
+
+// DefaultCheckTimeout bounds a check without a timeout.
+const DefaultCheckTimeout = 5 * time.Minute
 
 // Cluster is one member of the fleet, reached through a kubeconfig context.
 type Cluster struct {
@@ -107,6 +127,11 @@ type App struct {
 	Selector  string   `yaml:"selector"`
 	// IgnoreDifferences adds to the fleet's rules for this app.
 	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
+	// Tests is a source (a folder of manifests or a kustomization) of Jobs
+	// run on each cluster once the app is applied and healthy.
+	Tests string `yaml:"tests"`
+	// DependsOn names apps applied and healthy first, on each cluster.
+	DependsOn []string `yaml:"dependsOn"`
 }
 
 // IgnoreRules returns the ignore rules of an app: the fleet's, then the

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"net/url"
 	"os"
 	"path"
@@ -45,6 +46,10 @@ func (f *Fleet) validate(e *errs) {
 			e.add(p+".maxFailures", "must not be negative, got %d", g.MaxFailures)
 		}
 		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
+		if g.Soak < 0 {
+			e.add(p+".soak", "must not be negative, got %s", g.Soak)
+		}
+		f.validateChecks(e, p+".verify", g.Verify)
 	}
 
 	clusters := map[string]bool{}
@@ -116,7 +121,142 @@ func (f *Fleet) validate(e *errs) {
 			}
 		}
 		validateIgnoreRules(e, p+".ignoreDifferences", a.IgnoreDifferences)
+		if a.Tests != "" {
+			if _, err := os.Stat(f.ResolvePath(a.Tests)); err != nil {
+				e.add(p+".tests", "%s does not exist (relative paths start at the fleet file's folder)", a.Tests)
+			}
+		}
 	}
+	f.validateDependencies(e)
+}
+
+func (f *Fleet) validateChecks(e *errs, p string, checks []Check) {
+	names := map[string]bool{}
+	for i, c := range checks {
+		cp := fmt.Sprintf("%s[%d]", p, i)
+		switch {
+		case c.Name == "":
+			e.add(cp+".name", "required")
+		case names[c.Name]:
+			e.add(cp+".name", "duplicate check name %q", c.Name)
+		}
+		names[c.Name] = true
+		if len(c.Command) == 0 || c.Command[0] == "" {
+			e.add(cp+".command", "required: the program and its arguments, such as [./hack/smoke.sh, --fast]")
+		}
+		if c.Timeout < 0 {
+			e.add(cp+".timeout", "must not be negative, got %s", c.Timeout)
+		}
+	}
+}
+
+// validateDependencies refuses unknown apps in dependsOn, and cycles.
+func (f *Fleet) validateDependencies(e *errs) {
+	index := map[string]int{}
+	for i, a := range f.Apps {
+		index[a.Name] = i
+	}
+	for i, a := range f.Apps {
+		seen := map[string]bool{}
+		for j, d := range a.DependsOn {
+			dp := fmt.Sprintf("apps[%d].dependsOn[%d]", i, j)
+			_, known := index[d]
+			switch {
+			case d == a.Name:
+				e.add(dp, "an app cannot depend on itself")
+			case !known:
+				e.add(dp, "unknown app %q (apps: %s)", d, strings.Join(f.appNames(), ", "))
+			case seen[d]:
+				e.add(dp, "%q is listed twice", d)
+			}
+			seen[d] = true
+		}
+	}
+	// A cycle is reported once, at the dependsOn of its first app in file
+	// order.
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	state := make([]int, len(f.Apps))
+	var path []string
+	var visit func(i int)
+	visit = func(i int) {
+		state[i] = visiting
+		path = append(path, f.Apps[i].Name)
+		for _, d := range f.Apps[i].DependsOn {
+			j, ok := index[d]
+			if !ok || j == i {
+				continue
+			}
+			switch state[j] {
+			case visiting:
+				start := slices.Index(path, d)
+				cycle := append(slices.Clone(path[start:]), d)
+				first := index[cycle[0]]
+				for _, name := range cycle[:len(cycle)-1] {
+					first = min(first, index[name])
+				}
+				e.add(fmt.Sprintf("apps[%d].dependsOn", first), "dependency cycle: %s", strings.Join(rotate(cycle, f.Apps[first].Name), " → "))
+			case unvisited:
+				visit(j)
+			}
+		}
+		path = path[:len(path)-1]
+		state[i] = done
+	}
+	for i := range f.Apps {
+		if state[i] == unvisited {
+			visit(i)
+		}
+	}
+}
+
+// rotate turns a closed cycle (a → b → a) to start and end at name.
+func rotate(cycle []string, name string) []string {
+	open := cycle[:len(cycle)-1]
+	i := slices.Index(open, name)
+	out := append(slices.Clone(open[i:]), open[:i]...)
+	return append(out, name)
+}
+
+func (f *Fleet) appNames() []string {
+	names := make([]string, len(f.Apps))
+	for i, a := range f.Apps {
+		names[i] = a.Name
+	}
+	return names
+}
+
+// DependencyOrder orders apps so that each comes after the apps it depends
+// on, keeping the given order otherwise. Apps not in names are ignored.
+func (f *Fleet) DependencyOrder(names []string) []string {
+	in := map[string]bool{}
+	for _, n := range names {
+		in[n] = true
+	}
+	var out []string
+	placed := map[string]bool{}
+	var place func(n string, depth int)
+	place = func(n string, depth int) {
+		if placed[n] || depth > len(f.Apps) {
+			return
+		}
+		if a := f.App(n); a != nil {
+			for _, d := range a.DependsOn {
+				if in[d] {
+					place(d, depth+1)
+				}
+			}
+		}
+		placed[n] = true
+		out = append(out, n)
+	}
+	for _, n := range names {
+		place(n, 0)
+	}
+	return out
 }
 
 func validateIgnoreRules(e *errs, p string, rules []object.IgnoreRule) {
