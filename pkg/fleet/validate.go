@@ -2,10 +2,10 @@ package fleet
 
 import (
 	"fmt"
-	"slices"
 	"net/url"
 	"os"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/labels"
