@@ -149,10 +149,15 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err := p.applyAll(stop, ctx, rest, pending, newNS); err != nil {
 		return err
 	}
-	if cfg.Prune && stop.Err() == nil {
-		if err := p.prune(ctx, contents); err != nil {
+	if cfg.Prune {
+		if err := p.prune(stop, ctx, contents); err != nil {
 			return err
 		}
+	}
+	if err := stop.Err(); err != nil {
+		// Interrupted: nothing more is sent, and the parent keeps the
+		// union recorded first, so no member is forgotten.
+		return err
 	}
 	if !cfg.DryRun {
 		// Objects of kinds served only now were put in scope as applied.
@@ -211,23 +216,34 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 // applyAll applies objects concurrently. Objects of a kind in pending, and
 // (dry run) objects in a namespace of newNS, are reported skipped: a dry
 // run cannot apply instances of a CRD or into a namespace it did not
-// create. Every failure is reported; the error sums them up.
+// create. Every failure is reported; the error sums them up. No request
+// starts once stop is done (Ctrl-C), nor once one has found the cluster
+// unreachable: the objects not attempted are reported skipped.
 func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstructured, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
 	var (
-		wg     sync.WaitGroup
-		failed atomic.Int32
+		wg          sync.WaitGroup
+		failed      atomic.Int32
+		unreachable = make(chan struct{})
+		cut         sync.Once
+		cause       error
+		rest        []*unstructured.Unstructured
 	)
 	sem := make(chan struct{}, max(1, p.cfg.Concurrency))
-	for _, obj := range objs {
-		if stop.Err() != nil {
-			break
-		}
+	for i, obj := range objs {
 		if pending[obj.GroupVersionKind().GroupKind()] {
 			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
 			continue
 		}
+		select {
+		case sem <- struct{}{}:
+		case <-stop.Done():
+		case <-unreachable:
+		}
+		if stop.Err() != nil || isClosed(unreachable) {
+			rest = objs[i:]
+			break
+		}
 		wg.Add(1)
-		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			ch := p.applyOne(ctx, obj)
@@ -236,6 +252,9 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 			}
 			if ch.Err != nil {
 				failed.Add(1)
+				if kube.IsUnreachable(ch.Err) {
+					cut.Do(func() { cause = ch.Err; close(unreachable) })
+				}
 			}
 			p.cfg.Report(ch)
 		}()
@@ -243,6 +262,12 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 	wg.Wait()
 	if err := stop.Err(); err != nil {
 		return err
+	}
+	if cause != nil {
+		for _, obj := range rest {
+			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "not attempted: the cluster stopped answering"})
+		}
+		return fmt.Errorf("the cluster stopped answering, %d of %d objects not attempted: %w", len(rest), len(objs), cause)
 	}
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("%d of %d objects failed", n, len(objs))
@@ -478,7 +503,7 @@ func conditionTrue(o *unstructured.Unstructured, condType string) bool {
 // in reverse dependency order, never anything outside the set. A member
 // another app still records is handed to that app instead, and one whose
 // prune is disabled is left in place, out of the set.
-func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
+func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error {
 	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
 	}
@@ -498,6 +523,9 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 	})
 	var errs []error
 	for _, m := range doomed {
+		if err := stop.Err(); err != nil {
+			return err
+		}
 		ch := p.pruneOne(ctx, m)
 		if ch.Err != nil {
 			errs = append(errs, ch.Err)
@@ -535,6 +563,16 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured) Chang
 		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
 	}
 	return ch
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // waitHealthy polls objects until kstatus calls every one Current, one

@@ -30,7 +30,7 @@ func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report
 	if err != nil || !p.set.Exists {
 		return false, err
 	}
-	if err := p.prune(ctx, inventory.ContentsOf(nil)); err != nil {
+	if err := p.prune(ctx, ctx, inventory.ContentsOf(nil)); err != nil {
 		return true, err
 	}
 	opts := metav1.DeleteOptions{}

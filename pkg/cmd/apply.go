@@ -145,7 +145,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	}
 	dryRun := o.dryRun()
 	ws := waves(r.fleet, r.clusters)
-	if err := o.confirmations(r.fleet, ws, dryRun); err != nil {
+	if err := o.confirmations(ctx, r.fleet, ws, dryRun); err != nil {
 		return err
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
@@ -173,7 +173,7 @@ func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, t
 
 // confirmations sets a gate on each protected group's wave: a question on a
 // terminal, nothing with --yes or --dry-run, a refusal otherwise.
-func (o *ApplyOptions) confirmations(f *fleet.Fleet, ws []runner.Wave, dryRun bool) error {
+func (o *ApplyOptions) confirmations(ctx context.Context, f *fleet.Fleet, ws []runner.Wave, dryRun bool) error {
 	if o.Yes || dryRun {
 		return nil
 	}
@@ -187,19 +187,29 @@ func (o *ApplyOptions) confirmations(f *fleet.Fleet, ws []runner.Wave, dryRun bo
 			return fmt.Errorf("group %s is protected (%s): pass --yes to apply without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
 		}
 		question := fmt.Sprintf("Apply to protected group %s (%s)?", w.Name, strings.Join(w.Clusters, ", "))
-		w.Gate = func() error { return ask(o.ErrOut, in, question) }
+		w.Gate = func() error { return ask(ctx, o.ErrOut, in, question) }
 	}
 	return nil
 }
 
 // ask puts a yes/no question on out and reads the answer from in; anything
-// but y or yes is a refusal.
-func ask(out io.Writer, in *bufio.Reader, question string) error {
+// but y or yes is a refusal, and so is Ctrl-C (ctx done) while it waits.
+func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) error {
 	fmt.Fprintf(out, "%s [y/N] ", question)
-	answer, _ := in.ReadString('\n')
-	switch strings.ToLower(strings.TrimSpace(answer)) {
-	case "y", "yes":
-		return nil
+	answer := make(chan string, 1)
+	go func() {
+		line, _ := in.ReadString('\n')
+		answer <- line
+	}()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(out)
+		return fmt.Errorf("not confirmed: interrupted")
+	case line := <-answer:
+		switch strings.ToLower(strings.TrimSpace(line)) {
+		case "y", "yes":
+			return nil
+		}
 	}
 	return fmt.Errorf("not confirmed")
 }

@@ -76,7 +76,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	}
 	dryRun := o.dryRun()
 	if !dryRun && !o.Yes {
-		if err := o.confirm(apps, clusters); err != nil {
+		if err := o.confirm(ctx, apps, clusters); err != nil {
 			return err
 		}
 	}
@@ -107,7 +107,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
 }
 
-func (o *DeleteOptions) confirm(apps []app, clusters []*fleet.Cluster) error {
+func (o *DeleteOptions) confirm(ctx context.Context, apps []app, clusters []*fleet.Cluster) error {
 	names, _ := index(clusters)
 	appNames := make([]string, len(apps))
 	for i, a := range apps {
@@ -117,5 +117,5 @@ func (o *DeleteOptions) confirm(apps []app, clusters []*fleet.Cluster) error {
 	if !o.stdinIsTerminal() {
 		return fmt.Errorf("delete %s: pass --yes to delete without a terminal to confirm on", what)
 	}
-	return ask(o.ErrOut, bufio.NewReader(o.In), "Delete "+what+"?")
+	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Delete "+what+"?")
 }

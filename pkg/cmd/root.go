@@ -7,6 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -96,6 +100,7 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 
 // Execute runs the plugin with args and returns the process exit code.
 func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
+	defer exitOnSecondInterrupt(ctx, streams.ErrOut)()
 	cmd := NewCmdFleet(streams)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
@@ -115,4 +120,31 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 	}
 	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 	return code
+}
+
+// exitOnSecondInterrupt makes a second Ctrl-C end the process at once.
+// The first one cancels ctx: no new work starts, and requests in flight
+// are waited for (each bounded by --request-timeout, else
+// kube.DefaultRequestTimeout) so that the summary can say what happened.
+// Whoever does not want to wait presses Ctrl-C again. The returned
+// function stops watching.
+func exitOnSecondInterrupt(ctx context.Context, errOut io.Writer) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		select {
+		case <-done:
+		case <-again:
+			fmt.Fprintln(errOut, "error: interrupted again: exiting without waiting for the requests in flight; what they did is unknown")
+			os.Exit(ExitInterrupted)
+		}
+	}()
+	return func() { close(done) }
 }

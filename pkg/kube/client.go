@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -36,8 +37,20 @@ type Client struct {
 	Namespace string
 }
 
-// NewClient builds the client of one cluster.
+// DefaultRequestTimeout bounds each request to a cluster when
+// --request-timeout is not given (or is 0), so that a server that accepts
+// connections and never answers cannot hang a command: the API server's
+// own bound on a request (its --request-timeout) is one minute too.
+const DefaultRequestTimeout = time.Minute
+
+// NewClient builds the client of one cluster. Every request it makes
+// (discovery, reads, writes, identity checks) is bounded by the flags'
+// --request-timeout, else by DefaultRequestTimeout.
 func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
+	if flags.Timeout == nil || *flags.Timeout == "" || *flags.Timeout == "0" {
+		timeout := DefaultRequestTimeout.String()
+		flags.Timeout = &timeout
+	}
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
 		return nil, err

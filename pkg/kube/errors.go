@@ -1,7 +1,11 @@
 package kube
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -41,4 +45,22 @@ func Immutable(err error) (field string, ok bool) {
 		}
 	}
 	return "", matches(se.Status().Message)
+}
+
+// IsUnreachable reports an error of the connection to the API server, not
+// an answer from it: refused, reset, cut, timed out (--request-timeout).
+// The server did not say no; it could not be asked.
+func IsUnreachable(err error) bool {
+	if err == nil {
+		return false
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		return false
+	}
+	var (
+		ue *url.Error
+		ne net.Error
+	)
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, context.DeadlineExceeded)
 }

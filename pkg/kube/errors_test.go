@@ -1,7 +1,12 @@
 package kube
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"syscall"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -31,6 +36,28 @@ func TestImmutable(t *testing.T) {
 		f, ok := Immutable(tt.err)
 		if f != tt.field || ok != tt.immutable {
 			t.Errorf("%s: Immutable = %q, %v; want %q, %v", tt.name, f, ok, tt.field, tt.immutable)
+		}
+	}
+}
+
+func TestIsUnreachable(t *testing.T) {
+	refused := &url.Error{Op: "Patch", URL: "https://127.0.0.1:1/api", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
+	for _, tt := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"refused", refused, true},
+		{"wrapped", fmt.Errorf("app web: %w", refused), true},
+		{"timeout", &url.Error{Op: "Get", URL: "https://x", Err: context.DeadlineExceeded}, true},
+		{"body cut", fmt.Errorf("unexpected error when reading response body. Please retry. Original error: %w", io.ErrUnexpectedEOF), true},
+		{"forbidden", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", fmt.Errorf("no")), false},
+		{"server timeout", apierrors.NewServerTimeout(schema.GroupResource{Resource: "configmaps"}, "patch", 1), false},
+		{"no kind", fmt.Errorf("no matches for kind \"Widget\""), false},
+		{"nil", nil, false},
+	} {
+		if got := IsUnreachable(tt.err); got != tt.want {
+			t.Errorf("%s: IsUnreachable = %v, want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,117 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestFaultProxy(t *testing.T) {
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+	}))
+	defer backend.Close()
+	p, err := NewFaultProxy(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, ForceAttemptHTTP2: true}}
+	get := func(path string) (string, error) {
+		req, _ := http.NewRequest(http.MethodGet, p.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer x")
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+
+	// Up: forwarded with the headers.
+	if got, err := get("/a"); err != nil || got != "GET /a Bearer x" {
+		t.Fatalf("up: %q, %v", got, err)
+	}
+	// Two /b requests pass, the third cuts: it and every later one fail.
+	p.After(2, func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/b") }, Down)
+	for i := 0; i < 2; i++ {
+		if _, err := get("/b"); err != nil {
+			t.Fatalf("before the cut: %v", err)
+		}
+	}
+	if _, err := get("/a"); err != nil {
+		t.Fatalf("a request that does not match: %v", err)
+	}
+	if _, err := get("/b"); err == nil {
+		t.Fatal("the third /b request was answered")
+	}
+	if _, err := get("/a"); err == nil || p.Mode() != Down {
+		t.Fatalf("after the cut: %v, mode %s", err, p.Mode())
+	}
+	// Back on the same address.
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := get("/a"); err != nil {
+		t.Fatalf("restored: %v", err)
+	}
+	// Hung: the request is held until the client gives up, or until
+	// Restore lets it go.
+	p.Hang()
+	short := *client
+	short.Timeout = 300 * time.Millisecond
+	req, _ := http.NewRequest(http.MethodGet, p.URL+"/c", nil)
+	start := time.Now()
+	if _, err := short.Do(req); err == nil || time.Since(start) < 300*time.Millisecond {
+		t.Fatalf("hung: %v after %s", err, time.Since(start))
+	}
+	for p.Held() > 0 { // the server sees the client give up
+		time.Sleep(10 * time.Millisecond)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := get("/d")
+		done <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.WaitHeld(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("released: %v", err)
+	}
+	var paths []string
+	for _, r := range p.Requests() {
+		paths = append(paths, r.Path+":"+r.Mode.String())
+	}
+	if got := strings.Join(paths, " "); got != "/a:up /b:up /b:up /a:up /b:down /a:up /c:hung /d:hung" {
+		t.Errorf("log: %s", got)
+	}
+}
+
+func TestOpenPTY(t *testing.T) {
+	control, terminal, err := OpenPTY()
+	if err != nil {
+		t.Skip(err)
+	}
+	defer control.Close()
+	defer terminal.Close()
+	if _, err := control.Write([]byte("y\n")); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 8)
+	n, err := terminal.Read(buf)
+	if err != nil || string(buf[:n]) != "y\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+}

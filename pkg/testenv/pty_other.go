@@ -1,0 +1,13 @@
+//go:build !linux
+
+package testenv
+
+import (
+	"errors"
+	"os"
+)
+
+// OpenPTY is only implemented on Linux.
+func OpenPTY() (control, terminal *os.File, err error) {
+	return nil, nil, errors.New("OpenPTY: not implemented on this system")
+}
