@@ -6,6 +6,7 @@
 package apply
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -90,6 +91,9 @@ type Config struct {
 	// Report receives each change as it happens; it must be safe for
 	// concurrent use.
 	Report func(Change)
+	// OnPhase, when set, is told when a phase starts, if the app has more
+	// than one (fleet.kubectl.io/phase).
+	OnPhase func(phase, objects int)
 }
 
 // ErrEmptyPrune refuses to prune everything because of an empty render.
@@ -146,8 +150,24 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			c.Mapper.Reset()
 		}
 	}
-	if err := p.applyAll(stop, ctx, rest, pending, newNS); err != nil {
-		return err
+	// Phase by phase; each but the last healthy before the next starts.
+	phases := byPhase(rest)
+	waited := map[*unstructured.Unstructured]bool{}
+	for i, ph := range phases {
+		if len(phases) > 1 && cfg.OnPhase != nil {
+			cfg.OnPhase(ph.n, len(ph.objs))
+		}
+		if err := p.applyAll(stop, ctx, ph.objs, pending, newNS); err != nil {
+			return err
+		}
+		if i < len(phases)-1 && !cfg.DryRun {
+			if err := waitHealthy(stop, c, ph.objs, cfg); err != nil {
+				return fmt.Errorf("phase %d: %w", ph.n, err)
+			}
+			for _, o := range ph.objs {
+				waited[o] = true
+			}
+		}
 	}
 	if cfg.Prune {
 		if err := p.prune(stop, ctx, contents); err != nil {
@@ -170,9 +190,30 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		}
 	}
 	if cfg.Wait && !cfg.DryRun {
-		return waitHealthy(stop, c, objs, cfg)
+		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
 	}
 	return nil
+}
+
+// phase is the objects of one phase.
+type phase struct {
+	n    int
+	objs []*unstructured.Unstructured
+}
+
+// byPhase groups objects by their fleet.kubectl.io/phase, lowest first,
+// keeping their order inside a phase.
+func byPhase(objs []*unstructured.Unstructured) []phase {
+	var out []phase
+	for _, o := range objs {
+		n := object.Phase(o)
+		i, found := slices.BinarySearchFunc(out, n, func(p phase, n int) int { return cmp.Compare(p.n, n) })
+		if !found {
+			out = slices.Insert(out, i, phase{n: n})
+		}
+		out[i].objs = append(out[i].objs, o)
+	}
+	return out
 }
 
 // pass is what one Run (or Delete) shares between its requests: the app's
@@ -253,7 +294,7 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 			if ch.Err != nil {
 				failed.Add(1)
 				if kube.IsUnreachable(ch.Err) {
-					cut.Do(func() { cause = ch.Err; close(unreachable) })
+					cut.Do(func() { cause = fmt.Errorf("%s: %w", ch.Ref, ch.Err); close(unreachable) })
 				}
 			}
 			p.cfg.Report(ch)
@@ -645,5 +686,5 @@ func health(ctx context.Context, c *kube.Client, o *unstructured.Unstructured) (
 	if err != nil {
 		return nil, err
 	}
-	return status.Compute(live)
+	return object.Health(live)
 }

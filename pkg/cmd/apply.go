@@ -99,6 +99,16 @@ func (o *ApplyOptions) Validate() error {
 	return o.SourceOptions.validate()
 }
 
+// PhaseEvent is the JSON form of the start of an app's phase.
+type PhaseEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	Phase   int    `json:"phase"`
+	Objects int    `json:"objects"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+}
+
 // ObjectEvent is the JSON form of one object's outcome.
 type ObjectEvent struct {
 	Type      string `json:"type"`
@@ -238,6 +248,17 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		err := apply.Run(ctx, client, apply.Config{
 			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
 			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+			OnPhase: func(phase, objects int) {
+				if p.json {
+					p.event(PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun})
+					return
+				}
+				line := fmt.Sprintf("phase %d: %d objects", phase, objects)
+				if len(results) > 1 {
+					line = app + ": " + line
+				}
+				fmt.Fprintln(w, line)
+			},
 		})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))

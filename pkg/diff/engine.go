@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -215,6 +216,9 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 		if object.Same(live, merged) {
 			d.Kind, d.Note, d.Conflict = Unchanged, "", false
 		}
+	}
+	if n := object.Phase(obj); n != 0 && !object.IsFirst(obj) && d.Kind != Unchanged {
+		d.Note = strings.TrimPrefix(d.Note+"; phase "+strconv.Itoa(n), "; ")
 	}
 	if err := finish(&d, o); err != nil {
 		d.Err = err

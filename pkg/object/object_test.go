@@ -131,11 +131,39 @@ func TestValidatePolicies(t *testing.T) {
 		{map[string]string{PruneAnnotation: "false"}, 1},
 		{map[string]string{ApplyAnnotation: "CreateOnly", ForceAnnotation: "true"}, 2},
 		{map[string]string{"fleet.kubectl.io/other": "x"}, 0},
+		{map[string]string{PhaseAnnotation: "-2"}, 0},
+		{map[string]string{PhaseAnnotation: "first"}, 1},
 	} {
 		o := &unstructured.Unstructured{Object: map[string]any{}}
 		o.SetAnnotations(tt.ann)
 		if got := ValidatePolicies(o); len(got) != tt.errs {
 			t.Errorf("%v: %d errors (%v), want %d", tt.ann, len(got), got, tt.errs)
 		}
+	}
+}
+
+func TestHealthOfJobs(t *testing.T) {
+	job := func(status map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "j", "generation": int64(1)}, "status": status}}
+	}
+	for _, tt := range []struct {
+		name   string
+		status map[string]any
+		want   string
+	}{
+		{"not started", map[string]any{}, "InProgress"},
+		{"running", map[string]any{"startTime": "2026-11-22T00:00:00Z", "active": int64(1)}, "InProgress"},
+		{"complete", map[string]any{"startTime": "2026-11-22T00:00:00Z", "succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}, "Current"},
+		{"failed", map[string]any{"startTime": "2026-11-22T00:00:00Z", "failed": int64(6), "conditions": []any{map[string]any{"type": "Failed", "status": "True"}}}, "Failed"},
+	} {
+		res, err := Health(job(tt.status))
+		if err != nil || string(res.Status) != tt.want {
+			t.Errorf("%s: %v %v, want %s", tt.name, res, err, tt.want)
+		}
+	}
+	// Other kinds keep kstatus's rules.
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
+	if res, err := Health(cm); err != nil || string(res.Status) != "Current" {
+		t.Errorf("ConfigMap: %v %v", res, err)
 	}
 }

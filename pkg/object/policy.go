@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -20,7 +21,18 @@ const (
 	// ForceAnnotation "enabled": a change the server refuses because a
 	// field is immutable deletes the object and creates it again.
 	ForceAnnotation = "fleet.kubectl.io/force"
+	// PhaseAnnotation "<integer>" (default 0, may be negative): the objects
+	// of an app are applied phase by phase, each healthy before the next
+	// starts, like Argo CD's sync waves. CRDs and Namespaces go first.
+	PhaseAnnotation = "fleet.kubectl.io/phase"
 )
+
+// Phase returns an object's phase; 0 when it has none or it is invalid
+// (ValidatePolicies refuses those).
+func Phase(o *unstructured.Unstructured) int {
+	n, _ := strconv.Atoi(o.GetAnnotations()[PhaseAnnotation])
+	return n
+}
 
 // policies are the values each policy annotation accepts.
 var policies = map[string][]string{
@@ -56,6 +68,11 @@ func ValidatePolicies(o *unstructured.Unstructured) []error {
 		}
 		if valid := policies[k]; !slices.Contains(valid, v) {
 			errs = append(errs, fmt.Errorf("annotation %s: %q is not one of %q", k, v, valid))
+		}
+	}
+	if v, ok := ann[PhaseAnnotation]; ok {
+		if _, err := strconv.Atoi(v); err != nil {
+			errs = append(errs, fmt.Errorf("annotation %s: %q is not an integer", PhaseAnnotation, v))
 		}
 	}
 	return errs

@@ -71,7 +71,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 			o.Health = NotFound
 		default:
 			o.Namespace = d.Current.GetNamespace()
-			res, err := kstatus.Compute(d.Current)
+			res, err := object.Health(d.Current)
 			if err != nil {
 				o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
 			} else {

@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// Phases inside an app: a migration Job (phase -1) is applied and complete
+// before the ConfigMap of phase 0 is created; where the Job cannot
+// complete (an API server without controllers) the next phase never
+// starts.
+func TestPhases(t *testing.T) {
+	app := namespaced("e2e-phases", `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: migrate
+  namespace: e2e-phases
+  annotations: {fleet.kubectl.io/phase: "-1"}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: m, image: registry.example/migrate:1}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: after, namespace: e2e-phases}
+`)
+	dir := workdir(t, twoGroups+"apps:\n  - {name: phases, manifests: app}\n", map[string]string{"app/all.yaml": app})
+	out, _, code := fleet(t, dir, "diff", "-c", "stg")
+	if code != 1 || !strings.Contains(out, "job.batch/migrate: phase -1") {
+		t.Errorf("diff does not show the phase: exit %d\n%s", code, out)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "--timeout", "2m")
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	order := []string{"phase -1: 1 objects", "job.batch/migrate created", "job.batch/migrate healthy", "phase 0: 1 objects", "configmap/after created"}
+	last := -1
+	for _, line := range order {
+		i := strings.Index(out, line)
+		if i <= last {
+			t.Fatalf("%q missing or out of order in\n%s", line, out)
+		}
+		last = i
+	}
+	// The server saw the same order.
+	got, _ := get(t, "fleet-c1", "job", "migrate", "-n", "e2e-phases", "-o", "jsonpath={.status.completionTime}")
+	done, err := time.Parse(time.RFC3339, got)
+	if err != nil {
+		t.Fatalf("job completion time %q: %v", got, err)
+	}
+	got, _ = get(t, "fleet-c1", "configmap", "after", "-n", "e2e-phases", "-o", "jsonpath={.metadata.creationTimestamp}")
+	created, err := time.Parse(time.RFC3339, got)
+	if err != nil || created.Before(done) {
+		t.Errorf("the ConfigMap was created at %s, before the Job completed at %s", got, done)
+	}
+	// No controllers: the Job never completes, phase 0 never starts.
+	out, errOut, code = fleet(t, dir, "apply", "-c", "prod-a", "--yes", "--timeout", "3s")
+	if code == 0 || !strings.Contains(out, "phase -1: 1 objects not healthy after 3s") || strings.Contains(out, "phase 0") {
+		t.Errorf("apply where the Job cannot complete: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c2", "configmap", "after", "-n", "e2e-phases"); code == 0 {
+		t.Error("phase 0 was applied although phase -1 never became healthy")
+	}
+}
