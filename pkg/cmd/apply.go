@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,9 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
@@ -242,12 +246,20 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		}
 	}
 	var errs []error
-	for _, res := range results {
+	failed := map[string]bool{}
+	for _, res := range inDependencyOrder(r.fleet, results) {
 		app := res.App
+		if err := o.dependenciesReady(ctx, client, r.fleet, app, results, failed); err != nil {
+			failed[app] = true
+			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+			continue
+		}
 		report := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
+		// An app others depend on is waited for, --wait or not.
+		wait := o.Wait || dependedOn(r.fleet, app, results)
 		err := apply.Run(ctx, client, apply.Config{
 			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
-			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
 			OnPhase: func(phase, objects int) {
 				if p.json {
 					p.event(PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun})
@@ -261,6 +273,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			},
 		})
 		if err != nil {
+			failed[app] = true
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
 			if errors.Is(err, context.Canceled) {
 				break
@@ -268,6 +281,58 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// inDependencyOrder orders a cluster's results so that every app comes
+// after the apps it depends on.
+func inDependencyOrder(f *fleet.Fleet, results []render.Result) []render.Result {
+	names := make([]string, len(results))
+	byApp := map[string]render.Result{}
+	for i, r := range results {
+		names[i] = r.App
+		byApp[r.App] = r
+	}
+	out := make([]render.Result, 0, len(results))
+	for _, n := range f.DependencyOrder(names) {
+		out = append(out, byApp[n])
+	}
+	return out
+}
+
+// dependedOn reports whether another app of the run depends on app.
+func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
+	for _, r := range results {
+		if a := f.App(r.App); a != nil && slices.Contains(a.DependsOn, app) {
+			return true
+		}
+	}
+	return false
+}
+
+// dependenciesReady refuses to start an app whose dependency failed in
+// this run, or, when the dependency is not part of the run, was never
+// applied to the cluster.
+func (o *ApplyOptions) dependenciesReady(ctx context.Context, client *kube.Client, f *fleet.Fleet, app string, results []render.Result, failed map[string]bool) error {
+	a := f.App(app)
+	if a == nil {
+		return nil
+	}
+	for _, d := range a.DependsOn {
+		if failed[d] {
+			return fmt.Errorf("not started: dependency %s failed", d)
+		}
+		if slices.ContainsFunc(results, func(r render.Result) bool { return r.App == d }) {
+			continue
+		}
+		set, err := inventory.Load(ctx, client, d)
+		if err != nil {
+			return fmt.Errorf("not started: dependency %s: %w", d, err)
+		}
+		if !set.Exists {
+			return fmt.Errorf("not started: dependency %s was never applied to this cluster (select it too: --app %s)", d, d)
+		}
+	}
+	return nil
 }
 
 // reporter prints each object's change of app on a cluster, as a line

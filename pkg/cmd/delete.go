@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -91,7 +92,8 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 		}
 		w := p.cluster(name)
 		var errs []error
-		for _, a := range apps {
+		// Dependents go before what they depend on.
+		for _, a := range reverseDependencyOrder(f, apps) {
 			if !a.goesTo(c) {
 				continue
 			}
@@ -118,4 +120,22 @@ func (o *DeleteOptions) confirm(ctx context.Context, apps []app, clusters []*fle
 		return fmt.Errorf("delete %s: pass --yes to delete without a terminal to confirm on", what)
 	}
 	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Delete "+what+"?")
+}
+
+// reverseDependencyOrder orders apps so that each comes before the apps it
+// depends on: the order to delete them in.
+func reverseDependencyOrder(f *fleet.Fleet, apps []app) []app {
+	names := make([]string, len(apps))
+	byName := map[string]app{}
+	for i, a := range apps {
+		names[i] = a.name
+		byName[a.name] = a
+	}
+	order := f.DependencyOrder(names)
+	slices.Reverse(order)
+	out := make([]app, len(order))
+	for i, n := range order {
+		out[i] = byName[n]
+	}
+	return out
 }

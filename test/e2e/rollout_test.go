@@ -65,3 +65,62 @@ metadata: {name: after, namespace: e2e-phases}
 		t.Error("phase 0 was applied although phase -1 never became healthy")
 	}
 }
+
+// dependsOn: on each cluster the dependent app is applied only once its
+// dependency is applied and healthy, --wait or not; a failed dependency
+// fails its dependents; delete goes in reverse; a cycle is refused.
+func TestDependsOn(t *testing.T) {
+	db := namespaced("e2e-deps", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: db, namespace: e2e-deps}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec: {containers: [{name: db, image: registry.example/db:1}]}
+`)
+	web := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: e2e-deps}\n"
+	apps := "apps:\n  - {name: deps-web, manifests: web.yaml, dependsOn: [deps-db]}\n  - {name: deps-db, manifests: db.yaml}\n"
+	dir := workdir(t, twoGroups+apps, map[string]string{"db.yaml": db, "web.yaml": web})
+	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "--timeout", "2m")
+	if code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	order := []string{"deps-db: deployment.apps/db created", "deps-db: deployment.apps/db healthy", "deps-web: configmap/web created"}
+	last := -1
+	for _, line := range order {
+		i := strings.Index(out, line)
+		if i <= last {
+			t.Fatalf("%q missing or out of order in\n%s", line, out)
+		}
+		last = i
+	}
+	ready, _ := get(t, "fleet-c1", "deployment", "db", "-n", "e2e-deps", "-o", `jsonpath={.status.conditions[?(@.type=="Available")].lastTransitionTime}`)
+	created, _ := get(t, "fleet-c1", "configmap", "web", "-n", "e2e-deps", "-o", "jsonpath={.metadata.creationTimestamp}")
+	if ready == "" || created < ready {
+		t.Errorf("the dependent ConfigMap was created at %s, the dependency available at %s", created, ready)
+	}
+	// Without controllers the dependency never becomes healthy.
+	out, errOut, code = fleet(t, dir, "apply", "-c", "prod-a", "--yes", "--timeout", "3s")
+	if code == 0 || !strings.Contains(out, "app deps-web: not started: dependency deps-db failed") {
+		t.Errorf("apply where the dependency fails: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c2", "configmap", "web", "-n", "e2e-deps"); code == 0 {
+		t.Error("the dependent app was applied although its dependency failed")
+	}
+	// The dependent alone needs its dependency applied there before.
+	out, _, code = fleet(t, dir, "apply", "-c", "prod-b", "--yes", "--app", "deps-web")
+	if code == 0 || !strings.Contains(out, "dependency deps-db was never applied to this cluster") {
+		t.Errorf("apply of the dependent alone: exit %d\n%s", code, out)
+	}
+	out, errOut, code = fleet(t, dir, "delete", "-c", "stg", "--yes")
+	if i, j := strings.Index(out, "deps-web: configmap/web deleted"), strings.Index(out, "deps-db: deployment.apps/db deleted"); code != 0 || i < 0 || j < i {
+		t.Errorf("delete is not in reverse dependency order: exit %d\n%s%s", code, out, errOut)
+	}
+	// A cycle is a fleet-file error.
+	cyclic := workdir(t, twoGroups+"apps:\n  - {name: a, manifests: web.yaml, dependsOn: [b]}\n  - {name: b, manifests: web.yaml, dependsOn: [a]}\n", map[string]string{"web.yaml": web})
+	if out, errOut, code := fleet(t, cyclic, "apply", "-c", "stg"); code == 0 || !strings.Contains(errOut, "apps[0].dependsOn: dependency cycle: a → b → a") {
+		t.Errorf("a cycle: exit %d\n%s%s", code, out, errOut)
+	}
+}
