@@ -280,7 +280,14 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			}
 		}
 	}
-	return errors.Join(errs...)
+	if len(errs) > 0 || dryRun || ctx.Err() != nil {
+		return errors.Join(errs...)
+	}
+	cluster := render.ClusterOf(r.fleet, c)
+	if len(results) > 0 {
+		cluster = results[0].Cluster // with the attributes read from it
+	}
+	return o.runChecks(ctx, r.fleet, c, cluster, p)
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes

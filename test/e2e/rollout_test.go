@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +124,65 @@ spec:
 	cyclic := workdir(t, twoGroups+"apps:\n  - {name: a, manifests: web.yaml, dependsOn: [b]}\n  - {name: b, manifests: web.yaml, dependsOn: [a]}\n", map[string]string{"web.yaml": web})
 	if out, errOut, code := fleet(t, cyclic, "apply", "-c", "stg"); code == 0 || !strings.Contains(errOut, "apps[0].dependsOn: dependency cycle: a → b → a") {
 		t.Errorf("a cycle: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A group's checks run for each of its clusters after its apps: with a
+// kubeconfig that reaches that cluster only, and the cluster described in
+// the environment. A failing check on staging leaves production untouched.
+func TestGroupChecks(t *testing.T) {
+	check := `#!/bin/sh
+# Records what it sees, and fails where the fleet file says so.
+{
+  echo "contexts=$(kubectl config get-contexts -o name | tr '\n' ' ')"
+  echo "current=$(kubectl config current-context)"
+  echo "cluster=$FLEET_CLUSTER_NAME group=$FLEET_CLUSTER_GROUP context=$FLEET_CLUSTER_CONTEXT fleet=$FLEET_NAME tier=$FLEET_ATTR_TIER"
+  echo "configmap=$(kubectl get configmap checked -n e2e-checks -o jsonpath='{.data.a}')"
+  echo "mode=$(stat -c %a "$KUBECONFIG")"
+} > "$1/$FLEET_CLUSTER_NAME.seen"
+echo "checked $FLEET_CLUSTER_NAME"
+[ "$FLEET_ATTR_FAIL" != "yes" ]
+`
+	seenDir := t.TempDir()
+	fleetYAML := func(fail string) string {
+		return strings.Replace(twoGroups, "  - {name: staging, maxParallel: 1}\n", "  - name: staging\n    attributes: {tier: gold, fail: \""+fail+"\"}\n    verify:\n      - {name: smoke, command: [./smoke.sh, "+seenDir+"], timeout: 30s}\n", 1) +
+			"apps:\n  - {name: checks, manifests: app.yaml}\n"
+	}
+	app := namespaced("e2e-checks", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: e2e-checks}\ndata: {a: \"1\"}\n")
+	dir := workdir(t, fleetYAML("yes"), map[string]string{"app.yaml": app, "smoke.sh": check})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 1 || !strings.Contains(out, "[stg") || !strings.Contains(out, "checked stg") || !strings.Contains(out, "check smoke failed") || !strings.Contains(out, "not started") {
+		t.Fatalf("apply with a failing check: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
+		if _, code := get(t, ctx, "namespace", "e2e-checks"); code == 0 {
+			t.Errorf("production cluster %s was written although the staging check failed", ctx)
+		}
+	}
+	seen, err := os.ReadFile(filepath.Join(seenDir, "stg.seen"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"contexts=fleet-c1 \n", "current=fleet-c1\n", "cluster=stg group=staging context=fleet-c1 fleet=e2e tier=gold\n", "configmap=1\n", "mode=600\n"} {
+		if !strings.Contains(string(seen), want) {
+			t.Errorf("the check saw\n%s\nwant %q", seen, want)
+		}
+	}
+	// Passing, the rollout goes on to production.
+	if err := writeFile(dir, "fleet.yaml", fleetYAML("no")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code != 0 || !strings.Contains(out, "check smoke passed") {
+		t.Fatalf("apply with a passing check: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c3", "configmap", "checked", "-n", "e2e-checks"); code != 0 {
+		t.Error("production was not applied after the check passed")
+	}
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubectl-fleet-check-*")); len(left) > 0 {
+		t.Errorf("temporary kubeconfigs left behind: %v", left)
 	}
 }
