@@ -163,6 +163,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
+	if !dryRun {
+		o.setSoaks(r, ws, p)
+	}
 	_, byName := index(r.clusters)
 	var tally counts
 	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {

@@ -21,6 +21,11 @@ type Wave struct {
 	// Gate, if set, is asked before the wave starts (a confirmation); an
 	// error leaves the wave and every later one not started.
 	Gate func() error
+	// After, if set, runs once the wave went through within its failure
+	// budget, with the clusters that succeeded (a soak): the clusters it
+	// returns errors for have failed after all, and count against the
+	// budget.
+	After func(ctx context.Context, succeeded []string) map[string]error
 }
 
 // State is where a cluster ended up.
@@ -64,6 +69,9 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 		}
 		if !stopped {
 			stopped = runWave(ctx, w, parallel, fn, outcomes)
+		}
+		if !stopped && w.After != nil && ctx.Err() == nil {
+			stopped = after(ctx, w, outcomes)
 		}
 		out = append(out, outcomes...)
 	}
@@ -112,4 +120,30 @@ func runWave(ctx context.Context, w Wave, parallel int, fn func(context.Context,
 	}
 	wg.Wait()
 	return over() || ctx.Err() != nil
+}
+
+// after runs a wave's After hook and fails the clusters it names; it
+// reports whether the wave is now over its failure budget.
+func after(ctx context.Context, w Wave, outcomes []Outcome) bool {
+	var succeeded []string
+	failed := 0
+	for _, o := range outcomes {
+		switch o.State {
+		case Succeeded:
+			succeeded = append(succeeded, o.Cluster)
+		case Failed:
+			failed++
+		}
+	}
+	if len(succeeded) == 0 {
+		return false
+	}
+	errs := w.After(ctx, succeeded)
+	for i := range outcomes {
+		if err := errs[outcomes[i].Cluster]; err != nil && outcomes[i].State == Succeeded {
+			outcomes[i].State, outcomes[i].Err = Failed, err
+			failed++
+		}
+	}
+	return failed > w.MaxFailures || ctx.Err() != nil
 }

@@ -112,3 +112,35 @@ func TestRunGate(t *testing.T) {
 		t.Errorf("gate error %v, ran %v", out[1].Err, ran)
 	}
 }
+
+// A wave's After hook (a soak) can fail clusters that had succeeded, and
+// stops the rollout when that passes the budget.
+func TestAfterFailsClusters(t *testing.T) {
+	var sawSucceeded []string
+	waves := []Wave{
+		{Name: "staging", Clusters: []string{"a", "b", "c"}, MaxFailures: 1, After: func(_ context.Context, succeeded []string) map[string]error {
+			sawSucceeded = succeeded
+			return map[string]error{"b": errors.New("unhealthy during the soak")}
+		}},
+		{Name: "production", Clusters: []string{"p"}},
+	}
+	outcomes := Run(context.Background(), waves, 1, func(_ context.Context, cluster string) error {
+		if cluster == "c" {
+			return errors.New("failed")
+		}
+		return nil
+	})
+	if !cmp.Equal(sawSucceeded, []string{"a", "b"}) {
+		t.Errorf("After saw %v, want [a b]", sawSucceeded)
+	}
+	want := map[string]State{"a": Succeeded, "b": Failed, "c": Failed, "p": NotStarted}
+	if diff := cmp.Diff(want, states(outcomes)); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	// Within the budget, the rollout goes on.
+	waves[0].MaxFailures = 2
+	outcomes = Run(context.Background(), waves, 1, func(context.Context, string) error { return nil })
+	if outcomes[1].State != Failed || outcomes[3].State != Succeeded {
+		t.Errorf("within the budget: %v", outcomes)
+	}
+}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"os"
 	"path/filepath"
 	"strings"
@@ -184,5 +185,54 @@ echo "checked $FLEET_CLUSTER_NAME"
 	}
 	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubectl-fleet-check-*")); len(left) > 0 {
 		t.Errorf("temporary kubeconfigs left behind: %v", left)
+	}
+}
+
+// A soak watches staging after it succeeded: an object that goes away
+// during it stops the rollout before production; a quiet soak lets it go on.
+func TestSoak(t *testing.T) {
+	fleetYAML := func(soak string) string {
+		return strings.Replace(twoGroups, "  - {name: staging, maxParallel: 1}\n", "  - {name: staging, soak: "+soak+"}\n", 1) +
+			"apps:\n  - {name: soak, manifests: app.yaml}\n"
+	}
+	app := namespaced("e2e-soak", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: soaked, namespace: e2e-soak}\n")
+	dir := workdir(t, fleetYAML("20s"), map[string]string{"app.yaml": app})
+	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--yes")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	scanner := bufio.NewScanner(stdout)
+	deleted := false
+	for scanner.Scan() {
+		out.WriteString(scanner.Text() + "\n")
+		if !deleted && strings.Contains(scanner.Text(), "soak started") {
+			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "e2e-soak", "configmap", "soaked"); code != 0 {
+				t.Error(errOut)
+			}
+			deleted = true
+		}
+	}
+	_ = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if !deleted || code != 1 || !strings.Contains(out.String(), "soak failed with") || !strings.Contains(out.String(), "configmap/soaked is gone") || !strings.Contains(out.String(), "[prod-a] not started") {
+		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if _, code := get(t, "fleet-c2", "namespace", "e2e-soak"); code == 0 {
+		t.Error("production was written although staging failed its soak")
+	}
+	// Nothing goes wrong: after the soak, production.
+	if err := writeFile(dir, "fleet.yaml", fleetYAML("2s")); err != nil {
+		t.Fatal(err)
+	}
+	outStr, errStr, code := fleet(t, dir, "apply", "--yes")
+	if code != 0 || !strings.Contains(outStr, "[stg]    soak passed") || strings.Index(outStr, "soak passed") > strings.Index(outStr, "[prod-a] namespace/e2e-soak created") {
+		t.Errorf("apply with a quiet soak: exit %d\n%s%s", code, outStr, errStr)
 	}
 }

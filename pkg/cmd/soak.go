@@ -1,0 +1,135 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// SoakEvent is the JSON form of a cluster's soak.
+type SoakEvent struct {
+	Type    string  `json:"type"`
+	Cluster string  `json:"cluster"`
+	State   string  `json:"state"`
+	Left    float64 `json:"secondsLeft"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// soakInterval is how often a soak reads the objects.
+var soakInterval = 5 * time.Second
+
+// setSoaks gives every wave but the last whose group has a soak an After
+// hook: after the group succeeded, its applied objects are watched that
+// long, and an object that is no longer healthy fails its cluster (and so,
+// by the group's budget, the rollout).
+func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer) {
+	for i := range ws[:max(0, len(ws)-1)] {
+		g := r.fleet.Group(ws[i].Name)
+		if g == nil || g.Soak <= 0 {
+			continue
+		}
+		ws[i].After = func(ctx context.Context, succeeded []string) map[string]error {
+			return o.soak(ctx, r, succeeded, g.Soak, p)
+		}
+	}
+}
+
+func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string, d time.Duration, p *printer) map[string]error {
+	end := time.Now().Add(d)
+	var (
+		mu   sync.Mutex
+		errs = map[string]error{}
+		wg   sync.WaitGroup
+	)
+	report := func(cluster, state string, left time.Duration, err error) {
+		if p.json {
+			p.event(SoakEvent{Type: "soak", Cluster: cluster, State: state, Left: left.Seconds(), Error: errString(err)})
+			return
+		}
+		line := fmt.Sprintf("soak %s, %s left", state, left.Round(time.Second))
+		if err != nil {
+			line = fmt.Sprintf("soak failed with %s left: %v", left.Round(time.Second), err)
+		}
+		fmt.Fprintln(p.cluster(cluster), line)
+	}
+	for _, name := range clusters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			report(name, "started", d, nil)
+			next := time.Now()
+			lastReport := time.Now()
+			for {
+				if err := o.soakCheck(ctx, r, name); err != nil {
+					mu.Lock()
+					errs[name] = fmt.Errorf("soak: %w", err)
+					mu.Unlock()
+					report(name, "failed", time.Until(end), err)
+					return
+				}
+				if time.Now().After(end) {
+					report(name, "passed", 0, nil)
+					return
+				}
+				// Progress about ten times per soak, at most once a minute.
+				if time.Since(lastReport) >= min(time.Minute, max(d/10, soakInterval)) {
+					report(name, "running", time.Until(end), nil)
+					lastReport = time.Now()
+				}
+				next = next.Add(soakInterval)
+				select {
+				case <-ctx.Done():
+					mu.Lock()
+					errs[name] = fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
+					mu.Unlock()
+					return
+				case <-time.After(min(time.Until(next), time.Until(end))):
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// soakCheck reads every object applied to a cluster and returns an error
+// for the first one that is not healthy.
+func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered, name string) error {
+	c := r.fleet.Cluster(name)
+	client, err := o.connect(ctx, r.fleet, c)
+	if err != nil {
+		return err
+	}
+	for _, res := range r.of(name) {
+		for _, obj := range res.Objects {
+			obj = obj.DeepCopy()
+			ri, _, err := client.Scope(obj)
+			if err != nil {
+				return fmt.Errorf("%s: %w", object.Ref(obj), err)
+			}
+			live, err := ri.Get(context.WithoutCancel(ctx), obj.GetName(), metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return fmt.Errorf("%s is gone", object.Ref(obj))
+			case err != nil:
+				return fmt.Errorf("%s: %w", object.Ref(obj), err)
+			}
+			res, err := object.Health(live)
+			if err != nil {
+				return fmt.Errorf("%s: %w", object.Ref(obj), err)
+			}
+			if res.Status != kstatus.CurrentStatus {
+				return fmt.Errorf("%s is %s: %s", object.Ref(obj), res.Status, res.Message)
+			}
+		}
+	}
+	return nil
+}
