@@ -33,14 +33,14 @@ func (e *Env) startFull(ctx context.Context, i int, direct string) error {
 	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
 		return err
 	}
-	if err := e.start("kube-controller-manager-"+name, filepath.Join(e.opts.BinDir, "kube-controller-manager"),
+	if _, err := e.start("kube-controller-manager-"+name, filepath.Join(e.opts.BinDir, "kube-controller-manager"),
 		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 		"--service-account-private-key-file="+filepath.Join(e.opts.Dir, "sa.key"),
 		"--root-ca-file="+filepath.Join(dir, "certs", "apiserver.crt"),
 		"--use-service-account-credentials=false"); err != nil {
 		return err
 	}
-	if err := e.start("kube-scheduler-"+name, filepath.Join(e.opts.BinDir, "kube-scheduler"),
+	if _, err := e.start("kube-scheduler-"+name, filepath.Join(e.opts.BinDir, "kube-scheduler"),
 		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0"); err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (e *Env) startFull(ctx context.Context, i int, direct string) error {
 	if err != nil {
 		return err
 	}
-	if err := e.start("kwok-"+name, filepath.Join(e.opts.BinDir, "kwok"),
+	if _, err := e.start("kwok-"+name, filepath.Join(e.opts.BinDir, "kwok"),
 		"--kubeconfig="+kc, "--config="+e.opts.KwokStages,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"=fake",
 		"--server-address=127.0.0.1:"+strconv.Itoa(ports[0])); err != nil {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -72,9 +73,20 @@ type Env struct {
 	Token string
 
 	opts    Options
+	etcdURL string
 	mu      sync.Mutex
 	procs   []*process
 	proxies []*Proxy
+	// apiservers maps a cluster's Direct URL to its API server, so that a
+	// test can kill it and start it again.
+	apiservers map[string]*apiserver
+	added      int
+}
+
+type apiserver struct {
+	name, bin string
+	args      []string
+	proc      *process
 }
 
 type process struct {
@@ -96,7 +108,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	env = &Env{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig")}
+	env = &Env{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), apiservers: map[string]*apiserver{}}
 	defer func() {
 		if err != nil {
 			env.Stop()
@@ -115,8 +127,9 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		return nil, err
 	}
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", ports[0])
+	env.etcdURL = etcdURL
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", ports[1])
-	if err := env.start("etcd", filepath.Join(opts.BinDir, "etcd"),
+	if _, err := env.start("etcd", filepath.Join(opts.BinDir, "etcd"),
 		"--name=default", "--data-dir="+filepath.Join(opts.Dir, "etcd"),
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
@@ -125,18 +138,10 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	}
 	for i := 1; i <= opts.Clusters; i++ {
 		port := ports[1+i]
-		dir := filepath.Join(opts.Dir, "c"+strconv.Itoa(i))
-		if err := env.start("kube-apiserver-c"+strconv.Itoa(i), filepath.Join(opts.BinDir, "kube-apiserver"),
-			"--etcd-servers="+etcdURL, "--etcd-prefix=/c"+strconv.Itoa(i),
-			"--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port), "--cert-dir="+filepath.Join(dir, "certs"),
-			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file="+filepath.Join(opts.Dir, "sa.key"),
-			"--service-account-signing-key-file="+filepath.Join(opts.Dir, "sa.key"),
-			"--token-auth-file="+filepath.Join(opts.Dir, "tokens.csv"),
-			"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true"); err != nil {
+		direct, err := env.startAPIServer("c"+strconv.Itoa(i), port)
+		if err != nil {
 			return nil, err
 		}
-		direct := fmt.Sprintf("https://127.0.0.1:%d", port)
 		c := Cluster{Context: opts.ContextPrefix + strconv.Itoa(i), Server: direct, Direct: direct}
 		if opts.Latency > 0 {
 			proxy, err := NewProxy(fmt.Sprintf("127.0.0.1:%d", port), opts.Latency)
@@ -163,6 +168,99 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 		}
 	}
 	return env, env.writeKubeconfig()
+}
+
+// startAPIServer starts the API server of cluster name (its etcd prefix
+// and folder) on port and returns its URL.
+func (e *Env) startAPIServer(name string, port int) (string, error) {
+	dir := filepath.Join(e.opts.Dir, name)
+	a := &apiserver{name: "kube-apiserver-" + name, bin: filepath.Join(e.opts.BinDir, "kube-apiserver"), args: []string{
+		"--etcd-servers=" + e.etcdURL, "--etcd-prefix=/" + name,
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port), "--cert-dir=" + filepath.Join(dir, "certs"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + filepath.Join(e.opts.Dir, "sa.key"),
+		"--service-account-signing-key-file=" + filepath.Join(e.opts.Dir, "sa.key"),
+		"--token-auth-file=" + filepath.Join(e.opts.Dir, "tokens.csv"),
+		"--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true"}}
+	p, err := e.start(a.name, a.bin, a.args...)
+	if err != nil {
+		return "", err
+	}
+	a.proc = p
+	direct := fmt.Sprintf("https://127.0.0.1:%d", port)
+	e.mu.Lock()
+	e.apiservers[direct] = a
+	e.mu.Unlock()
+	return direct, nil
+}
+
+// AddCluster starts one more API server, with its own etcd prefix, for a
+// test that breaks it (Kill, Restart) without disturbing the others. Its
+// context (ContextPrefix + "x" + n) is not in Kubeconfig: give it one with
+// WriteKubeconfig. Stop stops it with the rest.
+func (e *Env) AddCluster(ctx context.Context) (Cluster, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return Cluster{}, err
+	}
+	e.mu.Lock()
+	e.added++
+	name := "x" + strconv.Itoa(e.added)
+	e.mu.Unlock()
+	direct, err := e.startAPIServer(name, ports[0])
+	if err != nil {
+		return Cluster{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Ready)
+	defer cancel()
+	if err := e.waitReady(ctx, direct+"/readyz"); err != nil {
+		return Cluster{}, err
+	}
+	return Cluster{Context: e.opts.ContextPrefix + name, Server: direct, Direct: direct}, nil
+}
+
+// Kill kills a cluster's API server at once (SIGKILL), as a crash would:
+// its connections are cut and its port refuses new ones.
+func (e *Env) Kill(c Cluster) error {
+	e.mu.Lock()
+	a := e.apiservers[c.Direct]
+	e.mu.Unlock()
+	if a == nil {
+		return fmt.Errorf("no API server at %s", c.Direct)
+	}
+	_ = a.proc.cmd.Process.Kill()
+	<-a.proc.done
+	// Killed on purpose: not a process that "exited early".
+	e.mu.Lock()
+	e.procs = slices.DeleteFunc(e.procs, func(p *process) bool { return p == a.proc })
+	e.mu.Unlock()
+	return nil
+}
+
+// Restart starts a killed cluster's API server again, on the same port
+// with the same data, and waits until it is ready.
+func (e *Env) Restart(ctx context.Context, c Cluster) error {
+	e.mu.Lock()
+	a := e.apiservers[c.Direct]
+	e.mu.Unlock()
+	if a == nil {
+		return fmt.Errorf("no API server at %s", c.Direct)
+	}
+	select {
+	case <-a.proc.done:
+	default:
+		return fmt.Errorf("the API server at %s is running", c.Direct)
+	}
+	p, err := e.start(a.name, a.bin, a.args...)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	a.proc = p
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, e.opts.Ready)
+	defer cancel()
+	return e.waitReady(ctx, c.Direct+"/readyz")
 }
 
 func writeCredentials(dir, token string) error {
@@ -197,18 +295,18 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func (e *Env) start(name, bin string, args ...string) error {
+func (e *Env) start(name, bin string, args ...string) (*process, error) {
 	logPath := filepath.Join(e.opts.Dir, name+".log")
-	logFile, err := os.Create(logPath)
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
 	p := &process{name: name, cmd: cmd, done: make(chan struct{}), log: logPath}
 	go func() {
@@ -219,7 +317,7 @@ func (e *Env) start(name, bin string, args ...string) error {
 	e.mu.Lock()
 	e.procs = append(e.procs, p)
 	e.mu.Unlock()
-	return nil
+	return p, nil
 }
 
 // waitReady polls url with the admin token until it answers 200, a process

@@ -71,9 +71,9 @@ type liveSet struct {
 
 // readSet reads an app's set on a context, with the given resource types
 // searched for members.
-func readSet(t *testing.T, context, app, kinds string) liveSet {
+func readSet(t *testing.T, context, app, kinds string, extra ...string) liveSet {
 	t.Helper()
-	out, code := get(t, context, "configmap", "fleet-"+app, "-n", "kubectl-fleet", "-o", "json")
+	out, code := get(t, context, append([]string{"configmap", "fleet-" + app, "-n", "kubectl-fleet", "-o", "json"}, extra...)...)
 	if code != 0 {
 		t.Fatalf("%s: no inventory for app %s", context, app)
 	}
@@ -97,7 +97,7 @@ func readSet(t *testing.T, context, app, kinds string) liveSet {
 		groupKinds: split(parent.Metadata.Annotations["applyset.kubernetes.io/contains-group-kinds"]),
 		namespaces: split(parent.Metadata.Annotations["applyset.kubernetes.io/additional-namespaces"]),
 	}
-	out, code = get(t, context, kinds, "-A", "-l", "applyset.kubernetes.io/part-of="+s.id, "-o", "json")
+	out, code = get(t, context, append([]string{kinds, "-A", "-l", "applyset.kubernetes.io/part-of=" + s.id, "-o", "json"}, extra...)...)
 	if code != 0 {
 		t.Fatalf("%s: listing the members of %s", context, app)
 	}
@@ -272,6 +272,100 @@ clusters:
 	// And a diff finds nothing left to do.
 	if out, errOut, code := fleet(t, dir, "diff", "-f", v2Dir, "--name", "die", "-c", "dying"); code != 0 {
 		t.Errorf("diff after the re-run: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestFaultServerKilledMidApply kills the API server process (SIGKILL) of
+// a cluster of its own in the middle of an apply --prune of 200 objects
+// (50 ms away, 4 requests at once, killed once 40 objects are created),
+// then starts it again on the same port: the cluster fails with the
+// connection error and nothing more is sent to it, the other cluster
+// applies, the inventory accounts for every member, and a re-run
+// converges with exactly the dropped objects pruned.
+func TestFaultServerKilledMidApply(t *testing.T) {
+	ctx := context.Background()
+	c, err := env.AddCluster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Kill(c) })
+	far, err := testenv.NewProxy(strings.TrimPrefix(c.Direct, "https://"), 25*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(far.Close)
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kc, map[string]testenv.ContextSpec{"killed": {Server: "https://" + far.Addr}, "killed-direct": {Server: c.Direct}}); err != nil {
+		t.Fatal(err)
+	}
+	const ns = "e2e-kill"
+	var v1 manifest
+	v1.add("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}", ns)
+	v1.add("apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: e2e-kill-old, namespace: %s}\nrules: []", ns)
+	for i := 0; i < 10; i++ {
+		v1.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: e2e-kill-old-%d, namespace: default}", i)
+	}
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - {name: g, maxFailures: 1}
+clusters:
+  - {name: killed, group: g, context: killed, kubeconfig: `+kc+`}
+  - {name: steady, group: g, context: fleet-c3}
+`, map[string]string{"v1/all.yaml": v1.String(), "v2/all.yaml": manyConfigMaps(ns, "cm", 199)})
+	if out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "v1"), "--name", "kill"); code != 0 {
+		t.Fatalf("apply v1: exit %d\n%s%s", code, out, errOut)
+	}
+	r := startFleet(t, dir, nil, "apply", "-f", filepath.Join(dir, "v2"), "--name", "kill", "--prune", "--concurrency", "4")
+	created := regexp.MustCompile(`(?m)^\[killed\] configmap/cm-\d+ created$`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, errOut := r.output()
+		if len(created.FindAllString(out, -1)) >= 40 {
+			break
+		}
+		if time.Now().After(deadline) || r.exited(0) {
+			t.Fatalf("40 objects not created in time\n%s%s", out, errOut)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	killed := time.Now()
+	if err := env.Kill(c); err != nil {
+		t.Fatal(err)
+	}
+	if !r.exited(30 * time.Second) {
+		t.Fatal("still running 30s after the server was killed")
+	}
+	out, errOut := r.output()
+	t.Logf("exit %d %s after the kill; %d objects created", r.code, time.Since(killed).Round(time.Millisecond), len(created.FindAllString(out, -1)))
+	summary := out[strings.LastIndex(out, "Summary:"):]
+	if r.code != 1 || !regexp.MustCompile(`(?m)^\[killed\] failed: \d+ created, .*\d+ skipped.*: app kill: the cluster stopped answering, \d+ of 199 objects not attempted: configmap/cm-\d+: `).MatchString(summary) ||
+		!regexp.MustCompile(`(?m)^\[steady\] applied: 199 created, 1 unchanged, 11 pruned$`).MatchString(summary) || regexp.MustCompile(`(?m)^\[killed\].* pruned$`).MatchString(out) {
+		t.Errorf("exit %d\n%s%s", r.code, out, errOut)
+	}
+	t.Logf("%s", regexp.MustCompile(`(?m)^\[killed\] failed.*$`).FindString(summary))
+
+	if err := env.Restart(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	const kinds = "namespaces,roles,configmaps"
+	live := readSet(t, "killed-direct", "kill", kinds, "--kubeconfig", kc)
+	if u := live.uncovered(); len(u) > 0 || live.count("ConfigMap/default/e2e-kill-old-")+live.count("Role.rbac.authorization.k8s.io/"+ns+"/e2e-kill-old") != 11 {
+		t.Errorf("after the kill: uncovered %v, members %v", u, live.members)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "v2"), "--name", "kill", "--prune", "-c", "killed")
+	pruned := regexp.MustCompile(`(?m)^\[killed\] (\S+) pruned$`).FindAllStringSubmatch(out, -1)
+	if code != 0 || len(pruned) != 11 {
+		t.Fatalf("re-run: exit %d, %d pruned\n%s%s", code, len(pruned), out, errOut)
+	}
+	for _, m := range pruned {
+		if !strings.Contains(m[1], "/e2e-kill-old") {
+			t.Errorf("pruned %s, which is rendered", m[1])
+		}
+	}
+	if live := readSet(t, "killed-direct", "kill", kinds, "--kubeconfig", kc); len(live.members) != 200 || len(live.uncovered()) > 0 {
+		t.Errorf("after the re-run: %d members, uncovered %v", len(live.members), live.uncovered())
 	}
 }
 
