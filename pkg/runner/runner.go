@@ -5,6 +5,8 @@ package runner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 )
 
@@ -108,6 +110,10 @@ func runWave(ctx context.Context, w Wave, parallel int, fn func(context.Context,
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			err := fn(ctx, c)
+			if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+				// Stopped by the run's cancellation (Ctrl-C), not by the cluster.
+				err = fmt.Errorf("interrupted: %w", err)
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

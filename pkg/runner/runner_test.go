@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -142,5 +143,22 @@ func TestAfterFailsClusters(t *testing.T) {
 	outcomes = Run(context.Background(), waves, 1, func(context.Context, string) error { return nil })
 	if outcomes[1].State != Failed || outcomes[3].State != Succeeded {
 		t.Errorf("within the budget: %v", outcomes)
+	}
+}
+
+// TestRunSaysInterrupted: a cluster whose work ends because the run was
+// cancelled says so.
+func TestRunSaysInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := Run(ctx, []Wave{{Name: "w", Clusters: []string{"a"}}, {Name: "later", Clusters: []string{"b"}}}, 0, func(ctx context.Context, c string) error {
+		cancel()
+		<-ctx.Done()
+		return fmt.Errorf("app web: %w", ctx.Err())
+	})
+	if out[0].State != Failed || out[0].Err == nil || out[0].Err.Error() != "interrupted: app web: context canceled" {
+		t.Errorf("outcome %+v", out[0])
+	}
+	if out[1].State != NotStarted {
+		t.Errorf("later wave %+v", out[1])
 	}
 }

@@ -438,6 +438,32 @@ clusters:
 	if took > 3*bound {
 		t.Errorf("took %s with --request-timeout %s", took, bound)
 	}
+
+	// The server hangs while apply --wait polls the object's health: the
+	// wait ends at --timeout, however long --request-timeout is.
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	wait := filepath.Join(dir, "wait")
+	if err := os.MkdirAll(wait, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(wait, "cm.yaml"), []byte(namespaced("e2e-hang-wait", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w, namespace: e2e-hang-wait}\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxy.After(0, func(r *http.Request) bool {
+		return r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/configmaps/w")
+	}, testenv.Hung)
+	start = time.Now()
+	out, errOut, code = fleet(t, dir, "apply", "-f", wait, "--yes", "--wait", "--timeout", "4s", "--request-timeout", "1m")
+	took = time.Since(start)
+	t.Logf("apply --wait --timeout 4s, hung while waiting: exit %d after %s", code, took.Round(time.Millisecond))
+	if code != 1 || !regexp.MustCompile(`(?m)^\[hung\]\s+failed: .*: app wait: \d objects? not healthy after 4s$`).MatchString(out) || !strings.Contains(out, "[fine] applied: 2 created, 2 healthy") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+	if took > 10*time.Second {
+		t.Errorf("took %s with --timeout 4s", took)
+	}
 }
 
 // run is a kubectl fleet process running in the background.
@@ -591,7 +617,7 @@ func TestFaultInterruptStopsRequests(t *testing.T) {
 	if len(after) > 0 {
 		t.Errorf("requests started after Ctrl-C:\n%s", strings.Join(after, "\n"))
 	}
-	for _, want := range []string{"Summary:", "[slow]  failed: 19 created, 1 unchanged, 4 failed: app intstop: context canceled", "[later] not started"} {
+	for _, want := range []string{"Summary:", "[slow]  failed: 19 created, 1 unchanged, 4 failed: interrupted: app intstop: context canceled", "[later] not started"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -647,7 +673,7 @@ func TestFaultInterruptDuringPrune(t *testing.T) {
 	if len(after) > 0 {
 		t.Errorf("requests started after Ctrl-C:\n%s", strings.Join(after, "\n"))
 	}
-	if !regexp.MustCompile(`(?m)^\[slow\]  failed: 1 created, 1 unchanged, 5 pruned, 1 failed: app intprune: context canceled$`).MatchString(out) || !strings.Contains(out, "[later] not started") {
+	if !regexp.MustCompile(`(?m)^\[slow\]  failed: 1 created, 1 unchanged, 5 pruned, 1 failed: interrupted: app intprune: context canceled$`).MatchString(out) || !strings.Contains(out, "[later] not started") {
 		t.Errorf("summary:\n%s", out)
 	}
 	live := readSet(t, "fleet-c2", "intprune", "namespaces,configmaps")
