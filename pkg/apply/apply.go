@@ -280,6 +280,8 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 		case <-stop.Done():
 		case <-unreachable:
 		}
+		// The select may have returned on Ctrl-C without a slot: start
+		// nothing more (TestFaultInterruptStopsRequests).
 		if stop.Err() != nil || isClosed(unreachable) {
 			rest = objs[i:]
 			break
