@@ -36,6 +36,8 @@ type ApplyOptions struct {
 	Wait           bool
 	Timeout        time.Duration
 	Concurrency    int
+	SkipTests      bool
+	KeepTests      bool
 }
 
 // NewCmdApply returns the apply command.
@@ -83,6 +85,8 @@ Exit codes:
 	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
 	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
 	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
+	cmd.Flags().BoolVar(&o.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so")
+	cmd.Flags().BoolVar(&o.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until applied objects are healthy; a cluster that is not within --timeout fails")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
@@ -153,6 +157,7 @@ func (c *counts) of(cluster string) map[apply.Action]int {
 
 // Run applies.
 func (o *ApplyOptions) Run(ctx context.Context) error {
+	o.SourceOptions.withTests = !o.SkipTests
 	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
 	if err != nil {
 		return err
@@ -165,6 +170,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	if !dryRun {
 		o.setSoaks(r, ws, p)
+	}
+	if o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }) {
+		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
 	}
 	_, byName := index(r.clusters)
 	var tally counts
@@ -258,8 +266,10 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			continue
 		}
 		report := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
-		// An app others depend on is waited for, --wait or not.
-		wait := o.Wait || dependedOn(r.fleet, app, results)
+		// An app others depend on, or with tests, is waited for, --wait
+		// or not.
+		tests := r.testsOf(c.Name, app)
+		wait := o.Wait || dependedOn(r.fleet, app, results) || len(tests) > 0
 		err := apply.Run(ctx, client, apply.Config{
 			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
 			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
@@ -275,6 +285,10 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 				fmt.Fprintln(w, line)
 			},
 		})
+		if err == nil && len(tests) > 0 && !dryRun {
+			testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; report(ch) }
+			err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
+		}
 		if err != nil {
 			failed[app] = true
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
@@ -379,6 +393,9 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 	failed := 0
 	if !p.json {
 		fmt.Fprintln(p.out, "Summary:")
+		for _, n := range p.notes {
+			fmt.Fprintln(p.out, n)
+		}
 	}
 	for _, oc := range outcomes {
 		state := "applied"

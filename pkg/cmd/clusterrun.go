@@ -24,6 +24,8 @@ type printer struct {
 	prefix *output.Prefixer
 	mu     sync.Mutex
 	lines  map[string]*output.PrefixWriter
+	// notes are printed under the summary's heading.
+	notes []string
 }
 
 func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {

@@ -173,6 +173,8 @@ type SourceOptions struct {
 	Name string
 	// Apps narrows the fleet file's apps.
 	Apps []string
+	// withTests renders the apps' tests too.
+	withTests bool
 }
 
 func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
@@ -223,6 +225,8 @@ type app struct {
 	name     string
 	source   render.Source
 	clusters []*fleet.Cluster
+	// tests is the app's test source (apps[].tests), if any.
+	tests *render.Source
 }
 
 // goesTo reports whether the app is deployed to c.
@@ -267,7 +271,14 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 		if namespace != "" {
 			src.Namespace = namespace
 		}
-		out = append(out, app{name: a.Name, source: src, clusters: targets})
+		ap := app{name: a.Name, source: src, clusters: targets}
+		if a.Tests != "" {
+			ap.tests = &render.Source{Type: render.Manifests, Path: f.ResolvePath(a.Tests), Namespace: src.Namespace}
+			if isKustomization(ap.tests.Path) {
+				ap.tests.Type = render.Kustomize
+			}
+		}
+		out = append(out, ap)
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no app of %s deploys to the selected clusters", f.Path)
@@ -352,7 +363,8 @@ func absPath(p string) string {
 // targets lists every (cluster, app) pair to render, cluster by cluster in
 // fleet order, apps in fleet order within a cluster. live holds attributes
 // read from clusters; they override the fleet file's.
-func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[string]map[string]any) []render.Target {
+// With tests, the targets are the apps' tests instead.
+func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[string]map[string]any, tests bool) []render.Target {
 	var out []render.Target
 	for _, c := range clusters {
 		rc := render.ClusterOf(f, c)
@@ -360,10 +372,24 @@ func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[str
 			rc.Attributes[k] = v
 		}
 		for _, a := range apps {
-			if a.goesTo(c) {
+			switch {
+			case !a.goesTo(c):
+			case !tests:
 				out = append(out, render.Target{Cluster: rc, App: a.name, Source: a.source})
+			case a.tests != nil:
+				out = append(out, render.Target{Cluster: rc, App: a.name, Source: *a.tests})
 			}
 		}
 	}
 	return out
+}
+
+// isKustomization reports whether dir holds a kustomization.
+func isKustomization(dir string) bool {
+	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -124,6 +124,18 @@ type rendered struct {
 	fleet    *fleet.Fleet
 	clusters []*fleet.Cluster
 	results  []render.Result
+	// tests are the apps' rendered tests, when asked for.
+	tests []render.Result
+}
+
+// testsOf returns the rendered tests of an app on a cluster, or nil.
+func (r *rendered) testsOf(cluster, app string) []*unstructured.Unstructured {
+	for _, t := range r.tests {
+		if t.Cluster.Name == cluster && t.App == app {
+			return t.Objects
+		}
+	}
+	return nil
 }
 
 // of returns the results of one cluster.
@@ -160,9 +172,13 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		return nil, err
 	}
 	engine := &render.Engine{Stdin: g.In}
-	results := engine.Render(ctx, targets(f, clusters, apps, live))
+	results := engine.Render(ctx, targets(f, clusters, apps, live, false))
+	var tests []render.Result
+	if src.withTests {
+		tests = engine.Render(ctx, targets(f, clusters, apps, live, true))
+	}
 	var errs []string
-	for _, r := range results {
+	for _, r := range slices.Concat(results, tests) {
 		if r.Err != nil {
 			errs = append(errs, r.Err.Error())
 		}
@@ -170,7 +186,7 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
 	}
-	return &rendered{fleet: f, clusters: clusters, results: results}, nil
+	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
 }
 
 // checkContexts verifies, before any request, that every cluster's

@@ -105,7 +105,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps, attrs))
+	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps, attrs, false))
 	objects := byCluster(clusters, results)
 	p := o.prefixer(clusters)
 	for _, c := range clusters {

@@ -236,3 +236,61 @@ func TestSoak(t *testing.T) {
 		t.Errorf("apply with a quiet soak: exit %d\n%s%s", code, outStr, errStr)
 	}
 }
+
+// An app's tests run on each cluster after it is applied and healthy: a
+// test Job that completes lets the rollout go on to production; one that
+// fails stops it there, named in the output.
+func TestAppTests(t *testing.T) {
+	job := func(extra string) string {
+		return `apiVersion: batch/v1
+kind: Job
+metadata: {name: smoke, namespace: e2e-tests}
+spec:
+  backoffLimit: 0
+` + extra + `  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: smoke, image: registry.example/smoke:1}]
+`
+	}
+	apps := `apps:
+  - {name: tested, manifests: app.yaml, tests: tests, groups: [staging]}
+  - {name: everywhere, manifests: everywhere.yaml}
+`
+	dir := workdir(t, twoGroups+apps, map[string]string{
+		"app.yaml":        namespaced("e2e-tests", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app, namespace: e2e-tests}\n"),
+		"everywhere.yaml": namespaced("e2e-tests-all", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: all, namespace: e2e-tests-all}\n"),
+		"tests/job.yaml":  job(""),
+	})
+	out, errOut, code := fleet(t, dir, "apply", "--yes", "--timeout", "2m")
+	if code != 0 || !strings.Contains(out, "tested: test job.batch/smoke passed") || !strings.Contains(out, "[prod-a] namespace/e2e-tests-all created") {
+		t.Fatalf("apply with a passing test: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "job", "smoke", "-n", "e2e-tests"); code == 0 {
+		t.Error("the test Job was left in place after it passed")
+	}
+	// --keep-tests leaves it; --skip-tests says so.
+	if out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "--keep-tests"); code != 0 {
+		t.Fatalf("apply --keep-tests: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "job", "smoke", "-n", "e2e-tests"); code != 0 {
+		t.Error("--keep-tests did not keep the test Job")
+	}
+	if out, _, code := fleet(t, dir, "apply", "-c", "stg", "--skip-tests"); code != 0 || strings.Contains(out, "test job") || !strings.Contains(out, "Tests were skipped (--skip-tests).") {
+		t.Errorf("apply --skip-tests: exit %d\n%s", code, out)
+	}
+	if _, errOut, code := kubectl(t, "", "delete", "configmap", "all", "-n", "e2e-tests-all", "--context", "fleet-c2"); code != 0 {
+		t.Fatal(errOut)
+	}
+	// A test that fails (it cannot be scheduled within its deadline).
+	if err := writeFile(dir, "tests/job.yaml", job("  activeDeadlineSeconds: 2\n")+"      nodeSelector: {no-such-node: \"true\"}\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "--timeout", "1m")
+	if code != 1 || !strings.Contains(out, "tested: test job.batch/smoke failed: test job.batch/smoke failed: Job Failed") || !strings.Contains(out, "[prod-a] not started") {
+		t.Fatalf("apply with a failing test: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c2", "configmap", "all", "-n", "e2e-tests-all"); code == 0 {
+		t.Error("production was written although the staging test failed")
+	}
+}
