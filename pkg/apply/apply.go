@@ -108,6 +108,9 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if len(cfg.Objects) == 0 && cfg.Prune && !cfg.AllowEmpty {
 		return ErrEmptyPrune
 	}
+	if err := stop.Err(); err != nil {
+		return err // Ctrl-C before this app started: nothing is sent
+	}
 	p, err := newPass(ctx, c, cfg)
 	if err != nil {
 		return err
@@ -122,6 +125,9 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		_, _, _ = c.Scope(objs[i])
 	}
 	contents := inventory.ContentsOf(objs)
+	if err := stop.Err(); err != nil {
+		return err // Ctrl-C while the inventory was read: nothing written
+	}
 	if !cfg.DryRun {
 		// Record the union of the old and new contents first, so that a
 		// failure half-way never orphans a member from the set.

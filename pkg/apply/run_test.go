@@ -1,0 +1,550 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
+func ns(name string) *unstructured.Unstructured { return kubetest.Object("v1", "Namespace", "", name) }
+
+// cm is a ConfigMap whose data is the key=value pairs given.
+func cm(namespace, name string, kv ...string) *unstructured.Unstructured {
+	o := kubetest.Object("v1", "ConfigMap", namespace, name)
+	data := map[string]any{}
+	for _, p := range kv {
+		k, v, _ := strings.Cut(p, "=")
+		data[k] = v
+	}
+	o.Object["data"] = data
+	return o
+}
+
+func annotate(o *unstructured.Unstructured, key, value string) *unstructured.Unstructured {
+	o.SetAnnotations(map[string]string{key: value})
+	return o
+}
+
+// run applies cfg (app "web" unless named) and returns each object's
+// change by Ref.
+func run(t *testing.T, c *kubetest.Cluster, cfg apply.Config) (map[string]apply.Change, error) {
+	t.Helper()
+	if cfg.App == "" {
+		cfg.App = "web"
+	}
+	cfg.Version = "test"
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 4
+	}
+	var mu sync.Mutex
+	got := map[string]apply.Change{}
+	report := cfg.Report
+	cfg.Report = func(ch apply.Change) {
+		mu.Lock()
+		got[ch.Ref] = ch
+		mu.Unlock()
+		if report != nil {
+			report(ch)
+		}
+	}
+	err := apply.Run(context.Background(), c.Client, cfg)
+	return got, err
+}
+
+// mustRun is run that fails the test on an error.
+func mustRun(t *testing.T, c *kubetest.Cluster, cfg apply.Config) map[string]apply.Change {
+	t.Helper()
+	got, err := run(t, c, cfg)
+	if err != nil {
+		t.Fatalf("apply: %v (changes %v)", err, got)
+	}
+	return got
+}
+
+func actions(changes map[string]apply.Change) map[string]apply.Action {
+	out := map[string]apply.Action{}
+	for ref, ch := range changes {
+		out[ref] = ch.Action
+	}
+	return out
+}
+
+// members is what the app's parent records.
+func members(t *testing.T, c *kubetest.Cluster, app string) []string {
+	t.Helper()
+	set, err := inventory.Load(context.Background(), c.Client, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sets.List(set.Contents.Members)
+}
+
+func TestApplyCreatesThenUnchangedThenConfigured(t *testing.T) {
+	c := kubetest.New(t)
+	for _, step := range []struct {
+		name    string
+		objects []*unstructured.Unstructured
+		want    map[string]apply.Action
+	}{
+		{"first apply", []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "b", "k=1")},
+			map[string]apply.Action{"namespace/web": apply.Created, "configmap/a": apply.Created, "configmap/b": apply.Created}},
+		{"same render", []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "b", "k=1")},
+			map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Unchanged, "configmap/b": apply.Unchanged}},
+		{"a changed", []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=2"), cm("web", "b", "k=1")},
+			map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Configured, "configmap/b": apply.Unchanged}},
+	} {
+		before := map[string]string{}
+		for _, o := range step.objects {
+			if live := c.Live(o); live != nil {
+				before[o.GetName()] = live.GetResourceVersion()
+			}
+		}
+		got := actions(mustRun(t, c, apply.Config{Objects: step.objects}))
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Fatalf("%s (-want +got):\n%s", step.name, diff)
+		}
+		for _, o := range step.objects {
+			live := c.Live(o)
+			if live.GetLabels()[kubectlapply.ApplysetPartOfLabel] != inventory.ID("web") {
+				t.Errorf("%s: %s is not labelled a member: %v", step.name, o.GetName(), live.GetLabels())
+			}
+			if moved := live.GetResourceVersion() != before[o.GetName()]; moved != (got[object.Ref(o)] != apply.Unchanged) {
+				t.Errorf("%s: %s %s, resourceVersion %s → %s", step.name, object.Ref(o), got[object.Ref(o)], before[o.GetName()], live.GetResourceVersion())
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"ConfigMap/web/a", "ConfigMap/web/b", "Namespace/web"}, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members (-want +got):\n%s", diff)
+	}
+}
+
+// TestPruneOnlyMembers: --prune deletes a member no longer rendered, and
+// never an object outside the set: one without the part-of label, or one
+// with another set's.
+func TestPruneOnlyMembers(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "gone")}})
+	stranger := cm("web", "stranger")
+	foreign := cm("web", "foreign")
+	foreign.SetLabels(map[string]string{kubectlapply.ApplysetPartOfLabel: inventory.ID("other")})
+	c.Put(stranger, foreign)
+
+	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}}))
+	want := map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Unchanged, "configmap/gone": apply.Pruned}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if c.Live(cm("web", "gone")) != nil {
+		t.Error("configmap/gone was not deleted")
+	}
+	for _, o := range []*unstructured.Unstructured{stranger, foreign, cm("web", "a"), ns("web")} {
+		if c.Live(o) == nil {
+			t.Errorf("%s was deleted", object.Path(o))
+		}
+	}
+	if diff := cmp.Diff([]string{"ConfigMap/web/a", "Namespace/web"}, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members (-want +got):\n%s", diff)
+	}
+}
+
+// TestPruneByUID: a cluster-scoped object rendered with a namespace the
+// render guessed is the member the server returned, not a prune, and the
+// set records it without the namespace.
+func TestPruneByUID(t *testing.T) {
+	c := kubetest.New(t)
+	policy := func() *unstructured.Unstructured {
+		return kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "guessed", "baseline")
+	}
+	// The first apply fails: the parent recorded first still names the
+	// member where the cluster puts it.
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "clusterpolicies", Nth: 1, Err: apierrors.NewServiceUnavailable("try again")})
+	if _, err := run(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{policy()}}); err == nil {
+		t.Fatal("the fault did not fail the apply")
+	}
+	if diff := cmp.Diff([]string{"ClusterPolicy.policy.example.com/baseline"}, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members after a failure (-want +got):\n%s", diff)
+	}
+	mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{policy()}})
+	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{policy()}}))
+	if diff := cmp.Diff(map[string]apply.Action{"clusterpolicy.policy.example.com/baseline": apply.Unchanged}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if c.Live(policy()) == nil {
+		t.Error("the policy was pruned")
+	}
+	if diff := cmp.Diff([]string{"ClusterPolicy.policy.example.com/baseline"}, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members (-want +got):\n%s", diff)
+	}
+}
+
+// TestPruneDisabledKeepsAndReleases: a member that asks never to be
+// pruned is left in place and leaves the set.
+func TestPruneDisabledKeepsAndReleases(t *testing.T) {
+	c := kubetest.New(t)
+	data := annotate(cm("web", "data"), object.PruneAnnotation, "disabled")
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), data}})
+	changes := mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}})
+	if ch := changes["configmap/data"]; ch.Action != apply.Kept || !strings.Contains(ch.Reason, "disabled") {
+		t.Errorf("configmap/data: %+v, want kept because prune is disabled", ch)
+	}
+	live := c.Live(data)
+	if live == nil {
+		t.Fatal("configmap/data was deleted")
+	}
+	if label, ok := live.GetLabels()[kubectlapply.ApplysetPartOfLabel]; ok {
+		t.Errorf("configmap/data is still labelled part of %q", label)
+	}
+	if diff := cmp.Diff([]string{"ConfigMap/web/a", "Namespace/web"}, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members (-want +got):\n%s", diff)
+	}
+}
+
+func TestCreateOnlyIsNotUpdated(t *testing.T) {
+	c := kubetest.New(t)
+	secret := func(value string) *unstructured.Unstructured {
+		return annotate(cm("web", "token", "value="+value), object.ApplyAnnotation, "create-only")
+	}
+	if got := actions(mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), secret("first")}})); got["configmap/token"] != apply.Created {
+		t.Fatalf("first apply: %v", got)
+	}
+	ch := mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), secret("second")}})["configmap/token"]
+	if ch.Action != apply.Unchanged || !strings.Contains(ch.Reason, "create-only") {
+		t.Errorf("second apply: %+v", ch)
+	}
+	if v, _, _ := unstructured.NestedString(c.Live(secret("")).Object, "data", "value"); v != "first" {
+		t.Errorf("value %q, want first", v)
+	}
+}
+
+// TestEmptyRenderPrune: an empty render refuses to prune everything
+// without AllowEmpty, before any request; with it, everything goes.
+func TestEmptyRenderPrune(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}})
+	sent := len(c.Requests())
+	if _, err := run(t, c, apply.Config{Prune: true}); !errors.Is(err, apply.ErrEmptyPrune) {
+		t.Fatalf("empty render with prune: %v, want ErrEmptyPrune", err)
+	}
+	if n := len(c.Requests()) - sent; n != 0 || c.Live(cm("web", "a")) == nil {
+		t.Fatalf("refused, yet %d requests sent; configmap/a there: %v", n, c.Live(cm("web", "a")) != nil)
+	}
+	got := actions(mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true}))
+	if diff := cmp.Diff(map[string]apply.Action{"namespace/web": apply.Pruned, "configmap/a": apply.Pruned}, got); diff != "" {
+		t.Errorf("with AllowEmpty (-want +got):\n%s", diff)
+	}
+}
+
+// TestSharedObjectHandedOver: an object another app's parent records is
+// handed to that app when this app drops it, not deleted.
+func TestSharedObjectHandedOver(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{App: "web", Objects: []*unstructured.Unstructured{ns("shared"), cm("shared", "common"), cm("shared", "web-only")}})
+	changes := mustRun(t, c, apply.Config{App: "api", Objects: []*unstructured.Unstructured{ns("shared"), cm("shared", "common")}})
+	if w := changes["configmap/common"].Warning; !strings.Contains(w, "shared with app web") {
+		t.Errorf("api's apply of the shared object warned %q", w)
+	}
+	if holder := c.Live(cm("shared", "common")).GetLabels()[kubectlapply.ApplysetPartOfLabel]; holder != inventory.ID("web") {
+		t.Fatalf("the shared object moved to %q on api's apply; it stays with web", holder)
+	}
+
+	changes = mustRun(t, c, apply.Config{App: "web", Prune: true, Objects: []*unstructured.Unstructured{cm("shared", "web-only")}})
+	for _, ref := range []string{"configmap/common", "namespace/shared"} {
+		if ch := changes[ref]; ch.Action != apply.Kept || !strings.Contains(ch.Reason, "shared with app api") {
+			t.Errorf("%s: %+v, want kept for api", ref, ch)
+		}
+	}
+	for _, o := range []*unstructured.Unstructured{cm("shared", "common"), ns("shared")} {
+		live := c.Live(o)
+		if live == nil {
+			t.Fatalf("%s was deleted", object.Path(o))
+		}
+		if holder := live.GetLabels()[kubectlapply.ApplysetPartOfLabel]; holder != inventory.ID("api") {
+			t.Errorf("%s is held by %q, want api's set", object.Path(o), holder)
+		}
+	}
+}
+
+// TestForbiddenListFallsBackToReads: a user who may not list gets a
+// working apply that still tells created, configured and unchanged apart.
+func TestForbiddenListFallsBackToReads(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "same"), cm("web", "edited", "k=1")}})
+	c.Inject(kubetest.Fault{Verb: "list", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC: list not allowed"))})
+	sent := len(c.Requests())
+	got := actions(mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "same"), cm("web", "edited", "k=2"), cm("web", "new")}}))
+	want := map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/same": apply.Unchanged, "configmap/edited": apply.Configured, "configmap/new": apply.Created}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	reads := 0
+	for _, r := range c.Requests()[sent:] {
+		if r.Verb == "get" && r.Resource == "configmaps" && r.Namespace == "web" {
+			reads++
+		}
+	}
+	if reads != 3 {
+		t.Errorf("%d configmaps read, want one per configmap (3)", reads)
+	}
+}
+
+// TestFailedObjectStopsBeforePrune: when an object fails, nothing is
+// pruned and the parent still records the union of the old and new
+// members, so that the next apply converges.
+func TestFailedObjectStopsBeforePrune(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "old")}})
+	c.Inject(kubetest.Fault{Verb: "patch", Name: "new", Nth: 1, Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "new", errors.New("RBAC"))})
+	render := []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "new")}
+	changes, err := run(t, c, apply.Config{Prune: true, Objects: render})
+	if err == nil || changes["configmap/new"].Action != apply.Failed || !apierrors.IsForbidden(changes["configmap/new"].Err) {
+		t.Fatalf("apply: %v; configmap/new %+v", err, changes["configmap/new"])
+	}
+	if _, pruned := changes["configmap/old"]; pruned || c.Live(cm("web", "old")) == nil {
+		t.Errorf("configmap/old was pruned after a failure: %+v", changes["configmap/old"])
+	}
+	union := []string{"ConfigMap/web/a", "ConfigMap/web/new", "ConfigMap/web/old", "Namespace/web"}
+	if diff := cmp.Diff(union, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members after the failure (-want +got):\n%s", diff)
+	}
+
+	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: render}))
+	want := map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Unchanged, "configmap/new": apply.Created, "configmap/old": apply.Pruned}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the next apply (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"ConfigMap/web/a", "ConfigMap/web/new", "Namespace/web"}, members(t, c, "web")); diff != "" {
+		t.Errorf("parent's members after the next apply (-want +got):\n%s", diff)
+	}
+}
+
+// TestServerRefusals: a conflict and an immutable field fail the object
+// with advice; an object that asks for it is replaced instead.
+func TestServerRefusals(t *testing.T) {
+	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
+	conflict := apierrors.NewConflict(deployments, "web", errors.New(`Apply failed with 1 conflict: conflict with "kubectl-edit": .spec.replicas`))
+	immutable := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", []*field.Error{field.Invalid(field.NewPath("spec", "selector"), "{…}", "field is immutable")})
+	for _, tt := range []struct {
+		name       string
+		fault      error
+		force      bool
+		want       apply.Action
+		wantInErr  string
+		wantNewUID bool
+	}{
+		{"conflict", conflict, false, apply.Failed, "--force-conflicts takes them over", false},
+		{"immutable", immutable, false, apply.Failed, "delete deployment.apps/web and apply again", false},
+		{"immutable, force enabled", immutable, true, apply.Replaced, "", true},
+	} {
+		c := kubetest.New(t)
+		deploy := func() *unstructured.Unstructured {
+			d := kubetest.Object("apps/v1", "Deployment", "web", "web")
+			if tt.force {
+				annotate(d, object.ForceAnnotation, "enabled")
+			}
+			return d
+		}
+		mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy()}})
+		uid := c.Live(deploy()).GetUID()
+		c.Inject(kubetest.Fault{Verb: "patch", Resource: "deployments", Nth: 1, Err: tt.fault})
+		changes, err := run(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy()}})
+		ch := changes["deployment.apps/web"]
+		if ch.Action != tt.want || (err != nil) != (tt.want == apply.Failed) {
+			t.Errorf("%s: %+v, Run: %v", tt.name, ch, err)
+		}
+		if tt.wantInErr != "" && (ch.Err == nil || !strings.Contains(ch.Err.Error(), tt.wantInErr)) {
+			t.Errorf("%s: error %v, want it to say %q", tt.name, ch.Err, tt.wantInErr)
+		}
+		if live := c.Live(deploy()); live == nil || (live.GetUID() != uid) != tt.wantNewUID {
+			t.Errorf("%s: live object %v (uid was %s)", tt.name, live, uid)
+		}
+	}
+}
+
+// TestInterruptStartsNoRequest: once ctx is cancelled (Ctrl-C) no request
+// starts: neither a further object, nor a prune, nor an inventory write.
+func TestInterruptStartsNoRequest(t *testing.T) {
+	before := []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "old")}
+	render := []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=2"), cm("web", "b"), cm("web", "c")}
+
+	t.Run("during the apply", func(t *testing.T) {
+		c := kubetest.New(t)
+		mustRun(t, c, apply.Config{Objects: before})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var atCancel int
+		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: render, Concurrency: 1, Report: func(ch apply.Change) {
+			if ch.Ref == "configmap/a" {
+				cancel()
+				atCancel = len(c.Requests())
+			}
+		}})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+		if after := c.Requests()[atCancel:]; len(after) > 0 {
+			t.Errorf("%d requests after Ctrl-C: %+v", len(after), after)
+		}
+		if c.Live(cm("web", "b")) != nil || c.Live(cm("web", "c")) != nil || c.Live(cm("web", "old")) == nil {
+			t.Error("objects applied or pruned after Ctrl-C")
+		}
+		union := []string{"ConfigMap/web/a", "ConfigMap/web/b", "ConfigMap/web/c", "ConfigMap/web/old", "Namespace/web"}
+		if diff := cmp.Diff(union, members(t, c, "web")); diff != "" {
+			t.Errorf("parent's members (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("during the prune", func(t *testing.T) {
+		c := kubetest.New(t)
+		mustRun(t, c, apply.Config{Objects: append([]*unstructured.Unstructured{cm("web", "old2")}, before...)})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var atCancel int
+		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: before[:2], Concurrency: 1, Report: func(ch apply.Change) {
+			if ch.Action == apply.Pruned && atCancel == 0 {
+				cancel()
+				atCancel = len(c.Requests())
+			}
+		}})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+		if after := c.Requests()[atCancel:]; len(after) > 0 {
+			t.Errorf("%d requests after Ctrl-C: %+v", len(after), after)
+		}
+		if (c.Live(cm("web", "old")) == nil) == (c.Live(cm("web", "old2")) == nil) {
+			t.Error("not exactly one of the two members pruned")
+		}
+	})
+
+	t.Run("during the last prune", func(t *testing.T) {
+		c := kubetest.New(t)
+		mustRun(t, c, apply.Config{Objects: before})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var atCancel int
+		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: before[:2], Concurrency: 1, Report: func(ch apply.Change) {
+			if ch.Action == apply.Pruned {
+				cancel()
+				atCancel = len(c.Requests())
+			}
+		}})
+		if !errors.Is(err, context.Canceled) || c.Live(cm("web", "old")) != nil {
+			t.Errorf("Run: %v, want context.Canceled after configmap/old was pruned", err)
+		}
+		if after := c.Requests()[atCancel:]; len(after) > 0 {
+			t.Errorf("%d requests after Ctrl-C: %+v", len(after), after)
+		}
+	})
+
+	t.Run("while the inventory is read", func(t *testing.T) {
+		c := kubetest.New(t)
+		mustRun(t, c, apply.Config{Objects: before})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		// Ctrl-C during the read of the other apps' parents.
+		c.Inject(kubetest.Fault{Verb: "list", Resource: "configmaps", Nth: 1, Hook: cancel})
+		sent := len(c.Requests())
+		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: render, Concurrency: 1, Report: func(apply.Change) {}})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+		want := []kubetest.Request{
+			{Verb: "get", Resource: "configmaps", Namespace: inventory.Namespace, Name: inventory.ParentName("web")},
+			{Verb: "list", Resource: "configmaps", Namespace: inventory.Namespace},
+		}
+		if diff := cmp.Diff(want, c.Requests()[sent:]); diff != "" {
+			t.Errorf("requests (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("before the apply", func(t *testing.T) {
+		c := kubetest.New(t)
+		mustRun(t, c, apply.Config{Objects: before})
+		sent := len(c.Requests())
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: render, Concurrency: 1, Report: func(apply.Change) {}})
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v, want context.Canceled", err)
+		}
+		if after := c.Requests()[sent:]; len(after) > 0 {
+			t.Errorf("%d requests after Ctrl-C: %+v", len(after), after)
+		}
+	})
+}
+
+// TestDryRunWritesNothing: a dry run reports what apply --prune would do
+// and every write it sends is a dry run.
+func TestDryRunWritesNothing(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "same"), cm("web", "old")}})
+	snapshot := c.Objects()
+	sent := len(c.Requests())
+	got := actions(mustRun(t, c, apply.Config{DryRun: true, Prune: true, Objects: []*unstructured.Unstructured{
+		ns("web"), cm("web", "a", "k=2"), cm("web", "same"), cm("web", "new"), ns("extra"), cm("extra", "x"),
+	}}))
+	want := map[string]apply.Action{
+		"namespace/web": apply.Unchanged, "configmap/a": apply.Configured, "configmap/same": apply.Unchanged,
+		"configmap/new": apply.Created, "namespace/extra": apply.Created, "configmap/x": apply.Skipped, "configmap/old": apply.Pruned,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(snapshot, c.Objects()); diff != "" {
+		t.Errorf("a dry run changed the cluster (-before +after):\n%s", diff)
+	}
+	for _, r := range c.Requests()[sent:] {
+		if (r.Verb == "patch" || r.Verb == "delete") && !r.DryRun {
+			t.Errorf("a dry run sent a write: %+v", r)
+		}
+	}
+}
+
+// TestDelete: delete removes exactly the set's members, keeps what asks
+// to be kept, then the parent; an app never applied is not found.
+func TestDelete(t *testing.T) {
+	c := kubetest.New(t)
+	stranger := cm("web", "stranger")
+	c.Put(ns("data"))
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), annotate(cm("data", "pvc"), object.PruneAnnotation, "disabled"), kubetest.Object("v1", "Secret", "web", "s")}})
+	c.Put(stranger)
+	var order []string
+	var mu sync.Mutex
+	found, err := apply.Delete(context.Background(), c.Client, "web", false, func(ch apply.Change) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, ch.Ref+" "+string(ch.Action))
+	})
+	if !found || err != nil {
+		t.Fatalf("Delete: %v, %v", found, err)
+	}
+	want := []string{"configmap/pvc kept", "configmap/a deleted", "secret/s deleted", "namespace/web deleted"}
+	if diff := cmp.Diff(want, order); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if c.Live(stranger) == nil || c.Live(cm("data", "pvc")) == nil || c.Live(cm("web", "a")) != nil {
+		t.Error("deleted the wrong objects")
+	}
+	parent := kubetest.Object("v1", "ConfigMap", inventory.Namespace, inventory.ParentName("web"))
+	if c.Live(parent) != nil {
+		t.Error("the parent is still there")
+	}
+	if found, err := apply.Delete(context.Background(), c.Client, "never", false, func(apply.Change) {}); found || err != nil {
+		t.Errorf("an app never applied: %v, %v", found, err)
+	}
+}

@@ -1,0 +1,143 @@
+package diff_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
+func ns(name string) *unstructured.Unstructured { return kubetest.Object("v1", "Namespace", "", name) }
+
+// obj is an object of kind (ConfigMap or Secret) whose data is the
+// key=value pairs given.
+func obj(kind, namespace, name string, kv ...string) *unstructured.Unstructured {
+	o := kubetest.Object("v1", kind, namespace, name)
+	data := map[string]any{}
+	for _, p := range kv {
+		k, v, _ := strings.Cut(p, "=")
+		data[k] = v
+	}
+	o.Object["data"] = data
+	return o
+}
+
+// seed puts objs in the cluster as members of app's set, recorded by its
+// parent, as an earlier apply would have left them.
+func seed(t *testing.T, c *kubetest.Cluster, app string, objs ...*unstructured.Unstructured) {
+	t.Helper()
+	set := &inventory.Set{App: app, ID: inventory.ID(app)}
+	for _, o := range objs {
+		set.Label(o)
+	}
+	c.Put(objs...)
+	if err := set.WriteParent(context.Background(), c.Client, inventory.ContentsOf(objs), time.Now(), "kubectl-fleet", "test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRun: what apply --prune would do to each object, computed by dry
+// runs that change nothing.
+func TestRun(t *testing.T) {
+	c := kubetest.New(t)
+	kept := obj("ConfigMap", "web", "kept")
+	kept.SetAnnotations(map[string]string{object.PruneAnnotation: "disabled"})
+	seed(t, c, "web", ns("web"), obj("ConfigMap", "web", "same", "k=1"), obj("ConfigMap", "web", "changed", "k=1"),
+		obj("ConfigMap", "web", "edited", "k=1"), obj("Secret", "web", "password", "value=b2xk"), obj("ConfigMap", "web", "gone"), kept)
+	c.Put(obj("ConfigMap", "web", "stranger"))
+	// Someone changed "edited" by hand: the first dry run conflicts.
+	c.Inject(kubetest.Fault{Verb: "patch", Name: "edited", Nth: 1, Err: &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: 409, Reason: metav1.StatusReasonConflict,
+		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "kubectl-edit" using v1`, Field: ".data.k"}}},
+	}}})
+	crd := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com")
+	crd.Object["spec"] = map[string]any{"group": "example.com", "names": map[string]any{"kind": "Widget"}}
+	render := []*unstructured.Unstructured{
+		ns("web"), obj("ConfigMap", "web", "same", "k=1"), obj("ConfigMap", "web", "changed", "k=2"),
+		obj("ConfigMap", "web", "edited", "k=2"), obj("Secret", "web", "password", "value=bmV3"), obj("ConfigMap", "web", "new"),
+		ns("extra"), obj("ConfigMap", "extra", "in-new-namespace"),
+		crd, kubetest.Object("example.com/v1", "Widget", "web", "w"),
+	}
+	before, sent := c.Objects(), len(c.Requests())
+
+	diffs, err := diff.Run(context.Background(), c.Client, render, diff.Options{App: "web", FieldManager: "kubectl-fleet", Concurrency: 4, Cluster: "c1", Context: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]diff.Kind{}
+	byPath := map[string]diff.Object{}
+	for _, d := range diffs {
+		if d.Err != nil {
+			t.Errorf("%s: %v", d.Path, d.Err)
+		}
+		got[d.Path], byPath[d.Path] = d.Kind, d
+	}
+	want := map[string]diff.Kind{
+		"Namespace/web":                    diff.Unchanged,
+		"ConfigMap/web/same":               diff.Unchanged,
+		"ConfigMap/web/changed":            diff.Change,
+		"ConfigMap/web/edited":             diff.Change,
+		"Secret/web/password":              diff.Change,
+		"ConfigMap/web/new":                diff.Create,
+		"Namespace/extra":                  diff.Create,
+		"ConfigMap/extra/in-new-namespace": diff.Create,
+		"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com": diff.Create,
+		"Widget.example.com/web/w": diff.AfterCRD,
+		"ConfigMap/web/gone":       diff.Prune,
+		"ConfigMap/web/kept":       diff.Kept,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("kinds (-want +got):\n%s", d)
+	}
+
+	if text := byPath["ConfigMap/web/changed"].Text; !strings.Contains(text, "-  k: \"1\"\n") || !strings.Contains(text, "+  k: \"2\"\n") {
+		t.Errorf("changed's diff:\n%s", text)
+	}
+	if text := byPath["Secret/web/password"].Text; strings.Contains(text, "b2xk") || strings.Contains(text, "bmV3") || !strings.Contains(text, "*** (after)") {
+		t.Errorf("the Secret's values are not masked:\n%s", text)
+	}
+	if e := byPath["ConfigMap/web/edited"]; !e.Conflict || !strings.Contains(e.Note, `"kubectl-edit" (.data.k)`) {
+		t.Errorf("edited: conflict %v, note %q", e.Conflict, e.Note)
+	}
+	if k := byPath["ConfigMap/web/kept"]; !strings.Contains(k.Note, "kept: "+object.PruneAnnotation+": disabled") {
+		t.Errorf("kept's note %q", k.Note)
+	}
+	if text := byPath["ConfigMap/web/gone"].Text; !strings.Contains(text, "-  name: gone") {
+		t.Errorf("the prune's diff:\n%s", text)
+	}
+	wantSummary := diff.Summary{Create: 5, Change: 3, Prune: 1, Unchanged: 3, Conflicts: 1}
+	if d := cmp.Diff(wantSummary, diff.Summarize(diffs)); d != "" {
+		t.Errorf("summary (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(before, c.Objects()); d != "" {
+		t.Errorf("diff changed the cluster (-before +after):\n%s", d)
+	}
+	for _, r := range c.Requests()[sent:] {
+		if (r.Verb == "patch" || r.Verb == "delete") && !r.DryRun {
+			t.Errorf("diff wrote: %+v", r)
+		}
+	}
+}
+
+// TestRunNeverApplied: an app without a parent has nothing to prune, even
+// an object that carries its label.
+func TestRunNeverApplied(t *testing.T) {
+	c := kubetest.New(t)
+	stray := obj("ConfigMap", "web", "stray")
+	inventory.Label(stray, inventory.ID("web"))
+	c.Put(ns("web"), stray)
+	diffs, err := diff.Run(context.Background(), c.Client, []*unstructured.Unstructured{obj("ConfigMap", "web", "a")}, diff.Options{App: "web", FieldManager: "kubectl-fleet", Concurrency: 1})
+	if err != nil || len(diffs) != 1 || diffs[0].Kind != diff.Create {
+		t.Errorf("%v, %+v", err, diffs)
+	}
+}

@@ -1,0 +1,223 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/kubectl/pkg/cmd/apply"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
+func parent(app string) *unstructured.Unstructured {
+	return kubetest.Object("v1", "ConfigMap", inventory.Namespace, inventory.ParentName(app))
+}
+
+func labelled(o *unstructured.Unstructured, id string) *unstructured.Unstructured {
+	o.SetLabels(map[string]string{apply.ApplysetPartOfLabel: id})
+	return o
+}
+
+func contents(members ...string) inventory.Contents {
+	c := inventory.ContentsOf(nil)
+	for _, m := range members {
+		c.Members.Insert(m)
+		parts := strings.Split(m, "/")
+		c.GroupKinds.Insert(schema.ParseGroupKind(parts[0]))
+		if len(parts) == 3 {
+			c.Namespaces.Insert(parts[1])
+		}
+	}
+	return c
+}
+
+// write records an app's parent as apply does.
+func write(t *testing.T, c *kubetest.Cluster, app string, members ...string) {
+	t.Helper()
+	s := &inventory.Set{App: app, ID: inventory.ID(app)}
+	if err := s.WriteParent(context.Background(), c.Client, contents(members...), time.Time{}, "kubectl-fleet", "test"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoadRefusesForeignParent: a parent another tool made, or one with
+// another set's ID, is never adopted.
+func TestLoadRefusesForeignParent(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		tooling string
+		id      string
+		wantErr string
+	}{
+		{"another tool", "kubectl/v1.37.1", inventory.ID("web"), "ApplySet parent of another tool"},
+		{"no tooling", "", inventory.ID("web"), "ApplySet parent of another tool"},
+		{"another set's ID", "kubectl-fleet/v0.1.0", inventory.ID("api"), "has ApplySet ID"},
+		{"ours", "kubectl-fleet/v0.1.0", inventory.ID("web"), ""},
+	} {
+		c := kubetest.New(t)
+		p := parent("web")
+		p.SetLabels(map[string]string{apply.ApplySetParentIDLabel: tt.id})
+		p.SetAnnotations(map[string]string{apply.ApplySetToolingAnnotation: tt.tooling})
+		c.Put(p)
+		set, err := inventory.Load(context.Background(), c.Client, "web")
+		switch {
+		case tt.wantErr == "" && (err != nil || !set.Exists):
+			t.Errorf("%s: %v, %+v", tt.name, err, set)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.wantErr)
+		}
+	}
+	set, err := inventory.Load(context.Background(), kubetest.New(t).Client, "web")
+	if err != nil || set.Exists || set.ID != inventory.ID("web") {
+		t.Errorf("no parent: %v, %+v", err, set)
+	}
+}
+
+// TestWriteParentLoadRoundTrip: what WriteParent records, Load reads back.
+func TestWriteParentLoadRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	want := contents("ConfigMap/web/settings", "Deployment.apps/web/web", "Namespace/web", "ClusterPolicy.policy.example.com/baseline", "Secret/db/password")
+	at := time.Date(2026, 11, 21, 1, 57, 8, 0, time.FixedZone("CET", 3600))
+	s := &inventory.Set{App: "web", ID: inventory.ID("web")}
+	if err := s.WriteParent(ctx, c.Client, want, at, "kubectl-fleet", "v0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	if c.Live(kubetest.Object("v1", "Namespace", "", inventory.Namespace)) == nil {
+		t.Errorf("namespace %s not created", inventory.Namespace)
+	}
+	got, err := inventory.Load(ctx, c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Exists || got.LastApplied != "2026-11-21T00:57:08Z" {
+		t.Errorf("exists %v, last applied %q", got.Exists, got.LastApplied)
+	}
+	if !got.GroupKinds.Equal(want.GroupKinds) {
+		t.Errorf("kinds: read %v, wrote %v", got.GroupKinds, want.GroupKinds)
+	}
+	for _, f := range []struct {
+		name      string
+		want, got []string
+	}{
+		{"namespaces", sets.List(want.Namespaces), sets.List(got.Namespaces)},
+		{"members", sets.List(want.Members), sets.List(got.Contents.Members)},
+	} {
+		if diff := cmp.Diff(f.want, f.got); diff != "" {
+			t.Errorf("%s (-written +read):\n%s", f.name, diff)
+		}
+	}
+	ann := c.Live(parent("web")).GetAnnotations()
+	if ann[apply.ApplySetToolingAnnotation] != "kubectl-fleet/v0.1.0" || ann[inventory.AppAnnotation] != "web" {
+		t.Errorf("parent's annotations: %v", ann)
+	}
+
+	// A write without a time keeps the one recorded.
+	if err := got.WriteParent(ctx, c.Client, contents("Namespace/web"), time.Time{}, "kubectl-fleet", "v0.1.0"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := inventory.Load(ctx, c.Client, "web"); err != nil || again.LastApplied != "2026-11-21T00:57:08Z" || again.Contents.Members.Len() != 1 {
+		t.Errorf("after a second write: %v, %+v", err, again)
+	}
+}
+
+// TestMembers: the live members are the objects with the set's label, of
+// the kinds and in the namespaces recorded (or given as extra); kinds the
+// cluster does not serve are skipped.
+func TestMembers(t *testing.T) {
+	c := kubetest.New(t)
+	web := inventory.ID("web")
+	c.Put(
+		labelled(kubetest.Object("v1", "ConfigMap", "web", "member"), web),
+		labelled(kubetest.Object("v1", "ConfigMap", "elsewhere", "unrecorded-namespace"), web),
+		kubetest.Object("v1", "ConfigMap", "web", "unlabelled"),
+		labelled(kubetest.Object("v1", "ConfigMap", "web", "other-set"), inventory.ID("api")),
+		labelled(kubetest.Object("v1", "Secret", "web", "unrecorded-kind"), web),
+		labelled(kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "", "cluster-scoped"), web),
+	)
+	write(t, c, "web", "ConfigMap/web/member", "ClusterPolicy.policy.example.com/cluster-scoped", "Widget.unserved.example.com/web/w")
+	set, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		extra inventory.Contents
+		want  []string
+	}{
+		{"recorded", inventory.ContentsOf(nil), []string{"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/web/member"}},
+		{"and extra", contents("Secret/web/s", "ConfigMap/elsewhere/x"), []string{
+			"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/elsewhere/unrecorded-namespace", "ConfigMap/web/member", "Secret/web/unrecorded-kind",
+		}},
+	} {
+		members, err := set.Members(context.Background(), c.Client, tt.extra)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		var got []string
+		for _, m := range members {
+			got = append(got, object.Path(m))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// TestLoadNeighbours: the other apps' parents say what they hold; the
+// app's own parent and parents without an app are not neighbours; a user
+// who may not list them gets none, not an error.
+func TestLoadNeighbours(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	write(t, c, "web", "Namespace/shared", "ConfigMap/shared/web-only")
+	write(t, c, "api", "Namespace/shared", "ConfigMap/shared/api-only", "ConfigMap/api/config")
+	write(t, c, "db", "ConfigMap/db/config")
+	stray := parent("stray") // no app annotation: kubectl's own ApplySet, say
+	stray.SetLabels(map[string]string{apply.ApplySetParentIDLabel: "applyset-xyz-v1"})
+	stray.Object["data"] = map[string]any{inventory.MembersKey: "ConfigMap/api/config"}
+	c.Put(stray)
+
+	web := &inventory.Set{App: "web", ID: inventory.ID("web")}
+	n, err := inventory.LoadNeighbours(ctx, c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		obj    *unstructured.Unstructured
+		keep   bool
+		to     string
+		reason string
+	}{
+		{kubetest.Object("v1", "Namespace", "", "shared"), true, "api", "shared with app api, which still applies it; left to it"},
+		{kubetest.Object("v1", "ConfigMap", "shared", "web-only"), false, "", ""},
+		{kubetest.Object("v1", "ConfigMap", "api", "config"), true, "api", "shared with app api, which still applies it; left to it"},
+		{kubetest.Object("v1", "Namespace", "", "db"), true, "", "app db has objects in it; left in place and no longer part of app web"},
+	} {
+		if keep, to, reason := n.Keep(web, tt.obj); keep != tt.keep || to != tt.to || reason != tt.reason {
+			t.Errorf("Keep(%s) = %v, %q, %q", object.Path(tt.obj), keep, to, reason)
+		}
+	}
+	if _, warning := n.Claim(web, "ConfigMap/db/config", map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}); warning != "shared with app db, which applies it too (the last apply wins)" {
+		t.Errorf("Claim of db's object warned %q", warning)
+	}
+
+	c.Inject(kubetest.Fault{Verb: "list", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC"))})
+	n, err = inventory.LoadNeighbours(ctx, c.Client, "web")
+	if err != nil {
+		t.Fatalf("not allowed to list: %v", err)
+	}
+	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared")); keep {
+		t.Error("not allowed to list, yet neighbours known")
+	}
+}

@@ -1,0 +1,471 @@
+// Package kubetest is an in-memory cluster for unit tests of the engines:
+// a *kube.Client whose Dynamic and Metadata clients are client-go's fakes
+// (dynamic/fake, metadata/fake) answered from one store by reactors that
+// behave enough like an API server for apply, prune, inventory, diff and
+// status. It is a test helper: production code never imports it, and the
+// e2e suite on real API servers stays the proof.
+//
+// What it does as a server does: a server-side apply (types.ApplyPatchType)
+// creates a missing object, in an existing namespace only, and merges into
+// a present one, removing the fields its field manager applied last time
+// and no longer applies; a create assigns a UID, and every write bumps the
+// resourceVersion only when the stored object changed; dry runs (patch and
+// delete) answer without persisting; a JSON merge patch (null removes)
+// changes an existing object; delete removes; lists answer from the same
+// store through both clients, metadata lists as PartialObjectMetadata; a
+// CustomResourceDefinition is Established as soon as it is written.
+//
+// Its simplifications:
+//   - An apply is a recursive merge of the applied maps into the live
+//     object (lists and scalars replace), after removing what the same
+//     manager applied before and not now, whoever else set it. There are
+//     no managedFields, so no conflicts; no defaulting, no validation.
+//   - Label selectors are honoured by the fakes themselves (their List
+//     filters what the reactor returns); field selectors are not.
+//   - Deleting a Namespace does not delete its contents.
+//   - The REST mapper is fixed: Reset does nothing, and a CRD written does
+//     not add its kind.
+//   - The fakes never see a request's context: a request with a cancelled
+//     context is still answered, where a real client refuses to send it.
+//     Tests of Ctrl-C count requests (Requests) instead.
+//
+// Faults (Inject) stand for what the fake cannot produce: Forbidden,
+// Conflict, an immutable field, a Ctrl-C during a request.
+package kubetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+)
+
+// ClusterPolicy is the cluster-scoped custom kind the mapper serves (an
+// add-on's kind whose CRD another app installs).
+var ClusterPolicy = schema.GroupVersionKind{Group: "policy.example.com", Version: "v1", Kind: "ClusterPolicy"}
+
+// kinds are what the fake serves, and whether each is namespaced.
+var kinds = []struct {
+	gvk        schema.GroupVersionKind
+	namespaced bool
+}{
+	{schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, true},
+	{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, true},
+	{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, false},
+	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, true},
+	{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, false},
+	{ClusterPolicy, false},
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// Request is one request a client sent. Resource is the plural resource
+// name ("configmaps"); Name is empty for lists.
+type Request struct {
+	Verb, Resource, Namespace, Name string
+	DryRun                          bool
+}
+
+// Fault makes matching requests fail with Err, as an API server (or RBAC)
+// would. Empty Verb, Resource and Name match any. Nth counts the matching
+// requests from the Inject call on: only the Nth fails (1 is the next);
+// 0 fails every one. Hook, when set, runs as the fault fires (a Ctrl-C
+// during that request: it must not call the Cluster); with a nil Err the
+// request is then answered.
+type Fault struct {
+	Verb, Resource, Name string
+	Nth                  int
+	Err                  error
+	Hook                 func()
+	seen                 int
+}
+
+// Cluster is the in-memory cluster. Client talks to it; Put, Live and
+// Objects set up and inspect its state without counting as requests.
+type Cluster struct {
+	Client *kube.Client
+
+	t       testing.TB
+	mu      sync.Mutex
+	objects map[key]*unstructured.Unstructured
+	// applied is each field manager's last apply of each object.
+	applied map[key]map[string]map[string]any
+	version int // the last resourceVersion given, as etcd's revision
+	uids    int
+	faults  []*Fault
+	log     []Request
+}
+
+type key struct {
+	gvr             schema.GroupVersionResource
+	namespace, name string
+}
+
+// resettable is a fixed mapper that satisfies meta.ResettableRESTMapper.
+type resettable struct{ *meta.DefaultRESTMapper }
+
+func (resettable) Reset() {}
+
+// New returns an empty cluster (no namespaces either) whose client's
+// default namespace is "default".
+func New(t testing.TB) *Cluster {
+	var versions []schema.GroupVersion // preferred, for mappings asked without one
+	for _, k := range kinds {
+		versions = append(versions, k.gvk.GroupVersion())
+	}
+	mapper := meta.NewDefaultRESTMapper(versions)
+	listKinds := map[schema.GroupVersionResource]string{}
+	for _, k := range kinds {
+		scope := meta.RESTScopeRoot
+		if k.namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		mapper.Add(k.gvk, scope)
+		plural, _ := meta.UnsafeGuessKindToResource(k.gvk)
+		listKinds[plural] = k.gvk.Kind + "List"
+	}
+	c := &Cluster{t: t, objects: map[key]*unstructured.Unstructured{}, applied: map[key]map[string]map[string]any{}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := c.serve(a)
+		return true, obj, err
+	})
+	md := metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme())
+	md.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := c.serve(a)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, asMetadata(obj), nil
+	})
+	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: dyn, Metadata: md, Namespace: "default"}
+	return c
+}
+
+// Inject adds a fault.
+func (c *Cluster) Inject(f Fault) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.faults = append(c.faults, &f)
+}
+
+// Requests returns every request sent so far, by either client, in order.
+func (c *Cluster) Requests() []Request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Request(nil), c.log...)
+}
+
+// Put stores objects as another client would have written them (created,
+// or replaced keeping the UID), without admission checks: their namespace
+// need not exist. Their kind must be served and a namespaced one must
+// have a namespace; the test fails otherwise.
+func (c *Cluster) Put(objs ...*unstructured.Unstructured) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, o := range objs {
+		k, err := c.keyOf(o)
+		if err != nil {
+			c.t.Fatalf("kubetest: %v", err)
+		}
+		content, err := roundTrip(o.Object)
+		if err != nil {
+			c.t.Fatalf("kubetest: %s: %v", o.GetName(), err)
+		}
+		c.write(k, &unstructured.Unstructured{Object: content}, false)
+	}
+}
+
+// Live returns a copy of the stored object of o's kind, name and (for
+// namespaced kinds) namespace; nil if there is none.
+func (c *Cluster) Live(o *unstructured.Unstructured) *unstructured.Unstructured {
+	c.t.Helper()
+	k, err := c.keyOf(o)
+	if err != nil {
+		c.t.Fatalf("kubetest: %v", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.objects[k]; ok {
+		return s.DeepCopy()
+	}
+	return nil
+}
+
+// Objects returns copies of every stored object, in a stable order.
+func (c *Cluster) Objects() []*unstructured.Unstructured {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.list(func(key) bool { return true })
+}
+
+// Object is an object of the given kind, namespace ("" for none) and name,
+// for tests to fill in.
+func Object(apiVersion, kind, namespace, name string) *unstructured.Unstructured {
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind}}
+	o.SetNamespace(namespace)
+	o.SetName(name)
+	return o
+}
+
+func (c *Cluster) keyOf(o *unstructured.Unstructured) (key, error) {
+	gvk := o.GroupVersionKind()
+	m, err := c.Client.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return key{}, err
+	}
+	k := key{gvr: m.Resource, name: o.GetName()}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		if o.GetNamespace() == "" {
+			return key{}, fmt.Errorf("%s %s has no namespace", gvk.Kind, o.GetName())
+		}
+		k.namespace = o.GetNamespace()
+	}
+	return k, nil
+}
+
+// serve answers one request of either client from the store.
+func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	gvr := a.GetResource()
+	r := Request{Verb: a.GetVerb(), Resource: gvr.Resource, Namespace: a.GetNamespace()}
+	if named, ok := a.(interface{ GetName() string }); ok {
+		r.Name = named.GetName()
+	}
+	switch a := a.(type) {
+	case clienttesting.PatchActionImpl:
+		r.DryRun = len(a.PatchOptions.DryRun) > 0
+	case clienttesting.DeleteActionImpl:
+		r.DryRun = len(a.DeleteOptions.DryRun) > 0
+	}
+	c.log = append(c.log, r)
+	for _, f := range c.faults {
+		if (f.Verb == "" || f.Verb == r.Verb) && (f.Resource == "" || f.Resource == r.Resource) && (f.Name == "" || f.Name == r.Name) {
+			if f.seen++; f.Nth != 0 && f.seen != f.Nth {
+				continue
+			}
+			if f.Hook != nil {
+				f.Hook()
+			}
+			if f.Err != nil {
+				return nil, f.Err
+			}
+		}
+	}
+	if a.GetSubresource() != "" {
+		return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb+" "+a.GetSubresource())
+	}
+	k := key{gvr: gvr, namespace: r.Namespace, name: r.Name}
+	live := c.objects[k]
+	notFound := apierrors.NewNotFound(gvr.GroupResource(), r.Name)
+	switch a := a.(type) {
+	case clienttesting.GetActionImpl:
+		if live == nil {
+			return nil, notFound
+		}
+		return live.DeepCopy(), nil
+	case clienttesting.ListActionImpl:
+		items := c.list(func(s key) bool { return s.gvr == gvr && (r.Namespace == "" || s.namespace == r.Namespace) })
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
+		list.SetResourceVersion(strconv.Itoa(c.version))
+		for _, o := range items {
+			list.Items = append(list.Items, *o)
+		}
+		return list, nil
+	case clienttesting.DeleteActionImpl:
+		if live == nil {
+			return nil, notFound
+		}
+		if !r.DryRun {
+			delete(c.objects, k)
+			delete(c.applied, k)
+		}
+		return nil, nil
+	case clienttesting.PatchActionImpl:
+		var patch map[string]any
+		if err := utiljson.Unmarshal(a.Patch, &patch); err != nil {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		switch a.PatchType {
+		case types.ApplyPatchType:
+			if live == nil && r.Namespace != "" && c.objects[key{gvr: namespacesGVR, name: r.Namespace}] == nil {
+				return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, r.Namespace)
+			}
+			patch = without(patch, "uid", "resourceVersion", "creationTimestamp", "managedFields")
+		case types.MergePatchType:
+			if live == nil {
+				return nil, notFound
+			}
+		default:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("kubetest: patch type %s is not supported", a.PatchType))
+		}
+		next := map[string]any{}
+		if live != nil {
+			next = live.DeepCopy().Object
+		}
+		manager := a.PatchOptions.FieldManager
+		if a.PatchType == types.ApplyPatchType && live != nil {
+			unapply(next, c.applied[k][manager], patch)
+		}
+		merge(next, patch)
+		obj := &unstructured.Unstructured{Object: next}
+		obj.SetName(r.Name)
+		obj.SetNamespace(r.Namespace)
+		out := c.write(k, obj, r.DryRun)
+		if a.PatchType == types.ApplyPatchType && !r.DryRun {
+			if live == nil || c.applied[k] == nil {
+				c.applied[k] = map[string]map[string]any{}
+			}
+			c.applied[k][manager] = patch
+		}
+		return out, nil
+	}
+	return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb)
+}
+
+// write stores obj under k (unless dryRun) as a server would: a new object
+// gets a UID and a creation time, and the resourceVersion moves only when
+// the object changed. It returns a copy of what is (or would be) stored.
+func (c *Cluster) write(k key, obj *unstructured.Unstructured, dryRun bool) *unstructured.Unstructured {
+	live := c.objects[k]
+	if k.gvr.Resource == "customresourcedefinitions" {
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Established", "status": "True"}}, "status", "conditions")
+	}
+	if live == nil {
+		c.uids++
+		obj.SetUID(types.UID(fmt.Sprintf("uid-%d", c.uids)))
+		obj.SetCreationTimestamp(metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	} else {
+		obj.SetUID(live.GetUID())
+		obj.SetCreationTimestamp(live.GetCreationTimestamp())
+		obj.SetResourceVersion(live.GetResourceVersion())
+		if reflect.DeepEqual(obj.Object, live.Object) {
+			return obj.DeepCopy()
+		}
+	}
+	if dryRun {
+		return obj.DeepCopy()
+	}
+	c.version++
+	obj.SetResourceVersion(strconv.Itoa(c.version))
+	c.objects[k] = obj
+	return obj.DeepCopy()
+}
+
+// list returns copies of the stored objects whose keys match, in order.
+func (c *Cluster) list(match func(key) bool) []*unstructured.Unstructured {
+	var keys []key
+	for k := range c.objects {
+		if match(k) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j])
+	})
+	out := make([]*unstructured.Unstructured, len(keys))
+	for i, k := range keys {
+		out[i] = c.objects[k].DeepCopy()
+	}
+	return out
+}
+
+// merge merges src into dst: maps recursively, a null removes the key
+// (JSON merge patch), any other value replaces.
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		sub, isMap := v.(map[string]any)
+		switch {
+		case v == nil:
+			delete(dst, k)
+		case isMap:
+			d, ok := dst[k].(map[string]any)
+			if !ok {
+				d = map[string]any{}
+				dst[k] = d
+			}
+			merge(d, sub)
+		default:
+			dst[k] = v
+		}
+	}
+}
+
+// unapply removes from dst the fields a manager applied before (prev)
+// and no longer applies (cur).
+func unapply(dst, prev, cur map[string]any) {
+	for k, pv := range prev {
+		cv, ok := cur[k]
+		if !ok {
+			delete(dst, k)
+			continue
+		}
+		pm, pIsMap := pv.(map[string]any)
+		cm, cIsMap := cv.(map[string]any)
+		dm, dIsMap := dst[k].(map[string]any)
+		if pIsMap && cIsMap && dIsMap {
+			unapply(dm, pm, cm)
+		}
+	}
+}
+
+// without drops server-owned metadata fields from an applied object.
+func without(obj map[string]any, fields ...string) map[string]any {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		for _, f := range fields {
+			delete(md, f)
+		}
+	}
+	return obj
+}
+
+// roundTrip copies an object through JSON, so that numbers are int64 or
+// float64 as a decoded response's are.
+func roundTrip(obj map[string]any) (map[string]any, error) {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	return out, utiljson.Unmarshal(b, &out)
+}
+
+// asMetadata turns what serve returned into the metadata client's types.
+func asMetadata(obj runtime.Object) runtime.Object {
+	toPartial := func(u *unstructured.Unstructured) *metav1.PartialObjectMetadata {
+		p := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
+		_ = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object["metadata"].(map[string]any), &p.ObjectMeta)
+		return p
+	}
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return toPartial(o)
+	case *unstructured.UnstructuredList:
+		list := &metav1.List{ListMeta: metav1.ListMeta{ResourceVersion: o.GetResourceVersion()}}
+		for i := range o.Items {
+			list.Items = append(list.Items, runtime.RawExtension{Object: toPartial(&o.Items[i])})
+		}
+		return list
+	}
+	return obj
+}
