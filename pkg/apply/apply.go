@@ -94,6 +94,15 @@ type Config struct {
 	// OnPhase, when set, is told when a phase starts, if the app has more
 	// than one (fleet.kubectl.io/phase).
 	OnPhase func(phase, objects int)
+	// OnStage, when set, is told what the apply waits for ("CRDs
+	// established", "healthy", "pruning"), for progress displays.
+	OnStage func(stage string)
+}
+
+func (cfg Config) stage(s string) {
+	if cfg.OnStage != nil {
+		cfg.OnStage(s)
+	}
 }
 
 // ErrEmptyPrune refuses to prune everything because of an empty render.
@@ -150,6 +159,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		if cfg.DryRun {
 			pending = notServed(c, object.CRDKinds(crds))
 		} else {
+			cfg.stage("waiting for CRDs to be established")
 			if err := waitEstablished(stop, c, crds, cfg.Timeout); err != nil {
 				return err
 			}
@@ -167,6 +177,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			return err
 		}
 		if i < len(phases)-1 && !cfg.DryRun {
+			cfg.stage(fmt.Sprintf("waiting for phase %d to be healthy", ph.n))
 			if err := waitHealthy(stop, c, ph.objs, cfg); err != nil {
 				return fmt.Errorf("phase %d: %w", ph.n, err)
 			}
@@ -176,6 +187,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		}
 	}
 	if cfg.Prune {
+		cfg.stage("pruning")
 		if err := p.prune(stop, ctx, contents); err != nil {
 			return err
 		}
@@ -196,6 +208,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		}
 	}
 	if cfg.Wait && !cfg.DryRun {
+		cfg.stage("waiting until healthy")
 		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
@@ -168,8 +169,10 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
+	pr := o.newProgress(r.clusters, p.json)
+	p.out = output.NewSyncWriter(pr.writer(o.Out))
 	if !dryRun {
-		o.setSoaks(r, ws, p)
+		o.setSoaks(r, ws, p, pr)
 	}
 	if o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }) {
 		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
@@ -177,8 +180,11 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	_, byName := index(r.clusters)
 	var tally counts
 	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
-		return o.applyCluster(ctx, r, byName[name], p, &tally, dryRun)
+		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
+		pr.end(name, map[bool]string{true: "done", false: "failed"}[err == nil])
+		return err
 	})
+	pr.finish()
 	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "apply")
 }
 
@@ -239,7 +245,8 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 	return fmt.Errorf("not confirmed")
 }
 
-func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, tally *counts, dryRun bool) error {
+func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress, tally *counts, dryRun bool) error {
+	pr.stage(c.Name, "connecting")
 	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
 		return err
@@ -265,7 +272,16 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
 			continue
 		}
-		report := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
+		printed := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
+		report := func(ch apply.Change) {
+			switch ch.Action {
+			case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+				pr.did(c.Name)
+			}
+			printed(ch)
+		}
+		pr.expect(c.Name, len(res.Objects))
+		pr.stage(c.Name, "applying %s", app)
 		// An app others depend on, or with tests, is waited for, --wait
 		// or not.
 		tests := r.testsOf(c.Name, app)
@@ -273,7 +289,9 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		err := apply.Run(ctx, client, apply.Config{
 			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
 			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+			OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app, stage) },
 			OnPhase: func(phase, objects int) {
+				pr.stage(c.Name, "applying %s, phase %d", app, phase)
 				if p.json {
 					p.event(PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun})
 					return
@@ -286,7 +304,8 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			},
 		})
 		if err == nil && len(tests) > 0 && !dryRun {
-			testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; report(ch) }
+			pr.stage(c.Name, "testing %s", app)
+			testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 			err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
 		}
 		if err != nil {
@@ -304,7 +323,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if len(results) > 0 {
 		cluster = results[0].Cluster // with the attributes read from it
 	}
-	return o.runChecks(ctx, r.fleet, c, cluster, p)
+	return o.runChecks(ctx, r.fleet, c, cluster, p, pr)
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes

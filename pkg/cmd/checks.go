@@ -34,7 +34,7 @@ type CheckEvent struct {
 // runChecks runs the checks of the cluster's group (groups[].verify), one
 // after the other, and returns the first failure. Each runs on this
 // machine with a kubeconfig that reaches only this cluster.
-func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer) error {
+func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress) error {
 	grp := f.Group(c.Group)
 	if grp == nil || len(grp.Verify) == 0 {
 		return nil
@@ -46,6 +46,7 @@ func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.
 	defer cleanup()
 	w := p.cluster(c.Name)
 	for _, chk := range grp.Verify {
+		pr.stage(c.Name, "check %s", chk.Name)
 		start := time.Now()
 		err := runCheck(ctx, f, chk, kubeconfig, checkEnv(cluster), w, p.json)
 		ev := CheckEvent{Type: "check", Cluster: c.Name, Check: chk.Name, State: "passed", Seconds: time.Since(start).Seconds()}

@@ -30,19 +30,19 @@ var soakInterval = 5 * time.Second
 // hook: after the group succeeded, its applied objects are watched that
 // long, and an object that is no longer healthy fails its cluster (and so,
 // by the group's budget, the rollout).
-func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer) {
+func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *progress) {
 	for i := range ws[:max(0, len(ws)-1)] {
 		g := r.fleet.Group(ws[i].Name)
 		if g == nil || g.Soak <= 0 {
 			continue
 		}
 		ws[i].After = func(ctx context.Context, succeeded []string) map[string]error {
-			return o.soak(ctx, r, succeeded, g.Soak, p)
+			return o.soak(ctx, r, succeeded, g.Soak, p, pr)
 		}
 	}
 }
 
-func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string, d time.Duration, p *printer) map[string]error {
+func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string, d time.Duration, p *printer, pr *progress) map[string]error {
 	end := time.Now().Add(d)
 	var (
 		mu   sync.Mutex
@@ -68,6 +68,7 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 			next := time.Now()
 			lastReport := time.Now()
 			for {
+				pr.stage(name, "soak, %s left", time.Until(end).Round(time.Second))
 				if err := o.soakCheck(ctx, r, name); err != nil {
 					mu.Lock()
 					errs[name] = fmt.Errorf("soak: %w", err)

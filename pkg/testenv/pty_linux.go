@@ -41,3 +41,10 @@ func ioctl(fd, req, arg uintptr) error {
 	}
 	return nil
 }
+
+// SetPTYSize gives a pseudo-terminal a window size, as a terminal emulator
+// does; a new one has none (0×0), and progress displays draw nothing on it.
+func SetPTYSize(terminal *os.File, rows, cols uint16) error {
+	ws := struct{ rows, cols, x, y uint16 }{rows, cols, 0, 0}
+	return ioctl(terminal.Fd(), syscall.TIOCSWINSZ, uintptr(unsafe.Pointer(&ws)))
+}

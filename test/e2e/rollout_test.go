@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // Phases inside an app: a migration Job (phase -1) is applied and complete
@@ -292,5 +294,59 @@ spec:
 	}
 	if _, code := get(t, "fleet-c2", "configmap", "all", "-n", "e2e-tests-all"); code == 0 {
 		t.Error("production was written although the staging test failed")
+	}
+}
+
+// Progress: one live line per cluster on a terminal's stderr, drawn by
+// mpb, never in stdout's lines; plain prefixed lines when stderr is not a
+// terminal.
+func TestProgress(t *testing.T) {
+	// A check that takes a second, so that the live lines are drawn.
+	slow := strings.Replace(stgOnly, "  - {name: staging}\n", "  - name: staging\n    verify: [{name: pause, command: [sleep, \"1\"]}]\n", 1)
+	dir := workdir(t, slow+"apps:\n  - {name: progress, manifests: app.yaml}\n", map[string]string{
+		"app.yaml": namespaced("e2e-progress", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: e2e-progress}\n"),
+	})
+	// Without a terminal: stage changes as lines on stderr.
+	out, errOut, code := fleet(t, dir, "apply")
+	if code != 0 || !strings.Contains(errOut, "[stg] applying progress (0/2 objects") || !strings.Contains(errOut, "[stg] done (2/2 objects") || strings.Contains(out+errOut, "\x1b[") {
+		t.Fatalf("plain progress: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if strings.Contains(out, "applying progress") {
+		t.Errorf("progress lines on stdout:\n%s", out)
+	}
+	// On a terminal: live lines on it, stdout's lines untouched.
+	control, terminal, err := testenv.OpenPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer control.Close()
+	if err := testenv.SetPTYSize(terminal, 24, 100); err != nil {
+		t.Fatal(err)
+	}
+	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
+	var stdout strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, terminal
+	read := make(chan string)
+	go func() {
+		var b strings.Builder
+		buf := make([]byte, 4096)
+		for {
+			n, err := control.Read(buf)
+			b.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		read <- b.String()
+	}()
+	err = cmd.Run()
+	_ = terminal.Close()
+	_ = control.SetReadDeadline(time.Now().Add(2 * time.Second))
+	shown := <-read
+	if err != nil || !strings.Contains(stdout.String(), "configmap/a unchanged") || strings.Contains(stdout.String(), "\x1b[") {
+		t.Fatalf("apply on a terminal: %v\nstdout:\n%s\nterminal:\n%q", err, stdout.String(), shown)
+	}
+	if !strings.Contains(shown, "[stg] check pause   2/2 objects") || !strings.Contains(shown, "\x1b[1A") {
+		t.Errorf("no live line on the terminal:\n%q", shown)
 	}
 }
