@@ -1,13 +1,17 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -23,6 +27,9 @@ type StatusOptions struct {
 	Verbose     bool
 	Parallel    int
 	Concurrency int
+	// Watch refreshes the report every WatchInterval until Ctrl-C.
+	Watch         bool
+	WatchInterval time.Duration
 }
 
 // NewCmdStatus returns the status command.
@@ -45,7 +52,8 @@ Exit codes:
   1  something is not, or an error`,
 		Example: `  kubectl fleet status
   kubectl fleet status -v -c prod-eu
-  kubectl fleet status -o json`,
+  kubectl fleet status -o json
+  kubectl fleet status --watch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validateJSONOutput(o.Output); err != nil {
@@ -63,6 +71,8 @@ Exit codes:
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "list every object")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters queried at once")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
+	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "refresh the report (in place on a terminal) until Ctrl-C")
+	cmd.Flags().DurationVar(&o.WatchInterval, "watch-interval", 5*time.Second, "time between refreshes with --watch")
 	return cmd
 }
 
@@ -82,6 +92,44 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !o.Watch {
+		return o.report(ctx, r)
+	}
+	if o.WatchInterval <= 0 {
+		return fmt.Errorf("--watch-interval must be positive")
+	}
+	// Each report is drawn over the last one on a terminal, or follows it
+	// under a time line elsewhere.
+	out := o.Out
+	f, ok := out.(*os.File)
+	inPlace := ok && term.IsTerminal(int(f.Fd())) && o.Output != "json"
+	lines := 0
+	for {
+		var buf bytes.Buffer
+		o.Out = &buf
+		_ = o.report(ctx, r)
+		o.Out = out
+		if ctx.Err() != nil {
+			return &ExitError{Code: ExitInterrupted}
+		}
+		switch {
+		case inPlace && lines > 0:
+			fmt.Fprintf(out, "\x1b[%dA\x1b[J", lines)
+		case !inPlace && o.Output != "json":
+			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
+		}
+		_, _ = out.Write(buf.Bytes())
+		lines = bytes.Count(buf.Bytes(), []byte("\n"))
+		select {
+		case <-ctx.Done():
+			return &ExitError{Code: ExitInterrupted}
+		case <-time.After(o.WatchInterval):
+		}
+	}
+}
+
+// report reads the status of every selected cluster once and prints it.
+func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 	var (
 		mu      sync.Mutex
 		results = map[string][]status.App{}

@@ -350,3 +350,42 @@ func TestProgress(t *testing.T) {
 		t.Errorf("no live line on the terminal:\n%q", shown)
 	}
 }
+
+// status --watch reports again and again until Ctrl-C, and sees changes.
+func TestStatusWatch(t *testing.T) {
+	dir := workdir(t, stgOnly+"apps:\n  - {name: watched, manifests: app.yaml}\n", map[string]string{
+		"app.yaml": namespaced("e2e-watch", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: w, namespace: e2e-watch}\n"),
+	})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "status", "--watch", "--watch-interval", "300ms")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	scanner := bufio.NewScanner(stdout)
+	deleted, sawNotFound := false, false
+	for scanner.Scan() {
+		line := scanner.Text()
+		out.WriteString(line + "\n")
+		if !deleted && strings.Contains(line, "Current 2/2") {
+			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "e2e-watch", "configmap", "w"); code != 0 {
+				t.Fatal(errOut)
+			}
+			deleted = true
+		}
+		if deleted && strings.Contains(line, "NotFound 1/2") {
+			sawNotFound = true
+			_ = cmd.Process.Signal(os.Interrupt)
+		}
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); !sawNotFound || code != 130 || strings.Count(out.String(), "--- ") < 2 {
+		t.Errorf("status --watch: exit %d, saw the deletion %v\n%s", code, sawNotFound, out.String())
+	}
+}
