@@ -44,7 +44,7 @@ func run() error {
 	defer stop()
 
 	fmt.Println("# starting 3 local clusters (one etcd, three kube-apiservers on loopback)")
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 1, KwokStages: filepath.Join(stages, "fast.yaml"), Dir: filepath.Join(work, "clusters")})
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 3, KwokStages: filepath.Join(stages, "fast.yaml"), Dir: filepath.Join(work, "clusters")})
 	if err != nil {
 		return err
 	}
@@ -70,6 +70,7 @@ func run() error {
 		{[]string{"fleet", "apply", "--group", "staging", "--wait", "--timeout", "2m"}, []int{0}},
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
 		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
+		{[]string{"fleet", "status"}, []int{0}},
 	}
 	for _, step := range steps {
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(step.args, " "))

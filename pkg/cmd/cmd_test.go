@@ -153,9 +153,9 @@ func TestVet(t *testing.T) {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	for _, want := range []string{
-		bad + `:29: clusters[1].contxet: unknown field "contxet"`,
-		bad + `:27: clusters[1].context: required`,
-		bad + `:33: clusters[2].group: unknown group "prod" (groups: staging, production)`,
+		bad + `:34: clusters[1].contxet: unknown field "contxet"`,
+		bad + `:32: clusters[1].context: required`,
+		bad + `:38: clusters[2].group: unknown group "prod" (groups: staging, production)`,
 		"vet: 3 problems in " + bad,
 	} {
 		if !strings.Contains(out, want) {
@@ -225,7 +225,7 @@ func TestClustersMissingContext(t *testing.T) {
 		t.Fatalf("--kubeconfig: exit %d: %s", code, errOut.String())
 	}
 	_, errText, code := run(t, "", "clusters", "-F", example, "--kubeconfig", filepath.Join(t.TempDir(), "empty"))
-	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:24: clusters[0].context:`) {
+	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:29: clusters[0].context:`) {
 		t.Errorf("exit %d, stderr:\n%s", code, errText)
 	}
 }

@@ -54,8 +54,11 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 			p.event(SoakEvent{Type: "soak", Cluster: cluster, State: state, Left: left.Seconds(), Error: errString(err)})
 			return
 		}
-		line := fmt.Sprintf("soak %s, %s left", state, left.Round(time.Second))
-		if err != nil {
+		line := "soak " + state
+		switch {
+		case state == "started":
+			line = fmt.Sprintf("soak started: watching for %s", left.Round(time.Second))
+		case err != nil:
 			line = fmt.Sprintf("soak failed with %s left: %v", left.Round(time.Second), err)
 		}
 		fmt.Fprintln(p.cluster(cluster), line)
@@ -66,7 +69,6 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 			defer wg.Done()
 			report(name, "started", d, nil)
 			next := time.Now()
-			lastReport := time.Now()
 			for {
 				pr.stage(name, "soak, %s left", time.Until(end).Round(time.Second))
 				if err := o.soakCheck(ctx, r, name); err != nil {
@@ -79,11 +81,6 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 				if time.Now().After(end) {
 					report(name, "passed", 0, nil)
 					return
-				}
-				// Progress about ten times per soak, at most once a minute.
-				if time.Since(lastReport) >= min(time.Minute, max(d/10, soakInterval)) {
-					report(name, "running", time.Until(end), nil)
-					lastReport = time.Now()
 				}
 				next = next.Add(soakInterval)
 				select {
