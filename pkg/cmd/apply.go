@@ -132,10 +132,28 @@ type ObjectEvent struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// counts tallies actions per cluster.
+// counts tallies actions per cluster, and the gates each passed or
+// failed (tests, checks, soak).
 type counts struct {
-	mu sync.Mutex
-	m  map[string]map[apply.Action]int
+	mu    sync.Mutex
+	m     map[string]map[apply.Action]int
+	gates map[string][]string
+}
+
+// gate records a gate's outcome for a cluster: "check smoke passed".
+func (c *counts) gate(cluster, outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gates == nil {
+		c.gates = map[string][]string{}
+	}
+	c.gates[cluster] = append(c.gates[cluster], outcome)
+}
+
+func (c *counts) gatesOf(cluster string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gates[cluster]
 }
 
 func (c *counts) add(cluster string, a apply.Action) {
@@ -170,15 +188,15 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	pr := o.newProgress(r.clusters, p.json)
+	var tally counts
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
 	if !dryRun {
-		o.setSoaks(r, ws, p, pr)
+		o.setSoaks(r, ws, p, pr, &tally)
 	}
 	if o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }) {
 		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
 	}
 	_, byName := index(r.clusters)
-	var tally counts
 	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
 		pr.end(name, map[bool]string{true: "done", false: "failed"}[err == nil])
@@ -307,6 +325,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			pr.stage(c.Name, "testing %s", app)
 			testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 			err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
+			tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, map[bool]string{true: "passed", false: "failed"}[err == nil]))
 		}
 		if err != nil {
 			failed[app] = true
@@ -323,7 +342,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if len(results) > 0 {
 		cluster = results[0].Cluster // with the attributes read from it
 	}
-	return o.runChecks(ctx, r.fleet, c, cluster, p, pr)
+	return o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally)
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes
@@ -430,12 +449,15 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 			failed++
 		}
 		if p.json {
-			p.event(ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Error: errString(oc.Err)})
+			p.event(ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Error: errString(oc.Err)})
 			continue
 		}
 		line := state
 		if c := tally.of(oc.Cluster); len(c) > 0 {
 			line += ": " + actionCounts(c)
+		}
+		if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
+			line += "; " + strings.Join(g, ", ")
 		}
 		if oc.Err != nil {
 			line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")

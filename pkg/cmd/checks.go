@@ -34,7 +34,7 @@ type CheckEvent struct {
 // runChecks runs the checks of the cluster's group (groups[].verify), one
 // after the other, and returns the first failure. Each runs on this
 // machine with a kubeconfig that reaches only this cluster.
-func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress) error {
+func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress, tally *counts) error {
 	grp := f.Group(c.Group)
 	if grp == nil || len(grp.Verify) == 0 {
 		return nil
@@ -53,6 +53,7 @@ func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.
 		if err != nil {
 			ev.State, ev.Error = "failed", err.Error()
 		}
+		tally.gate(c.Name, "check "+chk.Name+" "+ev.State)
 		if p.json {
 			p.event(ev)
 		} else {

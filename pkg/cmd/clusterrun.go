@@ -119,7 +119,10 @@ type ClusterResult struct {
 	Cluster string `json:"cluster"`
 	Group   string `json:"group"`
 	State   string `json:"state"`
-	Error   string `json:"error,omitempty"`
+	// Gates are the gates the cluster passed or failed: "tests of web
+	// passed", "check smoke failed", "soak passed".
+	Gates []string `json:"gates,omitempty"`
+	Error string   `json:"error,omitempty"`
 }
 
 // stdinIsTerminal reports whether confirmation can be asked for.

@@ -30,19 +30,19 @@ var soakInterval = 5 * time.Second
 // hook: after the group succeeded, its applied objects are watched that
 // long, and an object that is no longer healthy fails its cluster (and so,
 // by the group's budget, the rollout).
-func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *progress) {
+func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *progress, tally *counts) {
 	for i := range ws[:max(0, len(ws)-1)] {
 		g := r.fleet.Group(ws[i].Name)
 		if g == nil || g.Soak <= 0 {
 			continue
 		}
 		ws[i].After = func(ctx context.Context, succeeded []string) map[string]error {
-			return o.soak(ctx, r, succeeded, g.Soak, p, pr)
+			return o.soak(ctx, r, succeeded, g.Soak, p, pr, tally)
 		}
 	}
 }
 
-func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string, d time.Duration, p *printer, pr *progress) map[string]error {
+func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string, d time.Duration, p *printer, pr *progress, tally *counts) map[string]error {
 	end := time.Now().Add(d)
 	var (
 		mu   sync.Mutex
@@ -50,6 +50,9 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 		wg   sync.WaitGroup
 	)
 	report := func(cluster, state string, left time.Duration, err error) {
+		if state == "passed" || state == "failed" {
+			tally.gate(cluster, "soak "+state)
+		}
 		if p.json {
 			p.event(SoakEvent{Type: "soak", Cluster: cluster, State: state, Left: left.Seconds(), Error: errString(err)})
 			return

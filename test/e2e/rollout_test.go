@@ -179,8 +179,8 @@ echo "checked $FLEET_CLUSTER_NAME"
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes")
-	if code != 0 || !strings.Contains(out, "check smoke passed") {
-		t.Fatalf("apply with a passing check: exit %d\n%s%s", code, out, errOut)
+	if code != 0 || !strings.Contains(out, "check smoke passed") || !strings.Contains(out, "[stg]    applied: 2 unchanged; check smoke passed\n") {
+		t.Fatalf("apply with a passing check (the summary names the gate): exit %d\n%s%s", code, out, errOut)
 	}
 	if _, code := get(t, "fleet-c3", "configmap", "checked", "-n", "e2e-checks"); code != 0 {
 		t.Error("production was not applied after the check passed")
@@ -265,7 +265,7 @@ spec:
 		"tests/job.yaml":  job(""),
 	})
 	out, errOut, code := fleet(t, dir, "apply", "--yes", "--timeout", "2m")
-	if code != 0 || !strings.Contains(out, "tested: test job.batch/smoke passed") || !strings.Contains(out, "[prod-a] namespace/e2e-tests-all created") {
+	if code != 0 || !strings.Contains(out, "tested: test job.batch/smoke passed") || !strings.Contains(out, "[prod-a] namespace/e2e-tests-all created") || !strings.Contains(out, "; tests of tested passed\n") {
 		t.Fatalf("apply with a passing test: exit %d\n%s%s", code, out, errOut)
 	}
 	if _, code := get(t, "fleet-c1", "job", "smoke", "-n", "e2e-tests"); code == 0 {
