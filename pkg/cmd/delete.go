@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -82,31 +83,43 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 		}
 	}
 	p := o.newPrinter(clusters, o.Output == "json")
+	pr := o.newProgress(clusters, p.json)
+	p.out = output.NewSyncWriter(pr.writer(o.Out))
 	_, byName := index(clusters)
 	var tally counts
 	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := o.connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
-		w := p.cluster(name)
-		var errs []error
-		// Dependents go before what they depend on.
-		for _, a := range reverseDependencyOrder(f, apps) {
-			if !a.goesTo(c) {
-				continue
-			}
-			found, err := apply.Delete(ctx, client, a.name, dryRun, reporter(p, w, &tally, name, a.name, true, dryRun))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
-			} else if !found && !p.json {
-				fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.name)
-			}
-		}
-		return errors.Join(errs...)
+		err := o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
+		pr.end(name, map[bool]string{true: "done", false: "failed"}[err == nil])
+		return err
 	})
+	pr.finish()
 	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
+}
+
+func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []app, p *printer, pr *progress, tally *counts, dryRun bool) error {
+	name := c.Name
+	pr.stage(name, "connecting")
+	client, err := o.connect(ctx, f, c)
+	if err != nil {
+		return err
+	}
+	w := p.cluster(name)
+	var errs []error
+	// Dependents go before what they depend on.
+	for _, a := range reverseDependencyOrder(f, apps) {
+		if !a.goesTo(c) {
+			continue
+		}
+		pr.stage(name, "deleting %s", a.name)
+		printed := reporter(p, w, tally, name, a.name, true, dryRun)
+		found, err := apply.Delete(ctx, client, a.name, dryRun, func(ch apply.Change) { pr.did(name); printed(ch) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
+		} else if !found && !p.json {
+			fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.name)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (o *DeleteOptions) confirm(ctx context.Context, apps []app, clusters []*fleet.Cluster) error {

@@ -122,8 +122,17 @@ func (pr *progress) did(cluster string) {
 	pr.mu.Lock()
 	cp := pr.clusters[cluster]
 	cp.done++
+	// Work whose size is not known up front (delete) grows as it goes.
+	grown := cp.done > cp.total
+	if grown {
+		cp.total = cp.done
+	}
+	total := cp.total
 	pr.mu.Unlock()
 	if cp.bar != nil {
+		if grown {
+			cp.bar.SetTotal(total, false)
+		}
 		cp.bar.IncrBy(1)
 	}
 }
