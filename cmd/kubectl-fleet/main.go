@@ -9,6 +9,9 @@ import (
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	// The auth providers kubectl ships (OIDC; exec credential plugins are
+	// built into client-go), so that every kubeconfig kubectl accepts works.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/cmd"
 )

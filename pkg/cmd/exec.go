@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 
 	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -82,11 +85,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		if err := client.VerifyIdentity(ctx, c.Server, c.UID); err != nil {
 			return err
 		}
-		args := []string{"--context", c.Context}
-		if kc := kube.KubeconfigPath(o.ConfigFlags, f, c); kc != "" {
-			args = append(args, "--kubeconfig", kc)
-		}
-		cmd := exec.CommandContext(ctx, kubectl, append(args, o.Args...)...)
+		cmd := exec.CommandContext(ctx, kubectl, append(o.kubectlArgs(f, c), o.Args...)...)
 		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(name)), output.NewPrefixWriter(stderr, prefix.Prefix(name))
 		cmd.Stdout, cmd.Stderr = out, errOut
 		err = cmd.Run()
@@ -118,4 +117,43 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
 	}
 	return nil
+}
+
+// kubectlArgs are the flags each cluster's kubectl gets: its context and
+// kubeconfig, and every kubectl flag the user gave kubectl fleet, so that
+// none is accepted and dropped.
+func (o *ExecOptions) kubectlArgs(f *fleet.Fleet, c *fleet.Cluster) []string {
+	args := []string{"--context", c.Context}
+	if kc := kube.KubeconfigPath(o.ConfigFlags, f, c); kc != "" {
+		args = append(args, "--kubeconfig", kc)
+	}
+	cf := o.ConfigFlags
+	set := func(flag string, v *string) {
+		if v != nil && *v != "" {
+			args = append(args, flag, *v)
+		}
+	}
+	set("--namespace", cf.Namespace)
+	set("--as", cf.Impersonate)
+	set("--as-uid", cf.ImpersonateUID)
+	if cf.ImpersonateGroup != nil {
+		for _, g := range *cf.ImpersonateGroup {
+			args = append(args, "--as-group", g)
+		}
+	}
+	if cf.Timeout != nil && *cf.Timeout != "" && *cf.Timeout != "0" {
+		args = append(args, "--request-timeout", *cf.Timeout)
+	}
+	if cf.CacheDir != nil && *cf.CacheDir != "" && *cf.CacheDir != defaultCacheDir() {
+		args = append(args, "--cache-dir", *cf.CacheDir)
+	}
+	if o.LogLevel > 0 {
+		args = append(args, "-v", strconv.Itoa(o.LogLevel))
+	}
+	return args
+}
+
+// defaultCacheDir is the --cache-dir kubectl uses when none is given.
+func defaultCacheDir() string {
+	return *genericclioptions.NewConfigFlags(true).CacheDir
 }
