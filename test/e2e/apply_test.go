@@ -101,14 +101,27 @@ stringData: {password: `+marker+`}
 `)})
 	app := filepath.Join(dir, "secret")
 	var all strings.Builder
-	for _, args := range [][]string{
-		{"render", "-f", app}, {"render", "-f", app, "-o", "json"},
-		{"diff", "-f", app}, {"diff", "-f", app, "-o", "json"},
-		{"apply", "-f", app, "--yes", "--diff"}, {"apply", "-f", app, "--yes", "-o", "json", "--diff"},
-		{"diff", "-f", app}, {"vet", "-f", app},
+	// Each command must have done its work: an absence proves nothing
+	// about a command that failed early.
+	for _, step := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"render", "-f", app}, 0, "kind: Secret"},
+		{[]string{"render", "-f", app, "-o", "json"}, 0, `"kind":"Secret"`},
+		{[]string{"diff", "-f", app}, 1, "+  password: '***'"},
+		{[]string{"diff", "-f", app, "-o", "json"}, 1, `"action":"create"`},
+		{[]string{"apply", "-f", app, "--yes", "--diff"}, 0, "secret/creds created"},
+		{[]string{"apply", "-f", app, "--yes", "-o", "json", "--diff"}, 0, `"action":"unchanged"`},
+		{[]string{"diff", "-f", app}, 0, "0 to create, 0 to change"},
+		{[]string{"vet", "-f", app}, 0, "clusters ok"},
 	} {
-		out, errOut, _ := fleet(t, dir, args...)
+		out, errOut, code := fleet(t, dir, step.args...)
 		all.WriteString(out + errOut)
+		if code != step.code || !strings.Contains(out+errOut, step.want) {
+			t.Errorf("%s: exit %d (want %d), want %q in\n%s%s", strings.Join(step.args, " "), code, step.code, step.want, out, errOut)
+		}
 	}
 	// The value changes: the diff shows only that it changed.
 	changed := workdir(t, twoGroups, map[string]string{"secret/s.yaml": namespaced("e2e-secret", `apiVersion: v1

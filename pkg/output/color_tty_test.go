@@ -1,0 +1,29 @@
+package output_test
+
+import (
+	"testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+)
+
+// On a terminal colour is on, unless --no-color or NO_COLOR.
+func TestUseColorOnATerminal(t *testing.T) {
+	control, terminal, err := testenv.OpenPTY()
+	if err != nil {
+		t.Skipf("no pseudo-terminal here: %v", err)
+	}
+	defer control.Close()
+	defer terminal.Close()
+	t.Setenv("NO_COLOR", "")
+	if !output.UseColor(terminal, false) {
+		t.Error("no colour on a terminal")
+	}
+	if output.UseColor(terminal, true) {
+		t.Error("colour on a terminal despite --no-color")
+	}
+	t.Setenv("NO_COLOR", "1")
+	if output.UseColor(terminal, false) {
+		t.Error("colour on a terminal despite NO_COLOR")
+	}
+}
