@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -114,6 +115,7 @@ func singleContextKubeconfig(g *GlobalOptions, f *fleet.Fleet, c *fleet.Cluster)
 	if ns := g.ConfigFlags.Namespace; ns != nil && *ns != "" {
 		raw.Contexts[c.Context].Namespace = *ns
 	}
+	impersonate(&raw, c.Context, g.ConfigFlags)
 	tmp, err := os.CreateTemp("", "kubectl-fleet-check-*.kubeconfig")
 	if err != nil {
 		return "", nil, err
@@ -129,6 +131,35 @@ func singleContextKubeconfig(g *GlobalOptions, f *fleet.Fleet, c *fleet.Cluster)
 		return "", nil, err
 	}
 	return tmp.Name(), cleanup, nil
+}
+
+// impersonate writes --as, --as-uid and --as-group into the context's
+// user, so that a check acts as the user the command acts as.
+func impersonate(raw *clientcmdapi.Config, context string, cf *genericclioptions.ConfigFlags) {
+	var as, uid string
+	var groups []string
+	if cf.Impersonate != nil {
+		as = *cf.Impersonate
+	}
+	if cf.ImpersonateUID != nil {
+		uid = *cf.ImpersonateUID
+	}
+	if cf.ImpersonateGroup != nil {
+		groups = *cf.ImpersonateGroup
+	}
+	if as == "" && uid == "" && len(groups) == 0 {
+		return
+	}
+	ctx := raw.Contexts[context]
+	if ctx.AuthInfo == "" {
+		ctx.AuthInfo = "kubectl-fleet"
+	}
+	user := raw.AuthInfos[ctx.AuthInfo]
+	if user == nil {
+		user = clientcmdapi.NewAuthInfo()
+		raw.AuthInfos[ctx.AuthInfo] = user
+	}
+	user.Impersonate, user.ImpersonateUID, user.ImpersonateGroups = as, uid, append([]string(nil), groups...)
 }
 
 var notEnvChar = regexp.MustCompile(`[^A-Z0-9_]`)

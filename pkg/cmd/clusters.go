@@ -80,6 +80,17 @@ Exit codes:
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			if err := refuseSet(cmd, "does not apply to clusters, which lists clusters, not objects", "namespace"); err != nil {
+				return err
+			}
+			if err := refuseSet(cmd, "does not apply to clusters, which caches no discovery", "cache-dir"); err != nil {
+				return err
+			}
+			if !o.Check {
+				if err := refuseSet(cmd, "only works with --check: without it no cluster is contacted", connectionFlags...); err != nil {
+					return err
+				}
+			}
 			return o.Run(cmd.Context())
 		},
 	}

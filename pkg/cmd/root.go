@@ -83,6 +83,7 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 	cmd.SetIn(streams.In)
 	cmd.SetOut(streams.Out)
 	cmd.SetErr(streams.ErrOut)
+	cmd.SetFlagErrorFunc(explainFlagError)
 	g.addFlags(cmd)
 	cmd.AddCommand(
 		NewCmdClusters(g),

@@ -53,6 +53,16 @@ Exit codes:
 			if o.Server && o.NoKubeconfig {
 				return fmt.Errorf("--server needs the kubeconfig; it does not go with --no-kubeconfig")
 			}
+			if o.NoKubeconfig {
+				if err := refuseSet(cmd, "does not go with --no-kubeconfig", "kubeconfig"); err != nil {
+					return err
+				}
+			}
+			if !o.Server {
+				if err := refuseSet(cmd, "only works with --server: without it nothing is sent to any cluster", connectionFlags...); err != nil {
+					return err
+				}
+			}
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}

@@ -1,0 +1,66 @@
+package cmd
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// connectionFlags are the kubectl connection flags that only matter to a
+// command that talks to clusters (-n and --kubeconfig matter offline too).
+var connectionFlags = []string{"as", "as-group", "as-uid", "request-timeout", "cache-dir"}
+
+// refuseSet returns an error naming the first of the flags the user set,
+// followed by why, so that no flag is accepted and then ignored. Global
+// flags count however they were given, before or after the command.
+func refuseSet(cmd *cobra.Command, why string, names ...string) error {
+	for _, name := range names {
+		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
+			return fmt.Errorf("%s %s", flagName(f), why)
+		}
+	}
+	return nil
+}
+
+// flagName is how help shows a flag: "-n/--namespace", "--as".
+func flagName(f *pflag.Flag) string {
+	if f.Shorthand != "" {
+		return "-" + f.Shorthand + "/--" + f.Name
+	}
+	return "--" + f.Name
+}
+
+// perCluster are kubectl's connection flags that kubectl fleet leaves out
+// because one value cannot be right for every cluster: each cluster's
+// kubeconfig context says where it is and who the user is.
+var perCluster = map[string]bool{
+	"user": true, "server": true, "s": true, "token": true, "username": true, "password": true,
+	"client-certificate": true, "client-key": true, "certificate-authority": true,
+	"insecure-skip-tls-verify": true, "tls-server-name": true, "proxy-url": true,
+}
+
+// explainFlagError says why a kubectl flag is unknown to kubectl fleet, for
+// the flags a kubectl user is likely to try: pflag only says "unknown flag".
+func explainFlagError(_ *cobra.Command, err error) error {
+	msg := err.Error()
+	var name string
+	switch {
+	case strings.HasPrefix(msg, "unknown flag: --"):
+		name, _, _ = strings.Cut(strings.TrimPrefix(msg, "unknown flag: --"), "=")
+	case strings.HasPrefix(msg, "unknown shorthand flag: '"):
+		name = msg[len("unknown shorthand flag: '"):][:1]
+	case strings.HasPrefix(msg, `invalid argument "`) && strings.Contains(msg, `for "-v, --verbose" flag`):
+		return fmt.Errorf("%w (-v is --verbose here; the log level is --v=N)", err)
+	}
+	switch {
+	case name == "context":
+		return fmt.Errorf("%w: each cluster uses the context its fleet file entry names; select clusters by context with --kube-context", err)
+	case name == "v":
+		return fmt.Errorf("%w: the log level is --v=N, with two dashes", err)
+	case perCluster[name]:
+		return fmt.Errorf("%w: kubectl fleet does not take it, since one value would point every cluster at the same server or credential; set it in each cluster's kubeconfig", err)
+	}
+	return err
+}

@@ -1,0 +1,102 @@
+package cmd
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+)
+
+// A flag a command accepts takes effect, or the command refuses it and
+// says why; so do kubectl's flags that kubectl fleet leaves out.
+func TestFlagsRefused(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"clusters", "-n", "web"}, "-n/--namespace does not apply to clusters, which lists clusters, not objects"},
+		{[]string{"clusters", "--check", "--cache-dir", "/tmp/c"}, "--cache-dir does not apply to clusters, which caches no discovery"},
+		{[]string{"clusters", "--as", "jane"}, "--as only works with --check: without it no cluster is contacted"},
+		{[]string{"--as-group", "ops", "clusters"}, "--as-group only works with --check"},
+		{[]string{"clusters", "--request-timeout", "5s"}, "--request-timeout only works with --check"},
+		{[]string{"vet", "--as-uid", "42"}, "--as-uid only works with --server: without it nothing is sent to any cluster"},
+		{[]string{"vet", "--no-kubeconfig", "--kubeconfig", "kc"}, "--kubeconfig does not go with --no-kubeconfig"},
+		{[]string{"render", "--context", "prod"}, "unknown flag: --context: each cluster uses the context its fleet file entry names; select clusters by context with --kube-context"},
+		{[]string{"diff", "--server=https://x"}, "unknown flag: --server: kubectl fleet does not take it, since one value would point every cluster at the same server or credential"},
+		{[]string{"apply", "-s", "https://x"}, "unknown shorthand flag: 's' in -s: kubectl fleet does not take it"},
+		{[]string{"exec", "--token", "t", "--", "get", "pods"}, "unknown flag: --token: kubectl fleet does not take it"},
+		{[]string{"status", "--user", "u"}, "unknown flag: --user: kubectl fleet does not take it"},
+		{[]string{"render", "-v=6"}, "unknown shorthand flag: 'v' in -v=6: the log level is --v=N, with two dashes"},
+		{[]string{"status", "-v=6"}, `for "-v, --verbose" flag: strconv.ParseBool: parsing "6": invalid syntax (-v is --verbose here; the log level is --v=N)`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, errOut, code := run(t, "", append(tt.args, "-F", example)...)
+			if code != 1 || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q, want %q", code, errOut, tt.want)
+			}
+			if out != "" {
+				t.Errorf("stdout: %s", out)
+			}
+		})
+	}
+	// The same flags where they take effect are accepted.
+	for _, args := range [][]string{
+		{"clusters", "--no-color"},
+		{"vet", "--no-kubeconfig", "-n", "web"},
+		{"render", "--as", "jane", "--request-timeout", "5s", "--cache-dir", t.TempDir(), "--v", "1"},
+	} {
+		if _, errOut, code := run(t, "", append(args, "-F", example)...); code != 0 {
+			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
+		}
+	}
+}
+
+// A check's kubeconfig acts as the user the command acts as: --as,
+// --as-uid and --as-group reach it, as -n does.
+func TestCheckKubeconfigImpersonates(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join("testdata", "kubeconfig"))
+	f, err := fleet.Load(example)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Cluster("prod-eu")
+	for _, tt := range []struct {
+		flags []string
+		want  *clientcmdapi.AuthInfo
+		ns    string
+	}{
+		{nil, &clientcmdapi.AuthInfo{Token: "do-not-print-this-token"}, ""},
+		{[]string{"--as", "jane", "--as-uid", "42", "--as-group", "dev", "--as-group", "ops", "-n", "web"},
+			&clientcmdapi.AuthInfo{Token: "do-not-print-this-token", Impersonate: "jane", ImpersonateUID: "42", ImpersonateGroups: []string{"dev", "ops"}}, "web"},
+	} {
+		g := &GlobalOptions{ConfigFlags: kube.NewConfigFlags()}
+		root := &cobra.Command{}
+		g.addFlags(root)
+		if err := root.PersistentFlags().Parse(tt.flags); err != nil {
+			t.Fatal(err)
+		}
+		path, cleanup, err := singleContextKubeconfig(g, f, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := clientcmd.LoadFromFile(path)
+		cleanup()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := cfg.Contexts[cfg.CurrentContext]
+		user := cfg.AuthInfos[ctx.AuthInfo]
+		user.LocationOfOrigin, user.Extensions = "", nil
+		if diff := cmp.Diff(tt.want, user); diff != "" || ctx.Namespace != tt.ns {
+			t.Errorf("%q: namespace %q, user (-want +got):\n%s", tt.flags, ctx.Namespace, diff)
+		}
+	}
+}
