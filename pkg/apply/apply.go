@@ -583,12 +583,13 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 	slices.SortStableFunc(doomed, func(a, b *unstructured.Unstructured) int {
 		return boolInt(object.IsFirst(a)) - boolInt(object.IsFirst(b))
 	})
+	inUse := p.others.NamespacesInUse(p.set, extra.Namespaces, doomed)
 	var errs []error
 	for _, m := range doomed {
 		if err := stop.Err(); err != nil {
 			return err
 		}
-		ch := p.pruneOne(ctx, m)
+		ch := p.pruneOne(ctx, m, inUse)
 		if ch.Err != nil {
 			errs = append(errs, ch.Err)
 		}
@@ -600,14 +601,14 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 	return nil
 }
 
-func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured) Change {
+func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse map[string]string) Change {
 	ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
 	ri, _, err := p.c.Resource(m)
 	if err != nil {
 		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
 		return ch
 	}
-	keep, to, reason := p.others.Keep(p.set, m)
+	keep, to, reason := p.others.Keep(p.set, m, inUse)
 	if keep {
 		ch.Action, ch.Reason = Kept, reason
 		if !p.cfg.DryRun {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,16 +140,18 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			failed.Insert(d.Path)
 		}
 	}
-	members, err := set.Members(ctx, c, inventory.ContentsOf(objs))
+	rendered := inventory.ContentsOf(objs)
+	members, err := set.Members(ctx, c, rendered)
 	if err != nil {
 		return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
 	}
+	members = slices.DeleteFunc(members, func(m *unstructured.Unstructured) bool {
+		return uids.Has(m.GetUID()) || failed.Has(object.Path(m))
+	})
+	inUse := others.NamespacesInUse(set, rendered.Namespaces, members)
 	for _, m := range members {
-		if uids.Has(m.GetUID()) || failed.Has(object.Path(m)) {
-			continue
-		}
 		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Live: object.Normalize(m), Current: m}
-		if keep, _, reason := others.Keep(set, m); keep {
+		if keep, _, reason := others.Keep(set, m, inUse); keep {
 			d.Kind, d.Note = Kept, "no longer rendered; kept: "+reason
 		}
 		if err := finish(&d, o); err != nil {

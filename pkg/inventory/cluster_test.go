@@ -204,7 +204,7 @@ func TestLoadNeighbours(t *testing.T) {
 		{kubetest.Object("v1", "ConfigMap", "api", "config"), true, "api", "shared with app api, which still applies it; left to it"},
 		{kubetest.Object("v1", "Namespace", "", "db"), true, "", "app db has objects in it; left in place and no longer part of app web"},
 	} {
-		if keep, to, reason := n.Keep(web, tt.obj); keep != tt.keep || to != tt.to || reason != tt.reason {
+		if keep, to, reason := n.Keep(web, tt.obj, nil); keep != tt.keep || to != tt.to || reason != tt.reason {
 			t.Errorf("Keep(%s) = %v, %q, %q", object.Path(tt.obj), keep, to, reason)
 		}
 	}
@@ -217,7 +217,7 @@ func TestLoadNeighbours(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not allowed to list: %v", err)
 	}
-	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared")); keep {
+	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared"), nil); keep {
 		t.Error("not allowed to list, yet neighbours known")
 	}
 }

@@ -185,7 +185,10 @@ func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbour
 // handed to that app: to names it), it is a Namespace other apps have
 // objects in, or it asks never to be pruned. Kept objects leave the set.
 // reason says why; keep false means delete it.
-func (n *Neighbours) Keep(s *Set, m *unstructured.Unstructured) (keep bool, to, reason string) {
+//
+// inUse are the namespaces the prune must not delete, with why: those of
+// objects the app still applies and of members it keeps (NamespacesInUse).
+func (n *Neighbours) Keep(s *Set, m *unstructured.Unstructured, inUse map[string]string) (keep bool, to, reason string) {
 	if apps := n.holders[object.Path(m)]; len(apps) > 0 {
 		return true, apps[0], fmt.Sprintf("shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
 	}
@@ -193,11 +196,35 @@ func (n *Neighbours) Keep(s *Set, m *unstructured.Unstructured) (keep bool, to, 
 		if apps := n.inNamespace[m.GetName()]; len(apps) > 0 {
 			return true, "", fmt.Sprintf("app %s has objects in it; left in place and no longer part of app %s", strings.Join(apps, ", "), s.App)
 		}
+		if why := inUse[m.GetName()]; why != "" {
+			return true, "", fmt.Sprintf("%s; left in place and no longer part of app %s", why, s.App)
+		}
 	}
 	if object.PruneDisabled(m) {
 		return true, "", fmt.Sprintf("%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, s.App)
 	}
 	return false, "", ""
+}
+
+// NamespacesInUse are the namespaces a prune of set s must not delete:
+// those of the objects it still applies (a Namespace dropped from the
+// render while objects in it stay), and those of the doomed members it
+// keeps (fleet.kubectl.io/prune: disabled, shared).
+func (n *Neighbours) NamespacesInUse(s *Set, applied sets.Set[string], doomed []*unstructured.Unstructured) map[string]string {
+	inUse := map[string]string{}
+	for ns := range applied {
+		inUse[ns] = fmt.Sprintf("objects app %s still applies are in it", s.App)
+	}
+	for _, m := range doomed {
+		ns := m.GetNamespace()
+		if _, done := inUse[ns]; done || ns == "" {
+			continue
+		}
+		if keep, _, _ := n.Keep(s, m, nil); keep {
+			inUse[ns] = fmt.Sprintf("%s, which is kept, is in it", object.Ref(m))
+		}
+	}
+	return inUse
 }
 
 // Claim decides which set an object that set s applies belongs to, and

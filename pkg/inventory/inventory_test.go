@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubectl/pkg/cmd/apply"
 )
 
@@ -71,14 +72,14 @@ func TestKeep(t *testing.T) {
 		{obj("PersistentVolumeClaim", "x", "data", map[string]string{"fleet.kubectl.io/prune": "disabled"}), true, "", "fleet.kubectl.io/prune: disabled; left in place and no longer part of app a"},
 		{obj("PersistentVolumeClaim", "x", "data", map[string]string{"fleet.kubectl.io/prune": "enabled"}), false, "", ""},
 	} {
-		keep, to, reason := n.Keep(a, tt.obj)
+		keep, to, reason := n.Keep(a, tt.obj, nil)
 		if keep != tt.keep || to != tt.to || reason != tt.reason {
 			t.Errorf("%s %s: Keep = %v, %q, %q", tt.obj.GetKind(), tt.obj.GetName(), keep, to, reason)
 		}
 	}
 	// A Namespace b has objects in, that b itself does not record.
 	n.holders = map[string][]string{}
-	if keep, _, reason := n.Keep(a, obj("Namespace", "", "shared", nil)); !keep || reason != "app b has objects in it; left in place and no longer part of app a" {
+	if keep, _, reason := n.Keep(a, obj("Namespace", "", "shared", nil), nil); !keep || reason != "app b has objects in it; left in place and no longer part of app a" {
 		t.Errorf("a Namespace with b's objects: %v, %q", keep, reason)
 	}
 }
@@ -91,5 +92,32 @@ func TestContentsRoundTrip(t *testing.T) {
 	got := contentsOf(parent)
 	if !got.Members.Equal(c.Members) || !got.Namespaces.Equal(c.Namespaces) || !got.GroupKinds.Equal(c.GroupKinds) {
 		t.Errorf("read back %+v, want %+v", got, c)
+	}
+}
+
+// A Namespace the app dropped from its render while objects in it stay,
+// or that holds a member the prune keeps, is not deleted with them.
+func TestNamespacesInUse(t *testing.T) {
+	a := &Set{App: "a", ID: ID("a")}
+	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}}
+	doomed := []*unstructured.Unstructured{
+		obj("Namespace", "", "web", nil), obj("Namespace", "", "data", nil), obj("Namespace", "", "gone", nil),
+		obj("PersistentVolumeClaim", "data", "db", map[string]string{"fleet.kubectl.io/prune": "disabled"}),
+		obj("ConfigMap", "gone", "old", nil),
+	}
+	inUse := n.NamespacesInUse(a, sets.New("web"), doomed)
+	for _, tt := range []struct {
+		ns     string
+		keep   bool
+		reason string
+	}{
+		{"web", true, "objects app a still applies are in it; left in place and no longer part of app a"},
+		{"data", true, "persistentvolumeclaim/db, which is kept, is in it; left in place and no longer part of app a"},
+		{"gone", false, ""},
+	} {
+		keep, _, reason := n.Keep(a, obj("Namespace", "", tt.ns, nil), inUse)
+		if keep != tt.keep || reason != tt.reason {
+			t.Errorf("namespace %s: keep %v, %q", tt.ns, keep, reason)
+		}
 	}
 }

@@ -424,3 +424,31 @@ func TestSharedObject(t *testing.T) {
 		t.Errorf("diff a at the end: exit %d\n%s", code, out)
 	}
 }
+
+// An app that drops its Namespace from the render but keeps objects in it
+// does not prune the Namespace, which would take those objects along.
+func TestPruneKeepsNamespaceInUse(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: stays, namespace: e2e-inuse}\n"
+	dir := workdir(t, stgOnly+"apps:\n  - {name: inuse, manifests: app.yaml}\n", map[string]string{"app.yaml": namespaced("e2e-inuse", cm)})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := writeFile(dir, "app.yaml", cm); err != nil {
+		t.Fatal(err)
+	}
+	const kept = "namespace/e2e-inuse kept: objects app inuse still applies are in it; left in place and no longer part of app inuse"
+	out, _, code := fleet(t, dir, "diff")
+	if code != 0 || !strings.Contains(out, "namespace/e2e-inuse: no longer rendered; kept: objects app inuse still applies") {
+		t.Errorf("diff: exit %d\n%s", code, out)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "--prune")
+	if code != 0 || !strings.Contains(out, kept) {
+		t.Fatalf("apply --prune: exit %d\n%s%s", code, out, errOut)
+	}
+	if phase, _ := get(t, "fleet-c1", "namespace", "e2e-inuse", "-o", "jsonpath={.status.phase}"); phase != "Active" {
+		t.Errorf("the namespace is %q", phase)
+	}
+	if _, code := get(t, "fleet-c1", "configmap", "stays", "-n", "e2e-inuse"); code != 0 {
+		t.Error("the ConfigMap went with its namespace")
+	}
+}
