@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -36,6 +37,10 @@ cluster's --context (and --kubeconfig when it has its own), --parallel
 clusters at once. Every line of output is prefixed with its cluster; standard
 output and standard error stay apart. Identity pins are verified first, since
 the command may write. The kubectl run is $KUBECTL, else kubectl on PATH.
+kubectl fleet's -n, --as, --as-group, --as-uid, --request-timeout,
+--cache-dir and --v reach it; --context, --kubeconfig, --cluster and
+--server/-s among KUBECTL-ARGS are refused, since they would point every
+cluster's kubectl elsewhere.
 
 Exit codes:
   0  the command succeeded on every cluster
@@ -48,6 +53,9 @@ Exit codes:
 			}
 			if o.Parallel < 1 {
 				return fmt.Errorf("--parallel must be at least 1")
+			}
+			if err := checkKubectlArgs(args); err != nil {
+				return err
 			}
 			o.Args = args
 			return o.Run(cmd.Context())
@@ -115,6 +123,33 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitInterrupted}
 	case failed > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
+	}
+	return nil
+}
+
+// checkKubectlArgs refuses the kubectl flags that would send each
+// cluster's kubectl to another cluster than the one whose context (and
+// identity pins) kubectl fleet gives it. Arguments after kubectl's own --
+// (a container's command) are not kubectl's.
+func checkKubectlArgs(args []string) error {
+	for _, a := range args {
+		var name string
+		switch {
+		case a == "--":
+			return nil
+		case strings.HasPrefix(a, "--"):
+			name, _, _ = strings.Cut(a[2:], "=")
+		case strings.HasPrefix(a, "-s"): // -s is only ever kubectl's --server
+			name = "server"
+		}
+		switch name {
+		case "context", "kubeconfig":
+			return fmt.Errorf("--%s after --: kubectl fleet gives each cluster's kubectl its own; select clusters with -c/--cluster, -g/--group, -l/--selector or --kube-context before --", name)
+		case "cluster":
+			return fmt.Errorf("--cluster after -- is kubectl's, a kubeconfig cluster for every cluster's kubectl; select fleet clusters with -c/--cluster before --")
+		case "server":
+			return fmt.Errorf("--server/-s after -- would point every cluster's kubectl at one server")
+		}
 	}
 	return nil
 }

@@ -34,11 +34,15 @@ func TestFlagsRefused(t *testing.T) {
 		{[]string{"exec", "--token", "t", "--", "get", "pods"}, "unknown flag: --token: kubectl fleet does not take it"},
 		{[]string{"status", "--user", "u"}, "unknown flag: --user: kubectl fleet does not take it"},
 		{[]string{"render", "-v=6"}, "unknown shorthand flag: 'v' in -v=6: the log level is --v=N, with two dashes"},
+		{[]string{"exec", "--", "get", "pods", "--context", "prod"}, "--context after --: kubectl fleet gives each cluster's kubectl its own; select clusters with"},
+		{[]string{"exec", "--", "--kubeconfig=/kc", "get", "pods"}, "--kubeconfig after --: kubectl fleet gives each cluster's kubectl its own"},
+		{[]string{"exec", "--", "get", "pods", "--cluster", "prod-eu"}, "--cluster after -- is kubectl's, a kubeconfig cluster for every cluster's kubectl; select fleet clusters with -c/--cluster before --"},
+		{[]string{"exec", "--", "get", "pods", "-shttps://x"}, "--server/-s after -- would point every cluster's kubectl at one server"},
 		{[]string{"status", "-v=6"}, `for "-v, --verbose" flag: strconv.ParseBool: parsing "6": invalid syntax (-v is --verbose here; the log level is --v=N)`},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			out, errOut, code := run(t, "", append(tt.args, "-F", example)...)
+			out, errOut, code := run(t, "", append([]string{"-F", example}, tt.args...)...)
 			if code != 1 || !strings.Contains(errOut, tt.want) {
 				t.Errorf("exit %d, stderr %q, want %q", code, errOut, tt.want)
 			}
@@ -53,7 +57,7 @@ func TestFlagsRefused(t *testing.T) {
 		{"vet", "--no-kubeconfig", "-n", "web"},
 		{"render", "--as", "jane", "--request-timeout", "5s", "--cache-dir", t.TempDir(), "--v", "1"},
 	} {
-		if _, errOut, code := run(t, "", append(args, "-F", example)...); code != 0 {
+		if _, errOut, code := run(t, "", append([]string{"-F", example}, args...)...); code != 0 {
 			t.Errorf("%s: exit %d: %s", strings.Join(args, " "), code, errOut)
 		}
 	}
@@ -97,6 +101,33 @@ func TestCheckKubeconfigImpersonates(t *testing.T) {
 		user.LocationOfOrigin, user.Extensions = "", nil
 		if diff := cmp.Diff(tt.want, user); diff != "" || ctx.Namespace != tt.ns {
 			t.Errorf("%q: namespace %q, user (-want +got):\n%s", tt.flags, ctx.Namespace, diff)
+		}
+	}
+}
+
+// Among exec's kubectl arguments, the flags that would point a cluster's
+// kubectl elsewhere are refused; a container's command after kubectl's own
+// -- is not looked at.
+func TestCheckKubectlArgs(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		bad  bool
+	}{
+		{[]string{"get", "pods", "-n", "web", "--as", "jane"}, false},
+		{[]string{"create", "rolebinding", "r", "--clusterrole=view", "--user=jane"}, false},
+		{[]string{"exec", "web-0", "--", "sh", "-c", "kubectl --context x get pods"}, false},
+		{[]string{"exec", "web-0", "--", "--server", "-s"}, false},
+		{[]string{"get", "pods", "--all-namespaces", "--selector=app=web"}, false},
+		{[]string{"--context", "x", "get", "pods"}, true},
+		{[]string{"get", "pods", "--context=x"}, true},
+		{[]string{"get", "pods", "--kubeconfig", "/kc"}, true},
+		{[]string{"get", "pods", "--cluster=c1"}, true},
+		{[]string{"get", "pods", "--server", "https://x"}, true},
+		{[]string{"get", "pods", "-s", "https://x"}, true},
+		{[]string{"get", "pods", "-s=https://x"}, true},
+	} {
+		if err := checkKubectlArgs(tt.args); (err != nil) != tt.bad {
+			t.Errorf("%q: %v, want refused %v", tt.args, err, tt.bad)
 		}
 	}
 }
