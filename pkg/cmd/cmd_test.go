@@ -91,10 +91,16 @@ func TestRenderSecrets(t *testing.T) {
 	if !strings.Contains(out, marker) {
 		t.Errorf("--show-secrets did not show the value:\n%s", out)
 	}
+	// A stale file in the cluster's folder goes; a file beside the folder
+	// is not the render's to remove.
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "one-stale.yaml"), nil, 0o644); err == nil {
-		_ = os.MkdirAll(filepath.Join(dir, "one"), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, "one", "stale.yaml"), []byte("x"), 0o644)
+	if err := os.MkdirAll(filepath.Join(dir, "one"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"one-stale.yaml", filepath.Join("one", "stale.yaml")} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	out, errOut, code = run(t, "", "render", "-F", fleetFile, "--output-dir", dir)
 	if code != 0 || out != "" {
@@ -109,6 +115,9 @@ func TestRenderSecrets(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "one", "stale.yaml")); !os.IsNotExist(err) {
 		t.Errorf("stale file left in the cluster folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "one-stale.yaml")); err != nil {
+		t.Errorf("a file beside the cluster folder was touched: %v", err)
 	}
 }
 

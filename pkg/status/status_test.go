@@ -101,10 +101,16 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range app.Objects {
-		if o.Drifted {
-			t.Errorf("%s drifted despite the ignore rule", o.Ref)
-		}
+	want = []status.Object{
+		{Ref: "namespace/web", Health: status.Current},
+		{Ref: "configmap/current", Namespace: "web", Health: status.Current},
+		{Ref: "configmap/edited", Namespace: "web", Health: status.Current},
+		{Ref: "configmap/orphan", Namespace: "web", Health: status.Current, Orphaned: true},
+		{Ref: "deployment.apps/ready", Namespace: "web", Health: status.Current, Orphaned: true},
+		{Ref: "deployment.apps/rolling", Namespace: "web", Health: status.InProgress, Orphaned: true},
+	}
+	if d := cmp.Diff(want, app.Objects, cmpopts.IgnoreFields(status.Object{}, "Message")); d != "" {
+		t.Errorf("with the ignore rule, objects (-want +got):\n%s", d)
 	}
 	if state, n := app.Summary(); state != "Drifted" || n != 3 {
 		t.Errorf("with orphans: summary %s %d, want Drifted 3 (the orphans)", state, n)
