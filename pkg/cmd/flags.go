@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // connectionFlags are the kubectl connection flags that only matter to a
@@ -17,19 +16,16 @@ var connectionFlags = []string{"as", "as-group", "as-uid", "request-timeout", "c
 // flags count however they were given, before or after the command.
 func refuseSet(cmd *cobra.Command, why string, names ...string) error {
 	for _, name := range names {
-		if f := cmd.Flags().Lookup(name); f != nil && f.Changed {
-			return fmt.Errorf("%s %s", flagName(f), why)
+		f := cmd.Flags().Lookup(name)
+		switch {
+		case f == nil || !f.Changed:
+		case f.Shorthand != "": // as help shows it: -n/--namespace
+			return fmt.Errorf("-%s/--%s %s", f.Shorthand, f.Name, why)
+		default:
+			return fmt.Errorf("--%s %s", f.Name, why)
 		}
 	}
 	return nil
-}
-
-// flagName is how help shows a flag: "-n/--namespace", "--as".
-func flagName(f *pflag.Flag) string {
-	if f.Shorthand != "" {
-		return "-" + f.Shorthand + "/--" + f.Name
-	}
-	return "--" + f.Name
 }
 
 // perCluster are kubectl's connection flags that kubectl fleet leaves out
