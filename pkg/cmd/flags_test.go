@@ -40,6 +40,8 @@ func TestFlagsRefused(t *testing.T) {
 		{[]string{"exec", "--", "get", "pods", "-shttps://x"}, "--server/-s after -- would point every cluster's kubectl at one server"},
 		{[]string{"status", "-v=6"}, `for "-v, --verbose" flag: strconv.ParseBool: parsing "6": invalid syntax (-v is --verbose here; the log level is --v=N)`},
 	}
+	// Should a refusal go missing, exec runs no real kubectl.
+	t.Setenv("KUBECTL", "false")
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			out, errOut, code := run(t, "", append([]string{"-F", example}, tt.args...)...)
