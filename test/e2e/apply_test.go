@@ -53,6 +53,23 @@ func get(t *testing.T, context string, args ...string) (string, int) {
 	return strings.TrimSpace(out), code
 }
 
+// absent reports whether kubectl get finds no such object: kubectl exits
+// 1 saying NotFound. Any other failure of kubectl (a context that does not
+// exist, a server that does not answer) fails the test, so that a check
+// that nothing was written cannot pass because the read never happened.
+func absent(t *testing.T, context string, args ...string) bool {
+	t.Helper()
+	out, errOut, code := kubectl(t, "", append([]string{"get", "--context", context}, args...)...)
+	switch {
+	case code == 0:
+		return false
+	case code == 1 && strings.Contains(errOut, "(NotFound)"):
+		return true
+	}
+	t.Fatalf("kubectl get --context %s %s: exit %d, neither found nor NotFound:\n%s%s", context, strings.Join(args, " "), code, out, errOut)
+	return false
+}
+
 func namespaced(ns, body string) string {
 	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n%s", ns, body)
 }
@@ -266,7 +283,7 @@ spec:
 		}
 	}
 	for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
-		if _, code := get(t, ctx, "namespace", "e2e-stop"); code == 0 {
+		if !absent(t, ctx, "namespace", "e2e-stop") {
 			t.Errorf("%s: production was written to after staging failed", ctx)
 		}
 	}
@@ -305,7 +322,10 @@ spec:
 // that reads or writes it refuses, since reading the wrong cluster's state
 // misleads as much as writing to it.
 func TestIdentityPinRefusesWrites(t *testing.T) {
-	uid2, _ := get(t, "fleet-c2", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+	uid2, code := get(t, "fleet-c2", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+	if code != 0 || uid2 == "" {
+		t.Fatalf("fleet-c2's kube-system uid: exit %d, %q", code, uid2)
+	}
 	f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, uid: "+uid2+"}", 1)
 	dir := workdir(t, f, map[string]string{"pin/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-pin}\n"})
 	want := "identity check failed, nothing read or written: identity mismatch: the fleet file pins uid " + uid2
@@ -315,7 +335,7 @@ func TestIdentityPinRefusesWrites(t *testing.T) {
 			t.Errorf("%s: exit %d\n%s%s", args[0], code, out, errOut)
 		}
 	}
-	if _, code := get(t, "fleet-c1", "namespace", "e2e-pin"); code == 0 {
+	if !absent(t, "fleet-c1", "namespace", "e2e-pin") {
 		t.Error("written despite the identity mismatch")
 	}
 }
@@ -389,7 +409,7 @@ spec:
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if _, code := get(t, "fleet-c2", "namespace", "e2e-interrupt"); code == 0 {
+	if !absent(t, "fleet-c2", "namespace", "e2e-interrupt") {
 		t.Error("production was written to after Ctrl-C")
 	}
 }
@@ -411,7 +431,7 @@ func TestProtectedGroupNeedsYes(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	for _, ctx := range []string{"fleet-c1", "fleet-c2"} {
-		if _, code := get(t, ctx, "namespace", "e2e-protected"); code == 0 {
+		if !absent(t, ctx, "namespace", "e2e-protected") {
 			t.Errorf("%s written to without confirmation", ctx)
 		}
 	}
@@ -441,7 +461,7 @@ metadata:
 	if code == 0 || !strings.Contains(out, `is the ApplySet parent of another tool (applyset.kubernetes.io/tooling="kubectl/v1.37"); refusing to adopt it`) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
-	if _, code := get(t, "fleet-c1", "configmap", "foreign-cm", "-n", "default"); code == 0 {
+	if !absent(t, "fleet-c1", "configmap", "foreign-cm", "-n", "default") {
 		t.Error("applied into a foreign ApplySet")
 	}
 }
@@ -460,7 +480,7 @@ func TestPruneInContextNamespace(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "configmap/ctxns-b pruned") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
-	if _, code := get(t, "fleet-c1", "configmap", "ctxns-b", "-n", "default"); code == 0 {
+	if !absent(t, "fleet-c1", "configmap", "ctxns-b", "-n", "default") {
 		t.Error("ctxns-b was not pruned from the default namespace")
 	}
 }
@@ -477,7 +497,7 @@ func TestRenderFailureWritesNothing(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
-		if _, code := get(t, ctx, "namespace", "e2e-renderfail"); code == 0 {
+		if !absent(t, ctx, "namespace", "e2e-renderfail") {
 			t.Errorf("%s was written to although a render failed", ctx)
 		}
 	}

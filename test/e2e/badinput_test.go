@@ -77,7 +77,7 @@ clusters:
 		}
 	}
 	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
-		if _, code := get(t, ctx, "namespace", "e2e-bad-good"); code == 0 {
+		if !absent(t, ctx, "namespace", "e2e-bad-good") {
 			t.Errorf("the good app was applied to %s", ctx)
 		}
 	}

@@ -190,9 +190,15 @@ func TestPinThenRepoint(t *testing.T) {
 	if _, _, code := kubectl(t, "", "fleet", "clusters", "--check", "--pin", "-F", f); code != 0 {
 		t.Fatalf("--pin: exit %d", code)
 	}
-	pinned, _ := os.ReadFile(f)
-	uid1, _, _ := kubectl(t, "", "get", "namespace", "kube-system", "--context", "fleet-c1", "-o", "jsonpath={.metadata.uid}")
-	uid2, _, _ := kubectl(t, "", "get", "namespace", "kube-system", "--context", "fleet-c2", "-o", "jsonpath={.metadata.uid}")
+	pinned, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid1, _ := get(t, "fleet-c1", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+	uid2, _ := get(t, "fleet-c2", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+	if uid1 == "" || uid2 == "" {
+		t.Fatalf("kube-system uids %q, %q", uid1, uid2)
+	}
 	for _, want := range []string{"  # staging first\n", "context: fleet-c1 # c1\n    server: " + env.Clusters[0].Server + "\n    uid: " + uid1 + "\n", "uid: " + uid2 + "}"} {
 		if !strings.Contains(string(pinned), want) {
 			t.Errorf("pinned file lacks %q:\n%s", want, pinned)
@@ -216,9 +222,13 @@ func TestPinThenRepoint(t *testing.T) {
 	if code == 0 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, want %q in:\n%s", code, want, out)
 	}
-	// A mismatched cluster is never re-pinned.
-	_, _, _ = kubectl(t, "", "fleet", "clusters", "--check", "--pin", "-F", f, "--kubeconfig", kc)
-	if again, _ := os.ReadFile(f); string(again) != string(pinned) {
-		t.Errorf("--pin rewrote the pin of a mismatched cluster:\n%s", again)
+	// A mismatched cluster is never re-pinned: the check runs, fails for
+	// it, and pins only the other, whose pin is already right.
+	out, errOut, code = kubectl(t, "", "fleet", "clusters", "--check", "--pin", "-F", f, "--kubeconfig", kc)
+	if code != 1 || !strings.Contains(out, want) || !strings.Contains(errOut, "pins already up to date") || !strings.Contains(errOut, "1 of 2 clusters failed the check") {
+		t.Errorf("--pin with a mismatch: exit %d\n%s%s", code, out, errOut)
+	}
+	if again, err := os.ReadFile(f); err != nil || string(again) != string(pinned) {
+		t.Errorf("--pin rewrote the pin of a mismatched cluster (%v):\n%s", err, again)
 	}
 }

@@ -69,7 +69,7 @@ spec:
 	if i, j := strings.Index(out, "deployment.apps/web deleted"), strings.Index(out, "namespace/e2e-life deleted"); i > j {
 		t.Errorf("the namespace went before its contents:\n%s", out)
 	}
-	if _, code := get(t, "fleet-c1", "configmap", "fleet-lifecycle", "-n", "kubectl-fleet"); code == 0 {
+	if !absent(t, "fleet-c1", "configmap", "fleet-lifecycle", "-n", "kubectl-fleet") {
 		t.Error("the inventory parent survived delete")
 	}
 	out, _, code = fleet(t, dir, "delete", "-f", src, "-c", "stg", "--yes")
@@ -113,7 +113,7 @@ spec:
 	if code != 1 || !strings.Contains(out, "[stg] app vetserver: service/vet-broken: the server rejects it:") || !strings.Contains(out, "spec.ports[0].port") {
 		t.Errorf("exit %d\n%s", code, out)
 	}
-	if _, code := get(t, "fleet-c1", "service", "vet-broken", "-n", "default"); code == 0 {
+	if !absent(t, "fleet-c1", "service", "vet-broken", "-n", "default") {
 		t.Error("vet --server wrote to the cluster")
 	}
 }
