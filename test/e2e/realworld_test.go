@@ -107,7 +107,7 @@ spec: {level: lax}
 	if code != 0 || !strings.Contains(out, "clusterpolicy.e2e.example.com/e2e-scope-strict pruned") || !strings.Contains(out, "2 unchanged, 2 pruned") {
 		t.Errorf("prune of the dropped policy: exit %d\n%s%s", code, out, errOut)
 	}
-	if _, code := get(t, "fleet-c1", "clusterpolicies", "e2e-scope-strict"); code == 0 {
+	if !absent(t, "fleet-c1", "clusterpolicies", "e2e-scope-strict") {
 		t.Error("the dropped policy is still there")
 	}
 }
@@ -189,8 +189,8 @@ spec:
 	if _, code := get(t, "fleet-c1", "pvc", "data", "-n", ns); code != 0 {
 		t.Fatal("the PVC was pruned")
 	}
-	if out, _, _ := fleet(t, dir, "diff"); strings.Contains(out, "persistentvolumeclaim") {
-		t.Errorf("the kept PVC is still reported:\n%s", out)
+	if out, _, code := fleet(t, dir, "diff"); code != 0 || strings.Contains(out, "persistentvolumeclaim") || !strings.Contains(out, "0 to prune") {
+		t.Errorf("the kept PVC is still reported: exit %d\n%s", code, out)
 	}
 	// Rendered again, it is the app's again; delete keeps it.
 	if err := writeFile(dir, "app/all.yaml", objs(true, "second-value-e2e")); err != nil {
