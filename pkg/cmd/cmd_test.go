@@ -336,3 +336,25 @@ func TestAppName(t *testing.T) {
 		}
 	}
 }
+
+// vet renders and checks the apps' tests too, with their own errors.
+func TestVetChecksTests(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"fleet.yaml":     "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: v}\ngroups: [{name: g}]\nclusters: [{name: c, group: g, context: x}]\napps:\n  - {name: web, manifests: app.yaml, tests: tests}\n",
+		"app.yaml":       "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: d}\n",
+		"tests/job.yaml": "apiVersion: batch/v1\nkind: Job\nmetadata: {name: smoke, namespace: d}\nspec:\n  template: {metadata: {labels: {run: \"${undefined}\"}}}\n",
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, code := run(t, "", "vet", "--no-kubeconfig", "-F", filepath.Join(dir, "fleet.yaml"))
+	if code != 1 || !strings.Contains(out, "[c] tests of app web: Job d/smoke: undefined variable ${undefined}") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+}

@@ -115,7 +115,10 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	results := (&render.Engine{Stdin: o.In}).Render(ctx, targets(f, clusters, apps, attrs, false))
+	engine := &render.Engine{Stdin: o.In}
+	results := engine.Render(ctx, targets(f, clusters, apps, attrs, false))
+	// The apps' tests are rendered and checked too (not sent to a server).
+	tests := engine.Render(ctx, targets(f, clusters, apps, attrs, true))
 	objects := byCluster(clusters, results)
 	p := o.prefixer(clusters)
 	for _, c := range clusters {
@@ -131,6 +134,18 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		}
 		for _, e := range render.Validate(objects[c.Name]) {
 			messages = append(messages, e.Error())
+		}
+		for _, t := range tests {
+			if t.Cluster.Name != c.Name {
+				continue
+			}
+			if t.Err != nil {
+				messages = append(messages, "tests of "+strings.TrimPrefix(t.Err.Error(), "cluster "+c.Name+": "))
+				continue
+			}
+			for _, e := range render.Validate(t.Objects) {
+				messages = append(messages, fmt.Sprintf("tests of app %s: %v", t.App, e))
+			}
 		}
 		if o.Server && len(messages) == 0 && problems == 0 {
 			messages = append(messages, o.serverCheck(ctx, f, c, results)...)
