@@ -393,3 +393,36 @@ func TestStatusWatch(t *testing.T) {
 		t.Errorf("status --watch: exit %d, saw the deletion %v\n%s", code, sawNotFound, out.String())
 	}
 }
+
+// Ctrl-C during a soak stops the rollout: the next group never starts.
+func TestSoakInterrupted(t *testing.T) {
+	fleetYAML := strings.Replace(twoGroups, "  - {name: staging, maxParallel: 1}\n", "  - {name: staging, soak: 5m}\n", 1) +
+		"apps:\n  - {name: soak-int, manifests: app.yaml}\n"
+	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": namespaced("e2e-soak-int", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: e2e-soak-int}\n")})
+	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--yes")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	var signalled time.Time
+	scanner := bufio.NewScanner(stdout)
+	for scanner.Scan() {
+		out.WriteString(scanner.Text() + "\n")
+		if signalled.IsZero() && strings.Contains(scanner.Text(), "soak started") {
+			_ = cmd.Process.Signal(os.Interrupt)
+			signalled = time.Now()
+		}
+	}
+	_ = cmd.Wait()
+	code := cmd.ProcessState.ExitCode()
+	if signalled.IsZero() || code != 130 || !strings.Contains(out.String(), "[prod-a] not started") || time.Since(signalled) > 10*time.Second {
+		t.Fatalf("exit %d, %s after Ctrl-C\n%s", code, time.Since(signalled), out.String())
+	}
+	if !absent(t, "fleet-c2", "namespace", "e2e-soak-int") {
+		t.Error("production was written after Ctrl-C during the soak")
+	}
+}
