@@ -69,8 +69,11 @@ func (e *Env) startFull(ctx context.Context, i int, direct string) error {
 			Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": "kwok-node-0", "kubernetes.io/os": "linux"},
 		},
 		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")},
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			// Room for every pod the whole suite leaves behind: a full node
+			// would leave later tests' pods Pending, their Deployments
+			// never available.
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("5000")},
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000"), corev1.ResourceMemory: resource.MustParse("4Ti"), corev1.ResourcePods: resource.MustParse("5000")},
 		},
 	}
 	if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
