@@ -50,6 +50,8 @@ const (
 	// Healthy and Unhealthy report --wait.
 	Healthy   Action = "healthy"
 	Unhealthy Action = "unhealthy"
+	// Passed: a test Job completed (Test).
+	Passed Action = "passed"
 	// Replaced: deleted and created again, because an immutable field
 	// changed and the object asks for it (fleet.kubectl.io/force: enabled).
 	Replaced Action = "replaced"
@@ -426,16 +428,13 @@ func (p *pass) keep(uid types.UID) {
 // --force does: its dependents are deleted in the background (a Job's
 // pods, a Deployment's ReplicaSets), and it is created once it is gone.
 func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, ch Change, field string) Change {
-	why := "an immutable field changed"
-	if field != "" {
-		why = field + " is immutable"
-	}
+	ch.Reason = object.Replacement(field, p.cfg.DryRun)
 	if p.cfg.DryRun {
-		ch.Action, ch.Reason = Replaced, why+"; would be deleted and created again ("+object.ForceAnnotation+": enabled)"
+		ch.Action = Replaced
 		return ch
 	}
 	fail := func(err error) Change {
-		ch.Action, ch.Err = Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", why, object.ForceAnnotation, err)
+		ch.Action, ch.Err, ch.Reason = Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", object.ImmutableChange(field), object.ForceAnnotation, err), ""
 		return ch
 	}
 	bg := metav1.DeletePropagationBackground
@@ -450,7 +449,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		return fail(err)
 	}
 	p.keep(after.GetUID())
-	ch.Action, ch.Reason = Replaced, why+"; deleted and created again ("+object.ForceAnnotation+": enabled)"
+	ch.Action = Replaced
 	return ch
 }
 
@@ -660,7 +659,7 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				results[i], errs[i] = health(ctx, c, o)
+				results[i], errs[i] = Health(ctx, c, o)
 			}()
 		}
 		wg.Wait()
@@ -698,9 +697,10 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 	}
 }
 
-// health reads an object and computes its kstatus.
-func health(ctx context.Context, c *kube.Client, o *unstructured.Unstructured) (*status.Result, error) {
-	ri, _, err := c.Resource(o)
+// Health reads an object and computes its health (object.Health). The
+// object is put in its scope first (kube.Client.Scope).
+func Health(ctx context.Context, c *kube.Client, o *unstructured.Unstructured) (*status.Result, error) {
+	ri, _, err := c.Scope(o)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,7 +35,7 @@ type TestConfig struct {
 // Jobs: the test objects (not members of the app's set) are deleted if
 // present, so that a re-run re-tests, applied, and every Job among them is
 // waited for until it has completed. A Job that fails, or does not finish
-// in time, fails the tests, with the last lines of its pods' logs when the
+// in time (Timeout, default 5 minutes), fails the tests, with the last lines of its pods' logs when the
 // cluster serves them. On success the test objects are deleted, unless
 // Keep.
 func Test(ctx context.Context, c *kube.Client, cfg TestConfig) error {
@@ -61,61 +60,34 @@ func Test(ctx context.Context, c *kube.Client, cfg TestConfig) error {
 			return fmt.Errorf("test %s: %w", object.Ref(o), err)
 		}
 	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
-	}
-	waitCtx, cancel := context.WithTimeout(stop, timeout)
-	defer cancel()
+	// Every Job is waited for together, as --wait waits; a failed one, or
+	// one still running at the timeout, is reported with its pods' logs.
+	var jobs []*unstructured.Unstructured
+	byRef := map[string]*unstructured.Unstructured{}
 	for _, o := range objs {
-		if o.GetKind() != "Job" || o.GroupVersionKind().Group != "batch" {
-			continue
+		if o.GetKind() == "Job" && o.GroupVersionKind().Group == "batch" {
+			jobs = append(jobs, o)
+			byRef[o.GetNamespace()+"/"+object.Ref(o)] = o
 		}
-		start := time.Now()
-		res, err := waitJob(waitCtx, c, o)
-		ch := Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: "passed", Reason: fmt.Sprintf("%.1fs", time.Since(start).Seconds())}
-		if err == nil && res.Status != kstatus.CurrentStatus {
-			err = fmt.Errorf("%s", res.Message)
-		}
-		if err != nil {
-			if waitCtx.Err() != nil && stop.Err() == nil {
-				err = fmt.Errorf("not complete after %s: %w", timeout, err)
-			}
-			ch.Action, ch.Err = Failed, fmt.Errorf("test %s failed: %w%s", object.Ref(o), err, podLogs(ctx, c, o, cfg.LogLines))
-			cfg.Report(ch)
-			return fmt.Errorf("test %s failed", object.Ref(o))
+	}
+	start := time.Now()
+	err := waitHealthy(stop, c, jobs, Config{Timeout: cfg.Timeout, Concurrency: len(jobs), Report: func(ch Change) {
+		switch ch.Action {
+		case Healthy:
+			ch.Action, ch.Reason = Passed, fmt.Sprintf("%.1fs", time.Since(start).Seconds())
+		case Unhealthy:
+			job := byRef[ch.Namespace+"/"+ch.Ref]
+			ch.Action, ch.Err, ch.Reason = Failed, fmt.Errorf("%s%s", ch.Reason, podLogs(ctx, c, job, cfg.LogLines)), ""
 		}
 		cfg.Report(ch)
+	}})
+	if err != nil {
+		return fmt.Errorf("tests: %w", err)
 	}
 	if !cfg.Keep {
 		return deleteAll(ctx, c, objs, cfg.Timeout)
 	}
 	return nil
-}
-
-// waitJob polls a Job until it completes or fails, or ctx ends.
-func waitJob(ctx context.Context, c *kube.Client, job *unstructured.Unstructured) (*kstatus.Result, error) {
-	ri, _, err := c.Resource(job)
-	if err != nil {
-		return nil, err
-	}
-	last := &kstatus.Result{Status: kstatus.UnknownStatus, Message: "not read yet"}
-	for {
-		live, err := ri.Get(ctx, job.GetName(), metav1.GetOptions{})
-		if err == nil {
-			if last, err = object.Health(live); err != nil {
-				return nil, err
-			}
-			if last.Status == kstatus.CurrentStatus || last.Status == kstatus.FailedStatus {
-				return last, nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return last, fmt.Errorf("%s", last.Message)
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // deleteAll deletes objects (their dependents in the background) and waits

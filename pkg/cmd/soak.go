@@ -8,8 +8,8 @@ import (
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -112,23 +112,14 @@ func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered, name string) 
 	for _, res := range r.of(name) {
 		for _, obj := range res.Objects {
 			obj = obj.DeepCopy()
-			ri, _, err := client.Scope(obj)
-			if err != nil {
-				return fmt.Errorf("%s: %w", object.Ref(obj), err)
-			}
-			live, err := ri.Get(context.WithoutCancel(ctx), obj.GetName(), metav1.GetOptions{})
+			h, err := apply.Health(context.WithoutCancel(ctx), client, obj)
 			switch {
 			case apierrors.IsNotFound(err):
 				return fmt.Errorf("%s is gone", object.Ref(obj))
 			case err != nil:
 				return fmt.Errorf("%s: %w", object.Ref(obj), err)
-			}
-			res, err := object.Health(live)
-			if err != nil {
-				return fmt.Errorf("%s: %w", object.Ref(obj), err)
-			}
-			if res.Status != kstatus.CurrentStatus {
-				return fmt.Errorf("%s is %s: %s", object.Ref(obj), res.Status, res.Message)
+			case h.Status != kstatus.CurrentStatus:
+				return fmt.Errorf("%s is %s: %s", object.Ref(obj), h.Status, h.Message)
 			}
 		}
 	}

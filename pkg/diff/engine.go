@@ -198,12 +198,8 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 		// The server cannot dry-run a re-creation: the rendered object
 		// stands for what would be created, compared with the live values
 		// of the fields it sets (not those the server defaults).
-		why := "an immutable field changed"
-		if field != "" {
-			why = field + " is immutable"
-		}
 		d.Kind, d.Live, d.Merged = Change, object.Project(object.Normalize(before), obj), object.Normalize(obj)
-		d.Note = why + "; would be deleted and created again (" + object.ForceAnnotation + ": enabled)"
+		d.Note = object.Replacement(field, true)
 	case immutable:
 		d.Err = object.ImmutableError(d.Ref, field)
 		return d

@@ -78,6 +78,26 @@ func ValidatePolicies(o *unstructured.Unstructured) []error {
 	return errs
 }
 
+// ImmutableChange names the change the server refused: "spec.selector is
+// immutable", or without a field "an immutable field changed".
+func ImmutableChange(field string) string {
+	if field == "" {
+		return "an immutable field changed"
+	}
+	return field + " is immutable"
+}
+
+// Replacement says why an object is deleted and created again
+// (fleet.kubectl.io/force: enabled), naming the field when known; dryRun
+// says it would be.
+func Replacement(field string, dryRun bool) string {
+	why := ImmutableChange(field)
+	if dryRun {
+		return why + "; would be deleted and created again (" + ForceAnnotation + ": enabled)"
+	}
+	return why + "; deleted and created again (" + ForceAnnotation + ": enabled)"
+}
+
 // ImmutableError explains a change the server refuses because a field
 // cannot change once set, and how to proceed. It never quotes the values
 // the server's message carries (a Job's whole pod template).

@@ -290,7 +290,7 @@ spec:
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "--timeout", "1m")
-	if code != 1 || !strings.Contains(out, "tested: test job.batch/smoke failed: test job.batch/smoke failed: Job Failed") || !strings.Contains(out, "[prod-a] not started") {
+	if code != 1 || !strings.Contains(out, "tested: test job.batch/smoke failed: Job Failed") || !strings.Contains(out, "[prod-a] not started") {
 		t.Fatalf("apply with a failing test: exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c2", "configmap", "all", "-n", "e2e-tests-all") {
