@@ -437,11 +437,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		ch.Action, ch.Err, ch.Reason = Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", object.ImmutableChange(field), object.ForceAnnotation, err), ""
 		return ch
 	}
-	bg := metav1.DeletePropagationBackground
-	if err := ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-		return fail(err)
-	}
-	if err := waitGone(ctx, ri, obj.GetName(), p.cfg.Timeout); err != nil {
+	if err := deleteAndWait(ctx, ri, obj.GetName(), p.cfg.Timeout); err != nil {
 		return fail(err)
 	}
 	after, err := p.c.Patch(ctx, ri, obj, kube.ApplyOptions{FieldManager: FieldManager, Force: p.cfg.Force})
@@ -451,6 +447,16 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	p.keep(after.GetUID())
 	ch.Action = Replaced
 	return ch
+}
+
+// deleteAndWait deletes an object, its dependents in the background, and
+// waits until it is gone, finalizers included.
+func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, name string, timeout time.Duration) error {
+	bg := metav1.DeletePropagationBackground
+	if err := ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return waitGone(ctx, ri, name, timeout)
 }
 
 // waitGone waits until a deleted object is gone, finalizers and

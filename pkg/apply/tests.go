@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -93,16 +92,12 @@ func Test(ctx context.Context, c *kube.Client, cfg TestConfig) error {
 // deleteAll deletes objects (their dependents in the background) and waits
 // until they are gone.
 func deleteAll(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, timeout time.Duration) error {
-	bg := metav1.DeletePropagationBackground
 	for _, o := range objs {
 		ri, _, err := c.Scope(o)
+		if err == nil {
+			err = deleteAndWait(ctx, ri, o.GetName(), timeout)
+		}
 		if err != nil {
-			return err
-		}
-		if err := ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("%s: %w", object.Ref(o), err)
-		}
-		if err := waitGone(ctx, ri, o.GetName(), timeout); err != nil {
 			return fmt.Errorf("%s: %w", object.Ref(o), err)
 		}
 	}

@@ -199,7 +199,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	_, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
-		pr.end(name, map[bool]string{true: "done", false: "failed"}[err == nil])
+		pr.end(name, err)
 		return err
 	})
 	pr.finish()
@@ -325,7 +325,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			pr.stage(c.Name, "testing %s", app)
 			testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 			err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
-			tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, map[bool]string{true: "passed", false: "failed"}[err == nil]))
+			tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, passed(err)))
 		}
 		if err != nil {
 			failed[app] = true

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -50,10 +51,7 @@ func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.
 		pr.stage(c.Name, "check %s", chk.Name)
 		start := time.Now()
 		err := runCheck(ctx, f, chk, kubeconfig, checkEnv(cluster), w, p.json)
-		ev := CheckEvent{Type: "check", Cluster: c.Name, Check: chk.Name, State: "passed", Seconds: time.Since(start).Seconds()}
-		if err != nil {
-			ev.State, ev.Error = "failed", err.Error()
-		}
+		ev := CheckEvent{Type: "check", Cluster: c.Name, Check: chk.Name, State: passed(err), Seconds: time.Since(start).Seconds(), Error: errString(err)}
 		tally.gate(c.Name, "check "+chk.Name+" "+ev.State)
 		if p.json {
 			p.event(ev)
@@ -164,22 +162,28 @@ func impersonate(raw *clientcmdapi.Config, context string, cf *genericclioptions
 
 var notEnvChar = regexp.MustCompile(`[^A-Z0-9_]`)
 
-// checkEnv describes the cluster to a check: FLEET_CLUSTER_NAME, _GROUP,
-// _CONTEXT, FLEET_NAME and every scalar attribute as FLEET_ATTR_<KEY>.
+// checkEnv describes the cluster to a check with the variables its
+// manifests get (render.VariablesOf): FLEET_CLUSTER_NAME, _GROUP, _CONTEXT,
+// FLEET_NAME, and every scalar attribute as FLEET_ATTR_<KEY>.
 func checkEnv(c render.Cluster) []string {
+	vars := render.VariablesOf(&c)
 	env := []string{"FLEET_CLUSTER_NAME=" + c.Name, "FLEET_CLUSTER_GROUP=" + c.Group, "FLEET_CLUSTER_CONTEXT=" + c.Context, "FLEET_NAME=" + c.Fleet}
-	keys := make([]string, 0, len(c.Attributes))
-	for k := range c.Attributes {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		switch v := c.Attributes[k].(type) {
-		case string, bool, int, int64, float64, uint64:
-			env = append(env, "FLEET_ATTR_"+notEnvChar.ReplaceAllString(strings.ToUpper(k), "_")+"="+fmt.Sprint(v))
+	for _, k := range slices.Sorted(maps.Keys(c.Attributes)) {
+		switch c.Attributes[k].(type) {
+		case nil, map[string]any, []any:
+		default:
+			env = append(env, "FLEET_ATTR_"+notEnvChar.ReplaceAllString(strings.ToUpper(k), "_")+"="+vars.Text[k])
 		}
 	}
 	return env
+}
+
+// passed is a gate's outcome in a word.
+func passed(err error) string {
+	if err != nil {
+		return "failed"
+	}
+	return "passed"
 }
 
 func withoutEnv(env []string, name string) []string {

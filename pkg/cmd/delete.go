@@ -89,7 +89,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	var tally counts
 	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
 		err := o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
-		pr.end(name, map[bool]string{true: "done", false: "failed"}[err == nil])
+		pr.end(name, err)
 		return err
 	})
 	pr.finish()

@@ -137,12 +137,16 @@ func (pr *progress) did(cluster string) {
 	}
 }
 
-// end closes a cluster's line with its outcome.
-func (pr *progress) end(cluster, outcome string) {
+// end closes a cluster's line with its outcome: done, or failed with err.
+func (pr *progress) end(cluster string, err error) {
 	if pr == nil {
 		return
 	}
-	pr.stage(cluster, "%s", outcome)
+	if err != nil {
+		pr.stage(cluster, "failed")
+	} else {
+		pr.stage(cluster, "done")
+	}
 	pr.mu.Lock()
 	cp := pr.clusters[cluster]
 	pr.mu.Unlock()

@@ -47,6 +47,31 @@ func fleet(t *testing.T, dir string, args ...string) (string, string, int) {
 	return kubectl(t, "", append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
 }
 
+// fleetStreaming runs kubectl fleet with the work folder's fleet file and
+// calls onLine with each line of its standard output as it comes, and the
+// process (to signal it); it returns stdout, stderr and the exit code.
+func fleetStreaming(t *testing.T, dir string, onLine func(line string, p *os.Process), args ...string) (string, string, int) {
+	t.Helper()
+	cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	scanner := bufio.NewScanner(stdout)
+	for scanner.Scan() {
+		out.WriteString(scanner.Text() + "\n")
+		onLine(scanner.Text(), cmd.Process)
+	}
+	_ = cmd.Wait()
+	return out.String(), errOut.String(), cmd.ProcessState.ExitCode()
+}
+
 func get(t *testing.T, context string, args ...string) (string, int) {
 	t.Helper()
 	out, _, code := kubectl(t, "", append([]string{"get", "--context", context}, args...)...)
@@ -378,35 +403,19 @@ spec:
       nodeSelector: {no-such-node: "true"}
       containers: [{name: c, image: registry.example/x:1}]
 `)})
-	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "-f", filepath.Join(dir, "interrupt"), "--yes", "--wait", "--timeout", "2m")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut strings.Builder
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	scanner := bufio.NewScanner(stdout)
 	signalled := false
-	for scanner.Scan() {
-		line := scanner.Text()
-		out.WriteString(line + "\n")
+	out, errOut, code := fleetStreaming(t, dir, func(line string, p *os.Process) {
 		if !signalled && strings.Contains(line, "deployment.apps/never created") {
-			_ = cmd.Process.Signal(os.Interrupt)
+			_ = p.Signal(os.Interrupt)
 			signalled = true
 		}
-	}
-	err = cmd.Wait()
-	code := cmd.ProcessState.ExitCode()
+	}, "apply", "-f", filepath.Join(dir, "interrupt"), "--yes", "--wait", "--timeout", "2m")
 	if !signalled || code != 130 {
-		t.Fatalf("exit %d (%v), signalled %v\n%s%s", code, err, signalled, out.String(), errOut.String())
+		t.Fatalf("exit %d, signalled %v\n%s%s", code, signalled, out, errOut)
 	}
 	for _, want := range []string{"Summary:", "[stg]    failed:", "[prod-a] not started", "[prod-b] not started"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	if !absent(t, "fleet-c2", "namespace", "e2e-interrupt") {

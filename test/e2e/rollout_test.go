@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -200,32 +199,17 @@ func TestSoak(t *testing.T) {
 	}
 	app := namespaced("e2e-soak", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: soaked, namespace: e2e-soak}\n")
 	dir := workdir(t, fleetYAML("20s"), map[string]string{"app.yaml": app})
-	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--yes")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var errOut strings.Builder
-	cmd.Stderr = &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	scanner := bufio.NewScanner(stdout)
 	deleted := false
-	for scanner.Scan() {
-		out.WriteString(scanner.Text() + "\n")
-		if !deleted && strings.Contains(scanner.Text(), "soak started") {
+	out, errOut, code := fleetStreaming(t, dir, func(line string, _ *os.Process) {
+		if !deleted && strings.Contains(line, "soak started") {
 			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "e2e-soak", "configmap", "soaked"); code != 0 {
 				t.Error(errOut)
 			}
 			deleted = true
 		}
-	}
-	_ = cmd.Wait()
-	code := cmd.ProcessState.ExitCode()
-	if !deleted || code != 1 || !strings.Contains(out.String(), "soak failed with") || !strings.Contains(out.String(), "configmap/soaked is gone") || !strings.Contains(out.String(), "[prod-a] not started") {
-		t.Fatalf("exit %d\n%s%s", code, out.String(), errOut.String())
+	}, "apply", "--yes")
+	if !deleted || code != 1 || !strings.Contains(out, "soak failed with") || !strings.Contains(out, "configmap/soaked is gone") || !strings.Contains(out, "[prod-a] not started") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c2", "namespace", "e2e-soak") {
 		t.Error("production was written although staging failed its soak")
@@ -363,34 +347,21 @@ func TestStatusWatch(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
-	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "status", "--watch", "--watch-interval", "300ms")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	scanner := bufio.NewScanner(stdout)
 	deleted, sawNotFound := false, false
-	for scanner.Scan() {
-		line := scanner.Text()
-		out.WriteString(line + "\n")
+	out, _, code := fleetStreaming(t, dir, func(line string, p *os.Process) {
 		if !deleted && strings.Contains(line, "Current 2/2") {
 			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "e2e-watch", "configmap", "w"); code != 0 {
-				t.Fatal(errOut)
+				t.Error(errOut)
 			}
 			deleted = true
 		}
 		if deleted && strings.Contains(line, "NotFound 1/2") {
 			sawNotFound = true
-			_ = cmd.Process.Signal(os.Interrupt)
+			_ = p.Signal(os.Interrupt)
 		}
-	}
-	_ = cmd.Wait()
-	if code := cmd.ProcessState.ExitCode(); !sawNotFound || code != 130 || strings.Count(out.String(), "--- ") < 2 {
-		t.Errorf("status --watch: exit %d, saw the deletion %v\n%s", code, sawNotFound, out.String())
+	}, "status", "--watch", "--watch-interval", "300ms")
+	if !sawNotFound || code != 130 || strings.Count(out, "--- ") < 2 {
+		t.Errorf("status --watch: exit %d, saw the deletion %v\n%s", code, sawNotFound, out)
 	}
 }
 
@@ -399,28 +370,15 @@ func TestSoakInterrupted(t *testing.T) {
 	fleetYAML := strings.Replace(twoGroups, "  - {name: staging, maxParallel: 1}\n", "  - {name: staging, soak: 5m}\n", 1) +
 		"apps:\n  - {name: soak-int, manifests: app.yaml}\n"
 	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": namespaced("e2e-soak-int", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: e2e-soak-int}\n")})
-	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--yes")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
 	var signalled time.Time
-	scanner := bufio.NewScanner(stdout)
-	for scanner.Scan() {
-		out.WriteString(scanner.Text() + "\n")
-		if signalled.IsZero() && strings.Contains(scanner.Text(), "soak started") {
-			_ = cmd.Process.Signal(os.Interrupt)
+	out, _, code := fleetStreaming(t, dir, func(line string, p *os.Process) {
+		if signalled.IsZero() && strings.Contains(line, "soak started") {
+			_ = p.Signal(os.Interrupt)
 			signalled = time.Now()
 		}
-	}
-	_ = cmd.Wait()
-	code := cmd.ProcessState.ExitCode()
-	if signalled.IsZero() || code != 130 || !strings.Contains(out.String(), "[prod-a] not started") || time.Since(signalled) > 10*time.Second {
-		t.Fatalf("exit %d, %s after Ctrl-C\n%s", code, time.Since(signalled), out.String())
+	}, "apply", "--yes")
+	if signalled.IsZero() || code != 130 || !strings.Contains(out, "[prod-a] not started") || time.Since(signalled) > 10*time.Second {
+		t.Fatalf("exit %d, %s after Ctrl-C\n%s", code, time.Since(signalled), out)
 	}
 	if !absent(t, "fleet-c2", "namespace", "e2e-soak-int") {
 		t.Error("production was written after Ctrl-C during the soak")
