@@ -29,6 +29,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 // FieldManager owns every field kubectl fleet applies.
@@ -99,6 +100,21 @@ type Config struct {
 	// OnStage, when set, is told what the apply waits for ("CRDs
 	// established", "healthy", "pruning"), for progress displays.
 	OnStage func(stage string)
+	// Record, when set, records a real apply as a revision of the app
+	// (package revision), unless the render is the current revision's.
+	Record *Record
+}
+
+// Record says how an apply is recorded in the app's history.
+type Record struct {
+	// Revision holds what the caller knows of the revision: Version,
+	// Source, Description (and User, else the cluster says who).
+	Revision revision.Revision
+	// Limit keeps the newest Limit revisions; 0 keeps every one.
+	Limit int
+	// Done, when set, is told the current revision once recorded, and
+	// whether it is new.
+	Done func(r revision.Revision, isNew bool)
 }
 
 func (cfg Config) stage(s string) {
@@ -205,8 +221,18 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		if !cfg.Prune {
 			record = p.set.Contents.Union(record)
 		}
+		// The revision is stored before the parent names it current.
+		history, err := p.record(ctx)
+		if err != nil {
+			return err
+		}
 		if err := p.set.WriteParent(ctx, c, record, time.Now(), FieldManager, cfg.Version); err != nil {
 			return err
+		}
+		if history != nil {
+			if err := revision.Trim(ctx, c, history, cfg.Record.Limit, p.set.Revision); err != nil {
+				return fmt.Errorf("keeping %d revisions: %w", cfg.Record.Limit, err)
+			}
 		}
 	}
 	if cfg.Wait && !cfg.DryRun {
@@ -214,6 +240,41 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
 	}
 	return nil
+}
+
+// record stores the apply as the app's next revision, unless its render
+// is the current revision's, and returns the history with it (nil when
+// nothing was recorded).
+func (p *pass) record(ctx context.Context) ([]revision.Revision, error) {
+	rec := p.cfg.Record
+	if rec == nil {
+		return nil, nil
+	}
+	done := func(r revision.Revision, isNew bool) {
+		if rec.Done != nil {
+			rec.Done(r, isNew)
+		}
+	}
+	digest := revision.Digest(p.cfg.Objects)
+	if p.set.Revision > 0 && digest == p.set.Digest {
+		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: digest, Objects: len(p.cfg.Objects)}, false)
+		return nil, nil
+	}
+	history, err := revision.List(ctx, p.c, p.cfg.App)
+	if err != nil {
+		return nil, err
+	}
+	r := rec.Revision
+	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(history, p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
+	if r.Version == "" {
+		r.Version = p.cfg.Version
+	}
+	if err := revision.Store(ctx, p.c, &r, p.cfg.Objects); err != nil {
+		return nil, err
+	}
+	p.set.Revision, p.set.Digest, p.set.Source = r.Number, digest, r.Source.String()
+	done(r, true)
+	return append(history, r), nil
 }
 
 // phase is the objects of one phase.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 // Deleted is the action of an object delete removed.
@@ -17,7 +18,7 @@ const Deleted Action = "deleted"
 
 // Delete removes every member of an app's ApplySet from the cluster, in
 // reverse dependency order (Namespaces and CRDs last), then the set's
-// parent. Only members are touched. An app never applied is reported, not
+// parent and the app's revisions. Only members are touched. An app never applied is reported, not
 // an error.
 func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report func(Change)) (found bool, err error) {
 	cfg := Config{App: app, DryRun: dryRun, Report: func(ch Change) {
@@ -40,6 +41,12 @@ func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report
 	err = c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(inventory.Namespace).Delete(ctx, inventory.ParentName(app), opts)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return true, fmt.Errorf("deleting the inventory of app %s: %w", app, err)
+	}
+	if !dryRun {
+		// The history goes with the app, as helm uninstall's does.
+		if err := revision.DeleteAll(ctx, c, app); err != nil {
+			return true, err
+		}
 	}
 	return true, nil
 }

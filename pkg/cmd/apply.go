@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -20,6 +22,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
@@ -39,6 +42,16 @@ type ApplyOptions struct {
 	Concurrency    int
 	SkipTests      bool
 	KeepTests      bool
+	// HistoryLimit keeps the newest revisions of each app per cluster.
+	HistoryLimit int
+	// Atomic rolls a failed cluster back to what it had before.
+	Atomic bool
+
+	// rollback, when set, makes the run a rollback: the objects come from
+	// revisions stored in the clusters (RollbackOptions).
+	rollback *rollbackPlan
+	// sources describes each source path's git state once per run.
+	sources memo.Memo[string, revision.Source]
 }
 
 // NewCmdApply returns the apply command.
@@ -91,7 +104,14 @@ Exit codes:
 	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until applied objects are healthy; a cluster that is not within --timeout fails")
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
+	o.addRevisionFlags(cmd)
+	cmd.Flags().BoolVar(&o.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
 	return cmd
+}
+
+// addRevisionFlags adds the flags apply and rollback share about history.
+func (o *ApplyOptions) addRevisionFlags(cmd *cobra.Command) {
+	cmd.Flags().IntVar(&o.HistoryLimit, "history-limit", revision.DefaultLimit, "revisions kept per app and cluster (0: all); older ones are deleted")
 }
 
 // Validate checks the flags.
@@ -104,6 +124,8 @@ func (o *ApplyOptions) Validate() error {
 		return fmt.Errorf("--allow-empty only works with --prune")
 	case o.Concurrency < 1:
 		return fmt.Errorf("--concurrency must be at least 1")
+	case o.HistoryLimit < 0:
+		return fmt.Errorf("--history-limit must be 0 (keep all) or more")
 	}
 	return o.SourceOptions.validate()
 }
@@ -138,6 +160,38 @@ type counts struct {
 	mu    sync.Mutex
 	m     map[string]map[apply.Action]int
 	gates map[string][]string
+	// revisions are the current revision of each app, per cluster.
+	revisions map[string]map[string]int
+}
+
+// revision records the revision an app's apply left current.
+func (c *counts) revision(cluster, app string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.revisions == nil {
+		c.revisions = map[string]map[string]int{}
+	}
+	if c.revisions[cluster] == nil {
+		c.revisions[cluster] = map[string]int{}
+	}
+	c.revisions[cluster][app] = n
+}
+
+// revisionsOf is "r3" for one app, "db r1, web r3" for several.
+func (c *counts) revisionsOf(cluster string) (string, map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	revs := c.revisions[cluster]
+	var parts []string
+	for _, app := range slices.Sorted(maps.Keys(revs)) {
+		parts = append(parts, fmt.Sprintf("%s r%d", app, revs[app]))
+	}
+	if len(parts) == 1 {
+		for _, n := range revs {
+			return fmt.Sprintf("r%d", n), revs
+		}
+	}
+	return strings.Join(parts, ", "), revs
 }
 
 // gate records a gate's outcome for a cluster: "check smoke passed".
@@ -181,6 +235,12 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	return o.rollout(ctx, r, "apply")
+}
+
+// rollout writes r to its clusters group by group: apply's rollout, and
+// rollback's.
+func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) error {
 	dryRun := o.dryRun()
 	ws := waves(r.fleet, r.clusters)
 	if err := o.confirmations(ctx, r.fleet, ws, dryRun); err != nil {
@@ -190,7 +250,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	pr := o.newProgress(r.clusters, p.json)
 	var tally counts
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
-	if !dryRun {
+	if !dryRun && o.rollback == nil {
 		o.setSoaks(r, ws, p, pr, &tally)
 	}
 	if o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }) {
@@ -203,7 +263,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	})
 	pr.finish()
-	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "apply")
+	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, verb)
 }
 
 // finishRollout prints the summary of a write rollout and turns it into
@@ -217,7 +277,20 @@ func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, t
 	case failed > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not %s", failed, len(outcomes), verb)}
 	}
+	if skipped := countState(outcomes, runner.Skipped); skipped > 0 {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters skipped", skipped, len(outcomes))}
+	}
 	return nil
+}
+
+func countState(outcomes []runner.Outcome, s runner.State) int {
+	n := 0
+	for _, oc := range outcomes {
+		if oc.State == s {
+			n++
+		}
+	}
+	return n
 }
 
 // confirmations sets a gate on each protected group's wave: a question on a
@@ -233,9 +306,13 @@ func (o *ApplyOptions) confirmations(ctx context.Context, f *fleet.Fleet, ws []r
 			continue
 		}
 		if !o.stdinIsTerminal() {
-			return fmt.Errorf("group %s is protected (%s): pass --yes to apply without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
+			return fmt.Errorf("group %s is protected (%s): pass --yes to write to it without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
 		}
-		question := fmt.Sprintf("Apply to protected group %s (%s)?", w.Name, strings.Join(w.Clusters, ", "))
+		verb := "Apply to"
+		if o.rollback != nil {
+			verb = "Roll back"
+		}
+		question := fmt.Sprintf("%s protected group %s (%s)?", verb, w.Name, strings.Join(w.Clusters, ", "))
 		w.Gate = func() error { return ask(ctx, o.ErrOut, in, question) }
 	}
 	return nil
@@ -264,6 +341,9 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 }
 
 func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress, tally *counts, dryRun bool) error {
+	if err := o.rollback.failed(c.Name); err != nil {
+		return err
+	}
 	pr.stage(c.Name, "connecting")
 	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
@@ -271,6 +351,9 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	}
 	w := p.cluster(c.Name)
 	results := r.of(c.Name)
+	if skip := o.rollback.skipped(c.Name, p, w); skip != nil && len(results) == 0 {
+		return skip
+	}
 	if o.Diff {
 		d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
 		for _, res := range results {
@@ -281,7 +364,10 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			d.printDiffs(p, w, c.Name, res.App, diffs)
 		}
 	}
-	var errs []error
+	var (
+		errs   []error
+		before []*inventory.Set // with --atomic, each app's set before its apply
+	)
 	failed := map[string]bool{}
 	for _, res := range inDependencyOrder(r.fleet, results) {
 		app := res.App
@@ -290,43 +376,16 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
 			continue
 		}
-		printed := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
-		report := func(ch apply.Change) {
-			switch ch.Action {
-			case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
-				pr.did(c.Name)
+		if o.Atomic && !dryRun {
+			set, err := inventory.Load(ctx, client, app)
+			if err != nil {
+				failed[app] = true
+				errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+				break
 			}
-			printed(ch)
+			before = append(before, set)
 		}
-		pr.expect(c.Name, len(res.Objects))
-		pr.stage(c.Name, "applying %s", app)
-		// An app others depend on, or with tests, is waited for, --wait
-		// or not.
-		tests := r.testsOf(c.Name, app)
-		wait := o.Wait || dependedOn(r.fleet, app, results) || len(tests) > 0
-		err := apply.Run(ctx, client, apply.Config{
-			App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
-			Prune: o.Prune, AllowEmpty: o.AllowEmpty, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
-			OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app, stage) },
-			OnPhase: func(phase, objects int) {
-				pr.stage(c.Name, "applying %s, phase %d", app, phase)
-				if p.json {
-					p.event(PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun})
-					return
-				}
-				line := fmt.Sprintf("phase %d: %d objects", phase, objects)
-				if len(results) > 1 {
-					line = app + ": " + line
-				}
-				fmt.Fprintln(w, line)
-			},
-		})
-		if err == nil && len(tests) > 0 && !dryRun {
-			pr.stage(c.Name, "testing %s", app)
-			testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
-			err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
-			tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, passed(err)))
-		}
+		err := o.applyApp(ctx, r, c, client, res, p, pr, tally, dryRun, dependedOn(r.fleet, app, results))
 		if err != nil {
 			failed[app] = true
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
@@ -335,14 +394,118 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			}
 		}
 	}
-	if len(errs) > 0 || dryRun || ctx.Err() != nil {
-		return errors.Join(errs...)
+	if len(errs) == 0 && !dryRun && ctx.Err() == nil && o.rollback == nil {
+		cluster := render.ClusterOf(r.fleet, c)
+		if len(results) > 0 {
+			cluster = results[0].Cluster // with the attributes read from it
+		}
+		if err := o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	cluster := render.ClusterOf(r.fleet, c)
-	if len(results) > 0 {
-		cluster = results[0].Cluster // with the attributes read from it
+	err = errors.Join(errs...)
+	if err != nil && len(before) > 0 && ctx.Err() == nil {
+		pr.stage(c.Name, "rolling back")
+		return &atomicError{err: err, note: o.restore(ctx, client, c.Name, before, p, w)}
 	}
-	return o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally)
+	return err
+}
+
+// pruning reports whether applies prune: --prune, or a rollback, which
+// brings back exactly what the revision had.
+func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
+
+// applyApp applies one app's objects to a cluster, then runs its tests.
+func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, res render.Result, p *printer, pr *progress, tally *counts, dryRun, dependedOn bool) error {
+	app := res.App
+	w := p.cluster(c.Name)
+	results := r.of(c.Name)
+	printed := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
+	report := func(ch apply.Change) {
+		switch ch.Action {
+		case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+			pr.did(c.Name)
+		}
+		printed(ch)
+	}
+	pr.expect(c.Name, len(res.Objects))
+	pr.stage(c.Name, "applying %s", app)
+	// An app others depend on, or with tests, is waited for, --wait
+	// or not.
+	tests := r.testsOf(c.Name, app)
+	wait := o.Wait || dependedOn || len(tests) > 0
+	var record *apply.Record
+	if !dryRun {
+		record = o.record(ctx, r, c.Name, res, p, w, tally, len(results) > 1)
+	}
+	err := apply.Run(ctx, client, apply.Config{
+		App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
+		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app, stage) },
+		OnPhase: func(phase, objects int) {
+			pr.stage(c.Name, "applying %s, phase %d", app, phase)
+			if p.json {
+				p.event(PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun})
+				return
+			}
+			line := fmt.Sprintf("phase %d: %d objects", phase, objects)
+			if len(results) > 1 {
+				line = app + ": " + line
+			}
+			fmt.Fprintln(w, line)
+		},
+		Record: record,
+	})
+	if err == nil && len(tests) > 0 && !dryRun {
+		pr.stage(c.Name, "testing %s", app)
+		testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
+		err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
+		tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, passed(err)))
+	}
+	return err
+}
+
+// RevisionEvent is the JSON form of the revision an apply left current.
+type RevisionEvent struct {
+	Type     string `json:"type"`
+	Cluster  string `json:"cluster"`
+	App      string `json:"app"`
+	Revision int    `json:"revision"`
+	// New: this apply recorded it; else the render was the current
+	// revision's.
+	New         bool   `json:"new"`
+	Description string `json:"description,omitempty"`
+}
+
+// record says how an app's apply to a cluster is recorded in its
+// history: the plugin version, the source's git commit, and what made it
+// (an apply, or a rollback to an earlier revision); the revision is
+// printed once known.
+func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, w io.Writer, tally *counts, withApp bool) *apply.Record {
+	rev, ok := o.rollback.recordOf(cluster, res.App)
+	if !ok {
+		rev.Description = "apply"
+		rev.Source, _ = o.sources.Do(res.Source.Path, func() (revision.Source, error) {
+			return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
+		})
+	}
+	return &apply.Record{Revision: rev, Limit: o.HistoryLimit, Done: func(rev revision.Revision, isNew bool) {
+		tally.revision(cluster, res.App, rev.Number)
+		if p.json {
+			p.event(RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Revision: rev.Number, New: isNew, Description: rev.Description})
+			return
+		}
+		line := fmt.Sprintf("revision %d recorded", rev.Number)
+		if !isNew {
+			line = fmt.Sprintf("revision %d is current (the render has not changed)", rev.Number)
+		} else if rev.Description != "apply" {
+			line += " (" + rev.Description + ")"
+		}
+		if withApp {
+			line = res.App + ": " + line
+		}
+		fmt.Fprintln(w, line)
+	}}
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes
@@ -440,16 +603,28 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		if dryRun {
 			state = "applied (server dry run)"
 		}
+		var rolledBack *atomicError
+		errors.As(oc.Err, &rolledBack)
 		switch oc.State {
 		case runner.Failed:
 			state = "failed"
+			if rolledBack != nil {
+				state += ", " + rolledBack.note
+			}
 			failed++
 		case runner.NotStarted:
 			state = "not started"
 			failed++
+		case runner.Skipped:
+			state = "skipped"
 		}
+		revs, revMap := tally.revisionsOf(oc.Cluster)
 		if p.json {
-			p.event(ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Error: errString(oc.Err)})
+			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Revisions: revMap, Error: errString(oc.Err)}
+			if rolledBack != nil {
+				res.Rollback = rolledBack.note
+			}
+			p.event(res)
 			continue
 		}
 		line := state
@@ -458,6 +633,9 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		}
 		if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
 			line += "; " + strings.Join(g, ", ")
+		}
+		if revs != "" && oc.State == runner.Succeeded {
+			line += "; " + revs
 		}
 		if oc.Err != nil {
 			line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")

@@ -122,7 +122,12 @@ type ClusterResult struct {
 	// Gates are the gates the cluster passed or failed: "tests of web
 	// passed", "check smoke failed", "soak passed".
 	Gates []string `json:"gates,omitempty"`
-	Error string   `json:"error,omitempty"`
+	// Revisions are the apps' current revisions after the run.
+	Revisions map[string]int `json:"revisions,omitempty"`
+	// Rollback says what --atomic did for a failed cluster: "rolled back
+	// to r2", "rollback failed: …".
+	Rollback string `json:"rollback,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // stdinIsTerminal reports whether confirmation can be asked for.

@@ -21,6 +21,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // RenderOptions are the options of "kubectl fleet render".
@@ -31,6 +33,9 @@ type RenderOptions struct {
 	Output      string
 	OutputDir   string
 	ShowSecrets bool
+	// Revision prints a revision stored in each cluster instead of
+	// rendering.
+	Revision int
 
 	// documents counts the YAML documents printed, for separators.
 	documents int
@@ -77,6 +82,7 @@ Secret values are masked on standard output unless --show-secrets;
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json (one object per cluster and line)")
 	cmd.Flags().StringVar(&o.OutputDir, "output-dir", "", "write one folder per cluster, one file per object, into this folder")
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "print Secret values instead of masking them")
+	cmd.Flags().IntVar(&o.Revision, "revision", 0, "print revision N of --app as stored in each selected cluster, instead of rendering")
 	return cmd
 }
 
@@ -88,17 +94,78 @@ func (o *RenderOptions) Validate() error {
 	if o.OutputDir != "" && o.Output != "yaml" {
 		return fmt.Errorf("--output-dir writes YAML files; it does not go with -o %s", o.Output)
 	}
+	if o.Revision != 0 {
+		if _, adhoc := o.adhoc(); adhoc || o.Revision < 0 || len(o.Apps) != 1 {
+			return fmt.Errorf("--revision N prints a stored revision of one app: give it a positive N and exactly one --app, and no -k, -j or -f")
+		}
+	}
 	return o.SourceOptions.validate()
 }
 
 // Run renders and prints.
 func (o *RenderOptions) Run(ctx context.Context) error {
-	r, err := o.render(ctx, o.Selection, &o.SourceOptions, false)
-	if err != nil {
+	var (
+		r   *rendered
+		err error
+	)
+	if o.Revision > 0 {
+		r, err = o.stored(ctx)
+	} else {
+		r, err = o.render(ctx, o.Selection, &o.SourceOptions, false)
+	}
+	if err != nil && r == nil {
 		return err
 	}
 	clusters := r.clusters
 	objects := byCluster(clusters, r.results)
+	if err := o.write(clusters, objects); err != nil {
+		return err
+	}
+	return err
+}
+
+// stored reads revision o.Revision of the app from every selected
+// cluster. The clusters that do not have it are said on standard error,
+// and make the error returned with what the others had.
+func (o *RenderOptions) stored(ctx context.Context) (*rendered, error) {
+	f, clusters, err := o.selected(o.Selection)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+		return nil, err
+	}
+	app := o.Apps[0]
+	results := make([]render.Result, len(clusters))
+	names, byName := index(clusters)
+	outcomes := runner.Run(ctx, everyCluster(names), 10, func(ctx context.Context, name string) error {
+		c := byName[name]
+		client, err := o.connect(ctx, f, c)
+		if err != nil {
+			return err
+		}
+		_, objs, err := revision.Load(ctx, client, app, o.Revision)
+		results[slices.Index(names, name)] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs}
+		return err
+	})
+	failed := 0
+	r := &rendered{fleet: f}
+	for i, oc := range outcomes {
+		if oc.Err != nil {
+			failed++
+			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", oc.Cluster, oc.Err)
+			continue
+		}
+		r.clusters, r.results = append(r.clusters, clusters[i]), append(r.results, results[i])
+	}
+	if failed > 0 {
+		return r, &ExitError{Code: ExitFailed}
+	}
+	return r, nil
+}
+
+// write prints or writes out each cluster's objects.
+func (o *RenderOptions) write(clusters []*fleet.Cluster, objects map[string][]*unstructured.Unstructured) error {
 	if o.OutputDir != "" {
 		return o.writeDir(clusters, objects)
 	}

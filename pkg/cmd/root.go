@@ -91,6 +91,8 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 		NewCmdDiff(g),
 		NewCmdApply(g),
 		NewCmdStatus(g),
+		NewCmdHistory(g),
+		NewCmdRollback(g),
 		NewCmdDelete(g),
 		NewCmdExec(g),
 		NewCmdVet(g),

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/printers"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 )
@@ -30,6 +32,9 @@ type StatusOptions struct {
 	// Watch refreshes the report every WatchInterval until Ctrl-C.
 	Watch         bool
 	WatchInterval time.Duration
+
+	// inventory: no source and no apps; report what the clusters record.
+	inventory bool
 }
 
 // NewCmdStatus returns the status command.
@@ -88,7 +93,7 @@ type AppStatus struct {
 
 // Run reports.
 func (o *StatusOptions) Run(ctx context.Context) error {
-	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	r, err := o.rendered(ctx)
 	if err != nil {
 		return err
 	}
@@ -128,6 +133,57 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	}
 }
 
+// rendered renders the source or the fleet file's apps; with neither, the
+// report comes from what each cluster's inventory records (inventory),
+// and nothing is rendered.
+func (o *StatusOptions) rendered(ctx context.Context) (*rendered, error) {
+	if _, adhoc := o.adhoc(); !adhoc {
+		f, clusters, err := o.selected(o.Selection)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.Apps) == 0 {
+			if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+				return nil, err
+			}
+			o.inventory = true
+			return &rendered{fleet: f, clusters: clusters}, nil
+		}
+	}
+	return o.render(ctx, o.Selection, &o.SourceOptions, true)
+}
+
+// appsOf computes the status of each app of a cluster: of its render, or
+// of what the cluster records.
+func (o *StatusOptions) appsOf(ctx context.Context, r *rendered, client *kube.Client, cluster string) ([]status.App, error) {
+	var out []status.App
+	if o.inventory {
+		sets, err := inventory.LoadAll(ctx, client)
+		if err != nil {
+			return nil, err
+		}
+		for _, set := range sets {
+			if len(o.Apps) > 0 && !slices.Contains(o.Apps, set.App) {
+				continue
+			}
+			app, err := status.FromInventory(ctx, client, set, r.fleet.IgnoreRules(set.App), o.Concurrency)
+			if err != nil {
+				return nil, fmt.Errorf("app %s: %w", set.App, err)
+			}
+			out = append(out, app)
+		}
+		return out, nil
+	}
+	for _, res := range r.of(cluster) {
+		app, err := status.Run(ctx, client, res.App, res.Objects, r.fleet.IgnoreRules(res.App), o.Concurrency)
+		if err != nil {
+			return nil, fmt.Errorf("app %s: %w", res.App, err)
+		}
+		out = append(out, app)
+	}
+	return out, nil
+}
+
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 	var (
@@ -141,16 +197,11 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 		if err != nil {
 			return err
 		}
-		for _, res := range r.of(name) {
-			app, err := status.Run(ctx, client, res.App, res.Objects, r.fleet.IgnoreRules(res.App), o.Concurrency)
-			if err != nil {
-				return fmt.Errorf("app %s: %w", res.App, err)
-			}
-			mu.Lock()
-			results[name] = append(results[name], app)
-			mu.Unlock()
-		}
-		return nil
+		apps, err := o.appsOf(ctx, r, client, name)
+		mu.Lock()
+		results[name] = apps
+		mu.Unlock()
+		return err
 	})
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	healthy := true
@@ -175,6 +226,10 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 		}
 	case o.Verbose:
 		o.printDetails(p, outcomes, results)
+		p.close()
+		for _, s := range skew(r, outcomes, results) {
+			fmt.Fprintln(o.Out, s)
+		}
 	default:
 		if err := o.printMatrix(r, outcomes, results); err != nil {
 			return err
@@ -197,6 +252,16 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 			apps = append(apps, res.App)
 		}
 	}
+	for _, oc := range outcomes { // from the inventories
+		for _, a := range results[oc.Cluster] {
+			if !slices.Contains(apps, a.App) {
+				apps = append(apps, a.App)
+			}
+		}
+	}
+	if len(apps) == 0 {
+		fmt.Fprintln(o.ErrOut, "No apps found.")
+	}
 	w := printers.GetNewTabWriter(o.Out)
 	fmt.Fprintf(w, "CLUSTER\tGROUP\t%s\n", strings.ToUpper(strings.Join(apps, "\t")))
 	var errs []string
@@ -208,6 +273,9 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 				if a.App == name {
 					state, n := a.Summary()
 					cells[i] = fmt.Sprintf("%s %d/%d", state, n, len(a.Objects))
+					if a.Revision > 0 {
+						cells[i] += fmt.Sprintf(" r%d", a.Revision)
+					}
 				}
 			}
 			if oc.Err != nil {
@@ -229,7 +297,49 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 	for _, e := range errs {
 		fmt.Fprintln(o.ErrOut, "error:", e)
 	}
+	for _, s := range skew(r, outcomes, results) {
+		fmt.Fprintln(o.Out, s)
+	}
 	return nil
+}
+
+// skew says, for each group and app, when the clusters of the group run
+// different revisions of it (by number or source commit): version skew is
+// what people look for first in a fleet.
+func skew(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) []string {
+	type key struct{ group, app string }
+	seen := map[key][]string{}
+	versions := map[key]map[string]bool{}
+	var order []key
+	for _, oc := range outcomes {
+		c := r.fleet.Cluster(oc.Cluster)
+		if c == nil {
+			continue
+		}
+		for _, a := range results[oc.Cluster] {
+			k := key{c.Group, a.App}
+			if versions[k] == nil {
+				versions[k] = map[string]bool{}
+				order = append(order, k)
+			}
+			v := "none"
+			if a.Revision > 0 {
+				v = fmt.Sprintf("r%d", a.Revision)
+				if a.Source != "" {
+					v += " (" + a.Source + ")"
+				}
+			}
+			versions[k][v] = true
+			seen[k] = append(seen[k], oc.Cluster+" "+v)
+		}
+	}
+	var out []string
+	for _, k := range order {
+		if len(versions[k]) > 1 {
+			out = append(out, fmt.Sprintf("Skew: app %s differs within group %s: %s", k.app, k.group, strings.Join(seen[k], ", ")))
+		}
+	}
+	return out
 }
 
 func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, results map[string][]status.App) {
@@ -245,7 +355,14 @@ func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, resu
 			if last == "" {
 				last = "never"
 			}
-			fmt.Fprintf(w, "%s: %s %d/%d, last applied %s\n", a.App, state, n, len(a.Objects), last)
+			rev := "no revision"
+			if a.Revision > 0 {
+				rev = fmt.Sprintf("revision %d", a.Revision)
+				if a.Source != "" {
+					rev += " from " + a.Source
+				}
+			}
+			fmt.Fprintf(w, "%s: %s %d/%d, %s, last applied %s\n", a.App, state, n, len(a.Objects), rev, last)
 			for _, obj := range a.Objects {
 				line := fmt.Sprintf("  %s %s", obj.Ref, obj.Health)
 				if obj.Message != "" && obj.Health != status.Current {

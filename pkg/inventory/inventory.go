@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,12 +38,24 @@ const (
 	LastAppliedAnnotation = "fleet.kubectl.io/last-applied"
 	// AppAnnotation on the parent names the app.
 	AppAnnotation = "fleet.kubectl.io/app"
+	// RevisionAnnotation on the parent is the app's current revision
+	// (package revision).
+	RevisionAnnotation = "fleet.kubectl.io/revision"
+	// DigestAnnotation on the parent is the digest of the current
+	// revision's render.
+	DigestAnnotation = "fleet.kubectl.io/digest"
+	// SourceAnnotation on the parent is the current revision's source
+	// commit, when it came from git.
+	SourceAnnotation = "fleet.kubectl.io/source"
 	// MembersKey in the parent's data lists the members, one object.Path
 	// per line, so that other apps of the cluster can tell what it holds.
 	MembersKey = "members"
 )
 
-var parentGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+var (
+	parentGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	parentGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
 
 // ParentName is the name of an app's parent object.
 func ParentName(app string) string { return "fleet-" + app }
@@ -62,6 +75,12 @@ type Set struct {
 	Contents
 	// LastApplied is when the app was last applied, if ever.
 	LastApplied string
+	// Revision is the current revision's number (0: none recorded), and
+	// Digest its render's digest.
+	Revision int
+	Digest   string
+	// Source is the current revision's source commit, "" if unknown.
+	Source string
 }
 
 // Contents is what a parent records: where members may be, and which
@@ -94,14 +113,43 @@ func (c Contents) Union(d Contents) Contents {
 // Load reads an app's ApplySet parent. A parent written by another tool is
 // an error: its set is not ours to change.
 func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
-	s := &Set{App: app, ID: ID(app), Contents: ContentsOf(nil)}
-	p, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
+	p, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return s, nil
+		return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil)}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the inventory of app %s: %w", app, err)
 	}
+	return setOf(app, p)
+}
+
+// LoadAll reads the sets of every app kubectl fleet applied to the
+// cluster (their parents), by app name: one list.
+func LoadAll(ctx context.Context, c *kube.Client) ([]*Set, error) {
+	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
+	if err != nil {
+		return nil, fmt.Errorf("reading the inventories: %w", err)
+	}
+	var out []*Set
+	for i := range list.Items {
+		p := &list.Items[i]
+		app := p.GetAnnotations()[AppAnnotation]
+		if app == "" || p.GetName() != ParentName(app) {
+			continue
+		}
+		s, err := setOf(app, p)
+		if err != nil {
+			continue // another tool's set
+		}
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].App < out[j].App })
+	return out, nil
+}
+
+// setOf reads a parent object of app, refusing one of another tool.
+func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
+	s := &Set{App: app, ID: ID(app)}
 	ann := p.GetAnnotations()
 	tooling := ann[apply.ApplySetToolingAnnotation]
 	if name, _, _ := strings.Cut(tooling, "/"); name != ToolName {
@@ -113,6 +161,9 @@ func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 	s.Exists = true
 	s.Contents = contentsOf(p)
 	s.LastApplied = ann[LastAppliedAnnotation]
+	s.Revision, _ = strconv.Atoi(ann[RevisionAnnotation])
+	s.Digest = ann[DigestAnnotation]
+	s.Source = ann[SourceAnnotation]
 	return s, nil
 }
 
@@ -147,7 +198,7 @@ type Neighbours struct {
 // list. A user who may not list them gets no warnings, not an error.
 func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
 	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}}
-	list, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
+	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		return n, nil
@@ -293,6 +344,13 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 		apply.ApplySetGKsAnnotation:                  strings.Join(kinds, ","),
 		apply.ApplySetAdditionalNamespacesAnnotation: strings.Join(sets.List(contents.Namespaces.Clone().Delete(Namespace)), ","),
 		AppAnnotation: s.App,
+	}
+	if s.Revision > 0 {
+		ann[RevisionAnnotation] = strconv.Itoa(s.Revision)
+		ann[DigestAnnotation] = s.Digest
+		if s.Source != "" {
+			ann[SourceAnnotation] = s.Source
+		}
 	}
 	if !lastApplied.IsZero() {
 		ann[LastAppliedAnnotation] = lastApplied.UTC().Format(time.RFC3339)

@@ -38,7 +38,16 @@ const (
 	Succeeded  State = "succeeded"
 	Failed     State = "failed"
 	NotStarted State = "not started"
+	// Skipped: the cluster had nothing to do that could be done (a
+	// rollback to a revision it does not have); it does not count against
+	// the wave's failure budget.
+	Skipped State = "skipped"
 )
+
+// SkipError is what fn returns for a cluster it skipped, and why.
+type SkipError struct{ Reason string }
+
+func (e *SkipError) Error() string { return e.Reason }
 
 // Outcome is one cluster's result.
 type Outcome struct {
@@ -116,10 +125,14 @@ func runWave(ctx context.Context, w Wave, parallel int, fn func(context.Context,
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if err != nil {
+			var skip *SkipError
+			switch {
+			case errors.As(err, &skip):
+				outcomes[i].State, outcomes[i].Err = Skipped, err
+			case err != nil:
 				outcomes[i].State, outcomes[i].Err = Failed, err
 				failures++
-			} else {
+			default:
 				outcomes[i].State = Succeeded
 			}
 		}()

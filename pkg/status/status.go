@@ -5,6 +5,7 @@ package status
 
 import (
 	"context"
+	"fmt"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 // Health values beyond kstatus's own.
@@ -42,9 +44,13 @@ type Object struct {
 
 // App is one app's status on one cluster.
 type App struct {
-	App         string   `json:"app"`
-	LastApplied string   `json:"lastApplied,omitempty"`
-	Objects     []Object `json:"objects"`
+	App         string `json:"app"`
+	LastApplied string `json:"lastApplied,omitempty"`
+	// Revision is the app's current revision (0: none recorded), and
+	// Source its source commit when it came from git.
+	Revision int      `json:"revision,omitempty"`
+	Source   string   `json:"source,omitempty"`
+	Objects  []Object `json:"objects"`
 }
 
 // Run computes the status of one app's rendered objects on a cluster.
@@ -58,7 +64,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 	if err != nil {
 		return App{}, err
 	}
-	out := App{App: app, LastApplied: set.LastApplied}
+	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source}
 	for _, d := range diffs {
 		if d.Kind == diff.Kept {
 			continue // leaves the app at its next apply --prune
@@ -80,6 +86,33 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 		}
 		if o.Namespace == "" && d.Merged != nil {
 			o.Namespace = d.Merged.GetNamespace()
+		}
+		out.Objects = append(out.Objects, o)
+	}
+	return out, nil
+}
+
+// FromInventory computes the status of an app from what the cluster
+// records alone, without a render: the current revision's objects stand
+// for the render when they were stored (so drift is reported too), else
+// the set's live members are reported by health alone.
+func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, ignore []object.IgnoreRule, concurrency int) (App, error) {
+	if set.Revision > 0 {
+		if _, objs, err := revision.Load(ctx, c, set.App, set.Revision); err == nil {
+			return Run(ctx, c, set.App, objs, ignore, concurrency)
+		}
+	}
+	members, err := set.Members(ctx, c, inventory.ContentsOf(nil))
+	if err != nil {
+		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
+	}
+	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source}
+	for _, m := range members {
+		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
+		if res, err := object.Health(m); err != nil {
+			o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
+		} else {
+			o.Health, o.Message = string(res.Status), res.Message
 		}
 		out.Objects = append(out.Objects, o)
 	}

@@ -1,0 +1,333 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
+)
+
+// RollbackOptions are the options of "kubectl fleet rollback".
+type RollbackOptions struct {
+	ApplyOptions
+	// Apps are --app: the apps to roll back; none: every app with
+	// revisions on each cluster.
+	Apps []string
+	// ToRevision is --to-revision; 0: the revision before the current.
+	ToRevision int
+}
+
+// NewCmdRollback returns the rollback command.
+func NewCmdRollback(g *GlobalOptions) *cobra.Command {
+	o := &RollbackOptions{ApplyOptions: ApplyOptions{GlobalOptions: g}}
+	cmd := &cobra.Command{
+		Use:   "rollback",
+		Short: "Re-apply an earlier revision of apps on the selected clusters",
+		Long: `Bring apps back to a revision kept in each cluster (see "kubectl fleet
+history"): the previous one, or --to-revision N. The revision's stored
+objects are re-applied and what it did not have is pruned, through the same
+rollout as apply: groups in order with their maxParallel and maxFailures,
+identity pins verified, protected groups confirmed, --dry-run=server,
+--diff, --wait, -o json. Nothing is rendered, and the groups' checks, soaks
+and the apps' tests do not run.
+
+A rollback is itself a new revision ("rollback to 3"). A cluster that does
+not have the revision asked for is reported and skipped, not guessed; it
+does not count against its group's maxFailures.
+
+Without --app, every app with revisions on a cluster is rolled back.
+--to-revision needs exactly one --app: revision numbers are per app.
+
+Exit codes:
+  0    every selected cluster rolled back
+  1    a cluster failed, was skipped or not started, or an error
+  130  interrupted (Ctrl-C)`,
+		Example: `  kubectl fleet rollback --app web --group staging
+  kubectl fleet rollback --app web --to-revision 3 --wait
+  kubectl fleet rollback --app web --dry-run=server --diff`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.WriteOptions.addFlags(cmd, "rollback", "do not ask before writing to protected groups", "clusters rolled back at once at most (a group's maxParallel may lower it)")
+	cmd.Flags().StringSliceVar(&o.Apps, "app", nil, "the app to roll back (repeatable); default: every app with revisions on the cluster")
+	cmd.Flags().IntVar(&o.ToRevision, "to-revision", 0, "the revision to go back to (default: the one before the current)")
+	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before rolling it back")
+	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the objects are healthy; a cluster that is not within --timeout fails")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait may take per cluster")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
+	o.addRevisionFlags(cmd)
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *RollbackOptions) Validate() error {
+	for _, a := range o.Apps {
+		if err := validateAppName(a); err != nil {
+			return fmt.Errorf("--app: %w", err)
+		}
+	}
+	switch {
+	case o.ToRevision < 0:
+		return fmt.Errorf("--to-revision must be 1 or more")
+	case o.ToRevision > 0 && len(o.Apps) != 1:
+		return fmt.Errorf("--to-revision %d needs exactly one --app: revision numbers are per app", o.ToRevision)
+	}
+	return o.ApplyOptions.Validate()
+}
+
+// Run rolls back.
+func (o *RollbackOptions) Run(ctx context.Context) error {
+	f, clusters, err := o.selected(o.Selection)
+	if err != nil {
+		return err
+	}
+	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+		return err
+	}
+	plan, results := o.plan(ctx, f, clusters)
+	o.rollback = plan
+	return o.rollout(ctx, &rendered{fleet: f, clusters: clusters, results: results}, "roll back")
+}
+
+// rollbackPlan is what a rollback found in each cluster before writing
+// anything: the revisions to re-apply (as the run's results), the apps
+// skipped and why, the clusters whose revisions could not be read. A nil
+// plan is an apply's: nothing skipped, nothing failed.
+type rollbackPlan struct {
+	mu      sync.Mutex
+	errs    map[string]error
+	skips   map[string][]skip
+	records map[string]revision.Revision // by cluster/app
+}
+
+// failed is why a cluster's revisions could not be read, if they could not.
+func (pl *rollbackPlan) failed(cluster string) error {
+	if pl == nil {
+		return nil
+	}
+	return pl.errs[cluster]
+}
+
+// skip is an app a rollback leaves alone on a cluster, and why; an empty
+// app stands for the whole cluster.
+type skip struct{ app, reason string }
+
+// SkipEvent is the JSON form of an app a rollback skipped on a cluster.
+type SkipEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	Reason  string `json:"reason"`
+}
+
+// skipped prints the apps skipped on a cluster and returns the skip, or
+// nil when none was.
+func (pl *rollbackPlan) skipped(cluster string, p *printer, w io.Writer) error {
+	if pl == nil || len(pl.skips[cluster]) == 0 {
+		return nil
+	}
+	var reasons []string
+	for _, s := range pl.skips[cluster] {
+		reasons = append(reasons, s.reason)
+		switch {
+		case p.json:
+			p.event(SkipEvent{Type: "skip", Cluster: cluster, App: s.app, Reason: s.reason})
+		case s.app == "":
+			fmt.Fprintf(w, "skipped: %s\n", s.reason)
+		default:
+			fmt.Fprintf(w, "%s: skipped: %s\n", s.app, s.reason)
+		}
+	}
+	return &runner.SkipError{Reason: strings.Join(reasons, "; ")}
+}
+
+// recordOf is how a rollback records an app's new revision: its
+// description and the source of the revision it brings back.
+func (pl *rollbackPlan) recordOf(cluster, app string) (revision.Revision, bool) {
+	if pl == nil {
+		return revision.Revision{}, false
+	}
+	r, ok := pl.records[cluster+"/"+app]
+	return r, ok
+}
+
+// plan reads, on every selected cluster at once, the revision each app
+// goes back to. Nothing is written.
+func (o *RollbackOptions) plan(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) (*rollbackPlan, []render.Result) {
+	plan := &rollbackPlan{errs: map[string]error{}, skips: map[string][]skip{}, records: map[string]revision.Revision{}}
+	perCluster := make([][]render.Result, len(clusters))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, o.Parallel)
+	for i, c := range clusters {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := o.planCluster(ctx, f, c, plan)
+			if err != nil {
+				plan.mu.Lock()
+				plan.errs[c.Name] = err
+				plan.mu.Unlock()
+			}
+			perCluster[i] = res
+		}()
+	}
+	wg.Wait()
+	return plan, slices.Concat(perCluster...)
+}
+
+func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, plan *rollbackPlan) ([]render.Result, error) {
+	client, err := o.connect(ctx, f, c)
+	if err != nil {
+		return nil, err
+	}
+	sets, err := appSets(ctx, client, o.Apps)
+	if err != nil {
+		return nil, err
+	}
+	skipApp := func(app, format string, args ...any) {
+		plan.mu.Lock()
+		defer plan.mu.Unlock()
+		plan.skips[c.Name] = append(plan.skips[c.Name], skip{app, fmt.Sprintf(format, args...)})
+	}
+	if len(sets) == 0 {
+		skipApp("", "no app with revisions here")
+	}
+	var (
+		out  []render.Result
+		errs []error
+	)
+	for _, set := range sets {
+		if !set.Exists {
+			skipApp(set.App, "app %s was never applied here", set.App)
+			continue
+		}
+		history, err := revision.List(ctx, client, set.App)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		target := o.ToRevision
+		if target == 0 {
+			for _, r := range history {
+				if r.Number < set.Revision {
+					target = r.Number
+				}
+			}
+			if target == 0 {
+				skipApp(set.App, "app %s has no revision before r%d here", set.App, set.Revision)
+				continue
+			}
+		} else if !slices.ContainsFunc(history, func(r revision.Revision) bool { return r.Number == target }) {
+			skipApp(set.App, "app %s has no revision %d here", set.App, target)
+			continue
+		}
+		rev, objs, err := revision.Load(ctx, client, set.App, target)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
+			continue
+		}
+		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: set.App}, Objects: objs})
+		plan.mu.Lock()
+		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source}
+		plan.mu.Unlock()
+	}
+	return out, errors.Join(errs...)
+}
+
+// appSets reads the sets of the named apps on a cluster, or, with no
+// names, of every app with a revision there.
+func appSets(ctx context.Context, c *kube.Client, apps []string) ([]*inventory.Set, error) {
+	if len(apps) == 0 {
+		all, err := inventory.LoadAll(ctx, c)
+		return slices.DeleteFunc(all, func(s *inventory.Set) bool { return s.Revision == 0 }), err
+	}
+	var out []*inventory.Set
+	for _, a := range apps {
+		s, err := inventory.Load(ctx, c, a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// atomicError is a cluster's failure under --atomic, with what the
+// rollback did: "rolled back to r2", "rollback failed: …".
+type atomicError struct {
+	err  error
+	note string
+}
+
+func (e *atomicError) Error() string { return e.err.Error() }
+func (e *atomicError) Unwrap() error { return e.err }
+
+// restore puts each app of before back the way it was before this apply,
+// last applied first: its revision then re-applied with prune, or, for an
+// app this apply installed, every object of it deleted. It says what it
+// did, for the summary.
+func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, p *printer, w io.Writer) string {
+	var (
+		done, failed []string
+		target       string // with one app: what it went back to
+		discard      counts
+	) // the summary counts this apply's objects only
+	for _, set := range slices.Backward(before) {
+		app := set.App
+		printed := reporter(p, w, &discard, cluster, app+" (rollback)", true, false)
+		switch {
+		case !set.Exists:
+			if _, err := apply.Delete(ctx, client, app, false, printed); err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", app, err))
+			} else {
+				done, target = append(done, app+" removed"), ": "+app+" removed"
+			}
+		case set.Revision == 0:
+			failed = append(failed, fmt.Sprintf("%s: no revision was recorded before this apply", app))
+		default:
+			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
+			if err == nil {
+				err = apply.Run(ctx, client, apply.Config{
+					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true,
+					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
+					Record: &apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit},
+				})
+			}
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", app, err))
+			} else {
+				done, target = append(done, fmt.Sprintf("%s to r%d", app, set.Revision)), fmt.Sprintf(" to r%d", set.Revision)
+			}
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return "rollback failed: " + strings.Join(failed, "; ")
+	case len(done) == 1:
+		return "rolled back" + target
+	}
+	return "rolled back (" + strings.Join(done, ", ") + ")"
+}

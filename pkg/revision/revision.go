@@ -1,0 +1,431 @@
+// Package revision keeps every app's revision history on each cluster, in
+// the cluster itself, the way Helm keeps its release records: each
+// recorded apply stores the rendered objects, compressed, with when, who,
+// the plugin version, the source commit and the render's digest, in a
+// Secret of the kubectl-fleet namespace (renders contain Secrets), one per
+// revision, or several for a render too large for one. The app's ApplySet
+// parent names the current revision (inventory.Set.Revision).
+package revision
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
+const (
+	// SecretType is the type of the Secrets that hold revisions.
+	SecretType = "fleet.kubectl.io/revision"
+	// AppLabel names the app a revision Secret belongs to.
+	AppLabel = "fleet.kubectl.io/app"
+	// NumberLabel is the revision's number.
+	NumberLabel = "fleet.kubectl.io/revision"
+	// ChunkLabel marks the second and later Secrets of a large revision,
+	// with their index (1, 2, …); the first Secret has none.
+	ChunkLabel = "fleet.kubectl.io/chunk"
+	// InfoAnnotation holds the revision's record (Revision) as JSON on
+	// its first Secret.
+	InfoAnnotation = "fleet.kubectl.io/revision-info"
+	// ObjectsKey is the data key of the compressed objects (a gzipped JSON
+	// array, split across the Secrets in order).
+	ObjectsKey = "objects"
+	managedBy  = "app.kubernetes.io/managed-by"
+	fieldOwner = "kubectl-fleet"
+)
+
+// DefaultLimit is how many revisions are kept per app and cluster unless
+// --history-limit says otherwise.
+const DefaultLimit = 10
+
+// ChunkSize is the most compressed bytes one Secret holds (a Secret holds
+// at most 1 MiB); MaxChunks is the most Secrets one revision takes. A
+// larger render is recorded without its objects. Variables for tests.
+var (
+	ChunkSize = 768 << 10
+	MaxChunks = 8
+	// maxExpanded bounds the decompressed size of a stored revision, so
+	// that a hostile Secret cannot exhaust memory.
+	maxExpanded int64 = 512 << 20
+)
+
+var secrets = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+
+// Source is where a render came from, when its source is in a git work
+// tree.
+type Source struct {
+	Commit string `json:"commit,omitempty"`
+	// Dirty: the source (or the fleet file) had changes not committed.
+	Dirty bool `json:"dirty,omitempty"`
+}
+
+// String is the commit, abbreviated, with "-dirty" when it had changes;
+// "" outside git.
+func (s Source) String() string {
+	c := s.Commit
+	if len(c) > 12 {
+		c = c[:12]
+	}
+	if c != "" && s.Dirty {
+		c += "-dirty"
+	}
+	return c
+}
+
+// Revision is one recorded apply of an app to a cluster.
+type Revision struct {
+	App    string    `json:"app"`
+	Number int       `json:"revision"`
+	Time   time.Time `json:"time"`
+	// Version is the plugin version that recorded it.
+	Version string `json:"pluginVersion"`
+	// User is who applied it, as the cluster authenticated them.
+	User   string `json:"user,omitempty"`
+	Source Source `json:"source,omitzero"`
+	// Digest identifies the rendered objects (Digest).
+	Digest string `json:"digest"`
+	// Objects is how many objects it has.
+	Objects int `json:"objects"`
+	// Description says what made it: "apply", "rollback to 3".
+	Description string `json:"description,omitempty"`
+	// NotStored, when set, says why the objects were not stored: the
+	// revision cannot be rolled back to.
+	NotStored string `json:"notStored,omitempty"`
+	// Chunks is how many Secrets hold the objects.
+	Chunks int `json:"chunks,omitempty"`
+}
+
+// SecretName is the name of a revision's first Secret.
+func SecretName(app string, n int) string { return fmt.Sprintf("fleet-%s.v%d", app, n) }
+
+func chunkName(app string, n, chunk int) string {
+	if chunk == 0 {
+		return SecretName(app, n)
+	}
+	return fmt.Sprintf("%s-%d", SecretName(app, n), chunk)
+}
+
+// Digest identifies a render: the SHA-256 of its objects' JSON, in an order
+// of their own, so that the same objects in another order have the same
+// digest.
+func Digest(objs []*unstructured.Unstructured) string {
+	lines := make([][]byte, 0, len(objs))
+	for _, o := range objs {
+		b, err := json.Marshal(o.Object) // maps marshal with sorted keys
+		if err != nil {
+			b = []byte(fmt.Sprintf("%q", object.Path(o)))
+		}
+		lines = append(lines, b)
+	}
+	slices.SortFunc(lines, bytes.Compare)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write(l)
+		h.Write([]byte{'\n'})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ShortDigest is a digest's first 12 hex digits.
+func ShortDigest(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12]
+	}
+	return d
+}
+
+// List returns an app's revisions on a cluster, oldest first, from the
+// Secrets' metadata (no object is read).
+func List(ctx context.Context, c *kube.Client, app string) ([]Revision, error) {
+	list, err := c.Metadata.Resource(secrets).Namespace(inventory.Namespace).List(ctx, metav1.ListOptions{LabelSelector: AppLabel + "=" + app + ",!" + ChunkLabel})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing the revisions of app %s: %w", app, err)
+	}
+	var out []Revision
+	for i := range list.Items {
+		m := &list.Items[i].ObjectMeta
+		if m.Labels[AppLabel] != app || m.Labels[ChunkLabel] != "" {
+			continue
+		}
+		r, err := infoOf(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	return out, nil
+}
+
+func infoOf(m *metav1.ObjectMeta) (Revision, error) {
+	var r Revision
+	if err := json.Unmarshal([]byte(m.Annotations[InfoAnnotation]), &r); err != nil {
+		return r, fmt.Errorf("secret %s/%s: %s is not a revision record: %w", inventory.Namespace, m.Name, InfoAnnotation, err)
+	}
+	n, err := strconv.Atoi(m.Labels[NumberLabel])
+	if err != nil || n != r.Number {
+		return r, fmt.Errorf("secret %s/%s: label %s=%q does not match its record (revision %d)", inventory.Namespace, m.Name, NumberLabel, m.Labels[NumberLabel], r.Number)
+	}
+	return r, nil
+}
+
+// ErrNotFound is returned for a revision the cluster does not have.
+var ErrNotFound = errors.New("no such revision")
+
+// Load reads revision n of an app and its objects. A revision recorded
+// without its objects, or whose stored objects do not match its digest,
+// is an error that says so.
+func Load(ctx context.Context, c *kube.Client, app string, n int) (Revision, []*unstructured.Unstructured, error) {
+	ri := c.Dynamic.Resource(secrets).Namespace(inventory.Namespace)
+	first, err := ri.Get(ctx, SecretName(app, n), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Revision{}, nil, fmt.Errorf("app %s has no revision %d here: %w", app, n, ErrNotFound)
+	}
+	if err != nil {
+		return Revision{}, nil, fmt.Errorf("reading revision %d of app %s: %w", n, app, err)
+	}
+	meta := metav1.ObjectMeta{Name: first.GetName(), Labels: first.GetLabels(), Annotations: first.GetAnnotations()}
+	r, err := infoOf(&meta)
+	if err != nil {
+		return r, nil, err
+	}
+	if r.App != app {
+		return r, nil, fmt.Errorf("secret %s/%s records app %q, not %s", inventory.Namespace, first.GetName(), r.App, app)
+	}
+	if r.NotStored != "" {
+		return r, nil, fmt.Errorf("revision %d of app %s was recorded without its objects (%s)", n, app, r.NotStored)
+	}
+	var compressed []byte
+	for i := range max(1, r.Chunks) {
+		s := first
+		if i > 0 {
+			if s, err = ri.Get(ctx, chunkName(app, n, i), metav1.GetOptions{}); err != nil {
+				return r, nil, fmt.Errorf("reading part %d of revision %d of app %s: %w", i+1, n, app, err)
+			}
+		}
+		part, err := dataOf(s)
+		if err != nil {
+			return r, nil, fmt.Errorf("revision %d of app %s, part %d: %w", n, app, i+1, err)
+		}
+		compressed = append(compressed, part...)
+	}
+	objs, err := decode(compressed)
+	if err != nil {
+		return r, nil, fmt.Errorf("revision %d of app %s: %w", n, app, err)
+	}
+	if d := Digest(objs); d != r.Digest {
+		return r, nil, fmt.Errorf("revision %d of app %s: the stored objects do not match its digest (%s, recorded %s); refusing to use them", n, app, ShortDigest(d), ShortDigest(r.Digest))
+	}
+	return r, objs, nil
+}
+
+// dataOf returns the objects' part a revision Secret holds (its data are
+// base64 in the API's JSON).
+func dataOf(s *unstructured.Unstructured) ([]byte, error) {
+	v, found, err := unstructured.NestedString(s.Object, "data", ObjectsKey)
+	if err != nil || !found {
+		return nil, fmt.Errorf("secret %s has no %s", s.GetName(), ObjectsKey)
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %w", s.GetName(), err)
+	}
+	return b, nil
+}
+
+func encode(objs []*unstructured.Unstructured) ([]byte, error) {
+	items := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		items[i] = o.Object
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.NewEncoder(zw).Encode(items); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(compressed []byte) ([]*unstructured.Unstructured, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(compressed))
+	if err != nil {
+		return nil, fmt.Errorf("the stored objects are not gzip: %w", err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, maxExpanded+1))
+	if err != nil {
+		return nil, fmt.Errorf("the stored objects cannot be decompressed: %w", err)
+	}
+	if int64(len(raw)) > maxExpanded {
+		return nil, fmt.Errorf("the stored objects expand to more than %d MiB", maxExpanded>>20)
+	}
+	var items []map[string]any
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("the stored objects are not a JSON list: %w", err)
+	}
+	out := make([]*unstructured.Unstructured, len(items))
+	for i, m := range items {
+		out[i] = &unstructured.Unstructured{Object: m}
+	}
+	return out, nil
+}
+
+// Store records r with its objects as revision r.Number: the objects'
+// later parts first, the first Secret (which lists the revision) last, so
+// that a revision is never listed before it is whole. A render too large
+// for MaxChunks Secrets is recorded without its objects (r.NotStored says
+// why). The kubectl-fleet namespace must exist. r.User, when empty, is
+// filled in from the cluster (User).
+func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructured.Unstructured) error {
+	compressed, err := encode(objs)
+	if err != nil {
+		return fmt.Errorf("encoding revision %d of app %s: %w", r.Number, r.App, err)
+	}
+	var parts [][]byte
+	for len(compressed) > 0 {
+		n := min(len(compressed), ChunkSize)
+		parts = append(parts, compressed[:n])
+		compressed = compressed[n:]
+	}
+	if len(parts) > MaxChunks {
+		r.NotStored = fmt.Sprintf("the compressed render is %.1f MiB, more than %d Secrets of %d KiB hold", float64(len(parts)-1)*float64(ChunkSize)/(1<<20), MaxChunks, ChunkSize>>10)
+		parts = nil
+	}
+	if r.User == "" {
+		r.User = User(ctx, c)
+	}
+	r.Objects, r.Chunks = len(objs), len(parts)
+	if r.Chunks == 1 {
+		r.Chunks = 0 // the common case says nothing
+	}
+	info, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	for i := len(parts) - 1; i >= 0; i-- {
+		labels := map[string]any{managedBy: fieldOwner, AppLabel: r.App, NumberLabel: strconv.Itoa(r.Number)}
+		meta := map[string]any{"name": chunkName(r.App, r.Number, i), "namespace": inventory.Namespace, "labels": labels}
+		if i > 0 {
+			labels[ChunkLabel] = strconv.Itoa(i)
+		} else {
+			meta["annotations"] = map[string]any{InfoAnnotation: string(info)}
+		}
+		if err := applySecret(ctx, c, meta, parts[i]); err != nil {
+			return fmt.Errorf("recording revision %d of app %s: %w", r.Number, r.App, err)
+		}
+	}
+	if len(parts) == 0 {
+		meta := map[string]any{"name": SecretName(r.App, r.Number), "namespace": inventory.Namespace,
+			"labels":      map[string]any{managedBy: fieldOwner, AppLabel: r.App, NumberLabel: strconv.Itoa(r.Number)},
+			"annotations": map[string]any{InfoAnnotation: string(info)}}
+		if err := applySecret(ctx, c, meta, nil); err != nil {
+			return fmt.Errorf("recording revision %d of app %s: %w", r.Number, r.App, err)
+		}
+	}
+	return nil
+}
+
+func applySecret(ctx context.Context, c *kube.Client, meta map[string]any, data []byte) error {
+	s := map[string]any{"apiVersion": "v1", "kind": "Secret", "type": SecretType, "metadata": meta}
+	if data != nil {
+		s["data"] = map[string]any{ObjectsKey: data} // []byte marshals as base64
+	}
+	body, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	force := true
+	_, err = c.Dynamic.Resource(secrets).Namespace(inventory.Namespace).Patch(ctx, meta["name"].(string), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: fieldOwner, Force: &force})
+	return err
+}
+
+// Next is the number of the next revision of an app: one more than the
+// highest listed or current.
+func Next(list []Revision, current int) int {
+	n := current
+	for _, r := range list {
+		n = max(n, r.Number)
+	}
+	return n + 1
+}
+
+// Trim deletes the revisions of list older than the newest limit (0 keeps
+// every one), never the current one.
+func Trim(ctx context.Context, c *kube.Client, list []Revision, limit, current int) error {
+	if limit <= 0 || len(list) <= limit {
+		return nil
+	}
+	var errs []error
+	for _, r := range list[:len(list)-limit] {
+		if r.Number == current {
+			continue
+		}
+		errs = append(errs, remove(ctx, c, r))
+	}
+	return errors.Join(errs...)
+}
+
+// DeleteAll deletes every revision of an app (when the app is deleted).
+func DeleteAll(ctx context.Context, c *kube.Client, app string) error {
+	list, err := List(ctx, c, app)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range list {
+		errs = append(errs, remove(ctx, c, r))
+	}
+	return errors.Join(errs...)
+}
+
+// remove deletes a revision's Secrets, the first one last.
+func remove(ctx context.Context, c *kube.Client, r Revision) error {
+	ri := c.Dynamic.Resource(secrets).Namespace(inventory.Namespace)
+	for i := max(1, r.Chunks) - 1; i >= 0; i-- {
+		if err := ri.Delete(ctx, chunkName(r.App, r.Number, i), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting revision %d of app %s: %w", r.Number, r.App, err)
+		}
+	}
+	return nil
+}
+
+// User is who the cluster says the client is (its SelfSubjectReview), or
+// "" when the cluster does not tell.
+func User(ctx context.Context, c *kube.Client) string {
+	gvr := schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}
+	review := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}
+	out, err := c.Dynamic.Resource(gvr).Create(ctx, review, metav1.CreateOptions{})
+	if err != nil {
+		return ""
+	}
+	name, _, _ := unstructured.NestedString(out.Object, "status", "userInfo", "username")
+	return name
+}
