@@ -177,21 +177,11 @@ func (c *counts) revision(cluster, app string, n int) {
 	c.revisions[cluster][app] = n
 }
 
-// revisionsOf is "r3" for one app, "db r1, web r3" for several.
-func (c *counts) revisionsOf(cluster string) (string, map[string]int) {
+// revisionsOf is the current revision of each app of a cluster.
+func (c *counts) revisionsOf(cluster string) map[string]int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	revs := c.revisions[cluster]
-	var parts []string
-	for _, app := range slices.Sorted(maps.Keys(revs)) {
-		parts = append(parts, fmt.Sprintf("%s r%d", app, revs[app]))
-	}
-	if len(parts) == 1 {
-		for _, n := range revs {
-			return fmt.Sprintf("r%d", n), revs
-		}
-	}
-	return strings.Join(parts, ", "), revs
+	return maps.Clone(c.revisions[cluster])
 }
 
 // gate records a gate's outcome for a cluster: "check smoke passed".
@@ -270,7 +260,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 // the exit code: 130 when interrupted, 1 when a cluster did not finish.
 func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
 	p.close()
-	failed := printSummary(p, outcomes, tally, byName, dryRun)
+	failed := printSummary(p, outcomes, tally, byName, dryRun, done[verb])
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
@@ -588,9 +578,12 @@ func reporter(p *printer, w io.Writer, tally *counts, cluster, app string, withA
 	}
 }
 
-// printSummary prints every cluster's outcome and returns how many did not
-// apply.
-func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool) int {
+// done is what the summary calls a cluster a verb went through on.
+var done = map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}
+
+// printSummary prints every cluster's outcome ("applied", or as state
+// says) and returns how many did not go through.
+func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, state0 string) int {
 	failed := 0
 	if !p.json {
 		fmt.Fprintln(p.out, "Summary:")
@@ -599,9 +592,9 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		}
 	}
 	for _, oc := range outcomes {
-		state := "applied"
+		state := state0
 		if dryRun {
-			state = "applied (server dry run)"
+			state += " (server dry run)"
 		}
 		var rolledBack *atomicError
 		errors.As(oc.Err, &rolledBack)
@@ -618,7 +611,7 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		case runner.Skipped:
 			state = "skipped"
 		}
-		revs, revMap := tally.revisionsOf(oc.Cluster)
+		revMap := tally.revisionsOf(oc.Cluster)
 		if p.json {
 			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Revisions: revMap, Error: errString(oc.Err)}
 			if rolledBack != nil {
@@ -633,9 +626,6 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		}
 		if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
 			line += "; " + strings.Join(g, ", ")
-		}
-		if revs != "" && oc.State == runner.Succeeded {
-			line += "; " + revs
 		}
 		if oc.Err != nil {
 			line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")

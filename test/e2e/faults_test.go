@@ -1009,9 +1009,9 @@ func TestFaultTwentyClusters(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
-	by = check("apply", out, regexp.MustCompile(`^ *(namespace/e2e-stress-X created|configmap/cm-\d-x{40} created|applied: 11 created)$`), false)
-	if len(by[names[0]]) != 12 {
-		t.Errorf("apply: %d lines per cluster, want 12", len(by[names[0]]))
+	by = check("apply", out, regexp.MustCompile(`^ *(namespace/e2e-stress-X created|configmap/cm-\d-x{40} created|revision 1 recorded|applied: 11 created)$`), false)
+	if len(by[names[0]]) != 13 {
+		t.Errorf("apply: %d lines per cluster, want 13", len(by[names[0]]))
 	}
 	summary := out[strings.Index(out, "Summary:"):]
 	if got := strings.Count(summary, "applied: 11 created\n"); got != n {

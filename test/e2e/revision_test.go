@@ -1,0 +1,309 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// gitRepo makes dir a git work tree and commits everything in it; it
+// returns the commit.
+func gitRepo(t *testing.T, dir, message string) string {
+	t.Helper()
+	git := func(args ...string) string {
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=e2e", "-c", "user.email=e2e@example.com", "-c", "commit.gpgsign=false"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err != nil {
+		git("init", "-q")
+	}
+	git("add", "-A")
+	git("commit", "-q", "--allow-empty", "-m", message)
+	return git("rev-parse", "HEAD")
+}
+
+// revisionApp is the app of the revision tests: a Namespace, a ConfigMap
+// kept, one dropped in v2, and a Secret whose value changes.
+func revisionApp(ns, password string, withDrop bool) string {
+	s := namespaced(ns, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: keep, namespace: `+ns+`}
+data: {cluster: '${FLEET_CLUSTER_NAME}'}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds, namespace: `+ns+`}
+stringData: {password: `+password+`}
+`)
+	if withDrop {
+		s += "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: drop, namespace: " + ns + "}\ndata: {x: '1'}\n"
+	}
+	return s
+}
+
+// historyOf runs history -o json and returns the revisions, per cluster,
+// as "number description objects source current".
+func historyOf(t *testing.T, dir string, args ...string) map[string][]string {
+	t.Helper()
+	out, errOut, code := fleet(t, dir, append([]string{"history", "-o", "json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("history: exit %d\n%s%s", code, out, errOut)
+	}
+	got := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var e struct {
+			Cluster, App, Description, Digest, User string
+			Revision, Objects                       int
+			Current                                 bool
+			Source                                  struct{ Commit string }
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if e.User != "admin" || !strings.HasPrefix(e.Digest, "sha256:") {
+			t.Errorf("revision %d on %s: user %q, digest %q", e.Revision, e.Cluster, e.User, e.Digest)
+		}
+		c := e.Source.Commit
+		if len(c) > 7 {
+			c = c[:7]
+		}
+		cur := ""
+		if e.Current {
+			cur = " current"
+		}
+		got[e.Cluster] = append(got[e.Cluster], strings.TrimSpace(strings.Join([]string{itoa(e.Revision), e.Description, itoa(e.Objects), c}, " ")+cur))
+	}
+	return got
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// secretValue is the decoded password of the revision tests' Secret.
+func secretValue(t *testing.T, context, ns string) string {
+	t.Helper()
+	v, code := get(t, context, "secret", "creds", "-n", ns, "-o", "jsonpath={.data.password}")
+	if code != 0 {
+		t.Fatalf("%s: no secret creds", context)
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestRevisionsHistoryRollback(t *testing.T) {
+	const (
+		ns        = "e2e-rev"
+		markerOne = "zq-rev-marker-one"
+		markerTwo = "zq-rev-marker-two"
+	)
+	contexts := []string{"fleet-c1", "fleet-c2", "fleet-c3"}
+	dir := workdir(t, twoGroups, map[string]string{"web/all.yaml": revisionApp(ns, markerOne, true)})
+	app := filepath.Join(dir, "web")
+	var all strings.Builder // every output, searched for Secret values
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, errOut, code := fleet(t, dir, args...)
+		all.WriteString(out + errOut)
+		if code != want {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out
+	}
+	one := gitRepo(t, dir, "v1")
+	out := run(0, "apply", "-f", app, "--name", "web", "--yes")
+	if strings.Count(out, "revision 1 recorded") != 3 || !strings.Contains(out, "[stg]    applied: 4 created\n") {
+		t.Fatalf("apply v1:\n%s", out)
+	}
+
+	// v2: a ConfigMap dropped, the Secret changed.
+	if err := os.WriteFile(filepath.Join(app, "all.yaml"), []byte(revisionApp(ns, markerTwo, false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := gitRepo(t, dir, "v2")
+	out = run(0, "apply", "-f", app, "--name", "web", "--prune", "--yes")
+	if strings.Count(out, "revision 2 recorded") != 3 || strings.Count(out, "configmap/drop pruned") != 3 {
+		t.Fatalf("apply v2:\n%s", out)
+	}
+	// The same render again records nothing.
+	out = run(0, "apply", "-f", app, "--name", "web", "--prune", "--yes")
+	if strings.Count(out, "revision 2 is current (the render has not changed)") != 3 {
+		t.Errorf("re-apply:\n%s", out)
+	}
+	want := []string{"1 apply 4 " + one[:7], "2 apply 3 " + two[:7] + " current"}
+	for cluster, got := range historyOf(t, dir, "--app", "web") {
+		if strings.Join(got, "|") != strings.Join(want, "|") {
+			t.Errorf("history of %s: %q, want %q", cluster, got, want)
+		}
+	}
+	out = run(0, "history")
+	if !strings.Contains(out, "stg       web   2 (current)") || !strings.Contains(out, one[:12]) {
+		t.Errorf("history table:\n%s", out)
+	}
+
+	// Back to v1: the dropped object returns, the Secret's old value too,
+	// on every cluster; the rollback is revision 3.
+	out = run(0, "rollback", "--app", "web", "--yes")
+	if strings.Count(out, "revision 3 recorded (rollback to 1)") != 3 || strings.Count(out, "configmap/drop created") != 3 {
+		t.Fatalf("rollback:\n%s", out)
+	}
+	for _, ctx := range contexts {
+		if v := secretValue(t, ctx, ns); v != markerOne {
+			t.Errorf("%s: password %q after the rollback to 1", ctx, v)
+		}
+		if _, code := get(t, ctx, "configmap", "drop", "-n", ns); code != 0 {
+			t.Errorf("%s: configmap drop not restored", ctx)
+		}
+	}
+	// --to-revision: forward again to 2, which prunes drop.
+	out = run(0, "rollback", "--app", "web", "--to-revision", "2", "--yes", "-c", "stg")
+	if !strings.Contains(out, "revision 4 recorded (rollback to 2)") || !strings.Contains(out, "configmap/drop pruned") {
+		t.Fatalf("rollback --to-revision 2:\n%s", out)
+	}
+	if v := secretValue(t, "fleet-c1", ns); v != markerTwo || !absent(t, "fleet-c1", "configmap", "drop", "-n", ns) {
+		t.Errorf("stg after the rollback to 2: password %q", v)
+	}
+	// Version skew inside production is reported by status; -v names the
+	// source commit.
+	out = run(0, "rollback", "--app", "web", "--to-revision", "1", "--yes", "-c", "prod-a", "--dry-run=server")
+	if !strings.Contains(out, "(server dry run)") {
+		t.Errorf("dry run:\n%s", out)
+	}
+	h := historyOf(t, dir, "--app", "web")
+	if len(h["prod-a"]) != 3 || len(h["stg"]) != 4 {
+		t.Errorf("a dry run recorded a revision: %q", h)
+	}
+	run(0, "apply", "-f", app, "--name", "web", "--prune", "--yes", "-c", "prod-b")
+	out = run(1, "status", "-f", app, "--name", "web")
+	if !strings.Contains(out, "Skew: app web differs within group production: prod-a r3 ("+one[:12]+"), prod-b r4 ("+two[:12]+")") {
+		t.Errorf("status shows no skew:\n%s", out)
+	}
+	out = run(0, "status", "-f", app, "--name", "web", "-v", "-c", "prod-b")
+	if !strings.Contains(out, "web: Current 3/3, revision 4 from "+two[:12]) {
+		t.Errorf("status -v shows no source:\n%s", out)
+	}
+
+	// A stored revision, printed, Secrets masked.
+	out = run(0, "render", "--revision", "1", "--app", "web", "-c", "stg")
+	if !strings.Contains(out, "name: drop") || !strings.Contains(out, "password: '***'") {
+		t.Errorf("render --revision 1:\n%s", out)
+	}
+	if _, errOut, code := fleet(t, dir, "render", "--revision", "9", "--app", "web", "-c", "stg"); code != 1 || !strings.Contains(errOut, "app web has no revision 9 here") {
+		t.Errorf("render --revision 9: exit %d: %s", code, errOut)
+	}
+	// A cluster without the revision is skipped, not guessed; the others
+	// roll back.
+	out = run(1, "rollback", "--app", "web", "--to-revision", "4", "--yes")
+	if !strings.Contains(out, "[stg]    revision 4 is current") || !strings.Contains(out, "[prod-a] skipped: app web has no revision 4 here") || !strings.Contains(out, "[prod-b] revision 4 is current") {
+		t.Errorf("rollback to a revision only some have:\n%s", out)
+	}
+
+	// --history-limit keeps the newest.
+	if err := os.WriteFile(filepath.Join(app, "all.yaml"), []byte(revisionApp(ns, markerOne+"-3", false)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(0, "apply", "-f", app, "--name", "web", "--yes", "-c", "stg", "--history-limit", "2")
+	if got := historyOf(t, dir, "-c", "stg")["stg"]; len(got) != 2 || !strings.HasPrefix(got[0], "4 rollback to 2 3") || !strings.HasPrefix(got[1], "5 apply 3") {
+		t.Errorf("history after --history-limit 2: %q", got)
+	}
+	if !absent(t, "fleet-c1", "secret", "fleet-web.v3", "-n", "kubectl-fleet") {
+		t.Error("revision 3 was kept past the limit")
+	}
+
+	// With no source and no apps, status reports what the clusters record.
+	bare := workdir(t, twoGroups, map[string]string{})
+	out, errOut, code := fleet(t, bare, "status", "--app", "web")
+	all.WriteString(out + errOut)
+	if code != 0 || !strings.Contains(out, "WEB") || !strings.Contains(out, "stg       staging      Current 3/3 r5") || !strings.Contains(out, "Current 4/4 r3") || !strings.Contains(out, "Current 3/3 r4") {
+		t.Errorf("status from the inventory: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, bare, "status", "-v", "-c", "stg", "--app", "web")
+	all.WriteString(out + errOut)
+	if code != 0 || !strings.Contains(out, "secret/creds Current") || !strings.Contains(out, "configmap/keep Current") {
+		t.Errorf("status -v from the inventory: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Deleting the app deletes its history.
+	run(0, "delete", "-f", app, "--name", "web", "--yes", "-c", "prod-a")
+	if got := historyOf(t, dir, "-c", "prod-a")["prod-a"]; len(got) != 0 {
+		t.Errorf("history after delete: %q", got)
+	}
+
+	for _, m := range []string{markerOne, markerTwo} {
+		for _, enc := range []string{m, base64.StdEncoding.EncodeToString([]byte(m))} {
+			if strings.Contains(all.String(), enc) {
+				t.Errorf("a Secret value (%s) was printed", enc)
+			}
+		}
+	}
+}
+
+// TestAtomic: a version the server rejects on staging rolls staging back
+// to the objects it had and never reaches production; an app this apply
+// installed is removed again.
+func TestAtomic(t *testing.T) {
+	const ns = "e2e-atomic"
+	good := namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: "+ns+"}\ndata: {v: one}\n")
+	bad := namespaced(ns, `apiVersion: v1
+kind: ConfigMap
+metadata: {name: a, namespace: `+ns+`}
+data: {v: two}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: b, namespace: `+ns+`}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: broken, namespace: `+ns+`}
+spec:
+  ports: [{port: 0}]
+`)
+	dir := workdir(t, twoGroups, map[string]string{"v1/all.yaml": good, "v2/all.yaml": bad, "fresh/all.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fresh, namespace: " + ns + "}\n---\napiVersion: v1\nkind: Service\nmetadata: {name: broken-too, namespace: " + ns + "}\nspec:\n  ports: [{port: 0}]\n"})
+	if out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "v1"), "--name", "atomic", "--yes"); code != 0 {
+		t.Fatalf("apply v1: %s%s", out, errOut)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "v2"), "--name", "atomic", "--yes", "--atomic", "--prune")
+	if code != 1 || !strings.Contains(out, "[stg]    failed, rolled back to r1:") || !strings.Contains(out, "[prod-a] not started") {
+		t.Fatalf("apply --atomic v2: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "atomic (rollback): configmap/b pruned") {
+		t.Errorf("the rollback's work is not shown:\n%s", out)
+	}
+	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
+		if v, _ := get(t, ctx, "configmap", "a", "-n", ns, "-o", "jsonpath={.data.v}"); v != "one" {
+			t.Errorf("%s: configmap a has v=%q, want one", ctx, v)
+		}
+		if !absent(t, ctx, "configmap", "b", "-n", ns) {
+			t.Errorf("%s: configmap b, created by the failed apply, is still there", ctx)
+		}
+	}
+	// An app this apply would install is removed again.
+	out, errOut, code = fleet(t, dir, "apply", "-f", filepath.Join(dir, "fresh"), "--name", "fresh", "--yes", "--atomic", "-c", "stg")
+	if code != 1 || !strings.Contains(out, "[stg] failed, rolled back: fresh removed:") {
+		t.Fatalf("apply --atomic of a new app: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "configmap", "fresh", "-n", ns) || !absent(t, "fleet-c1", "configmap", "fleet-fresh", "-n", "kubectl-fleet") {
+		t.Error("the new app's objects or inventory survived its rollback")
+	}
+	// -o json says what the rollback did.
+	out, _, _ = fleet(t, dir, "apply", "-f", filepath.Join(dir, "v2"), "--name", "atomic", "--yes", "--atomic", "-c", "stg", "-o", "json")
+	if !strings.Contains(out, `"rollback":"rolled back to r1"`) {
+		t.Errorf("json:\n%s", out)
+	}
+}
