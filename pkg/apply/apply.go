@@ -115,6 +115,10 @@ type Record struct {
 	// Done, when set, is told the current revision once recorded, and
 	// whether it is new.
 	Done func(r revision.Revision, isNew bool)
+	// Forbidden, when set, is told that the user may not record
+	// revisions (RBAC on Secrets in the kubectl-fleet namespace): the
+	// apply stands, without a revision.
+	Forbidden func(err error)
 }
 
 func (cfg Config) stage(s string) {
@@ -230,7 +234,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			return err
 		}
 		if history != nil {
-			if err := revision.Trim(ctx, c, history, cfg.Record.Limit, p.set.Revision); err != nil {
+			if err := revision.Trim(ctx, c, history, cfg.Record.Limit, p.set.Revision); err != nil && !apierrors.IsForbidden(err) {
 				return fmt.Errorf("keeping %d revisions: %w", cfg.Record.Limit, err)
 			}
 		}
@@ -260,7 +264,19 @@ func (p *pass) record(ctx context.Context) ([]revision.Revision, error) {
 		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: digest, Objects: len(p.cfg.Objects)}, false)
 		return nil, nil
 	}
+	forbidden := func(err error) bool {
+		if !apierrors.IsForbidden(err) {
+			return false
+		}
+		if rec.Forbidden != nil {
+			rec.Forbidden(err)
+		}
+		return true
+	}
 	history, err := revision.List(ctx, p.c, p.cfg.App)
+	if forbidden(err) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +285,9 @@ func (p *pass) record(ctx context.Context) ([]revision.Revision, error) {
 	if r.Version == "" {
 		r.Version = p.cfg.Version
 	}
-	if err := revision.Store(ctx, p.c, &r, p.cfg.Objects); err != nil {
+	if err := revision.Store(ctx, p.c, &r, p.cfg.Objects); forbidden(err) {
+		return nil, nil
+	} else if err != nil {
 		return nil, err
 	}
 	p.set.Revision, p.set.Digest, p.set.Source = r.Number, digest, r.Source.String()

@@ -3,6 +3,7 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 func ns(name string) *unstructured.Unstructured { return kubetest.Object("v1", "Namespace", "", name) }
@@ -546,5 +548,55 @@ func TestDelete(t *testing.T) {
 	}
 	if found, err := apply.Delete(context.Background(), c.Client, "never", false, func(apply.Change) {}); found || err != nil {
 		t.Errorf("an app never applied: %v, %v", found, err)
+	}
+}
+
+// TestRecordRevisions: a real apply records a revision when the render
+// changed, none when it did not, none on a dry run; the parent names the
+// current one; --history-limit trims the oldest.
+func TestRecordRevisions(t *testing.T) {
+	c := kubetest.New(t)
+	var recorded []string
+	record := func() *apply.Record {
+		return &apply.Record{Revision: revision.Revision{Description: "apply", User: "alice"}, Limit: 2, Done: func(r revision.Revision, isNew bool) {
+			recorded = append(recorded, fmt.Sprintf("%d %v", r.Number, isNew))
+		}}
+	}
+	v := func(value string) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{ns("web"), cm("web", "conf", "v="+value)}
+	}
+	mustRun(t, c, apply.Config{Objects: v("1"), Record: record()})
+	mustRun(t, c, apply.Config{Objects: v("1"), Record: record()})
+	mustRun(t, c, apply.Config{Objects: v("2"), Record: record(), DryRun: true})
+	mustRun(t, c, apply.Config{Objects: v("2"), Record: record()})
+	mustRun(t, c, apply.Config{Objects: v("3"), Record: record()})
+	if diff := cmp.Diff([]string{"1 true", "1 false", "2 true", "3 true"}, recorded); diff != "" {
+		t.Errorf("recorded (-want +got):\n%s", diff)
+	}
+	set, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil || set.Revision != 3 || set.Digest != revision.Digest(v("3")) {
+		t.Fatalf("parent: %+v %v", set, err)
+	}
+	list, err := revision.List(context.Background(), c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, r := range list {
+		kept = append(kept, fmt.Sprintf("%d %s %s %d", r.Number, r.User, r.Description, r.Objects))
+	}
+	if diff := cmp.Diff([]string{"2 alice apply 2", "3 alice apply 2"}, kept); diff != "" {
+		t.Errorf("kept (-want +got):\n%s", diff)
+	}
+	_, objs, err := revision.Load(context.Background(), c.Client, "web", 2)
+	if err != nil || objs[1].Object["data"].(map[string]any)["v"] != "2" {
+		t.Errorf("revision 2: %v %v", objs, err)
+	}
+	// Delete takes the history with it.
+	if _, err := apply.Delete(context.Background(), c.Client, "web", false, func(apply.Change) {}); err != nil {
+		t.Fatal(err)
+	}
+	if list, err := revision.List(context.Background(), c.Client, "web"); err != nil || len(list) != 0 {
+		t.Errorf("after delete: %v %v", list, err)
 	}
 }

@@ -52,6 +52,10 @@ type ApplyOptions struct {
 	rollback *rollbackPlan
 	// sources describes each source path's git state once per run.
 	sources memo.Memo[string, revision.Source]
+	// before holds, with --atomic, each cluster's sets of the apps as
+	// they were before this apply, for a rollback after a failed soak.
+	mu     sync.Mutex
+	before map[string][]*inventory.Set
 }
 
 // NewCmdApply returns the apply command.
@@ -393,12 +397,33 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			errs = append(errs, err)
 		}
 	}
-	err = errors.Join(errs...)
-	if err != nil && len(before) > 0 && ctx.Err() == nil {
-		pr.stage(c.Name, "rolling back")
-		return &atomicError{err: err, note: o.restore(ctx, client, c.Name, before, p, w)}
+	if o.Atomic {
+		o.mu.Lock()
+		if o.before == nil {
+			o.before = map[string][]*inventory.Set{}
+		}
+		o.before[c.Name] = before
+		o.mu.Unlock()
 	}
-	return err
+	return o.rollBack(ctx, r, c.Name, errors.Join(errs...), p, pr, tally)
+}
+
+// rollBack, with --atomic, puts a cluster that failed (err) back the way
+// it was before this apply, and says so in the error it returns. Ctrl-C
+// rolls nothing back: the user stopped the run.
+func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress, tally *counts) error {
+	o.mu.Lock()
+	before := o.before[cluster]
+	o.mu.Unlock()
+	if err == nil || len(before) == 0 || ctx.Err() != nil {
+		return err
+	}
+	client, cerr := o.connect(ctx, r.fleet, r.fleet.Cluster(cluster))
+	if cerr != nil {
+		return &atomicError{err: err, note: "rollback failed: " + cerr.Error()}
+	}
+	pr.stage(cluster, "rolling back")
+	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, p, p.cluster(cluster), tally)}
 }
 
 // pruning reports whether applies prune: --prune, or a rollback, which
@@ -465,6 +490,8 @@ type RevisionEvent struct {
 	// revision's.
 	New         bool   `json:"new"`
 	Description string `json:"description,omitempty"`
+	// Error says why no revision was recorded (RBAC).
+	Error string `json:"error,omitempty"`
 }
 
 // record says how an app's apply to a cluster is recorded in its
@@ -479,23 +506,41 @@ func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, 
 			return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
 		})
 	}
-	return &apply.Record{Revision: rev, Limit: o.HistoryLimit, Done: func(rev revision.Revision, isNew bool) {
-		tally.revision(cluster, res.App, rev.Number)
+	prefix := ""
+	if withApp {
+		prefix = res.App
+	}
+	return recorded(&apply.Record{Revision: rev, Limit: o.HistoryLimit}, cluster, res.App, prefix, p, w, tally)
+}
+
+// recorded makes rec print the revision an app's apply leaves current on a
+// cluster ("revision 3 recorded (rollback to 1)"), after prefix when not
+// empty, or why none could be recorded, and count it for the summary.
+func recorded(rec *apply.Record, cluster, app, prefix string, p *printer, w io.Writer, tally *counts) *apply.Record {
+	say := func(ev RevisionEvent, line string) {
 		if p.json {
-			p.event(RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Revision: rev.Number, New: isNew, Description: rev.Description})
+			p.event(ev)
 			return
 		}
+		if prefix != "" {
+			line = prefix + ": " + line
+		}
+		fmt.Fprintln(w, line)
+	}
+	rec.Forbidden = func(err error) {
+		say(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error()}, "revision not recorded: "+err.Error())
+	}
+	rec.Done = func(rev revision.Revision, isNew bool) {
+		tally.revision(cluster, app, rev.Number)
 		line := fmt.Sprintf("revision %d recorded", rev.Number)
 		if !isNew {
 			line = fmt.Sprintf("revision %d is current (the render has not changed)", rev.Number)
 		} else if rev.Description != "apply" {
 			line += " (" + rev.Description + ")"
 		}
-		if withApp {
-			line = res.App + ": " + line
-		}
-		fmt.Fprintln(w, line)
-	}}
+		say(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description}, line)
+	}
+	return rec
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes

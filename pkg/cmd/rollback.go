@@ -289,7 +289,7 @@ func (e *atomicError) Unwrap() error { return e.err }
 // last applied first: its revision then re-applied with prune, or, for an
 // app this apply installed, every object of it deleted. It says what it
 // did, for the summary.
-func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, p *printer, w io.Writer) string {
+func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, p *printer, w io.Writer, tally *counts) string {
 	var (
 		done, failed []string
 		target       string // with one app: what it went back to
@@ -297,7 +297,8 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 	) // the summary counts this apply's objects only
 	for _, set := range slices.Backward(before) {
 		app := set.App
-		printed := reporter(p, w, &discard, cluster, app+" (rollback)", true, false)
+		label := app + " (rollback)"
+		printed := reporter(p, w, &discard, cluster, label, true, false)
 		switch {
 		case !set.Exists:
 			if _, err := apply.Delete(ctx, client, app, false, printed); err != nil {
@@ -313,7 +314,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 				err = apply.Run(ctx, client, apply.Config{
 					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true,
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
-					Record: &apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit},
+					Record: recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, w, tally),
 				})
 			}
 			if err != nil {

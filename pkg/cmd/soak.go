@@ -75,10 +75,11 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 			for {
 				pr.stage(name, "soak, %s left", time.Until(end).Round(time.Second))
 				if err := o.soakCheck(ctx, r, name); err != nil {
-					mu.Lock()
-					errs[name] = fmt.Errorf("soak: %w", err)
-					mu.Unlock()
 					report(name, "failed", time.Until(end), err)
+					err = o.rollBack(ctx, r, name, fmt.Errorf("soak: %w", err), p, pr, tally)
+					mu.Lock()
+					errs[name] = err
+					mu.Unlock()
 					return
 				}
 				if time.Now().After(end) {

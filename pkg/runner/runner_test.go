@@ -56,6 +56,28 @@ func TestRunToleratesFailures(t *testing.T) {
 	}
 }
 
+// TestRunSkipIsNotAFailure: a skipped cluster is reported, and does not
+// spend its wave's failure budget.
+func TestRunSkipIsNotAFailure(t *testing.T) {
+	waves := []Wave{
+		{Name: "staging", Clusters: []string{"s1", "s2"}, MaxParallel: 1},
+		{Name: "production", Clusters: []string{"p1"}},
+	}
+	out := Run(context.Background(), waves, 0, func(_ context.Context, c string) error {
+		if c == "s1" {
+			return fmt.Errorf("app web: %w", &SkipError{Reason: "no revision 3 here"})
+		}
+		return nil
+	})
+	want := map[string]State{"s1": Skipped, "s2": Succeeded, "p1": Succeeded}
+	if diff := cmp.Diff(want, states(out)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if out[0].Err == nil || out[0].Err.Error() != "app web: no revision 3 here" {
+		t.Errorf("skip reason %v", out[0].Err)
+	}
+}
+
 func TestRunBoundsParallelism(t *testing.T) {
 	var inFlight, peak atomic.Int32
 	var mu sync.Mutex

@@ -395,7 +395,7 @@ clusters:
 		{[]string{"clusters", "--check"}, 1, regexp.MustCompile(`(?m)^fine .* ok$`)},
 		{[]string{"apply", "-f", app, "--yes", "--wait", "--timeout", "20s"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+applied: `)},
 		{[]string{"diff", "-f", app}, 2, regexp.MustCompile(`(?m)^\[fine\]\s+\d+ to create, `)},
-		{[]string{"status", "-f", app}, 1, regexp.MustCompile(`(?m)^fine\s+g\s+Current 2/2$`)},
+		{[]string{"status", "-f", app}, 1, regexp.MustCompile(`(?m)^fine\s+g\s+Current 2/2 r\d+$`)},
 		{[]string{"delete", "-f", app, "--yes"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+(applied|deleted)`)},
 	} {
 		start := time.Now()
@@ -1042,8 +1042,8 @@ func TestFaultTwentyClusters(t *testing.T) {
 		clusters[ev.Cluster]++
 	}
 	for _, name := range names {
-		if clusters[name] != 12 {
-			t.Errorf("%s: %d JSON lines, want 12", name, clusters[name])
+		if clusters[name] != 13 { // 11 objects, the revision, the cluster
+			t.Errorf("%s: %d JSON lines, want 13", name, clusters[name])
 		}
 	}
 }

@@ -126,7 +126,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		return out
 	}
 	one := gitRepo(t, dir, "v1")
-	out := run(0, "apply", "-f", app, "--name", "web", "--yes")
+	out := run(0, "apply", "-f", app, "--name", "rev-web", "--yes")
 	if strings.Count(out, "revision 1 recorded") != 3 || !strings.Contains(out, "[stg]    applied: 4 created\n") {
 		t.Fatalf("apply v1:\n%s", out)
 	}
@@ -136,29 +136,29 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	two := gitRepo(t, dir, "v2")
-	out = run(0, "apply", "-f", app, "--name", "web", "--prune", "--yes")
+	out = run(0, "apply", "-f", app, "--name", "rev-web", "--prune", "--yes")
 	if strings.Count(out, "revision 2 recorded") != 3 || strings.Count(out, "configmap/drop pruned") != 3 {
 		t.Fatalf("apply v2:\n%s", out)
 	}
 	// The same render again records nothing.
-	out = run(0, "apply", "-f", app, "--name", "web", "--prune", "--yes")
+	out = run(0, "apply", "-f", app, "--name", "rev-web", "--prune", "--yes")
 	if strings.Count(out, "revision 2 is current (the render has not changed)") != 3 {
 		t.Errorf("re-apply:\n%s", out)
 	}
 	want := []string{"1 apply 4 " + one[:7], "2 apply 3 " + two[:7] + " current"}
-	for cluster, got := range historyOf(t, dir, "--app", "web") {
+	for cluster, got := range historyOf(t, dir, "--app", "rev-web") {
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("history of %s: %q, want %q", cluster, got, want)
 		}
 	}
-	out = run(0, "history")
-	if !strings.Contains(out, "stg       web   2 (current)") || !strings.Contains(out, one[:12]) {
+	out = run(0, "history", "--app", "rev-web")
+	if !strings.Contains(out, "stg       rev-web   2 (current)") || !strings.Contains(out, one[:12]) {
 		t.Errorf("history table:\n%s", out)
 	}
 
 	// Back to v1: the dropped object returns, the Secret's old value too,
 	// on every cluster; the rollback is revision 3.
-	out = run(0, "rollback", "--app", "web", "--yes")
+	out = run(0, "rollback", "--app", "rev-web", "--yes")
 	if strings.Count(out, "revision 3 recorded (rollback to 1)") != 3 || strings.Count(out, "configmap/drop created") != 3 {
 		t.Fatalf("rollback:\n%s", out)
 	}
@@ -171,7 +171,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		}
 	}
 	// --to-revision: forward again to 2, which prunes drop.
-	out = run(0, "rollback", "--app", "web", "--to-revision", "2", "--yes", "-c", "stg")
+	out = run(0, "rollback", "--app", "rev-web", "--to-revision", "2", "--yes", "-c", "stg")
 	if !strings.Contains(out, "revision 4 recorded (rollback to 2)") || !strings.Contains(out, "configmap/drop pruned") {
 		t.Fatalf("rollback --to-revision 2:\n%s", out)
 	}
@@ -180,36 +180,36 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	}
 	// Version skew inside production is reported by status; -v names the
 	// source commit.
-	out = run(0, "rollback", "--app", "web", "--to-revision", "1", "--yes", "-c", "prod-a", "--dry-run=server")
+	out = run(0, "rollback", "--app", "rev-web", "--to-revision", "1", "--yes", "-c", "prod-a", "--dry-run=server")
 	if !strings.Contains(out, "(server dry run)") {
 		t.Errorf("dry run:\n%s", out)
 	}
-	h := historyOf(t, dir, "--app", "web")
+	h := historyOf(t, dir, "--app", "rev-web")
 	if len(h["prod-a"]) != 3 || len(h["stg"]) != 4 {
 		t.Errorf("a dry run recorded a revision: %q", h)
 	}
-	run(0, "apply", "-f", app, "--name", "web", "--prune", "--yes", "-c", "prod-b")
-	out = run(1, "status", "-f", app, "--name", "web")
-	if !strings.Contains(out, "Skew: app web differs within group production: prod-a r3 ("+one[:12]+"), prod-b r4 ("+two[:12]+")") {
+	run(0, "apply", "-f", app, "--name", "rev-web", "--prune", "--yes", "-c", "prod-b")
+	out = run(1, "status", "-f", app, "--name", "rev-web")
+	if !strings.Contains(out, "Skew: app rev-web differs within group production: prod-a r3 ("+one[:12]+"), prod-b r4 ("+two[:12]+")") {
 		t.Errorf("status shows no skew:\n%s", out)
 	}
-	out = run(0, "status", "-f", app, "--name", "web", "-v", "-c", "prod-b")
-	if !strings.Contains(out, "web: Current 3/3, revision 4 from "+two[:12]) {
+	out = run(0, "status", "-f", app, "--name", "rev-web", "-v", "-c", "prod-b")
+	if !strings.Contains(out, "rev-web: Current 3/3, revision 4 from "+two[:12]) {
 		t.Errorf("status -v shows no source:\n%s", out)
 	}
 
 	// A stored revision, printed, Secrets masked.
-	out = run(0, "render", "--revision", "1", "--app", "web", "-c", "stg")
+	out = run(0, "render", "--revision", "1", "--app", "rev-web", "-c", "stg")
 	if !strings.Contains(out, "name: drop") || !strings.Contains(out, "password: '***'") {
 		t.Errorf("render --revision 1:\n%s", out)
 	}
-	if _, errOut, code := fleet(t, dir, "render", "--revision", "9", "--app", "web", "-c", "stg"); code != 1 || !strings.Contains(errOut, "app web has no revision 9 here") {
+	if _, errOut, code := fleet(t, dir, "render", "--revision", "9", "--app", "rev-web", "-c", "stg"); code != 1 || !strings.Contains(errOut, "app rev-web has no revision 9 here") {
 		t.Errorf("render --revision 9: exit %d: %s", code, errOut)
 	}
 	// A cluster without the revision is skipped, not guessed; the others
 	// roll back.
-	out = run(1, "rollback", "--app", "web", "--to-revision", "4", "--yes")
-	if !strings.Contains(out, "[stg]    revision 4 is current") || !strings.Contains(out, "[prod-a] skipped: app web has no revision 4 here") || !strings.Contains(out, "[prod-b] revision 4 is current") {
+	out = run(1, "rollback", "--app", "rev-web", "--to-revision", "4", "--yes")
+	if !strings.Contains(out, "[stg]    revision 4 is current") || !strings.Contains(out, "[prod-a] skipped: app rev-web has no revision 4 here") || !strings.Contains(out, "[prod-b] revision 4 is current") {
 		t.Errorf("rollback to a revision only some have:\n%s", out)
 	}
 
@@ -217,30 +217,30 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(app, "all.yaml"), []byte(revisionApp(ns, markerOne+"-3", false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run(0, "apply", "-f", app, "--name", "web", "--yes", "-c", "stg", "--history-limit", "2")
-	if got := historyOf(t, dir, "-c", "stg")["stg"]; len(got) != 2 || !strings.HasPrefix(got[0], "4 rollback to 2 3") || !strings.HasPrefix(got[1], "5 apply 3") {
+	run(0, "apply", "-f", app, "--name", "rev-web", "--yes", "-c", "stg", "--history-limit", "2")
+	if got := historyOf(t, dir, "-c", "stg", "--app", "rev-web")["stg"]; len(got) != 2 || !strings.HasPrefix(got[0], "4 rollback to 2 3") || !strings.HasPrefix(got[1], "5 apply 3") {
 		t.Errorf("history after --history-limit 2: %q", got)
 	}
-	if !absent(t, "fleet-c1", "secret", "fleet-web.v3", "-n", "kubectl-fleet") {
+	if !absent(t, "fleet-c1", "secret", "fleet-rev-web.v3", "-n", "kubectl-fleet") {
 		t.Error("revision 3 was kept past the limit")
 	}
 
 	// With no source and no apps, status reports what the clusters record.
 	bare := workdir(t, twoGroups, map[string]string{})
-	out, errOut, code := fleet(t, bare, "status", "--app", "web")
+	out, errOut, code := fleet(t, bare, "status", "--app", "rev-web")
 	all.WriteString(out + errOut)
-	if code != 0 || !strings.Contains(out, "WEB") || !strings.Contains(out, "stg       staging      Current 3/3 r5") || !strings.Contains(out, "Current 4/4 r3") || !strings.Contains(out, "Current 3/3 r4") {
+	if code != 0 || !strings.Contains(out, "REV-WEB") || !strings.Contains(out, "stg       staging      Current 3/3 r5") || !strings.Contains(out, "Current 4/4 r3") || !strings.Contains(out, "Current 3/3 r4") {
 		t.Errorf("status from the inventory: exit %d\n%s%s", code, out, errOut)
 	}
-	out, errOut, code = fleet(t, bare, "status", "-v", "-c", "stg", "--app", "web")
+	out, errOut, code = fleet(t, bare, "status", "-v", "-c", "stg", "--app", "rev-web")
 	all.WriteString(out + errOut)
 	if code != 0 || !strings.Contains(out, "secret/creds Current") || !strings.Contains(out, "configmap/keep Current") {
 		t.Errorf("status -v from the inventory: exit %d\n%s%s", code, out, errOut)
 	}
 
 	// Deleting the app deletes its history.
-	run(0, "delete", "-f", app, "--name", "web", "--yes", "-c", "prod-a")
-	if got := historyOf(t, dir, "-c", "prod-a")["prod-a"]; len(got) != 0 {
+	run(0, "delete", "-f", app, "--name", "rev-web", "--yes", "-c", "prod-a")
+	if got := historyOf(t, dir, "-c", "prod-a", "--app", "rev-web")["prod-a"]; len(got) != 0 {
 		t.Errorf("history after delete: %q", got)
 	}
 
@@ -294,16 +294,50 @@ spec:
 		}
 	}
 	// An app this apply would install is removed again.
-	out, errOut, code = fleet(t, dir, "apply", "-f", filepath.Join(dir, "fresh"), "--name", "fresh", "--yes", "--atomic", "-c", "stg")
-	if code != 1 || !strings.Contains(out, "[stg] failed, rolled back: fresh removed:") {
+	out, errOut, code = fleet(t, dir, "apply", "-f", filepath.Join(dir, "fresh"), "--name", "atomic-fresh", "--yes", "--atomic", "-c", "stg")
+	if code != 1 || !strings.Contains(out, "[stg] failed, rolled back: atomic-fresh removed:") {
 		t.Fatalf("apply --atomic of a new app: exit %d\n%s%s", code, out, errOut)
 	}
-	if !absent(t, "fleet-c1", "configmap", "fresh", "-n", ns) || !absent(t, "fleet-c1", "configmap", "fleet-fresh", "-n", "kubectl-fleet") {
+	if !absent(t, "fleet-c1", "configmap", "fresh", "-n", ns) || !absent(t, "fleet-c1", "configmap", "fleet-atomic-fresh", "-n", "kubectl-fleet") {
 		t.Error("the new app's objects or inventory survived its rollback")
 	}
 	// -o json says what the rollback did.
 	out, _, _ = fleet(t, dir, "apply", "-f", filepath.Join(dir, "v2"), "--name", "atomic", "--yes", "--atomic", "-c", "stg", "-o", "json")
 	if !strings.Contains(out, `"rollback":"rolled back to r1"`) {
 		t.Errorf("json:\n%s", out)
+	}
+}
+
+// TestAtomicSoak: a cluster that fails its group's soak is rolled back too.
+func TestAtomicSoak(t *testing.T) {
+	fleetYAML := strings.Replace(twoGroups, "  - {name: staging, maxParallel: 1}\n", "  - {name: staging, soak: 8s}\n", 1) + "apps:\n  - {name: soak-atomic, manifests: app.yaml}\n"
+	v1 := namespaced("e2e-soak-atomic", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: steady, namespace: e2e-soak-atomic}\ndata: {v: one}\n")
+	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": v1})
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-c", "stg"); code != 0 {
+		t.Fatalf("apply v1: %s%s", out, errOut)
+	}
+	if err := writeFile(dir, "app.yaml", strings.Replace(v1, "v: one", "v: two", 1)); err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	out, errOut, code := fleetStreaming(t, dir, func(line string, _ *os.Process) {
+		if !deleted && strings.Contains(line, "soak started") {
+			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "e2e-soak-atomic", "configmap", "steady"); code != 0 {
+				t.Error(errOut)
+			}
+			deleted = true
+		}
+	}, "apply", "--yes", "--atomic")
+	if !deleted || code != 1 || !strings.Contains(out, "[stg]    failed, rolled back to r1: ") || !strings.Contains(out, "soak: configmap/steady is gone") || !strings.Contains(out, "[prod-a] not started") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "[stg]    soak-atomic (rollback): revision 3 recorded (rollback to 1)") {
+		t.Errorf("the rollback recorded no revision:\n%s", out)
+	}
+	if v, _ := get(t, "fleet-c1", "configmap", "steady", "-n", "e2e-soak-atomic", "-o", "jsonpath={.data.v}"); v != "one" {
+		t.Errorf("after the rollback, v=%q, want one", v)
+	}
+	if !absent(t, "fleet-c2", "namespace", "e2e-soak-atomic") {
+		t.Error("production was written although staging failed its soak")
 	}
 }
