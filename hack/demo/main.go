@@ -71,6 +71,7 @@ func run() error {
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
 		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
 		{[]string{"fleet", "status"}, []int{0}},
+		{[]string{"fleet", "history"}, []int{0}},
 	}
 	for _, step := range steps {
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(step.args, " "))

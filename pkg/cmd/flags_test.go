@@ -38,6 +38,15 @@ func TestFlagsRefused(t *testing.T) {
 		{[]string{"exec", "--", "--kubeconfig=/kc", "get", "pods"}, "--kubeconfig after --: kubectl fleet gives each cluster's kubectl its own"},
 		{[]string{"exec", "--", "get", "pods", "--cluster", "prod-eu"}, "--cluster after -- is kubectl's, a kubeconfig cluster for every cluster's kubectl; select fleet clusters with -c/--cluster before --"},
 		{[]string{"exec", "--", "get", "pods", "-shttps://x"}, "--server/-s after -- would point every cluster's kubectl at one server"},
+		{[]string{"history", "-n", "web"}, "-n/--namespace does not apply to history, which lists revisions, not objects"},
+		{[]string{"rollback", "-n", "web", "--app", "web"}, "-n/--namespace does not apply to rollback, which re-applies the objects as they were stored"},
+		{[]string{"render", "--revision", "2", "--app", "web", "-n", "web"}, "-n/--namespace does not go with --revision"},
+		{[]string{"rollback", "--to-revision", "3"}, "--to-revision 3 needs exactly one --app: revision numbers are per app"},
+		{[]string{"rollback", "--app", "web", "--history-limit", "-1"}, "--history-limit must be 0 (keep all) or more"},
+		{[]string{"apply", "--history-limit", "-2"}, "--history-limit must be 0 (keep all) or more"},
+		{[]string{"render", "--revision", "2"}, "--revision N prints a stored revision of one app: give it a positive N and exactly one --app, and no -k, -j or -f"},
+		{[]string{"render", "--revision", "2", "--app", "web", "-k", "."}, "--revision N prints a stored revision of one app"},
+		{[]string{"history", "-o", "wide"}, `--output "wide": want json or yaml`},
 		{[]string{"status", "-v=6"}, `for "-v, --verbose" flag: strconv.ParseBool: parsing "6": invalid syntax (-v is --verbose here; the log level is --v=N)`},
 	}
 	// Should a refusal go missing, exec runs no real kubectl.

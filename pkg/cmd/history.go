@@ -48,6 +48,9 @@ Exit codes:
   kubectl fleet history -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseSet(cmd, "does not apply to history, which lists revisions, not objects", "namespace"); err != nil {
+				return err
+			}
 			if o.Output != "" && o.Output != "json" && o.Output != "yaml" {
 				return fmt.Errorf("--output %q: want json or yaml", o.Output)
 			}

@@ -71,6 +71,11 @@ Secret values are masked on standard output unless --show-secrets;
   kubectl fleet render -j web.jsonnet --output-dir out/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Revision != 0 {
+				if err := refuseSet(cmd, "does not go with --revision, which prints the objects as they were stored", "namespace"); err != nil {
+					return err
+				}
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

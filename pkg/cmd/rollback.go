@@ -62,6 +62,9 @@ Exit codes:
   kubectl fleet rollback --app web --dry-run=server --diff`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := refuseSet(cmd, "does not apply to rollback, which re-applies the objects as they were stored", "namespace"); err != nil {
+				return err
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}

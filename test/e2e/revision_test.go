@@ -50,10 +50,11 @@ stringData: {password: `+password+`}
 }
 
 // historyOf runs history -o json and returns the revisions, per cluster,
-// as "number description objects source current".
-func historyOf(t *testing.T, dir string, args ...string) map[string][]string {
+// as "number description objects source current"; its output goes to all.
+func historyOf(t *testing.T, all *strings.Builder, dir string, args ...string) map[string][]string {
 	t.Helper()
 	out, errOut, code := fleet(t, dir, append([]string{"history", "-o", "json"}, args...)...)
+	all.WriteString(out + errOut)
 	if code != 0 {
 		t.Fatalf("history: exit %d\n%s%s", code, out, errOut)
 	}
@@ -146,12 +147,13 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		t.Errorf("re-apply:\n%s", out)
 	}
 	want := []string{"1 apply 4 " + one[:7], "2 apply 3 " + two[:7] + " current"}
-	for cluster, got := range historyOf(t, dir, "--app", "rev-web") {
+	for cluster, got := range historyOf(t, &all, dir, "--app", "rev-web") {
 		if strings.Join(got, "|") != strings.Join(want, "|") {
 			t.Errorf("history of %s: %q, want %q", cluster, got, want)
 		}
 	}
 	out = run(0, "history", "--app", "rev-web")
+	run(0, "history", "--app", "rev-web", "-o", "yaml")
 	if !strings.Contains(out, "stg       rev-web   2 (current)") || !strings.Contains(out, one[:12]) {
 		t.Errorf("history table:\n%s", out)
 	}
@@ -184,7 +186,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	if !strings.Contains(out, "(server dry run)") {
 		t.Errorf("dry run:\n%s", out)
 	}
-	h := historyOf(t, dir, "--app", "rev-web")
+	h := historyOf(t, &all, dir, "--app", "rev-web")
 	if len(h["prod-a"]) != 3 || len(h["stg"]) != 4 {
 		t.Errorf("a dry run recorded a revision: %q", h)
 	}
@@ -218,7 +220,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(0, "apply", "-f", app, "--name", "rev-web", "--yes", "-c", "stg", "--history-limit", "2")
-	if got := historyOf(t, dir, "-c", "stg", "--app", "rev-web")["stg"]; len(got) != 2 || !strings.HasPrefix(got[0], "4 rollback to 2 3") || !strings.HasPrefix(got[1], "5 apply 3") {
+	if got := historyOf(t, &all, dir, "-c", "stg", "--app", "rev-web")["stg"]; len(got) != 2 || !strings.HasPrefix(got[0], "4 rollback to 2 3") || !strings.HasPrefix(got[1], "5 apply 3") {
 		t.Errorf("history after --history-limit 2: %q", got)
 	}
 	if !absent(t, "fleet-c1", "secret", "fleet-rev-web.v3", "-n", "kubectl-fleet") {
@@ -240,7 +242,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 
 	// Deleting the app deletes its history.
 	run(0, "delete", "-f", app, "--name", "rev-web", "--yes", "-c", "prod-a")
-	if got := historyOf(t, dir, "-c", "prod-a", "--app", "rev-web")["prod-a"]; len(got) != 0 {
+	if got := historyOf(t, &all, dir, "-c", "prod-a", "--app", "rev-web")["prod-a"]; len(got) != 0 {
 		t.Errorf("history after delete: %q", got)
 	}
 
