@@ -99,22 +99,22 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "apply", "do not ask before writing to protected groups", "clusters applied at once at most (a group's maxParallel may lower it)")
-	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before applying to it")
-	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
+	o.addRolloutFlags(cmd)
 	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
 	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
 	cmd.Flags().BoolVar(&o.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so")
 	cmd.Flags().BoolVar(&o.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
-	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until applied objects are healthy; a cluster that is not within --timeout fails")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
-	o.addRevisionFlags(cmd)
 	cmd.Flags().BoolVar(&o.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
 	return cmd
 }
 
-// addRevisionFlags adds the flags apply and rollback share about history.
-func (o *ApplyOptions) addRevisionFlags(cmd *cobra.Command) {
+// addRolloutFlags adds the flags apply and rollback share.
+func (o *ApplyOptions) addRolloutFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before writing to it")
+	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
+	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the objects are healthy; a cluster that is not within --timeout fails")
+	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
+	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
 	cmd.Flags().IntVar(&o.HistoryLimit, "history-limit", revision.DefaultLimit, "revisions kept per app and cluster (0: all); older ones are deleted")
 }
 
@@ -345,7 +345,8 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	}
 	w := p.cluster(c.Name)
 	results := r.of(c.Name)
-	if skip := o.rollback.skipped(c.Name, p, w); skip != nil && len(results) == 0 {
+	skip := o.rollback.skipped(c.Name, p, w)
+	if skip != nil && len(results) == 0 {
 		return skip
 	}
 	if o.Diff {
@@ -404,6 +405,9 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		}
 		o.before[c.Name] = before
 		o.mu.Unlock()
+	}
+	if len(errs) == 0 && skip != nil {
+		return skip // some apps went back, the skipped ones are said
 	}
 	return o.rollBack(ctx, r, c.Name, errors.Join(errs...), p, pr, tally)
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -75,12 +74,7 @@ Exit codes:
 	o.WriteOptions.addFlags(cmd, "rollback", "do not ask before writing to protected groups", "clusters rolled back at once at most (a group's maxParallel may lower it)")
 	cmd.Flags().StringSliceVar(&o.Apps, "app", nil, "the app to roll back (repeatable); default: every app with revisions on the cluster")
 	cmd.Flags().IntVar(&o.ToRevision, "to-revision", 0, "the revision to go back to (default: the one before the current)")
-	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before rolling it back")
-	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
-	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the objects are healthy; a cluster that is not within --timeout fails")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait may take per cluster")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
-	o.addRevisionFlags(cmd)
+	o.addRolloutFlags(cmd)
 	return cmd
 }
 

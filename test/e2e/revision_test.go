@@ -240,6 +240,24 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		t.Errorf("status -v from the inventory: exit %d\n%s%s", code, out, errOut)
 	}
 
+	// Production is protected: no terminal, no --yes, nothing written.
+	if out, errOut, code := fleet(t, dir, "rollback", "--app", "rev-web"); code != 1 || !strings.Contains(errOut, "group production is protected (prod-a, prod-b): pass --yes") {
+		t.Errorf("rollback without --yes: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := historyOf(t, &all, dir, "-c", "stg", "--app", "rev-web")["stg"]; len(got) != 2 {
+		t.Errorf("a refused rollback wrote: %q", got)
+	}
+	out = run(0, "rollback", "--app", "rev-web", "-c", "stg", "--dry-run=server", "-o", "json")
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("rollback -o json: %v: %q", err, line)
+		}
+	}
+	if !strings.Contains(out, `"type":"cluster","cluster":"stg","group":"staging","state":"succeeded"`) || !strings.Contains(out, `"dryRun":true`) {
+		t.Errorf("rollback -o json:\n%s", out)
+	}
+
 	// Deleting the app deletes its history.
 	run(0, "delete", "-f", app, "--name", "rev-web", "--yes", "-c", "prod-a")
 	if got := historyOf(t, &all, dir, "-c", "prod-a", "--app", "rev-web")["prod-a"]; len(got) != 0 {
