@@ -99,6 +99,7 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "apply", "do not ask before writing to protected groups", "clusters applied at once at most (a group's maxParallel may lower it)")
+	g.addSkipUnreachableFlag(cmd)
 	o.addRolloutFlags(cmd)
 	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
 	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
@@ -271,20 +272,29 @@ func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, t
 	case failed > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not %s", failed, len(outcomes), verb)}
 	}
-	if skipped := countState(outcomes, runner.Skipped); skipped > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters skipped", skipped, len(outcomes))}
-	}
-	return nil
+	return skipped(outcomes, ExitFailed)
 }
 
-func countState(outcomes []runner.Outcome, s runner.State) int {
-	n := 0
+// skipped is the error for clusters skipped: exit 3 when all were
+// unreachable (--skip-unreachable), else code; nil when none was.
+func skipped(outcomes []runner.Outcome, code int) error {
+	n, unreachable := 0, 0
 	for _, oc := range outcomes {
-		if oc.State == s {
+		var skip *runner.SkipError
+		if oc.State == runner.Skipped && errors.As(oc.Err, &skip) {
 			n++
+			if skip.Unreachable {
+				unreachable++
+			}
 		}
 	}
-	return n
+	switch {
+	case n == 0:
+		return nil
+	case unreachable == n:
+		return &ExitError{Code: ExitSkipped, Err: fmt.Errorf("%d of %d clusters skipped: unreachable", n, len(outcomes))}
+	}
+	return &ExitError{Code: code, Err: fmt.Errorf("%d of %d clusters skipped", n, len(outcomes))}
 }
 
 // confirmations sets a gate on each protected group's wave: a question on a

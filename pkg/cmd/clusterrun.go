@@ -106,6 +106,11 @@ func (g *GlobalOptions) connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cl
 		if err != nil {
 			return nil, err
 		}
+		if g.SkipUnreachable {
+			if err := client.Reachable(); kube.IsUnreachable(err) {
+				return nil, &runner.SkipError{Reason: "unreachable: " + err.Error(), Unreachable: true}
+			}
+		}
 		if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
 			return nil, err
 		}

@@ -60,6 +60,7 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "delete", "do not ask for confirmation", "clusters worked on at once at most")
+	g.addSkipUnreachableFlag(cmd)
 	return cmd
 }
 

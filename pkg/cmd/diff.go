@@ -73,6 +73,7 @@ Exit codes (kubectl diff's convention):
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
+	g.addSkipUnreachableFlag(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters diffed at once")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
@@ -153,7 +154,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	for _, oc := range outcomes {
 		s := summaries[oc.Cluster]
 		differs = differs || s.Differs()
-		if oc.Err != nil || oc.State != runner.Succeeded {
+		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
 			failed++
 		}
 		o.printDiffSummary(p, oc, s)
@@ -168,6 +169,11 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitInterrupted}
 	case failed > 0:
 		return &ExitError{Code: ExitDiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(outcomes))}
+	}
+	if err := skipped(outcomes, ExitDiffError); err != nil {
+		return err
+	}
+	switch {
 	case differs:
 		return &ExitError{Code: 1}
 	}
@@ -291,6 +297,8 @@ func (o *DiffOptions) printDiffSummary(p *printer, oc runner.Outcome, s diff.Sum
 	switch {
 	case oc.State == runner.NotStarted:
 		line = "not diffed (interrupted)"
+	case oc.State == runner.Skipped:
+		line = "skipped: " + oc.Err.Error()
 	case oc.Err != nil:
 		line = "error: " + oc.Err.Error()
 	}

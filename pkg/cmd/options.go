@@ -31,6 +31,9 @@ type GlobalOptions struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	// LogLevel is --v, client-go's log level.
 	LogLevel int
+	// SkipUnreachable is --skip-unreachable, for the commands that offer
+	// it.
+	SkipUnreachable bool
 
 	// clients holds one client per cluster for the command's run.
 	clients memo.Memo[string, *kube.Client]
@@ -43,6 +46,11 @@ func (g *GlobalOptions) addFlags(cmd *cobra.Command) {
 	cmd.PersistentFlags().BoolVar(&g.NoColor, "no-color", false, "never colour output (NO_COLOR is honoured too)")
 	g.ConfigFlags.AddFlags(cmd.PersistentFlags())
 	cmd.PersistentFlags().IntVar(&g.LogLevel, "v", 0, "client-go log level, as kubectl's -v (6 shows requests); bodies are never logged")
+}
+
+// addSkipUnreachableFlag offers --skip-unreachable on a command.
+func (g *GlobalOptions) addSkipUnreachableFlag(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&g.SkipUnreachable, "skip-unreachable", false, "report clusters that cannot be reached (refused, DNS, timeout on the first request) as skipped, not failed; they do not count against maxFailures, and the command exits 3")
 }
 
 // loadFleet reads the fleet file.

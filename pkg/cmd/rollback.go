@@ -72,6 +72,7 @@ Exit codes:
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "rollback", "do not ask before writing to protected groups", "clusters rolled back at once at most (a group's maxParallel may lower it)")
+	g.addSkipUnreachableFlag(cmd)
 	cmd.Flags().StringSliceVar(&o.Apps, "app", nil, "the app to roll back (repeatable); default: every app with revisions on the cluster")
 	cmd.Flags().IntVar(&o.ToRevision, "to-revision", 0, "the revision to go back to (default: the one before the current)")
 	o.addRolloutFlags(cmd)

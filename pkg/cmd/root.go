@@ -24,6 +24,9 @@ const (
 	ExitOK = 0
 	// ExitFailed means an error, or for vet: problems found.
 	ExitFailed = 1
+	// ExitSkipped means done, except for clusters --skip-unreachable
+	// skipped.
+	ExitSkipped = 3
 	// ExitInterrupted means the run was stopped by Ctrl-C.
 	ExitInterrupted = 130
 )
@@ -58,6 +61,7 @@ with the cluster it belongs to.
 Exit codes:
   0    success
   1    an error, or problems found (vet)
+  3    done, except for clusters --skip-unreachable skipped
   130  interrupted (Ctrl-C)`
 
 // NewCmdFleet returns the root command.

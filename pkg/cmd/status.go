@@ -72,6 +72,7 @@ Exit codes:
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
+	g.addSkipUnreachableFlag(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per cluster and app, per line)")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "list every object")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters queried at once")
@@ -206,7 +207,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	healthy := true
 	for _, oc := range outcomes {
-		if oc.Err != nil || oc.State != runner.Succeeded {
+		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
 			healthy = false
 		}
 		for _, a := range results[oc.Cluster] {
@@ -242,7 +243,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 	if !healthy {
 		return &ExitError{Code: ExitFailed}
 	}
-	return nil
+	return skipped(outcomes, ExitFailed)
 }
 
 func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) error {
@@ -278,12 +279,18 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 					}
 				}
 			}
-			if oc.Err != nil {
+			switch {
+			case oc.State == runner.Skipped:
+				cells[i] = "Skipped"
+			case oc.Err != nil:
 				cells[i] = "Error"
 			}
 		}
-		if oc.Err != nil {
-			errs = append(errs, fmt.Sprintf("%s: %v", oc.Cluster, oc.Err))
+		switch {
+		case oc.State == runner.Skipped:
+			errs = append(errs, fmt.Sprintf("skipped: %s: %v", oc.Cluster, oc.Err))
+		case oc.Err != nil:
+			errs = append(errs, fmt.Sprintf("error: %s: %v", oc.Cluster, oc.Err))
 		}
 		group := ""
 		if c := r.fleet.Cluster(oc.Cluster); c != nil {
@@ -295,7 +302,7 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 		return err
 	}
 	for _, e := range errs {
-		fmt.Fprintln(o.ErrOut, "error:", e)
+		fmt.Fprintln(o.ErrOut, e)
 	}
 	for _, s := range skew(r, outcomes, results) {
 		fmt.Fprintln(o.Out, s)

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -101,6 +102,17 @@ func (c *Client) MappingFor(gk schema.GroupKind) (*meta.RESTMapping, error) {
 		return nil, fmt.Errorf("%s: %w", gk, err)
 	}
 	return m, nil
+}
+
+// Reachable asks the cluster for its version: the first request of a
+// command run with --skip-unreachable, bounded like every request.
+func (c *Client) Reachable() error {
+	d, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	_, err = d.ServerVersion()
+	return err
 }
 
 // VerifyIdentity checks, before any write, that the cluster's context still

@@ -45,7 +45,11 @@ const (
 )
 
 // SkipError is what fn returns for a cluster it skipped, and why.
-type SkipError struct{ Reason string }
+type SkipError struct {
+	Reason string
+	// Unreachable: the cluster could not be reached (--skip-unreachable).
+	Unreachable bool
+}
 
 func (e *SkipError) Error() string { return e.Reason }
 
