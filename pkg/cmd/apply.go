@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
@@ -46,6 +47,7 @@ type ApplyOptions struct {
 	HistoryLimit int
 	// Atomic rolls a failed cluster back to what it had before.
 	Atomic bool
+	ReportOptions
 
 	// rollback, when set, makes the run a rollback: the objects come from
 	// revisions stored in the clusters (RollbackOptions).
@@ -117,6 +119,7 @@ func (o *ApplyOptions) addRolloutFlags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
 	cmd.Flags().IntVar(&o.HistoryLimit, "history-limit", revision.DefaultLimit, "revisions kept per app and cluster (0: all); older ones are deleted")
+	o.ReportOptions.addFlags(cmd)
 }
 
 // Validate checks the flags.
@@ -131,6 +134,9 @@ func (o *ApplyOptions) Validate() error {
 		return fmt.Errorf("--concurrency must be at least 1")
 	case o.HistoryLimit < 0:
 		return fmt.Errorf("--history-limit must be 0 (keep all) or more")
+	}
+	if err := o.ReportOptions.validate(); err != nil {
+		return err
 	}
 	return o.SourceOptions.validate()
 }
@@ -258,7 +264,10 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 		return err
 	})
 	pr.finish()
-	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, verb)
+	err := finishRollout(ctx, p, outcomes, &tally, byName, dryRun, verb)
+	return o.ReportOptions.finish(o.GlobalOptions, func() report.Report {
+		return rolloutReport(strings.ReplaceAll(verb, " ", ""), outcomes, &tally, func(c string) string { return byName[c].Group }, o.collected, dryRun)
+	}, err)
 }
 
 // finishRollout prints the summary of a write rollout and turns it into
@@ -367,6 +376,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 				return fmt.Errorf("app %s: diff: %w", res.App, err)
 			}
 			d.printDiffs(p, w, c.Name, res.App, diffs)
+			o.collected.diff(c.Name, diffs)
 		}
 	}
 	var (
@@ -391,6 +401,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			before = append(before, set)
 		}
 		err := o.applyApp(ctx, r, c, client, res, p, pr, tally, dryRun, dependedOn(r.fleet, app, results))
+		o.collected.app(c.Name, appOutcome(app, err))
 		if err != nil {
 			failed[app] = true
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
@@ -455,6 +466,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 		case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
 			pr.did(c.Name)
 		}
+		o.collected.failed(c.Name, app, ch)
 		printed(ch)
 	}
 	pr.expect(c.Name, len(res.Objects))

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -34,6 +35,7 @@ type DiffOptions struct {
 	Concurrency    int
 	ShowSecrets    bool
 	ForceConflicts bool
+	ReportOptions
 
 	// external is set when $KUBECTL_EXTERNAL_DIFF shows the diffs; the
 	// output then only names each changed object.
@@ -74,6 +76,7 @@ Exit codes (kubectl diff's convention):
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	g.addSkipUnreachableFlag(cmd)
+	o.ReportOptions.addFlags(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters diffed at once")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
@@ -89,6 +92,9 @@ func (o *DiffOptions) Validate() error {
 	}
 	if o.Parallel < 1 || o.Concurrency < 1 {
 		return fmt.Errorf("--parallel and --concurrency must be at least 1")
+	}
+	if err := o.ReportOptions.validate(); err != nil {
+		return err
 	}
 	return o.SourceOptions.validate()
 }
@@ -121,12 +127,56 @@ type DiffSummary struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// Run diffs every selected cluster.
+// Run diffs every selected cluster, and writes the report.
 func (o *DiffOptions) Run(ctx context.Context) error {
+	res := &diffRun{summaries: map[string]diff.Summary{}}
+	err := o.run(ctx, res)
+	if res.r == nil {
+		return err // nothing rendered: nothing to report
+	}
+	return o.finish(o.GlobalOptions, func() report.Report { return o.report(res) }, err)
+}
+
+// diffRun is what a diff found on every cluster.
+type diffRun struct {
+	r         *rendered
+	outcomes  []runner.Outcome
+	summaries map[string]diff.Summary
+}
+
+// report is the diff's report: each cluster's counts, apps and diff.
+func (o *DiffOptions) report(res *diffRun) report.Report {
+	rep := report.Report{Command: "diff"}
+	for _, oc := range res.outcomes {
+		s := res.summaries[oc.Cluster]
+		c := report.Cluster{Name: oc.Cluster, Group: res.r.fleet.Cluster(oc.Cluster).Group, Counts: &report.Counts{Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged}, Error: errString(oc.Err)}
+		switch {
+		case oc.State == runner.Skipped:
+			c.State, c.Skipped = "skipped", true
+		case oc.State == runner.NotStarted:
+			c.State, c.Skipped = "not diffed (interrupted)", true
+		case oc.Err != nil:
+			c.State, c.Failed = "error", true
+		case s.Differs():
+			c.State = "differs"
+		default:
+			c.State = "in sync"
+		}
+		c.Apps, c.Diff = o.collected.of(oc.Cluster)
+		if o.ShowSecrets && s.Differs() {
+			c.Diff = "(diffs are left out of reports with --show-secrets)"
+		}
+		rep.Clusters = append(rep.Clusters, c)
+	}
+	return rep
+}
+
+func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
 	if err != nil {
 		return &ExitError{Code: ExitDiffError, Err: err}
 	}
+	res.r = r
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	defer p.close()
 	var external *externalDiff
@@ -137,10 +187,8 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		defer external.remove()
 		o.external = true
 	}
-	var (
-		mu        sync.Mutex
-		summaries = map[string]diff.Summary{}
-	)
+	var mu sync.Mutex
+	summaries := res.summaries
 	names, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external)
@@ -149,6 +197,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 		mu.Unlock()
 		return err
 	})
+	res.outcomes = outcomes
 	p.close()
 	failed, differs := 0, false
 	for _, oc := range outcomes {
@@ -193,6 +242,17 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}
 		o.printDiffs(p, w, c.Name, res.App, diffs)
+		if o.collected != nil {
+			s := diff.Summarize(diffs)
+			a := report.App{Name: res.App, State: "in sync"}
+			if s.Differs() {
+				a.State = fmt.Sprintf("%d to create, %d to change, %d to prune", s.Create, s.Change, s.Prune)
+			}
+			o.collected.app(c.Name, a)
+			if !o.ShowSecrets {
+				o.collected.diff(c.Name, diffs)
+			}
+		}
 		if external != nil {
 			for _, d := range diffs {
 				if d.Err == nil {
@@ -230,6 +290,13 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 }
 
 func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
+	writeObjectDiff(w, d, output.UseColor(o.Out, o.NoColor), o.external)
+}
+
+// writeObjectDiff writes one object's diff as diff prints it: notes and
+// warnings, then the unified diff (coloured with color; only the action
+// with external, whose tool shows the rest).
+func writeObjectDiff(w io.Writer, d diff.Object, color, external bool) {
 	if d.Warning != "" {
 		fmt.Fprintf(w, "%s: warning: %s\n", d.Ref, d.Warning)
 	}
@@ -247,11 +314,10 @@ func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
 	if d.Kind == diff.Kept {
 		return
 	}
-	if o.external {
+	if external {
 		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Kind)
 		return
 	}
-	color := output.UseColor(o.Out, o.NoColor)
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(d.Text, "\n") {
 		if line == "" {

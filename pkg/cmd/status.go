@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 )
@@ -32,6 +33,7 @@ type StatusOptions struct {
 	// Watch refreshes the report every WatchInterval until Ctrl-C.
 	Watch         bool
 	WatchInterval time.Duration
+	ReportOptions
 
 	// inventory: no source and no apps; report what the clusters record.
 	inventory bool
@@ -67,12 +69,19 @@ Exit codes:
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}
+			if err := o.ReportOptions.validate(); err != nil {
+				return err
+			}
+			if o.Watch && o.Report != "" {
+				return fmt.Errorf("--report does not go with --watch, which never ends")
+			}
 			return o.Run(cmd.Context())
 		},
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	g.addSkipUnreachableFlag(cmd)
+	o.ReportOptions.addFlags(cmd)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per cluster and app, per line)")
 	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "list every object")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters queried at once")
@@ -185,8 +194,35 @@ func (o *StatusOptions) appsOf(ctx context.Context, r *rendered, client *kube.Cl
 	return out, nil
 }
 
+// statusReport is status's report: each cluster's apps and their state.
+func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) report.Report {
+	rep := report.Report{Command: "status"}
+	for _, oc := range outcomes {
+		c := report.Cluster{Name: oc.Cluster, Group: r.fleet.Cluster(oc.Cluster).Group, State: "ok", Error: errString(oc.Err)}
+		switch {
+		case oc.State == runner.Skipped:
+			c.State, c.Skipped = "skipped", true
+		case oc.Err != nil:
+			c.State, c.Failed = "error", true
+		}
+		for _, a := range results[oc.Cluster] {
+			state, n := a.Summary()
+			ra := report.App{Name: a.App, State: fmt.Sprintf("%s %d/%d", state, n, len(a.Objects)), Failed: !a.OK()}
+			if a.Revision > 0 {
+				ra.State += fmt.Sprintf(" r%d", a.Revision)
+			}
+			if ra.Failed && !c.Failed && !c.Skipped {
+				c.State, c.Failed = "not ok", true
+			}
+			c.Apps = append(c.Apps, ra)
+		}
+		rep.Clusters = append(rep.Clusters, c)
+	}
+	return rep
+}
+
 // report reads the status of every selected cluster once and prints it.
-func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
+func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 	var (
 		mu      sync.Mutex
 		results = map[string][]status.App{}
@@ -204,6 +240,11 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) error {
 		mu.Unlock()
 		return err
 	})
+	if !o.Watch {
+		defer func() {
+			err = o.finish(o.GlobalOptions, func() report.Report { return statusReport(r, outcomes, results) }, err)
+		}()
+	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	healthy := true
 	for _, oc := range outcomes {

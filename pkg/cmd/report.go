@@ -1,0 +1,180 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// StepSummaryEnv names the file GitHub Actions shows as the job summary:
+// when it is set, the markdown report is appended to it.
+const StepSummaryEnv = "GITHUB_STEP_SUMMARY"
+
+// ReportOptions are --report and --report-format, for diff, apply,
+// rollback and status.
+type ReportOptions struct {
+	Report       string
+	ReportFormat string
+
+	// collected holds, per cluster, the apps' outcomes and diffs.
+	collected *collector
+}
+
+func (r *ReportOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&r.Report, "report", "", "also write a report of every cluster to this file, for CI (see --report-format)")
+	cmd.Flags().StringVar(&r.ReportFormat, "report-format", report.Markdown, "the report's format: markdown (a table, diffs folded; fits a pull-request comment) or junit (a test case per cluster and app)")
+}
+
+func (r *ReportOptions) validate() error {
+	if r.ReportFormat != report.Markdown && r.ReportFormat != report.JUnit {
+		return fmt.Errorf("--report-format %q: want markdown or junit", r.ReportFormat)
+	}
+	if r.enabled() {
+		r.collected = &collector{apps: map[string][]report.App{}, diffs: map[string]*strings.Builder{}, failures: map[string][]string{}}
+	}
+	return nil
+}
+
+// enabled reports whether a report is written: --report, or a GitHub
+// Actions job summary.
+func (r *ReportOptions) enabled() bool {
+	return r.Report != "" || os.Getenv(StepSummaryEnv) != ""
+}
+
+// write writes the report to --report and appends it, as markdown, to
+// the job summary. A report that cannot be written is an error.
+func (r *ReportOptions) write(rep report.Report) error {
+	var errs []error
+	if r.Report != "" {
+		errs = append(errs, report.Write(rep, r.ReportFormat, r.Report, false))
+	}
+	if s := os.Getenv(StepSummaryEnv); s != "" {
+		errs = append(errs, report.Write(rep, report.Markdown, s, true))
+	}
+	return errors.Join(errs...)
+}
+
+// finish writes the report, if any, and returns the command's error:
+// err, or, when the command went well, the report's.
+func (r *ReportOptions) finish(g *GlobalOptions, rep func() report.Report, err error) error {
+	if !r.enabled() {
+		return err
+	}
+	werr := r.write(rep())
+	switch {
+	case werr == nil:
+		return err
+	case err == nil:
+		return werr
+	}
+	fmt.Fprintln(g.ErrOut, "error:", werr)
+	return err
+}
+
+// collector gathers, per cluster, what a report shows beyond the
+// summary: each app's outcome and the diffs, masked. A nil collector
+// gathers nothing.
+type collector struct {
+	mu    sync.Mutex
+	apps  map[string][]report.App
+	diffs map[string]*strings.Builder
+	// failures are the objects that failed, by cluster and app.
+	failures map[string][]string
+}
+
+// app records an app's outcome on a cluster, with the objects that failed.
+func (c *collector) app(cluster string, a report.App) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f := c.failures[cluster+"/"+a.Name]; len(f) > 0 {
+		a.Error += "\n" + strings.Join(f, "\n")
+	}
+	c.apps[cluster] = append(c.apps[cluster], a)
+}
+
+// failed records an object of an app that failed on a cluster.
+func (c *collector) failed(cluster, app string, ch apply.Change) {
+	if c == nil || ch.Err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.failures[cluster+"/"+app] = append(c.failures[cluster+"/"+app], ch.Ref+": "+ch.Err.Error())
+}
+
+// diff adds diffs to a cluster's; they must be masked (no --show-secrets).
+func (c *collector) diff(cluster string, diffs []diff.Object) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.diffs[cluster]
+	if b == nil {
+		b = &strings.Builder{}
+		c.diffs[cluster] = b
+	}
+	for _, d := range diffs {
+		writeObjectDiff(b, d, false, false)
+	}
+}
+
+func (c *collector) of(cluster string) ([]report.App, string) {
+	if c == nil {
+		return nil, ""
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := ""
+	if b := c.diffs[cluster]; b != nil {
+		d = b.String()
+	}
+	return c.apps[cluster], d
+}
+
+// appOutcome is an app's outcome on a cluster, for a report.
+func appOutcome(app string, err error) report.App {
+	if err != nil {
+		return report.App{Name: app, State: "failed", Failed: true, Error: err.Error()}
+	}
+	return report.App{Name: app, State: "ok"}
+}
+
+// rolloutReport is the report of apply or rollback: each cluster's
+// outcome and counts, its apps, and its diff with --diff.
+func rolloutReport(command string, outcomes []runner.Outcome, tally *counts, group func(string) string, rc *collector, dryRun bool) report.Report {
+	rep := report.Report{Command: command}
+	if dryRun {
+		rep.Command += " (server dry run)"
+	}
+	for _, oc := range outcomes {
+		n := tally.of(oc.Cluster)
+		c := report.Cluster{Name: oc.Cluster, Group: group(oc.Cluster), State: string(oc.State), Error: errString(oc.Err),
+			Counts: &report.Counts{Create: n[apply.Created], Change: n[apply.Configured] + n[apply.Replaced], Prune: n[apply.Pruned], Unchanged: n[apply.Unchanged]}}
+		switch oc.State {
+		case runner.Failed, runner.NotStarted:
+			c.Failed = true
+			var rolledBack *atomicError
+			if errors.As(oc.Err, &rolledBack) {
+				c.State += ", " + rolledBack.note
+			}
+		case runner.Skipped:
+			c.Skipped = true
+		}
+		c.Apps, c.Diff = rc.of(oc.Cluster)
+		rep.Clusters = append(rep.Clusters, c)
+	}
+	return rep
+}

@@ -1,0 +1,201 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	east "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+func sample() Report {
+	return Report{Command: "diff", Clusters: []Cluster{
+		{Name: "stg", Group: "staging", State: "differs", Counts: &Counts{Create: 1, Change: 1}, Diff: "--- live/stg/Secret/web/creds\n+++ merged/stg/Secret/web/creds\n@@ -1,3 +1,3 @@\n-  password: '*** (before)'\n+  password: '*** (after)'\n"},
+		{Name: "prod|eu", Group: "production", State: "failed", Failed: true, Counts: &Counts{}, Error: "app web: forbidden\nsecond line", Apps: []App{{Name: "web", State: "failed", Failed: true, Error: "forbidden"}}},
+		{Name: "prod-us", Group: "production", State: "skipped", Skipped: true, Error: "unreachable: dial tcp: refused"},
+	}}
+}
+
+// parse reads markdown the way GitHub does (GFM tables) and returns the
+// tables' rows and the raw HTML blocks.
+func parse(t *testing.T, md string) (rows [][]string, html []string) {
+	t.Helper()
+	src := []byte(md)
+	doc := goldmark.New(goldmark.WithExtensions(extension.GFM)).Parser().Parse(text.NewReader(src))
+	err := ast.Walk(doc, func(n ast.Node, entering bool) (ast.WalkStatus, error) {
+		if !entering {
+			return ast.WalkContinue, nil
+		}
+		switch n := n.(type) {
+		case *east.TableRow, *east.TableHeader:
+			var row []string
+			for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+				var b strings.Builder
+				for x := c.FirstChild(); x != nil; x = x.NextSibling() {
+					b.Write(nodeText(x, src))
+				}
+				row = append(row, b.String())
+			}
+			rows = append(rows, row)
+		case *ast.HTMLBlock:
+			var b bytes.Buffer
+			for i := 0; i < n.Lines().Len(); i++ {
+				seg := n.Lines().At(i)
+				b.Write(seg.Value(src))
+			}
+			html = append(html, b.String())
+		}
+		return ast.WalkContinue, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows, html
+}
+
+func nodeText(n ast.Node, src []byte) []byte {
+	if t, ok := n.(*ast.Text); ok {
+		return t.Segment.Value(src)
+	}
+	var b bytes.Buffer
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		b.Write(nodeText(c, src))
+	}
+	return b.Bytes()
+}
+
+func TestMarkdownParses(t *testing.T) {
+	var b bytes.Buffer
+	if err := sample().WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	rows, html := parse(t, b.String())
+	want := [][]string{
+		{"cluster", "group", "create", "change", "prune", "unchanged", "state"},
+		{"stg", "staging", "1", "1", "0", "0", "differs"},
+		{`prod\|eu`, "production", "0", "0", "0", "0", "failed"}, // as written; rendered below
+		{"prod-us", "production", "0", "0", "0", "0", "skipped"},
+	}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("table (-want +got):\n%s\n%s", diff, b.String())
+	}
+	var page bytes.Buffer
+	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(b.Bytes(), &page); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), "<td>prod|eu</td>") || strings.Count(page.String(), "<tr>") != 4 {
+		t.Errorf("rendered table:\n%s", page.String())
+	}
+	if len(html) < 3 || !strings.HasPrefix(html[0], "<details><summary>stg: differs</summary>") {
+		t.Errorf("details blocks: %q", html)
+	}
+	for _, want := range []string{"```diff\n--- live/stg/Secret/web/creds", "+  password: '*** (after)'", "```text\napp web: forbidden\nsecond line\n```", "unreachable: dial tcp: refused"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestMarkdownFitsAComment: long diffs are cut, every fence closed, every
+// cluster keeps its block, and the whole fits.
+func TestMarkdownFitsAComment(t *testing.T) {
+	r := Report{Command: "apply"}
+	for i := range 5 {
+		diff := strings.Repeat(fmt.Sprintf("+  key-%d: value\n", i), 20000)
+		r.Clusters = append(r.Clusters, Cluster{Name: fmt.Sprintf("c%d", i), Group: "g", State: "applied", Counts: &Counts{Create: 1}, Diff: diff})
+	}
+	var b bytes.Buffer
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	if len(md) > MaxMarkdown {
+		t.Errorf("%d characters, more than %d", len(md), MaxMarkdown)
+	}
+	if n := strings.Count(md, "_Cut to fit a pull-request comment"); n != 5 {
+		t.Errorf("%d notes, want 5", n)
+	}
+	if strings.Count(md, "```")%2 != 0 {
+		t.Error("a code fence is left open")
+	}
+	_, html := parse(t, md)
+	opened := 0
+	for _, h := range html {
+		opened += strings.Count(h, "<details>")
+	}
+	if opened != 5 || strings.Count(md, "</details>") != 5 {
+		t.Errorf("%d details opened, %d closed", opened, strings.Count(md, "</details>"))
+	}
+}
+
+// TestJUnit: one case per cluster and per app, failures and skips counted,
+// and the attributes the usual schema (Jenkins' junit.xsd) requires.
+func TestJUnit(t *testing.T) {
+	var b bytes.Buffer
+	if err := sample().WriteJUnit(&b); err != nil {
+		t.Fatal(err)
+	}
+	var got junitSuites
+	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if got.Tests != 4 || got.Failures != 2 || got.Skipped != 1 || len(got.Suites) != 2 {
+		t.Errorf("totals: %d tests, %d failures, %d skipped, %d suites\n%s", got.Tests, got.Failures, got.Skipped, len(got.Suites), b.String())
+	}
+	var cases []string
+	for _, s := range got.Suites {
+		if s.Name == "" || s.Tests != len(s.Cases) {
+			t.Errorf("suite %+v", s)
+		}
+		for _, c := range s.Cases {
+			state := "passed"
+			switch {
+			case c.Failure != nil:
+				state = "failed: " + c.Failure.Message
+			case c.Skipped != nil:
+				state = "skipped: " + c.Skipped.Message
+			}
+			cases = append(cases, c.Classname+" "+c.Name+" "+state)
+		}
+	}
+	want := []string{
+		"staging stg passed",
+		"production prod|eu failed: failed: app web: forbidden",
+		"production.prod|eu prod|eu/web failed: failed: forbidden",
+		"production prod-us skipped: skipped: unreachable: dial tcp: refused",
+	}
+	if diff := cmp.Diff(want, cases); diff != "" {
+		t.Errorf("cases (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriteAppends(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "summary.md")
+	for range 2 {
+		if err := Write(sample(), Markdown, path, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(b), "### kubectl fleet diff"); n != 2 {
+		t.Errorf("%d reports appended, want 2", n)
+	}
+	if err := Write(sample(), JUnit, path, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.HasPrefix(b, []byte("<?xml")) {
+		t.Errorf("not replaced: %s", b[:40])
+	}
+}
