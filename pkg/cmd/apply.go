@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -48,6 +49,9 @@ type ApplyOptions struct {
 	// Atomic rolls a failed cluster back to what it had before.
 	Atomic bool
 	ReportOptions
+	// PlanFile is --plan: apply only what this plan (diff --out) saw.
+	PlanFile string
+	plan     *plan.Plan
 
 	// rollback, when set, makes the run a rollback: the objects come from
 	// revisions stored in the clusters (RollbackOptions).
@@ -107,6 +111,7 @@ Exit codes:
 	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
 	cmd.Flags().BoolVar(&o.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so")
 	cmd.Flags().BoolVar(&o.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
+	cmd.Flags().StringVar(&o.PlanFile, "plan", "", "apply only if, per cluster, the render and the live objects are still what this plan (diff --out) saw; else that cluster fails, nothing written to it")
 	cmd.Flags().BoolVar(&o.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
 	return cmd
 }
@@ -236,6 +241,21 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if o.PlanFile != "" {
+		if o.plan, err = plan.Load(o.PlanFile); err != nil {
+			return err
+		}
+		apps := map[string][]string{}
+		for _, c := range r.clusters {
+			apps[c.Name] = []string{}
+			for _, res := range r.of(c.Name) {
+				apps[c.Name] = append(apps[c.Name], res.App)
+			}
+		}
+		if err := o.plan.Agree(apps); err != nil {
+			return err
+		}
+	}
 	return o.rollout(ctx, r, "apply")
 }
 
@@ -364,6 +384,15 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	}
 	w := p.cluster(c.Name)
 	results := r.of(c.Name)
+	if o.plan != nil {
+		// Every app is checked before anything is written.
+		pr.stage(c.Name, "checking the plan")
+		for _, res := range results {
+			if err := plan.Check(ctx, client, o.plan.Cluster(c.Name).App(res.App), res.Objects, o.Concurrency); err != nil {
+				return err
+			}
+		}
+	}
 	skip := o.rollback.skipped(c.Name, p, w)
 	if skip != nil && len(results) == 0 {
 		return skip

@@ -2,23 +2,28 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
 	"k8s.io/utils/exec"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -36,6 +41,11 @@ type DiffOptions struct {
 	ShowSecrets    bool
 	ForceConflicts bool
 	ReportOptions
+	// PlanFile is --out: where to write the plan.
+	PlanFile string
+
+	// sources describes each source path's git state once per run.
+	sources memo.Memo[string, revision.Source]
 
 	// external is set when $KUBECTL_EXTERNAL_DIFF shows the diffs; the
 	// output then only names each changed object.
@@ -77,6 +87,7 @@ Exit codes (kubectl diff's convention):
 	o.SourceOptions.addFlags(cmd, g)
 	g.addSkipUnreachableFlag(cmd)
 	o.ReportOptions.addFlags(cmd)
+	cmd.Flags().StringVar(&o.PlanFile, "out", "", "also write a plan to this file: what apply --plan will write, or refuse to once anything moved")
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters diffed at once")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
@@ -129,10 +140,20 @@ type DiffSummary struct {
 
 // Run diffs every selected cluster, and writes the report.
 func (o *DiffOptions) Run(ctx context.Context) error {
-	res := &diffRun{summaries: map[string]diff.Summary{}}
+	res := &diffRun{summaries: map[string]diff.Summary{}, plans: map[string][]plan.App{}}
 	err := o.run(ctx, res)
 	if res.r == nil {
 		return err // nothing rendered: nothing to report
+	}
+	if o.PlanFile != "" {
+		if perr := o.writePlan(res); perr != nil {
+			var ee *ExitError
+			if err == nil || errors.As(err, &ee) && ee.Code == 1 {
+				err = &ExitError{Code: ExitDiffError, Err: perr} // differences, but no plan
+			} else {
+				fmt.Fprintln(o.ErrOut, "error:", perr)
+			}
+		}
 	}
 	return o.finish(o.GlobalOptions, func() report.Report { return o.report(res) }, err)
 }
@@ -142,6 +163,26 @@ type diffRun struct {
 	r         *rendered
 	outcomes  []runner.Outcome
 	summaries map[string]diff.Summary
+
+	mu    sync.Mutex
+	plans map[string][]plan.App // by cluster, with --out
+}
+
+// writePlan writes what the diff saw as a plan (--out), when it saw every
+// selected cluster whole.
+func (o *DiffOptions) writePlan(res *diffRun) error {
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, Created: time.Now().UTC().Truncate(time.Second), Fleet: res.r.fleet.Metadata.Name}
+	for _, oc := range res.outcomes {
+		if oc.State != runner.Succeeded {
+			return fmt.Errorf("no plan written: cluster %s was not diffed whole (%s)", oc.Cluster, oc.State)
+		}
+		p.Clusters = append(p.Clusters, plan.Cluster{Name: oc.Cluster, Group: res.r.fleet.Cluster(oc.Cluster).Group, Apps: res.plans[oc.Cluster]})
+	}
+	if err := p.Write(o.PlanFile); err != nil {
+		return fmt.Errorf("writing the plan: %w", err)
+	}
+	fmt.Fprintf(o.ErrOut, "Plan written to %s: apply it with kubectl fleet apply --plan %s\n", o.PlanFile, o.PlanFile)
+	return nil
 }
 
 // report is the diff's report: each cluster's counts, apps and diff.
@@ -191,7 +232,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	summaries := res.summaries
 	names, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
-		s, err := o.diffCluster(ctx, r, byName[name], p, external)
+		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
 		mu.Lock()
 		summaries[name] = s
 		mu.Unlock()
@@ -229,7 +270,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	return nil
 }
 
-func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *externalDiff) (diff.Summary, error) {
+func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *externalDiff, run *diffRun) (diff.Summary, error) {
 	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
 		return diff.Summary{}, err
@@ -242,6 +283,18 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}
 		o.printDiffs(p, w, c.Name, res.App, diffs)
+		if o.PlanFile != "" {
+			objs, err := plan.Objects(diffs)
+			if err != nil {
+				return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
+			}
+			src, _ := o.sources.Do(res.Source.Path, func() (revision.Source, error) {
+				return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
+			})
+			run.mu.Lock()
+			run.plans[c.Name] = append(run.plans[c.Name], plan.App{App: res.App, Digest: revision.Digest(res.Objects), Source: src, Objects: objs})
+			run.mu.Unlock()
+		}
 		if o.collected != nil {
 			s := diff.Summarize(diffs)
 			a := report.App{Name: res.App, State: "in sync"}

@@ -1,0 +1,269 @@
+// Package plan keeps what a reviewed diff saw, so that apply writes
+// exactly that or nothing (Terraform's plan, for a fleet): per cluster and
+// app, the digest of the rendered objects and the resource version of
+// every live object the diff compared them with. A plan holds no object
+// content: no Secret data, no credentials.
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// APIVersion and Kind of a plan file.
+const (
+	APIVersion = "fleet.kubectl.io/v1alpha1"
+	Kind       = "Plan"
+)
+
+// Plan is what "diff --out" saw on every selected cluster.
+type Plan struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Created    time.Time `json:"created"`
+	// Fleet is the fleet's name.
+	Fleet    string    `json:"fleet"`
+	Clusters []Cluster `json:"clusters"`
+}
+
+// Cluster is one cluster's part of a plan.
+type Cluster struct {
+	Name  string `json:"name"`
+	Group string `json:"group"`
+	Apps  []App  `json:"apps"`
+}
+
+// App is one app's part of a cluster's plan.
+type App struct {
+	App string `json:"app"`
+	// Digest identifies the rendered objects (revision.Digest).
+	Digest string `json:"digest"`
+	// Source is the source's git commit, when in git.
+	Source revision.Source `json:"source,omitzero"`
+	// Objects are the live objects the diff compared the render with, and
+	// what apply would do to each.
+	Objects []Object `json:"objects"`
+}
+
+// Object is one object the diff saw.
+type Object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	// Action is the diff's: create, change, unchanged, prune, ….
+	Action string `json:"action"`
+	// ResourceVersion is the live object's; "" for one that did not exist.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+func (o Object) ref() string {
+	gv, _ := schema.ParseGroupVersion(o.APIVersion)
+	ref := strings.ToLower(o.Kind)
+	if gv.Group != "" {
+		ref += "." + gv.Group
+	}
+	return ref + "/" + o.Name
+}
+
+func (o Object) key() string { return o.APIVersion + "/" + o.Kind + "/" + o.Namespace + "/" + o.Name }
+
+// Objects lists what a diff of one app saw. A diff with errors makes no
+// plan: it could not see everything.
+func Objects(diffs []diff.Object) ([]Object, error) {
+	out := make([]Object, 0, len(diffs))
+	for _, d := range diffs {
+		if d.Err != nil {
+			return nil, fmt.Errorf("%s: %w", d.Ref, d.Err)
+		}
+		src := d.Current
+		if src == nil {
+			src = d.Merged
+		}
+		if src == nil {
+			continue
+		}
+		o := Object{APIVersion: src.GetAPIVersion(), Kind: src.GetKind(), Namespace: src.GetNamespace(), Name: src.GetName(), Action: string(d.Kind)}
+		if d.Current != nil {
+			o.ResourceVersion = d.Current.GetResourceVersion()
+		}
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key() < out[j].key() })
+	return out, nil
+}
+
+// Write writes the plan as JSON, readable only by its owner: it names
+// every object of the fleet.
+func (p *Plan) Write(path string) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
+}
+
+// Load reads a plan file.
+func Load(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the plan: %w", err)
+	}
+	p := &Plan{}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(p); err != nil {
+		return nil, fmt.Errorf("%s is not a plan: %w", path, err)
+	}
+	if p.APIVersion != APIVersion || p.Kind != Kind {
+		return nil, fmt.Errorf("%s is not a plan: apiVersion %q, kind %q; want %s, %s (written by kubectl fleet diff --out)", path, p.APIVersion, p.Kind, APIVersion, Kind)
+	}
+	return p, nil
+}
+
+// Cluster returns a cluster's part of the plan, nil if it has none.
+func (p *Plan) Cluster(name string) *Cluster {
+	for i := range p.Clusters {
+		if p.Clusters[i].Name == name {
+			return &p.Clusters[i]
+		}
+	}
+	return nil
+}
+
+// App returns an app's part of the cluster's plan, nil if it has none.
+func (c *Cluster) App(name string) *App {
+	for i := range c.Apps {
+		if c.Apps[i].App == name {
+			return &c.Apps[i]
+		}
+	}
+	return nil
+}
+
+// Agree checks, before anything is sent, that the plan covers exactly the
+// clusters selected and, on each, the apps rendered for it.
+func (p *Plan) Agree(apps map[string][]string) error {
+	var problems []string
+	planned := map[string]bool{}
+	for _, c := range p.Clusters {
+		planned[c.Name] = true
+		if _, ok := apps[c.Name]; !ok {
+			problems = append(problems, fmt.Sprintf("the plan has cluster %s, which is not selected", c.Name))
+		}
+	}
+	names := make([]string, 0, len(apps))
+	for n := range apps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c := p.Cluster(name)
+		if c == nil {
+			problems = append(problems, fmt.Sprintf("cluster %s is not in the plan", name))
+			continue
+		}
+		have := map[string]bool{}
+		for _, a := range apps[name] {
+			have[a] = true
+			if c.App(a) == nil {
+				problems = append(problems, fmt.Sprintf("cluster %s: app %s is not in the plan", name, a))
+			}
+		}
+		for _, a := range c.Apps {
+			if !have[a.App] {
+				problems = append(problems, fmt.Sprintf("cluster %s: the plan has app %s, which is not rendered for it", name, a.App))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the plan does not match the selection (use the diff's selection flags and source):\n  %s", strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+// ErrStale marks a plan that no longer holds for a cluster.
+var ErrStale = errors.New("plan is stale")
+
+// Check compares an app's render and the cluster's live objects with its
+// plan; an error (ErrStale) names what moved. It only reads.
+func Check(ctx context.Context, c *kube.Client, planned *App, objs []*unstructured.Unstructured, concurrency int) error {
+	if d := revision.Digest(objs); d != planned.Digest {
+		return fmt.Errorf("%w: the render of app %s changed since the plan (digest %s, planned %s)", ErrStale, planned.App, revision.ShortDigest(d), revision.ShortDigest(planned.Digest))
+	}
+	moved := make([]string, len(planned.Objects))
+	sem := make(chan struct{}, max(1, concurrency))
+	var wg sync.WaitGroup
+	for i, o := range planned.Objects {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			moved[i] = check(ctx, c, o)
+		}()
+	}
+	wg.Wait()
+	var problems []string
+	for _, m := range moved {
+		if m != "" {
+			problems = append(problems, m)
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%w: %s", ErrStale, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// check reads one object's metadata and says how it moved since the
+// plan, "" if it did not.
+func check(ctx context.Context, c *kube.Client, o Object) string {
+	gv, err := schema.ParseGroupVersion(o.APIVersion)
+	if err != nil {
+		return fmt.Sprintf("%s: %v", o.ref(), err)
+	}
+	m, err := c.Mapper.RESTMapping(schema.GroupKind{Group: gv.Group, Kind: o.Kind}, gv.Version)
+	if err != nil {
+		if o.ResourceVersion == "" && meta.IsNoMatchError(err) {
+			return "" // a custom resource whose CRD the apply creates
+		}
+		return fmt.Sprintf("%s: %v", o.ref(), err)
+	}
+	ri := c.Metadata.Resource(m.Resource)
+	var live *metav1.PartialObjectMetadata
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		live, err = ri.Namespace(o.Namespace).Get(ctx, o.Name, metav1.GetOptions{})
+	} else {
+		live, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
+	}
+	switch {
+	case apierrors.IsNotFound(err) && o.ResourceVersion == "":
+		return ""
+	case apierrors.IsNotFound(err):
+		return fmt.Sprintf("%s was deleted since the plan", o.ref())
+	case err != nil:
+		return fmt.Sprintf("%s: %v", o.ref(), err)
+	case o.ResourceVersion == "":
+		return fmt.Sprintf("%s was created since the plan", o.ref())
+	case live.ResourceVersion != o.ResourceVersion:
+		return fmt.Sprintf("%s changed since the plan (resourceVersion %s, planned %s)", o.ref(), live.ResourceVersion, o.ResourceVersion)
+	}
+	return ""
+}

@@ -1,0 +1,94 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+func TestLoadRefusesOtherFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"kind.json":    `{"apiVersion":"fleet.kubectl.io/v1alpha1","kind":"Fleet","clusters":[]}`,
+		"unknown.json": `{"apiVersion":"fleet.kubectl.io/v1alpha1","kind":"Plan","extra":1}`,
+		"garbage.json": `apiVersion: x`,
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), "is not a plan") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestAgree(t *testing.T) {
+	p := &Plan{Clusters: []Cluster{{Name: "a", Apps: []App{{App: "web"}}}, {Name: "b", Apps: []App{{App: "web"}, {App: "db"}}}}}
+	if err := p.Agree(map[string][]string{"a": {"web"}, "b": {"web", "db"}}); err != nil {
+		t.Errorf("agreeing: %v", err)
+	}
+	err := p.Agree(map[string][]string{"b": {"web"}, "c": {"web"}})
+	for _, want := range []string{"the plan has cluster a, which is not selected", "cluster c is not in the plan", "cluster b: the plan has app db, which is not rendered for it"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+}
+
+// TestCheck: on the fake cluster, an unchanged plan holds; an edit, a
+// creation and a deletion after the plan each make it stale, named.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	ns := kubetest.Object("v1", "Namespace", "", "web")
+	conf := kubetest.Object("v1", "ConfigMap", "web", "conf")
+	c.Put(ns, conf)
+	render := []*unstructured.Unstructured{ns, conf, kubetest.Object("v1", "ConfigMap", "web", "new")}
+	diffs := []diff.Object{
+		{Ref: "namespace/web", Kind: diff.Unchanged, Current: c.Live(ns)},
+		{Ref: "configmap/conf", Kind: diff.Change, Current: c.Live(conf)},
+		{Ref: "configmap/new", Kind: diff.Create, Merged: render[2]},
+	}
+	objs, err := Objects(diffs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned := &App{App: "web", Digest: revision.Digest(render), Objects: objs}
+	if err := Check(ctx, c.Client, planned, render, 4); err != nil {
+		t.Fatalf("unchanged: %v", err)
+	}
+	if err := Check(ctx, c.Client, planned, render[:2], 4); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "the render of app web changed since the plan") {
+		t.Errorf("another render: %v", err)
+	}
+	edited := c.Live(conf)
+	edited.Object["data"] = map[string]any{"k": "by hand"}
+	c.Put(edited, render[2])
+	err = Check(ctx, c.Client, planned, render, 4)
+	for _, want := range []string{"configmap/conf changed since the plan (resourceVersion ", "configmap/new was created since the plan"} {
+		if !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), want) {
+			t.Errorf("want %q in %v", want, err)
+		}
+	}
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if err := c.Client.Dynamic.Resource(cms).Namespace("web").Delete(ctx, "conf", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(ctx, c.Client, planned, render, 4); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "configmap/conf was deleted since the plan") {
+		t.Errorf("deleted: %v", err)
+	}
+	if _, err := Objects([]diff.Object{{Ref: "configmap/x", Err: errors.New("forbidden")}}); err == nil {
+		t.Error("a diff with an error made a plan")
+	}
+}
