@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,22 +76,7 @@ func TestClustersCheck(t *testing.T) {
 // reported unreachable within the request timeout, and the others still
 // are reported.
 func TestClustersCheckUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	_ = l.Close()
-	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Clusters["dead"] = &clientcmdapi.Cluster{Server: "https://" + closed, InsecureSkipTLSVerify: true}
-	cfg.Contexts["dead"] = &clientcmdapi.Context{Cluster: "dead", AuthInfo: "admin"}
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
-		t.Fatal(err)
-	}
+	kc := deadKubeconfig(t)
 	f := writeFleet(t, "  - {name: one, group: all, context: fleet-c1}\n  - {name: gone, group: all, context: dead}\n  - {name: two, group: all, context: fleet-c2}\n")
 	start := time.Now()
 	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f, "--kubeconfig", kc, "--request-timeout", "5s", "-o", "json")
