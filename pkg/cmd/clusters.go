@@ -31,6 +31,9 @@ type ClusterInfo struct {
 	PinUID     string            `json:"pinnedUID,omitempty"`
 	// Check is what --check found.
 	Check *kube.Probe `json:"check,omitempty"`
+
+	// unread says the kubeconfig (a kubeconfigFrom) was not read.
+	unread bool
 }
 
 // ClustersOptions are the options of "kubectl fleet clusters".
@@ -55,7 +58,9 @@ func NewCmdClusters(g *GlobalOptions) *cobra.Command {
 API server the context points at, and labels. Nothing is sent to any cluster.
 
 A context missing from its kubeconfig is listed as such and makes the
-command exit 1.
+command exit 1. A kubeconfigFrom (a secret in an environment variable or
+printed by a command) is only read by --check; the listing names it
+instead of the server.
 
 --check probes every selected cluster in parallel: reachable or not (and
 why), server version, the cluster's identity (the kube-system namespace UID),
@@ -127,11 +132,24 @@ func (o *ClustersOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Only --check reads kubeconfigFrom sources (runs their commands); a
+	// listing names the source, and does not check its contexts.
+	if o.Check {
+		if err := o.resolveKubeconfigs(f, clusters); err != nil {
+			return err
+		}
+	}
 	kcs := &kube.Kubeconfigs{}
 	infos := make([]ClusterInfo, len(clusters))
+	var files []*fleet.Cluster
 	for i, c := range clusters {
-		infos[i] = ClusterInfo{Name: c.Name, Group: c.Group, Context: c.Context, Kubeconfig: kube.KubeconfigPath(o.ConfigFlags, f, c), Labels: c.Labels, Attributes: f.Attributes(c), PinServer: c.Server, PinUID: c.UID}
-		if cfg, err := kcs.Load(infos[i].Kubeconfig); err == nil {
+		infos[i] = ClusterInfo{Name: c.Name, Group: c.Group, Context: c.Context, Kubeconfig: kube.KubeconfigSource(o.ConfigFlags, f, c), Labels: c.Labels, Attributes: f.Attributes(c), PinServer: c.Server, PinUID: c.UID}
+		if _, from := f.KubeconfigOf(c); from != nil && c.ResolvedKubeconfig == "" {
+			infos[i].unread = true
+			continue
+		}
+		files = append(files, c)
+		if cfg, err := kcs.Load(kube.KubeconfigPath(o.ConfigFlags, f, c)); err == nil {
 			infos[i].Server = kube.Server(cfg, c.Context)
 		}
 	}
@@ -141,7 +159,7 @@ func (o *ClustersOptions) Run(ctx context.Context) error {
 	if err := o.print(infos); err != nil {
 		return err
 	}
-	return kube.CheckContexts(o.ConfigFlags, kcs, f, clusters)
+	return kube.CheckContexts(o.ConfigFlags, kcs, f, files)
 }
 
 // check probes the clusters; a missing context stops it before any request.
@@ -216,7 +234,10 @@ func (o *ClustersOptions) print(infos []ClusterInfo) error {
 	fmt.Fprintln(w, "NAME\tGROUP\tCONTEXT\tSERVER\tLABELS")
 	for _, c := range infos {
 		server := c.Server
-		if server == "" {
+		switch {
+		case c.unread:
+			server = "<kubeconfigFrom " + c.Kubeconfig + ">"
+		case server == "":
 			server = "<context not found>"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Group, c.Context, server, labelString(c.Labels))

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,6 +40,25 @@ type GlobalOptions struct {
 	clients memo.Memo[string, *kube.Client]
 	// verified holds the clients whose identity pins were verified.
 	verified memo.Memo[string, *kube.Client]
+	// sources holds the clusters' kubeconfigFrom, written to temporary
+	// files; Execute removes them.
+	sources kube.KubeconfigSources
+	// ctx is the running command's context, for the kubeconfigFrom
+	// commands.
+	ctx context.Context
+}
+
+// resolveKubeconfigs materializes the kubeconfigFrom of the clusters (each
+// source once per command) so that their kubeconfig path can be read.
+// Every path that reads a cluster's kubeconfig calls it first: commands
+// that do not talk to clusters (render, vet --no-kubeconfig, a plain
+// clusters listing) never run a kubeconfigFrom command.
+func (g *GlobalOptions) resolveKubeconfigs(f *fleet.Fleet, clusters []*fleet.Cluster) error {
+	ctx := g.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return g.sources.Resolve(ctx, f, clusters)
 }
 
 func (g *GlobalOptions) addFlags(cmd *cobra.Command) {

@@ -261,9 +261,13 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
 }
 
-// checkContexts verifies, before any request, that every cluster's
-// context exists in its kubeconfig.
+// checkContexts materializes the clusters' kubeconfigFrom, then verifies,
+// before any request, that every cluster's context exists in its
+// kubeconfig.
 func checkContexts(g *GlobalOptions, f *fleet.Fleet, clusters []*fleet.Cluster) error {
+	if err := g.resolveKubeconfigs(f, clusters); err != nil {
+		return err
+	}
 	return kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters)
 }
 
@@ -279,7 +283,7 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 	if len(need) == 0 {
 		return nil, nil
 	}
-	if err := kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, need); err != nil {
+	if err := checkContexts(g, f, need); err != nil {
 		return nil, err
 	}
 	live := make([]map[string]any, len(need))

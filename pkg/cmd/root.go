@@ -65,8 +65,14 @@ Exit codes:
   130  interrupted (Ctrl-C)`
 
 // NewCmdFleet returns the root command.
+// Temporary kubeconfigs written for kubeconfigFrom are removed by Execute;
+// whoever runs the command otherwise leaves them in the temporary folder.
 func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
-	g := &GlobalOptions{IOStreams: streams, ConfigFlags: kube.NewConfigFlags()}
+	return newCmdFleet(&GlobalOptions{IOStreams: streams, ConfigFlags: kube.NewConfigFlags()})
+}
+
+func newCmdFleet(g *GlobalOptions) *cobra.Command {
+	streams := g.IOStreams
 	cmd := &cobra.Command{
 		Use:   "kubectl-fleet",
 		Short: "Deploy one set of manifests to many clusters safely",
@@ -80,7 +86,8 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
-		PersistentPreRun: func(*cobra.Command, []string) {
+		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
+			g.ctx = cmd.Context()
 			setupLogging(g.LogLevel, streams.ErrOut)
 		},
 	}
@@ -107,8 +114,12 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 
 // Execute runs the plugin with args and returns the process exit code.
 func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []string) int {
-	defer exitOnSecondInterrupt(ctx, streams.ErrOut)()
-	cmd := NewCmdFleet(streams)
+	g := &GlobalOptions{IOStreams: streams, ConfigFlags: kube.NewConfigFlags()}
+	// The kubeconfigs of kubeconfigFrom go when the command ends, and
+	// before a second Ctrl-C ends the process.
+	defer g.sources.Cleanup()
+	defer exitOnSecondInterrupt(ctx, streams.ErrOut, g.sources.Cleanup)()
+	cmd := newCmdFleet(g)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
@@ -134,8 +145,8 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 // are waited for (each bounded by --request-timeout, else
 // kube.DefaultRequestTimeout) so that the summary can say what happened.
 // Whoever does not want to wait presses Ctrl-C again. The returned
-// function stops watching.
-func exitOnSecondInterrupt(ctx context.Context, errOut io.Writer) (stop func()) {
+// function stops watching. cleanup runs before the process ends.
+func exitOnSecondInterrupt(ctx context.Context, errOut io.Writer, cleanup func()) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		select {
@@ -150,6 +161,7 @@ func exitOnSecondInterrupt(ctx context.Context, errOut io.Writer) (stop func()) 
 		case <-done:
 		case <-again:
 			fmt.Fprintln(errOut, "error: interrupted again: exiting without waiting for the requests in flight; what they did is unknown")
+			cleanup()
 			os.Exit(ExitInterrupted)
 		}
 	}()

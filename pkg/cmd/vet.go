@@ -11,7 +11,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -96,13 +95,21 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	}
 	problems := 0
 	if !o.NoKubeconfig {
-		if err := kube.CheckContexts(o.ConfigFlags, &kube.Kubeconfigs{}, f, clusters); err != nil {
+		if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+			// Missing contexts, or kubeconfigFrom sources that failed,
+			// one a line.
 			var list fleet.ErrorList
-			errors.As(err, &list)
-			for _, e := range list {
-				fmt.Fprintln(o.Out, e)
+			lines := strings.Split(err.Error(), "\n")
+			if errors.As(err, &list) {
+				lines = lines[:0]
+				for _, e := range list {
+					lines = append(lines, e.Error())
+				}
 			}
-			problems += len(list)
+			for _, l := range lines {
+				fmt.Fprintln(o.Out, l)
+			}
+			problems += len(lines)
 		}
 	}
 	apps, err := o.apps(f, clusters, o.namespace())

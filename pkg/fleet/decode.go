@@ -38,6 +38,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	switch v.Kind() {
+	case reflect.Pointer:
+		// Optional: present (even empty) or nil. A value with errors stays
+		// nil, so that it is not also reported as empty.
+		p := reflect.New(v.Type().Elem())
+		before := len(d.errs.list)
+		d.decode(n, p.Elem(), path)
+		if len(d.errs.list) == before {
+			v.Set(p)
+		}
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
 			d.errs.add(path, "want a mapping, got %s", describe(n))

@@ -122,6 +122,39 @@ func TestParseGates(t *testing.T) {
 	}
 }
 
+func TestKubeconfigOf(t *testing.T) {
+	in := replace("defaults:\n", "defaults:\n  kubeconfigFrom: {env: FLEET_KUBECONFIG}\n",
+		"    context: prod-us\n", "    context: prod-us\n    kubeconfigFrom:\n      command: [vault, read, -field=kubeconfig, secret/prod-us]\n")
+	f, err := Parse([]byte(in), "fleet.yaml", "/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cluster, path, from string
+	}{
+		{"staging-eu", "", "env:FLEET_KUBECONFIG"},                             // the defaults'
+		{"prod-eu", "~/.kube/prod", ""},                                        // its own kubeconfig wins
+		{"prod-us", "", "command:vault read -field=kubeconfig secret/prod-us"}, // its own kubeconfigFrom wins
+	} {
+		path, from := f.KubeconfigOf(f.Cluster(tt.cluster))
+		got := ""
+		if from != nil {
+			got = from.String()
+		}
+		if path != tt.path || got != tt.from {
+			t.Errorf("%s: KubeconfigOf = %q, %q; want %q, %q", tt.cluster, path, got, tt.path, tt.from)
+		}
+	}
+	// A default kubeconfig file, with no kubeconfigFrom anywhere.
+	f, err = Parse([]byte(replace("defaults:\n", "defaults:\n  kubeconfig: ~/.kube/all\n")), "fleet.yaml", "/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path, from := f.KubeconfigOf(f.Cluster("staging-eu")); path != "~/.kube/all" || from != nil {
+		t.Errorf("staging-eu: KubeconfigOf = %q, %v; want the defaults' file", path, from)
+	}
+}
+
 func TestDependencyOrder(t *testing.T) {
 	f, err := Parse([]byte(valid+`apps:
   - {name: web, manifests: ., dependsOn: [api, db]}
@@ -208,6 +241,24 @@ func TestParseErrors(t *testing.T) {
 				`fleet.yaml:14: groups[0].verify[0].command: required`, `fleet.yaml:14: groups[0].verify[0].timeout: must not be negative, got -1m0s`,
 				`fleet.yaml:15: groups[0].verify[1].timeout: want a duration such as 90s, 10m or 1h30m, got "soon"`,
 				`fleet.yaml:15: groups[0].verify[1].name: duplicate check name "smoke"`}},
+		{"kubeconfig and kubeconfigFrom", replace("    kubeconfig: ~/.kube/prod\n", "    kubeconfig: ~/.kube/prod\n    kubeconfigFrom: {env: PROD_EU}\n"),
+			[]string{`fleet.yaml:25: clusters[1].kubeconfigFrom: only one of kubeconfig and kubeconfigFrom may be set`}},
+		{"kubeconfigFrom env and command", replace("    context: prod-us\n", "    context: prod-us\n    kubeconfigFrom:\n      env: PROD_US\n      command: [vault, read]\n"),
+			[]string{`fleet.yaml:31: clusters[2].kubeconfigFrom: only one of env and command may be set`}},
+		{"kubeconfigFrom empty", replace("    context: stg-eu\n", "    context: stg-eu\n    kubeconfigFrom: {}\n"),
+			[]string{`fleet.yaml:19: clusters[0].kubeconfigFrom: one of env and command is required`}},
+		{"kubeconfigFrom empty command", replace("    context: stg-eu\n", "    context: stg-eu\n    kubeconfigFrom:\n      command: []\n"),
+			[]string{`fleet.yaml:20: clusters[0].kubeconfigFrom.command: must be a non-empty list`}},
+		{"kubeconfigFrom empty program", replace("    context: stg-eu\n", "    context: stg-eu\n    kubeconfigFrom:\n      command: ['', x]\n"),
+			[]string{`fleet.yaml:20: clusters[0].kubeconfigFrom.command: must be a non-empty list`}},
+		{"kubeconfigFrom command not a list", replace("    context: stg-eu\n", "    context: stg-eu\n    kubeconfigFrom:\n      command: vault read\n"),
+			[]string{`fleet.yaml:20: clusters[0].kubeconfigFrom.command: want a list, got "vault read"`}},
+		{"kubeconfigFrom bad env name and unknown field", replace("    context: stg-eu\n", "    context: stg-eu\n    kubeconfigFrom:\n      env: PROD-EU\n  - name: x\n    group: staging\n    context: x\n    kubeconfigFrom: {file: kc}\n"),
+			[]string{`fleet.yaml:20: clusters[0].kubeconfigFrom.env: "PROD-EU" is not an environment variable name`, `fleet.yaml:24: clusters[1].kubeconfigFrom.file: unknown field "file"`}},
+		{"kubeconfigFrom not a mapping", replace("    context: stg-eu\n", "    context: stg-eu\n    kubeconfigFrom: PROD_EU\n"),
+			[]string{`fleet.yaml:19: clusters[0].kubeconfigFrom: want a mapping, got "PROD_EU"`}},
+		{"defaults kubeconfig and kubeconfigFrom", replace("defaults:\n", "defaults:\n  kubeconfig: ~/.kube/all\n  kubeconfigFrom: {command: []}\n"),
+			[]string{`fleet.yaml:7: defaults.kubeconfigFrom: only one of kubeconfig and kubeconfigFrom may be set`, `fleet.yaml:7: defaults.kubeconfigFrom.command: must be a non-empty list`}},
 		{"dependencies", valid + "apps:\n  - {name: web, manifests: ., dependsOn: [db, web, nope, db]}\n  - {name: db, manifests: ., dependsOn: [cache]}\n  - {name: cache, manifests: ., dependsOn: [web], tests: nope}\n",
 			[]string{`fleet.yaml:34: apps[0].dependsOn[1]: an app cannot depend on itself`, `fleet.yaml:34: apps[0].dependsOn[2]: unknown app "nope" (apps: web, db, cache)`,
 				`fleet.yaml:34: apps[0].dependsOn[3]: "db" is listed twice`, `fleet.yaml:34: apps[0].dependsOn: dependency cycle: web → db → cache → web`,

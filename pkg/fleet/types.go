@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -43,6 +44,10 @@ type Metadata struct {
 type Defaults struct {
 	Attributes     map[string]any  `yaml:"attributes"`
 	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
+	// Kubeconfig and KubeconfigFrom (at most one of them) are the
+	// kubeconfig of every cluster that sets neither.
+	Kubeconfig     string          `yaml:"kubeconfig"`
+	KubeconfigFrom *KubeconfigFrom `yaml:"kubeconfigFrom"`
 }
 
 // Group is an ordered rollout wave of clusters.
@@ -81,10 +86,13 @@ const DefaultCheckTimeout = 5 * time.Minute
 
 // Cluster is one member of the fleet, reached through a kubeconfig context.
 type Cluster struct {
-	Name           string            `yaml:"name"`
-	Group          string            `yaml:"group"`
-	Context        string            `yaml:"context"`
-	Kubeconfig     string            `yaml:"kubeconfig"`
+	Name       string `yaml:"name"`
+	Group      string `yaml:"group"`
+	Context    string `yaml:"context"`
+	Kubeconfig string `yaml:"kubeconfig"`
+	// KubeconfigFrom reads the kubeconfig from a secret instead of a file;
+	// at most one of Kubeconfig and KubeconfigFrom is set.
+	KubeconfigFrom *KubeconfigFrom   `yaml:"kubeconfigFrom"`
 	Labels         map[string]string `yaml:"labels"`
 	Attributes     map[string]any    `yaml:"attributes"`
 	AttributesFrom []AttributeFrom   `yaml:"attributesFrom"`
@@ -95,6 +103,42 @@ type Cluster struct {
 
 	// Index is the cluster's position in the fleet file.
 	Index int `yaml:"-"`
+	// ResolvedKubeconfig is the temporary file the cluster's kubeconfigFrom
+	// was written to for this run (see kube.KubeconfigSources), or "".
+	ResolvedKubeconfig string `yaml:"-"`
+}
+
+// KubeconfigFrom is where CI keeps a kubeconfig: exactly one of an
+// environment variable holding it (or its base64) and a command printing
+// it.
+type KubeconfigFrom struct {
+	// Env names an environment variable holding the kubeconfig's content
+	// or its base64.
+	Env string `yaml:"env"`
+	// Command is a program and its arguments whose standard output is the
+	// kubeconfig; it runs from the fleet file's folder, where a relative
+	// program path resolves too.
+	Command []string `yaml:"command"`
+}
+
+// String names the source, never its content: "env:NAME" or
+// "command:program args…".
+func (k *KubeconfigFrom) String() string {
+	if k.Env != "" {
+		return "env:" + k.Env
+	}
+	return "command:" + strings.Join(k.Command, " ")
+}
+
+// KubeconfigOf returns where a cluster's kubeconfig comes from: the
+// cluster's own kubeconfig or kubeconfigFrom, else the defaults'. Both
+// empty means --kubeconfig, else kubectl's loading rules. The path is as
+// written in the file (see ResolvePath).
+func (f *Fleet) KubeconfigOf(c *Cluster) (path string, from *KubeconfigFrom) {
+	if c.Kubeconfig != "" || c.KubeconfigFrom != nil {
+		return c.Kubeconfig, c.KubeconfigFrom
+	}
+	return f.Defaults.Kubeconfig, f.Defaults.KubeconfigFrom
 }
 
 // AttributeFrom reads attributes from a live object in the cluster before

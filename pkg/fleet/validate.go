@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -30,6 +31,7 @@ func (f *Fleet) validate(e *errs) {
 		e.add("metadata.name", "%q is not a valid name: %s", f.Metadata.Name, strings.Join(msgs, "; "))
 	}
 	validateAttributesFrom(e, "defaults.attributesFrom", f.Defaults.AttributesFrom)
+	validateKubeconfig(e, "defaults", f.Defaults.Kubeconfig, f.Defaults.KubeconfigFrom)
 
 	groups := map[string]bool{}
 	for i, g := range f.Groups {
@@ -85,6 +87,7 @@ func (f *Fleet) validate(e *errs) {
 			}
 		}
 		validateAttributesFrom(e, p+".attributesFrom", c.AttributesFrom)
+		validateKubeconfig(e, p, c.Kubeconfig, c.KubeconfigFrom)
 	}
 
 	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
@@ -307,6 +310,32 @@ func validateName(e *errs, field, name string) {
 		e.add(field, "%q is not a valid name: %s", name, strings.Join(msgs, "; "))
 	}
 }
+
+// validateKubeconfig checks the kubeconfig and kubeconfigFrom of a cluster
+// or of the defaults (p).
+func validateKubeconfig(e *errs, p, kubeconfig string, from *KubeconfigFrom) {
+	if from == nil {
+		return
+	}
+	fp := p + ".kubeconfigFrom"
+	if kubeconfig != "" {
+		e.add(fp, "only one of kubeconfig and kubeconfigFrom may be set")
+	}
+	switch {
+	case from.Env == "" && from.Command == nil:
+		e.add(fp, "one of env and command is required")
+	case from.Env != "" && from.Command != nil:
+		e.add(fp, "only one of env and command may be set")
+	}
+	if from.Env != "" && !envName.MatchString(from.Env) {
+		e.add(fp+".env", "%q is not an environment variable name such as PROD_KUBECONFIG", from.Env)
+	}
+	if from.Command != nil && (len(from.Command) == 0 || from.Command[0] == "") {
+		e.add(fp+".command", "must be a non-empty list: the program and its arguments, such as [vault, read, -field=kubeconfig, secret/prod]")
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 func validateAttributesFrom(e *errs, field string, list []AttributeFrom) {
 	for i, a := range list {

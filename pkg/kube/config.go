@@ -61,16 +61,35 @@ func copyString(dst **string, src *string) {
 }
 
 // KubeconfigPath is the kubeconfig file of a cluster: its own kubeconfig
-// field, else --kubeconfig, else "" for kubectl's loading rules
-// ($KUBECONFIG, then ~/.kube/config).
+// or kubeconfigFrom, else the defaults', else --kubeconfig, else "" for
+// kubectl's loading rules ($KUBECONFIG, then ~/.kube/config). A
+// kubeconfigFrom is the temporary file KubeconfigSources.Resolve wrote;
+// before that, a name no file has, so that a path that forgot to resolve
+// fails to load rather than fall back to another kubeconfig.
 func KubeconfigPath(base *genericclioptions.ConfigFlags, f *fleet.Fleet, c *fleet.Cluster) string {
-	if c.Kubeconfig != "" {
-		return f.ResolvePath(c.Kubeconfig)
+	path, from := f.KubeconfigOf(c)
+	switch {
+	case from != nil && c.ResolvedKubeconfig != "":
+		return c.ResolvedKubeconfig
+	case from != nil:
+		return "(kubeconfigFrom " + from.String() + ", not resolved)"
+	case path != "":
+		return f.ResolvePath(path)
 	}
 	if base != nil && base.KubeConfig != nil && *base.KubeConfig != "" {
 		return fleet.ExpandHome(*base.KubeConfig)
 	}
 	return ""
+}
+
+// KubeconfigSource names a cluster's kubeconfig for people: its path, or
+// for a kubeconfigFrom the source ("env:NAME", "command:program args"),
+// never a temporary file or the content.
+func KubeconfigSource(base *genericclioptions.ConfigFlags, f *fleet.Fleet, c *fleet.Cluster) string {
+	if _, from := f.KubeconfigOf(c); from != nil {
+		return from.String()
+	}
+	return KubeconfigPath(base, f, c)
 }
 
 // Kubeconfigs loads kubeconfig files, each once, and is safe for concurrent
@@ -145,9 +164,20 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 	var (
 		paths []string
 		seen  = map[string]*byPath{}
+		// names says "env:NAME" rather than a temporary file.
+		names = map[string]string{}
 	)
+	display := func(path string) string {
+		if n, ok := names[path]; ok {
+			return n
+		}
+		return describe(path)
+	}
 	for _, c := range clusters {
 		path := KubeconfigPath(base, f, c)
+		if _, from := f.KubeconfigOf(c); from != nil {
+			names[path] = from.String()
+		}
 		p := seen[path]
 		if p == nil {
 			p = &byPath{}
@@ -165,9 +195,9 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 		switch {
 		case !ok:
 			p.missing = append(p.missing, c)
-			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s", c.Context, describe(path)))
+			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s", c.Context, display(path)))
 		case cfg.Clusters[ctx.Cluster] == nil:
-			p.errs = append(p.errs, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, describe(path)))
+			p.errs = append(p.errs, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, display(path)))
 		}
 	}
 	var list fleet.ErrorList
@@ -180,11 +210,11 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 		case p.err != nil:
 			list = append(list, f.FieldError(first, "%v (used by %s)", p.err, clusterList(p.users)))
 		case len(p.missing) > 2 && len(p.missing) == len(p.users) && !exists(describe(path)):
-			list = append(list, f.FieldError(first, "kubeconfig %s does not exist (used by %s): is $KUBECONFIG or --kubeconfig right?", describe(path), clusterList(p.users)))
+			list = append(list, f.FieldError(first, "kubeconfig %s does not exist (used by %s): is $KUBECONFIG or --kubeconfig right?", display(path), clusterList(p.users)))
 		case len(p.missing) > 2 && len(p.missing) == len(p.users):
 			cfg, _ := kcs.Load(path)
 			list = append(list, f.FieldError(first, "kubeconfig %s has none of the contexts of %s (%s); it has %s: is $KUBECONFIG or --kubeconfig right?",
-				describe(path), clusterList(p.users), contextList(p.users), available(cfg.Contexts)))
+				display(path), clusterList(p.users), contextList(p.users), available(cfg.Contexts)))
 		default:
 			list = append(list, p.errs...)
 		}
