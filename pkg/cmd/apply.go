@@ -48,6 +48,8 @@ type ApplyOptions struct {
 	HistoryLimit int
 	// Atomic rolls a failed cluster back to what it had before.
 	Atomic bool
+	// locks are --lock-duration and --lock-timeout, and the locks taken.
+	locks locks
 	ReportOptions
 	// PlanFile is --plan: apply only what this plan (diff --out) saw.
 	PlanFile string
@@ -124,6 +126,7 @@ func (o *ApplyOptions) addRolloutFlags(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
 	cmd.Flags().IntVar(&o.HistoryLimit, "history-limit", revision.DefaultLimit, "revisions kept per app and cluster (0: all); older ones are deleted")
+	o.locks.addFlags(cmd)
 	o.ReportOptions.addFlags(cmd)
 }
 
@@ -141,6 +144,9 @@ func (o *ApplyOptions) Validate() error {
 		return fmt.Errorf("--history-limit must be 0 (keep all) or more")
 	}
 	if err := o.ReportOptions.validate(); err != nil {
+		return err
+	}
+	if err := o.locks.validate(); err != nil {
 		return err
 	}
 	return o.SourceOptions.validate()
@@ -262,6 +268,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 // rollout writes r to its clusters group by group: apply's rollout, and
 // rollback's.
 func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) error {
+	defer o.locks.release(o.ErrOut)
 	dryRun := o.dryRun()
 	ws := waves(r.fleet, r.clusters)
 	if err := o.confirmations(ctx, r.fleet, ws, dryRun); err != nil {
@@ -419,6 +426,16 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			failed[app] = true
 			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
 			continue
+		}
+		if !dryRun {
+			// Held until the command ends: an --atomic rollback or a
+			// soak after this cluster's work is covered too.
+			if err := o.locks.acquire(ctx, client, c.Name, app, p, w, len(results) > 1, false); err != nil {
+				failed[app] = true
+				errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+				o.collected.app(c.Name, appOutcome(app, err))
+				continue
+			}
 		}
 		if o.Atomic && !dryRun {
 			set, err := inventory.Load(ctx, client, app)

@@ -22,6 +22,8 @@ type DeleteOptions struct {
 	SelectOptions
 	SourceOptions
 	WriteOptions
+	// locks are --lock-duration and --lock-timeout, and the locks taken.
+	locks locks
 }
 
 // NewCmdDelete returns the delete command.
@@ -54,6 +56,9 @@ Exit codes:
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}
+			if err := o.locks.validate(); err != nil {
+				return err
+			}
 			return o.Run(cmd.Context())
 		},
 	}
@@ -61,6 +66,7 @@ Exit codes:
 	o.SourceOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "delete", "do not ask for confirmation", "clusters worked on at once at most")
 	g.addSkipUnreachableFlag(cmd)
+	o.locks.addFlags(cmd)
 	return cmd
 }
 
@@ -88,6 +94,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
 	_, byName := index(clusters)
 	var tally counts
+	defer o.locks.release(o.ErrOut)
 	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
 		err := o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
 		pr.end(name, err)
@@ -110,6 +117,12 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	for _, a := range reverseDependencyOrder(f, apps) {
 		if !a.goesTo(c) {
 			continue
+		}
+		if !dryRun {
+			if err := o.locks.acquire(ctx, client, name, a.name, p, w, true, true); err != nil {
+				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
+				continue
+			}
 		}
 		pr.stage(name, "deleting %s", a.name)
 		printed := reporter(p, w, tally, name, a.name, true, dryRun)

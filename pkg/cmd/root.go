@@ -105,6 +105,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdHistory(g),
 		NewCmdRollback(g),
 		NewCmdDelete(g),
+		NewCmdUnlock(g),
 		NewCmdExec(g),
 		NewCmdVet(g),
 		NewCmdVersion(g),

@@ -11,9 +11,14 @@
 // and no longer applies; a create assigns a UID, and every write bumps the
 // resourceVersion only when the stored object changed; dry runs (patch and
 // delete) answer without persisting; a JSON merge patch (null removes)
-// changes an existing object; delete removes; lists answer from the same
-// store through both clients, metadata lists as PartialObjectMetadata; a
-// CustomResourceDefinition is Established as soon as it is written.
+// changes an existing object; delete removes, honouring its preconditions
+// (uid, resourceVersion: Conflict when they do not hold); a create of a
+// served kind stores a new object (AlreadyExists when there is one, in an
+// existing namespace only); an update replaces one, with optimistic
+// concurrency (Conflict when its resourceVersion is not the stored one);
+// lists answer from the same store through both clients, metadata lists as
+// PartialObjectMetadata; a CustomResourceDefinition is Established as soon
+// as it is written.
 //
 // Its simplifications:
 //   - An apply is a recursive merge of the applied maps into the live
@@ -71,6 +76,7 @@ var kinds = []struct {
 	{schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, true},
 	{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, false},
 	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, true},
+	{schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, true},
 	{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, false},
 	{ClusterPolicy, false},
 }
@@ -257,6 +263,10 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 		r.DryRun = len(a.PatchOptions.DryRun) > 0
 	case clienttesting.DeleteActionImpl:
 		r.DryRun = len(a.DeleteOptions.DryRun) > 0
+	case clienttesting.CreateActionImpl:
+		r.Name, r.DryRun = objectName(a.Object), len(a.CreateOptions.DryRun) > 0
+	case clienttesting.UpdateActionImpl:
+		r.Name, r.DryRun = objectName(a.Object), len(a.UpdateOptions.DryRun) > 0
 	}
 	c.log = append(c.log, r)
 	for _, f := range c.faults {
@@ -295,6 +305,14 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 	case clienttesting.DeleteActionImpl:
 		if live == nil {
 			return nil, notFound
+		}
+		if pre := a.DeleteOptions.Preconditions; pre != nil {
+			if pre.UID != nil && *pre.UID != live.GetUID() {
+				return nil, apierrors.NewConflict(gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, live.GetUID()))
+			}
+			if pre.ResourceVersion != nil && *pre.ResourceVersion != live.GetResourceVersion() {
+				return nil, apierrors.NewConflict(gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *pre.ResourceVersion, live.GetResourceVersion()))
+			}
 		}
 		if !r.DryRun {
 			delete(c.objects, k)
@@ -339,8 +357,62 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 			c.applied[k][manager] = patch
 		}
 		return out, nil
+	case clienttesting.CreateActionImpl, clienttesting.UpdateActionImpl:
+		return c.createOrUpdate(k, a, r, live)
 	}
 	return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb)
+}
+
+// createOrUpdate answers a create or an update of a served kind: a create
+// stores a new object where there is none (in an existing namespace), an
+// update replaces the stored one when its resourceVersion, if given, is
+// the stored one's.
+func (c *Cluster) createOrUpdate(k key, a clienttesting.Action, r Request, live *unstructured.Unstructured) (runtime.Object, error) {
+	gr := k.gvr.GroupResource()
+	if !c.serves(k.gvr) {
+		return nil, apierrors.NewMethodNotSupported(gr, r.Verb)
+	}
+	u, ok := a.(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
+	if !ok || r.Name == "" {
+		return nil, apierrors.NewBadRequest("kubetest: a create or update needs an unstructured object with a name")
+	}
+	content, err := roundTrip(u.Object)
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	obj := &unstructured.Unstructured{Object: content}
+	obj.SetNamespace(r.Namespace)
+	if r.Verb == "create" {
+		switch {
+		case live != nil:
+			return nil, apierrors.NewAlreadyExists(gr, r.Name)
+		case r.Namespace != "" && c.objects[key{gvr: namespacesGVR, name: r.Namespace}] == nil:
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, r.Namespace)
+		}
+		without(obj.Object, "uid", "resourceVersion", "creationTimestamp")
+		return c.write(k, obj, r.DryRun), nil
+	}
+	if live == nil {
+		return nil, apierrors.NewNotFound(gr, r.Name)
+	}
+	if rv := obj.GetResourceVersion(); rv != "" && rv != live.GetResourceVersion() {
+		return nil, apierrors.NewConflict(gr, r.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+	}
+	return c.write(k, obj, r.DryRun), nil
+}
+
+// serves reports whether the mapper knows the resource.
+func (c *Cluster) serves(gvr schema.GroupVersionResource) bool {
+	_, err := c.Client.Mapper.KindFor(gvr)
+	return err == nil
+}
+
+// objectName is the name of a request's object, or "".
+func objectName(obj runtime.Object) string {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.GetName()
+	}
+	return ""
 }
 
 // write stores obj under k (unless dryRun) as a server would: a new object

@@ -232,3 +232,60 @@ func TestFaultsAndRequests(t *testing.T) {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
+
+// TestCreateUpdateAndPreconditions: a create stores a new object of a
+// served kind in an existing namespace, and refuses a second one; an
+// update with a stale resourceVersion is a Conflict, a current one
+// replaces the object; a delete whose preconditions do not hold is a
+// Conflict and deletes nothing.
+func TestCreateUpdateAndPreconditions(t *testing.T) {
+	ctx := context.Background()
+	c := New(t)
+	leases := schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	ri := c.Client.Dynamic.Resource(leases).Namespace("locks")
+	lease := Object("coordination.k8s.io/v1", "Lease", "locks", "l")
+	lease.Object["spec"] = map[string]any{"holderIdentity": "a"}
+
+	if _, err := ri.Create(ctx, lease.DeepCopy(), metav1.CreateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a create in a missing namespace: %v", err)
+	}
+	c.Put(Object("v1", "Namespace", "", "locks"))
+	created, err := ri.Create(ctx, lease.DeepCopy(), metav1.CreateOptions{})
+	if err != nil || created.GetUID() == "" || created.GetResourceVersion() == "" {
+		t.Fatalf("create: %v, %v", created, err)
+	}
+	if _, err := ri.Create(ctx, lease.DeepCopy(), metav1.CreateOptions{}); !apierrors.IsAlreadyExists(err) {
+		t.Errorf("a second create: %v", err)
+	}
+	if _, err := c.Client.Dynamic.Resource(schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}).Create(ctx, Object("authentication.k8s.io/v1", "SelfSubjectReview", "", ""), metav1.CreateOptions{}); !apierrors.IsMethodNotSupported(err) {
+		t.Errorf("a create of a kind not served: %v", err)
+	}
+
+	next := created.DeepCopy()
+	next.Object["spec"] = map[string]any{"holderIdentity": "b"}
+	updated, err := ri.Update(ctx, next.DeepCopy(), metav1.UpdateOptions{})
+	if err != nil || updated.GetResourceVersion() == created.GetResourceVersion() || updated.GetUID() != created.GetUID() {
+		t.Fatalf("update: %v, %v", updated, err)
+	}
+	next.Object["spec"] = map[string]any{"holderIdentity": "c"}
+	if _, err := ri.Update(ctx, next.DeepCopy(), metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+		t.Errorf("an update with a stale resourceVersion: %v", err)
+	}
+	if h, _, _ := unstructured.NestedString(c.Live(lease).Object, "spec", "holderIdentity"); h != "b" {
+		t.Errorf("holder after the stale update: %q", h)
+	}
+	if _, err := ri.Update(ctx, Object("coordination.k8s.io/v1", "Lease", "locks", "missing"), metav1.UpdateOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("an update of a missing object: %v", err)
+	}
+
+	stale, uid, otherUID := created.GetResourceVersion(), updated.GetUID(), types.UID("uid-other")
+	for _, pre := range []*metav1.Preconditions{{ResourceVersion: &stale}, {UID: &otherUID}} {
+		if err := ri.Delete(ctx, "l", metav1.DeleteOptions{Preconditions: pre}); !apierrors.IsConflict(err) || c.Live(lease) == nil {
+			t.Errorf("a delete with preconditions %v: %v, still there: %v", pre, err, c.Live(lease) != nil)
+		}
+	}
+	current := updated.GetResourceVersion()
+	if err := ri.Delete(ctx, "l", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &current}}); err != nil || c.Live(lease) != nil {
+		t.Errorf("a delete whose preconditions hold: %v, still there: %v", err, c.Live(lease) != nil)
+	}
+}

@@ -1,0 +1,136 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// locks are the locks a writing command (apply, rollback, delete) takes:
+// one per app and cluster, taken before the first write of the app there,
+// held until the command ends, released then (on failure and Ctrl-C too).
+type locks struct {
+	// Duration is --lock-duration, Timeout --lock-timeout.
+	Duration, Timeout time.Duration
+
+	once   sync.Once
+	holder lock.Holder
+	// users is who each cluster says the user is.
+	users memo.Memo[string, string]
+	mu    sync.Mutex
+	held  []heldLock
+}
+
+type heldLock struct {
+	cluster, app string
+	lock         *lock.Lock
+}
+
+// LockEvent is the JSON form of what happened to an app's lock on a
+// cluster, when it is worth saying: "waiting" for another holder, "not
+// taken" (the user may not write leases), "lost" while held.
+type LockEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	State   string `json:"state"`
+	Holder  string `json:"holder,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (l *locks) addFlags(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&l.Duration, "lock-duration", lock.DefaultDuration, "how long an app's lock on a cluster outlives a run that died without releasing it (renewed every third of it while the run works)")
+	cmd.Flags().DurationVar(&l.Timeout, "lock-timeout", 0, "how long to wait for a lock another run holds (0: fail that app on that cluster at once)")
+}
+
+func (l *locks) validate() error {
+	switch {
+	case l.Duration < time.Second:
+		return fmt.Errorf("--lock-duration must be at least 1s")
+	case l.Timeout < 0:
+		return fmt.Errorf("--lock-timeout must be 0 (do not wait) or more")
+	}
+	return nil
+}
+
+// acquire takes the lock of app on cluster, saying on w (or as a JSON
+// event) when it waits for another holder, and when the user may not
+// write leases: the app then goes on without a lock, as it does without
+// a revision. Another holder is an error: "locked by … since …". With
+// noNamespace (delete), a cluster without the namespace kubectl-fleet
+// holds nothing to lock, and gets no namespace either.
+func (l *locks) acquire(ctx context.Context, client *kube.Client, cluster, app string, p *printer, w io.Writer, withApp, noNamespace bool) error {
+	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
+	say := func(state, holder string, err error, line string) {
+		if p.json {
+			p.event(LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err)})
+			return
+		}
+		if withApp {
+			line = app + ": " + line
+		}
+		fmt.Fprintln(w, line)
+	}
+	h := l.holder
+	h.ClusterUser, _ = l.users.Do(cluster, func() (string, error) { return revision.User(ctx, client), nil })
+	lk, err := lock.Acquire(ctx, client, app, lock.Options{
+		Holder: h, Duration: l.Duration, Timeout: l.Timeout, FieldManager: apply.FieldManager, NoNamespace: noNamespace,
+		Waiting: func(held *lock.HeldError) {
+			say("waiting", held.Holder(), nil, fmt.Sprintf("waiting up to %s for the lock: %v", l.Timeout, held))
+		},
+		Lost: func(err error) { say("lost", "", err, "warning: "+err.Error()) },
+	})
+	if errors.Is(err, lock.ErrNoNamespace) {
+		return nil
+	}
+	if apierrors.IsForbidden(err) {
+		say("not taken", "", err, "lock not taken: "+err.Error())
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held = append(l.held, heldLock{cluster: cluster, app: app, lock: lk})
+	return nil
+}
+
+// release releases every lock held, at once, even after Ctrl-C, and says
+// on errOut what could not be released cleanly (it then expires on its
+// own).
+func (l *locks) release(errOut io.Writer) {
+	l.mu.Lock()
+	held := l.held
+	l.held = nil
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(held))
+	for i, h := range held {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			errs[i] = h.lock.Release(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			fmt.Fprintf(errOut, "warning: %s: %v\n", held[i].cluster, err)
+		}
+	}
+}

@@ -1,0 +1,507 @@
+// Package lock keeps two runs of kubectl fleet from writing one app to one
+// cluster at the same time: a Lease (coordination.k8s.io/v1) fleet-<app>
+// in the namespace kubectl-fleet, taken before the first write, renewed
+// while the run works, deleted at its end, and expiring on its own when
+// the process that holds it dies.
+//
+// Whether a lease has expired is judged from what it says (renewTime +
+// leaseDurationSeconds) against this machine's clock, so the machines
+// that run kubectl fleet should keep their clocks in sync (NTP), as the
+// holders of any Lease must.
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+)
+
+const (
+	// Namespace holds the leases, next to the apps' inventories.
+	Namespace = "kubectl-fleet"
+	// DefaultDuration is how long a lease lasts without being renewed.
+	DefaultDuration = 60 * time.Second
+
+	// The annotations that say who holds a lease.
+	UserAnnotation    = "fleet.kubectl.io/lock-user"
+	HostAnnotation    = "fleet.kubectl.io/lock-host"
+	PIDAnnotation     = "fleet.kubectl.io/lock-pid"
+	StartedAnnotation = "fleet.kubectl.io/lock-started"
+	// ClusterUserAnnotation is who the cluster says the holder is, when it
+	// says.
+	ClusterUserAnnotation = "fleet.kubectl.io/lock-cluster-user"
+)
+
+// ErrNoNamespace is Acquire's error, with NoNamespace, when the
+// namespace is missing.
+var ErrNoNamespace = errors.New("namespace " + Namespace + " does not exist")
+
+var (
+	leasesGVR     = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	// pollInterval is how often a waiting Acquire tries again.
+	pollInterval = time.Second
+)
+
+// Name is the name of an app's lease: fleet-<app>.
+func Name(app string) string { return "fleet-" + app }
+
+// Holder is who takes a lock: a process on a machine.
+type Holder struct {
+	// User is the user on the machine.
+	User string
+	// Host is the machine's name.
+	Host string
+	// PID is the process.
+	PID int
+	// Started is when the command started.
+	Started time.Time
+	// ClusterUser is who the cluster says the user is ("" when it does not
+	// say).
+	ClusterUser string
+}
+
+// Local is the holder this process is: the user, the host, the pid, and
+// started as the start time.
+func Local(started time.Time) Holder {
+	h := Holder{User: os.Getenv("USER"), PID: os.Getpid(), Started: started.UTC().Truncate(time.Second)}
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		h.User = u.Username
+	}
+	if h.User == "" {
+		h.User = "unknown"
+	}
+	h.Host, _ = os.Hostname()
+	if h.Host == "" {
+		h.Host = "unknown"
+	}
+	return h
+}
+
+// ID is the holder's identity as the lease's spec.holderIdentity has it:
+// "alice@build-7 pid 4242".
+func (h Holder) ID() string { return fmt.Sprintf("%s@%s pid %d", h.User, h.Host, h.PID) }
+
+// Options say how to take a lock.
+type Options struct {
+	Holder Holder
+	// Duration is how long the lease lasts without renewal (whole
+	// seconds, at least one); the holder renews it every third of it.
+	// 0 is DefaultDuration.
+	Duration time.Duration
+	// Timeout is how long to wait for a lock another holds; 0 fails at
+	// once.
+	Timeout time.Duration
+	// FieldManager creates the namespace when it is missing.
+	FieldManager string
+	// NoNamespace leaves a missing namespace missing: Acquire then
+	// returns ErrNoNamespace (for delete: no app has anything there).
+	NoNamespace bool
+	// Waiting, when set, is told once that Acquire waits for the holder.
+	Waiting func(*HeldError)
+	// Lost, when set, is told when a renewal finds the lease taken over
+	// or deleted: the lock no longer protects anything.
+	Lost func(error)
+}
+
+// HeldError is a lock another holds: "locked by alice@build-7 (pid 4242)
+// since 2026-11-23T10:02:11Z".
+type HeldError struct {
+	Info
+}
+
+// Error implements error.
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("locked by %s since %s", e.Holder(), e.Since.UTC().Format(time.RFC3339))
+}
+
+// Info is what a lease says about its holder.
+type Info struct {
+	// App is the app the lease locks.
+	App string
+	// HolderID is the lease's spec.holderIdentity.
+	HolderID string
+	// User, Host and PID are the holder's, from the annotations.
+	User, Host, PID string
+	// ClusterUser is who the cluster said the holder was.
+	ClusterUser string
+	// Started is when the holder's command started.
+	Started time.Time
+	// Since is when the holder took the lease.
+	Since time.Time
+	// Renewed is when the holder renewed it last.
+	Renewed time.Time
+	// Duration is how long it lasts without renewal.
+	Duration time.Duration
+	// UID and ResourceVersion are the lease's, as read.
+	UID             types.UID
+	ResourceVersion string
+}
+
+// Holder is a readable name of who holds the lease:
+// "alice@build-7 (pid 4242)".
+func (i Info) Holder() string {
+	if i.User == "" || i.Host == "" {
+		if i.HolderID == "" {
+			return "an unknown holder"
+		}
+		return i.HolderID
+	}
+	s := i.User + "@" + i.Host
+	if i.PID != "" {
+		s += " (pid " + i.PID + ")"
+	}
+	return s
+}
+
+// Expires is when the lease expires unless renewed.
+func (i Info) Expires() time.Time { return i.Renewed.Add(i.Duration) }
+
+// Expired reports whether the lease has expired at now.
+func (i Info) Expired(now time.Time) bool { return !now.Before(i.Expires()) }
+
+// Lock is a lease this process holds, renewed in the background until
+// Release.
+type Lock struct {
+	ri       dynamic.ResourceInterface
+	app      string
+	duration time.Duration
+	lost     func(error)
+
+	mu    sync.Mutex
+	lease *unstructured.Unstructured // as last written
+	err   error                      // why the lock was lost, if it was
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+// Acquire takes the lock of app on the cluster c: it creates the lease
+// (and the namespace when missing), or takes over one that has expired.
+// A lease another holds and that has not expired is a *HeldError, at once
+// or, with a Timeout, once it is still held at the end of it. The lock is
+// renewed until Release.
+func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock, error) {
+	if o.Duration <= 0 {
+		o.Duration = DefaultDuration
+	}
+	o.Duration = o.Duration.Round(time.Second)
+	if o.Duration < time.Second {
+		o.Duration = time.Second
+	}
+	ri := c.Dynamic.Resource(leasesGVR).Namespace(Namespace)
+	deadline := time.Now().Add(o.Timeout)
+	waited := false
+	for {
+		lease, err := try(ctx, c, ri, app, o)
+		if err == nil {
+			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, lease: lease, stop: make(chan struct{}), done: make(chan struct{})}
+			go l.renew(context.WithoutCancel(ctx))
+			return l, nil
+		}
+		var held *HeldError
+		left := deadline.Sub(time.Now())
+		if !errors.As(err, &held) || left <= 0 {
+			return nil, err
+		}
+		if !waited && o.Waiting != nil {
+			o.Waiting(held)
+		}
+		waited = true
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (stopped waiting: %w)", held, ctx.Err())
+		case <-time.After(min(pollInterval, left)):
+		}
+	}
+}
+
+// try takes the lease once: creates it, or takes over an expired one. A
+// lease someone else created, renewed or took over meanwhile is tried
+// again, a few times.
+func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app string, o Options) (*unstructured.Unstructured, error) {
+	var last error
+	for range 3 {
+		t := time.Now()
+		desired, err := leaseFor(app, o, t, nil)
+		if err != nil {
+			return nil, err
+		}
+		created, err := ri.Create(ctx, desired, metav1.CreateOptions{FieldManager: o.FieldManager})
+		if apierrors.IsNotFound(err) {
+			// The namespace is missing.
+			if o.NoNamespace {
+				return nil, ErrNoNamespace
+			}
+			if err := ensureNamespace(ctx, c, o.FieldManager); err != nil {
+				return nil, err
+			}
+			created, err = ri.Create(ctx, desired, metav1.CreateOptions{FieldManager: o.FieldManager})
+		}
+		switch {
+		case err == nil:
+			return created, nil
+		case !apierrors.IsAlreadyExists(err):
+			return nil, fmt.Errorf("taking lease %s/%s: %w", Namespace, Name(app), err)
+		}
+		live, err := ri.Get(ctx, Name(app), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			last = err // released meanwhile: create again
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading lease %s/%s: %w", Namespace, Name(app), err)
+		}
+		info, err := InfoOf(live)
+		if err != nil {
+			return nil, err
+		}
+		if !info.Expired(t) {
+			return nil, &HeldError{Info: info}
+		}
+		// Expired: take it over, unless someone else does first (the
+		// update carries the resourceVersion read).
+		takeover, err := leaseFor(app, o, t, live)
+		if err != nil {
+			return nil, err
+		}
+		updated, err := ri.Update(ctx, takeover, metav1.UpdateOptions{FieldManager: o.FieldManager})
+		switch {
+		case err == nil:
+			return updated, nil
+		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			last = err
+			continue
+		}
+		return nil, fmt.Errorf("taking over expired lease %s/%s: %w", Namespace, Name(app), err)
+	}
+	return nil, fmt.Errorf("taking lease %s/%s: others kept changing it: %w", Namespace, Name(app), last)
+}
+
+// leaseFor is the lease o's holder writes at t: a new one, or, over live,
+// a takeover that keeps live's metadata (its resourceVersion above all).
+func leaseFor(app string, o Options, t time.Time, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	mt := metav1.NewMicroTime(t)
+	seconds := int32(o.Duration / time.Second)
+	lease := &coordinationv1.Lease{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+		ObjectMeta: metav1.ObjectMeta{Name: Name(app), Namespace: Namespace},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr(o.Holder.ID()),
+			LeaseDurationSeconds: &seconds,
+			AcquireTime:          &mt,
+			RenewTime:            &mt,
+		},
+	}
+	if live != nil {
+		var old coordinationv1.Lease
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &old); err != nil {
+			return nil, fmt.Errorf("lease %s/%s: %w", Namespace, Name(app), err)
+		}
+		lease.ObjectMeta = old.ObjectMeta
+		transitions := int32(1)
+		if old.Spec.LeaseTransitions != nil {
+			transitions += *old.Spec.LeaseTransitions
+		}
+		lease.Spec.LeaseTransitions = &transitions
+	}
+	lease.Labels = merged(lease.Labels, map[string]string{"app.kubernetes.io/managed-by": "kubectl-fleet", "fleet.kubectl.io/app": app})
+	lease.Annotations = merged(lease.Annotations, map[string]string{
+		UserAnnotation:        o.Holder.User,
+		HostAnnotation:        o.Holder.Host,
+		PIDAnnotation:         strconv.Itoa(o.Holder.PID),
+		StartedAnnotation:     o.Holder.Started.UTC().Format(time.RFC3339),
+		ClusterUserAnnotation: o.Holder.ClusterUser,
+	})
+	if o.Holder.ClusterUser == "" {
+		delete(lease.Annotations, ClusterUserAnnotation)
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(lease)
+	if err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: content}, nil
+}
+
+func merged(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = map[string]string{}
+	}
+	for k, v := range from {
+		into[k] = v
+	}
+	return into
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// InfoOf reads what a lease says about its holder.
+func InfoOf(u *unstructured.Unstructured) (Info, error) {
+	var l coordinationv1.Lease
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &l); err != nil {
+		return Info{}, fmt.Errorf("lease %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	a := l.Annotations
+	i := Info{
+		User: a[UserAnnotation], Host: a[HostAnnotation], PID: a[PIDAnnotation], ClusterUser: a[ClusterUserAnnotation],
+		UID: l.UID, ResourceVersion: l.ResourceVersion,
+	}
+	if l.Labels != nil {
+		i.App = l.Labels["fleet.kubectl.io/app"]
+	}
+	i.Started, _ = time.Parse(time.RFC3339, a[StartedAnnotation])
+	if l.Spec.HolderIdentity != nil {
+		i.HolderID = *l.Spec.HolderIdentity
+	}
+	if l.Spec.LeaseDurationSeconds != nil {
+		i.Duration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	switch {
+	case l.Spec.AcquireTime != nil:
+		i.Since = l.Spec.AcquireTime.Time
+	case l.Spec.RenewTime != nil:
+		i.Since = l.Spec.RenewTime.Time
+	default:
+		i.Since = l.CreationTimestamp.Time
+	}
+	i.Renewed = i.Since
+	if l.Spec.RenewTime != nil {
+		i.Renewed = l.Spec.RenewTime.Time
+	}
+	return i, nil
+}
+
+// ensureNamespace creates the namespace of the leases, with server-side
+// apply, as the inventory does.
+func ensureNamespace(ctx context.Context, c *kube.Client, fieldManager string) error {
+	data := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + Namespace + `"}}`)
+	force := true
+	if _, err := c.Dynamic.Resource(namespacesGVR).Patch(ctx, Namespace, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}); err != nil {
+		return fmt.Errorf("creating namespace %s for the lock: %w", Namespace, err)
+	}
+	return nil
+}
+
+// renew renews the lease every third of its duration until Release. A
+// renewal that finds the lease taken over (Conflict) or deleted loses the
+// lock; other errors are tried again at the next tick.
+func (l *Lock) renew(ctx context.Context) {
+	defer close(l.done)
+	tick := time.NewTicker(max(l.duration/3, 100*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-tick.C:
+		}
+		l.mu.Lock()
+		next := l.lease.DeepCopy()
+		l.mu.Unlock()
+		_ = unstructured.SetNestedField(next.Object, metav1.NewMicroTime(time.Now()).UTC().Format(metav1.RFC3339Micro), "spec", "renewTime")
+		rctx, cancel := context.WithTimeout(ctx, max(l.duration/3, time.Second))
+		updated, err := l.ri.Update(rctx, next, metav1.UpdateOptions{})
+		cancel()
+		switch {
+		case err == nil:
+			l.mu.Lock()
+			l.lease = updated
+			l.mu.Unlock()
+		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+			lost := fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app))
+			l.mu.Lock()
+			l.err = lost
+			l.mu.Unlock()
+			if l.lost != nil {
+				l.lost(lost)
+			}
+			return
+		}
+	}
+}
+
+// Release stops the renewals and deletes the lease, only if it is still
+// the one this lock wrote last (a precondition on its uid and
+// resourceVersion). It returns why the lock was lost, if it was, or why
+// the lease could not be deleted (it then expires on its own).
+func (l *Lock) Release(ctx context.Context) error {
+	l.mu.Lock()
+	select {
+	case <-l.stop:
+		l.mu.Unlock()
+		return nil // released already
+	default:
+		close(l.stop)
+	}
+	l.mu.Unlock()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	uid, rv := l.lease.GetUID(), l.lease.GetResourceVersion()
+	err := l.ri.Delete(ctx, Name(l.app), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	switch {
+	case err == nil:
+		return nil
+	case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		return fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app))
+	}
+	return fmt.Errorf("releasing lease %s/%s (it expires on its own): %w", Namespace, Name(l.app), err)
+}
+
+// Get reads the lock of app on the cluster: nil when there is none.
+func Get(ctx context.Context, c *kube.Client, app string) (*Info, error) {
+	u, err := c.Dynamic.Resource(leasesGVR).Namespace(Namespace).Get(ctx, Name(app), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading lease %s/%s: %w", Namespace, Name(app), err)
+	}
+	info, err := InfoOf(u)
+	if err != nil {
+		return nil, err
+	}
+	if info.App == "" {
+		info.App = app
+	}
+	return &info, nil
+}
+
+// Remove deletes the lock of app as it was read (info): nothing when it
+// has changed since (renewed or taken over: a Conflict), so that a lock
+// shown as stale is the one removed. It reports whether there was one to
+// remove.
+func Remove(ctx context.Context, c *kube.Client, app string, info *Info) (bool, error) {
+	opts := metav1.DeleteOptions{}
+	if info != nil {
+		opts.Preconditions = &metav1.Preconditions{UID: &info.UID, ResourceVersion: &info.ResourceVersion}
+	}
+	err := c.Dynamic.Resource(leasesGVR).Namespace(Namespace).Delete(ctx, Name(app), opts)
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case apierrors.IsConflict(err):
+		return false, fmt.Errorf("lease %s/%s changed since it was read (renewed or taken over): not removed", Namespace, Name(app))
+	case err != nil:
+		return false, fmt.Errorf("deleting lease %s/%s: %w", Namespace, Name(app), err)
+	}
+	return true, nil
+}

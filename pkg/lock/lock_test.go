@@ -1,0 +1,325 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+)
+
+var (
+	alice = Holder{User: "alice", Host: "build-7", PID: 4242, Started: time.Date(2026, 11, 23, 10, 2, 0, 0, time.UTC), ClusterUser: "alice@example.com"}
+	bob   = Holder{User: "bob", Host: "laptop", PID: 7, Started: time.Date(2026, 11, 23, 10, 3, 0, 0, time.UTC)}
+)
+
+// leaseObject is a lease of app as holder h would have written it, last
+// renewed at renewed.
+func leaseObject(t *testing.T, app string, h Holder, acquired, renewed time.Time, d time.Duration) *unstructured.Unstructured {
+	t.Helper()
+	u, err := leaseFor(app, Options{Holder: h, Duration: d}, acquired, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(u.Object, metav1.NewMicroTime(renewed).UTC().Format(metav1.RFC3339Micro), "spec", "renewTime"); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func live(t *testing.T, c *kubetest.Cluster, app string) *Info {
+	t.Helper()
+	i, err := Get(context.Background(), c.Client, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func release(t *testing.T, l *Lock) {
+	t.Helper()
+	if err := l.Release(context.Background()); err != nil {
+		t.Errorf("release: %v", err)
+	}
+}
+
+// TestAcquireAndHeld: the first holder creates the lease (and the
+// namespace), saying who it is; a second one fails at once naming the
+// first; once released, the second gets it.
+func TestAcquireAndHeld(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, NoNamespace: true}); !errors.Is(err, ErrNoNamespace) || c.Live(kubetest.Object("v1", "Namespace", "", Namespace)) != nil {
+		t.Errorf("without the namespace, not to be created: %v", err)
+	}
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 30 * time.Second, FieldManager: "kubectl-fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Live(kubetest.Object("v1", "Namespace", "", Namespace)) == nil {
+		t.Error("the namespace was not created")
+	}
+	got := live(t, c, "web")
+	if got == nil {
+		t.Fatal("no lease")
+	}
+	if got.HolderID != "alice@build-7 pid 4242" || got.Holder() != "alice@build-7 (pid 4242)" || got.ClusterUser != "alice@example.com" || got.App != "web" ||
+		got.Duration != 30*time.Second || !got.Started.Equal(alice.Started) || time.Since(got.Since) > 5*time.Second || got.Expired(time.Now()) {
+		t.Errorf("lease: %+v", got)
+	}
+
+	_, err = Acquire(ctx, c.Client, "web", Options{Holder: bob})
+	var held *HeldError
+	if !errors.As(err, &held) {
+		t.Fatalf("a second acquire: %v", err)
+	}
+	want := "locked by alice@build-7 (pid 4242) since " + got.Since.UTC().Format(time.RFC3339)
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if other, err := Acquire(ctx, c.Client, "db", Options{Holder: bob}); err != nil {
+		t.Errorf("another app's lock: %v", err)
+	} else {
+		release(t, other)
+	}
+
+	release(t, l)
+	if got := live(t, c, "web"); got != nil {
+		t.Errorf("lease left after release: %+v", got)
+	}
+	l2, err := Acquire(ctx, c.Client, "web", Options{Holder: bob})
+	if err != nil {
+		t.Fatalf("acquire after release: %v", err)
+	}
+	release(t, l2)
+}
+
+// TestHeldErrorMessage: the message names the holder and when it took the
+// lock, in UTC.
+func TestHeldErrorMessage(t *testing.T) {
+	since := time.Date(2026, 11, 23, 11, 2, 11, 500, time.FixedZone("CET", 3600))
+	for _, tc := range []struct {
+		info Info
+		want string
+	}{
+		{Info{User: "alice", Host: "build-7", PID: "4242", HolderID: "x", Since: since}, "locked by alice@build-7 (pid 4242) since 2026-11-23T10:02:11Z"},
+		{Info{HolderID: "other-tool", Since: since}, "locked by other-tool since 2026-11-23T10:02:11Z"},
+		{Info{Since: since}, "locked by an unknown holder since 2026-11-23T10:02:11Z"},
+	} {
+		if got := (&HeldError{Info: tc.info}).Error(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.info, got, tc.want)
+		}
+	}
+}
+
+// TestExpiredTakeover: a lease not renewed within its duration (its
+// holder died) is taken over, keeping the object and counting the
+// transition; one renewed recently is not.
+func TestExpiredTakeover(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", Namespace))
+	start := time.Now().Add(-time.Hour)
+	c.Put(leaseObject(t, "web", alice, start, time.Now().Add(-25*time.Second), 20*time.Second))
+	before := live(t, c, "web")
+	if !before.Expired(time.Now()) {
+		t.Fatalf("not expired: %+v", before)
+	}
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: bob})
+	if err != nil {
+		t.Fatalf("takeover: %v", err)
+	}
+	after := live(t, c, "web")
+	transitions, _, _ := unstructured.NestedInt64(c.Live(kubetest.Object("coordination.k8s.io/v1", "Lease", Namespace, "fleet-web")).Object, "spec", "leaseTransitions")
+	if after.Holder() != "bob@laptop (pid 7)" || after.UID != before.UID || after.ClusterUser != "" || transitions != 1 || after.Duration != DefaultDuration || time.Since(after.Since) > 5*time.Second {
+		t.Errorf("after takeover: %+v, transitions %d (before: %+v)", after, transitions, before)
+	}
+	release(t, l)
+
+	c.Put(leaseObject(t, "web", alice, start, time.Now().Add(-15*time.Second), 20*time.Second))
+	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: bob}); !strings.HasPrefix(errString(err), "locked by alice@build-7 (pid 4242) since "+start.UTC().Format(time.RFC3339)) {
+		t.Errorf("a lease renewed 15s ago, lasting 20s: %v", err)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// TestTakeoverConflict: when another holder takes an expired lease over
+// between the read and the update (a Conflict), the lock is theirs: the
+// acquire fails naming them.
+func TestTakeoverConflict(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", Namespace))
+	c.Put(leaseObject(t, "web", alice, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour), time.Minute))
+	carol := Holder{User: "carol", Host: "ci", PID: 99}
+	raced := false
+	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if raced {
+			return false, nil, nil
+		}
+		raced = true
+		c.Put(leaseObject(t, "web", carol, time.Now(), time.Now(), time.Minute)) // carol was faster
+		return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), "fleet-web", errors.New("the object has been modified"))
+	})
+	_, err := Acquire(ctx, c.Client, "web", Options{Holder: bob})
+	var held *HeldError
+	if !errors.As(err, &held) || held.Holder() != "carol@ci (pid 99)" {
+		t.Errorf("acquire that lost the race: %v", err)
+	}
+	if got := live(t, c, "web"); got.Holder() != "carol@ci (pid 99)" {
+		t.Errorf("holder: %s", got.Holder())
+	}
+}
+
+// TestReleaseOnlyOurs: a lease taken over while this process held it (it
+// stalled past the duration) is left to its new holder, and Release says
+// the lock was lost; so is one deleted by unlock.
+func TestReleaseOnlyOurs(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Put(leaseObject(t, "web", bob, time.Now(), time.Now(), time.Minute))
+	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "lost") {
+		t.Errorf("release of a lease taken over: %v", err)
+	}
+	if got := live(t, c, "web"); got == nil || got.Holder() != "bob@laptop (pid 7)" {
+		t.Errorf("the new holder's lease: %+v", got)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Errorf("a second release: %v", err)
+	}
+
+	l, err = Acquire(ctx, c.Client, "db", Options{Holder: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := Remove(ctx, c.Client, "db", nil); !removed || err != nil {
+		t.Fatalf("remove: %v, %v", removed, err)
+	}
+	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "lost") {
+		t.Errorf("release of a lease removed: %v", err)
+	}
+}
+
+// TestRenew: the holder renews the lease every third of its duration, so
+// that it does not expire while held; a renewal that finds it taken over
+// stops and says the lock is lost.
+func TestRenew(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	lost := make(chan error, 1)
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: time.Second, Lost: func(err error) { lost <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := live(t, c, "web")
+	time.Sleep(1500 * time.Millisecond)
+	renewed := live(t, c, "web")
+	if !renewed.Renewed.After(first.Renewed) || renewed.Expired(time.Now()) || !renewed.Since.Equal(first.Since) {
+		t.Errorf("not renewed: first %+v, then %+v", first, renewed)
+	}
+	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: bob}); err == nil {
+		t.Error("a renewed lock was taken")
+	}
+
+	c.Put(leaseObject(t, "web", bob, time.Now(), time.Now(), time.Minute))
+	select {
+	case err := <-lost:
+		if !strings.Contains(err.Error(), "lock of app web lost") {
+			t.Errorf("lost: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the takeover was not noticed")
+	}
+	if err := l.Release(ctx); err == nil {
+		t.Error("release after the lock was lost: no error")
+	}
+	if got := live(t, c, "web"); got == nil || got.Holder() != "bob@laptop (pid 7)" {
+		t.Errorf("the new holder's lease: %+v", got)
+	}
+}
+
+// TestWait: with a timeout, Acquire waits for the holder to release,
+// saying once that it waits; past the timeout it fails naming the holder.
+func TestWait(t *testing.T) {
+	ctx := context.Background()
+	defer func(d time.Duration) { pollInterval = d }(pollInterval)
+	pollInterval = 20 * time.Millisecond
+	c := kubetest.New(t)
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = Acquire(ctx, c.Client, "web", Options{Holder: bob, Timeout: 200 * time.Millisecond})
+	var held *HeldError
+	if !errors.As(err, &held) || time.Since(start) < 200*time.Millisecond {
+		t.Errorf("after %s: %v", time.Since(start), err)
+	}
+
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		release(t, l)
+	}()
+	waits := 0
+	l2, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Timeout: 10 * time.Second, Waiting: func(h *HeldError) {
+		waits++
+		if h.Holder() != "alice@build-7 (pid 4242)" {
+			t.Errorf("waiting for %s", h.Holder())
+		}
+	}})
+	if err != nil || waits != 1 {
+		t.Fatalf("waited (told %d times): %v", waits, err)
+	}
+	if got := live(t, c, "web"); got.Holder() != "bob@laptop (pid 7)" {
+		t.Errorf("holder: %s", got.Holder())
+	}
+	release(t, l2)
+
+	cancelled, cancel := context.WithCancel(ctx)
+	l3, _ := Acquire(ctx, c.Client, "web", Options{Holder: alice})
+	defer release(t, l3)
+	time.AfterFunc(50*time.Millisecond, cancel)
+	if _, err := Acquire(cancelled, c.Client, "web", Options{Holder: bob, Timeout: time.Minute}); !errors.Is(err, context.Canceled) || !errors.As(err, &held) {
+		t.Errorf("waiting, then Ctrl-C: %v", err)
+	}
+}
+
+// TestRemove: unlock removes the lease as it was shown, not one renewed
+// or taken over since; a missing one is reported as such.
+func TestRemove(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", Namespace))
+	c.Put(leaseObject(t, "web", alice, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour), time.Minute))
+	shown := live(t, c, "web")
+	c.Put(leaseObject(t, "web", bob, time.Now(), time.Now(), time.Minute))
+	if removed, err := Remove(ctx, c.Client, "web", shown); removed || err == nil || live(t, c, "web") == nil {
+		t.Errorf("remove of a lease changed since: %v, %v", removed, err)
+	}
+	shown = live(t, c, "web")
+	if removed, err := Remove(ctx, c.Client, "web", shown); !removed || err != nil || live(t, c, "web") != nil {
+		t.Errorf("remove: %v, %v", removed, err)
+	}
+	if removed, err := Remove(ctx, c.Client, "web", nil); removed || err != nil {
+		t.Errorf("remove of none: %v, %v", removed, err)
+	}
+}

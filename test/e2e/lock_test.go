@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// lockFleet is one cluster, the full one (fleet-c1), where a Deployment
+// can be made to wait.
+const lockFleet = `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups: [{name: g}]
+clusters: [{name: stg, group: g, context: fleet-c1}]
+`
+
+// holdingApp is a Deployment in ns that is healthy only once a node has
+// the label selector (key=value): until then apply --wait holds its
+// lock; and a ConfigMap.
+func holdingApp(ns, selector string) string {
+	var m manifest
+	m.add("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}", ns)
+	key, value, _ := strings.Cut(selector, "=")
+	m.add(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hold, namespace: %s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: hold}}
+  template:
+    metadata: {labels: {app: hold}}
+    spec:
+      containers: [{name: c, image: registry.example/x:1}]
+      nodeSelector: {%s: "%s"}`, ns, key, value)
+	m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: first, namespace: %s}", ns)
+	return m.String()
+}
+
+// lockedBy matches the message of a lock held by the process pid.
+func lockedBy(pid int) *regexp.Regexp {
+	return regexp.MustCompile(fmt.Sprintf(`locked by \S+@\S+ \(pid %d\) since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`, pid))
+}
+
+func leaseHolder(t *testing.T, app string) string {
+	t.Helper()
+	out, _ := get(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet", "-o", "jsonpath={.spec.holderIdentity}")
+	return out
+}
+
+// TestLockConcurrentApplies: while one apply of an app to a cluster holds
+// its lock (waiting for a Deployment), a second apply and a delete of the
+// same app fail that cluster at once, naming the holder, and write
+// nothing; the first then succeeds and releases the lock.
+func TestLockConcurrentApplies(t *testing.T) {
+	const ns, app, label = "e2e-lock", "e2e-lock", "e2e-lock-ready"
+	other := holdingApp(ns, label+"=yes") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: second-only, namespace: " + ns + "}\n"
+	dir := workdir(t, lockFleet, map[string]string{"first/all.yaml": holdingApp(ns, label+"=yes"), "second/all.yaml": other})
+	node, code := get(t, "fleet-c1", "nodes", "-o", "jsonpath={.items[0].metadata.name}")
+	if code != 0 || node == "" {
+		t.Fatalf("no node on fleet-c1: %q", node)
+	}
+	t.Cleanup(func() { kubectl(t, "", "label", "--context", "fleet-c1", "node", node, label+"-") })
+
+	first := startFleet(t, dir, nil, "apply", "-f", filepath.Join(dir, "first"), "--name", app, "--wait", "--timeout", "2m")
+	first.waitFor(t, "deployment.apps/hold created", 60*time.Second)
+	pid := first.cmd.Process.Pid
+	if h := leaseHolder(t, app); !strings.HasSuffix(h, fmt.Sprintf(" pid %d", pid)) {
+		t.Errorf("lease holder %q, want the first apply's pid %d", h, pid)
+	}
+
+	start := time.Now()
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "second"), "--name", app)
+	took := time.Since(start)
+	t.Logf("second apply: exit %d after %s", code, took.Round(time.Millisecond))
+	summary := regexp.MustCompile(`(?m)^\[stg\] failed: app ` + app + `: (.*)$`).FindStringSubmatch(out)
+	if code != 1 || summary == nil || !lockedBy(pid).MatchString(summary[1]) || strings.Contains(out, " created") {
+		t.Errorf("second apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if took > 20*time.Second {
+		t.Errorf("the second apply took %s: it should fail at once", took)
+	}
+	if !absent(t, "fleet-c1", "configmap", "second-only", "-n", ns) {
+		t.Error("the second apply wrote to the cluster")
+	}
+	out, errOut, code = fleet(t, dir, "delete", "-f", filepath.Join(dir, "first"), "--name", app, "--yes")
+	if code != 1 || !lockedBy(pid).MatchString(out) || strings.Contains(out, " deleted") {
+		t.Errorf("delete while locked: exit %d\n%s%s", code, out, errOut)
+	}
+	if absent(t, "fleet-c1", "configmap", "first", "-n", ns) {
+		t.Error("the delete deleted while locked")
+	}
+
+	// The first goes on undisturbed, succeeds, and releases the lock.
+	if _, errOut, code := kubectl(t, "", "label", "--context", "fleet-c1", "node", node, label+"=yes"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if !first.exited(90 * time.Second) {
+		t.Fatal("the first apply did not finish")
+	}
+	out, errOut = first.output()
+	if first.code != 0 || !strings.Contains(out, "[stg] applied: 3 created") {
+		t.Errorf("first apply: exit %d\n%s%s", first.code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
+		t.Error("the lock was not released")
+	}
+	if out, errOut, code := fleet(t, dir, "delete", "-f", filepath.Join(dir, "first"), "--name", app, "--yes"); code != 0 {
+		t.Errorf("delete once unlocked: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// killedHolder starts an apply of app that holds its lock (a Deployment
+// that never gets healthy, --wait) with the given lock flags, kills it
+// with SIGKILL once it has written, and returns its pid.
+func killedHolder(t *testing.T, dir, app string, lockFlags ...string) int {
+	t.Helper()
+	r := startFleet(t, dir, nil, append([]string{"apply", "-f", filepath.Join(dir, "hold"), "--name", app, "--wait", "--timeout", "2m"}, lockFlags...)...)
+	r.waitFor(t, "deployment.apps/hold ", 60*time.Second) // created, or unchanged
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if !r.exited(10 * time.Second) {
+		t.Fatal("still running after SIGKILL")
+	}
+	return r.cmd.Process.Pid
+}
+
+// TestLockKilledHolder: an apply killed while it holds the lock leaves
+// it; a new apply fails naming the dead holder until the lock expires
+// (--lock-duration), one with --lock-timeout waits for that and succeeds,
+// and once it has expired a plain apply takes it over.
+func TestLockKilledHolder(t *testing.T) {
+	const ns, app = "e2e-lock-kill", "e2e-lock-kill"
+	dir := workdir(t, lockFleet, map[string]string{
+		"hold/all.yaml": holdingApp(ns, "e2e-lock-never=true"),
+		"next/all.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: next, namespace: "+ns+"}\n"),
+	})
+	next := filepath.Join(dir, "next")
+
+	// 5s: time enough for the next apply to start on a busy machine.
+	pid := killedHolder(t, dir, app, "--lock-duration", "5s")
+	out, errOut, code := fleet(t, dir, "apply", "-f", next, "--name", app)
+	if code != 1 || !lockedBy(pid).MatchString(out) {
+		t.Errorf("apply right after the kill: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "configmap", "next", "-n", ns) {
+		t.Error("an apply wrote while locked")
+	}
+	start := time.Now()
+	out, errOut, code = fleet(t, dir, "apply", "-f", next, "--name", app, "--lock-timeout", "30s")
+	took := time.Since(start)
+	t.Logf("--lock-timeout 30s: exit %d after %s", code, took.Round(time.Millisecond))
+	if code != 0 || !regexp.MustCompile(`(?m)^\[stg\] waiting up to 30s for the lock: `+lockedBy(pid).String()+`$`).MatchString(out) || !strings.Contains(out, "[stg] configmap/next created") {
+		t.Errorf("apply --lock-timeout: exit %d\n%s%s", code, out, errOut)
+	}
+	if took > 15*time.Second {
+		t.Errorf("--lock-timeout waited %s for a lock lasting 5s", took)
+	}
+
+	pid = killedHolder(t, dir, app, "--lock-duration", "3s")
+	if h := leaseHolder(t, app); !strings.HasSuffix(h, fmt.Sprintf(" pid %d", pid)) {
+		t.Errorf("lease holder %q, want the killed apply's pid %d", h, pid)
+	}
+	time.Sleep(4 * time.Second)
+	if out, errOut, code := fleet(t, dir, "apply", "-f", next, "--name", app); code != 0 || strings.Contains(out, "locked by") {
+		t.Errorf("apply after the lock expired: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
+		t.Error("the lock taken over was not released")
+	}
+}
+
+// TestLockUnlock: unlock shows a stale lock and, without a terminal,
+// removes it only with --yes; then the app can be applied; a cluster
+// without a lock is "not locked".
+func TestLockUnlock(t *testing.T) {
+	const ns, app = "e2e-lock-unlock", "e2e-lock-unlock"
+	dir := workdir(t, lockFleet, map[string]string{"hold/all.yaml": holdingApp(ns, "e2e-lock-never=true")})
+	pid := killedHolder(t, dir, app) // the default --lock-duration: 60s
+
+	out, errOut, code := fleet(t, dir, "unlock", "--app", app)
+	shown := regexp.MustCompile(`(?m)^\[stg\] ` + app + `: ` + lockedBy(pid).String() + `.*, expires in \d+s unless renewed$`)
+	if code != 1 || !shown.MatchString(out) || !strings.Contains(errOut, "pass --yes") {
+		t.Errorf("unlock without --yes nor a terminal: exit %d\n%s%s", code, out, errOut)
+	}
+	if absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
+		t.Fatal("unlock without --yes removed the lock")
+	}
+	out, errOut, code = fleet(t, dir, "unlock", "--app", app, "--yes")
+	if code != 0 || !shown.MatchString(out) || !strings.Contains(out, "[stg] unlocked\n") {
+		t.Errorf("unlock --yes: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
+		t.Error("unlock --yes left the lock")
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "hold"), "--name", app); code != 0 {
+		t.Errorf("apply after unlock: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "unlock", "--app", app)
+	if code != 0 || !strings.Contains(out, "[stg] not locked\n") {
+		t.Errorf("unlock of an app not locked: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "delete", "-f", filepath.Join(dir, "hold"), "--name", app, "--yes"); code != 0 {
+		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+}
