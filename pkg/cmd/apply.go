@@ -268,7 +268,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 // rollout writes r to its clusters group by group: apply's rollout, and
 // rollback's.
 func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) error {
-	defer o.locks.release(o.ErrOut)
+	defer o.locks.release(ctx, o.ErrOut)
 	dryRun := o.dryRun()
 	ws := waves(r.fleet, r.clusters)
 	if err := o.confirmations(ctx, r.fleet, ws, dryRun); err != nil {

@@ -135,7 +135,7 @@ func (o *ClustersOptions) Run(ctx context.Context) error {
 	// Only --check reads kubeconfigFrom sources (runs their commands); a
 	// listing names the source, and does not check its contexts.
 	if o.Check {
-		if err := o.resolveKubeconfigs(f, clusters); err != nil {
+		if err := o.resolveKubeconfigs(ctx, f, clusters); err != nil {
 			return err
 		}
 	}

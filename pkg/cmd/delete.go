@@ -80,7 +80,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	dryRun := o.dryRun()
@@ -94,7 +94,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
 	_, byName := index(clusters)
 	var tally counts
-	defer o.locks.release(o.ErrOut)
+	defer o.locks.release(ctx, o.ErrOut)
 	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
 		err := o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
 		pr.end(name, err)

@@ -72,7 +72,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	kubectl := os.Getenv("KUBECTL")

@@ -108,10 +108,15 @@ func (l *locks) acquire(ctx context.Context, client *kube.Client, cluster, app s
 	return nil
 }
 
-// release releases every lock held, at once, even after Ctrl-C, and says
-// on errOut what could not be released cleanly (it then expires on its
-// own).
-func (l *locks) release(errOut io.Writer) {
+// releaseTimeout bounds the release of one lock: a cluster that no longer
+// answers must not hold the command up; its lock expires on its own.
+const releaseTimeout = 3 * time.Second
+
+// release releases every lock held, at once, and says on errOut what could
+// not be released cleanly (it then expires on its own, or is taken over at
+// once by the next run on this machine). After Ctrl-C (ctx done) nothing
+// is sent: the locks are only no longer renewed.
+func (l *locks) release(ctx context.Context, errOut io.Writer) {
 	l.mu.Lock()
 	held := l.held
 	l.held = nil
@@ -119,10 +124,14 @@ func (l *locks) release(errOut io.Writer) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(held))
 	for i, h := range held {
+		if ctx.Err() != nil {
+			h.lock.Abandon()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
 			errs[i] = h.lock.Release(ctx)
 		}()

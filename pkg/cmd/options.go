@@ -43,9 +43,6 @@ type GlobalOptions struct {
 	// sources holds the clusters' kubeconfigFrom, written to temporary
 	// files; Execute removes them.
 	sources kube.KubeconfigSources
-	// ctx is the running command's context, for the kubeconfigFrom
-	// commands.
-	ctx context.Context
 }
 
 // resolveKubeconfigs materializes the kubeconfigFrom of the clusters (each
@@ -53,11 +50,7 @@ type GlobalOptions struct {
 // Every path that reads a cluster's kubeconfig calls it first: commands
 // that do not talk to clusters (render, vet --no-kubeconfig, a plain
 // clusters listing) never run a kubeconfigFrom command.
-func (g *GlobalOptions) resolveKubeconfigs(f *fleet.Fleet, clusters []*fleet.Cluster) error {
-	ctx := g.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func (g *GlobalOptions) resolveKubeconfigs(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) error {
 	return g.sources.Resolve(ctx, f, clusters)
 }
 

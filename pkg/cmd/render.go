@@ -137,7 +137,7 @@ func (o *RenderOptions) stored(ctx context.Context) (*rendered, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return nil, err
 	}
 	app := o.Apps[0]
@@ -235,7 +235,7 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		return nil, err
 	}
 	if contexts {
-		if err := checkContexts(g, f, clusters); err != nil {
+		if err := checkContexts(ctx, g, f, clusters); err != nil {
 			return nil, err
 		}
 	}
@@ -264,8 +264,8 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 // checkContexts materializes the clusters' kubeconfigFrom, then verifies,
 // before any request, that every cluster's context exists in its
 // kubeconfig.
-func checkContexts(g *GlobalOptions, f *fleet.Fleet, clusters []*fleet.Cluster) error {
-	if err := g.resolveKubeconfigs(f, clusters); err != nil {
+func checkContexts(ctx context.Context, g *GlobalOptions, f *fleet.Fleet, clusters []*fleet.Cluster) error {
+	if err := g.resolveKubeconfigs(ctx, f, clusters); err != nil {
 		return err
 	}
 	return kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters)
@@ -283,7 +283,7 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 	if len(need) == 0 {
 		return nil, nil
 	}
-	if err := checkContexts(g, f, need); err != nil {
+	if err := checkContexts(ctx, g, f, need); err != nil {
 		return nil, err
 	}
 	live := make([]map[string]any, len(need))

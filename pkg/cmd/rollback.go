@@ -101,7 +101,7 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	plan, results := o.plan(ctx, f, clusters)

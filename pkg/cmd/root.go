@@ -86,8 +86,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		SilenceUsage:      true,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
-		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
-			g.ctx = cmd.Context()
+		PersistentPreRun: func(*cobra.Command, []string) {
 			setupLogging(g.LogLevel, streams.ErrOut)
 		},
 	}

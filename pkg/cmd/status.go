@@ -153,7 +153,7 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered, error) {
 			return nil, err
 		}
 		if len(f.Apps) == 0 {
-			if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+			if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 				return nil, err
 			}
 			o.inventory = true

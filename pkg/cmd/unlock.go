@@ -87,7 +87,7 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	names, byName := index(clusters)

@@ -95,7 +95,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	}
 	problems := 0
 	if !o.NoKubeconfig {
-		if err := checkContexts(o.GlobalOptions, f, clusters); err != nil {
+		if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 			// Missing contexts, or kubeconfigFrom sources that failed,
 			// one a line.
 			var list fleet.ErrorList

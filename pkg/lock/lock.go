@@ -170,6 +170,14 @@ func (i Info) Holder() string {
 	return s
 }
 
+// gone reports whether the holder is a process of me's machine that no
+// longer runs: its lock is stale at once, not only once it expired (a run
+// whose cluster died before it could release, then started again here).
+func (i Info) gone(me Holder) bool {
+	pid, err := strconv.Atoi(i.PID)
+	return err == nil && i.Host == me.Host && pid != me.PID && pid > 0 && !alive(pid)
+}
+
 // Expires is when the lease expires unless renewed.
 func (i Info) Expires() time.Time { return i.Renewed.Add(i.Duration) }
 
@@ -189,6 +197,8 @@ type Lock struct {
 	err   error                      // why the lock was lost, if it was
 	stop  chan struct{}
 	done  chan struct{}
+	// cancel ends a renewal in flight.
+	cancel context.CancelFunc
 }
 
 // Acquire takes the lock of app on the cluster c: it creates the lease
@@ -210,8 +220,9 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 	for {
 		lease, err := try(ctx, c, ri, app, o)
 		if err == nil {
-			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, lease: lease, stop: make(chan struct{}), done: make(chan struct{})}
-			go l.renew(context.WithoutCancel(ctx))
+			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, lease: lease, stop: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
+			go l.renew(rctx)
 			return l, nil
 		}
 		var held *HeldError
@@ -271,11 +282,12 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 		if err != nil {
 			return nil, err
 		}
-		if !info.Expired(t) {
+		if !info.Expired(t) && !info.gone(o.Holder) {
 			return nil, &HeldError{Info: info}
 		}
-		// Expired: take it over, unless someone else does first (the
-		// update carries the resourceVersion read).
+		// Expired, or its holder is a process of this machine that is
+		// gone: take it over, unless someone else does first (the update
+		// carries the resourceVersion read).
 		takeover, err := leaseFor(app, o, t, live)
 		if err != nil {
 			return nil, err
@@ -440,16 +452,9 @@ func (l *Lock) renew(ctx context.Context) {
 // resourceVersion). It returns why the lock was lost, if it was, or why
 // the lease could not be deleted (it then expires on its own).
 func (l *Lock) Release(ctx context.Context) error {
-	l.mu.Lock()
-	select {
-	case <-l.stop:
-		l.mu.Unlock()
+	if !l.Abandon() {
 		return nil // released already
-	default:
-		close(l.stop)
 	}
-	l.mu.Unlock()
-	<-l.done
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
@@ -464,6 +469,25 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app))
 	}
 	return fmt.Errorf("releasing lease %s/%s (it expires on its own): %w", Namespace, Name(l.app), err)
+}
+
+// Abandon stops the renewals, a renewal in flight too, without deleting
+// the lease: it expires on its own (or is taken over at once from this
+// machine once this process is gone). It reports whether the lock was
+// still held.
+func (l *Lock) Abandon() bool {
+	l.mu.Lock()
+	select {
+	case <-l.stop:
+		l.mu.Unlock()
+		return false
+	default:
+		close(l.stop)
+	}
+	l.mu.Unlock()
+	l.cancel()
+	<-l.done
+	return true
 }
 
 // Get reads the lock of app on the cluster: nil when there is none.

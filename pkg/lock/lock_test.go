@@ -3,6 +3,10 @@ package lock
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -321,5 +325,32 @@ func TestRemove(t *testing.T) {
 	}
 	if removed, err := Remove(ctx, c.Client, "web", nil); removed || err != nil {
 		t.Errorf("remove of none: %v, %v", removed, err)
+	}
+}
+
+// TestGoneLocalHolder: a holder of this machine whose process ended is
+// gone; one that runs, this process, or one of another machine is not.
+func TestGoneLocalHolder(t *testing.T) {
+	if goruntime.GOOS == "windows" {
+		t.Skip("processes are not asked on Windows")
+	}
+	ended := exec.Command("true")
+	if err := ended.Run(); err != nil {
+		t.Skip("no true command:", err)
+	}
+	me := Holder{Host: "build-7", PID: os.Getpid()}
+	for _, tt := range []struct {
+		info Info
+		gone bool
+	}{
+		{Info{Host: "build-7", PID: strconv.Itoa(ended.Process.Pid)}, true},
+		{Info{Host: "build-7", PID: strconv.Itoa(os.Getppid())}, false},
+		{Info{Host: "build-7", PID: strconv.Itoa(os.Getpid())}, false},
+		{Info{Host: "elsewhere", PID: strconv.Itoa(ended.Process.Pid)}, false},
+		{Info{Host: "build-7", PID: ""}, false},
+	} {
+		if got := tt.info.gone(me); got != tt.gone {
+			t.Errorf("%+v: gone %v, want %v", tt.info, got, tt.gone)
+		}
 	}
 }

@@ -116,8 +116,19 @@ func TestLockConcurrentApplies(t *testing.T) {
 
 // killedHolder starts an apply of app that holds its lock (a Deployment
 // that never gets healthy, --wait) with the given lock flags, kills it
-// with SIGKILL once it has written, and returns its pid.
+// with SIGKILL once it has written, and returns its pid. The lease is then
+// made to look like another machine's: from this one, a lock whose holder
+// is gone is taken over at once (TestLockGoneLocalHolder).
 func killedHolder(t *testing.T, dir, app string, lockFlags ...string) int {
+	t.Helper()
+	pid := killedLocalHolder(t, dir, app, lockFlags...)
+	if _, errOut, code := kubectl(t, "", "annotate", "--context", "fleet-c1", "-n", "kubectl-fleet", "lease", "fleet-"+app, "--overwrite", "fleet.kubectl.io/lock-host=elsewhere"); code != 0 {
+		t.Fatal(errOut)
+	}
+	return pid
+}
+
+func killedLocalHolder(t *testing.T, dir, app string, lockFlags ...string) int {
 	t.Helper()
 	r := startFleet(t, dir, nil, append([]string{"apply", "-f", filepath.Join(dir, "hold"), "--name", app, "--wait", "--timeout", "2m"}, lockFlags...)...)
 	r.waitFor(t, "deployment.apps/hold ", 60*time.Second) // created, or unchanged
@@ -169,6 +180,28 @@ func TestLockKilledHolder(t *testing.T) {
 	time.Sleep(4 * time.Second)
 	if out, errOut, code := fleet(t, dir, "apply", "-f", next, "--name", app); code != 0 || strings.Contains(out, "locked by") {
 		t.Errorf("apply after the lock expired: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
+		t.Error("the lock taken over was not released")
+	}
+}
+
+// TestLockGoneLocalHolder: a lock whose holder was a process of this
+// machine that is gone (killed, or its cluster died before it could
+// release) is taken over at once, not after it expires.
+func TestLockGoneLocalHolder(t *testing.T) {
+	const ns, app = "e2e-lock-gone", "e2e-lock-gone"
+	dir := workdir(t, lockFleet, map[string]string{
+		"hold/all.yaml": holdingApp(ns, "e2e-lock-never=true"),
+		"next/all.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: next, namespace: "+ns+"}\n"),
+	})
+	pid := killedLocalHolder(t, dir, app) // the default --lock-duration: 60s
+	if h := leaseHolder(t, app); !strings.HasSuffix(h, fmt.Sprintf(" pid %d", pid)) {
+		t.Fatalf("lease holder %q, want the killed apply's pid %d", h, pid)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "next"), "--name", app)
+	if code != 0 || strings.Contains(out, "locked by") || !strings.Contains(out, "[stg] configmap/next created") {
+		t.Errorf("apply after the local holder was killed: exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
 		t.Error("the lock taken over was not released")
