@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/base64"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -108,17 +106,8 @@ data: {cluster: '${FLEET_CLUSTER_NAME}'}
 		}
 		cmd := kubectlCmd(append(flags, args...)...)
 		cmd.Env = append(cmd.Env, "KCFROM_PLAIN="+string(plain), "KCFROM_B64="+b64, "TMPDIR="+tmp)
-		cmd.Stdin = strings.NewReader("the plugin's stdin\n")
-		var out, errOut bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errOut
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		all := out.String() + errOut.String()
+		out, errOut, code := runCmd(t, cmd, "the plugin's stdin\n")
+		all := out + errOut
 		if strings.Contains(all, token) || strings.Contains(all, b64[:40]) || strings.Contains(all, "client-key-data") {
 			t.Errorf("%v printed a credential:\n%s", args, all)
 		}
@@ -128,7 +117,7 @@ data: {cluster: '${FLEET_CLUSTER_NAME}'}
 		if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
 			t.Errorf("%v left temporary files: %v", args, entries)
 		}
-		return out.String(), errOut.String(), code
+		return out, errOut, code
 	}
 	fleetFile := filepath.Join(dir, "fleet.yaml")
 

@@ -96,7 +96,13 @@ func kubectlCmd(args ...string) *exec.Cmd {
 // plugin on PATH, and returns stdout, stderr and the exit code.
 func kubectl(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	cmd := kubectlCmd(args...)
+	return runCmd(t, kubectlCmd(args...), stdin)
+}
+
+// runCmd runs a prepared command with stdin and returns stdout, stderr
+// and the exit code; a command that could not run fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd, stdin string) (string, string, int) {
+	t.Helper()
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
