@@ -8,6 +8,9 @@ package apply
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -225,8 +228,10 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		if !cfg.Prune {
 			record = p.set.Contents.Union(record)
 		}
+		// What this apply sent, for the next one to skip what is the same.
+		p.set.Applied = p.sent
 		// The revision is stored before the parent names it current.
-		history, err := p.record(ctx)
+		history, err := p.recordRevision(ctx)
 		if err != nil {
 			return err
 		}
@@ -246,10 +251,10 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	return nil
 }
 
-// record stores the apply as the app's next revision, unless its render
+// recordRevision stores the apply as the app's next revision, unless its render
 // is the current revision's, and returns the history with it (nil when
 // nothing was recorded).
-func (p *pass) record(ctx context.Context) ([]revision.Revision, error) {
+func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) {
 	rec := p.cfg.Record
 	if rec == nil {
 		return nil, nil
@@ -328,6 +333,12 @@ type pass struct {
 
 	mu      sync.Mutex
 	applied sets.Set[types.UID]
+	// sent is what this apply sent of each object, and what came back,
+	// for the next apply to skip what did not change (inventory.Applied).
+	sent map[string]inventory.Applied
+	// last is what the last apply sent, and the plugin version it ran.
+	last        map[string]inventory.Applied
+	lastVersion string
 }
 
 func newPass(ctx context.Context, c *kube.Client, cfg Config) (*pass, error) {
@@ -339,7 +350,7 @@ func newPass(ctx context.Context, c *kube.Client, cfg Config) (*pass, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &pass{c: c, cfg: cfg, set: set, others: others, applied: sets.New[types.UID]()}, nil
+	return &pass{c: c, cfg: cfg, set: set, others: others, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, last: set.Applied, lastVersion: set.Version}, nil
 }
 
 // stages splits objects: CRDs and Namespaces first, then the rest.
@@ -475,6 +486,13 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 		p.keep(live.UID)
 		return ch
 	}
+	digest := sentDigest(obj)
+	if p.unchanged(obj, digest, live, listed != nil && !ignored) {
+		ch.Action = Unchanged
+		p.keep(live.UID)
+		p.record(obj, digest, live.ResourceVersion)
+		return ch
+	}
 	after, err := c.Patch(ctx, ri, obj, opts)
 	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
 		return p.replace(ctx, ri, obj, ch, field)
@@ -484,6 +502,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 	}
 	// A dry run's UID is the live object's, or a new one no member has.
 	p.keep(after.GetUID())
+	p.record(obj, digest, after.GetResourceVersion())
 	switch {
 	case live == nil:
 		ch.Action = Created
@@ -493,6 +512,39 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 		ch.Action = Configured
 	}
 	return ch
+}
+
+// unchanged reports whether an object needs no request: the last apply
+// sent exactly this (same digest, same plugin version), and the live
+// object's version, as listed, is still the one the server returned then.
+// Any doubt is a real apply: a dry run, --force-conflicts, fields kept
+// from the live object (ignoreDifferences), no record, no listing.
+func (p *pass) unchanged(obj *unstructured.Unstructured, digest string, live *metav1.ObjectMeta, listed bool) bool {
+	if p.cfg.DryRun || p.cfg.Force || !listed || live == nil || p.lastVersion != p.cfg.Version {
+		return false
+	}
+	last, ok := p.last[object.Path(obj)]
+	return ok && last.Digest == digest && last.ResourceVersion == live.ResourceVersion
+}
+
+// record notes what was sent of obj and the version that came back.
+func (p *pass) record(obj *unstructured.Unstructured, digest, resourceVersion string) {
+	if p.cfg.DryRun {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent[object.Path(obj)] = inventory.Applied{Digest: digest, ResourceVersion: resourceVersion}
+}
+
+// sentDigest identifies an object as apply sends it.
+func sentDigest(obj *unstructured.Unstructured) string {
+	b, err := json.Marshal(obj.Object)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // keep records that the object with uid was applied: it is not pruned.
@@ -524,6 +576,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		return fail(err)
 	}
 	p.keep(after.GetUID())
+	p.record(obj, sentDigest(obj), after.GetResourceVersion())
 	ch.Action = Replaced
 	return ch
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -353,17 +355,19 @@ func TestServerRefusals(t *testing.T) {
 		{"immutable, force enabled", immutable, true, apply.Replaced, "", true},
 	} {
 		c := kubetest.New(t)
-		deploy := func() *unstructured.Unstructured {
+		// The second apply changes the object, so that it is sent.
+		deploy := func(replicas int64) *unstructured.Unstructured {
 			d := kubetest.Object("apps/v1", "Deployment", "web", "web")
+			d.Object["spec"] = map[string]any{"replicas": replicas}
 			if tt.force {
 				annotate(d, object.ForceAnnotation, "enabled")
 			}
 			return d
 		}
-		mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy()}})
-		uid := c.Live(deploy()).GetUID()
+		mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy(1)}})
+		uid := c.Live(deploy(1)).GetUID()
 		c.Inject(kubetest.Fault{Verb: "patch", Resource: "deployments", Nth: 1, Err: tt.fault})
-		changes, err := run(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy()}})
+		changes, err := run(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy(2)}})
 		ch := changes["deployment.apps/web"]
 		if ch.Action != tt.want || (err != nil) != (tt.want == apply.Failed) {
 			t.Errorf("%s: %+v, Run: %v", tt.name, ch, err)
@@ -371,7 +375,7 @@ func TestServerRefusals(t *testing.T) {
 		if tt.wantInErr != "" && (ch.Err == nil || !strings.Contains(ch.Err.Error(), tt.wantInErr)) {
 			t.Errorf("%s: error %v, want it to say %q", tt.name, ch.Err, tt.wantInErr)
 		}
-		if live := c.Live(deploy()); live == nil || (live.GetUID() != uid) != tt.wantNewUID {
+		if live := c.Live(deploy(2)); live == nil || (live.GetUID() != uid) != tt.wantNewUID {
 			t.Errorf("%s: live object %v (uid was %s)", tt.name, live, uid)
 		}
 	}
@@ -599,4 +603,93 @@ func TestRecordRevisions(t *testing.T) {
 	if list, err := revision.List(context.Background(), c.Client, "web"); err != nil || len(list) != 0 {
 		t.Errorf("after delete: %v %v", list, err)
 	}
+}
+
+// TestUnchangedNeedsNoRequest: an object whose render and live version
+// are what the last apply sent and got back is reported unchanged without
+// a request; any doubt sends it: an edit behind our back, a deletion, a
+// changed render, --force-conflicts, another plugin version, a dry run.
+func TestUnchangedNeedsNoRequest(t *testing.T) {
+	c := kubetest.New(t)
+	objs := func(v string) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "b", "k="+v)}
+	}
+	patched := func(cfg apply.Config) []string {
+		t.Helper()
+		before := len(c.Requests())
+		changes := mustRun(t, c, cfg)
+		var sent []string
+		for _, r := range c.Requests()[before:] {
+			if objectPatch(r) {
+				sent = append(sent, r.Resource+"/"+r.Name)
+			}
+		}
+		for ref, ch := range changes {
+			if ch.Action != apply.Unchanged && ch.Action != apply.Configured && ch.Action != apply.Created {
+				t.Errorf("%s %s", ref, ch.Action)
+			}
+		}
+		sort.Strings(sent)
+		return sent
+	}
+	all := []string{"configmaps/a", "configmaps/b", "namespaces/web"}
+	for _, step := range []struct {
+		name  string
+		setup func()
+		cfg   apply.Config
+		want  []string
+	}{
+		{"first apply", nil, apply.Config{Objects: objs("1")}, all},
+		{"nothing changed", nil, apply.Config{Objects: objs("1")}, nil},
+		{"a changed render", nil, apply.Config{Objects: objs("2")}, []string{"configmaps/b"}},
+		{"an edit behind our back", func() {
+			live := c.Live(cm("web", "a"))
+			live.Object["data"] = map[string]any{"k": "by hand"}
+			c.Put(live)
+		}, apply.Config{Objects: objs("2")}, []string{"configmaps/a"}},
+		{"deleted behind our back", func() {
+			if err := c.Client.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("web").Delete(context.Background(), "b", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, apply.Config{Objects: objs("2")}, []string{"configmaps/b"}},
+		{"--force-conflicts", nil, apply.Config{Objects: objs("2"), Force: true}, all},
+		{"nothing changed again", nil, apply.Config{Objects: objs("2")}, nil},
+		{"a dry run", nil, apply.Config{Objects: objs("2"), DryRun: true}, nil},
+	} {
+		if step.setup != nil {
+			step.setup()
+		}
+		got := patched(step.cfg)
+		if step.cfg.DryRun {
+			// A dry run reads and sends every object (with dryRun).
+			if len(got) != len(all) {
+				t.Errorf("%s: sent %v", step.name, got)
+			}
+			continue
+		}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Errorf("%s: objects sent (-want +got):\n%s", step.name, diff)
+		}
+	}
+	// Another plugin version trusts nothing the last one recorded.
+	before := len(c.Requests())
+	cfg := apply.Config{App: "web", Version: "other", Objects: objs("2"), Concurrency: 4, Report: func(apply.Change) {}}
+	if err := apply.Run(context.Background(), c.Client, cfg); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range c.Requests()[before:] {
+		if objectPatch(r) {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Errorf("another version sent %d objects, want 3", n)
+	}
+}
+
+// objectPatch reports a request that applies one of the app's objects,
+// not the inventory (the parent, its namespace) nor a revision.
+func objectPatch(r kubetest.Request) bool {
+	return r.Verb == "patch" && r.Resource != "secrets" && !(r.Resource == "configmaps" && r.Name == inventory.ParentName("web")) && !(r.Resource == "namespaces" && r.Name == inventory.Namespace)
 }

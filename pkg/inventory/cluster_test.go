@@ -3,6 +3,7 @@ package inventory_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,5 +220,39 @@ func TestLoadNeighbours(t *testing.T) {
 	}
 	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared"), nil); keep {
 		t.Error("not allowed to list, yet neighbours known")
+	}
+}
+
+// TestAppliedRoundTrip: what the last apply sent survives the parent, with
+// the plugin version that wrote it; a record past MaxApplied is dropped
+// (everything is sent next time) rather than failing the parent's write.
+func TestAppliedRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	want := map[string]inventory.Applied{
+		"ConfigMap/web/settings":  {Digest: "0a1b", ResourceVersion: "17"},
+		"Deployment.apps/web/web": {Digest: "2c3d", ResourceVersion: "18"},
+	}
+	s := &inventory.Set{App: "web", ID: inventory.ID("web"), Applied: want}
+	if err := s.WriteParent(ctx, c.Client, contents("Namespace/web"), time.Now(), "kubectl-fleet", "v0.2.0"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := inventory.Load(ctx, c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got.Applied); diff != "" || got.Version != "v0.2.0" {
+		t.Errorf("applied (-written +read):\n%s\nversion %q", diff, got.Version)
+	}
+	huge := map[string]inventory.Applied{}
+	for i := 0; len(huge)*60 < inventory.MaxApplied; i++ {
+		huge[fmt.Sprintf("ConfigMap/web/settings-%06d", i)] = inventory.Applied{Digest: strings.Repeat("f", 32), ResourceVersion: "123456"}
+	}
+	got.Applied = huge
+	if err := got.WriteParent(ctx, c.Client, contents("Namespace/web"), time.Now(), "kubectl-fleet", "v0.2.0"); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := inventory.Load(ctx, c.Client, "web"); err != nil || len(again.Applied) != 0 {
+		t.Errorf("a record past the bound: %v, %d entries read back", err, len(again.Applied))
 	}
 }

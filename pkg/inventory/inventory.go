@@ -50,6 +50,16 @@ const (
 	// MembersKey in the parent's data lists the members, one object.Path
 	// per line, so that other apps of the cluster can tell what it holds.
 	MembersKey = "members"
+	// AppliedKey in the parent's data records, for each object the last
+	// apply sent, the digest of what it sent and the resourceVersion the
+	// server returned, one "path digest resourceVersion" per line: an
+	// object whose render and live version are both unchanged since needs
+	// no request (Applied).
+	AppliedKey = "applied"
+	// MaxApplied bounds the AppliedKey record (about 4,000 objects), so
+	// that the parent stays well inside a ConfigMap's 1 MiB with its
+	// members: an app with more is applied without skipping anything.
+	MaxApplied = 400 << 10
 )
 
 var (
@@ -81,6 +91,40 @@ type Set struct {
 	Digest   string
 	// Source is the current revision's source commit, "" if unknown.
 	Source string
+	// Version is the plugin version that wrote the parent.
+	Version string
+	// Applied is what the last apply sent, by object.Path (AppliedKey).
+	Applied map[string]Applied
+}
+
+// Applied is what an apply sent of one object, and what came back.
+type Applied struct {
+	// Digest identifies the object as sent.
+	Digest string
+	// ResourceVersion is the one the server returned.
+	ResourceVersion string
+}
+
+func appliedOf(data string) map[string]Applied {
+	out := map[string]Applied{}
+	for _, line := range strings.Split(data, "\n") {
+		if f := strings.Fields(line); len(f) == 3 {
+			out[f[0]] = Applied{Digest: f[1], ResourceVersion: f[2]}
+		}
+	}
+	return out
+}
+
+func appliedData(m map[string]Applied) string {
+	lines := make([]string, 0, len(m))
+	for path, a := range m {
+		lines = append(lines, path+" "+a.Digest+" "+a.ResourceVersion)
+	}
+	sort.Strings(lines)
+	if out := strings.Join(lines, "\n"); len(out) <= MaxApplied {
+		return out
+	}
+	return ""
 }
 
 // Contents is what a parent records: where members may be, and which
@@ -164,6 +208,9 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 	s.Revision, _ = strconv.Atoi(ann[RevisionAnnotation])
 	s.Digest = ann[DigestAnnotation]
 	s.Source = ann[SourceAnnotation]
+	_, s.Version, _ = strings.Cut(tooling, "/")
+	applied, _, _ := unstructured.NestedString(p.Object, "data", AppliedKey)
+	s.Applied = appliedOf(applied)
 	return s, nil
 }
 
@@ -364,12 +411,12 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 			"labels":      map[string]any{apply.ApplySetParentIDLabel: s.ID},
 			"annotations": ann,
 		},
-		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n")},
+		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: appliedData(s.Applied)},
 	}
 	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
 	}
-	s.Exists, s.Contents = true, contents
+	s.Exists, s.Contents, s.Version = true, contents, version
 	return nil
 }
 

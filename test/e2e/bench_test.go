@@ -14,7 +14,9 @@ import (
 // BenchmarkApply100Objects applies 100 objects to one cluster 50ms of round
 // trip away (the latency proxy), with kubectl fleet and with
 // `kubectl apply --server-side`, both started through kubectl as users do.
-// Each iteration creates 100 new ConfigMaps in a namespace of its own.
+// Each iteration creates 100 new ConfigMaps in a namespace of its own; the
+// -noop ones apply 100 objects that are already there, unchanged (kubectl
+// fleet then sends none of them again).
 func BenchmarkApply100Objects(b *testing.B) {
 	far, err := testenv.Start(b.Context(), testenv.Options{BinDir: binDir, Clusters: 1, ContextPrefix: "far-c", Dir: b.TempDir(), Latency: 25 * time.Millisecond})
 	if err != nil {
@@ -69,4 +71,16 @@ func BenchmarkApply100Objects(b *testing.B) {
 			run(b, "apply", "--server-side", "--context", "far-c1", "-f", d)
 		}
 	})
+	noop := func(tool string, args ...string) func(b *testing.B) {
+		return func(b *testing.B) {
+			d := manifests(tool, 0)
+			args := append(args, d)
+			run(b, args...) // the first apply creates them
+			for b.Loop() {
+				run(b, args...)
+			}
+		}
+	}
+	b.Run("fleet-noop", noop("fleetnoop", "fleet", "apply", "-F", fleetFile, "--name", "fleetnoop", "-f"))
+	b.Run("kubectl-noop", noop("kubectlnoop", "apply", "--server-side", "--context", "far-c1", "-f"))
 }
