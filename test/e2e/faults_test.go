@@ -589,7 +589,7 @@ func TestFaultInterruptStopsRequests(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "v1"), "--name", "intstop", "-c", "slow"); code != 0 {
 		t.Fatalf("apply v1: exit %d\n%s%s", code, out, errOut)
 	}
-	proxy.After(20, objectsPatched, testenv.Hung)
+	proxy.After(20, objectsPatched, testenv.Hung) // 20 new ConfigMaps; the unchanged Namespace is not sent
 	r := startFleet(t, dir, nil, "apply", "-f", filepath.Join(dir, "v2"), "--name", "intstop", "--prune", "--concurrency", "4", "--request-timeout", "3s")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -618,7 +618,7 @@ func TestFaultInterruptStopsRequests(t *testing.T) {
 	if len(after) > 0 {
 		t.Errorf("requests started after Ctrl-C:\n%s", strings.Join(after, "\n"))
 	}
-	for _, want := range []string{"Summary:", "[slow]  failed: 19 created, 1 unchanged, 4 failed: interrupted: app intstop: context canceled", "[later] not started"} {
+	for _, want := range []string{"Summary:", "[slow]  failed: 20 created, 1 unchanged, 4 failed: interrupted: app intstop: context canceled", "[later] not started"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
