@@ -162,12 +162,16 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err := stop.Err(); err != nil {
 		return err // Ctrl-C while the inventory was read: nothing written
 	}
-	if !cfg.DryRun {
+	if union := p.set.Contents.Union(contents); !cfg.DryRun && !(p.set.Exists && union.Equal(p.set.Contents)) {
 		// Record the union of the old and new contents first, so that a
-		// failure half-way never orphans a member from the set.
-		if err := p.set.WriteParent(ctx, c, p.set.Contents.Union(contents), time.Time{}, FieldManager, cfg.Version); err != nil {
+		// failure half-way never orphans a member from the set (a parent
+		// that records them all already is not written again).
+		if err := p.set.WriteParent(ctx, c, union, time.Time{}, FieldManager, cfg.Version); err != nil {
 			return err
 		}
+	}
+	if !cfg.DryRun {
+		p.prefetch(stop, ctx, objs)
 	}
 	first, rest := stages(objs)
 	if err := p.applyAll(stop, ctx, first, nil, nil); err != nil {
@@ -278,14 +282,20 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 		}
 		return true
 	}
+	// Who applies is asked while the history is read.
+	r := rec.Revision
+	var wg sync.WaitGroup
+	if r.User == "" {
+		wg.Go(func() { r.User = revision.User(ctx, p.c) })
+	}
 	history, err := revision.List(ctx, p.c, p.cfg.App)
+	wg.Wait()
 	if forbidden(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	r := rec.Revision
 	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(history, p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
 	if r.Version == "" {
 		r.Version = p.cfg.Version
@@ -342,12 +352,17 @@ type pass struct {
 }
 
 func newPass(ctx context.Context, c *kube.Client, cfg Config) (*pass, error) {
-	set, err := inventory.Load(ctx, c, cfg.App)
-	if err != nil {
-		return nil, err
-	}
-	others, err := inventory.LoadNeighbours(ctx, c, cfg.App)
-	if err != nil {
+	// The app's parent and its neighbours' are read at once.
+	var (
+		set       *inventory.Set
+		others    *inventory.Neighbours
+		err, oErr error
+		wg        sync.WaitGroup
+	)
+	wg.Go(func() { others, oErr = inventory.LoadNeighbours(ctx, c, cfg.App) })
+	set, err = inventory.Load(ctx, c, cfg.App)
+	wg.Wait()
+	if err = cmp.Or(err, oErr); err != nil {
 		return nil, err
 	}
 	return &pass{c: c, cfg: cfg, set: set, others: others, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, last: set.Applied, lastVersion: set.Version}, nil
@@ -616,6 +631,45 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ti
 // on first use, for concurrent callers.
 type versions struct {
 	memo memo.Memo[string, map[string]*metav1.ObjectMeta]
+}
+
+// prefetch lists the metadata of every resource and namespace objs are in,
+// concurrently, before the first object is applied: one round trip for
+// all of them rather than one per stage. Kinds the cluster does not serve
+// yet, and errors, are left to applyOne.
+func (p *pass) prefetch(stop, ctx context.Context, objs []*unstructured.Unstructured) {
+	type key struct {
+		m  *meta.RESTMapping
+		ns string
+	}
+	seen := map[string]bool{}
+	var keys []key
+	for _, o := range objs {
+		if object.Ignored(o, p.cfg.Ignore) {
+			continue
+		}
+		_, m, err := p.c.Scope(o)
+		if err != nil {
+			continue
+		}
+		if id := m.Resource.String() + "|" + o.GetNamespace(); !seen[id] {
+			seen[id] = true
+			keys = append(keys, key{m, o.GetNamespace()})
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, p.cfg.Concurrency))
+	for _, k := range keys {
+		if stop.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, _ = p.listed.of(ctx, p.c, k.m, k.ns)
+		})
+	}
+	wg.Wait()
 }
 
 func (v *versions) of(ctx context.Context, c *kube.Client, m *meta.RESTMapping, ns string) (map[string]*metav1.ObjectMeta, error) {

@@ -693,3 +693,23 @@ func TestUnchangedNeedsNoRequest(t *testing.T) {
 func objectPatch(r kubetest.Request) bool {
 	return r.Verb == "patch" && r.Resource != "secrets" && !(r.Resource == "configmaps" && r.Name == inventory.ParentName("web")) && !(r.Resource == "namespaces" && r.Name == inventory.Namespace)
 }
+
+// TestNoOpApplyWritesLittle: an apply of what the last one sent writes the
+// app's parent once (its time and record), neither the inventory's
+// namespace nor the parent before the objects, which it already records.
+func TestNoOpApplyWritesLittle(t *testing.T) {
+	c := kubetest.New(t)
+	objs := []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1")}
+	mustRun(t, c, apply.Config{Objects: objs})
+	before := len(c.Requests())
+	mustRun(t, c, apply.Config{Objects: objs})
+	var writes []string
+	for _, r := range c.Requests()[before:] {
+		if r.Verb != "get" && r.Verb != "list" {
+			writes = append(writes, r.Verb+" "+r.Resource+"/"+r.Name)
+		}
+	}
+	if want := []string{"patch configmaps/" + inventory.ParentName("web")}; !cmp.Equal(writes, want) {
+		t.Errorf("a no-op apply wrote %v, want %v", writes, want)
+	}
+}

@@ -150,6 +150,12 @@ func ContentsOf(objs []*unstructured.Unstructured) Contents {
 }
 
 // Union is everything either records.
+// Equal reports whether c and d record the same kinds, namespaces and
+// members.
+func (c Contents) Equal(d Contents) bool {
+	return c.GroupKinds.Equal(d.GroupKinds) && c.Namespaces.Equal(d.Namespaces) && c.Members.Equal(d.Members)
+}
+
 func (c Contents) Union(d Contents) Contents {
 	return Contents{GroupKinds: c.GroupKinds.Union(d.GroupKinds), Namespaces: c.Namespaces.Union(d.Namespaces), Members: c.Members.Union(d.Members)}
 }
@@ -377,9 +383,12 @@ func (s *Set) Label(obj *unstructured.Unstructured) { Label(obj, s.ID) }
 // the kubectl-fleet namespace if needed), with server-side apply.
 // lastApplied, when not zero, is recorded too.
 func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents, lastApplied time.Time, fieldManager, version string) error {
-	ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": Namespace}}
-	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", Namespace, ns, fieldManager); err != nil {
-		return fmt.Errorf("creating namespace %s for the inventory: %w", Namespace, err)
+	// A parent that exists has its namespace.
+	if !s.Exists {
+		ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": Namespace}}
+		if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", Namespace, ns, fieldManager); err != nil {
+			return fmt.Errorf("creating namespace %s for the inventory: %w", Namespace, err)
+		}
 	}
 	kinds := make([]string, 0, contents.GroupKinds.Len())
 	for gk := range contents.GroupKinds {
