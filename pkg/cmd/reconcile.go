@@ -395,9 +395,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	g.verified.Reset()
 	g.sources.Refresh()
 	a := o.passOptions()
-	if o.LogFormat != "json" {
-		fmt.Fprintf(g.ErrOut, "Pass %d at %s\n", n, start.UTC().Format(time.RFC3339))
-	}
+	o.say(fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339)))
 	end := func(ev PassEvent, err error) error {
 		ev.Type, ev.Pass, ev.Seconds = "pass", n, time.Since(start).Seconds()
 		ev.Result, ev.Error = "succeeded", errString(err)
