@@ -191,7 +191,16 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	defer o.health.stop()
 	for n := 1; ; n++ {
 		// The pass in flight is not cancelled by a signal: it finishes.
+		passDone := make(chan struct{})
+		go func() {
+			select {
+			case <-ctx.Done():
+				o.say(fmt.Sprintf("signalled: pass %d finishes, then reconcile exits (a second signal exits at once)", n))
+			case <-passDone:
+			}
+		}()
 		err := o.pass(context.WithoutCancel(ctx), n)
+		close(passDone)
 		if o.Once {
 			var exit *ExitError
 			switch {
@@ -563,7 +572,9 @@ func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision st
 		case ac.Err != nil:
 			ev.Error = ac.Err.Error()
 			say(ev, fmt.Sprintf("%s: cannot be checked: %v", ac.App, ac.Err))
-		case !ac.Exists || ac.Revision == 0:
+		case !ac.Exists:
+			say(ev, fmt.Sprintf("%s: never applied", ac.App))
+		case ac.Revision == 0:
 			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
 		case ac.changed():
 			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))

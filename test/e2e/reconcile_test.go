@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -14,6 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // reconcileFleet is three clusters of the test bed in two groups, with one
@@ -319,4 +322,79 @@ data: {color: '${color}', cluster: '${FLEET_CLUSTER_NAME}'}
 	if revs := historyOf(t, &all, dir, "--app", "reconcile-e2e", "-c", "rec-c"); len(revs["rec-c"]) != 1 {
 		t.Errorf("correcting drift recorded a revision: %v", revs["rec-c"])
 	}
+}
+
+// TestReconcileSignal: SIGTERM while a pass waits on a server lets the
+// pass finish, every group included, then the loop exits 0 without
+// sleeping; a second SIGTERM during a pass exits 130 at once.
+func TestReconcileSignal(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("SIGTERM")
+	}
+	proxy, kc := faultProxy(t, 1, "slow")
+	const ns = "e2e-reconcile-signal"
+	dir := interruptFleet(t, kc, map[string]string{"app/all.yaml": manyConfigMaps(ns, "cm", 3)})
+	args := []string{"reconcile", "-f", filepath.Join(dir, "app"), "--name", "recsig", "--interval", "1h"}
+
+	// The first object's apply is held: the pass is in flight.
+	proxy.After(0, objectsPatched, testenv.Hung)
+	r := startFleet(t, dir, nil, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := proxy.WaitHeld(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "signalled: pass 1 finishes", 30*time.Second)
+	if err := proxy.Restore(); err != nil {
+		t.Fatal(err)
+	}
+	if !r.exited(60 * time.Second) {
+		out, errOut := r.output()
+		t.Fatalf("still running a minute after the pass was let go\n%s%s", out, errOut)
+	}
+	out, errOut := r.output()
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0\n%s%s", r.code, out, errOut)
+	}
+	for _, want := range []string{"[slow]  applied: 4 created", "[later] applied: 4 created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the pass did not finish: no %q\n%s%s", want, out, errOut)
+		}
+	}
+	if !strings.Contains(errOut, "pass 1 succeeded") || !strings.Contains(errOut, "stopping: signalled") || strings.Contains(errOut, "pass 2") {
+		t.Errorf("stderr:\n%s", errOut)
+	}
+	if names, _ := get(t, "fleet-c3", "configmaps", "-n", ns, "-o", "name"); strings.Count(names, "configmap/cm-") != 3 {
+		t.Errorf("the second group after the signal: %s", names)
+	}
+
+	// A second signal does not wait for the pass.
+	if err := os.WriteFile(filepath.Join(dir, "app", "all.yaml"), []byte(manyConfigMaps(ns, "cm", 4)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	proxy.After(0, objectsPatched, testenv.Hung)
+	r = startFleet(t, dir, nil, args...)
+	if err := proxy.WaitHeld(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "signalled: pass 1 finishes", 30*time.Second)
+	// Until it exits: the first signal may still be on its way to the
+	// watcher of the second.
+	for !r.exited(200 * time.Millisecond) {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		if ctx.Err() != nil {
+			t.Fatal("still running after a second SIGTERM")
+		}
+	}
+	if r.code != 130 {
+		out, errOut := r.output()
+		t.Errorf("exit %d after a second signal, want 130\n%s%s", r.code, out, errOut)
+	}
+	_ = proxy.Restore()
 }
