@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -537,4 +538,105 @@ func TestReconcileLoop(t *testing.T) {
 			t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
 		}
 	})
+}
+
+// TestReconcileExample: examples/reconcile builds with kustomize; its
+// fleet file vets; the Deployment's and the CronJob's arguments are
+// reconcile's flags, and their volumes name the ConfigMaps the
+// kustomization makes.
+func TestReconcileExample(t *testing.T) {
+	const dir = "../../examples/reconcile"
+	if out, errOut, code := run(t, "", "vet", "--no-kubeconfig", "-F", filepath.Join(dir, "fleet.yaml")); code != 0 {
+		t.Fatalf("vet: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := run(t, "", "render", "-F", example, "-c", "staging-eu", "-k", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("render: exit %d\n%s", code, errOut)
+	}
+	var rc RenderedCluster
+	if err := json.Unmarshal([]byte(out), &rc); err != nil {
+		t.Fatal(err)
+	}
+	configMaps := map[string]string{} // generated name → its file
+	var deployment map[string]any
+	for _, o := range rc.Objects {
+		u := unstructured.Unstructured{Object: o}
+		switch u.GetKind() {
+		case "ConfigMap":
+			for key := range u.Object["data"].(map[string]any) {
+				configMaps[u.GetName()] = key
+			}
+		case "Deployment":
+			deployment = u.Object
+		}
+	}
+	if deployment == nil || len(configMaps) != 2 {
+		t.Fatalf("deployment %v, config maps %v", deployment != nil, configMaps)
+	}
+	fleetFile, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cronjob, err := os.ReadFile(filepath.Join(dir, "cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cj map[string]any
+	if err := yaml.Unmarshal(cronjob, &cj); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name string
+		pod  map[string]any
+		once bool
+		// generated: the ConfigMaps have the kustomization's names
+		generated bool
+	}{
+		{"deployment", nested(deployment, "spec", "template", "spec"), false, true},
+		{"cronjob", nested(cj, "spec", "jobTemplate", "spec", "template", "spec"), true, false},
+	} {
+		c := w.pod["containers"].([]any)[0].(map[string]any)
+		var args []string
+		for _, a := range c["args"].([]any) {
+			args = append(args, a.(string))
+		}
+		g := &GlobalOptions{ConfigFlags: kube.NewConfigFlags()}
+		cmd, o := newCmdReconcile(g)
+		g.addFlags(cmd) // --fleet, the root's
+		if args[0] != "reconcile" {
+			t.Errorf("%s: args %v", w.name, args)
+		}
+		if err := cmd.ParseFlags(args[1:]); err != nil {
+			t.Errorf("%s: %v", w.name, err)
+			continue
+		}
+		if err := o.Validate(cmd); err != nil || o.Once != w.once || !o.apply.Yes || !o.CorrectDrift {
+			t.Errorf("%s: %v, once %v, yes %v", w.name, err, o.Once, o.apply.Yes)
+		}
+		for _, v := range w.pod["volumes"].([]any) {
+			sources, _ := nested(v.(map[string]any), "projected")["sources"].([]any)
+			for _, s := range sources {
+				name := nested(s.(map[string]any), "configMap")["name"].(string)
+				if _, ok := configMaps[name]; w.generated && !ok {
+					t.Errorf("%s: volume names ConfigMap %s; the kustomization makes %v", w.name, name, configMaps)
+				}
+			}
+		}
+	}
+	for name, key := range configMaps {
+		if key == "fleet.yaml" && !strings.HasPrefix(name, "fleet-file-") {
+			t.Errorf("fleet.yaml is in %s", name)
+		}
+	}
+	if !bytes.Contains(fleetFile, []byte("kubeconfigFrom: {env: KUBECONFIG_STAGING_EU}")) {
+		t.Error("the example fleet file no longer shows kubeconfigFrom")
+	}
+}
+
+func nested(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		next, _ := m[k].(map[string]any)
+		m = next
+	}
+	return m
 }
