@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -370,6 +371,25 @@ func TestReconcileSignal(t *testing.T) {
 	if names, _ := get(t, "fleet-c3", "configmaps", "-n", ns, "-o", "name"); strings.Count(names, "configmap/cm-") != 3 {
 		t.Errorf("the second group after the signal: %s", names)
 	}
+
+	// Nothing changed: on the wire, the pass reads and dry-runs, and
+	// writes nothing: no lock, no inventory, no object.
+	before := len(proxy.Requests())
+	out, errOut, code := fleet(t, dir, append(slices.Clone(args[:len(args)-2]), "--once")...)
+	if code != 0 || !strings.Contains(out, "[slow]  unchanged, skipped (recsig r1)") {
+		t.Fatalf("reconcile --once: exit %d\n%s%s", code, out, errOut)
+	}
+	reqs := proxy.Requests()[before:]
+	var writes []string
+	for _, r := range reqs {
+		if strings.Contains(r.Path, "/leases") || (r.Method != http.MethodGet && strings.Contains(r.Path, "/namespaces/kubectl-fleet/")) {
+			writes = append(writes, r.String())
+		}
+	}
+	if len(writes) > 0 {
+		t.Errorf("an unchanged cluster was written to:\n%s", strings.Join(writes, "\n"))
+	}
+	t.Logf("an unchanged cluster with 1 app of 4 objects: %d requests in a pass", len(reqs))
 
 	// A second signal does not wait for the pass.
 	if err := os.WriteFile(filepath.Join(dir, "app", "all.yaml"), []byte(manyConfigMaps(ns, "cm", 4)), 0o644); err != nil {
