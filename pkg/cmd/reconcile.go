@@ -399,10 +399,11 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	start := time.Now()
 	g := o.apply.GlobalOptions
 	// Fresh clients and kubeconfigFrom every pass: credentials rotate,
-	// kubeconfig files are replaced.
+	// kubeconfig files are replaced. kubeconfigFrom's temporary files go
+	// at the end of the pass, not after the sleep.
 	g.clients.Reset()
 	g.verified.Reset()
-	g.sources.Refresh()
+	defer g.sources.Refresh()
 	a := o.passOptions()
 	o.say(fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339)))
 	end := func(ev PassEvent, err error) error {

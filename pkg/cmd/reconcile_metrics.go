@@ -44,7 +44,7 @@ func newReconcileMetrics() *reconcileMetrics {
 		lastPass: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricsPrefix + "last_pass_timestamp_seconds",
 			Help: "When the last pass checked or applied the app on the cluster (Unix time)."}, app),
 		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricsPrefix + "last_pass_success",
-			Help: "1 if the last pass left the app on the cluster as rendered (unchanged, or applied with every gate passed), 0 if it failed."}, app),
+			Help: "1 if the last pass went through for the app on the cluster (checked and left alone, or applied with every gate passed), 0 if it failed; drift is in drifted_objects."}, app),
 		drifted: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricsPrefix + "drifted_objects",
 			Help: "Objects of the app on the cluster that drifted from the render or are missing, as the last check found them (0 after a successful apply)."}, app),
 		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: metricsPrefix + "revision",
