@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
@@ -639,4 +640,43 @@ func nested(m map[string]any, keys ...string) map[string]any {
 		m = next
 	}
 	return m
+}
+
+// TestJSONLoggingNeverWritesBodies: client-go's logs in --log-format json
+// are JSON lines with time, level and msg, at the -v asked, and bodies are
+// never written.
+func TestJSONLoggingNeverWritesBodies(t *testing.T) {
+	var buf bytes.Buffer
+	setupJSONLogging(8, &buf)
+	defer setupLogging(0, &bytes.Buffer{})
+	const secret = `{"kind":"Secret","data":{"password":"aHVudGVyMg=="}}`
+	logger := klog.Background()
+	logger.V(8).Info("Request Body", "body", secret)
+	logger.V(6).Info("HTTP", "verb", "GET", "status", "200 OK")
+	klog.Warning("a warning")
+	logger.V(9).Info("too verbose")
+	out := buf.String()
+	for _, never := range []string{"aHVudGVyMg==", "too verbose"} {
+		if strings.Contains(out, never) {
+			t.Errorf("%q written:\n%s", never, out)
+		}
+	}
+	var levels, msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m["time"] == nil {
+			t.Fatalf("not a JSON log line (%v): %s", err, line)
+		}
+		levels, msgs = append(levels, fmt.Sprint(m["level"])), append(msgs, fmt.Sprint(m["msg"]))
+		if m["msg"] == "Request Body" && !strings.Contains(fmt.Sprint(m["body"]), "bytes not shown") {
+			t.Errorf("body: %v", m["body"])
+		}
+	}
+	if diff := cmp.Diff([]string{"Request Body", "HTTP", "a warning"}, msgs); diff != "" {
+		t.Errorf("messages (-want +got):\n%s\n%s", diff, out)
+	}
+	// klog's warnings reach a logr logger as Info.
+	if diff := cmp.Diff([]string{"debug", "debug", "info"}, levels); diff != "" {
+		t.Errorf("levels (-want +got):\n%s", diff)
+	}
 }
