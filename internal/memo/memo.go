@@ -38,3 +38,11 @@ func (m *Memo[K, V]) Len() int {
 	defer m.mu.Unlock()
 	return len(m.m)
 }
+
+// Reset forgets every result: the next Do of a key runs its function
+// again. Callers still waiting for a result get it.
+func (m *Memo[K, V]) Reset() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m = nil
+}

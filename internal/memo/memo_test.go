@@ -26,3 +26,19 @@ func TestDoOncePerKey(t *testing.T) {
 		t.Errorf("%d calls, %d keys; want 2, 2", calls.Load(), m.Len())
 	}
 }
+
+func TestReset(t *testing.T) {
+	var m Memo[string, int]
+	n := 0
+	fn := func() (int, error) { n++; return n, nil }
+	if v, _ := m.Do("a", fn); v != 1 {
+		t.Fatalf("first Do = %d", v)
+	}
+	if v, _ := m.Do("a", fn); v != 1 {
+		t.Fatalf("second Do = %d, want the first result", v)
+	}
+	m.Reset()
+	if v, _ := m.Do("a", fn); v != 2 || m.Len() != 1 {
+		t.Errorf("Do after Reset = %d (len %d), want a new run", v, m.Len())
+	}
+}

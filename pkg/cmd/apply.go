@@ -64,6 +64,16 @@ type ApplyOptions struct {
 	// they were before this apply, for a rollback after a failed soak.
 	mu     sync.Mutex
 	before map[string][]*inventory.Set
+
+	// Set by reconcile, which runs apply's rollout pass after pass:
+	// forceApp says whether an app's apply to a cluster takes fields over
+	// (--correct-drift on a drifted app); onChange is told every object's
+	// change; outcomes are the clusters' outcomes of the last rollout, and
+	// tally what it counted.
+	forceApp func(cluster, app string) bool
+	onChange func(cluster, app string, ch apply.Change)
+	outcomes []runner.Outcome
+	tally    *counts
 }
 
 // NewCmdApply returns the apply command.
@@ -291,6 +301,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 		return err
 	})
 	pr.finish()
+	o.outcomes, o.tally = outcomes, &tally
 	err := finishRollout(ctx, p, outcomes, &tally, byName, dryRun, verb)
 	return o.ReportOptions.finish(o.GlobalOptions, func() report.Report {
 		return rolloutReport(strings.ReplaceAll(verb, " ", ""), outcomes, &tally, func(c string) string { return byName[c].Group }, o.collected, dryRun)
@@ -513,6 +524,9 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 			pr.did(c.Name)
 		}
 		o.collected.failed(c.Name, app, ch)
+		if o.onChange != nil {
+			o.onChange(c.Name, app, ch)
+		}
 		printed(ch)
 	}
 	pr.expect(c.Name, len(res.Objects))
@@ -526,7 +540,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 		record = o.record(ctx, r, c.Name, res, p, w, tally, len(results) > 1)
 	}
 	err := apply.Run(ctx, client, apply.Config{
-		App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts,
+		App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app)),
 		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
 		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app, stage) },
 		OnPhase: func(phase, objects int) {

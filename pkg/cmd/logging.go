@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 
 	"github.com/go-logr/logr"
@@ -20,6 +21,34 @@ func setupLogging(level int, w io.Writer) {
 	_ = fs.Set("v", strconv.Itoa(level))
 	cfg := textlogger.NewConfig(textlogger.Verbosity(level), textlogger.Output(w))
 	klog.SetLogger(logr.New(&redactingSink{LogSink: textlogger.NewLogger(cfg).GetSink()}))
+}
+
+// setupJSONLogging is setupLogging for --log-format json: one JSON object
+// per line (time, level, msg, and the values logged), bodies redacted
+// the same way.
+func setupJSONLogging(level int, w io.Writer) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("v", strconv.Itoa(level))
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: slog.Level(-level), // logr's V(n) is slog's level -n
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.LevelKey {
+				lv, _ := a.Value.Any().(slog.Level)
+				switch {
+				case lv >= slog.LevelError:
+					return slog.String(slog.LevelKey, "error")
+				case lv >= slog.LevelWarn:
+					return slog.String(slog.LevelKey, "warning")
+				case lv >= slog.LevelInfo:
+					return slog.String(slog.LevelKey, "info")
+				}
+				return slog.String(slog.LevelKey, "debug")
+			}
+			return a
+		},
+	})
+	klog.SetLogger(logr.New(&redactingSink{LogSink: logr.FromSlogHandler(h).GetSink()}))
 }
 
 // redactingSink replaces the value of every "body" key.

@@ -100,6 +100,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdRender(g),
 		NewCmdDiff(g),
 		NewCmdApply(g),
+		NewCmdReconcile(g),
 		NewCmdStatus(g),
 		NewCmdHistory(g),
 		NewCmdRollback(g),

@@ -98,6 +98,20 @@ func (s *KubeconfigSources) Cleanup() {
 	}
 }
 
+// Refresh forgets every source read and removes the files written, so
+// that the next Resolve reads each source again (a long-running reconcile
+// picks up rotated credentials). Clients built on the old files must not
+// be used after it. It does not undo Cleanup.
+func (s *KubeconfigSources) Refresh() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dir != "" {
+		_ = os.RemoveAll(s.dir)
+		s.dir = ""
+	}
+	s.sources = nil
+}
+
 func sourceKey(from *fleet.KubeconfigFrom) string {
 	if from.Env != "" {
 		return "env\x00" + from.Env

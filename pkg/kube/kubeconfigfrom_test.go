@@ -215,3 +215,38 @@ func TestResolveKubeconfigFromFailures(t *testing.T) {
 		t.Errorf("shared source: %v", err)
 	}
 }
+
+// TestKubeconfigSourcesRefresh: after Refresh a source is read again (a
+// rotated credential), and the files written before are gone.
+func TestKubeconfigSourcesRefresh(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("ROTATED_KUBECONFIG", testKubeconfig)
+	var s KubeconfigSources
+	defer s.Cleanup()
+	resolve := func() string {
+		t.Helper()
+		f := fromFleet(t, dir, [2]string{"c", "{env: ROTATED_KUBECONFIG}"})
+		if err := s.Resolve(context.Background(), f, clustersOf(f)); err != nil {
+			t.Fatal(err)
+		}
+		return KubeconfigPath(nil, f, clustersOf(f)[0])
+	}
+	first := resolve()
+	t.Setenv("ROTATED_KUBECONFIG", strings.ReplaceAll(testKubeconfig, secretToken, "rotated-token"))
+	if again := resolve(); again != first {
+		t.Fatalf("resolved again without Refresh: %s, then %s", first, again)
+	}
+	s.Refresh()
+	if _, err := os.Stat(first); !os.IsNotExist(err) {
+		t.Errorf("the old kubeconfig is still there after Refresh: %v", err)
+	}
+	second := resolve()
+	cfg, err := clientcmd.LoadFromFile(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.AuthInfos["u"].Token; got != "rotated-token" {
+		t.Errorf("after Refresh the token is %q, want the rotated one", got)
+	}
+}

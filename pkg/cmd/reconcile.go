@@ -1,0 +1,611 @@
+package cmd
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
+)
+
+// ReconcileOptions are the options of "kubectl fleet reconcile".
+type ReconcileOptions struct {
+	// apply holds apply's flags; every pass runs apply's rollout on a
+	// fresh copy (passOptions).
+	apply *ApplyOptions
+	// Interval is the sleep between two passes; Once does one pass.
+	Interval time.Duration
+	Once     bool
+	// CorrectDrift applies a cluster whose objects drifted, taking the
+	// drifted fields back; without it drift is only reported.
+	CorrectDrift bool
+	// MetricsAddr, when set, serves /metrics and /healthz there.
+	MetricsAddr string
+	// LogFormat is text or json.
+	LogFormat string
+
+	metrics *reconcileMetrics
+	health  *health
+	// ready, when set, is told the metrics server's address (tests).
+	ready func(addr string)
+}
+
+// NewCmdReconcile returns the reconcile command.
+func NewCmdReconcile(g *GlobalOptions) *cobra.Command {
+	cmd, _ := newCmdReconcile(g)
+	return cmd
+}
+
+func newCmdReconcile(g *GlobalOptions) (*cobra.Command, *ReconcileOptions) {
+	o := &ReconcileOptions{apply: &ApplyOptions{GlobalOptions: g}}
+	a := o.apply
+	cmd := &cobra.Command{
+		Use:   "reconcile",
+		Short: "Keep the selected clusters applied: re-render, apply what changed or drifted, sleep, again",
+		Long: `A long-running apply. Each pass renders again (re-reading the fleet file and
+the sources), then looks at every selected cluster:
+
+  - an app whose render digest differs from its current revision's (or that
+    was never applied) makes the cluster "changed";
+  - for the other apps, objects that drifted from the render (a dry-run apply
+    would change them, or they are missing) are found as status finds them.
+
+The changed clusters, and with --correct-drift the drifted ones, are applied
+exactly as "kubectl fleet apply" would apply them: group by group, with the
+groups' maxParallel and maxFailures, gates (tests, checks, soak), locks,
+revisions and --atomic. A cluster checked as unchanged is skipped. A drifted
+app applied for --correct-drift takes back the fields others changed
+(server-side apply with force on that app). Without --correct-drift, drift is
+only reported (log lines, and the kubectl_fleet_reconcile_drifted_objects
+metric). A cluster that could not be checked is applied: apply says what is
+wrong with it, and its failure counts against its group's maxFailures.
+
+reconcile never asks: a selection that includes a protected group needs
+--yes, or every pass is refused.
+
+After a pass it sleeps --interval; --once does one pass and exits (for a
+CronJob). SIGTERM or Ctrl-C during a pass lets the pass finish, then exits 0
+(--once: the pass's exit code); during the sleep it exits 0 at once; a
+second signal exits 130 at once. A failed pass is logged and counted in the
+metrics, and the next pass comes after --interval.
+
+--metrics-addr serves Prometheus metrics on /metrics, and /healthz: 200 while
+the loop runs, 503 once it stops or after 3 passes in a row failed before
+reaching any cluster (fleet file, render, protected group without --yes).
+--log-format json prints one JSON object per line (time, level, msg, and
+the fields of apply's -o json events) for log collectors.
+
+Exit codes (--once; the loop exits 0 when signalled):
+  0    the pass went through (nothing to do counts)
+  1    a cluster failed or was not started, or an error
+  3    done, except for clusters --skip-unreachable skipped
+  130  a second signal`,
+		Example: `  kubectl fleet reconcile --interval 5m --metrics-addr :8080 --log-format json --yes
+  kubectl fleet reconcile --once --correct-drift -g staging
+  kubectl fleet reconcile --interval 1m -k overlays --name web`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.Validate(cmd); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	a.SelectOptions.addFlags(cmd, g)
+	a.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().BoolVarP(&a.Yes, "yes", "y", false, "write to protected groups (reconcile never asks)")
+	cmd.Flags().IntVar(&a.Parallel, "parallel", 10, "clusters checked and applied at once at most (a group's maxParallel may lower it)")
+	g.addSkipUnreachableFlag(cmd)
+	a.addRolloutFlags(cmd)
+	cmd.Flags().BoolVar(&a.Prune, "prune", false, "delete the app's objects that are no longer rendered")
+	cmd.Flags().BoolVar(&a.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
+	cmd.Flags().BoolVar(&a.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests)")
+	cmd.Flags().BoolVar(&a.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
+	cmd.Flags().BoolVar(&a.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before the pass")
+	cmd.Flags().DurationVar(&o.Interval, "interval", 5*time.Minute, "time between the end of a pass and the start of the next")
+	cmd.Flags().BoolVar(&o.Once, "once", false, "do one pass and exit with its result (for a CronJob)")
+	cmd.Flags().BoolVar(&o.CorrectDrift, "correct-drift", false, "apply clusters whose objects drifted, taking the drifted fields back; without it drift is only reported")
+	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and a health check on /healthz at this address, e.g. :8080")
+	cmd.Flags().StringVar(&o.LogFormat, "log-format", "text", "text (lines prefixed with the cluster) or json (one JSON object per line: time, level, msg, ...)")
+	return cmd, o
+}
+
+// Validate checks the flags.
+func (o *ReconcileOptions) Validate(cmd *cobra.Command) error {
+	a := o.apply
+	a.DryRun = "none"
+	switch {
+	case o.Once && cmd.Flags().Changed("interval"):
+		return fmt.Errorf("--once does one pass; it does not go with --interval")
+	case o.Interval <= 0:
+		return fmt.Errorf("--interval must be positive")
+	case o.LogFormat != "text" && o.LogFormat != "json":
+		return fmt.Errorf("--log-format %q: want text or json", o.LogFormat)
+	}
+	if o.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.MetricsAddr); err != nil {
+			return fmt.Errorf("--metrics-addr %q: want host:port or :port: %w", o.MetricsAddr, err)
+		}
+	}
+	if _, adhoc := a.adhoc(); adhoc && a.Manifests == "-" {
+		return fmt.Errorf("-f - reads standard input once; reconcile renders again every pass: give a file or folder")
+	}
+	return a.Validate()
+}
+
+// passOptions is a fresh ApplyOptions for one pass, with the flags given:
+// locks, revision sources and --atomic's state do not outlive a pass.
+func (o *ReconcileOptions) passOptions() *ApplyOptions {
+	t := o.apply
+	a := &ApplyOptions{
+		GlobalOptions: t.GlobalOptions, SelectOptions: t.SelectOptions, SourceOptions: t.SourceOptions, WriteOptions: t.WriteOptions,
+		Diff: t.Diff, ForceConflicts: t.ForceConflicts, Prune: t.Prune, AllowEmpty: t.AllowEmpty, Wait: t.Wait, Timeout: t.Timeout,
+		Concurrency: t.Concurrency, SkipTests: t.SkipTests, KeepTests: t.KeepTests, HistoryLimit: t.HistoryLimit, Atomic: t.Atomic,
+		locks:         locks{Duration: t.locks.Duration, Timeout: t.locks.Timeout},
+		ReportOptions: ReportOptions{Report: t.Report, ReportFormat: t.ReportFormat},
+	}
+	_ = a.ReportOptions.validate() // a collector of its own, when reporting
+	a.SourceOptions.withTests = !a.SkipTests
+	if o.LogFormat == "json" {
+		a.Output = "json"
+	}
+	return a
+}
+
+// Run reconciles until ctx is done (a signal), or once.
+func (o *ReconcileOptions) Run(ctx context.Context) error {
+	g := o.apply.GlobalOptions
+	if o.LogFormat == "json" {
+		// Everything, ours, apply's and client-go's, one JSON object per
+		// line on standard output.
+		out := newJSONLog(g.Out, time.Now)
+		g.Out, g.ErrOut = out, out
+		setupJSONLogging(g.LogLevel, out)
+	}
+	o.health = &health{}
+	o.metrics = newReconcileMetrics()
+	if o.MetricsAddr != "" {
+		stop, err := o.serve(o.MetricsAddr)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	defer o.health.stop()
+	for n := 1; ; n++ {
+		// The pass in flight is not cancelled by a signal: it finishes.
+		passDone := make(chan struct{})
+		go func() {
+			select {
+			case <-ctx.Done():
+				o.say(fmt.Sprintf("signalled: pass %d finishes, then reconcile exits (a second signal exits at once)", n))
+			case <-passDone:
+			}
+		}()
+		err := o.pass(context.WithoutCancel(ctx), n)
+		close(passDone)
+		if o.Once {
+			var exit *ExitError
+			switch {
+			case err == nil:
+				return nil
+			case errors.As(err, &exit):
+				return &ExitError{Code: exit.Code}
+			}
+			return &ExitError{Code: ExitFailed}
+		}
+		select {
+		case <-ctx.Done():
+			o.say("stopping: signalled")
+			return nil
+		case <-time.After(o.Interval):
+		}
+	}
+}
+
+// say prints one line of the loop's own (not a cluster's).
+func (o *ReconcileOptions) say(msg string) {
+	g := o.apply.GlobalOptions
+	if o.LogFormat == "json" {
+		writeEvent(g.Out, LoopEvent{Type: "reconcile", Msg: msg})
+		return
+	}
+	fmt.Fprintln(g.ErrOut, msg)
+}
+
+// LoopEvent is the JSON form of a line the loop says.
+type LoopEvent struct {
+	Type string `json:"type"`
+	Msg  string `json:"msg"`
+	Addr string `json:"addr,omitempty"`
+}
+
+// ReconcileEvent is the JSON form of what a pass found on one cluster (and
+// app): decision "unchanged", "changed", "drifted" or "error", and what it
+// does about it.
+type ReconcileEvent struct {
+	Type     string `json:"type"`
+	Msg      string `json:"msg"`
+	Pass     int    `json:"pass"`
+	Cluster  string `json:"cluster"`
+	App      string `json:"app,omitempty"`
+	Decision string `json:"decision"`
+	// Apply says whether the cluster is applied in this pass.
+	Apply    bool     `json:"apply"`
+	Revision int      `json:"revision,omitempty"`
+	Drifted  []string `json:"drifted,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// PassEvent is the JSON form of a pass's end.
+type PassEvent struct {
+	Type      string   `json:"type"`
+	Msg       string   `json:"msg"`
+	Pass      int      `json:"pass"`
+	Result    string   `json:"result"`
+	Seconds   float64  `json:"seconds"`
+	Applied   []string `json:"applied,omitempty"`
+	Unchanged []string `json:"unchanged,omitempty"`
+	Drifted   []string `json:"drifted,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// appCheck is what a pass found of one app on one cluster.
+type appCheck struct {
+	App string
+	// Render is the digest of this pass's render; Current the current
+	// revision's (Revision; 0: none recorded), Exists whether the app's
+	// set exists at all.
+	Render   string
+	Current  string
+	Revision int
+	Exists   bool
+	// Drifted are the objects that drifted or are missing, checked only
+	// when the render is the current revision's.
+	Drifted []string
+	Err     error
+}
+
+// changed reports whether the render is not what the cluster runs.
+func (a appCheck) changed() bool { return !a.Exists || a.Revision == 0 || a.Current != a.Render }
+
+// clusterCheck is what a pass found on one cluster.
+type clusterCheck struct {
+	Cluster string
+	Apps    []appCheck
+	// Err: the cluster could not be checked (connecting).
+	Err error
+}
+
+// Decisions of a pass about a cluster.
+const (
+	decUnchanged = "unchanged"
+	decChanged   = "changed"
+	decDrifted   = "drifted"
+	decError     = "error"
+)
+
+// decide says what a pass does with a cluster: apply it when an app's
+// render changed, when it could not be checked (apply then fails it
+// where it should, against its group's maxFailures), or when it drifted
+// and correctDrift; else skip it.
+func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) {
+	if c.Err != nil {
+		return decError, true
+	}
+	drifted := false
+	for _, a := range c.Apps {
+		if a.Err != nil {
+			return decError, true
+		}
+		drifted = drifted || len(a.Drifted) > 0
+	}
+	for _, a := range c.Apps {
+		if a.changed() {
+			return decChanged, true
+		}
+	}
+	if drifted {
+		return decDrifted, correctDrift
+	}
+	return decUnchanged, false
+}
+
+// clusterState is what a pass reads of a cluster to decide: an app's set,
+// and which of its rendered objects drifted. kubeState reads a real
+// cluster; tests use fakes.
+type clusterState interface {
+	set(ctx context.Context, app string) (*inventory.Set, error)
+	drifted(ctx context.Context, app string, objs []*unstructured.Unstructured) ([]string, error)
+}
+
+// check finds, for each app of a cluster's render, whether the render
+// changed and, if not, which objects drifted.
+func check(ctx context.Context, cluster string, st clusterState, results []render.Result) clusterCheck {
+	out := clusterCheck{Cluster: cluster}
+	for _, res := range results {
+		a := appCheck{App: res.App, Render: revision.Digest(res.Objects)}
+		set, err := st.set(ctx, res.App)
+		if err == nil {
+			a.Exists, a.Revision, a.Current = set.Exists, set.Revision, set.Digest
+			if !a.changed() {
+				a.Drifted, err = st.drifted(ctx, res.App, res.Objects)
+			}
+		}
+		a.Err = err
+		out.Apps = append(out.Apps, a)
+	}
+	return out
+}
+
+// kubeState reads a cluster through its client.
+type kubeState struct {
+	client      *kube.Client
+	ignore      func(app string) []object.IgnoreRule
+	concurrency int
+}
+
+func (k kubeState) set(ctx context.Context, app string) (*inventory.Set, error) {
+	return inventory.Load(ctx, k.client, app)
+}
+
+// drifted is what status calls drift (a dry-run apply with force would
+// change the object), and the objects that are missing.
+func (k kubeState) drifted(ctx context.Context, app string, objs []*unstructured.Unstructured) ([]string, error) {
+	st, err := status.Run(ctx, k.client, app, objs, k.ignore(app), k.concurrency)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	var errs []error
+	for _, obj := range st.Objects {
+		ref := obj.Ref
+		if obj.Namespace != "" {
+			ref += " -n " + obj.Namespace
+		}
+		switch {
+		case obj.Orphaned:
+		case obj.Error != "":
+			errs = append(errs, fmt.Errorf("%s: %s", ref, obj.Error))
+		case obj.Health == status.NotFound:
+			out = append(out, ref+" (missing)")
+		case obj.Drifted:
+			out = append(out, ref)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// pass does one pass: render, check each cluster, apply those that need
+// it through apply's rollout.
+func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
+	start := time.Now()
+	g := o.apply.GlobalOptions
+	// Fresh clients and kubeconfigFrom every pass: credentials rotate,
+	// kubeconfig files are replaced. kubeconfigFrom's temporary files go
+	// at the end of the pass, not after the sleep.
+	g.clients.Reset()
+	g.verified.Reset()
+	defer g.sources.Refresh()
+	a := o.passOptions()
+	o.say(fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339)))
+	end := func(ev PassEvent, err error) error {
+		ev.Type, ev.Pass, ev.Seconds = "pass", n, time.Since(start).Seconds()
+		ev.Result, ev.Error = "succeeded", errString(err)
+		if err != nil {
+			ev.Result = "failed"
+		}
+		ev.Msg = fmt.Sprintf("pass %d %s in %s", n, ev.Result, time.Since(start).Round(time.Millisecond))
+		o.metrics.pass(time.Since(start), err == nil)
+		if o.LogFormat == "json" {
+			writeEvent(g.Out, ev)
+			return err
+		}
+		line := ev.Msg
+		for _, part := range []struct {
+			what  string
+			names []string
+		}{{"rolled out to", ev.Applied}, {"unchanged", ev.Unchanged}, {"drifted, not corrected", ev.Drifted}} {
+			if len(part.names) > 0 {
+				line += fmt.Sprintf("; %s: %s", part.what, strings.Join(part.names, ", "))
+			}
+		}
+		if err != nil {
+			line += ": " + strings.ReplaceAll(err.Error(), "\n", "; ")
+		}
+		fmt.Fprintln(g.ErrOut, line)
+		return err
+	}
+	r, err := a.render(ctx, a.Selection, &a.SourceOptions, true)
+	if err == nil {
+		err = refuseProtected(r, a.Yes)
+	}
+	o.health.passed(err == nil)
+	if err != nil {
+		return end(PassEvent{}, err)
+	}
+
+	checks := o.checkAll(ctx, a, r)
+	p := a.newPrinter(r.clusters, a.Output == "json")
+	var (
+		ev       PassEvent
+		toApply  = map[string]bool{}
+		now      = time.Now()
+		drifting = map[string]bool{} // cluster/app to force, with --correct-drift
+	)
+	for _, c := range checks {
+		decision, doApply := c.decide(o.CorrectDrift)
+		o.report(p, n, c, decision, doApply)
+		switch {
+		case doApply:
+			toApply[c.Cluster] = true
+			ev.Applied = append(ev.Applied, c.Cluster)
+		case decision == decDrifted:
+			ev.Drifted = append(ev.Drifted, c.Cluster)
+		default:
+			ev.Unchanged = append(ev.Unchanged, c.Cluster)
+		}
+		for _, ac := range c.Apps {
+			if len(ac.Drifted) > 0 && doApply && o.CorrectDrift {
+				drifting[c.Cluster+"/"+ac.App] = true
+			}
+			if ac.Err == nil && !ac.changed() {
+				o.metrics.drift(c.Cluster, ac.App, len(ac.Drifted))
+			}
+			if !doApply {
+				// Checked, nothing to do: the app is as rendered, or
+				// its drift is reported.
+				o.metrics.app(c.Cluster, ac.App, now, true, ac.Revision)
+			}
+		}
+	}
+	p.close()
+	o.metrics.keepOnly(r)
+	if len(toApply) == 0 {
+		return end(ev, nil)
+	}
+
+	sub := &rendered{fleet: r.fleet}
+	for _, c := range r.clusters {
+		if toApply[c.Name] {
+			sub.clusters = append(sub.clusters, c)
+		}
+	}
+	for _, res := range r.results {
+		if toApply[res.Cluster.Name] {
+			sub.results = append(sub.results, res)
+		}
+	}
+	for _, t := range r.tests {
+		if toApply[t.Cluster.Name] {
+			sub.tests = append(sub.tests, t)
+		}
+	}
+	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
+	a.onChange = func(cluster, app string, ch apply.Change) { o.metrics.applied(cluster, app, ch.Action) }
+	err = a.rollout(ctx, sub, "apply")
+	now = time.Now()
+	for _, oc := range a.outcomes {
+		ok := oc.State == runner.Succeeded
+		revs := a.tally.revisionsOf(oc.Cluster)
+		for _, res := range sub.of(oc.Cluster) {
+			o.metrics.app(oc.Cluster, res.App, now, ok, revs[res.App])
+			if ok {
+				o.metrics.drift(oc.Cluster, res.App, 0)
+			}
+		}
+	}
+	return end(ev, err)
+}
+
+// refuseProtected refuses a pass whose selection includes a protected
+// group, unless --yes: reconcile has no terminal to ask on.
+func refuseProtected(r *rendered, yes bool) error {
+	if yes {
+		return nil
+	}
+	for _, w := range waves(r.fleet, r.clusters) {
+		if g := r.fleet.Group(w.Name); g != nil && g.Protected {
+			return fmt.Errorf("group %s is protected (%s) and reconcile never asks: pass --yes to let it write there, or select other groups (-g)", w.Name, strings.Join(w.Clusters, ", "))
+		}
+	}
+	return nil
+}
+
+// checkAll checks every selected cluster, --parallel at once.
+func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *rendered) []clusterCheck {
+	names, byName := index(r.clusters)
+	checks := make([]clusterCheck, len(names))
+	var mu sync.Mutex
+	runner.Run(ctx, everyCluster(names), a.Parallel, func(ctx context.Context, name string) error {
+		c := clusterCheck{Cluster: name}
+		client, err := a.connect(ctx, r.fleet, byName[name])
+		if err != nil {
+			c.Err = err
+		} else {
+			c = check(ctx, name, kubeState{client: client, ignore: r.fleet.IgnoreRules, concurrency: a.Concurrency}, r.of(name))
+		}
+		mu.Lock()
+		checks[slices.Index(names, name)] = c
+		mu.Unlock()
+		return nil
+	})
+	return checks
+}
+
+// report prints what a pass found on a cluster and what it does about it.
+func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision string, doApply bool) {
+	w := p.cluster(c.Cluster)
+	say := func(ev ReconcileEvent, line string) {
+		ev.Type, ev.Pass, ev.Cluster, ev.Decision, ev.Apply = "reconcile", n, c.Cluster, decision, doApply
+		if p.json {
+			ev.Msg = line
+			p.event(ev)
+			return
+		}
+		fmt.Fprintln(w, line)
+	}
+	if c.Err != nil {
+		say(ReconcileEvent{Error: c.Err.Error()}, "cannot be checked, applying: "+c.Err.Error())
+		return
+	}
+	var current []string
+	for _, ac := range c.Apps {
+		ev := ReconcileEvent{App: ac.App, Revision: ac.Revision, Drifted: ac.Drifted}
+		switch {
+		case ac.Err != nil:
+			ev.Error = ac.Err.Error()
+			say(ev, fmt.Sprintf("%s: cannot be checked: %v", ac.App, ac.Err))
+		case !ac.Exists:
+			say(ev, fmt.Sprintf("%s: never applied", ac.App))
+		case ac.Revision == 0:
+			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
+		case ac.changed():
+			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
+		case len(ac.Drifted) > 0:
+			what := "not corrected (--correct-drift corrects it)"
+			if o.CorrectDrift {
+				what = "correcting"
+			}
+			for _, d := range ac.Drifted {
+				say(ReconcileEvent{App: ac.App, Revision: ac.Revision, Drifted: []string{d}}, fmt.Sprintf("%s: %s drifted: %s", ac.App, d, what))
+			}
+		default:
+			current = append(current, fmt.Sprintf("%s r%d", ac.App, ac.Revision))
+		}
+	}
+	switch {
+	case doApply:
+		say(ReconcileEvent{}, "applying")
+	case decision == decDrifted:
+		say(ReconcileEvent{}, "drifted, not applied")
+	default:
+		say(ReconcileEvent{}, fmt.Sprintf("unchanged, skipped (%s)", strings.Join(current, ", ")))
+	}
+}
+
+// writeEvent writes v as one JSON line.
+func writeEvent(w io.Writer, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return
+	}
+	_, _ = w.Write(append(b, '\n'))
+}

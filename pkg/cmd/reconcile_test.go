@@ -1,0 +1,682 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+func reconcileCM(name, value string) *unstructured.Unstructured {
+	o := kubetest.Object("v1", "ConfigMap", "web", name)
+	o.Object["data"] = map[string]any{"k": value}
+	return o
+}
+
+func applyRecorded(t *testing.T, c *kubetest.Cluster, app string, objs []*unstructured.Unstructured, force bool) map[string]apply.Action {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string]apply.Action{}
+	err := apply.Run(context.Background(), c.Client, apply.Config{App: app, Version: "test", Objects: objs, Concurrency: 4, Force: force,
+		Report: func(ch apply.Change) { mu.Lock(); got[ch.Ref] = ch.Action; mu.Unlock() },
+		Record: &apply.Record{}})
+	if err != nil {
+		t.Fatalf("apply %s: %v", app, err)
+	}
+	return got
+}
+
+func results(app string, objs ...*unstructured.Unstructured) []render.Result {
+	return []render.Result{{Target: render.Target{App: app}, Objects: objs}}
+}
+
+// TestReconcileCheck: on an in-memory cluster, a render that is the
+// current revision with nothing edited is unchanged; a hand edit or a
+// deleted object is drift (applied only with --correct-drift, and then
+// really re-sent); a new render or an app never applied is a change.
+func TestReconcileCheck(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", "web"))
+	objs := []*unstructured.Unstructured{reconcileCM("a", "1"), reconcileCM("b", "1")}
+	applyRecorded(t, c, "web", objs, false)
+	st := kubeState{client: c.Client, ignore: func(string) []object.IgnoreRule { return nil }, concurrency: 4}
+
+	got := check(ctx, "c1", st, results("web", objs...))
+	if a := got.Apps[0]; a.Err != nil || a.changed() || len(a.Drifted) > 0 || a.Revision != 1 {
+		t.Fatalf("after apply: %+v", a)
+	}
+	for _, correct := range []bool{false, true} {
+		if d, do := got.decide(correct); d != decUnchanged || do {
+			t.Errorf("unchanged, correctDrift=%v: decide = %s, %v", correct, d, do)
+		}
+	}
+
+	// A hand edit of a: drift, applied only when asked.
+	edited := c.Live(reconcileCM("a", ""))
+	edited.Object["data"] = map[string]any{"k": "by hand"}
+	c.Put(edited)
+	got = check(ctx, "c1", st, results("web", objs...))
+	if diff := cmp.Diff([]string{"configmap/a -n web"}, got.Apps[0].Drifted); diff != "" || got.Apps[0].changed() {
+		t.Fatalf("after an edit: drifted (-want +got):\n%s", diff)
+	}
+	if d, do := got.decide(false); d != decDrifted || do {
+		t.Errorf("drifted, not correcting: decide = %s, %v", d, do)
+	}
+	if d, do := got.decide(true); d != decDrifted || !do {
+		t.Errorf("drifted, correcting: decide = %s, %v", d, do)
+	}
+	// Correcting re-sends the edited object, though its render did not
+	// change: its live version moved since the record.
+	if got := applyRecorded(t, c, "web", objs, true); got["configmap/a"] != apply.Configured || got["configmap/b"] != apply.Unchanged {
+		t.Errorf("correcting apply: %v", got)
+	}
+	if v := c.Live(reconcileCM("a", "")).Object["data"].(map[string]any)["k"]; v != "1" {
+		t.Errorf("after correcting, a is %v", v)
+	}
+	if got := check(ctx, "c1", st, results("web", objs...)); len(got.Apps[0].Drifted) > 0 {
+		t.Errorf("drift after correcting: %v", got.Apps[0].Drifted)
+	}
+
+	// A deleted object is drift too.
+	if err := c.Client.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("web").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got = check(ctx, "c1", st, results("web", objs...))
+	if diff := cmp.Diff([]string{"configmap/b -n web (missing)"}, got.Apps[0].Drifted); diff != "" {
+		t.Errorf("after a delete: drifted (-want +got):\n%s", diff)
+	}
+
+	// A new render is a change; drift is not looked for then.
+	changed := []*unstructured.Unstructured{reconcileCM("a", "2"), reconcileCM("b", "1")}
+	got = check(ctx, "c1", st, results("web", changed...))
+	if a := got.Apps[0]; !a.changed() || a.Drifted != nil {
+		t.Errorf("new render: %+v", a)
+	}
+	if d, do := got.decide(false); d != decChanged || !do {
+		t.Errorf("changed: decide = %s, %v", d, do)
+	}
+	// An app never applied is a change.
+	got = check(ctx, "c1", st, results("db", reconcileCM("db", "1")))
+	if a := got.Apps[0]; !a.changed() || a.Exists {
+		t.Errorf("never applied: %+v", a)
+	}
+}
+
+// fakeState answers check from memory, and counts drift checks.
+type fakeState struct {
+	sets    map[string]*inventory.Set
+	drift   map[string][]string
+	err     error
+	checked []string
+}
+
+func (f *fakeState) set(_ context.Context, app string) (*inventory.Set, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if s, ok := f.sets[app]; ok {
+		return s, nil
+	}
+	return &inventory.Set{App: app}, nil
+}
+
+func (f *fakeState) drifted(_ context.Context, app string, _ []*unstructured.Unstructured) ([]string, error) {
+	f.checked = append(f.checked, app)
+	return f.drift[app], nil
+}
+
+// TestReconcileDecide: a cluster is applied when one app changed, or when
+// it could not be checked; drift only with --correct-drift; drift is
+// looked for only in apps whose render did not change.
+func TestReconcileDecide(t *testing.T) {
+	cm := reconcileCM("a", "1")
+	current := func(app string) *inventory.Set {
+		return &inventory.Set{App: app, Exists: true, Revision: 3, Digest: revision.Digest([]*unstructured.Unstructured{cm})}
+	}
+	for _, tt := range []struct {
+		name        string
+		state       *fakeState
+		want        string
+		applyIt     bool
+		applyIfAsk  bool
+		wantChecked []string
+	}{
+		{"unchanged", &fakeState{sets: map[string]*inventory.Set{"web": current("web"), "db": current("db")}}, decUnchanged, false, false, []string{"web", "db"}},
+		{"one app changed", &fakeState{sets: map[string]*inventory.Set{"web": current("web")}}, decChanged, true, true, []string{"web"}},
+		{"drifted", &fakeState{sets: map[string]*inventory.Set{"web": current("web"), "db": current("db")}, drift: map[string][]string{"db": {"configmap/a -n web"}}}, decDrifted, false, true, []string{"web", "db"}},
+		{"changed and drifted", &fakeState{sets: map[string]*inventory.Set{"web": current("web")}, drift: map[string][]string{"web": {"configmap/a -n web"}}}, decChanged, true, true, []string{"web"}},
+		{"no revision recorded", &fakeState{sets: map[string]*inventory.Set{"web": {App: "web", Exists: true}, "db": current("db")}}, decChanged, true, true, []string{"db"}},
+		{"cannot read", &fakeState{err: fmt.Errorf("forbidden")}, decError, true, true, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rs := append(results("web", cm), results("db", cm)...)
+			got := check(context.Background(), "c1", tt.state, rs)
+			if d, do := got.decide(false); d != tt.want || do != tt.applyIt {
+				t.Errorf("decide(false) = %s, %v; want %s, %v", d, do, tt.want, tt.applyIt)
+			}
+			if _, do := got.decide(true); do != tt.applyIfAsk {
+				t.Errorf("decide(true) applies = %v, want %v", do, tt.applyIfAsk)
+			}
+			if diff := cmp.Diff(tt.wantChecked, tt.state.checked); diff != "" {
+				t.Errorf("drift checked for (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if d, do := (clusterCheck{Cluster: "c1", Err: fmt.Errorf("unreachable")}).decide(false); d != decError || !do {
+		t.Errorf("unreachable: %s, %v", d, do)
+	}
+}
+
+// scrape gets the metrics and parses them with Prometheus's own text
+// parser.
+func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("the Prometheus text parser refuses /metrics: %v", err)
+	}
+	return families
+}
+
+// value is the value of the family's sample with the given labels.
+func value(t *testing.T, families map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
+	f := families[name]
+	if f == nil {
+		return 0, false
+	}
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		if !reflect.DeepEqual(got, labels) && !(len(got) == 0 && len(labels) == 0) {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Histogram != nil:
+			return float64(m.GetHistogram().GetSampleCount()), true
+		}
+	}
+	return 0, false
+}
+
+func healthz(t *testing.T, addr string) int {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestReconcileMetrics: what a pass records is served on /metrics in a
+// form the Prometheus text parser accepts; series of apps gone from the
+// render go; /healthz is 200, 503 after 3 passes that reached no cluster,
+// 200 again after one that did, 503 once stopped.
+func TestReconcileMetrics(t *testing.T) {
+	var out bytes.Buffer
+	o := &ReconcileOptions{apply: &ApplyOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}, LogFormat: "text"}
+	o.metrics, o.health = newReconcileMetrics(), &health{}
+	var addr string
+	o.ready = func(a string) { addr = a }
+	stop, err := o.serve("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if !strings.Contains(out.String(), "http://"+addr+"/metrics") {
+		t.Errorf("the address is not said: %q", out.String())
+	}
+
+	at := time.Unix(1700000000, 0)
+	m := o.metrics
+	m.app("c1", "web", at, true, 4)
+	m.drift("c1", "web", 2)
+	m.app("c2", "web", at, false, 0)
+	m.applied("c2", "web", apply.Configured)
+	m.applied("c2", "web", apply.Configured)
+	m.applied("c2", "web", apply.Failed)
+	m.applied("c2", "web", apply.Healthy) // not an apply
+	m.pass(1500*time.Millisecond, true)
+	m.pass(time.Second, false)
+
+	fams := scrape(t, addr)
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"kubectl_fleet_reconcile_last_pass_timestamp_seconds", map[string]string{"cluster": "c1", "app": "web"}, 1700000000},
+		{"kubectl_fleet_reconcile_last_pass_success", map[string]string{"cluster": "c1", "app": "web"}, 1},
+		{"kubectl_fleet_reconcile_last_pass_success", map[string]string{"cluster": "c2", "app": "web"}, 0},
+		{"kubectl_fleet_reconcile_drifted_objects", map[string]string{"cluster": "c1", "app": "web"}, 2},
+		{"kubectl_fleet_reconcile_revision", map[string]string{"cluster": "c1", "app": "web"}, 4},
+		{"kubectl_fleet_reconcile_objects_applied_total", map[string]string{"cluster": "c2", "app": "web", "action": "configured"}, 2},
+		{"kubectl_fleet_reconcile_objects_applied_total", map[string]string{"cluster": "c2", "app": "web", "action": "failed"}, 1},
+		{"kubectl_fleet_reconcile_passes_total", map[string]string{"result": "succeeded"}, 1},
+		{"kubectl_fleet_reconcile_passes_total", map[string]string{"result": "failed"}, 1},
+		{"kubectl_fleet_reconcile_pass_duration_seconds", nil, 2},
+	} {
+		got, ok := value(t, fams, want.name, want.labels)
+		if !ok || got != want.value {
+			t.Errorf("%s%v = %v (found %v), want %v", want.name, want.labels, got, ok, want.value)
+		}
+	}
+	if _, ok := value(t, fams, "kubectl_fleet_reconcile_objects_applied_total", map[string]string{"cluster": "c2", "app": "web", "action": "healthy"}); ok {
+		t.Error("health outcomes are counted as applies")
+	}
+	if fams["go_goroutines"] == nil || fams["process_cpu_seconds_total"] == nil && fams["process_start_time_seconds"] == nil {
+		t.Error("no Go or process metrics")
+	}
+	if _, ok := value(t, fams, "kubectl_fleet_reconcile_revision", map[string]string{"cluster": "c2", "app": "web"}); ok {
+		t.Error("revision 0 is recorded")
+	}
+
+	// c2 leaves the render: its series go.
+	m.keepOnly(&rendered{results: []render.Result{{Target: render.Target{Cluster: render.Cluster{Name: "c1"}, App: "web"}}}})
+	fams = scrape(t, addr)
+	if _, ok := value(t, fams, "kubectl_fleet_reconcile_last_pass_success", map[string]string{"cluster": "c2", "app": "web"}); ok {
+		t.Error("c2's series stay after it left the render")
+	}
+	if _, ok := value(t, fams, "kubectl_fleet_reconcile_objects_applied_total", map[string]string{"cluster": "c2", "app": "web", "action": "configured"}); ok {
+		t.Error("c2's counters stay after it left the render")
+	}
+	if _, ok := value(t, fams, "kubectl_fleet_reconcile_last_pass_success", map[string]string{"cluster": "c1", "app": "web"}); !ok {
+		t.Error("c1's series went")
+	}
+
+	if code := healthz(t, addr); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+	for i := 0; i < healthFailures; i++ {
+		if code := healthz(t, addr); code != http.StatusOK {
+			t.Errorf("/healthz after %d failed passes: %d", i, code)
+		}
+		o.health.passed(false)
+	}
+	if code := healthz(t, addr); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz after %d failed passes: %d", healthFailures, code)
+	}
+	o.health.passed(true)
+	if code := healthz(t, addr); code != http.StatusOK {
+		t.Errorf("/healthz after a good pass: %d", code)
+	}
+	o.health.stop()
+	if code := healthz(t, addr); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz once stopped: %d", code)
+	}
+}
+
+// TestJSONLog: every line becomes one JSON object starting with time,
+// level and msg; apply's events keep their fields.
+func TestJSONLog(t *testing.T) {
+	var out bytes.Buffer
+	l := newJSONLog(&out, func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) })
+	for _, s := range []string{
+		`{"type":"object","cluster":"c1","app":"web","object":"configmap/a","action":"configured"}` + "\n",
+		`{"type":"object","cluster":"c1","app":"web","object":"configmap/b","action":"failed","error":"boom"}` + "\n",
+		`{"type":"reconcile","msg":"web: configmap/a drifted","cluster":"c1","decision":"drifted"}` + "\n",
+		"error: half ", "a line\n",
+		"\n",
+		"Summary:\n",
+	} {
+		if _, err := l.Write([]byte(s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	want := []map[string]any{
+		{"time": "2026-01-02T03:04:05Z", "level": "info", "msg": "object configured: configmap/a", "type": "object", "cluster": "c1", "app": "web", "object": "configmap/a", "action": "configured"},
+		{"time": "2026-01-02T03:04:05Z", "level": "error", "msg": "object failed: configmap/b", "type": "object", "cluster": "c1", "app": "web", "object": "configmap/b", "action": "failed", "error": "boom"},
+		{"time": "2026-01-02T03:04:05Z", "level": "warning", "msg": "web: configmap/a drifted", "type": "reconcile", "cluster": "c1", "decision": "drifted"},
+		{"time": "2026-01-02T03:04:05Z", "level": "error", "msg": "error: half a line"},
+		{"time": "2026-01-02T03:04:05Z", "level": "info", "msg": "Summary:"},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out.String())
+	}
+	for i, line := range lines {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(line), &got); err != nil {
+			t.Fatalf("line %d is not JSON: %v: %s", i, err, line)
+		}
+		if diff := cmp.Diff(want[i], got); diff != "" {
+			t.Errorf("line %d (-want +got):\n%s", i, diff)
+		}
+		if !strings.HasPrefix(line, `{"time":`) {
+			t.Errorf("line %d does not start with the time: %s", i, line)
+		}
+	}
+}
+
+// TestReconcilePassOptions: each pass gets apply's flags as given.
+func TestReconcilePassOptions(t *testing.T) {
+	g := &GlobalOptions{ConfigFlags: kube.NewConfigFlags()}
+	cmd, o := newCmdReconcile(g)
+	args := []string{"--prune", "--allow-empty", "--wait", "--timeout", "42s", "--concurrency", "3", "--history-limit", "7", "--atomic", "--skip-tests", "--keep-tests",
+		"--force-conflicts", "--diff", "--yes", "--parallel", "4", "--lock-duration", "33s", "--lock-timeout", "5s", "-g", "staging", "--app", "web", "--report", "r.md"}
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Validate(cmd); err != nil {
+		t.Fatal(err)
+	}
+	a := o.passOptions()
+	tv, av := reflect.ValueOf(o.apply).Elem(), reflect.ValueOf(a).Elem()
+	for i := 0; i < tv.NumField(); i++ {
+		f := tv.Type().Field(i)
+		if !f.IsExported() || f.Name == "PlanFile" {
+			continue
+		}
+		if !reflect.DeepEqual(tv.Field(i).Interface(), av.Field(i).Interface()) && f.Name != "ReportOptions" {
+			t.Errorf("%s: pass has %v, flags say %v", f.Name, av.Field(i).Interface(), tv.Field(i).Interface())
+		}
+	}
+	if a.locks.Duration != 33*time.Second || a.locks.Timeout != 5*time.Second || a.Report != "r.md" || a.collected == nil || a.collected == o.apply.collected {
+		t.Errorf("locks %v/%v, report %q, collector %p (flags' %p)", a.locks.Duration, a.locks.Timeout, a.Report, a.collected, o.apply.collected)
+	}
+	if !a.withTests == !a.SkipTests {
+		t.Errorf("withTests %v with --skip-tests", a.withTests)
+	}
+}
+
+func TestReconcileValidate(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--once", "--interval", "1m"}, "--once does one pass"},
+		{[]string{"--interval", "0s"}, "--interval must be positive"},
+		{[]string{"--log-format", "xml"}, `--log-format "xml"`},
+		{[]string{"--metrics-addr", "8080"}, "--metrics-addr"},
+		{[]string{"-f", "-"}, "reads standard input once"},
+		{[]string{"--allow-empty"}, "--allow-empty only works with --prune"},
+	} {
+		_, errOut, code := run(t, "", append([]string{"reconcile", "-F", example}, tt.args...)...)
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, %q; want %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
+
+// TestReconcileProtected: reconcile never asks; a protected group needs
+// --yes, and the refusal comes before any cluster is contacted.
+func TestReconcileProtected(t *testing.T) {
+	out, errOut, code := run(t, "y\n", "reconcile", "--once", "-F", example)
+	if code != 1 || !strings.Contains(errOut, "group production is protected (prod-eu, prod-us) and reconcile never asks: pass --yes") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+	}
+	if strings.Contains(out+errOut, "[prod") || strings.Contains(out+errOut, "127.0.0.1") {
+		t.Errorf("a cluster was contacted:\n%s%s", out, errOut)
+	}
+}
+
+// badFleet is a fleet file that fails every pass, before any cluster.
+func badFleet(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "fleet.yaml")
+	if err := os.WriteFile(f, []byte(`apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: bad}
+groups: [{name: all}]
+clusters: [{name: c1, group: all, context: fleet-c1}]
+apps: [{name: web, manifests: missing}]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// signalWriter cancels when a line containing marker is written.
+type signalWriter struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	n      int
+	cancel func()
+}
+
+func (w *signalWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Count(w.buf.String(), w.marker) >= w.n && w.cancel != nil {
+		w.cancel()
+		w.cancel = nil
+	}
+	return len(p), nil
+}
+
+func (w *signalWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestReconcileLoop: a failed pass does not end the loop (it would exit
+// 1); a signal that comes during a pass lets it finish, and the sleep
+// after it does not start: exit 0 at once (an hour's --interval would
+// hang the test otherwise); --once exits with the pass's result; with
+// --log-format json every line is a JSON object.
+func TestReconcileLoop(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join("testdata", "kubeconfig"))
+	f := badFleet(t)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w := &signalWriter{marker: "pass 1 failed", n: 1, cancel: cancel}
+			done := make(chan int, 1)
+			go func() {
+				done <- Execute(ctx, genericiooptions.IOStreams{In: strings.NewReader(""), Out: w, ErrOut: w}, []string{"reconcile", "-F", f, "--interval", "1h", "--log-format", format})
+			}()
+			code := <-done
+			if code != 0 {
+				t.Errorf("exit %d after a signal:\n%s", code, w.String())
+			}
+			if !strings.Contains(w.String(), "pass 1 failed") || !strings.Contains(w.String(), "missing does not exist") {
+				t.Errorf("the failed passes are not said:\n%s", w.String())
+			}
+			if format == "json" {
+				for _, line := range strings.Split(strings.TrimSpace(w.String()), "\n") {
+					var m map[string]any
+					if err := json.Unmarshal([]byte(line), &m); err != nil || m["time"] == nil || m["level"] == nil || m["msg"] == nil {
+						t.Errorf("not a JSON log line (%v): %s", err, line)
+					}
+				}
+			}
+		})
+	}
+	t.Run("once", func(t *testing.T) {
+		out, errOut, code := run(t, "", "reconcile", "-F", f, "--once")
+		if code != 1 || !strings.Contains(errOut, "pass 1 failed") || strings.Count(out+errOut, "missing does not exist") != 1 {
+			t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errOut)
+		}
+	})
+}
+
+// TestReconcileExample: examples/reconcile builds with kustomize; its
+// fleet file vets; the Deployment's and the CronJob's arguments are
+// reconcile's flags, and their volumes name the ConfigMaps the
+// kustomization makes.
+func TestReconcileExample(t *testing.T) {
+	const dir = "../../examples/reconcile"
+	if out, errOut, code := run(t, "", "vet", "--no-kubeconfig", "-F", filepath.Join(dir, "fleet.yaml")); code != 0 {
+		t.Fatalf("vet: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := run(t, "", "render", "-F", example, "-c", "staging-eu", "-k", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("render: exit %d\n%s", code, errOut)
+	}
+	var rc RenderedCluster
+	if err := json.Unmarshal([]byte(out), &rc); err != nil {
+		t.Fatal(err)
+	}
+	configMaps := map[string]string{} // generated name → its file
+	var deployment map[string]any
+	for _, o := range rc.Objects {
+		u := unstructured.Unstructured{Object: o}
+		switch u.GetKind() {
+		case "ConfigMap":
+			for key := range u.Object["data"].(map[string]any) {
+				configMaps[u.GetName()] = key
+			}
+		case "Deployment":
+			deployment = u.Object
+		}
+	}
+	if deployment == nil || len(configMaps) != 2 {
+		t.Fatalf("deployment %v, config maps %v", deployment != nil, configMaps)
+	}
+	fleetFile, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cronjob, err := os.ReadFile(filepath.Join(dir, "cronjob.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cj map[string]any
+	if err := yaml.Unmarshal(cronjob, &cj); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		name string
+		pod  map[string]any
+		once bool
+		// generated: the ConfigMaps have the kustomization's names
+		generated bool
+	}{
+		{"deployment", nested(deployment, "spec", "template", "spec"), false, true},
+		{"cronjob", nested(cj, "spec", "jobTemplate", "spec", "template", "spec"), true, false},
+	} {
+		c := w.pod["containers"].([]any)[0].(map[string]any)
+		var args []string
+		for _, a := range c["args"].([]any) {
+			args = append(args, a.(string))
+		}
+		g := &GlobalOptions{ConfigFlags: kube.NewConfigFlags()}
+		cmd, o := newCmdReconcile(g)
+		g.addFlags(cmd) // --fleet, the root's
+		if args[0] != "reconcile" {
+			t.Errorf("%s: args %v", w.name, args)
+		}
+		if err := cmd.ParseFlags(args[1:]); err != nil {
+			t.Errorf("%s: %v", w.name, err)
+			continue
+		}
+		if err := o.Validate(cmd); err != nil || o.Once != w.once || !o.apply.Yes || !o.CorrectDrift {
+			t.Errorf("%s: %v, once %v, yes %v", w.name, err, o.Once, o.apply.Yes)
+		}
+		for _, v := range w.pod["volumes"].([]any) {
+			sources, _ := nested(v.(map[string]any), "projected")["sources"].([]any)
+			for _, s := range sources {
+				name := nested(s.(map[string]any), "configMap")["name"].(string)
+				if _, ok := configMaps[name]; w.generated && !ok {
+					t.Errorf("%s: volume names ConfigMap %s; the kustomization makes %v", w.name, name, configMaps)
+				}
+			}
+		}
+	}
+	for name, key := range configMaps {
+		if key == "fleet.yaml" && !strings.HasPrefix(name, "fleet-file-") {
+			t.Errorf("fleet.yaml is in %s", name)
+		}
+	}
+	if !bytes.Contains(fleetFile, []byte("kubeconfigFrom: {env: KUBECONFIG_STAGING_EU}")) {
+		t.Error("the example fleet file no longer shows kubeconfigFrom")
+	}
+}
+
+func nested(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		next, _ := m[k].(map[string]any)
+		m = next
+	}
+	return m
+}
+
+// TestJSONLoggingNeverWritesBodies: client-go's logs in --log-format json
+// are JSON lines with time, level and msg, at the -v asked, and bodies are
+// never written.
+func TestJSONLoggingNeverWritesBodies(t *testing.T) {
+	var buf bytes.Buffer
+	setupJSONLogging(8, &buf)
+	defer setupLogging(0, &bytes.Buffer{})
+	const secret = `{"kind":"Secret","data":{"password":"aHVudGVyMg=="}}`
+	logger := klog.Background()
+	logger.V(8).Info("Request Body", "body", secret)
+	logger.V(6).Info("HTTP", "verb", "GET", "status", "200 OK")
+	klog.Warning("a warning")
+	logger.V(9).Info("too verbose")
+	out := buf.String()
+	for _, never := range []string{"aHVudGVyMg==", "too verbose"} {
+		if strings.Contains(out, never) {
+			t.Errorf("%q written:\n%s", never, out)
+		}
+	}
+	var levels, msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m["time"] == nil {
+			t.Fatalf("not a JSON log line (%v): %s", err, line)
+		}
+		levels, msgs = append(levels, fmt.Sprint(m["level"])), append(msgs, fmt.Sprint(m["msg"]))
+		if m["msg"] == "Request Body" && !strings.Contains(fmt.Sprint(m["body"]), "bytes not shown") {
+			t.Errorf("body: %v", m["body"])
+		}
+	}
+	if diff := cmp.Diff([]string{"Request Body", "HTTP", "a warning"}, msgs); diff != "" {
+		t.Errorf("messages (-want +got):\n%s\n%s", diff, out)
+	}
+	// klog's warnings reach a logr logger as Info.
+	if diff := cmp.Diff([]string{"debug", "debug", "info"}, levels); diff != "" {
+		t.Errorf("levels (-want +got):\n%s", diff)
+	}
+}
