@@ -233,7 +233,8 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			record = p.set.Contents.Union(record)
 		}
 		// What this apply sent, for the next one to skip what is the same.
-		p.set.Applied = p.sent
+		p.renderDigest = revision.Digest(cfg.Objects)
+		p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
 		// The revision is stored before the parent names it current.
 		history, err := p.recordRevision(ctx)
 		if err != nil {
@@ -268,7 +269,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 			rec.Done(r, isNew)
 		}
 	}
-	digest := revision.Digest(p.cfg.Objects)
+	digest := p.renderDigest
 	if p.set.Revision > 0 && digest == p.set.Digest {
 		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: digest, Objects: len(p.cfg.Objects)}, false)
 		return nil, nil
@@ -349,6 +350,8 @@ type pass struct {
 	// last is what the last apply sent, and the plugin version it ran.
 	last        map[string]inventory.Applied
 	lastVersion string
+	// renderDigest is revision.Digest of the render, once applied.
+	renderDigest string
 }
 
 func newPass(ctx context.Context, c *kube.Client, cfg Config) (*pass, error) {

@@ -23,6 +23,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // ReconcileOptions are the options of "kubectl fleet reconcile".
@@ -333,7 +334,7 @@ func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) 
 // cluster; tests use fakes.
 type clusterState interface {
 	set(ctx context.Context, app string) (*inventory.Set, error)
-	drifted(ctx context.Context, app string, objs []*unstructured.Unstructured) ([]string, error)
+	drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error)
 }
 
 // check finds, for each app of a cluster's render, whether the render
@@ -346,7 +347,7 @@ func check(ctx context.Context, cluster string, st clusterState, results []rende
 		if err == nil {
 			a.Exists, a.Revision, a.Current = set.Exists, set.Revision, set.Digest
 			if !a.changed() {
-				a.Drifted, err = st.drifted(ctx, res.App, res.Objects)
+				a.Drifted, err = st.drifted(ctx, set, res.App, res.Objects)
 			}
 		}
 		a.Err = err
@@ -367,8 +368,14 @@ func (k kubeState) set(ctx context.Context, app string) (*inventory.Set, error) 
 }
 
 // drifted is what status calls drift (a dry-run apply with force would
-// change the object), and the objects that are missing.
-func (k kubeState) drifted(ctx context.Context, app string, objs []*unstructured.Unstructured) ([]string, error) {
+// change the object), and the objects that are missing. Objects whose
+// live version is the one the last apply of this render got back are
+// what it made them, and need no dry run (inventory.Set.Moved): a pass
+// over a cluster nobody touched lists metadata, and sends no object.
+func (k kubeState) drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error) {
+	if objs = set.Moved(ctx, k.client, objs, revision.Digest(objs), version.Get()); len(objs) == 0 {
+		return nil, nil
+	}
 	st, err := status.Run(ctx, k.client, app, objs, k.ignore(app), k.concurrency)
 	if err != nil {
 		return nil, err

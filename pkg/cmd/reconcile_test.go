@@ -149,7 +149,7 @@ func (f *fakeState) set(_ context.Context, app string) (*inventory.Set, error) {
 	return &inventory.Set{App: app}, nil
 }
 
-func (f *fakeState) drifted(_ context.Context, app string, _ []*unstructured.Unstructured) ([]string, error) {
+func (f *fakeState) drifted(_ context.Context, _ *inventory.Set, app string, _ []*unstructured.Unstructured) ([]string, error) {
 	f.checked = append(f.checked, app)
 	return f.drift[app], nil
 }

@@ -256,3 +256,42 @@ func TestAppliedRoundTrip(t *testing.T) {
 		t.Errorf("a record past the bound: %v, %d entries read back", err, len(again.Applied))
 	}
 }
+
+// TestMoved: only objects at the version the last apply of this very
+// render got back count as unmoved; no record, another version, an object
+// gone, another render or another plugin version make them moved.
+func TestMoved(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	obj := func(name string) *unstructured.Unstructured { return kubetest.Object("v1", "ConfigMap", "web", name) }
+	c.Put(obj("same"), obj("edited"), obj("unrecorded"))
+	rv := func(name string) string { return c.Live(obj(name)).GetResourceVersion() }
+	s := &inventory.Set{App: "web", Exists: true, Version: "v1", AppliedDigest: "render-1", Applied: map[string]inventory.Applied{
+		"ConfigMap/web/same":   {Digest: "d", ResourceVersion: rv("same")},
+		"ConfigMap/web/edited": {Digest: "d", ResourceVersion: rv("edited")},
+		"ConfigMap/web/gone":   {Digest: "d", ResourceVersion: "1"},
+	}}
+	live := c.Live(obj("edited"))
+	live.SetLabels(map[string]string{"by": "hand"})
+	c.Put(live)
+	objs := []*unstructured.Unstructured{obj("same"), obj("edited"), obj("unrecorded"), obj("gone")}
+	names := func(objs []*unstructured.Unstructured) []string {
+		var out []string
+		for _, o := range objs {
+			out = append(out, o.GetName())
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name, digest, version string
+		want                  []string
+	}{
+		{"this render", "render-1", "v1", []string{"edited", "unrecorded", "gone"}},
+		{"another render", "render-2", "v1", names(objs)},
+		{"another plugin version", "render-1", "v2", names(objs)},
+	} {
+		if diff := cmp.Diff(tt.want, names(s.Moved(ctx, c.Client, objs, tt.digest, tt.version))); diff != "" {
+			t.Errorf("%s: moved (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,6 +48,9 @@ const (
 	// SourceAnnotation on the parent is the current revision's source
 	// commit, when it came from git.
 	SourceAnnotation = "fleet.kubectl.io/source"
+	// AppliedDigestAnnotation on the parent is the digest of the render
+	// the AppliedKey record is of.
+	AppliedDigestAnnotation = "fleet.kubectl.io/applied-digest"
 	// MembersKey in the parent's data lists the members, one object.Path
 	// per line, so that other apps of the cluster can tell what it holds.
 	MembersKey = "members"
@@ -93,8 +97,10 @@ type Set struct {
 	Source string
 	// Version is the plugin version that wrote the parent.
 	Version string
-	// Applied is what the last apply sent, by object.Path (AppliedKey).
-	Applied map[string]Applied
+	// Applied is what the last apply sent, by object.Path (AppliedKey),
+	// and AppliedDigest the digest of the render it sent.
+	Applied       map[string]Applied
+	AppliedDigest string
 }
 
 // Applied is what an apply sent of one object, and what came back.
@@ -215,6 +221,7 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 	s.Digest = ann[DigestAnnotation]
 	s.Source = ann[SourceAnnotation]
 	_, s.Version, _ = strings.Cut(tooling, "/")
+	s.AppliedDigest = ann[AppliedDigestAnnotation]
 	applied, _, _ := unstructured.NestedString(p.Object, "data", AppliedKey)
 	s.Applied = appliedOf(applied)
 	return s, nil
@@ -408,6 +415,10 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 			ann[SourceAnnotation] = s.Source
 		}
 	}
+	applied := appliedData(s.Applied)
+	if applied != "" && s.AppliedDigest != "" {
+		ann[AppliedDigestAnnotation] = s.AppliedDigest
+	}
 	if !lastApplied.IsZero() {
 		ann[LastAppliedAnnotation] = lastApplied.UTC().Format(time.RFC3339)
 	} else if s.LastApplied != "" {
@@ -420,7 +431,7 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 			"labels":      map[string]any{apply.ApplySetParentIDLabel: s.ID},
 			"annotations": ann,
 		},
-		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: appliedData(s.Applied)},
+		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: applied},
 	}
 	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
@@ -515,4 +526,57 @@ func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *un
 		return fmt.Errorf("taking %s out of app %s: %w", obj.GetName(), s.App, err)
 	}
 	return nil
+}
+
+// Moved returns the objects of objs (the render whose digest is
+// renderDigest) that may differ from what the cluster has: all of them
+// unless the last apply, by this plugin version, sent this very render;
+// else those it has no record of, and those whose live resourceVersion is
+// not the one the server returned then (edited since, or gone). The rest
+// are, to the version, what the last apply made them. Errors only make
+// objects count as moved.
+func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, renderDigest, version string) []*unstructured.Unstructured {
+	if !s.Exists || s.AppliedDigest != renderDigest || s.Version != version || len(s.Applied) == 0 {
+		return objs
+	}
+	type listing struct {
+		once sync.Once
+		live map[string]*metav1.ObjectMeta
+	}
+	var (
+		mu       sync.Mutex
+		listings = map[string]*listing{}
+		wg       sync.WaitGroup
+		moved    = make([]bool, len(objs))
+	)
+	for i, o := range objs {
+		o = o.DeepCopy()
+		_, m, err := c.Scope(o)
+		rec, ok := s.Applied[object.Path(o)]
+		if err != nil || !ok {
+			moved[i] = true
+			continue
+		}
+		key := m.Resource.String() + "|" + o.GetNamespace()
+		mu.Lock()
+		l := listings[key]
+		if l == nil {
+			l = &listing{}
+			listings[key] = l
+		}
+		mu.Unlock()
+		wg.Go(func() {
+			l.once.Do(func() { l.live, _ = c.ListMetadata(ctx, m, o.GetNamespace()) })
+			live := l.live[o.GetName()]
+			moved[i] = live == nil || live.ResourceVersion != rec.ResourceVersion
+		})
+	}
+	wg.Wait()
+	var out []*unstructured.Unstructured
+	for i, o := range objs {
+		if moved[i] {
+			out = append(out, o)
+		}
+	}
+	return out
 }
