@@ -202,11 +202,9 @@ func (p *renderPrinter) encode(objs []*unstructured.Unstructured) (c chunk, err 
 			if i > 0 {
 				c.data = append(c.data, ',')
 			}
-			j, err := json.Marshal(obj.Object)
-			if err != nil {
+			if c.data, err = output.AppendJSON(c.data, obj.Object); err != nil {
 				return chunk{}, err
 			}
-			c.data = append(c.data, j...)
 			continue
 		}
 		if i > 0 {

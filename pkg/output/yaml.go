@@ -171,41 +171,100 @@ func (e *yamlEmitter) node(v any, mapping, simpleKey bool) error {
 		}
 		return e.blockSequence(v)
 	case string:
+		if simple(v) && resolvesAsString(v) {
+			e.writeSimple(v)
+			return nil
+		}
 		if !readable(v) {
 			return errSlowPath
 		}
 		return e.scalar(v, stringStyle(v))
 	case bool:
 		if v {
-			return e.scalar("true", plainStyle)
+			e.writeSimple("true")
+		} else {
+			e.writeSimple("false")
 		}
-		return e.scalar("false", plainStyle)
 	case nil:
-		return e.scalar("null", plainStyle)
+		e.writeSimple("null")
+	// Numbers are digits, with a sign, a point or an exponent: go-yaml's
+	// analysis finds nothing in them, and writes them plain as they are.
 	case int64:
-		return e.scalar(strconv.FormatInt(v, 10), plainStyle)
+		e.writeNumber(strconv.AppendInt(e.space(), v, 10))
 	case int:
-		return e.scalar(strconv.FormatInt(int64(v), 10), plainStyle)
+		e.writeNumber(strconv.AppendInt(e.space(), int64(v), 10))
 	case int32:
-		return e.scalar(strconv.FormatInt(int64(v), 10), plainStyle)
+		e.writeNumber(strconv.AppendInt(e.space(), int64(v), 10))
 	case uint64:
-		return e.scalar(strconv.FormatUint(v, 10), plainStyle)
+		e.writeNumber(strconv.AppendUint(e.space(), v, 10))
 	case uint32:
-		return e.scalar(strconv.FormatUint(uint64(v), 10), plainStyle)
+		e.writeNumber(strconv.AppendUint(e.space(), uint64(v), 10))
 	case float64:
 		s, ok := floatText(v, 64)
 		if !ok {
 			return errSlowPath
 		}
-		return e.scalar(s, plainStyle)
+		e.writeSimple(s)
 	case float32:
 		s, ok := floatText(float64(v), 32)
 		if !ok {
 			return errSlowPath
 		}
-		return e.scalar(s, plainStyle)
+		e.writeSimple(s)
+	default:
+		return errSlowPath
 	}
-	return errSlowPath
+	return nil
+}
+
+// simpleByte are the characters of simple scalars.
+var simpleByte = func() (t [256]bool) {
+	for c := 0; c < 256; c++ {
+		t[c] = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._/-=+", byte(c)) >= 0
+	}
+	return t
+}()
+
+// simple tells whether go-yaml's analysis of s finds nothing: s is short
+// enough to be a simple key, made of ASCII letters, digits and ._/-=+
+// (no blank, no break, no indicator), and starts with a letter, a digit,
+// '_' or '/'. Plain, such a scalar is written as it is in any context.
+func simple(s string) bool {
+	if len(s) == 0 || len(s) > simpleKeyMax {
+		return false
+	}
+	if c := s[0]; !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '/') {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		if !simpleByte[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// space starts a plain scalar: a blank unless one was just written.
+func (e *yamlEmitter) space() []byte {
+	if !e.whitespace {
+		e.put(' ')
+	}
+	return e.buf
+}
+
+// writeSimple writes a simple scalar (or a number) plain.
+func (e *yamlEmitter) writeSimple(s string) {
+	e.space()
+	e.buf = append(e.buf, s...)
+	e.column += len(s)
+	e.whitespace, e.indention = false, false
+}
+
+// writeNumber ends a number that space began and b appended.
+func (e *yamlEmitter) writeNumber(b []byte) {
+	e.column += len(b) - len(e.buf)
+	e.buf = b
+	e.whitespace, e.indention = false, false
 }
 
 // emptyFlow writes an empty mapping or sequence, "{}" or "[]".
@@ -230,30 +289,27 @@ func (e *yamlEmitter) blockSequence(items []any) error {
 }
 
 func (e *yamlEmitter) blockMapping(m map[string]any) error {
-	keys := make([]string, 0, len(m))
+	var small [16]string
+	keys := small[:0]
 	for k := range m {
 		if !readable(k) {
 			return errSlowPath
 		}
 		keys = append(keys, k)
 	}
-	// go-yaml's order is not transitive with some keys (v1beta1 < v2 <
-	// v10 < v1beta1), and go-yaml sorts keys in the map's random order:
-	// its output for such maps varies from run to run. Sorting stably from
-	// one order makes it one of those outputs, every time.
-	slices.Sort(keys)
-	slices.SortStableFunc(keys, func(a, b string) int {
-		if keyLess(a, b) {
-			return -1
-		}
-		if keyLess(b, a) {
-			return 1
-		}
-		return 0
-	})
+	sortKeys(keys)
 	e.increaseIndent(false, false)
 	for _, k := range keys {
 		e.writeIndent()
+		if simple(k) && resolvesAsString(k) {
+			e.mappingContext, e.simpleKeyContext = true, true
+			e.writeSimple(k)
+			e.writeIndicator(":", false, false, false)
+			if err := e.node(m[k], true, false); err != nil {
+				return err
+			}
+			continue
+		}
 		a := analyze(k)
 		if !a.multiline && len(k) <= simpleKeyMax {
 			e.mappingContext, e.simpleKeyContext = true, true
@@ -898,15 +954,61 @@ func isTimestamp(s string) bool {
 	return false
 }
 
+// sortKeys sorts keys in go-yaml v2's order. That order is not
+// transitive with some keys (v1beta1 < v2 < v10 < v1beta1), and go-yaml
+// sorts keys in the map's random order: its output for such maps varies
+// from run to run. Sorting from one order (bytes) makes it the same every
+// time; for up to 12 keys, with go-yaml's algorithm (an insertion sort),
+// one of go-yaml's outputs.
+func sortKeys(keys []string) {
+	cmp := func(a, b string) int {
+		if keyLess(a, b) {
+			return -1
+		}
+		if keyLess(b, a) {
+			return 1
+		}
+		return 0
+	}
+	if len(keys) > 12 {
+		slices.Sort(keys)
+		slices.SortStableFunc(keys, cmp)
+		return
+	}
+	// Insertion sorts, as slices' for short slices, without their cost.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keyLess(keys[j], keys[j-1]); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+}
+
 // keyLess is go-yaml v2's order of string keys (sorter.go): runs of digits
 // compare as numbers, and a letter sorts after anything else.
 func keyLess(a, b string) bool {
 	if ascii(a) && ascii(b) {
+		// The common case: the first difference is between two letters.
+		for i := 0; i < len(a) && i < len(b); i++ {
+			if a[i] == b[i] {
+				continue
+			}
+			if isASCIILetter(a[i]) && isASCIILetter(b[i]) {
+				return a[i] < b[i]
+			}
+			break
+		}
 		return keyLessRunes(a, b, len(a), len(b), func(s string, i int) rune { return rune(s[i]) })
 	}
 	ar, br := []rune(a), []rune(b)
 	return keyLessRunes(ar, br, len(ar), len(br), func(s []rune, i int) rune { return s[i] })
 }
+
+func isASCIILetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 func ascii(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -199,7 +201,11 @@ func randomValue(r *rand.Rand, depth int) any {
 	case 0, 1, 2:
 		m := map[string]any{}
 		for i := r.IntN(6); i >= 0; i-- {
-			m[randomString(r)] = randomValue(r, depth+1)
+			k := randomString(r)
+			if _, dup := m[k]; !dup && !orderedKeys(append(slices.Collect(maps.Keys(m)), k)) {
+				continue
+			}
+			m[k] = randomValue(r, depth+1)
 		}
 		if r.IntN(10) == 0 {
 			return map[string]any{}
@@ -221,6 +227,26 @@ func randomValue(r *rand.Rand, depth int) any {
 	default:
 		return randomString(r)
 	}
+}
+
+// orderedKeys tells whether go-yaml's order of keys is a total order on
+// them. Where it is not (v1beta1 < v2 < v10 < v1beta1, or numbers past
+// int64 that overflow), go-yaml's output depends on the map's random
+// order, and cannot be compared.
+func orderedKeys(keys []string) bool {
+	for _, a := range keys {
+		for _, b := range keys {
+			if a != b && keyLess(a, b) == keyLess(b, a) {
+				return false
+			}
+			for _, c := range keys {
+				if keyLess(a, b) && keyLess(b, c) && !keyLess(a, c) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 func randomString(r *rand.Rand) string {
@@ -317,6 +343,9 @@ func FuzzAppendYAML(f *testing.F) {
 			"l":   []any{value, map[string]any{key: value, "x": []any{value}}},
 			"n":   map[string]any{"deeper": map[string]any{value: key}},
 			value: []any{[]any{key}},
+		}
+		if !orderedKeys(slices.Collect(maps.Keys(obj))) || !orderedKeys([]string{key, value, "x"}) {
+			t.Skip("go-yaml's output for these keys depends on the map's order")
 		}
 		assertSameYAML(t, fmt.Sprintf("key %q value %q float %v", key, value, fl), obj)
 	})
