@@ -51,7 +51,13 @@ GitOps engine (Flux, Argo CD) to consume; .yaml files left in a cluster's
 folder by an earlier render are removed.
 
 Secret values are masked on standard output unless --show-secrets;
---output-dir writes them as rendered.`,
+--output-dir writes them as rendered.
+
+Clusters render in parallel and each is printed as soon as it and the
+clusters before it are rendered, in fleet order. A render error ends the
+output before the cluster it happened in (a cluster is printed whole or not
+at all; in YAML a last comment line says where the output stops); every
+error is listed and the command exits 1.`,
 		Example: `  # Every cluster, every app of the fleet file
   kubectl fleet render
 
