@@ -15,7 +15,9 @@ import (
 // BenchmarkRenderCommand is "kubectl fleet render" as a user runs it, flags
 // to output (written to io.Discard), for fleets of 10, 100 and 1,000
 // clusters with 100 objects each, in YAML and JSON. Select one size with
-// -bench 'RenderCommand/clusters=10/'.
+// -bench 'RenderCommand/clusters=10$/' (the $ keeps 100 and 1000 out), one
+// format with 'RenderCommand/clusters=1000$/json'. objects/op is the
+// number of objects printed.
 func BenchmarkRenderCommand(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
