@@ -1,13 +1,9 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,11 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -36,9 +30,6 @@ type RenderOptions struct {
 	// Revision prints a revision stored in each cluster instead of
 	// rendering.
 	Revision int
-
-	// documents counts the YAML documents printed, for separators.
-	documents int
 }
 
 // NewCmdRender returns the render command.
@@ -60,7 +51,13 @@ GitOps engine (Flux, Argo CD) to consume; .yaml files left in a cluster's
 folder by an earlier render are removed.
 
 Secret values are masked on standard output unless --show-secrets;
---output-dir writes them as rendered.`,
+--output-dir writes them as rendered.
+
+Clusters render in parallel and each is printed as soon as it and the
+clusters before it are rendered, in fleet order. A render error ends the
+output before the cluster it happened in (a cluster is printed whole or not
+at all; in YAML a last comment line says where the output stops); every
+error is listed and the command exits 1.`,
 		Example: `  # Every cluster, every app of the fleet file
   kubectl fleet render
 
@@ -107,24 +104,25 @@ func (o *RenderOptions) Validate() error {
 	return o.SourceOptions.validate()
 }
 
-// Run renders and prints.
+// Run renders and prints, cluster by cluster as they are rendered (see
+// stream), or prints the stored revision.
 func (o *RenderOptions) Run(ctx context.Context) error {
-	var (
-		r   *rendered
-		err error
-	)
-	if o.Revision > 0 {
-		r, err = o.stored(ctx)
-	} else {
-		r, err = o.render(ctx, o.Selection, &o.SourceOptions, false)
+	if o.Revision == 0 {
+		return o.stream(ctx)
 	}
+	r, err := o.stored(ctx)
 	if err != nil && r == nil {
 		return err
 	}
-	clusters := r.clusters
-	objects := byCluster(clusters, r.results)
-	if err := o.write(clusters, objects); err != nil {
-		return err
+	p := o.printer(r.clusters)
+	for i, c := range r.clusters {
+		ch, perr := p.encode(r.results[i].Objects)
+		if perr == nil {
+			perr = p.flush(c, []chunk{ch})
+		}
+		if perr != nil {
+			return perr
+		}
 	}
 	return err
 }
@@ -169,27 +167,6 @@ func (o *RenderOptions) stored(ctx context.Context) (*rendered, error) {
 	return r, nil
 }
 
-// write prints or writes out each cluster's objects.
-func (o *RenderOptions) write(clusters []*fleet.Cluster, objects map[string][]*unstructured.Unstructured) error {
-	if o.OutputDir != "" {
-		return o.writeDir(clusters, objects)
-	}
-	for _, c := range clusters {
-		objs := objects[c.Name]
-		if !o.ShowSecrets {
-			masked := make([]*unstructured.Unstructured, len(objs))
-			for i, obj := range objs {
-				masked[i] = output.MaskSecret(obj)
-			}
-			objs = masked
-		}
-		if err := o.print(c, objs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // rendered is the fleet, the selected clusters and every rendered
 // (cluster, app) pair, in cluster then app order.
 type rendered struct {
@@ -226,6 +203,47 @@ func (r *rendered) of(cluster string) []render.Result {
 // (commands that talk to clusters). Any render error fails the whole
 // command, every error reported, before anything touches a cluster.
 func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *SourceOptions, contexts bool) (*rendered, error) {
+	pl, err := g.plan(ctx, sel, src, contexts)
+	if err != nil {
+		return nil, err
+	}
+	f, clusters := pl.fleet, pl.clusters
+	engine := &render.Engine{Stdin: g.In}
+	results := engine.Render(ctx, pl.targets(false))
+	var tests []render.Result
+	if src.withTests {
+		tests = engine.Render(ctx, pl.targets(true))
+	}
+	var errs []string
+	for _, r := range slices.Concat(results, tests) {
+		if r.Err != nil {
+			errs = append(errs, r.Err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
+	}
+	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
+}
+
+// renderPlan is what is rendered: the fleet, the selected clusters, the apps and
+// the attributes read from clusters.
+type renderPlan struct {
+	fleet    *fleet.Fleet
+	clusters []*fleet.Cluster
+	apps     []app
+	live     map[string]map[string]any
+}
+
+// targets lists the (cluster, app) pairs to render, or their tests.
+func (p *renderPlan) targets(tests bool) []render.Target {
+	return targets(p.fleet, p.clusters, p.apps, p.live, tests)
+}
+
+// plan loads the fleet, selects clusters, resolves apps and reads the
+// clusters' attributesFrom. With contexts, every selected cluster's
+// context must exist first (commands that talk to clusters).
+func (g *GlobalOptions) plan(ctx context.Context, sel fleet.Selection, src *SourceOptions, contexts bool) (*renderPlan, error) {
 	f, clusters, err := g.selected(sel)
 	if err != nil {
 		return nil, err
@@ -243,22 +261,7 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 	if err != nil {
 		return nil, err
 	}
-	engine := &render.Engine{Stdin: g.In}
-	results := engine.Render(ctx, targets(f, clusters, apps, live, false))
-	var tests []render.Result
-	if src.withTests {
-		tests = engine.Render(ctx, targets(f, clusters, apps, live, true))
-	}
-	var errs []string
-	for _, r := range slices.Concat(results, tests) {
-		if r.Err != nil {
-			errs = append(errs, r.Err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
-	}
-	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
+	return &renderPlan{fleet: f, clusters: clusters, apps: apps, live: live}, nil
 }
 
 // checkContexts materializes the clusters' kubeconfigFrom, then verifies,
@@ -333,37 +336,6 @@ type RenderedCluster struct {
 	Objects []map[string]any `json:"objects"`
 }
 
-func (o *RenderOptions) print(c *fleet.Cluster, objs []*unstructured.Unstructured) error {
-	if o.Output == "json" {
-		rc := RenderedCluster{Cluster: c.Name, Group: c.Group, Objects: make([]map[string]any, len(objs))}
-		for i, obj := range objs {
-			rc.Objects[i] = obj.Object
-		}
-		return json.NewEncoder(o.Out).Encode(rc)
-	}
-	var b bytes.Buffer
-	if len(objs) == 0 {
-		// A comment only: an empty document would parse as null.
-		fmt.Fprintf(&b, "# Cluster: %s (no objects)\n", c.Name)
-	}
-	for i, obj := range objs {
-		y, err := yaml.Marshal(obj.Object)
-		if err != nil {
-			return err
-		}
-		if o.documents > 0 {
-			b.WriteString("---\n")
-		}
-		if i == 0 {
-			fmt.Fprintf(&b, "# Cluster: %s\n", c.Name)
-		}
-		b.Write(y)
-		o.documents++
-	}
-	_, err := o.Out.Write(b.Bytes())
-	return err
-}
-
 var unsafeFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
 
 // ObjectFileName names an object's file in --output-dir:
@@ -378,37 +350,4 @@ func ObjectFileName(o *unstructured.Unstructured) string {
 		parts[i] = unsafeFileChars.ReplaceAllString(strings.ToLower(p), "-")
 	}
 	return strings.Join(parts, "_") + ".yaml"
-}
-
-func (o *RenderOptions) writeDir(clusters []*fleet.Cluster, objects map[string][]*unstructured.Unstructured) error {
-	prefix := o.prefixer(clusters)
-	for _, c := range clusters {
-		dir := filepath.Join(o.OutputDir, c.Name)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		stale, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-		for _, s := range stale {
-			if err := os.Remove(s); err != nil {
-				return err
-			}
-		}
-		seen := map[string]int{}
-		for _, obj := range objects[c.Name] {
-			name := ObjectFileName(obj)
-			if n := seen[name]; n > 0 {
-				name = fmt.Sprintf("%s_%d.yaml", strings.TrimSuffix(name, ".yaml"), n+1)
-			}
-			seen[ObjectFileName(obj)]++
-			y, err := yaml.Marshal(obj.Object)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(dir, name), y, 0o644); err != nil {
-				return err
-			}
-		}
-		fmt.Fprintf(o.ErrOut, "%s wrote %d objects to %s\n", prefix.Prefix(c.Name), len(objects[c.Name]), dir)
-	}
-	return nil
 }

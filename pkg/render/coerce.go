@@ -21,18 +21,14 @@ func coerceStrings(obj map[string]any) {
 	walk(obj)
 }
 
-var stringMaps = map[string]bool{"labels": true, "annotations": true, "matchLabels": true, "nodeSelector": true}
-
-var containerLists = map[string]bool{"containers": true, "initContainers": true, "ephemeralContainers": true}
-
 func walk(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, child := range x {
-			switch {
-			case stringMaps[k]:
+			switch k {
+			case "labels", "annotations", "matchLabels", "nodeSelector":
 				stringifyMap(child)
-			case containerLists[k]:
+			case "containers", "initContainers", "ephemeralContainers":
 				if list, ok := child.([]any); ok {
 					for _, c := range list {
 						coerceContainer(c)
@@ -53,7 +49,7 @@ func coerceContainer(v any) {
 	if !ok {
 		return
 	}
-	if img, ok := c["image"]; ok {
+	if img, ok := c["image"]; ok && !isString(img) {
 		c["image"] = text(img)
 	}
 	for _, k := range []string{"command", "args"} {
@@ -66,7 +62,7 @@ func coerceContainer(v any) {
 	if env, ok := c["env"].([]any); ok {
 		for _, e := range env {
 			if m, ok := e.(map[string]any); ok {
-				if val, ok := m["value"]; ok {
+				if val, ok := m["value"]; ok && !isString(val) {
 					m["value"] = text(val)
 				}
 			}
@@ -80,8 +76,15 @@ func stringifyMap(v any) {
 		return
 	}
 	for k, val := range m {
-		m[k] = text(val)
+		if !isString(val) { // strings are left as they are, unwritten
+			m[k] = text(val)
+		}
 	}
+}
+
+func isString(v any) bool {
+	_, ok := v.(string)
+	return ok
 }
 
 // text renders a value as the text it was substituted as: scalars as

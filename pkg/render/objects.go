@@ -271,23 +271,34 @@ var kindRank = func() map[string]int {
 // other kinds alphabetically between its first and last lists), then API
 // group, namespace and name.
 func Sort(objs []*unstructured.Unstructured) {
-	sort.SliceStable(objs, func(i, j int) bool {
-		a, b := objs[i], objs[j]
-		ra, rb := kindRank[a.GetKind()], kindRank[b.GetKind()]
-		if ra != rb {
-			return ra < rb
+	// The keys are read once per object, not once per comparison.
+	type keyed struct {
+		rank                  int
+		kind, group, ns, name string
+		obj                   *unstructured.Unstructured
+	}
+	items := make([]keyed, len(objs))
+	for i, o := range objs {
+		kind := o.GetKind()
+		items[i] = keyed{kindRank[kind], kind, o.GroupVersionKind().Group, o.GetNamespace(), o.GetName(), o}
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := &items[i], &items[j]
+		switch {
+		case a.rank != b.rank:
+			return a.rank < b.rank
+		case a.kind != b.kind:
+			return a.kind < b.kind
+		case a.group != b.group:
+			return a.group < b.group
+		case a.ns != b.ns:
+			return a.ns < b.ns
 		}
-		if a.GetKind() != b.GetKind() {
-			return a.GetKind() < b.GetKind()
-		}
-		if ga, gb := a.GroupVersionKind().Group, b.GroupVersionKind().Group; ga != gb {
-			return ga < gb
-		}
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		return a.GetName() < b.GetName()
+		return a.name < b.name
 	})
+	for i := range items {
+		objs[i] = items[i].obj
+	}
 }
 
 // clusterScoped lists the built-in kinds that have no namespace, by group.

@@ -92,8 +92,14 @@ type Engine struct {
 	// Limits bound each render; the zero value is the defaults.
 	Limits Limits
 
-	memo  memo.Memo[string, []rawObject]
-	stdin struct {
+	memo memo.Memo[string, []rawObject]
+	// perCluster memoizes jsonnet evaluations, which depend on the
+	// cluster, per cluster (see Release); released counts the
+	// evaluations of released clusters, for Renders.
+	mu         sync.Mutex
+	perCluster map[string]*memo.Memo[string, []rawObject]
+	released   int
+	stdin      struct {
 		once sync.Once
 		data []byte
 		err  error
@@ -119,19 +125,57 @@ func (e *Engine) Render(ctx context.Context, targets []Target) []Result {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			defer func() {
-				if p := recover(); p != nil {
-					results[i].Err = fmt.Errorf("cluster %s: app %s: recovered from panic: %v", t.Cluster.Name, t.App, p)
-				}
-			}()
-			results[i].Objects, results[i].Path, results[i].Err = e.renderOne(ctx, t)
-			if results[i].Err != nil {
-				results[i].Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, results[i].Err)
-			}
+			results[i] = e.RenderTarget(ctx, t)
 		}()
 	}
 	wg.Wait()
 	return results
+}
+
+// RenderTarget renders one target, for callers that fan out themselves
+// (render's streaming). A panic is the target's error.
+func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
+	r.Target = t
+	defer func() {
+		if p := recover(); p != nil {
+			r.Objects = nil
+			r.Err = fmt.Errorf("cluster %s: app %s: recovered from panic: %v", t.Cluster.Name, t.App, p)
+		}
+	}()
+	r.Objects, r.Path, r.Err = e.renderOne(ctx, t)
+	if r.Err != nil {
+		r.Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, r.Err)
+	}
+	return r
+}
+
+// Release forgets what the engine kept for one cluster: its jsonnet
+// evaluations, which depend on the cluster and so are kept per cluster.
+// A streaming caller releases a cluster once all its targets are
+// rendered, so that what the engine holds does not grow with the fleet;
+// rendering the cluster again evaluates again.
+func (e *Engine) Release(cluster string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if m, ok := e.perCluster[cluster]; ok {
+		e.released += m.Len()
+		delete(e.perCluster, cluster)
+	}
+}
+
+// clusterMemo is the memo of one cluster's jsonnet evaluations.
+func (e *Engine) clusterMemo(cluster string) *memo.Memo[string, []rawObject] {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	m, ok := e.perCluster[cluster]
+	if !ok {
+		if e.perCluster == nil {
+			e.perCluster = map[string]*memo.Memo[string, []rawObject]{}
+		}
+		m = &memo.Memo[string, []rawObject]{}
+		e.perCluster[cluster] = m
+	}
+	return m
 }
 
 func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstructured, string, error) {
@@ -161,7 +205,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 			return nil, "", jerr
 		}
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
-		raws, err = e.memo.Do(key, func() ([]rawObject, error) {
+		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
 			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
 				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim)
 			})
@@ -310,4 +354,12 @@ func displayPath(p string) string {
 
 // Renders returns how many distinct inputs the engine has rendered: the
 // kustomize builds, manifest reads and jsonnet evaluations it ran.
-func (e *Engine) Renders() int { return e.memo.Len() }
+func (e *Engine) Renders() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.memo.Len() + e.released
+	for _, m := range e.perCluster {
+		n += m.Len()
+	}
+	return n
+}

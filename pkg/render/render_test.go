@@ -166,3 +166,29 @@ func TestRenderErrorsName(t *testing.T) {
 		t.Errorf("got %v", r.Err)
 	}
 }
+
+// TestRenderTargetRelease: a cluster's jsonnet evaluations are kept until
+// the cluster is released, then evaluated again if asked for.
+func TestRenderTargetRelease(t *testing.T) {
+	e := &Engine{}
+	src := Source{Type: Jsonnet, Path: "testdata/jsonnet/object.jsonnet"}
+	one, two := cluster("one", "g", attrs), cluster("two", "g", attrs)
+	for _, tg := range []Target{{Cluster: one, App: "a", Source: src}, {Cluster: one, App: "b", Source: src}, {Cluster: two, App: "a", Source: src}} {
+		if r := e.RenderTarget(context.Background(), tg); r.Err != nil || len(r.Objects) == 0 {
+			t.Fatalf("%s/%s: %d objects, %v", tg.Cluster.Name, tg.App, len(r.Objects), r.Err)
+		}
+	}
+	if n := e.Renders(); n != 2 {
+		t.Errorf("%d evaluations for two clusters", n)
+	}
+	e.Release("one")
+	if len(e.perCluster) != 1 {
+		t.Errorf("%d clusters kept after one was released of two", len(e.perCluster))
+	}
+	if r := e.RenderTarget(context.Background(), Target{Cluster: one, App: "a", Source: src}); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if n := e.Renders(); n != 3 {
+		t.Errorf("%d evaluations; want 3: a released cluster is evaluated again", n)
+	}
+}

@@ -28,3 +28,21 @@ func ExampleRun() {
 	// prod-eu not started
 	// prod-us not started
 }
+
+// Clusters render in parallel and print in order, each as soon as the
+// ones before it are printed.
+func ExampleOrdered() {
+	clusters := []string{"staging-eu", "prod-eu", "prod-us"}
+	err := runner.Ordered(context.Background(), len(clusters), 2, 4, func(_ context.Context, i int) string {
+		return "# Cluster: " + clusters[i]
+	}, func(i int, text string) error {
+		fmt.Println(text)
+		return nil
+	})
+	fmt.Println(err)
+	// Output:
+	// # Cluster: staging-eu
+	// # Cluster: prod-eu
+	// # Cluster: prod-us
+	// <nil>
+}
