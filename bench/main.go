@@ -94,6 +94,7 @@ type bench struct {
 	clustersFile           string
 	fleetFiles             map[string]string
 	rows                   []row
+	profiles               []profile
 	k8sVersion, pluginVers string
 	started                time.Time
 	loadStart              string
@@ -392,6 +393,9 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 	if err := b.scenario(ctx, "apply-noop", applyTools(state, app, nil), nil); err != nil {
 		return err
 	}
+	if err := b.profile(ctx, "apply-noop", fleetApply); err != nil {
+		return err
+	}
 	fleetDiff, err := b.fleetFile(b.cs, "bench-fleet")
 	if err != nil {
 		return err
@@ -410,10 +414,39 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 		return err
 	}
 	var changed []string
-	return b.scenario(ctx, "apply-change", applyTools(state, app, &changed), func(rep int) error {
+	if err := b.scenario(ctx, "apply-change", applyTools(state, app, &changed), func(rep int) error {
 		changed, err = setRevision(b.src, b.o.objects, rep+2)
 		return err
-	})
+	}); err != nil {
+		return err
+	}
+	if _, err := setRevision(b.src, b.o.objects, b.o.reps+2); err != nil {
+		return err
+	}
+	return b.profile(ctx, "apply-change", fleetApply)
+}
+
+// profile runs kubectl fleet apply once more (untimed) on the first
+// cluster with --v=6 and records the requests it sent.
+func (b *bench) profile(ctx context.Context, scenario string, fleetApply func(ns, app string) (string, []string, error)) error {
+	bin, args, err := fleetApply("bench-fleet", "bench")
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, "--cluster", b.cs[0].name, "--v=6")...)
+	cmd.Env = b.env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("profiling %s: %w\n%s", scenario, err, stderr.String())
+	}
+	p := parseProfile(scenario, stderr.String(), "bench-fleet")
+	if p.Requests == 0 {
+		return fmt.Errorf("profiling %s: no request in kubectl fleet's --v=6 log", scenario)
+	}
+	b.profiles = append(b.profiles, p)
+	progress("%s on %s: %d requests in %d waits: %s", scenario, b.cs[0].name, p.Requests, p.Waits, strings.Join(p.Steps, ", "))
+	return nil
 }
 
 // keepOnly removes from dir the object files of objects not named.
@@ -444,7 +477,10 @@ func (b *bench) report() error {
 		progress("wrote %s", b.o.out)
 	}
 	if b.o.jsonOut != "" {
-		j, err := json.MarshalIndent(b.rows, "", "  ")
+		j, err := json.MarshalIndent(struct {
+			Rows     []row     `json:"rows"`
+			Profiles []profile `json:"profiles"`
+		}{b.rows, b.profiles}, "", "  ")
 		if err != nil {
 			return err
 		}
