@@ -56,12 +56,15 @@ fuzz:
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzParseDocuments$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME)
 
-## bench: benchmarks, with ratios against what users run instead (render vs
-## a kustomize-per-cluster loop; apply of 100 objects at 50ms RTT vs kubectl
-## apply --server-side, on a local cluster behind the latency proxy)
+## bench: kubectl fleet against what users run instead, on 10 apiserver-only
+## clusters 50 ms away (apply create/no-op/rollout and diff vs
+## the kustomize | envsubst | kubectl loop, sequential and parallel, and vs a
+## minimal apply client, the floor; render of 100 and 1000 clusters vs a
+## kustomize loop, with peak RSS); medians, spreads and ratios on stdout and
+## in bench/RESULTS.md. Minutes; BENCH_FLAGS='-reps 3 -render 100' to trim.
+## (make test runs it once at a tiny size: TestBench in test/e2e.)
 bench: controlplane
-	{ $(GO) test ./pkg/render -run '^$$' -bench . -benchmem -count 1; \
-	  $(GO) test ./test/e2e -run '^$$' -bench . -benchtime 5x -count 1 -timeout 30m; } | awk -f hack/bench-ratios.awk
+	$(GO) run ./bench -out bench/RESULTS.md $(BENCH_FLAGS)
 
 ## lint: gofmt, go vet, and go.mod tidiness
 lint:

@@ -7,6 +7,8 @@
 #       etcd                                                            (go.etcd.io/etcd/server/v3)
 #       kwok                                                            (sigs.k8s.io/kwok)
 #       krew validate-krew-manifest                                     (sigs.k8s.io/krew)
+#       kustomize                           (sigs.k8s.io/kustomize/kustomize/v5, for make bench)
+#       envsubst                            (github.com/a8m/envsubst, for make bench)
 #   ${FLEET_CACHE:-<repo>/.cache}/k8s/<K8S_VERSION>/kwok-stages/
 #       kwok's stage configs (kustomize/stage/ of its module); use e.g.
 #       `kwok --config <dir>/kwok-stages/fast.yaml` (or the `fast` kustomize dir).
@@ -17,10 +19,12 @@
 #
 # Usage: hack/controlplane/build.sh [--print-dir|--print-stages-dir|--help] [component...]
 #   components: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
-#               kwok krew  (default: all; krew is skipped on failure unless named)
+#               kwok krew kustomize envsubst
+#               (default: all; krew is skipped on failure unless named)
 # Progress goes to stderr; on success the bin dir is printed on stdout, so
 #   BIN=$(hack/controlplane/build.sh) works.
-# Environment: FLEET_CACHE, K8S_VERSION, ETCD_VERSION, KWOK_VERSION, KREW_VERSION.
+# Environment: FLEET_CACHE, K8S_VERSION, ETCD_VERSION, KWOK_VERSION, KREW_VERSION,
+#   KUSTOMIZE_VERSION, ENVSUBST_VERSION.
 set -euo pipefail
 
 # v1.37.1, not v1.37.2: the Go module proxy answers 403 "This module version is
@@ -30,6 +34,9 @@ K8S_VERSION=${K8S_VERSION:-v1.37.1}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.4}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 KREW_VERSION=${KREW_VERSION:-v0.4.4}
+# kustomize v5.8.2 builds with Go 1.26 (later ones may want a newer Go).
+KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
+ENVSUBST_VERSION=${ENVSUBST_VERSION:-v1.4.3}
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_ROOT=${FLEET_CACHE:-$REPO_ROOT/.cache}
@@ -39,7 +46,7 @@ SRC=$BASE/src
 STAGES=$BASE/kwok-stages
 
 KUBE_CMDS=(kube-apiserver kubectl kube-controller-manager kube-scheduler)
-ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew)
+ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
 
@@ -287,6 +294,37 @@ if wanted krew; then
   elif ! build_krew; then
     if $explicit_krew; then die "krew build failed"; fi
     log "WARNING: krew build failed; skipped (tests needing krew will not run)"
+  fi
+fi
+
+# ---------------------------------------------------------------- tools for make bench
+# build_tool <name> <module> <version> <package> [ldflags]: a CLI in a
+# throwaway module of its own, for the loops users script (make bench).
+build_tool() {
+  local name=$1 mod=$2 ver=$3 pkg=$4 ld=${5:-}
+  local dir=$SRC/$name
+  mkdir -p "$dir"
+  cat >"$dir/go.mod" <<EOF
+module fleet.local/controlplane/$name
+
+go 1.24
+
+require $mod $ver
+
+tool $pkg
+EOF
+  tidy "$dir" "$name $ver" || return 1
+  build_bin "$dir" "$name" "$pkg" "$ld"
+}
+if wanted kustomize; then
+  if have kustomize; then log "kustomize: present"; else
+    build_tool kustomize sigs.k8s.io/kustomize/kustomize/v5 "$KUSTOMIZE_VERSION" sigs.k8s.io/kustomize/kustomize/v5 \
+      "-X sigs.k8s.io/kustomize/api/provenance.version=kustomize/$KUSTOMIZE_VERSION" || die "kustomize build failed"
+  fi
+fi
+if wanted envsubst; then
+  if have envsubst; then log "envsubst: present"; else
+    build_tool envsubst github.com/a8m/envsubst "$ENVSUBST_VERSION" github.com/a8m/envsubst/cmd/envsubst || die "envsubst build failed"
   fi
 fi
 

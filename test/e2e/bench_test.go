@@ -1,86 +1,107 @@
 package e2e
 
 import (
-	"fmt"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
-// BenchmarkApply100Objects applies 100 objects to one cluster 50ms of round
-// trip away (the latency proxy), with kubectl fleet and with
-// `kubectl apply --server-side`, both started through kubectl as users do.
-// Each iteration creates 100 new ConfigMaps in a namespace of its own; the
-// -noop ones apply 100 objects that are already there, unchanged (kubectl
-// fleet then sends none of them again).
-func BenchmarkApply100Objects(b *testing.B) {
-	far, err := testenv.Start(b.Context(), testenv.Options{BinDir: binDir, Clusters: 1, ContextPrefix: "far-c", Dir: b.TempDir(), Latency: 25 * time.Millisecond})
+// TestBench runs make bench's program once at a tiny size (2 clusters, 5
+// objects, 1 repetition, a render of 3 clusters), so that it cannot rot:
+// every scenario must produce a row for every tool, with a time, and the
+// request profiles of kubectl fleet's no-op and rollout. No time is
+// judged here.
+func TestBench(t *testing.T) {
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "kustomize", "envsubst")
+	build.Stderr = os.Stderr
+	out, err := build.Output()
 	if err != nil {
-		b.Fatal(err)
+		t.Fatalf("building kustomize and envsubst: %v", err)
 	}
-	defer far.Stop()
-	dir := b.TempDir()
-	fleetFile := filepath.Join(dir, "fleet.yaml")
-	if err := os.WriteFile(fleetFile, []byte("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: bench}\ngroups: [{name: g}]\nclusters: [{name: far, group: g, context: far-c1}]\n"), 0o644); err != nil {
-		b.Fatal(err)
+	if dir := strings.TrimSpace(string(out)); dir != binDir {
+		t.Fatalf("build.sh put kustomize in %s, the control plane is in %s", dir, binDir)
 	}
-	manifests := func(tool string, i int) string {
-		d := filepath.Join(dir, fmt.Sprintf("%s-%d", tool, i))
-		ns := fmt.Sprintf("bench-%s-%d", tool, i)
-		var sb strings.Builder
-		fmt.Fprintf(&sb, "apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns)
-		for j := 0; j < 99; j++ {
-			fmt.Fprintf(&sb, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm-%02d, namespace: %s}\ndata: {n: \"%d\"}\n", j, ns, j)
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(d, "all.yaml"), []byte(sb.String()), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		return d
+	results := filepath.Join(t.TempDir(), "results.json")
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-json", results)
+	cmd.Dir = repo
+	stdout, stderr, code := runCmd(t, cmd, "")
+	if code != 0 {
+		t.Fatalf("bench exited %d:\n%s", code, stderr)
 	}
-	run := func(b *testing.B, args ...string) {
-		b.Helper()
-		cmd := kubectlCmd(append(args, "--kubeconfig", far.Kubeconfig)...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("%v: %v\n%s", args, err, out)
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Rows []struct {
+			Scenario, Tool string
+			Median         float64
+			MaxRSS         int64
+			Runs           int
+		}
+		Profiles []struct {
+			Scenario string
+			Requests int
+			Objects  int `json:"objectRequests"`
+			Waits    int
+			Steps    []string
 		}
 	}
-	b.Run("fleet", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			b.StopTimer()
-			d := manifests("fleet", i)
-			i++
-			b.StartTimer()
-			run(b, "fleet", "apply", "-F", fleetFile, "-f", d, "--name", filepath.Base(d))
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"render-3":     {"fleet", "loop"},
+		"apply-create": {"fleet", "loop", "loop-par", "floor"},
+		"apply-noop":   {"fleet", "loop", "loop-par", "floor"},
+		"apply-change": {"fleet", "loop", "loop-par", "floor"},
+		"diff-noop":    {"fleet", "loop", "loop-par"},
+	}
+	seen := map[string]bool{}
+	for _, r := range got.Rows {
+		seen[r.Scenario+"/"+r.Tool] = true
+		if r.Runs != 1 || r.Median <= 0 {
+			t.Errorf("%s/%s: %d runs, median %v s; want 1 run with a time", r.Scenario, r.Tool, r.Runs, r.Median)
 		}
-	})
-	b.Run("kubectl", func(b *testing.B) {
-		i := 0
-		for b.Loop() {
-			b.StopTimer()
-			d := manifests("kubectl", i)
-			i++
-			b.StartTimer()
-			run(b, "apply", "--server-side", "--context", "far-c1", "-f", d)
+		if runtime.GOOS == "linux" && r.MaxRSS <= 0 {
+			t.Errorf("%s/%s: no peak RSS", r.Scenario, r.Tool)
 		}
-	})
-	noop := func(tool string, args ...string) func(b *testing.B) {
-		return func(b *testing.B) {
-			d := manifests(tool, 0)
-			args := append(args, d)
-			run(b, args...) // the first apply creates them
-			for b.Loop() {
-				run(b, args...)
+	}
+	for sc, tools := range want {
+		for _, tool := range tools {
+			if !seen[sc+"/"+tool] {
+				t.Errorf("no result for %s with %s", sc, tool)
+			}
+			if !strings.Contains(stdout, "| "+tool+" |") {
+				t.Errorf("the table has no row for %s", tool)
 			}
 		}
 	}
-	b.Run("fleet-noop", noop("fleetnoop", "fleet", "apply", "-F", fleetFile, "--name", "fleetnoop", "-f"))
-	b.Run("kubectl-noop", noop("kubectlnoop", "apply", "--server-side", "--context", "far-c1", "-f"))
+	if len(got.Rows) != 17 {
+		t.Errorf("%d rows, want 17", len(got.Rows))
+	}
+	// The rollout changed one object (a fifth of 5) on the profiled
+	// cluster: one request for it; the no-op sends none.
+	profiles := map[string]int{}
+	for _, p := range got.Profiles {
+		if p.Requests == 0 || p.Waits == 0 || p.Waits > p.Requests || len(p.Steps) == 0 {
+			t.Errorf("profile %s: %d requests in %d waits, steps %q", p.Scenario, p.Requests, p.Waits, p.Steps)
+		}
+		profiles[p.Scenario] = p.Objects
+	}
+	if n, ok := profiles["apply-noop"]; !ok || n != 0 {
+		t.Errorf("no-op profile: %d requests for the app's objects (present: %v), want 0", n, ok)
+	}
+	if n, ok := profiles["apply-change"]; !ok || n != 1 {
+		t.Errorf("rollout profile: %d requests for the app's objects (present: %v), want 1", n, ok)
+	}
+	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:"} {
+		if !strings.Contains(stdout, s) {
+			t.Errorf("the report lacks %q:\n%s", s, stdout)
+		}
+	}
 }

@@ -1,0 +1,504 @@
+// Command bench is make bench: kubectl fleet side by side with what users
+// run instead, on N apiserver-only clusters behind a latency proxy.
+//
+// It times, alternating the tools and repeating each run:
+//
+//   - kubectl fleet apply (create, no-op, a change to a fifth of the
+//     objects) against the loop users write, kustomize build | envsubst |
+//     kubectl apply --server-side --context C, sequential and with & in
+//     parallel, and against a minimal client that only sends the apply
+//     requests (bench/floor, the floor on this machine);
+//   - kubectl fleet diff of an unchanged fleet against kubectl diff in the
+//     same loops;
+//   - kubectl fleet render of large fleets against a kustomize build |
+//     envsubst loop, with peak RSS.
+//
+// It prints a table of medians, spreads and ratios and, with -out, writes
+// it with the machine described (bench/RESULTS.md). -json writes the
+// results for tests. Tiny sizes (-clusters 2 -objects 5 -reps 1 -render 3)
+// run in the e2e suite so that the benchmark cannot rot.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+)
+
+type options struct {
+	clusters, objects, reps, concurrency int
+	rtt, long                            time.Duration
+	render                               []int
+	out, jsonOut, binDir                 string
+	keep                                 bool
+}
+
+func main() {
+	var o options
+	var render string
+	flag.IntVar(&o.clusters, "clusters", 10, "clusters to start")
+	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the latency proxy adds in front of each cluster")
+	flag.IntVar(&o.objects, "objects", 100, "objects per cluster, besides the Namespace")
+	flag.IntVar(&o.reps, "reps", 5, "repetitions of each run")
+	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
+	flag.StringVar(&render, "render", "100,1000", "fleet sizes (clusters) to render, comma-separated; empty for none")
+	flag.DurationVar(&o.long, "long", 20*time.Second, "a tool whose first run of a scenario takes longer is repeated at most 3 times")
+	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
+	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
+	flag.StringVar(&o.binDir, "bin-dir", "", "kube-apiserver, etcd, kubectl, kustomize, envsubst (default: hack/controlplane/build.sh builds them when missing)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work folder (sources, scripts, logs)")
+	flag.Parse()
+	for _, f := range strings.Split(render, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			fmt.Fprintf(os.Stderr, "bench: -render: %q is not a fleet size\n", f)
+			os.Exit(2)
+		}
+		o.render = append(o.render, n)
+	}
+	if o.clusters < 1 || o.objects < 1 || o.reps < 1 || o.concurrency < 1 {
+		fmt.Fprintln(os.Stderr, "bench: -clusters, -objects, -reps and -concurrency must be at least 1")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := runBench(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is one run of the benchmark.
+type bench struct {
+	o                      options
+	repo, work, bin, kbin  string
+	src, loop, kubeconfig  string
+	env                    []string
+	cs                     []cluster
+	clustersFile           string
+	fleetFiles             map[string]string
+	rows                   []row
+	profiles               []profile
+	k8sVersion, pluginVers string
+	started                time.Time
+	loadStart              string
+}
+
+// row is one tool in one scenario.
+type row struct {
+	Scenario string `json:"scenario"`
+	Tool     string `json:"tool"`
+	Command  string `json:"command"`
+	stats
+}
+
+// tool is one contender of a scenario: prepare does the untimed work of
+// a run (sources, namespaces, inputs) and returns the command to time.
+type tool struct {
+	id, command string
+	prepare     func(rep int) (string, []string, error)
+}
+
+func runBench(ctx context.Context, o options) (err error) {
+	b := &bench{o: o, fleetFiles: map[string]string{}, started: time.Now().UTC(), loadStart: loadAverage()}
+	if b.repo, err = repoRoot(); err != nil {
+		return err
+	}
+	if b.work, err = os.MkdirTemp("", "fleet-bench-"); err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(os.Stderr, "work folder:", b.work)
+	} else {
+		defer os.RemoveAll(b.work)
+	}
+	if err := b.build(ctx); err != nil {
+		return err
+	}
+	b.src, b.loop = filepath.Join(b.work, "src"), filepath.Join(b.work, "loop.sh")
+	if err := writeSource(b.src, o.objects); err != nil {
+		return err
+	}
+	if err := os.WriteFile(b.loop, []byte(loopScript), 0o755); err != nil {
+		return err
+	}
+	// Render first, before the API servers take their share of the CPU.
+	for _, n := range o.render {
+		if err := b.renderScenario(ctx, n); err != nil {
+			return err
+		}
+	}
+	progress("starting %d clusters behind a %s RTT proxy", o.clusters, o.rtt)
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: o.clusters, ContextPrefix: "bench-c", Dir: filepath.Join(b.work, "clusters"), Latency: o.rtt / 2})
+	if err != nil {
+		return fmt.Errorf("starting clusters: %w", err)
+	}
+	defer env.Stop()
+	go func() {
+		<-ctx.Done() // Ctrl-C: stop the clusters even if a command hangs.
+		env.Stop()
+	}()
+	b.kubeconfig = env.Kubeconfig
+	b.env = append(b.env, "KUBECONFIG="+env.Kubeconfig)
+	b.cs = fleetClusters(o.clusters, "bench-c")
+	b.clustersFile = filepath.Join(b.work, "clusters.txt")
+	if err := os.WriteFile(b.clustersFile, []byte(clustersTxt(b.cs)), 0o644); err != nil {
+		return err
+	}
+	if err := b.applyScenarios(ctx); err != nil {
+		return err
+	}
+	env.Stop()
+	return b.report()
+}
+
+// repoRoot is the folder of the plugin's go.mod, from the working folder up.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/kubectl-fleet/kubectl-fleet\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the kubectl-fleet repository")
+		}
+		dir = parent
+	}
+}
+
+// build finds (or builds) the test bed's binaries and builds the plugin
+// and the floor client.
+func (b *bench) build(ctx context.Context) error {
+	b.kbin = b.o.binDir
+	if b.kbin == "" {
+		cmd := exec.CommandContext(ctx, filepath.Join(b.repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst")
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("building the test bed: %w", err)
+		}
+		b.kbin = strings.TrimSpace(string(out))
+	}
+	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst"} {
+		if _, err := os.Stat(filepath.Join(b.kbin, tool)); err != nil {
+			return fmt.Errorf("%s is missing from %s (make controlplane builds it)", tool, b.kbin)
+		}
+	}
+	b.k8sVersion = filepath.Base(filepath.Dir(b.kbin))
+	b.bin = filepath.Join(b.work, "bin")
+	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(b.bin, name), pkg)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = b.repo, os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building %s: %w", pkg, err)
+		}
+	}
+	if out, err := exec.Command("git", "-C", b.repo, "describe", "--tags", "--always", "--dirty").Output(); err == nil {
+		b.pluginVers = strings.TrimSpace(string(out))
+	}
+	home := filepath.Join(b.work, "home") // discovery caches of its own
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return err
+	}
+	for _, kv := range os.Environ() {
+		switch strings.SplitN(kv, "=", 2)[0] {
+		case "PATH", "HOME", "KUBECONFIG", "KUBECTL_FLEET", "NO_COLOR":
+		default:
+			b.env = append(b.env, kv)
+		}
+	}
+	b.env = append(b.env, "PATH="+b.bin+string(os.PathListSeparator)+b.kbin+string(os.PathListSeparator)+os.Getenv("PATH"), "HOME="+home, "NO_COLOR=1")
+	return nil
+}
+
+// fleetFile writes (once) a fleet file of cs whose app goes to ns.
+func (b *bench) fleetFile(cs []cluster, ns string) (string, error) {
+	key := fmt.Sprintf("%d/%s", len(cs), ns)
+	if f, ok := b.fleetFiles[key]; ok {
+		return f, nil
+	}
+	f := filepath.Join(b.work, fmt.Sprintf("fleet-%d-%s.yaml", len(cs), ns))
+	if err := os.WriteFile(f, []byte(fleetYAML(cs, ns)), 0o644); err != nil {
+		return "", err
+	}
+	b.fleetFiles[key] = f
+	return f, nil
+}
+
+// scenario runs tools reps times each, alternating them in an order that
+// rotates every repetition; before runs (untimed) ahead of each
+// repetition. A tool whose first run takes longer than -long is repeated
+// at most 3 times.
+func (b *bench) scenario(ctx context.Context, name string, tools []tool, before func(rep int) error) error {
+	runs := make([][]run, len(tools))
+	limit := make([]int, len(tools))
+	for i := range limit {
+		limit[i] = b.o.reps
+	}
+	for rep := 0; rep < b.o.reps; rep++ {
+		if before != nil {
+			if err := before(rep); err != nil {
+				return err
+			}
+		}
+		for k := range tools {
+			i := (k + rep) % len(tools)
+			if rep >= limit[i] {
+				continue
+			}
+			bin, args, err := tools[i].prepare(rep)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", name, tools[i].id, err)
+			}
+			r, err := timed(ctx, bin, args, b.env)
+			if err != nil {
+				return fmt.Errorf("%s, %s: %w", name, tools[i].id, err)
+			}
+			if rep == 0 && r.wall > b.o.long {
+				limit[i] = min(limit[i], 3)
+			}
+			runs[i] = append(runs[i], r)
+			progress("%s %d/%d: %-9s %6.2fs  %s", name, rep+1, b.o.reps, tools[i].id, r.wall.Seconds(), rss(r.maxRSS))
+		}
+	}
+	for i, t := range tools {
+		b.rows = append(b.rows, row{Scenario: name, Tool: t.id, Command: t.command, stats: summarize(runs[i])})
+	}
+	return nil
+}
+
+// renderScenario renders a fleet of n clusters with kubectl fleet and
+// with the loop.
+func (b *bench) renderScenario(ctx context.Context, n int) error {
+	cs := fleetClusters(n, "ctx-")
+	ff, err := b.fleetFile(cs, "bench")
+	if err != nil {
+		return err
+	}
+	list := filepath.Join(b.work, fmt.Sprintf("clusters-%d.txt", n))
+	if err := os.WriteFile(list, []byte(clustersTxt(cs)), 0o644); err != nil {
+		return err
+	}
+	return b.scenario(ctx, fmt.Sprintf("render-%d", n), []tool{
+		{id: "fleet", command: "kubectl-fleet render -F fleet.yaml -k src > /dev/null", prepare: func(int) (string, []string, error) {
+			return filepath.Join(b.bin, "kubectl-fleet"), []string{"render", "-F", ff, "-k", b.src}, nil
+		}},
+		{id: "loop", command: "for each cluster: kustomize build | envsubst > /dev/null", prepare: func(int) (string, []string, error) {
+			return "bash", []string{b.loop, "bench", "render", "seq", list}, nil
+		}},
+	}, nil)
+}
+
+// applyScenarios runs create, no-op, diff and change on the clusters.
+func (b *bench) applyScenarios(ctx context.Context) error {
+	n := strconv.Itoa(b.o.clusters)
+	conc := strconv.Itoa(b.o.concurrency)
+	kubectl := filepath.Join(b.kbin, "kubectl")
+	fleetApply := func(ns, app string) (string, []string, error) {
+		ff, err := b.fleetFile(b.cs, ns)
+		if err != nil {
+			return "", nil, err
+		}
+		return kubectl, []string{"fleet", "apply", "-F", ff, "-k", b.src, "--name", app, "--parallel", n, "--concurrency", conc, "--yes"}, nil
+	}
+	loop := func(ns, verb, mode string) (string, []string, error) {
+		return "bash", []string{b.loop, ns, verb, mode, b.clustersFile}, nil
+	}
+	// floor renders the app for ns with kubectl fleet (untimed) and
+	// returns the floor client's command for the objects named in only
+	// (all when nil).
+	floorRuns := 0
+	floor := func(ns string, only []string) (string, []string, error) {
+		floorRuns++
+		ff, err := b.fleetFile(b.cs, ns)
+		if err != nil {
+			return "", nil, err
+		}
+		dir := filepath.Join(b.work, "floor", strconv.Itoa(floorRuns))
+		cmd := exec.CommandContext(ctx, filepath.Join(b.bin, "kubectl-fleet"), "render", "-F", ff, "-k", b.src, "--output-dir", dir)
+		cmd.Env = b.env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", nil, fmt.Errorf("rendering the floor's input: %w\n%s", err, out)
+		}
+		args := []string{"-kubeconfig", b.kubeconfig, "-concurrency", conc}
+		for _, c := range b.cs {
+			d := filepath.Join(dir, c.name)
+			if only != nil {
+				if err := keepOnly(d, only); err != nil {
+					return "", nil, err
+				}
+			}
+			args = append(args, c.context+"="+d)
+		}
+		return filepath.Join(b.bin, "floor"), args, nil
+	}
+	const (
+		fleetCmd   = "kubectl fleet apply -F fleet.yaml -k src --parallel N"
+		loopCmd    = "for each cluster: kustomize build | envsubst | kubectl apply --server-side --context C -f -"
+		loopParCmd = "the same loop, each cluster in the background (&), then wait"
+	)
+	applyTools := func(nsOf func(id string, rep int) string, appOf func(rep int) string, only *[]string) []tool {
+		return []tool{
+			{id: "fleet", command: fleetCmd, prepare: func(rep int) (string, []string, error) { return fleetApply(nsOf("fleet", rep), appOf(rep)) }},
+			{id: "loop", command: loopCmd, prepare: func(rep int) (string, []string, error) { return loop(nsOf("loop", rep), "apply", "seq") }},
+			{id: "loop-par", command: loopParCmd, prepare: func(rep int) (string, []string, error) { return loop(nsOf("looppar", rep), "apply", "par") }},
+			{id: "floor", command: "bench/floor: only the apply PATCHes, every cluster at once, --concurrency per cluster", prepare: func(rep int) (string, []string, error) {
+				var names []string
+				if only != nil {
+					names = *only
+				}
+				return floor(nsOf("floor", rep), names)
+			}},
+		}
+	}
+	state := func(id string, _ int) string { return "bench-" + id }
+	app := func(int) string { return "bench" }
+
+	// The state every tool then works on: its app applied once (untimed,
+	// also warming discovery caches).
+	progress("applying the initial state with each tool (untimed)")
+	for _, t := range applyTools(state, app, nil) {
+		bin, args, err := t.prepare(0)
+		if err != nil {
+			return err
+		}
+		if _, err := timed(ctx, bin, args, b.env); err != nil {
+			return fmt.Errorf("initial state, %s: %w", t.id, err)
+		}
+	}
+	fresh := func(id string, rep int) string { return fmt.Sprintf("create-%s-%d", id, rep) }
+	if err := b.scenario(ctx, "apply-create", applyTools(fresh, func(rep int) string { return fmt.Sprintf("create-%d", rep) }, nil), nil); err != nil {
+		return err
+	}
+	if err := b.scenario(ctx, "apply-noop", applyTools(state, app, nil), nil); err != nil {
+		return err
+	}
+	if err := b.profile(ctx, "apply-noop", fleetApply); err != nil {
+		return err
+	}
+	fleetDiff, err := b.fleetFile(b.cs, "bench-fleet")
+	if err != nil {
+		return err
+	}
+	if err := b.scenario(ctx, "diff-noop", []tool{
+		{id: "fleet", command: "kubectl fleet diff -F fleet.yaml -k src --parallel N", prepare: func(int) (string, []string, error) {
+			return kubectl, []string{"fleet", "diff", "-F", fleetDiff, "-k", b.src, "--name", "bench", "--parallel", n}, nil
+		}},
+		{id: "loop", command: "for each cluster: kustomize build | envsubst | kubectl diff --server-side --context C -f -", prepare: func(int) (string, []string, error) {
+			return loop("bench-loop", "diff", "seq")
+		}},
+		{id: "loop-par", command: "the same kubectl diff loop, each cluster in the background (&), then wait", prepare: func(int) (string, []string, error) {
+			return loop("bench-looppar", "diff", "par")
+		}},
+	}, nil); err != nil {
+		return err
+	}
+	var changed []string
+	if err := b.scenario(ctx, "apply-change", applyTools(state, app, &changed), func(rep int) error {
+		changed, err = setRevision(b.src, b.o.objects, rep+2)
+		return err
+	}); err != nil {
+		return err
+	}
+	if _, err := setRevision(b.src, b.o.objects, b.o.reps+2); err != nil {
+		return err
+	}
+	return b.profile(ctx, "apply-change", fleetApply)
+}
+
+// profile runs kubectl fleet apply once more (untimed) on the first
+// cluster with --v=6 and records the requests it sent.
+func (b *bench) profile(ctx context.Context, scenario string, fleetApply func(ns, app string) (string, []string, error)) error {
+	bin, args, err := fleetApply("bench-fleet", "bench")
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, bin, append(args, "--cluster", b.cs[0].name, "--v=6")...)
+	cmd.Env = b.env
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("profiling %s: %w\n%s", scenario, err, stderr.String())
+	}
+	p := parseProfile(scenario, stderr.String(), "bench-fleet")
+	if p.Requests == 0 {
+		return fmt.Errorf("profiling %s: no request in kubectl fleet's --v=6 log", scenario)
+	}
+	b.profiles = append(b.profiles, p)
+	progress("%s on %s: %d requests in %d waits: %s", scenario, b.cs[0].name, p.Requests, p.Waits, strings.Join(p.Steps, ", "))
+	return nil
+}
+
+// keepOnly removes from dir the object files of objects not named.
+func keepOnly(dir string, names []string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		base := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		name := base[strings.LastIndex(base, "_")+1:]
+		if !slices.Contains(names, name) {
+			if err := os.Remove(f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *bench) report() error {
+	md := b.markdown()
+	fmt.Print(md)
+	if b.o.out != "" {
+		if err := os.WriteFile(b.o.out, []byte(md), 0o644); err != nil {
+			return err
+		}
+		progress("wrote %s", b.o.out)
+	}
+	if b.o.jsonOut != "" {
+		j, err := json.MarshalIndent(struct {
+			Rows     []row     `json:"rows"`
+			Profiles []profile `json:"profiles"`
+		}{b.rows, b.profiles}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(b.o.jsonOut, append(j, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// rss formats a peak resident set size; "-" when unknown.
+func rss(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20))
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// titles describe the scenarios, in the order of the table.
+var titles = []struct{ id, title string }{
+	{"apply-create", "apply, create: a new Namespace and its objects on every cluster"},
+	{"apply-noop", "apply, no-op: the same app again, nothing changed"},
+	{"apply-change", "apply, rollout: a fifth of the objects changed (the floor sends only those)"},
+	{"diff-noop", "diff of an unchanged fleet"},
+}
+
+func (b *bench) find(scenario, tool string) (row, bool) {
+	for _, r := range b.rows {
+		if r.Scenario == scenario && r.Tool == tool {
+			return r, true
+		}
+	}
+	return row{}, false
+}
+
+// ratio says how a row compares with kubectl fleet's in its scenario.
+func (b *bench) ratio(r row) string {
+	f, ok := b.find(r.Scenario, "fleet")
+	if !ok || r.Tool == "fleet" || f.Median == 0 || r.Median == 0 {
+		return ""
+	}
+	if r.Tool == "floor" {
+		return fmt.Sprintf("fleet takes %.2f× the floor", f.Median/r.Median)
+	}
+	x := r.Median / f.Median
+	if x >= 1 {
+		return fmt.Sprintf("fleet %.1f× faster", x)
+	}
+	return fmt.Sprintf("fleet %.1f× slower", 1/x)
+}
+
+func (b *bench) markdown() string {
+	o := b.o
+	var s strings.Builder
+	m := describeMachine()
+	fmt.Fprintf(&s, "# make bench: kubectl fleet against what users run instead\n\n")
+	fmt.Fprintf(&s, "Taken %s by `make bench` (`go run ./bench`), kubectl-fleet %s.\n\n", b.started.Format("2006-01-02 15:04 MST"), b.pluginVers)
+	fmt.Fprintf(&s, "**Machine:** %s, %d cores, %s memory, %s, %s; Kubernetes %s (kube-apiserver, etcd, kubectl built from the module proxy), kustomize and envsubst from the module proxy (`hack/controlplane/build.sh`). ", m.CPU, m.Cores, m.Memory, m.OS, m.Go, b.k8sVersion)
+	fmt.Fprintf(&s, "Load average %s at the start, %s at the end", orDash(b.loadStart), orDash(m.Load))
+	fmt.Fprintf(&s, ": the API servers, the tools and anything else running share those cores, so medians of alternated runs are the figures to read, and the spread says how noisy the machine was.\n\n")
+	staging := max(1, o.clusters/5)
+	fmt.Fprintf(&s, "**Setup:** %d kube-apiservers (one etcd, no controllers), each behind a TCP proxy adding %s each way (%s round trip). A fleet of two groups (staging: %d clusters, production: %d). The app: a kustomize base of 1 Namespace and %d objects (ConfigMaps and Deployments, alternating) with `${VARS}` for each cluster's values, and an overlay per group. ", o.clusters, o.rtt/2, o.rtt, staging, o.clusters-staging, o.objects)
+	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
+	s.WriteString("| scenario | tool | median | min–max | runs | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
+	scenarios := titles
+	var renders []struct{ id, title string }
+	for _, n := range o.render {
+		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
+	}
+	scenarios = append(renders, scenarios...)
+	for _, sc := range scenarios {
+		first := true
+		for _, r := range b.rows {
+			if r.Scenario != sc.id {
+				continue
+			}
+			title := ""
+			if first {
+				title, first = "**"+sc.title+"**", false
+			}
+			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, rss(r.MaxRSS), b.ratio(r))
+		}
+	}
+	s.WriteString("\n**Tools:**\n\n")
+	seen := map[string]bool{}
+	for _, r := range b.rows {
+		k := r.Scenario[:strings.Index(r.Scenario+"-", "-")] + "/" + r.Tool
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		fmt.Fprintf(&s, "- %s, `%s`: %s\n", strings.SplitN(r.Scenario, "-", 2)[0], r.Tool, r.Command)
+	}
+	s.WriteString("\nkubectl fleet apply and diff run through kubectl (`kubectl fleet …`, as users run them); render runs the plugin binary. Every command's output goes to /dev/null.\n\n")
+	if len(b.profiles) > 0 {
+		fmt.Fprintf(&s, "**Where kubectl fleet's time goes:** the requests one more apply sent the first cluster (`--cluster %s --v=6`), in order; requests in flight together count as one wait, and at %s a wait is a round trip. The floor makes 1 + ⌈%d/%d⌉ waits per cluster after its TLS handshake, and every cluster is at once; kubectl fleet does the staging group, then production.\n\n", b.cs[0].name, o.rtt, o.objects, o.concurrency)
+		for _, p := range b.profiles {
+			fmt.Fprintf(&s, "- %s: %d requests (%d for the app's objects) in %d waits: %s\n", p.Scenario, p.Requests, p.Objects, p.Waits, strings.Join(p.Steps, " → "))
+		}
+		s.WriteString("\n")
+	}
+	s.WriteString("**Goals:**\n\n")
+	for _, g := range b.goals() {
+		fmt.Fprintf(&s, "- %s\n", g)
+	}
+	return s.String()
+}
+
+// goals checks the figures the plugin is held to, at the sizes they are
+// set for.
+func (b *bench) goals() []string {
+	o := b.o
+	var out []string
+	verdict := func(ok bool) string {
+		if ok {
+			return "**met**"
+		}
+		return "**missed**"
+	}
+	if o.clusters == 10 && o.objects == 100 {
+		if f, ok := b.find("apply-noop", "fleet"); ok {
+			if fl, ok := b.find("apply-noop", "floor"); ok {
+				out = append(out, fmt.Sprintf("no-op apply of 10 clusters × 100 objects at most half the floor's time: %.3f s vs %.3f s (%.2f×): %s", f.Median, fl.Median, f.Median/fl.Median, verdict(f.Median <= fl.Median/2)))
+			}
+		}
+		if f, ok := b.find("apply-change", "fleet"); ok {
+			if fl, ok := b.find("apply-change", "floor"); ok {
+				out = append(out, fmt.Sprintf("rollout changing 20 of 100 objects per cluster at most 1.2× the floor sending those 20: %.3f s vs %.3f s (%.2f×): %s", f.Median, fl.Median, f.Median/fl.Median, verdict(f.Median <= 1.2*fl.Median)))
+			}
+		}
+	} else {
+		out = append(out, fmt.Sprintf("apply goals are set for 10 clusters × 100 objects; not judged at %d × %d", o.clusters, o.objects))
+	}
+	if o.objects == 100 {
+		if f, ok := b.find("render-100", "fleet"); ok {
+			out = append(out, fmt.Sprintf("render 100 clusters × 100 objects ≤ 0.35 s: %.3f s: %s", f.Median, verdict(f.Median <= 0.35)))
+		}
+		if f, ok := b.find("render-1000", "fleet"); ok {
+			rssOK := f.MaxRSS > 0 && f.MaxRSS < 150e6
+			out = append(out, fmt.Sprintf("render 1000 clusters × 100 objects ≤ 2 s under 150 MB RSS: %.3f s, %s: %s", f.Median, rss(f.MaxRSS), verdict(f.Median <= 2 && rssOK)))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "none judged at these sizes")
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
