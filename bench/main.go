@@ -39,7 +39,7 @@ import (
 )
 
 type options struct {
-	clusters, objects, reps, concurrency int
+	clusters, staging, objects, reps, concurrency int
 	rtt, long                            time.Duration
 	render                               []int
 	out, jsonOut, binDir                 string
@@ -51,6 +51,7 @@ func main() {
 	var render string
 	flag.IntVar(&o.clusters, "clusters", 10, "clusters to start")
 	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the latency proxy adds in front of each cluster")
+	flag.IntVar(&o.staging, "staging", 0, "clusters in a staging group that kubectl fleet applies before the rest (0: one group, every cluster at once, as the loops and the floor go)")
 	flag.IntVar(&o.objects, "objects", 100, "objects per cluster, besides the Namespace")
 	flag.IntVar(&o.reps, "reps", 5, "repetitions of each run")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
@@ -72,7 +73,7 @@ func main() {
 		}
 		o.render = append(o.render, n)
 	}
-	if o.clusters < 1 || o.objects < 1 || o.reps < 1 || o.concurrency < 1 {
+	if o.clusters < 1 || o.staging < 0 || o.staging >= o.clusters || o.objects < 1 || o.reps < 1 || o.concurrency < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -clusters, -objects, -reps and -concurrency must be at least 1")
 		os.Exit(2)
 	}
@@ -156,7 +157,7 @@ func runBench(ctx context.Context, o options) (err error) {
 	}()
 	b.kubeconfig = env.Kubeconfig
 	b.env = append(b.env, "KUBECONFIG="+env.Kubeconfig)
-	b.cs = fleetClusters(o.clusters, "bench-c")
+	b.cs = fleetClusters(o.clusters, o.staging, "bench-c")
 	b.clustersFile = filepath.Join(b.work, "clusters.txt")
 	if err := os.WriteFile(b.clustersFile, []byte(clustersTxt(b.cs)), 0o644); err != nil {
 		return err
@@ -290,7 +291,7 @@ func (b *bench) scenario(ctx context.Context, name string, tools []tool, before 
 // renderScenario renders a fleet of n clusters with kubectl fleet and
 // with the loop.
 func (b *bench) renderScenario(ctx context.Context, n int) error {
-	cs := fleetClusters(n, "ctx-")
+	cs := fleetClusters(n, min(b.o.staging, n-1), "ctx-")
 	ff, err := b.fleetFile(cs, "bench")
 	if err != nil {
 		return err

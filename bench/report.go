@@ -47,8 +47,11 @@ func (b *bench) markdown() string {
 	fmt.Fprintf(&s, "**Machine:** %s, %d cores, %s memory, %s, %s; Kubernetes %s (kube-apiserver, etcd, kubectl built from the module proxy), kustomize and envsubst from the module proxy (`hack/controlplane/build.sh`). ", m.CPU, m.Cores, m.Memory, m.OS, m.Go, b.k8sVersion)
 	fmt.Fprintf(&s, "Load average %s at the start, %s at the end", orDash(b.loadStart), orDash(m.Load))
 	fmt.Fprintf(&s, ": the API servers, the tools and anything else running share those cores, so medians of alternated runs are the figures to read, and the spread says how noisy the machine was.\n\n")
-	staging := max(1, o.clusters/5)
-	fmt.Fprintf(&s, "**Setup:** %d kube-apiservers (one etcd, no controllers), each behind a TCP proxy adding %s each way (%s round trip). A fleet of two groups (staging: %d clusters, production: %d). The app: a kustomize base of 1 Namespace and %d objects (ConfigMaps and Deployments, alternating) with `${VARS}` for each cluster's values, and an overlay per group. ", o.clusters, o.rtt/2, o.rtt, staging, o.clusters-staging, o.objects)
+	groups := fmt.Sprintf("A fleet of one group of %d clusters, applied at once as the loops and the floor go (`-staging N` puts N of them in a staging group that kubectl fleet rolls out first, which adds their apply before the rest)", o.clusters)
+	if o.staging > 0 {
+		groups = fmt.Sprintf("A fleet of two groups (staging: %d clusters, production: %d), which kubectl fleet rolls out one after the other while the loops and the floor go at once", o.staging, o.clusters-o.staging)
+	}
+	fmt.Fprintf(&s, "**Setup:** %d kube-apiservers (one etcd, no controllers), each behind a TCP proxy adding %s each way (%s round trip). %s. The app: a kustomize base of 1 Namespace and %d objects (ConfigMaps and Deployments, alternating) with `${VARS}` for each cluster's values, and an overlay per group. ", o.clusters, o.rtt/2, o.rtt, groups, o.objects)
 	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
 	s.WriteString("| scenario | tool | median | min–max | runs | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
 	scenarios := titles
@@ -82,7 +85,7 @@ func (b *bench) markdown() string {
 	}
 	s.WriteString("\nkubectl fleet apply and diff run through kubectl (`kubectl fleet …`, as users run them); render runs the plugin binary. Every command's output goes to /dev/null.\n\n")
 	if len(b.profiles) > 0 {
-		fmt.Fprintf(&s, "**Where kubectl fleet's time goes:** the requests one more apply sent the first cluster (`--cluster %s --v=6`), in order; requests in flight together count as one wait, and at %s a wait is a round trip. The floor makes 1 + ⌈%d/%d⌉ waits per cluster after its TLS handshake, and every cluster is at once; kubectl fleet does the staging group, then production.\n\n", b.cs[0].name, o.rtt, o.objects, o.concurrency)
+		fmt.Fprintf(&s, "**Where kubectl fleet's time goes:** the requests one more apply sent the first cluster (`--cluster %s --v=6`), in order; requests in flight together count as one wait, and at %s a wait is a round trip. The floor makes 1 + ⌈%d/%d⌉ waits per cluster after its TLS handshake, and every cluster is at once.\n\n", b.cs[0].name, o.rtt, o.objects, o.concurrency)
 		for _, p := range b.profiles {
 			fmt.Fprintf(&s, "- %s: %d requests (%d for the app's objects) in %d waits: %s\n", p.Scenario, p.Requests, p.Objects, p.Waits, strings.Join(p.Steps, " → "))
 		}

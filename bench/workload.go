@@ -22,10 +22,9 @@ type cluster struct {
 	replicas                     int
 }
 
-// fleetClusters returns n clusters, the first fifth (at least one) in
-// staging, the rest in production, with contexts prefix1…prefixN.
-func fleetClusters(n int, prefix string) []cluster {
-	staging := max(1, n/5)
+// fleetClusters returns n clusters, the first staging of them in the
+// staging group, the rest in production, with contexts prefix1…prefixN.
+func fleetClusters(n, staging int, prefix string) []cluster {
 	var cs []cluster
 	for i := 1; i <= n; i++ {
 		c := cluster{name: fmt.Sprintf("c%d", i), group: groups[1], context: fmt.Sprintf("%s%d", prefix, i), region: "eu", replicas: 2}
