@@ -40,10 +40,10 @@ import (
 
 type options struct {
 	clusters, staging, objects, reps, concurrency int
-	rtt, long                            time.Duration
-	render                               []int
-	out, jsonOut, binDir                 string
-	keep                                 bool
+	rtt, long                                     time.Duration
+	render                                        []int
+	out, jsonOut, binDir                          string
+	keep                                          bool
 }
 
 func main() {
