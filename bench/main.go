@@ -42,13 +42,14 @@ type options struct {
 	clusters, staging, objects, reps, concurrency int
 	rtt, long                                     time.Duration
 	render                                        []int
-	out, jsonOut, binDir                          string
+	tools                                         []string
+	out, jsonOut, binDir, cpuProfiles             string
 	keep                                          bool
 }
 
 func main() {
 	var o options
-	var render string
+	var render, tools string
 	flag.IntVar(&o.clusters, "clusters", 10, "clusters to start")
 	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the latency proxy adds in front of each cluster")
 	flag.IntVar(&o.staging, "staging", 0, "clusters in a staging group that kubectl fleet applies before the rest (0: one group, every cluster at once, as the loops and the floor go)")
@@ -56,10 +57,12 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 5, "repetitions of each run")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
 	flag.StringVar(&render, "render", "100,1000", "fleet sizes (clusters) to render, comma-separated; empty for none")
+	flag.StringVar(&tools, "tools", "", "tools to time, comma-separated (fleet, loop, loop-par, floor; default all): -tools fleet,floor leaves the slow loops out while working on kubectl fleet")
 	flag.DurationVar(&o.long, "long", 20*time.Second, "a tool whose first run of a scenario takes longer is repeated at most 3 times")
 	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
 	flag.StringVar(&o.binDir, "bin-dir", "", "kube-apiserver, etcd, kubectl, kustomize, envsubst (default: hack/controlplane/build.sh builds them when missing)")
+	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "write a CPU profile of every kubectl fleet run here, as <scenario>-<rep>.pprof (go tool pprof reads several at once)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work folder (sources, scripts, logs)")
 	flag.Parse()
 	for _, f := range strings.Split(render, ",") {
@@ -73,9 +76,30 @@ func main() {
 		}
 		o.render = append(o.render, n)
 	}
+	for _, t := range strings.Split(tools, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case "":
+		case "fleet", "loop", "loop-par", "floor":
+			o.tools = append(o.tools, t)
+		default:
+			fmt.Fprintf(os.Stderr, "bench: -tools: %q is not fleet, loop, loop-par or floor\n", t)
+			os.Exit(2)
+		}
+	}
 	if o.clusters < 1 || o.staging < 0 || o.staging >= o.clusters || o.objects < 1 || o.reps < 1 || o.concurrency < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -clusters, -objects, -reps and -concurrency must be at least 1")
 		os.Exit(2)
+	}
+	if o.cpuProfiles != "" {
+		dir, err := filepath.Abs(o.cpuProfiles)
+		if err == nil {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		o.cpuProfiles = dir
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -251,6 +275,9 @@ func (b *bench) fleetFile(cs []cluster, ns string) (string, error) {
 // repetition. A tool whose first run takes longer than -long is repeated
 // at most 3 times.
 func (b *bench) scenario(ctx context.Context, name string, tools []tool, before func(rep int) error) error {
+	if len(b.o.tools) > 0 {
+		tools = slices.DeleteFunc(slices.Clone(tools), func(t tool) bool { return !slices.Contains(b.o.tools, t.id) })
+	}
 	runs := make([][]run, len(tools))
 	limit := make([]int, len(tools))
 	for i := range limit {
@@ -271,7 +298,11 @@ func (b *bench) scenario(ctx context.Context, name string, tools []tool, before 
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", name, tools[i].id, err)
 			}
-			r, err := timed(ctx, bin, args, b.env)
+			env := b.env
+			if b.o.cpuProfiles != "" && tools[i].id == "fleet" {
+				env = append(slices.Clone(env), "KUBECTL_FLEET_CPUPROFILE="+filepath.Join(b.o.cpuProfiles, fmt.Sprintf("%s-%d.pprof", name, rep)))
+			}
+			r, err := timed(ctx, bin, args, env)
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", name, tools[i].id, err)
 			}
@@ -279,7 +310,7 @@ func (b *bench) scenario(ctx context.Context, name string, tools []tool, before 
 				limit[i] = min(limit[i], 3)
 			}
 			runs[i] = append(runs[i], r)
-			progress("%s %d/%d: %-9s %6.2fs  %s", name, rep+1, b.o.reps, tools[i].id, r.wall.Seconds(), rss(r.maxRSS))
+			progress("%s %d/%d: %-9s %6.2fs  cpu %5.2fs  %s", name, rep+1, b.o.reps, tools[i].id, r.wall.Seconds(), r.cpu.Seconds(), rss(r.maxRSS))
 		}
 	}
 	for i, t := range tools {
@@ -379,6 +410,9 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 	// also warming discovery caches).
 	progress("applying the initial state with each tool (untimed)")
 	for _, t := range applyTools(state, app, nil) {
+		if len(b.o.tools) > 0 && !slices.Contains(b.o.tools, t.id) {
+			continue
+		}
 		bin, args, err := t.prepare(0)
 		if err != nil {
 			return err

@@ -16,6 +16,9 @@ import (
 type run struct {
 	wall   time.Duration
 	maxRSS int64
+	// cpu is the user and system time of the process and of the children
+	// it waited for (a loop's kubectl and kustomize).
+	cpu time.Duration
 }
 
 // timed runs cmd (stdout discarded, stderr kept for errors) and times it
@@ -36,13 +39,15 @@ func timed(ctx context.Context, name string, args []string, env []string) (run, 
 		}
 		return run{}, fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, msg)
 	}
-	return run{wall: wall, maxRSS: maxRSS(cmd.ProcessState)}, nil
+	ps := cmd.ProcessState
+	return run{wall: wall, maxRSS: maxRSS(ps), cpu: ps.UserTime() + ps.SystemTime()}, nil
 }
 
 // stats sums up the runs of one tool in one scenario.
 type stats struct {
 	Median, Min, Max float64 // seconds
 	MaxRSS           int64   // bytes, the largest of the runs; 0 if unknown
+	CPU              float64 // seconds of CPU, the median of the runs
 	Runs             int
 }
 
@@ -50,16 +55,22 @@ func summarize(runs []run) stats {
 	if len(runs) == 0 {
 		return stats{}
 	}
-	s := make([]float64, len(runs))
+	s, cpu := make([]float64, len(runs)), make([]float64, len(runs))
 	var rss int64
 	for i, r := range runs {
-		s[i] = r.wall.Seconds()
+		s[i], cpu[i] = r.wall.Seconds(), r.cpu.Seconds()
 		rss = max(rss, r.maxRSS)
 	}
 	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	return stats{Median: median(s), Min: s[0], Max: s[len(s)-1], MaxRSS: rss, CPU: median(cpu), Runs: len(s)}
+}
+
+// median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	m := xs[len(xs)/2]
+	if len(xs)%2 == 0 {
+		m = (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
 	}
-	return stats{Median: med, Min: s[0], Max: s[len(s)-1], MaxRSS: rss, Runs: len(s)}
+	return m
 }

@@ -52,8 +52,8 @@ func (b *bench) markdown() string {
 		groups = fmt.Sprintf("A fleet of two groups (staging: %d clusters, production: %d), which kubectl fleet rolls out one after the other while the loops and the floor go at once", o.staging, o.clusters-o.staging)
 	}
 	fmt.Fprintf(&s, "**Setup:** %d kube-apiservers (one etcd, no controllers), each behind a TCP proxy adding %s each way (%s round trip). %s. The app: a kustomize base of 1 Namespace and %d objects (ConfigMaps and Deployments, alternating) with `${VARS}` for each cluster's values, and an overlay per group. ", o.clusters, o.rtt/2, o.rtt, groups, o.objects)
-	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
-	s.WriteString("| scenario | tool | median | min–max | runs | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | --- |\n")
+	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. CPU is the median user and system time of the tool and every process it started (a loop's kustomize, envsubst and kubectl). Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
+	s.WriteString("| scenario | tool | median | min–max | runs | CPU | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	scenarios := titles
 	var renders []struct{ id, title string }
 	for _, n := range o.render {
@@ -70,7 +70,7 @@ func (b *bench) markdown() string {
 			if first {
 				title, first = "**"+sc.title+"**", false
 			}
-			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, rss(r.MaxRSS), b.ratio(r))
+			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %.2f s | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, r.CPU, rss(r.MaxRSS), b.ratio(r))
 		}
 	}
 	s.WriteString("\n**Tools:**\n\n")
@@ -90,6 +90,11 @@ func (b *bench) markdown() string {
 			fmt.Fprintf(&s, "- %s: %d requests (%d for the app's objects) in %d waits: %s\n", p.Scenario, p.Requests, p.Objects, p.Waits, strings.Join(p.Steps, " → "))
 		}
 		s.WriteString("\n")
+		if f, ok := b.find("apply-change", "fleet"); ok {
+			if fl, ok := b.find("apply-change", "floor"); ok {
+				fmt.Fprintf(&s, "In the rollout kubectl fleet used %.2f s of CPU to the floor's %.2f s, on %d cores that the %d API servers and their etcd share with it: what it computes beyond the floor (rendering, discovery, the digests that let it send less, the revision it stores) and the server work of its reads, its revision and its lock is time the servers' apply requests wait for. `-cpuprofile DIR` writes a CPU profile of every kubectl fleet run (`go tool pprof -top DIR/apply-change-*.pprof`).\n\n", f.CPU, fl.CPU, m.Cores, o.clusters)
+			}
+		}
 	}
 	s.WriteString("**Goals:**\n\n")
 	for _, g := range b.goals() {

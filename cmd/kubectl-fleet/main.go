@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -16,9 +17,18 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/cmd"
 )
 
-func main() {
+func main() { os.Exit(run()) }
+
+func run() int {
+	// KUBECTL_FLEET_CPUPROFILE names a file for a CPU profile of the run
+	// (go tool pprof reads it): how make bench shows where time goes.
+	if f := os.Getenv("KUBECTL_FLEET_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
+			defer out.Close()
+			defer pprof.StopCPUProfile()
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cmd.Execute(ctx, genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
-	stop()
-	os.Exit(code)
+	defer stop()
+	return cmd.Execute(ctx, genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
 }

@@ -118,6 +118,10 @@ type Record struct {
 	// Done, when set, is told the current revision once recorded, and
 	// whether it is new.
 	Done func(r revision.Revision, isNew bool)
+	// User, when set, says who applies (asked once per cluster by the
+	// caller, which needs it for its lock too); else the cluster's
+	// SelfSubjectReview is asked.
+	User func(ctx context.Context) string
 	// Forbidden, when set, is told that the user may not record
 	// revisions (RBAC on Secrets in the kubectl-fleet namespace): the
 	// apply stands, without a revision.
@@ -145,22 +149,36 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err := stop.Err(); err != nil {
 		return err // Ctrl-C before this app started: nothing is sent
 	}
-	p, err := newPass(ctx, c, cfg)
-	if err != nil {
-		return err
-	}
 	objs := make([]*unstructured.Unstructured, len(cfg.Objects))
 	for i, o := range cfg.Objects {
 		objs[i] = o.DeepCopy()
-		p.set.Label(objs[i])
 		// The cluster's mapping says whether the object has a namespace,
 		// and the set must record it. (Kinds not served yet keep the
 		// render's guess; they are mapped, or fail, when applied.)
 		_, _, _ = c.Scope(objs[i])
 	}
+	// The live objects' metadata is listed while the inventory is read:
+	// both are reads, and together they are one round trip.
+	var lists sync.WaitGroup
+	defer lists.Wait()
+	p := newPass(c, cfg)
+	if !cfg.DryRun {
+		keys := p.listKeys(objs)
+		lists.Go(func() { p.prefetch(stop, ctx, keys) })
+	}
+	if err := p.load(ctx); err != nil {
+		return err
+	}
+	p.renderDigest = revision.Digest(cfg.Objects)
+	for _, o := range objs {
+		p.set.Label(o)
+	}
 	contents := inventory.ContentsOf(objs)
 	if err := stop.Err(); err != nil {
 		return err // Ctrl-C while the inventory was read: nothing written
+	}
+	if !cfg.DryRun {
+		p.readHistory(ctx)
 	}
 	if union := p.set.Contents.Union(contents); !cfg.DryRun && !(p.set.Exists && union.Equal(p.set.Contents)) {
 		// Record the union of the old and new contents first, so that a
@@ -169,9 +187,6 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		if err := p.set.WriteParent(ctx, c, union, time.Time{}, FieldManager, cfg.Version); err != nil {
 			return err
 		}
-	}
-	if !cfg.DryRun {
-		p.prefetch(stop, ctx, objs)
 	}
 	first, rest := stages(objs)
 	if err := p.applyAll(stop, ctx, first, nil, nil); err != nil {
@@ -233,20 +248,38 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			record = p.set.Contents.Union(record)
 		}
 		// What this apply sent, for the next one to skip what is the same.
-		p.renderDigest = revision.Digest(cfg.Objects)
 		p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
 		// The revision is stored before the parent names it current.
+		prev := p.set.Revision
 		history, err := p.recordRevision(ctx)
 		if err != nil {
 			return err
 		}
-		if err := p.set.WriteParent(ctx, c, record, time.Now(), FieldManager, cfg.Version); err != nil {
+		// Revisions past --history-limit go while the parent is written,
+		// but the one it named until now: it stays current if that write
+		// fails, and goes after it when it has to.
+		var expired []revision.Revision
+		if history != nil {
+			expired = revision.Expired(history, cfg.Record.Limit, p.set.Revision)
+		}
+		var last []revision.Revision
+		if i := slices.IndexFunc(expired, func(r revision.Revision) bool { return r.Number == prev }); i >= 0 {
+			last = []revision.Revision{expired[i]}
+			expired = slices.Delete(expired, i, i+1)
+		}
+		var (
+			trimmed error
+			trim    sync.WaitGroup
+		)
+		trim.Go(func() { trimmed = revision.Remove(ctx, c, expired...) })
+		err = p.set.WriteParent(ctx, c, record, time.Now(), FieldManager, cfg.Version)
+		trim.Wait()
+		if err != nil {
 			return err
 		}
-		if history != nil {
-			if err := revision.Trim(ctx, c, history, cfg.Record.Limit, p.set.Revision); err != nil && !apierrors.IsForbidden(err) {
-				return fmt.Errorf("keeping %d revisions: %w", cfg.Record.Limit, err)
-			}
+		trimmed = errors.Join(trimmed, revision.Remove(ctx, c, last...))
+		if trimmed != nil && !apierrors.IsForbidden(trimmed) {
+			return fmt.Errorf("keeping %d revisions: %w", cfg.Record.Limit, trimmed)
 		}
 	}
 	if cfg.Wait && !cfg.DryRun {
@@ -270,7 +303,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 		}
 	}
 	digest := p.renderDigest
-	if p.set.Revision > 0 && digest == p.set.Digest {
+	if !p.newRevision() {
 		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: digest, Objects: len(p.cfg.Objects)}, false)
 		return nil, nil
 	}
@@ -283,14 +316,12 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 		}
 		return true
 	}
-	// Who applies is asked while the history is read.
-	r := rec.Revision
-	var wg sync.WaitGroup
+	p.readHistory(ctx) // started with the objects' apply; this waits for it
+	p.history.wg.Wait()
+	r, history, err := rec.Revision, p.history.revisions, p.history.err
 	if r.User == "" {
-		wg.Go(func() { r.User = revision.User(ctx, p.c) })
+		r.User = p.history.user
 	}
-	history, err := revision.List(ctx, p.c, p.cfg.App)
-	wg.Wait()
 	if forbidden(err) {
 		return nil, nil
 	}
@@ -350,25 +381,65 @@ type pass struct {
 	// last is what the last apply sent, and the plugin version it ran.
 	last        map[string]inventory.Applied
 	lastVersion string
-	// renderDigest is revision.Digest of the render, once applied.
+	// renderDigest is revision.Digest of the render.
 	renderDigest string
+	// history is the app's revisions and who applies, read while the
+	// objects are applied (readHistory) for the revision recorded after.
+	history struct {
+		once      sync.Once
+		wg        sync.WaitGroup
+		revisions []revision.Revision
+		user      string
+		err       error
+	}
 }
 
-func newPass(ctx context.Context, c *kube.Client, cfg Config) (*pass, error) {
-	// The app's parent and its neighbours' are read at once.
+// newRevision reports whether this apply records a revision: its render
+// is not the current revision's.
+func (p *pass) newRevision() bool {
+	return p.cfg.Record != nil && !(p.set.Revision > 0 && p.renderDigest == p.set.Digest)
+}
+
+// readHistory starts reading what recordRevision needs (the app's
+// revisions, and who applies when the caller does not say), once, so
+// that recording costs no round trip of its own.
+func (p *pass) readHistory(ctx context.Context) {
+	if p.cfg.DryRun || !p.newRevision() {
+		return
+	}
+	p.history.once.Do(func() { p.startHistory(ctx) })
+}
+
+func (p *pass) startHistory(ctx context.Context) {
+	h, rec := &p.history, p.cfg.Record
+	if rec.Revision.User == "" {
+		user := rec.User
+		if user == nil {
+			user = func(ctx context.Context) string { return revision.User(ctx, p.c) }
+		}
+		h.wg.Go(func() { h.user = user(ctx) })
+	}
+	h.wg.Go(func() { h.revisions, h.err = revision.List(ctx, p.c, p.cfg.App) })
+}
+
+func newPass(c *kube.Client, cfg Config) *pass {
+	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}}
+}
+
+// load reads the app's parent and its neighbours' at once.
+func (p *pass) load(ctx context.Context) error {
 	var (
-		set       *inventory.Set
-		others    *inventory.Neighbours
-		err, oErr error
-		wg        sync.WaitGroup
+		oErr error
+		wg   sync.WaitGroup
 	)
-	wg.Go(func() { others, oErr = inventory.LoadNeighbours(ctx, c, cfg.App) })
-	set, err = inventory.Load(ctx, c, cfg.App)
+	wg.Go(func() { p.others, oErr = inventory.LoadNeighbours(ctx, p.c, p.cfg.App) })
+	set, err := inventory.Load(ctx, p.c, p.cfg.App)
 	wg.Wait()
 	if err = cmp.Or(err, oErr); err != nil {
-		return nil, err
+		return err
 	}
-	return &pass{c: c, cfg: cfg, set: set, others: others, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, last: set.Applied, lastVersion: set.Version}, nil
+	p.set, p.last, p.lastVersion = set, set.Applied, set.Version
+	return nil
 }
 
 // stages splits objects: CRDs and Namespaces first, then the rest.
@@ -636,17 +707,18 @@ type versions struct {
 	memo memo.Memo[string, map[string]*metav1.ObjectMeta]
 }
 
-// prefetch lists the metadata of every resource and namespace objs are in,
-// concurrently, before the first object is applied: one round trip for
-// all of them rather than one per stage. Kinds the cluster does not serve
-// yet, and errors, are left to applyOne.
-func (p *pass) prefetch(stop, ctx context.Context, objs []*unstructured.Unstructured) {
-	type key struct {
-		m  *meta.RESTMapping
-		ns string
-	}
+// listKey is a resource and a namespace whose objects' metadata apply
+// lists.
+type listKey struct {
+	m  *meta.RESTMapping
+	ns string
+}
+
+// listKeys are the resources and namespaces objs are in. Kinds the
+// cluster does not serve yet are left to applyOne.
+func (p *pass) listKeys(objs []*unstructured.Unstructured) []listKey {
 	seen := map[string]bool{}
-	var keys []key
+	var keys []listKey
 	for _, o := range objs {
 		if object.Ignored(o, p.cfg.Ignore) {
 			continue
@@ -657,9 +729,16 @@ func (p *pass) prefetch(stop, ctx context.Context, objs []*unstructured.Unstruct
 		}
 		if id := m.Resource.String() + "|" + o.GetNamespace(); !seen[id] {
 			seen[id] = true
-			keys = append(keys, key{m, o.GetNamespace()})
+			keys = append(keys, listKey{m, o.GetNamespace()})
 		}
 	}
+	return keys
+}
+
+// prefetch lists the metadata of keys concurrently, before the first
+// object is applied: one round trip for all of them rather than one per
+// stage. Errors are left to applyOne, which asks again.
+func (p *pass) prefetch(stop, ctx context.Context, keys []listKey) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, p.cfg.Concurrency))
 	for _, k := range keys {

@@ -27,8 +27,8 @@ func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report
 		}
 		report(ch)
 	}}
-	p, err := newPass(ctx, c, cfg)
-	if err != nil || !p.set.Exists {
+	p := newPass(c, cfg)
+	if err := p.load(ctx); err != nil || !p.set.Exists {
 		return false, err
 	}
 	if err := p.prune(ctx, ctx, inventory.ContentsOf(nil)); err != nil {

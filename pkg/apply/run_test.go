@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -469,12 +470,17 @@ func TestInterruptStartsNoRequest(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("Run: %v, want context.Canceled", err)
 		}
-		want := []kubetest.Request{
-			{Verb: "get", Resource: "configmaps", Namespace: inventory.Namespace, Name: inventory.ParentName("web")},
-			{Verb: "list", Resource: "configmaps", Namespace: inventory.Namespace},
+		// The live objects are listed while the inventory is read; only
+		// reads went out, the parent's among them.
+		got := c.Requests()[sent:]
+		parent := kubetest.Request{Verb: "get", Resource: "configmaps", Namespace: inventory.Namespace, Name: inventory.ParentName("web")}
+		if !slices.Contains(got, parent) {
+			t.Errorf("the parent was not read: %+v", got)
 		}
-		if diff := cmp.Diff(want, c.Requests()[sent:]); diff != "" {
-			t.Errorf("requests (-want +got):\n%s", diff)
+		for _, r := range got {
+			if r.Verb != "get" && r.Verb != "list" {
+				t.Errorf("%s %s/%s sent after Ctrl-C during the inventory's read", r.Verb, r.Resource, r.Name)
+			}
 		}
 	})
 
@@ -552,6 +558,72 @@ func TestDelete(t *testing.T) {
 	}
 	if found, err := apply.Delete(context.Background(), c.Client, "never", false, func(apply.Change) {}); found || err != nil {
 		t.Errorf("an app never applied: %v, %v", found, err)
+	}
+}
+
+// TestTrimKeepsTheCurrentRevision: old revisions are deleted while the
+// parent is written, but never the one the parent names until then: when
+// that write fails it is still there, and with --history-limit 1 it goes
+// once the parent names the new one.
+func TestTrimKeepsTheCurrentRevision(t *testing.T) {
+	c := kubetest.New(t)
+	record := func() *apply.Record { return &apply.Record{Revision: revision.Revision{User: "alice"}, Limit: 1} }
+	v := func(value string) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{ns("web"), cm("web", "conf", "v="+value)}
+	}
+	numbers := func() []int {
+		list, err := revision.List(context.Background(), c.Client, "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []int
+		for _, r := range list {
+			out = append(out, r.Number)
+		}
+		return out
+	}
+	mustRun(t, c, apply.Config{Objects: v("1"), Record: record()})
+	mustRun(t, c, apply.Config{Objects: v("2"), Record: record()})
+	if diff := cmp.Diff([]int{2}, numbers()); diff != "" {
+		t.Errorf("limit 1 (-want +got):\n%s", diff)
+	}
+	// The parent's last write (after the objects) fails: r2 stays current
+	// and stored, r3 is stored but not current.
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: inventory.ParentName("web"), Nth: 1, Err: errors.New("etcd is gone")})
+	if err := apply.Run(context.Background(), c.Client, apply.Config{App: "web", Objects: v("3"), Record: record(), Report: func(apply.Change) {}}); err == nil {
+		t.Fatal("the parent's write failed, and Run did not say so")
+	}
+	set, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil || set.Revision != 2 {
+		t.Fatalf("parent: revision %d, %v; want 2", set.Revision, err)
+	}
+	if diff := cmp.Diff([]int{2, 3}, numbers()); diff != "" {
+		t.Errorf("after the failed write (-want +got):\n%s", diff)
+	}
+	if _, _, err := revision.Load(context.Background(), c.Client, "web", 2); err != nil {
+		t.Errorf("the current revision cannot be loaded: %v", err)
+	}
+	mustRun(t, c, apply.Config{Objects: v("4"), Record: record()})
+	if diff := cmp.Diff([]int{4}, numbers()); diff != "" {
+		t.Errorf("then (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecordUsesTheCallersUser: who applies, when the caller knows it
+// (from its lock), is not asked of the cluster again.
+func TestRecordUsesTheCallersUser(t *testing.T) {
+	c := kubetest.New(t)
+	asked := 0
+	rec := &apply.Record{User: func(context.Context) string { asked++; return "bob" }}
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "conf", "v=1")}, Record: rec})
+	for _, r := range c.Requests() {
+		if r.Resource == "selfsubjectreviews" {
+			t.Errorf("the cluster was asked who applies: %+v", r)
+		}
+	}
+	list, err := revision.List(context.Background(), c.Client, "web")
+	if err != nil || len(list) != 1 || list[0].User != "bob" || asked != 1 {
+		t.Errorf("revisions %+v, %v; asked %d times", list, err, asked)
 	}
 }
 

@@ -253,6 +253,9 @@ func (c *counts) of(cluster string) map[apply.Action]int {
 // Run applies.
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	o.SourceOptions.withTests = !o.SkipTests
+	if !o.dryRun() {
+		o.SourceOptions.warm = o.warm
+	}
 	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
 	if err != nil {
 		return err
@@ -273,6 +276,34 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		}
 	}
 	return o.rollout(ctx, r, "apply")
+}
+
+// warm connects to the clusters of the first wave and asks each who the
+// user is (for its locks and revisions) while the sources render, so that
+// the TLS handshake and that read overlap the render instead of
+// following it. Nothing is written; an error is the cluster's own
+// connect's, met again when its apply starts. Later waves connect when
+// they start: a cluster that is down now may be up by then.
+func (o *ApplyOptions) warm(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) {
+	ws := waves(f, clusters)
+	if len(ws) == 0 {
+		return
+	}
+	_, byName := index(clusters)
+	n := o.Parallel
+	if m := ws[0].MaxParallel; m > 0 {
+		n = min(n, m)
+	}
+	sem := make(chan struct{}, max(1, n))
+	for _, name := range ws[0].Clusters {
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if client, err := o.connect(ctx, f, byName[name]); err == nil {
+				o.locks.user(client, name)(ctx)
+			}
+		}()
+	}
 }
 
 // rollout writes r to its clusters group by group: apply's rollout, and
@@ -538,6 +569,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 	var record *apply.Record
 	if !dryRun {
 		record = o.record(ctx, r, c.Name, res, p, w, tally, len(results) > 1)
+		record.User = o.locks.user(client, c.Name)
 	}
 	err := apply.Run(ctx, client, apply.Config{
 		App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app)),

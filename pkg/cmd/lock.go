@@ -65,6 +65,15 @@ func (l *locks) validate() error {
 	return nil
 }
 
+// user is who cluster says the user is, asked once: the lock's holder
+// and the revisions recorded name them.
+func (l *locks) user(client *kube.Client, cluster string) func(context.Context) string {
+	return func(ctx context.Context) string {
+		u, _ := l.users.Do(cluster, func() (string, error) { return revision.User(ctx, client), nil })
+		return u
+	}
+}
+
 // acquire takes the lock of app on cluster, saying on w (or as a JSON
 // event) when it waits for another holder, and when the user may not
 // write leases: the app then goes on without a lock, as it does without
@@ -84,7 +93,7 @@ func (l *locks) acquire(ctx context.Context, client *kube.Client, cluster, app s
 		fmt.Fprintln(w, line)
 	}
 	h := l.holder
-	h.ClusterUser, _ = l.users.Do(cluster, func() (string, error) { return revision.User(ctx, client), nil })
+	h.ClusterUser = l.user(client, cluster)(ctx)
 	lk, err := lock.Acquire(ctx, client, app, lock.Options{
 		Holder: h, Duration: l.Duration, Timeout: l.Timeout, FieldManager: apply.FieldManager, NoNamespace: noNamespace,
 		Waiting: func(held *lock.HeldError) {

@@ -196,6 +196,9 @@ type SourceOptions struct {
 	Apps []string
 	// withTests renders the apps' tests too.
 	withTests bool
+	// warm, when set, is started once the clusters are selected, to run
+	// beside the render (apply: the first requests to the clusters).
+	warm func(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster)
 }
 
 func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {

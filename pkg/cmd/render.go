@@ -208,6 +208,9 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		return nil, err
 	}
 	f, clusters := pl.fleet, pl.clusters
+	if src.warm != nil {
+		src.warm(ctx, f, clusters)
+	}
 	engine := &render.Engine{Stdin: g.In}
 	results := engine.Render(ctx, pl.targets(false))
 	var tests []render.Result

@@ -309,10 +309,12 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 		default:
 			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
 			if err == nil {
+				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, w, tally)
+				rec.User = o.locks.user(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
 					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true,
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
-					Record: recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, w, tally),
+					Record: rec,
 				})
 			}
 			if err != nil {

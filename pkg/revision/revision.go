@@ -21,6 +21,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -380,16 +381,26 @@ func Next(list []Revision, current int) int {
 // Trim deletes the revisions of list older than the newest limit (0 keeps
 // every one), never the current one.
 func Trim(ctx context.Context, c *kube.Client, list []Revision, limit, current int) error {
+	return Remove(ctx, c, Expired(list, limit, current)...)
+}
+
+// Expired is what Trim deletes: the revisions of list (oldest first)
+// older than the newest limit, but the current one.
+func Expired(list []Revision, limit, current int) []Revision {
 	if limit <= 0 || len(list) <= limit {
 		return nil
 	}
-	var errs []error
-	for _, r := range list[:len(list)-limit] {
-		if r.Number == current {
-			continue
-		}
-		errs = append(errs, remove(ctx, c, r))
+	return slices.DeleteFunc(slices.Clone(list[:len(list)-limit]), func(r Revision) bool { return r.Number == current })
+}
+
+// Remove deletes revisions, concurrently.
+func Remove(ctx context.Context, c *kube.Client, rs ...Revision) error {
+	errs := make([]error, len(rs))
+	var wg sync.WaitGroup
+	for i, r := range rs {
+		wg.Go(func() { errs[i] = remove(ctx, c, r) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
