@@ -255,36 +255,43 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		// Revisions past --history-limit go while the parent is written,
-		// but the one it named until now: it stays current if that write
-		// fails, and goes after it when it has to.
-		var expired []revision.Revision
-		if history != nil {
-			expired = revision.Expired(history, cfg.Record.Limit, p.set.Revision)
-		}
-		var last []revision.Revision
-		if i := slices.IndexFunc(expired, func(r revision.Revision) bool { return r.Number == prev }); i >= 0 {
-			last = []revision.Revision{expired[i]}
-			expired = slices.Delete(expired, i, i+1)
-		}
-		var (
-			trimmed error
-			trim    sync.WaitGroup
-		)
-		trim.Go(func() { trimmed = revision.Remove(ctx, c, expired...) })
-		err = p.set.WriteParent(ctx, c, record, time.Now(), FieldManager, cfg.Version)
-		trim.Wait()
-		if err != nil {
+		if err := p.commit(ctx, record, prev, history); err != nil {
 			return err
-		}
-		trimmed = errors.Join(trimmed, revision.Remove(ctx, c, last...))
-		if trimmed != nil && !apierrors.IsForbidden(trimmed) {
-			return fmt.Errorf("keeping %d revisions: %w", cfg.Record.Limit, trimmed)
 		}
 	}
 	if cfg.Wait && !cfg.DryRun {
 		cfg.stage("waiting until healthy")
 		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
+	}
+	return nil
+}
+
+// commit writes the parent, which names the revision recorded (if any)
+// current and holds record, while the revisions of history past
+// --history-limit are deleted; but prev, the one it named until then,
+// which stays current if that write fails, and goes after it when it has
+// to.
+func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, history []revision.Revision) error {
+	var expired, last []revision.Revision
+	if history != nil {
+		expired = revision.Expired(history, p.cfg.Record.Limit, p.set.Revision)
+	}
+	if i := slices.IndexFunc(expired, func(r revision.Revision) bool { return r.Number == prev }); i >= 0 {
+		last = []revision.Revision{expired[i]}
+		expired = slices.Delete(expired, i, i+1)
+	}
+	var (
+		trimmed error
+		trim    sync.WaitGroup
+	)
+	trim.Go(func() { trimmed = revision.Remove(ctx, p.c, expired...) })
+	err := p.set.WriteParent(ctx, p.c, record, time.Now(), FieldManager, p.cfg.Version)
+	trim.Wait()
+	if err != nil {
+		return err
+	}
+	if trimmed = errors.Join(trimmed, revision.Remove(ctx, p.c, last...)); trimmed != nil && !apierrors.IsForbidden(trimmed) {
+		return fmt.Errorf("keeping %d revisions: %w", p.cfg.Record.Limit, trimmed)
 	}
 	return nil
 }

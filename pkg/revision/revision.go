@@ -378,14 +378,9 @@ func Next(list []Revision, current int) int {
 	return n + 1
 }
 
-// Trim deletes the revisions of list older than the newest limit (0 keeps
-// every one), never the current one.
-func Trim(ctx context.Context, c *kube.Client, list []Revision, limit, current int) error {
-	return Remove(ctx, c, Expired(list, limit, current)...)
-}
-
-// Expired is what Trim deletes: the revisions of list (oldest first)
-// older than the newest limit, but the current one.
+// Expired is what --history-limit deletes: the revisions of list (oldest
+// first) older than the newest limit (0 keeps every one), but the current
+// one.
 func Expired(list []Revision, limit, current int) []Revision {
 	if limit <= 0 || len(list) <= limit {
 		return nil

@@ -132,7 +132,7 @@ func TestLargeRenderInSeveralSecrets(t *testing.T) {
 	if err != nil || len(list) != 2 {
 		t.Fatalf("list: %v %v", list, err)
 	}
-	if err := Trim(ctx, c.Client, list, 1, 2); err != nil {
+	if err := Remove(ctx, c.Client, Expired(list, 1, 2)...); err != nil {
 		t.Fatal(err)
 	}
 	var left []string
