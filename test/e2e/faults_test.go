@@ -213,7 +213,7 @@ clusters:
 	}
 	summary := out[strings.LastIndex(out, "Summary:"):]
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`(?m)^\[dying\]\s+failed: .*\d+ skipped, \d+ failed: app die: the cluster stopped answering, \d+ of 198 objects not attempted: \S+/\S+: .*(connection refused|EOF|connection reset by peer|broken pipe|closed network connection|connection lost)$`),
+		regexp.MustCompile(`(?m)^\[dying\]\s+failed: .*\d+ skipped, \d+ failed: app die: the cluster stopped answering, \d+ of 198 objects not attempted: \S+/\S+: .*(connection refused|EOF|connection reset by peer|broken pipe|closed network connection|connection lost|client connection force closed via ClientConn.Close)$`),
 		regexp.MustCompile(`(?m)^\[steady\]\s+applied: 159 created, 40 configured, 1 unchanged, 47 pruned$`),
 		regexp.MustCompile(`(?m)^\[later\]\s+applied: 159 created, 40 configured, 1 unchanged, 47 pruned$`),
 	} {
