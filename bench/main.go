@@ -270,14 +270,15 @@ func (b *bench) fleetFile(cs []cluster, ns string) (string, error) {
 	return f, nil
 }
 
+// times reports whether the tool id is timed (-tools).
+func (b *bench) times(id string) bool { return len(b.o.tools) == 0 || slices.Contains(b.o.tools, id) }
+
 // scenario runs tools reps times each, alternating them in an order that
 // rotates every repetition; before runs (untimed) ahead of each
 // repetition. A tool whose first run takes longer than -long is repeated
 // at most 3 times.
 func (b *bench) scenario(ctx context.Context, name string, tools []tool, before func(rep int) error) error {
-	if len(b.o.tools) > 0 {
-		tools = slices.DeleteFunc(slices.Clone(tools), func(t tool) bool { return !slices.Contains(b.o.tools, t.id) })
-	}
+	tools = slices.DeleteFunc(slices.Clone(tools), func(t tool) bool { return !b.times(t.id) })
 	runs := make([][]run, len(tools))
 	limit := make([]int, len(tools))
 	for i := range limit {
@@ -410,7 +411,7 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 	// also warming discovery caches).
 	progress("applying the initial state with each tool (untimed)")
 	for _, t := range applyTools(state, app, nil) {
-		if len(b.o.tools) > 0 && !slices.Contains(b.o.tools, t.id) {
+		if !b.times(t.id) {
 			continue
 		}
 		bin, args, err := t.prepare(0)

@@ -85,7 +85,7 @@ func (b *bench) markdown() string {
 	}
 	s.WriteString("\nkubectl fleet apply and diff run through kubectl (`kubectl fleet …`, as users run them); render runs the plugin binary. Every command's output goes to /dev/null.\n\n")
 	if len(b.profiles) > 0 {
-		fmt.Fprintf(&s, "**Where kubectl fleet's time goes:** the requests one more apply sent the first cluster (`--cluster %s --v=6`), in order; requests in flight together count as one wait, and at %s a wait is a round trip. The floor makes 1 + ⌈%d/%d⌉ waits per cluster after its TLS handshake, and every cluster is at once.\n\n", b.cs[0].name, o.rtt, o.objects, o.concurrency)
+		fmt.Fprintf(&s, "**Where kubectl fleet's time goes:** the requests one more apply sent the first cluster (`--cluster %s --v=6`), in order; requests in flight together count as one wait, and at %s a wait is a round trip. The floor makes 1 + ⌈%d/%d⌉ waits per cluster after its TLS handshake (1 + ⌈%d/%d⌉ in the rollout), and every cluster is at once.\n\n", b.cs[0].name, o.rtt, o.objects, o.concurrency, changedCount(o.objects), o.concurrency)
 		for _, p := range b.profiles {
 			fmt.Fprintf(&s, "- %s: %d requests (%d for the app's objects) in %d waits: %s\n", p.Scenario, p.Requests, p.Objects, p.Waits, strings.Join(p.Steps, " → "))
 		}
