@@ -8,9 +8,6 @@ package apply
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -378,16 +374,16 @@ type pass struct {
 	cfg    Config
 	set    *inventory.Set
 	others *inventory.Neighbours
-	listed versions
+	listed kube.Listings
 
 	mu      sync.Mutex
 	applied sets.Set[types.UID]
 	// sent is what this apply sent of each object, and what came back,
 	// for the next apply to skip what did not change (inventory.Applied).
 	sent map[string]inventory.Applied
-	// last is what the last apply sent, and the plugin version it ran.
-	last        map[string]inventory.Applied
-	lastVersion string
+	// last is the set as this apply found it: what the last apply sent,
+	// and the plugin version it ran.
+	last inventory.Set
 	// renderDigest is revision.Digest of the render.
 	renderDigest string
 	// history is the app's revisions and who applies, read while the
@@ -445,7 +441,7 @@ func (p *pass) load(ctx context.Context) error {
 	if err = cmp.Or(err, oErr); err != nil {
 		return err
 	}
-	p.set, p.last, p.lastVersion = set, set.Applied, set.Version
+	p.set, p.last = set, *set
 	return nil
 }
 
@@ -549,7 +545,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 	)
 	ignored := object.Ignored(obj, cfg.Ignore)
 	if !cfg.DryRun && !ignored {
-		listed, err = p.listed.of(ctx, c, m, obj.GetNamespace())
+		listed, err = p.listed.Of(ctx, c, m, obj.GetNamespace())
 	}
 	if listed != nil && err == nil {
 		live = listed[obj.GetName()]
@@ -582,7 +578,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 		p.keep(live.UID)
 		return ch
 	}
-	digest := sentDigest(obj)
+	digest := inventory.Digest(obj)
 	if p.unchanged(obj, digest, live, listed != nil && !ignored) {
 		ch.Action = Unchanged
 		p.keep(live.UID)
@@ -610,17 +606,14 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 	return ch
 }
 
-// unchanged reports whether an object needs no request: the last apply
-// sent exactly this (same digest, same plugin version), and the live
-// object's version, as listed, is still the one the server returned then.
+// unchanged reports whether an object needs no request (Set.Unchanged).
 // Any doubt is a real apply: a dry run, --force-conflicts, fields kept
-// from the live object (ignoreDifferences), no record, no listing.
+// from the live object (ignoreDifferences), no listing.
 func (p *pass) unchanged(obj *unstructured.Unstructured, digest string, live *metav1.ObjectMeta, listed bool) bool {
-	if p.cfg.DryRun || p.cfg.Force || !listed || live == nil || p.lastVersion != p.cfg.Version {
+	if p.cfg.DryRun || p.cfg.Force || !listed {
 		return false
 	}
-	last, ok := p.last[object.Path(obj)]
-	return ok && last.Digest == digest && last.ResourceVersion == live.ResourceVersion
+	return p.last.Unchanged(object.Path(obj), digest, live, p.cfg.Version)
 }
 
 // record notes what was sent of obj and the version that came back.
@@ -631,16 +624,6 @@ func (p *pass) record(obj *unstructured.Unstructured, digest, resourceVersion st
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sent[object.Path(obj)] = inventory.Applied{Digest: digest, ResourceVersion: resourceVersion}
-}
-
-// sentDigest identifies an object as apply sends it.
-func sentDigest(obj *unstructured.Unstructured) string {
-	b, err := json.Marshal(obj.Object)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 // keep records that the object with uid was applied: it is not pruned.
@@ -672,7 +655,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		return fail(err)
 	}
 	p.keep(after.GetUID())
-	p.record(obj, sentDigest(obj), after.GetResourceVersion())
+	p.record(obj, inventory.Digest(obj), after.GetResourceVersion())
 	ch.Action = Replaced
 	return ch
 }
@@ -706,12 +689,6 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ti
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// versions lists live objects' metadata once per resource and namespace,
-// on first use, for concurrent callers.
-type versions struct {
-	memo memo.Memo[string, map[string]*metav1.ObjectMeta]
 }
 
 // listKey is a resource and a namespace whose objects' metadata apply
@@ -755,14 +732,10 @@ func (p *pass) prefetch(stop, ctx context.Context, keys []listKey) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			_, _ = p.listed.of(ctx, p.c, k.m, k.ns)
+			_, _ = p.listed.Of(ctx, p.c, k.m, k.ns)
 		})
 	}
 	wg.Wait()
-}
-
-func (v *versions) of(ctx context.Context, c *kube.Client, m *meta.RESTMapping, ns string) (map[string]*metav1.ObjectMeta, error) {
-	return v.memo.Do(m.Resource.String()+"|"+ns, func() (map[string]*metav1.ObjectMeta, error) { return c.ListMetadata(ctx, m, ns) })
 }
 
 func boolInt(b bool) int {

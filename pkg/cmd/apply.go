@@ -449,7 +449,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if o.Diff {
 		d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
 		for _, res := range results {
-			diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App)})
+			diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get()})
 			if err != nil {
 				return fmt.Errorf("app %s: diff: %w", res.App, err)
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // ExitDiffError is diff's exit code for errors; 1 means "differences".
@@ -278,7 +279,9 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 	w := p.cluster(c.Name)
 	var all []diff.Object
 	for _, res := range r.of(c.Name) {
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App)})
+		// An external diff program is given every object, as kubectl diff
+		// gives it: nothing is skipped.
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get()})
 		if err != nil {
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}
@@ -333,10 +336,13 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 			continue
 		}
 		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Note: d.Note, Warning: d.Warning, Conflict: d.Conflict, Error: errString(d.Err)}
-		if d.Merged != nil {
+		switch {
+		case d.Merged != nil:
 			ev.Namespace = d.Merged.GetNamespace()
-		} else if d.Live != nil {
+		case d.Live != nil:
 			ev.Namespace = d.Live.GetNamespace()
+		case d.Current != nil:
+			ev.Namespace = d.Current.GetNamespace() // skipped as unchanged
 		}
 		p.event(ev)
 	}

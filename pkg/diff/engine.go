@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,9 @@ type Object struct {
 	// apply needs --force-conflicts.
 	Conflict bool
 	// Current is the live object as read, status included and unmasked:
-	// for health checks, never for printing.
+	// for health checks, never for printing. For an object skipped as
+	// unchanged (Options.SkipUnchanged) it holds only the type and the
+	// metadata the list returned.
 	Current *unstructured.Unstructured
 	Err     error
 }
@@ -81,6 +84,14 @@ type Options struct {
 	// Ignore names fields whose differences are not shown, and whose live
 	// values apply would keep.
 	Ignore []object.IgnoreRule
+	// SkipUnchanged reports an object unchanged without a dry run when
+	// apply would skip it (inventory.Set.Unchanged: what the last apply
+	// of this Version sent, and not changed on the cluster since), read
+	// from one metadata list per resource and namespace. Not with Force,
+	// nor for fields of Ignore.
+	SkipUnchanged bool
+	// Version is the plugin version, for SkipUnchanged.
+	Version string
 }
 
 // Run computes, for one app on one cluster, what apply --prune would do:
@@ -88,15 +99,26 @@ type Options struct {
 // with the live object; members of the app's ApplySet that are no longer
 // rendered are prunes. objs are labelled as members, as apply would.
 func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options) ([]Object, error) {
-	set := o.Set
-	if set == nil {
-		var err error
-		if set, err = inventory.Load(ctx, c, o.App); err != nil {
-			return nil, err
+	// The inventories, and the metadata the skip needs, are read at once.
+	var (
+		listings kube.Listings
+		others   *inventory.Neighbours
+		set      = o.Set
+		setErr   error
+		reads    sync.WaitGroup
+	)
+	skip := o.SkipUnchanged && !o.Force
+	if skip {
+		for _, k := range listKeys(c, objs, o.Ignore) {
+			reads.Go(func() { _, _ = listings.Of(ctx, c, k.m, k.ns) })
 		}
 	}
+	if set == nil {
+		reads.Go(func() { set, setErr = inventory.Load(ctx, c, o.App) })
+	}
 	others, err := inventory.LoadNeighbours(ctx, c, o.App)
-	if err != nil {
+	reads.Wait()
+	if err = cmp.Or(setErr, err); err != nil {
 		return nil, err
 	}
 	crds := object.CRDKinds(objs)
@@ -111,14 +133,23 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			claim := func(obj *unstructured.Unstructured, labels map[string]string) string {
+				partOf, warning := others.Claim(set, object.Path(obj), labels)
+				inventory.Label(obj, partOf)
+				return warning
+			}
+			if skip {
+				if d, ok := unchanged(ctx, c, obj, set, &listings, o, claim); ok {
+					out[i] = d
+					return
+				}
+			}
 			out[i] = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) string {
 				var labels map[string]string
 				if live != nil {
 					labels = live.GetLabels()
 				}
-				partOf, warning := others.Claim(set, object.Path(obj), labels)
-				inventory.Label(obj, partOf)
-				return warning
+				return claim(obj, labels)
 			})
 		}()
 	}
@@ -160,6 +191,67 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// listKey is a resource and a namespace of rendered objects.
+type listKey struct {
+	m  *meta.RESTMapping
+	ns string
+}
+
+// listKeys are the resources and namespaces of objs, but for kinds the
+// cluster does not serve and objects with ignored fields.
+func listKeys(c *kube.Client, objs []*unstructured.Unstructured, ignore []object.IgnoreRule) []listKey {
+	seen := sets.New[string]()
+	var keys []listKey
+	for _, obj := range objs {
+		if object.Ignored(obj, ignore) {
+			continue
+		}
+		obj = obj.DeepCopy()
+		_, m, err := c.Scope(obj)
+		if err != nil {
+			continue
+		}
+		if id := m.Resource.String() + "|" + obj.GetNamespace(); !seen.Has(id) {
+			seen.Insert(id)
+			keys = append(keys, listKey{m, obj.GetNamespace()})
+		}
+	}
+	return keys
+}
+
+// unchanged reports obj unchanged, without a request of its own, when
+// apply would skip it: labelled as apply would send it (claim), its digest
+// is the one the last apply recorded, and the live object's version, as
+// listed, has not moved since. Anything else (not listed, gone, a
+// create-only or ignoreDifferences object) is left to the dry run.
+func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, o Options, claim func(obj *unstructured.Unstructured, labels map[string]string) string) (Object, bool) {
+	if !set.Exists || len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) {
+		return Object{}, false
+	}
+	_, m, err := c.Scope(obj)
+	if err != nil {
+		return Object{}, false
+	}
+	listed, err := listings.Of(ctx, c, m, obj.GetNamespace())
+	live := listed[obj.GetName()]
+	if err != nil || live == nil {
+		return Object{}, false
+	}
+	warning := claim(obj, live.Labels)
+	if !set.Unchanged(object.Path(obj), inventory.Digest(obj), live, o.Version) {
+		return Object{}, false
+	}
+	current := &unstructured.Unstructured{}
+	current.SetAPIVersion(obj.GetAPIVersion())
+	current.SetKind(obj.GetKind())
+	current.SetNamespace(obj.GetNamespace())
+	current.SetName(obj.GetName())
+	current.SetUID(live.UID)
+	current.SetResourceVersion(live.ResourceVersion)
+	current.SetLabels(live.Labels)
+	return Object{Ref: object.Ref(obj), Path: object.Path(obj), Kind: Unchanged, Warning: warning, Current: current}, true
 }
 
 // one diffs one object. claim, given the live object, labels obj with the

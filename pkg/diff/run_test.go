@@ -2,6 +2,7 @@ package diff_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
@@ -139,5 +141,88 @@ func TestRunNeverApplied(t *testing.T) {
 	diffs, err := diff.Run(context.Background(), c.Client, []*unstructured.Unstructured{obj("ConfigMap", "web", "a")}, diff.Options{App: "web", FieldManager: "kubectl-fleet", Concurrency: 1})
 	if err != nil || len(diffs) != 1 || diffs[0].Kind != diff.Create {
 		t.Errorf("%v, %+v", err, diffs)
+	}
+}
+
+// TestRunSkipsWhatApplySkips: with SkipUnchanged, an object the last apply
+// sent as rendered, and nobody changed since, is unchanged without a dry
+// run of its own; any doubt is a dry run: an edit behind apply's back, a
+// changed render, another plugin version, --force-conflicts, an ignored
+// field, or an app never applied.
+func TestRunSkipsWhatApplySkips(t *testing.T) {
+	render := func(b string) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{ns("web"), obj("ConfigMap", "web", "a", "k=1"), obj("ConfigMap", "web", "b", "k="+b), obj("ConfigMap", "web", "c", "k=1")}
+	}
+	c := kubetest.New(t)
+	dryRuns := func(objs []*unstructured.Unstructured, o diff.Options) ([]string, map[string]diff.Object) {
+		t.Helper()
+		o.App, o.FieldManager, o.Concurrency, o.Cluster = "web", "kubectl-fleet", 4, "c1"
+		sent := len(c.Requests())
+		diffs, err := diff.Run(context.Background(), c.Client, objs, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range c.Requests()[sent:] {
+			if r.Verb == "patch" {
+				if !r.DryRun {
+					t.Errorf("diff wrote: %+v", r)
+				}
+				names = append(names, r.Name)
+			}
+		}
+		byName := map[string]diff.Object{}
+		for _, d := range diffs {
+			if d.Err != nil {
+				t.Errorf("%s: %v", d.Path, d.Err)
+			}
+			byName[d.Path[strings.LastIndex(d.Path, "/")+1:]] = d
+		}
+		slices.Sort(names)
+		return names, byName
+	}
+	skip := diff.Options{SkipUnchanged: true, Version: "test"}
+	check := func(step string, got []string, want ...string) {
+		t.Helper()
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: dry runs of %v, want %v", step, got, want)
+		}
+	}
+
+	got, _ := dryRuns(render("1"), skip)
+	check("never applied", got, "a", "b", "c", "web")
+	if err := apply.Run(context.Background(), c.Client, apply.Config{App: "web", Version: "test", Objects: render("1"), Concurrency: 4, Report: func(apply.Change) {}}); err != nil {
+		t.Fatal(err)
+	}
+	got, diffs := dryRuns(render("1"), skip)
+	check("just applied", got)
+	a := diffs["a"]
+	live := c.Live(obj("ConfigMap", "web", "a"))
+	if a.Kind != diff.Unchanged || a.Current.GetResourceVersion() != live.GetResourceVersion() || a.Current.GetUID() != live.GetUID() || a.Current.GetKind() != "ConfigMap" {
+		t.Errorf("a skipped as %s, current %v; live version %s", a.Kind, a.Current, live.GetResourceVersion())
+	}
+	got, _ = dryRuns(render("1"), diff.Options{})
+	check("without SkipUnchanged", got, "a", "b", "c", "web")
+	got, _ = dryRuns(render("1"), diff.Options{SkipUnchanged: true, Version: "other"})
+	check("another plugin version", got, "a", "b", "c", "web")
+	got, _ = dryRuns(render("1"), diff.Options{SkipUnchanged: true, Version: "test", Force: true})
+	check("--force-conflicts", got, "a", "b", "c", "web")
+	ignore := []object.IgnoreRule{{Kind: "ConfigMap", Name: "c", JSONPointers: []string{"/data/k"}}}
+	got, _ = dryRuns(render("1"), diff.Options{SkipUnchanged: true, Version: "test", Ignore: ignore})
+	check("ignoreDifferences", got, "c")
+
+	got, diffs = dryRuns(render("2"), skip)
+	check("a changed render", got, "b")
+	if diffs["b"].Kind != diff.Change || diffs["a"].Kind != diff.Unchanged {
+		t.Errorf("b %s, a %s", diffs["b"].Kind, diffs["a"].Kind)
+	}
+
+	edited := live.DeepCopy()
+	edited.Object["data"] = map[string]any{"k": "by-hand"}
+	c.Put(edited)
+	got, diffs = dryRuns(render("1"), skip)
+	check("an edit behind apply's back", got, "a")
+	if diffs["a"].Kind != diff.Change {
+		t.Errorf("the edited object: %s", diffs["a"].Kind)
 	}
 }

@@ -7,6 +7,8 @@ package inventory
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -462,8 +464,8 @@ func applyRaw(ctx context.Context, c *kube.Client, gvr schema.GroupVersionResour
 func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*unstructured.Unstructured, error) {
 	selector := apply.ApplysetPartOfLabel + "=" + s.ID
 	gks := s.GroupKinds.Union(extra.GroupKinds)
-	nss := s.Namespaces.Union(extra.Namespaces)
-	var out []*unstructured.Unstructured
+	nss := sets.List(s.Namespaces.Union(extra.Namespaces))
+	var lists []func() (*unstructured.UnstructuredList, error)
 	for _, gk := range sets.List(gksAsStrings(gks)) {
 		m, err := c.MappingFor(schema.ParseGroupKind(gk))
 		if err != nil {
@@ -473,21 +475,34 @@ func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*u
 			return nil, err
 		}
 		ri := c.Dynamic.Resource(m.Resource)
+		opts := metav1.ListOptions{LabelSelector: selector}
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
-			list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, items(list)...)
+			lists = append(lists, func() (*unstructured.UnstructuredList, error) { return ri.List(ctx, opts) })
 			continue
 		}
-		for _, ns := range sets.List(nss) {
-			list, err := ri.Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, items(list)...)
+		for _, ns := range nss {
+			lists = append(lists, func() (*unstructured.UnstructuredList, error) { return ri.Namespace(ns).List(ctx, opts) })
 		}
+	}
+	// The lists are reads: a few at a time, in one round trip or so.
+	results := make([]*unstructured.UnstructuredList, len(lists))
+	errs := make([]error, len(lists))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, list := range lists {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			results[i], errs[i] = list()
+		})
+	}
+	wg.Wait()
+	var out []*unstructured.Unstructured
+	for i, list := range results {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		out = append(out, items(list)...)
 	}
 	return out, nil
 }
@@ -528,6 +543,29 @@ func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *un
 	return nil
 }
 
+// Digest identifies an object as apply sends it: what Applied records.
+func Digest(obj *unstructured.Unstructured) string {
+	b, err := json.Marshal(obj.Object)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// Unchanged reports whether an apply by this plugin version may skip the
+// object at path: the last apply, by the same version, sent exactly this
+// (digest, as Digest computes it from the object as apply would send it)
+// and the live object's resourceVersion is still the one the server
+// returned then. live is nil for an object that does not exist.
+func (s *Set) Unchanged(path, digest string, live *metav1.ObjectMeta, version string) bool {
+	if !s.Exists || live == nil || s.Version != version || digest == "" {
+		return false
+	}
+	last, ok := s.Applied[path]
+	return ok && last.Digest == digest && last.ResourceVersion == live.ResourceVersion
+}
+
 // Moved returns the objects of objs (the render whose digest is
 // renderDigest) that may differ from what the cluster has: all of them
 // unless the last apply, by this plugin version, sent this very render;
@@ -539,13 +577,8 @@ func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Un
 	if !s.Exists || s.AppliedDigest != renderDigest || s.Version != version || len(s.Applied) == 0 {
 		return objs
 	}
-	type listing struct {
-		once sync.Once
-		live map[string]*metav1.ObjectMeta
-	}
 	var (
-		mu       sync.Mutex
-		listings = map[string]*listing{}
+		listings kube.Listings
 		wg       sync.WaitGroup
 		moved    = make([]bool, len(objs))
 	)
@@ -557,17 +590,9 @@ func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Un
 			moved[i] = true
 			continue
 		}
-		key := m.Resource.String() + "|" + o.GetNamespace()
-		mu.Lock()
-		l := listings[key]
-		if l == nil {
-			l = &listing{}
-			listings[key] = l
-		}
-		mu.Unlock()
 		wg.Go(func() {
-			l.once.Do(func() { l.live, _ = c.ListMetadata(ctx, m, o.GetNamespace()) })
-			live := l.live[o.GetName()]
+			listed, _ := listings.Of(ctx, c, m, o.GetNamespace())
+			live := listed[o.GetName()]
 			moved[i] = live == nil || live.ResourceVersion != rec.ResourceVersion
 		})
 	}

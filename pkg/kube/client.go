@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 )
 
 // Client talks to one cluster through its own ConfigFlags: its own REST
@@ -194,6 +196,19 @@ func (c *Client) Patch(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		po.DryRun = []string{metav1.DryRunAll}
 	}
 	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+}
+
+// Listings asks ListMetadata once per resource and namespace, however
+// many objects (and goroutines) need it. The zero value is ready to use.
+type Listings struct {
+	memo memo.Memo[string, map[string]*metav1.ObjectMeta]
+}
+
+// Of is the metadata of m's objects in namespace, by name.
+func (l *Listings) Of(ctx context.Context, c *Client, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
+	return l.memo.Do(m.Resource.String()+"|"+namespace, func() (map[string]*metav1.ObjectMeta, error) {
+		return c.ListMetadata(ctx, m, namespace)
+	})
 }
 
 // ListMetadata lists the metadata of one resource's objects in a

@@ -4,9 +4,12 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // TestUnchangedObjectsAreNotSent: an apply sends nothing for an object
@@ -17,54 +20,17 @@ import (
 // on the wire (the proxy's log) and in the cluster (the render's values
 // are back).
 func TestUnchangedObjectsAreNotSent(t *testing.T) {
-	proxy, kc := faultProxy(t, 1, "watched")
-	const ns = "e2e-skip"
-	cms := func(b string) string {
-		var m manifest
-		m.add("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}", ns)
-		m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: %s}\ndata: {k: one}", ns)
-		m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: %s}\ndata: {k: %s}", ns, b)
-		m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: %s}\ndata: {k: one}", ns)
-		return m.String()
-	}
-	dir := workdir(t, `apiVersion: fleet/v1alpha1
-kind: Fleet
-metadata: {name: e2e}
-groups: [{name: g}]
-clusters:
-  - {name: watched, group: g, context: watched, kubeconfig: `+kc+`}
-`, map[string]string{"v1/all.yaml": cms("one"), "v2/all.yaml": cms("two")})
+	bed := newSkipBed(t, "e2e-skip")
+	ns, value := bed.ns, bed.value
 	var out string
 	sentExit := func(want int, args ...string) []string {
 		t.Helper()
-		before := len(proxy.Requests())
-		var errOut string
-		var code int
-		out, errOut, code = fleet(t, dir, append([]string{"apply", "--name", "skip"}, args...)...)
-		if code != want {
-			t.Fatalf("apply %v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
-		}
 		var names []string
-		for _, r := range proxy.Requests()[before:] {
-			if r.Method == http.MethodPatch && !strings.Contains(r.Path, "kubectl-fleet") {
-				names = append(names, r.Path[strings.LastIndex(r.Path, "/")+1:])
-			}
-		}
-		sort.Strings(names)
+		out, names = bed.run(want, append([]string{"apply", "--name", "skip"}, args...)...)
 		return names
 	}
 	sent := func(args ...string) []string { t.Helper(); return sentExit(0, args...) }
-	value := func(name string) string {
-		v, _ := get(t, "fleet-c2", "configmap", name, "-n", ns, "-o", "jsonpath={.data.k}")
-		return v
-	}
-	v1, v2 := filepath.Join(dir, "v1"), filepath.Join(dir, "v2")
-	check := func(step string, got []string, want ...string) {
-		t.Helper()
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: objects sent %v, want %v", step, got, want)
-		}
-	}
+	v1, v2, check := bed.v1, bed.v2, bed.check
 	check("first apply", sent("-f", v1), "a", "b", "c", ns)
 	check("nothing changed", sent("-f", v1))
 	check("a changed render", sent("-f", v2), "b")
@@ -97,4 +63,113 @@ clusters:
 		t.Errorf("b: team %q, k %q", v, value("b"))
 	}
 	check("nothing changed again", sent("-f", v2))
+}
+
+// skipBed is one cluster of the test bed behind a proxy that logs
+// requests, and a fleet file for it with two versions of an app of a
+// Namespace and three ConfigMaps: v2 changes configmap b.
+type skipBed struct {
+	t      *testing.T
+	proxy  *testenv.FaultProxy
+	dir    string
+	ns     string
+	v1, v2 string
+}
+
+func newSkipBed(t *testing.T, ns string) *skipBed {
+	proxy, kc := faultProxy(t, 1, "watched")
+	cms := func(b string) string {
+		var m manifest
+		m.add("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}", ns)
+		m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: %s}\ndata: {k: one}", ns)
+		m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b, namespace: %s}\ndata: {k: %s}", ns, b)
+		m.add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: %s}\ndata: {k: one}", ns)
+		return m.String()
+	}
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups: [{name: g}]
+clusters:
+  - {name: watched, group: g, context: watched, kubeconfig: `+kc+`}
+`, map[string]string{"v1/all.yaml": cms("one"), "v2/all.yaml": cms("two")})
+	return &skipBed{t: t, proxy: proxy, dir: dir, ns: ns, v1: filepath.Join(dir, "v1"), v2: filepath.Join(dir, "v2")}
+}
+
+// run runs kubectl fleet, wants its exit code, and returns its output and
+// the names of the app's objects it sent a PATCH (an apply or, for diff,
+// a dry run), sorted.
+func (b *skipBed) run(want int, args ...string) (string, []string) {
+	b.t.Helper()
+	before := len(b.proxy.Requests())
+	out, errOut, code := fleet(b.t, b.dir, args...)
+	if code != want {
+		b.t.Fatalf("%v: exit %d, want %d\n%s%s", args, code, want, out, errOut)
+	}
+	var names []string
+	for _, r := range b.proxy.Requests()[before:] {
+		if r.Method == http.MethodPatch && !strings.Contains(r.Path, "kubectl-fleet") {
+			names = append(names, r.Path[strings.LastIndex(r.Path, "/")+1:])
+		}
+	}
+	sort.Strings(names)
+	return out, slices.Compact(names)
+}
+
+func (b *skipBed) check(step string, got []string, want ...string) {
+	b.t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		b.t.Errorf("%s: objects sent %v, want %v", step, got, want)
+	}
+}
+
+// value is configmap name's data.k on the cluster.
+func (b *skipBed) value(name string) string {
+	v, _ := get(b.t, "fleet-c2", "configmap", name, "-n", b.ns, "-o", "jsonpath={.data.k}")
+	return v
+}
+
+// TestDiffSkipsUnchanged: diff dry-runs only what apply would send; an
+// object apply would skip is unchanged without a request, and every
+// doubt apply has is a dry run that shows the difference.
+func TestDiffSkipsUnchanged(t *testing.T) {
+	b := newSkipBed(t, "e2e-diff-skip")
+	diff := func(want int, args ...string) (string, []string) {
+		t.Helper()
+		return b.run(want, append([]string{"diff", "--name", "diff-skip"}, args...)...)
+	}
+	b.run(0, "apply", "--name", "diff-skip", "-f", b.v1)
+	out, sent := diff(0, "-f", b.v1)
+	b.check("nothing changed", sent)
+	if !strings.Contains(out, "0 to create, 0 to change, 0 to prune, 4 unchanged") {
+		t.Errorf("diff of what was applied:\n%s", out)
+	}
+	out, sent = diff(1, "-f", b.v2)
+	b.check("a changed render", sent, "b")
+	if !strings.Contains(out, "-  k: one\n") || !strings.Contains(out, "+  k: two\n") || !strings.Contains(out, "0 to create, 1 to change, 0 to prune, 3 unchanged") {
+		t.Errorf("diff of a changed render:\n%s", out)
+	}
+	// A plan of skipped objects holds their live versions: an edit after
+	// it makes it stale.
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	_, sent = diff(0, "-f", b.v1, "--out", planFile)
+	b.check("diff --out", sent)
+	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c2", "-n", b.ns, "configmap", "a", "-p", `{"data":{"k":"by-hand"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	if out, _ := b.run(1, "apply", "--name", "diff-skip", "-f", b.v1, "--plan", planFile, "--yes"); !strings.Contains(out, "configmap/a changed since the plan") {
+		t.Errorf("apply --plan after an edit:\n%s", out)
+	}
+	if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c2", "-n", b.ns, "configmap", "c"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, sent = diff(1, "-f", b.v1)
+	b.check("an edit and a deletion behind our back", sent, "a", "c")
+	for _, want := range []string{`conflicts with "kubectl-patch" (.data.k)`, "+  k: one\n", "1 to create, 1 to change, 0 to prune, 2 unchanged (apply needs --force-conflicts for 1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff after an edit and a deletion: no %q in\n%s", want, out)
+		}
+	}
+	_, sent = diff(1, "-f", b.v1, "--force-conflicts")
+	b.check("--force-conflicts", sent, "a", "b", "c", b.ns)
 }
