@@ -159,8 +159,8 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	defer lists.Wait()
 	p := newPass(c, cfg)
 	if !cfg.DryRun {
-		keys := p.listKeys(objs)
-		lists.Go(func() { p.prefetch(stop, ctx, keys) })
+		keys := c.ListKeys(objs, func(o *unstructured.Unstructured) bool { return object.Ignored(o, cfg.Ignore) })
+		lists.Go(func() { p.listed.Prefetch(stop, ctx, c, keys, cfg.Concurrency) })
 	}
 	if err := p.load(ctx); err != nil {
 		return err
@@ -689,53 +689,6 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ti
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// listKey is a resource and a namespace whose objects' metadata apply
-// lists.
-type listKey struct {
-	m  *meta.RESTMapping
-	ns string
-}
-
-// listKeys are the resources and namespaces objs are in. Kinds the
-// cluster does not serve yet are left to applyOne.
-func (p *pass) listKeys(objs []*unstructured.Unstructured) []listKey {
-	seen := map[string]bool{}
-	var keys []listKey
-	for _, o := range objs {
-		if object.Ignored(o, p.cfg.Ignore) {
-			continue
-		}
-		_, m, err := p.c.Scope(o)
-		if err != nil {
-			continue
-		}
-		if id := m.Resource.String() + "|" + o.GetNamespace(); !seen[id] {
-			seen[id] = true
-			keys = append(keys, listKey{m, o.GetNamespace()})
-		}
-	}
-	return keys
-}
-
-// prefetch lists the metadata of keys concurrently, before the first
-// object is applied: one round trip for all of them rather than one per
-// stage. Errors are left to applyOne, which asks again.
-func (p *pass) prefetch(stop, ctx context.Context, keys []listKey) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, p.cfg.Concurrency))
-	for _, k := range keys {
-		if stop.Err() != nil {
-			break
-		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			_, _ = p.listed.Of(ctx, p.c, k.m, k.ns)
-		})
-	}
-	wg.Wait()
 }
 
 func boolInt(b bool) int {

@@ -109,9 +109,8 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	)
 	skip := o.SkipUnchanged && !o.Force
 	if skip {
-		for _, k := range listKeys(c, objs, o.Ignore) {
-			reads.Go(func() { _, _ = listings.Of(ctx, c, k.m, k.ns) })
-		}
+		keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
+		reads.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
 	}
 	if set == nil {
 		reads.Go(func() { set, setErr = inventory.Load(ctx, c, o.App) })
@@ -191,34 +190,6 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		out = append(out, d)
 	}
 	return out, nil
-}
-
-// listKey is a resource and a namespace of rendered objects.
-type listKey struct {
-	m  *meta.RESTMapping
-	ns string
-}
-
-// listKeys are the resources and namespaces of objs, but for kinds the
-// cluster does not serve and objects with ignored fields.
-func listKeys(c *kube.Client, objs []*unstructured.Unstructured, ignore []object.IgnoreRule) []listKey {
-	seen := sets.New[string]()
-	var keys []listKey
-	for _, obj := range objs {
-		if object.Ignored(obj, ignore) {
-			continue
-		}
-		obj = obj.DeepCopy()
-		_, m, err := c.Scope(obj)
-		if err != nil {
-			continue
-		}
-		if id := m.Resource.String() + "|" + obj.GetNamespace(); !seen.Has(id) {
-			seen.Insert(id)
-			keys = append(keys, listKey{m, obj.GetNamespace()})
-		}
-	}
-	return keys
 }
 
 // unchanged reports obj unchanged, without a request of its own, when

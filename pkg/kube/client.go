@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -209,6 +210,60 @@ func (l *Listings) Of(ctx context.Context, c *Client, m *meta.RESTMapping, names
 	return l.memo.Do(m.Resource.String()+"|"+namespace, func() (map[string]*metav1.ObjectMeta, error) {
 		return c.ListMetadata(ctx, m, namespace)
 	})
+}
+
+// ListKey is a resource and a namespace whose objects' metadata is listed.
+type ListKey struct {
+	Mapping   *meta.RESTMapping
+	Namespace string
+}
+
+// ListKeys are the resources and namespaces objs are in (in the scope
+// Scope would put them), once each, but for kinds the cluster does not
+// serve yet and objects skip rejects. objs are not changed.
+func (c *Client) ListKeys(objs []*unstructured.Unstructured, skip func(*unstructured.Unstructured) bool) []ListKey {
+	seen := map[string]bool{}
+	var keys []ListKey
+	for _, obj := range objs {
+		if skip != nil && skip(obj) {
+			continue
+		}
+		_, m, err := c.Resource(obj)
+		if err != nil {
+			continue
+		}
+		ns := obj.GetNamespace()
+		switch {
+		case m.Scope.Name() != meta.RESTScopeNameNamespace:
+			ns = ""
+		case ns == "":
+			ns = c.Namespace
+		}
+		if id := m.Resource.String() + "|" + ns; !seen[id] {
+			seen[id] = true
+			keys = append(keys, ListKey{m, ns})
+		}
+	}
+	return keys
+}
+
+// Prefetch lists keys, at most concurrency at once, for Of to answer
+// from. No list starts once stop is done; a list's error is what Of
+// returns for it.
+func (l *Listings) Prefetch(stop, ctx context.Context, c *Client, keys []ListKey, concurrency int) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, concurrency))
+	for _, k := range keys {
+		if stop.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, _ = l.Of(ctx, c, k.Mapping, k.Namespace)
+		})
+	}
+	wg.Wait()
 }
 
 // ListMetadata lists the metadata of one resource's objects in a
