@@ -173,7 +173,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err := stop.Err(); err != nil {
 		return err // Ctrl-C while the inventory was read: nothing written
 	}
-	if !cfg.DryRun {
+	if !cfg.DryRun && p.newRevision() {
 		p.readHistory(ctx)
 	}
 	if union := p.set.Contents.Union(contents); !cfg.DryRun && !(p.set.Exists && union.Equal(p.set.Contents)) {
@@ -319,8 +319,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 		}
 		return true
 	}
-	p.readHistory(ctx) // started with the objects' apply; this waits for it
-	p.history.wg.Wait()
+	p.history.Wait() // readHistory started it with the objects' apply
 	r, history, err := rec.Revision, p.history.revisions, p.history.err
 	if r.User == "" {
 		r.User = p.history.user
@@ -389,8 +388,7 @@ type pass struct {
 	// history is the app's revisions and who applies, read while the
 	// objects are applied (readHistory) for the revision recorded after.
 	history struct {
-		once      sync.Once
-		wg        sync.WaitGroup
+		sync.WaitGroup
 		revisions []revision.Revision
 		user      string
 		err       error
@@ -404,25 +402,18 @@ func (p *pass) newRevision() bool {
 }
 
 // readHistory starts reading what recordRevision needs (the app's
-// revisions, and who applies when the caller does not say), once, so
-// that recording costs no round trip of its own.
+// revisions, and who applies when the caller does not say) while the
+// objects are applied, so that recording costs no round trip of its own.
 func (p *pass) readHistory(ctx context.Context) {
-	if p.cfg.DryRun || !p.newRevision() {
-		return
-	}
-	p.history.once.Do(func() { p.startHistory(ctx) })
-}
-
-func (p *pass) startHistory(ctx context.Context) {
 	h, rec := &p.history, p.cfg.Record
 	if rec.Revision.User == "" {
 		user := rec.User
 		if user == nil {
 			user = func(ctx context.Context) string { return revision.User(ctx, p.c) }
 		}
-		h.wg.Go(func() { h.user = user(ctx) })
+		h.Go(func() { h.user = user(ctx) })
 	}
-	h.wg.Go(func() { h.revisions, h.err = revision.List(ctx, p.c, p.cfg.App) })
+	h.Go(func() { h.revisions, h.err = revision.List(ctx, p.c, p.cfg.App) })
 }
 
 func newPass(c *kube.Client, cfg Config) *pass {
@@ -431,17 +422,12 @@ func newPass(c *kube.Client, cfg Config) *pass {
 
 // load reads the app's parent and its neighbours' at once.
 func (p *pass) load(ctx context.Context) error {
-	var (
-		oErr error
-		wg   sync.WaitGroup
-	)
-	wg.Go(func() { p.others, oErr = inventory.LoadNeighbours(ctx, p.c, p.cfg.App) })
-	set, err := inventory.Load(ctx, p.c, p.cfg.App)
-	wg.Wait()
-	if err = cmp.Or(err, oErr); err != nil {
+	set, others, err := inventory.LoadWithNeighbours(ctx, p.c, p.cfg.App)
+	if err != nil {
 		return err
 	}
-	p.set, p.last = set, *set
+	// A snapshot: writing the parent changes the set's Version.
+	p.set, p.others, p.last = set, others, *set
 	return nil
 }
 

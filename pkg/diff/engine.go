@@ -1,7 +1,6 @@
 package diff
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,22 +101,23 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	// The inventories, and the metadata the skip needs, are read at once.
 	var (
 		listings kube.Listings
-		others   *inventory.Neighbours
+		lists    sync.WaitGroup
 		set      = o.Set
-		setErr   error
-		reads    sync.WaitGroup
+		others   *inventory.Neighbours
+		err      error
 	)
 	skip := o.SkipUnchanged && !o.Force
 	if skip {
 		keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
-		reads.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
+		lists.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
 	}
 	if set == nil {
-		reads.Go(func() { set, setErr = inventory.Load(ctx, c, o.App) })
+		set, others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
+	} else {
+		others, err = inventory.LoadNeighbours(ctx, c, o.App)
 	}
-	others, err := inventory.LoadNeighbours(ctx, c, o.App)
-	reads.Wait()
-	if err = cmp.Or(setErr, err); err != nil {
+	lists.Wait()
+	if err != nil {
 		return nil, err
 	}
 	crds := object.CRDKinds(objs)

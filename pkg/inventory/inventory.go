@@ -6,6 +6,7 @@
 package inventory
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -179,6 +180,23 @@ func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 		return nil, fmt.Errorf("reading the inventory of app %s: %w", app, err)
 	}
 	return setOf(app, p)
+}
+
+// LoadWithNeighbours reads an app's set (Load) and what the cluster's
+// other apps hold (LoadNeighbours) at once: two reads, one round trip.
+func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, *Neighbours, error) {
+	var (
+		others *Neighbours
+		oErr   error
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() { others, oErr = LoadNeighbours(ctx, c, app) })
+	set, err := Load(ctx, c, app)
+	wg.Wait()
+	if err = cmp.Or(err, oErr); err != nil {
+		return nil, nil, err
+	}
+	return set, others, nil
 }
 
 // LoadAll reads the sets of every app kubectl fleet applied to the

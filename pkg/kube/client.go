@@ -154,14 +154,26 @@ func (c *Client) Scope(obj *unstructured.Unstructured) (dynamic.ResourceInterfac
 	if err != nil {
 		return nil, nil, err
 	}
-	switch {
-	case m.Scope.Name() != meta.RESTScopeNameNamespace:
-		obj.SetNamespace("")
-	case obj.GetNamespace() == "":
-		obj.SetNamespace(c.Namespace)
-		ri = c.Dynamic.Resource(m.Resource).Namespace(c.Namespace)
+	if ns := c.namespaceIn(m, obj); ns != obj.GetNamespace() {
+		obj.SetNamespace(ns)
+		if ns != "" {
+			ri = c.Dynamic.Resource(m.Resource).Namespace(ns)
+		}
 	}
 	return ri, m, nil
+}
+
+// namespaceIn is obj's namespace in the scope of its mapping m: none for a
+// cluster-scoped kind, the context's for a namespaced object without one.
+func (c *Client) namespaceIn(m *meta.RESTMapping, obj *unstructured.Unstructured) string {
+	switch ns := obj.GetNamespace(); {
+	case m.Scope.Name() != meta.RESTScopeNameNamespace:
+		return ""
+	case ns == "":
+		return c.Namespace
+	default:
+		return ns
+	}
 }
 
 // Apply server-side applies obj and returns the object as it was before
@@ -232,13 +244,7 @@ func (c *Client) ListKeys(objs []*unstructured.Unstructured, skip func(*unstruct
 		if err != nil {
 			continue
 		}
-		ns := obj.GetNamespace()
-		switch {
-		case m.Scope.Name() != meta.RESTScopeNameNamespace:
-			ns = ""
-		case ns == "":
-			ns = c.Namespace
-		}
+		ns := c.namespaceIn(m, obj)
 		if id := m.Resource.String() + "|" + ns; !seen[id] {
 			seen[id] = true
 			keys = append(keys, ListKey{m, ns})
