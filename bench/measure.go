@@ -61,8 +61,8 @@ func summarize(runs []run) stats {
 		s[i], cpu[i] = r.wall.Seconds(), r.cpu.Seconds()
 		rss = max(rss, r.maxRSS)
 	}
-	slices.Sort(s)
-	return stats{Median: median(s), Min: s[0], Max: s[len(s)-1], MaxRSS: rss, CPU: median(cpu), Runs: len(s)}
+	med := median(s) // sorts s
+	return stats{Median: med, Min: s[0], Max: s[len(s)-1], MaxRSS: rss, CPU: median(cpu), Runs: len(s)}
 }
 
 // median of xs, which it sorts.

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -504,22 +505,19 @@ func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*u
 	}
 	// The lists are reads: a few at a time, in one round trip or so.
 	results := make([]*unstructured.UnstructuredList, len(lists))
-	errs := make([]error, len(lists))
-	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(8)
 	for i, list := range lists {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			results[i], errs[i] = list()
+		g.Go(func() (err error) {
+			results[i], err = list()
+			return err
 		})
 	}
-	wg.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	var out []*unstructured.Unstructured
-	for i, list := range results {
-		if errs[i] != nil {
-			return nil, errs[i]
-		}
+	for _, list := range results {
 		out = append(out, items(list)...)
 	}
 	return out, nil
