@@ -198,7 +198,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 // listed, has not moved since. Anything else (not listed, gone, a
 // create-only or ignoreDifferences object) is left to the dry run.
 func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, o Options, claim func(obj *unstructured.Unstructured, labels map[string]string) string) (Object, bool) {
-	if !set.Exists || len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) {
+	if len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) {
 		return Object{}, false
 	}
 	_, m, err := c.Scope(obj)
