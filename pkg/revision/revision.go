@@ -114,6 +114,11 @@ type Revision struct {
 	NotStored string `json:"notStored,omitempty"`
 	// Chunks is how many Secrets hold the objects.
 	Chunks int `json:"chunks,omitempty"`
+	// Verification is whether the release passed its gates on the
+	// cluster. It is kept in an annotation of its own
+	// (VerificationAnnotation), written after the gates ran, never in
+	// InfoAnnotation.
+	Verification Verification `json:"verification,omitzero"`
 }
 
 // SecretName is the name of a revision's first Secret.
@@ -190,6 +195,7 @@ func infoOf(m *metav1.ObjectMeta) (Revision, error) {
 	if err != nil || n != r.Number {
 		return r, fmt.Errorf("secret %s/%s: label %s=%q does not match its record (revision %d)", inventory.Namespace, m.Name, NumberLabel, m.Labels[NumberLabel], r.Number)
 	}
+	r.Verification = verificationOf(m)
 	return r, nil
 }
 
@@ -327,7 +333,9 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 	if r.Chunks == 1 {
 		r.Chunks = 0 // the common case says nothing
 	}
-	info, err := json.Marshal(r)
+	record := *r
+	record.Verification = Verification{}
+	info, err := json.Marshal(record)
 	if err != nil {
 		return err
 	}

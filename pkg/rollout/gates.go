@@ -1,0 +1,91 @@
+// Package rollout holds what makes a fleet rollout safe across runs: what
+// a release's gates said on each cluster (Gates, recorded on the
+// revision it verified), and the promotion rule (Promotion): a later
+// group gets a release only once every cluster of the earlier groups runs
+// a verified revision of its current render, within the groups' failure
+// budgets. Both read and write the state kept in the clusters, so the
+// next run, a reconcile pass or another machine decide the same way.
+package rollout
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// Gates collects what one cluster's gates said during a run, app by app,
+// until the cluster's verdict is known: its apps' applies, health waits
+// and tests, then the group's checks and soak, which vouch for every app
+// of the cluster. The zero value is ready to use; it is safe for
+// concurrent use.
+type Gates struct {
+	mu sync.Mutex
+	// passed are the gates each app went through; "" holds the
+	// cluster's (checks, soak).
+	passed map[string][]string
+	// failed is why an app failed; "" holds the cluster's failure, which
+	// fails every app.
+	failed map[string]string
+	// unverified says why the gates did not (all) run, for every app.
+	unverified string
+}
+
+// Pass records that a gate passed for app ("" for the whole cluster):
+// "applied", "healthy", "tests", "check smoke", "soak 20s".
+func (g *Gates) Pass(app, gate string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.passed == nil {
+		g.passed = map[string][]string{}
+	}
+	g.passed[app] = append(g.passed[app], gate)
+}
+
+// Fail records why app ("" for the whole cluster) failed: "check smoke
+// failed", "tests failed". The first failure of each is kept.
+func (g *Gates) Fail(app, reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.failed == nil {
+		g.failed = map[string]string{}
+	}
+	if _, ok := g.failed[app]; !ok {
+		g.failed[app] = reason
+	}
+}
+
+// Unverified records why the gates did not all run ("gates skipped
+// (--skip-gates)", "app db failed first"); an app that did not fail
+// itself is then unverified, not verified. The first reason is kept.
+func (g *Gates) Unverified(reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.unverified == "" {
+		g.unverified = reason
+	}
+}
+
+// Verdict is app's verification from what was recorded: failed when it or
+// the cluster failed, unverified when it was never applied in this run or
+// a gate did not run, verified otherwise.
+func (g *Gates) Verdict(app string) revision.Verification {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	gates := slices.Concat(g.passed[app], g.passed[""])
+	switch {
+	case g.failed[app] != "":
+		return revision.Verification{State: revision.Failed, Reason: g.failed[app], Gates: gates}
+	case g.failed[""] != "":
+		return revision.Verification{State: revision.Failed, Reason: g.failed[""], Gates: gates}
+	case !slices.Contains(g.passed[app], Applied):
+		return revision.Verification{State: revision.Unverified, Reason: "not applied in this run", Gates: gates}
+	case g.unverified != "":
+		return revision.Verification{State: revision.Unverified, Reason: g.unverified, Gates: gates}
+	}
+	return revision.Verification{State: revision.Verified, Gates: gates}
+}
+
+// Applied is the gate every verified release went through: its objects
+// were applied without an error.
+const Applied = "applied"

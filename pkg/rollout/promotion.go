@@ -1,0 +1,210 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// Release is what one cluster runs of one app.
+type Release struct {
+	// Exists: the app's set exists on the cluster.
+	Exists bool
+	// Revision is the current revision (0: none recorded), Digest its
+	// render's digest.
+	Revision int
+	Digest   string
+	// Verification is what the gates said of the current revision.
+	Verification revision.Verification
+}
+
+// Reader reads what a cluster runs of an app: ClusterReader on real
+// clusters, a fake in tests.
+type Reader interface {
+	Release(ctx context.Context, cluster, app string) (Release, error)
+}
+
+// Group is one group of the fleet with the renders its clusters get: the
+// digest of each app's current render, per cluster.
+type Group struct {
+	Name        string
+	MaxFailures int
+	// Clusters are the group's clusters that something is rendered for,
+	// in fleet order.
+	Clusters []string
+	// Renders maps cluster, then app, to the digest of its render.
+	Renders map[string]map[string]string
+}
+
+// Promotion is the promotion rule: a wave (a group) starts only when
+// every cluster of every earlier group that the wave's apps target runs
+// a verified revision of its current render; clusters that do not count
+// against their group's maxFailures.
+type Promotion struct {
+	// Groups are the fleet's groups in order, each with its renders.
+	Groups []Group
+	Reader Reader
+	// Parallel bounds the clusters read at once (0: 16).
+	Parallel int
+
+	mu sync.Mutex
+	// known are the releases this run verified or failed, by
+	// cluster/app: they need not be read back, and count even where the
+	// cluster did not let the verdict be recorded.
+	known map[string]Release
+}
+
+// Note records what this run left a cluster running of an app.
+func (p *Promotion) Note(cluster, app string, r Release) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.known == nil {
+		p.known = map[string]Release{}
+	}
+	p.known[cluster+"/"+app] = r
+}
+
+// BlockedError says why a wave did not start.
+type BlockedError struct {
+	Wave string
+	// Reasons name each cluster that holds the wave back.
+	Reasons []string
+}
+
+func (e *BlockedError) Error() string {
+	return fmt.Sprintf("%s not started: %s", e.Wave, strings.Join(e.Reasons, "; "))
+}
+
+// Check returns nil when wave, which deploys apps, may start, else a
+// *BlockedError naming the clusters of the first earlier group whose
+// unverified clusters exceed its maxFailures.
+func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error {
+	for _, g := range p.Groups {
+		if g.Name == wave {
+			return nil
+		}
+		reasons := p.unverified(ctx, g, apps)
+		if len(reasons) > g.MaxFailures {
+			return &BlockedError{Wave: wave, Reasons: reasons}
+		}
+	}
+	return nil
+}
+
+// unverified returns, for each cluster of g that does not run a verified
+// revision of its render of one of apps, why.
+func (p *Promotion) unverified(ctx context.Context, g Group, apps []string) []string {
+	reasons := make([]string, len(g.Clusters))
+	sem := make(chan struct{}, max(1, p.parallel()))
+	var wg sync.WaitGroup
+	for i, cluster := range g.Clusters {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			for _, app := range apps {
+				digest, ok := g.Renders[cluster][app]
+				if !ok {
+					continue // the app does not go to this cluster
+				}
+				if why := p.why(ctx, cluster, app, digest); why != "" {
+					reasons[i] = why
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var out []string
+	for _, r := range reasons {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (p *Promotion) parallel() int {
+	if p.Parallel > 0 {
+		return p.Parallel
+	}
+	return 16
+}
+
+// why says why cluster does not run a verified revision of digest, or ""
+// when it does.
+func (p *Promotion) why(ctx context.Context, cluster, app, digest string) string {
+	p.mu.Lock()
+	r, ok := p.known[cluster+"/"+app]
+	p.mu.Unlock()
+	if !ok {
+		var err error
+		if r, err = p.Reader.Release(ctx, cluster, app); err != nil {
+			return fmt.Sprintf("%s: %s cannot be read: %v", cluster, app, err)
+		}
+	}
+	return Why(cluster, app, digest, r)
+}
+
+// Why says why a release r of app on cluster is not a verified revision
+// of the render whose digest is given, or "" when it is.
+func Why(cluster, app, digest string, r Release) string {
+	switch {
+	case !r.Exists:
+		return fmt.Sprintf("%s does not run %s yet", cluster, app)
+	case r.Digest == "":
+		return fmt.Sprintf("%s runs %s without a recorded revision", cluster, app)
+	case r.Digest != digest:
+		return fmt.Sprintf("%s runs %s r%d, not this render (%s, rendered %s)", cluster, app, r.Revision, revision.ShortDigest(r.Digest), revision.ShortDigest(digest))
+	case r.Verification.State == revision.Verified:
+		return ""
+	case r.Verification.State == revision.Failed:
+		return fmt.Sprintf("%s runs %s r%d, not verified (%s)", cluster, app, r.Revision, r.Verification.Reason)
+	case r.Verification.Reason != "":
+		return fmt.Sprintf("%s runs %s r%d, not verified (unverified: %s)", cluster, app, r.Revision, r.Verification.Reason)
+	}
+	return fmt.Sprintf("%s runs %s r%d, not verified (its gates have not passed)", cluster, app, r.Revision)
+}
+
+// ClusterReader reads releases from the clusters: the app's ApplySet
+// parent names the current revision and its digest, the revision's
+// Secret its verification.
+type ClusterReader struct {
+	Connect func(ctx context.Context, cluster string) (*kube.Client, error)
+}
+
+// Release reads what cluster runs of app.
+func (k ClusterReader) Release(ctx context.Context, cluster, app string) (Release, error) {
+	client, err := k.Connect(ctx, cluster)
+	if err != nil {
+		return Release{}, err
+	}
+	return ReleaseOf(ctx, client, app)
+}
+
+// ReleaseOf reads what the cluster of client runs of app.
+func ReleaseOf(ctx context.Context, client *kube.Client, app string) (Release, error) {
+	set, err := inventory.Load(ctx, client, app)
+	if err != nil {
+		return Release{}, err
+	}
+	r := Release{Exists: set.Exists, Revision: set.Revision, Digest: set.Digest}
+	if !set.Exists || set.Revision == 0 {
+		return r, nil
+	}
+	rev, err := revision.Get(ctx, client, app, set.Revision)
+	switch {
+	case errors.Is(err, revision.ErrNotFound):
+		r.Verification = revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}
+	case err != nil:
+		return r, err
+	default:
+		r.Verification = rev.Verification
+	}
+	return r, nil
+}
