@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
@@ -44,6 +45,9 @@ type ApplyOptions struct {
 	Concurrency    int
 	SkipTests      bool
 	KeepTests      bool
+	// SkipGates runs no test, check or soak and promotes whatever the
+	// earlier groups run; the revisions are recorded as unverified.
+	SkipGates bool
 	// HistoryLimit keeps the newest revisions of each app per cluster.
 	HistoryLimit int
 	// Atomic rolls a failed cluster back to what it had before.
@@ -64,6 +68,11 @@ type ApplyOptions struct {
 	// they were before this apply, for a rollback after a failed soak.
 	mu     sync.Mutex
 	before map[string][]*inventory.Set
+	// gates are what each cluster's gates said in this run, and
+	// promotion the rule that holds a wave back until the earlier groups
+	// verified its release (nil: no rule, as in a dry run).
+	gates     map[string]*rollout.Gates
+	promotion *rollout.Promotion
 
 	// Set by reconcile, which runs apply's rollout pass after pass:
 	// forceApp says whether an app's apply to a cluster takes fields over
@@ -121,7 +130,8 @@ Exit codes:
 	o.addRolloutFlags(cmd)
 	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
 	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
-	cmd.Flags().BoolVar(&o.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so")
+	cmd.Flags().BoolVar(&o.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so, and the revisions are recorded as unverified")
+	cmd.Flags().BoolVar(&o.SkipGates, "skip-gates", false, "for emergencies: run no test, check or soak, and do not wait for the earlier groups to have verified the release; the revisions are recorded as unverified")
 	cmd.Flags().BoolVar(&o.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
 	cmd.Flags().StringVar(&o.PlanFile, "plan", "", "apply only if, per cluster, the render and the live objects are still what this plan (diff --out) saw; else that cluster fails, nothing written to it")
 	cmd.Flags().BoolVar(&o.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
@@ -252,7 +262,7 @@ func (c *counts) of(cluster string) map[apply.Action]int {
 
 // Run applies.
 func (o *ApplyOptions) Run(ctx context.Context) error {
-	o.SourceOptions.withTests = !o.SkipTests
+	o.SourceOptions.withTests = !o.SkipTests && !o.SkipGates
 	if !o.dryRun() {
 		o.SourceOptions.warm = o.warm
 	}
@@ -274,6 +284,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		if err := o.plan.Agree(apps); err != nil {
 			return err
 		}
+	}
+	if err := o.promote(ctx, r); err != nil {
+		return err
 	}
 	return o.rollout(ctx, r, "apply")
 }
@@ -319,10 +332,14 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	pr := o.newProgress(r.clusters, p.json)
 	var tally counts
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
-	if !dryRun && o.rollback == nil {
+	if o.verifies() && !o.SkipGates {
 		o.setSoaks(r, ws, p, pr, &tally)
 	}
-	if o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }) {
+	o.promotionGates(ctx, r, ws, p)
+	switch {
+	case o.SkipGates && o.verifies():
+		p.notes = append(p.notes, "Gates were skipped (--skip-gates): no test, check or soak ran, the earlier groups' verification was not required, and the revisions are unverified.")
+	case o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }):
 		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
 	}
 	_, byName := index(r.clusters)
@@ -498,14 +515,23 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			}
 		}
 	}
-	if len(errs) == 0 && !dryRun && ctx.Err() == nil && o.rollback == nil {
+	gates := o.gatesOf(c.Name)
+	switch {
+	case o.SkipGates:
+		gates.Unverified("", "gates skipped (--skip-gates)")
+	case len(failed) > 0:
+		gates.Unverified("", "gates not run: "+strings.Join(slices.Sorted(maps.Keys(failed)), ", ")+" failed")
+	case o.verifies() && ctx.Err() == nil:
 		cluster := render.ClusterOf(r.fleet, c)
 		if len(results) > 0 {
 			cluster = results[0].Cluster // with the attributes read from it
 		}
-		if err := o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally); err != nil {
+		if err := o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally, gates); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) > 0 || !o.soaks(r.fleet, c) {
+		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
 	}
 	if o.Atomic {
 		o.mu.Lock()
@@ -589,11 +615,30 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 		},
 		Record: record,
 	})
-	if err == nil && len(tests) > 0 && !dryRun {
+	gates := o.gatesOf(c.Name)
+	switch {
+	case err != nil:
+		gates.Fail(app, reason("apply failed", err))
+		return err
+	case wait:
+		gates.Pass(app, rollout.Applied)
+		gates.Pass(app, "healthy")
+	default:
+		gates.Pass(app, rollout.Applied)
+	}
+	if a := r.fleet.App(app); a != nil && a.Tests != "" && (o.SkipTests || o.SkipGates) {
+		gates.Unverified(app, "tests skipped (--skip-tests)")
+	}
+	if len(tests) > 0 && !dryRun {
 		pr.stage(c.Name, "testing %s", app)
 		testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 		err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
 		tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, passed(err)))
+		if err != nil {
+			gates.Fail(app, reason("tests failed", err))
+		} else {
+			gates.Pass(app, "tests")
+		}
 	}
 	return err
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 // CheckEvent is the JSON form of one check's result on a cluster.
@@ -36,13 +37,14 @@ type CheckEvent struct {
 // runChecks runs the checks of the cluster's group (groups[].verify), one
 // after the other, and returns the first failure. Each runs on this
 // machine with a kubeconfig that reaches only this cluster.
-func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress, tally *counts) error {
+func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress, tally *counts, gates *rollout.Gates) error {
 	grp := f.Group(c.Group)
 	if grp == nil || len(grp.Verify) == 0 {
 		return nil
 	}
 	kubeconfig, cleanup, err := singleContextKubeconfig(g, f, c)
 	if err != nil {
+		gates.Fail("", reason("checks", err))
 		return fmt.Errorf("checks: %w", err)
 	}
 	defer cleanup()
@@ -59,8 +61,10 @@ func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.
 			fmt.Fprintf(w, "check %s %s (%.1fs)%s\n", chk.Name, ev.State, ev.Seconds, strings.TrimSuffix(": "+ev.Error, ": "))
 		}
 		if err != nil {
+			gates.Fail("", reason("check "+chk.Name+" failed", err))
 			return fmt.Errorf("check %s: %w", chk.Name, err)
 		}
+		gates.Pass("", "check "+chk.Name)
 	}
 	return nil
 }

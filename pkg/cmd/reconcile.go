@@ -278,10 +278,20 @@ type appCheck struct {
 	Current  string
 	Revision int
 	Exists   bool
+	// Verification is what the gates said of the current revision,
+	// read when the render is the current revision's.
+	Verification revision.Verification
 	// Drifted are the objects that drifted or are missing, checked only
 	// when the render is the current revision's.
 	Drifted []string
 	Err     error
+}
+
+// unverified reports whether the render is what the cluster runs, but its
+// gates have not passed there (they failed, or never ran): the pass runs
+// them again, and a later group does not get it meanwhile.
+func (a appCheck) unverified() bool {
+	return !a.changed() && a.Verification.State != revision.Verified
 }
 
 // changed reports whether the render is not what the cluster runs.
@@ -297,16 +307,18 @@ type clusterCheck struct {
 
 // Decisions of a pass about a cluster.
 const (
-	decUnchanged = "unchanged"
-	decChanged   = "changed"
-	decDrifted   = "drifted"
-	decError     = "error"
+	decUnchanged  = "unchanged"
+	decChanged    = "changed"
+	decUnverified = "unverified"
+	decDrifted    = "drifted"
+	decError      = "error"
 )
 
 // decide says what a pass does with a cluster: apply it when an app's
-// render changed, when it could not be checked (apply then fails it
-// where it should, against its group's maxFailures), or when it drifted
-// and correctDrift; else skip it.
+// render changed, when a current revision is not verified (its gates run
+// again), when it could not be checked (apply then fails it where it
+// should, against its group's maxFailures), or when it drifted and
+// correctDrift; else skip it.
 func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) {
 	if c.Err != nil {
 		return decError, true
@@ -323,6 +335,11 @@ func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) 
 			return decChanged, true
 		}
 	}
+	for _, a := range c.Apps {
+		if a.unverified() {
+			return decUnverified, true
+		}
+	}
 	if drifted {
 		return decDrifted, correctDrift
 	}
@@ -334,6 +351,7 @@ func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) 
 // cluster; tests use fakes.
 type clusterState interface {
 	set(ctx context.Context, app string) (*inventory.Set, error)
+	verification(ctx context.Context, app string, n int) (revision.Verification, error)
 	drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error)
 }
 
@@ -347,6 +365,9 @@ func check(ctx context.Context, cluster string, st clusterState, results []rende
 		if err == nil {
 			a.Exists, a.Revision, a.Current = set.Exists, set.Revision, set.Digest
 			if !a.changed() {
+				a.Verification, err = st.verification(ctx, res.App, set.Revision)
+			}
+			if !a.changed() && err == nil {
 				a.Drifted, err = st.drifted(ctx, set, res.App, res.Objects)
 			}
 		}
@@ -365,6 +386,14 @@ type kubeState struct {
 
 func (k kubeState) set(ctx context.Context, app string) (*inventory.Set, error) {
 	return inventory.Load(ctx, k.client, app)
+}
+
+func (k kubeState) verification(ctx context.Context, app string, n int) (revision.Verification, error) {
+	r, err := revision.Get(ctx, k.client, app, n)
+	if errors.Is(err, revision.ErrNotFound) {
+		return revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}, nil
+	}
+	return r.Verification, err
 }
 
 // drifted is what status calls drift (a dry-run apply with force would
@@ -505,6 +534,11 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 			sub.tests = append(sub.tests, t)
 		}
 	}
+	// The promotion rule sees every selected cluster, those this pass
+	// skips too: a later group waits for what they have verified.
+	if err := a.promote(ctx, r); err != nil {
+		return end(ev, err)
+	}
 	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
 	a.onChange = func(cluster, app string, ch apply.Change) { o.metrics.applied(cluster, app, ch.Action) }
 	err = a.rollout(ctx, sub, "apply")
@@ -586,6 +620,8 @@ func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision st
 			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
 		case ac.changed():
 			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
+		case ac.unverified():
+			say(ev, fmt.Sprintf("%s: r%d %s: running its gates again", ac.App, ac.Revision, ac.Verification))
 		case len(ac.Drifted) > 0:
 			what := "not corrected (--correct-drift corrects it)"
 			if o.CorrectDrift {

@@ -70,9 +70,20 @@ func TestReconcileCheck(t *testing.T) {
 	applyRecorded(t, c, "web", objs, false)
 	st := kubeState{client: c.Client, ignore: func(string) []object.IgnoreRule { return nil }, concurrency: 4}
 
+	// Applied, its gates not run: unverified, so applied again.
 	got := check(ctx, "c1", st, results("web", objs...))
-	if a := got.Apps[0]; a.Err != nil || a.changed() || len(a.Drifted) > 0 || a.Revision != 1 {
+	if a := got.Apps[0]; a.Err != nil || a.changed() || !a.unverified() || a.Revision != 1 {
 		t.Fatalf("after apply: %+v", a)
+	}
+	if d, do := got.decide(false); d != decUnverified || !do {
+		t.Errorf("unverified: decide = %s, %v", d, do)
+	}
+	if err := revision.Verify(ctx, c.Client, "web", 1, revision.Verification{State: revision.Verified}); err != nil {
+		t.Fatal(err)
+	}
+	got = check(ctx, "c1", st, results("web", objs...))
+	if a := got.Apps[0]; a.Err != nil || a.changed() || a.unverified() || len(a.Drifted) > 0 || a.Revision != 1 {
+		t.Fatalf("after apply and its gates: %+v", a)
 	}
 	for _, correct := range []bool{false, true} {
 		if d, do := got.decide(correct); d != decUnchanged || do {
@@ -137,6 +148,9 @@ type fakeState struct {
 	drift   map[string][]string
 	err     error
 	checked []string
+	// verified are the current revisions' verifications (default:
+	// verified).
+	verified map[string]revision.Verification
 }
 
 func (f *fakeState) set(_ context.Context, app string) (*inventory.Set, error) {
@@ -147,6 +161,13 @@ func (f *fakeState) set(_ context.Context, app string) (*inventory.Set, error) {
 		return s, nil
 	}
 	return &inventory.Set{App: app}, nil
+}
+
+func (f *fakeState) verification(_ context.Context, app string, _ int) (revision.Verification, error) {
+	if v, ok := f.verified[app]; ok {
+		return v, nil
+	}
+	return revision.Verification{State: revision.Verified}, nil
 }
 
 func (f *fakeState) drifted(_ context.Context, _ *inventory.Set, app string, _ []*unstructured.Unstructured) ([]string, error) {
@@ -176,6 +197,9 @@ func TestReconcileDecide(t *testing.T) {
 		{"changed and drifted", &fakeState{sets: map[string]*inventory.Set{"web": current("web")}, drift: map[string][]string{"web": {"configmap/a -n web"}}}, decChanged, true, true, []string{"web"}},
 		{"no revision recorded", &fakeState{sets: map[string]*inventory.Set{"web": {App: "web", Exists: true}, "db": current("db")}}, decChanged, true, true, []string{"db"}},
 		{"cannot read", &fakeState{err: fmt.Errorf("forbidden")}, decError, true, true, nil},
+		{"a check failed", &fakeState{sets: map[string]*inventory.Set{"web": current("web"), "db": current("db")}, verified: map[string]revision.Verification{"db": {State: revision.Failed, Reason: "check smoke failed"}}}, decUnverified, true, true, []string{"web", "db"}},
+		{"never verified", &fakeState{sets: map[string]*inventory.Set{"web": current("web"), "db": current("db")}, verified: map[string]revision.Verification{"web": {State: revision.Unverified}}}, decUnverified, true, true, []string{"web", "db"}},
+		{"changed beats unverified", &fakeState{sets: map[string]*inventory.Set{"web": current("web")}, verified: map[string]revision.Verification{"web": {State: revision.Failed}}}, decChanged, true, true, []string{"web"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			rs := append(results("web", cm), results("db", cm)...)

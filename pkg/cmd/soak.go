@@ -26,12 +26,14 @@ type SoakEvent struct {
 // soakInterval is how often a soak reads the objects.
 var soakInterval = 5 * time.Second
 
-// setSoaks gives every wave but the last whose group has a soak an After
-// hook: after the group succeeded, its applied objects are watched that
-// long, and an object that is no longer healthy fails its cluster (and so,
-// by the group's budget, the rollout).
+// setSoaks gives every wave whose group has a soak an After hook: after
+// the group succeeded, its applied objects are watched that long, and an
+// object that is no longer healthy fails its cluster (and so, by the
+// group's budget, the rollout; --atomic rolls it back). The last group
+// soaks too: nothing follows it, but its verdict, --atomic and the exit
+// code wait for the soak.
 func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *progress, tally *counts) {
-	for i := range ws[:max(0, len(ws)-1)] {
+	for i := range ws {
 		g := r.fleet.Group(ws[i].Name)
 		if g == nil || g.Soak <= 0 {
 			continue
@@ -76,6 +78,8 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 				pr.stage(name, "soak, %s left", time.Until(end).Round(time.Second))
 				if err := o.soakCheck(ctx, r, name); err != nil {
 					report(name, "failed", time.Until(end), err)
+					o.gatesOf(name).Fail("", reason("soak failed", err))
+					o.settleSoak(ctx, r, name, p, tally)
 					err = o.rollBack(ctx, r, name, fmt.Errorf("soak: %w", err), p, pr, tally)
 					mu.Lock()
 					errs[name] = err
@@ -84,6 +88,8 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 				}
 				if time.Now().After(end) {
 					report(name, "passed", 0, nil)
+					o.gatesOf(name).Pass("", "soak "+d.String())
+					o.settleSoak(ctx, r, name, p, tally)
 					return
 				}
 				next = next.Add(soakInterval)
@@ -125,4 +131,13 @@ func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered, name string) 
 		}
 	}
 	return nil
+}
+
+// settleSoak records the verdict of a cluster whose soak ended.
+func (o *ApplyOptions) settleSoak(ctx context.Context, r *rendered, name string, p *printer, tally *counts) {
+	client, err := o.connect(ctx, r.fleet, r.fleet.Cluster(name))
+	if err != nil {
+		return // soakCheck said so
+	}
+	o.settle(ctx, client, r, name, p, tally)
 }

@@ -27,8 +27,9 @@ type Gates struct {
 	// failed is why an app failed; "" holds the cluster's failure, which
 	// fails every app.
 	failed map[string]string
-	// unverified says why the gates did not (all) run, for every app.
-	unverified string
+	// unverified says why the gates of an app did not (all) run; ""
+	// holds the cluster's reason, for every app.
+	unverified map[string]string
 }
 
 // Pass records that a gate passed for app ("" for the whole cluster):
@@ -55,14 +56,18 @@ func (g *Gates) Fail(app, reason string) {
 	}
 }
 
-// Unverified records why the gates did not all run ("gates skipped
-// (--skip-gates)", "app db failed first"); an app that did not fail
-// itself is then unverified, not verified. The first reason is kept.
-func (g *Gates) Unverified(reason string) {
+// Unverified records why the gates of app ("" for the whole cluster) did
+// not all run ("gates skipped (--skip-gates)", "gates not run: db
+// failed"); an app that did not fail is then unverified, not verified.
+// The first reason of each is kept.
+func (g *Gates) Unverified(app, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.unverified == "" {
-		g.unverified = reason
+	if g.unverified == nil {
+		g.unverified = map[string]string{}
+	}
+	if _, ok := g.unverified[app]; !ok {
+		g.unverified[app] = reason
 	}
 }
 
@@ -80,8 +85,10 @@ func (g *Gates) Verdict(app string) revision.Verification {
 		return revision.Verification{State: revision.Failed, Reason: g.failed[""], Gates: gates}
 	case !slices.Contains(g.passed[app], Applied):
 		return revision.Verification{State: revision.Unverified, Reason: "not applied in this run", Gates: gates}
-	case g.unverified != "":
-		return revision.Verification{State: revision.Unverified, Reason: g.unverified, Gates: gates}
+	case g.unverified[app] != "":
+		return revision.Verification{State: revision.Unverified, Reason: g.unverified[app], Gates: gates}
+	case g.unverified[""] != "":
+		return revision.Verification{State: revision.Unverified, Reason: g.unverified[""], Gates: gates}
 	}
 	return revision.Verification{State: revision.Verified, Gates: gates}
 }

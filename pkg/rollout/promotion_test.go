@@ -149,12 +149,22 @@ func TestGatesVerdict(t *testing.T) {
 		{name: "another app failed first", build: func(g *Gates) {
 			g.Pass("web", Applied)
 			g.Fail("db", "apply failed")
-			g.Unverified("gates not run: db failed")
+			g.Unverified("", "gates not run: db failed")
 		}, app: "web", want: revision.Unverified, why: "gates not run: db failed"},
 		{name: "skipped gates", build: func(g *Gates) {
 			g.Pass("web", Applied)
-			g.Unverified("gates skipped (--skip-gates)")
+			g.Unverified("", "gates skipped (--skip-gates)")
 		}, app: "web", want: revision.Unverified, why: "--skip-gates"},
+		{name: "own tests skipped", build: func(g *Gates) {
+			g.Pass("web", Applied)
+			g.Pass("db", Applied)
+			g.Unverified("web", "tests skipped (--skip-tests)")
+		}, app: "web", want: revision.Unverified, why: "--skip-tests"},
+		{name: "another app's tests skipped", build: func(g *Gates) {
+			g.Pass("web", Applied)
+			g.Pass("db", Applied)
+			g.Unverified("web", "tests skipped (--skip-tests)")
+		}, app: "db", want: revision.Verified},
 		{name: "not applied", build: func(g *Gates) { g.Pass("", "check smoke") }, app: "web", want: revision.Unverified, why: "not applied"},
 	}
 	for _, tt := range tests {

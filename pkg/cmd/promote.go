@@ -1,0 +1,216 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// VerificationEvent is the JSON form of what a cluster's gates said of
+// the revision an app's apply left current.
+type VerificationEvent struct {
+	Type     string   `json:"type"`
+	Cluster  string   `json:"cluster"`
+	App      string   `json:"app"`
+	Revision int      `json:"revision,omitempty"`
+	State    string   `json:"state"`
+	Reason   string   `json:"reason,omitempty"`
+	Gates    []string `json:"gates,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}
+
+// gatesOf is what the gates of a cluster said so far in this run.
+func (o *ApplyOptions) gatesOf(cluster string) *rollout.Gates {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.gates == nil {
+		o.gates = map[string]*rollout.Gates{}
+	}
+	g, ok := o.gates[cluster]
+	if !ok {
+		g = &rollout.Gates{}
+		o.gates[cluster] = g
+	}
+	return g
+}
+
+// verifies reports whether this run's gates decide whether the releases
+// it applies are verified: a real apply, not a rollback (which restores a
+// release and runs no gates).
+func (o *ApplyOptions) verifies() bool { return !o.dryRun() && o.rollback == nil }
+
+// soaks reports whether cluster's group watches it after its apply: its
+// verdict then waits for the soak.
+func (o *ApplyOptions) soaks(f *fleet.Fleet, c *fleet.Cluster) bool {
+	g := f.Group(c.Group)
+	return g != nil && g.Soak > 0 && !o.SkipGates
+}
+
+// settle records, on the revision each app's apply left current on a
+// cluster, what the gates said of it (rollout.Gates.Verdict), says it, and
+// tells the promotion rule. Nothing is recorded after Ctrl-C: the gates
+// did not finish, and the revision stays as it was.
+func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rendered, cluster string, p *printer, tally *counts) {
+	if !o.verifies() || ctx.Err() != nil {
+		return
+	}
+	gates := o.gatesOf(cluster)
+	results := r.of(cluster)
+	revs := tally.revisionsOf(cluster)
+	w := p.cluster(cluster)
+	for _, res := range results {
+		n, ok := revs[res.App]
+		if !ok {
+			continue // not applied in this run
+		}
+		v := gates.Verdict(res.App)
+		err := revision.Verify(context.WithoutCancel(ctx), client, res.App, n, v)
+		if o.promotion != nil {
+			o.promotion.Note(cluster, res.App, rollout.Release{Exists: true, Revision: n, Digest: revision.Digest(res.Objects), Verification: v})
+		}
+		sayVerdict(p, w, cluster, res.App, len(results) > 1, n, v, err)
+	}
+}
+
+// sayVerdict prints one app's verdict: "revision 8 verified", "revision 8
+// failed (check smoke failed)".
+func sayVerdict(p *printer, w io.Writer, cluster, app string, withApp bool, n int, v revision.Verification, err error) {
+	if p.json {
+		p.event(VerificationEvent{Type: "verification", Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err)})
+		return
+	}
+	line := fmt.Sprintf("revision %d %s", n, v)
+	if err != nil {
+		line += "; not recorded: " + err.Error()
+	}
+	if withApp {
+		line = app + ": " + line
+	}
+	fmt.Fprintln(w, line)
+}
+
+// reason is an error in one short line, for a verdict.
+func reason(what string, err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", "; ")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return what + ": " + s
+}
+
+// promote builds the promotion rule of a rollout of r: the renders of
+// every group's clusters that the run's apps go to, those of earlier
+// groups that are not selected rendered too (a render error stops the
+// command before anything is written). Dry runs, rollbacks and
+// --skip-gates have none.
+func (o *ApplyOptions) promote(ctx context.Context, r *rendered) error {
+	if !o.verifies() || o.SkipGates {
+		return nil
+	}
+	upstream, err := o.renderUpstream(ctx, r)
+	if err != nil {
+		return err
+	}
+	all := slices.Concat(r.results, upstream)
+	var groups []rollout.Group
+	for _, g := range r.fleet.Groups {
+		rg := rollout.Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]string{}}
+		for _, res := range all {
+			c := res.Cluster.Name
+			if res.Cluster.Group != g.Name {
+				continue
+			}
+			if rg.Renders[c] == nil {
+				rg.Renders[c] = map[string]string{}
+				rg.Clusters = append(rg.Clusters, c)
+			}
+			rg.Renders[c][res.App] = revision.Digest(res.Objects)
+		}
+		groups = append(groups, rg)
+	}
+	o.promotion = &rollout.Promotion{Groups: groups, Parallel: o.Parallel, Reader: rollout.ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
+		return o.connect(ctx, r.fleet, r.fleet.Cluster(name))
+	}}}
+	return nil
+}
+
+// renderUpstream renders the run's apps for the clusters of the groups
+// before the last selected one that are not selected: what they must
+// have verified before a selected group gets the release.
+func (o *ApplyOptions) renderUpstream(ctx context.Context, r *rendered) ([]render.Result, error) {
+	ws := waves(r.fleet, r.clusters)
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	last := groupIndex(r.fleet, ws[len(ws)-1].Name)
+	var names []string
+	for i := range r.fleet.Clusters {
+		c := &r.fleet.Clusters[i]
+		if groupIndex(r.fleet, c.Group) >= last || slices.ContainsFunc(r.clusters, func(s *fleet.Cluster) bool { return s.Name == c.Name }) {
+			continue
+		}
+		if _, err := o.SourceOptions.apps(r.fleet, []*fleet.Cluster{c}, o.namespace()); err == nil {
+			names = append(names, c.Name) // an app of the run goes there
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	src := o.SourceOptions
+	src.withTests, src.warm = false, nil
+	if src.Manifests == "-" {
+		return nil, fmt.Errorf("the earlier groups' clusters (%s) must have verified what -f - renders, and standard input is read once: select them too, or pass --skip-gates", strings.Join(names, ", "))
+	}
+	up, err := o.render(ctx, fleet.Selection{Clusters: names}, &src, true)
+	if err != nil {
+		return nil, fmt.Errorf("checking what the earlier groups verified: %w", err)
+	}
+	return up.results, nil
+}
+
+// groupIndex is the position of a group in the fleet file.
+func groupIndex(f *fleet.Fleet, name string) int {
+	return slices.IndexFunc(f.Groups, func(g fleet.Group) bool { return g.Name == name })
+}
+
+// promotionGates puts the promotion rule before every wave of a rollout:
+// a wave starts once the earlier groups verified what its apps render.
+// A wave held back says why once, among the summary's notes.
+func (o *ApplyOptions) promotionGates(ctx context.Context, r *rendered, ws []runner.Wave, p *printer) {
+	if o.promotion == nil {
+		return
+	}
+	for i := range ws {
+		w := &ws[i]
+		var apps []string
+		for _, c := range w.Clusters {
+			for _, res := range r.of(c) {
+				if !slices.Contains(apps, res.App) {
+					apps = append(apps, res.App)
+				}
+			}
+		}
+		confirm := w.Gate
+		w.Gate = func() error {
+			if err := o.promotion.Check(ctx, w.Name, apps); err != nil {
+				p.mu.Lock()
+				p.notes = append(p.notes, err.Error()+" (--skip-gates promotes anyway)")
+				p.mu.Unlock()
+				return err
+			}
+			if confirm != nil {
+				return confirm()
+			}
+			return nil
+		}
+	}
+}
