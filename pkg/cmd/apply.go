@@ -618,7 +618,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 	gates := o.gatesOf(c.Name)
 	switch {
 	case err != nil:
-		gates.Fail(app, reason("apply failed", err))
+		gates.Fail(app, reason("apply", err))
 		return err
 	case wait:
 		gates.Pass(app, rollout.Applied)
@@ -635,7 +635,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 		err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
 		tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, passed(err)))
 		if err != nil {
-			gates.Fail(app, reason("tests failed", err))
+			gates.Fail(app, reason("tests", err))
 		} else {
 			gates.Pass(app, "tests")
 		}
@@ -835,7 +835,11 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
 			line += "; " + strings.Join(g, ", ")
 		}
-		if oc.Err != nil {
+		var blocked *rollout.BlockedError
+		switch {
+		case errors.As(oc.Err, &blocked):
+			line += ": the earlier groups have not verified this release (above)"
+		case oc.Err != nil:
 			line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
 		}
 		fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)

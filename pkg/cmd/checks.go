@@ -61,7 +61,7 @@ func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.
 			fmt.Fprintf(w, "check %s %s (%.1fs)%s\n", chk.Name, ev.State, ev.Seconds, strings.TrimSuffix(": "+ev.Error, ": "))
 		}
 		if err != nil {
-			gates.Fail("", reason("check "+chk.Name+" failed", err))
+			gates.Fail("", reason("check "+chk.Name, err))
 			return fmt.Errorf("check %s: %w", chk.Name, err)
 		}
 		gates.Pass("", "check "+chk.Name)

@@ -159,7 +159,7 @@ func (o *HistoryOptions) printTable(all []HistoryEntry) error {
 		return nil
 	}
 	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "CLUSTER\tAPP\tREVISION\tUPDATED\tBY\tSOURCE\tOBJECTS\tDIGEST\tDESCRIPTION")
+	fmt.Fprintln(w, "CLUSTER\tAPP\tREVISION\tSTATE\tUPDATED\tBY\tSOURCE\tOBJECTS\tDIGEST\tDESCRIPTION")
 	for _, e := range all {
 		n := strconv.Itoa(e.Number)
 		if e.Current {
@@ -169,7 +169,7 @@ func (o *HistoryOptions) printTable(all []HistoryEntry) error {
 		if e.NotStored != "" {
 			objects += " (not stored)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Cluster, e.App, n, e.Time.Local().Format(time.DateTime), dash(e.User), dash(e.Source.String()), objects, revision.ShortDigest(e.Digest), e.Description)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Cluster, e.App, n, e.Verification, e.Time.Local().Format(time.DateTime), dash(e.User), dash(e.Source.String()), objects, revision.ShortDigest(e.Digest), e.Description)
 	}
 	return w.Flush()
 }

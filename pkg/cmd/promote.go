@@ -98,7 +98,8 @@ func sayVerdict(p *printer, w io.Writer, cluster, app string, withApp bool, n in
 	fmt.Fprintln(w, line)
 }
 
-// reason is an error in one short line, for a verdict.
+// reason is why a gate failed, in one short line, for a verdict: "check
+// smoke: exit status 1".
 func reason(what string, err error) string {
 	s := strings.ReplaceAll(err.Error(), "\n", "; ")
 	if len(s) > 200 {

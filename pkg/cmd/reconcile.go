@@ -621,7 +621,7 @@ func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision st
 		case ac.changed():
 			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
 		case ac.unverified():
-			say(ev, fmt.Sprintf("%s: r%d %s: running its gates again", ac.App, ac.Revision, ac.Verification))
+			say(ev, fmt.Sprintf("%s: r%d %s; running its gates again", ac.App, ac.Revision, ac.Verification))
 		case len(ac.Drifted) > 0:
 			what := "not corrected (--correct-drift corrects it)"
 			if o.CorrectDrift {

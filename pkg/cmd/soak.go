@@ -78,7 +78,7 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 				pr.stage(name, "soak, %s left", time.Until(end).Round(time.Second))
 				if err := o.soakCheck(ctx, r, name); err != nil {
 					report(name, "failed", time.Until(end), err)
-					o.gatesOf(name).Fail("", reason("soak failed", err))
+					o.gatesOf(name).Fail("", reason("soak", err))
 					o.settleSoak(ctx, r, name, p, tally)
 					err = o.rollBack(ctx, r, name, fmt.Errorf("soak: %w", err), p, pr, tally)
 					mu.Lock()

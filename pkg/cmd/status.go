@@ -209,7 +209,7 @@ func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]s
 			state, n := a.Summary()
 			ra := report.App{Name: a.App, State: fmt.Sprintf("%s %d/%d", state, n, len(a.Objects)), Failed: !a.OK()}
 			if a.Revision > 0 {
-				ra.State += fmt.Sprintf(" r%d", a.Revision)
+				ra.State += " " + a.RevisionLabel()
 			}
 			if ra.Failed && !c.Failed && !c.Skipped {
 				c.State, c.Failed = "not ok", true
@@ -316,7 +316,7 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 					state, n := a.Summary()
 					cells[i] = fmt.Sprintf("%s %d/%d", state, n, len(a.Objects))
 					if a.Revision > 0 {
-						cells[i] += fmt.Sprintf(" r%d", a.Revision)
+						cells[i] += " " + a.RevisionLabel()
 					}
 				}
 			}
@@ -406,6 +406,9 @@ func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, resu
 			rev := "no revision"
 			if a.Revision > 0 {
 				rev = fmt.Sprintf("revision %d", a.Revision)
+				if v := a.Verification; v != nil {
+					rev += " " + v.String()
+				}
 				if a.Source != "" {
 					rev += " from " + a.Source
 				}

@@ -41,23 +41,23 @@ const (
 type Verification struct {
 	State State     `json:"state"`
 	Time  time.Time `json:"time,omitzero"`
-	// Reason says why a release failed or is unverified: "check smoke
-	// failed", "gates skipped (--skip-gates)".
+	// Reason says why a release failed or is unverified, gate first:
+	// "check smoke: exit status 1", "gates skipped (--skip-gates)".
 	Reason string `json:"reason,omitempty"`
 	// Gates are the gates it went through: "applied", "healthy", "tests",
 	// "check smoke", "soak 5m0s".
 	Gates []string `json:"gates,omitempty"`
 }
 
-// String is the state with its reason: "verified", "failed: check smoke
-// failed", "unverified".
+// String is the state with its reason: "verified", "failed: check smoke:
+// exit status 1", "unverified: gates skipped (--skip-gates)".
 func (v Verification) String() string {
 	s := string(v.State)
 	if s == "" {
 		s = string(Unverified)
 	}
 	if v.Reason != "" && v.State != Verified {
-		s += " (" + v.Reason + ")"
+		s += ": " + v.Reason
 	}
 	return s
 }
@@ -117,7 +117,7 @@ func Get(ctx context.Context, c *kube.Client, app string, n int) (Revision, erro
 }
 
 // Label is a revision's number and state in a few words: "r7 verified",
-// "r8 failed (check smoke failed)".
+// "r8 failed: check smoke: exit status 1".
 func (r Revision) Label() string {
 	return strings.TrimSpace(fmt.Sprintf("r%d %s", r.Number, r.Verification))
 }

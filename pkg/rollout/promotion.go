@@ -163,10 +163,8 @@ func Why(cluster, app, digest string, r Release) string {
 		return fmt.Sprintf("%s runs %s r%d, not this render (%s, rendered %s)", cluster, app, r.Revision, revision.ShortDigest(r.Digest), revision.ShortDigest(digest))
 	case r.Verification.State == revision.Verified:
 		return ""
-	case r.Verification.State == revision.Failed:
-		return fmt.Sprintf("%s runs %s r%d, not verified (%s)", cluster, app, r.Revision, r.Verification.Reason)
 	case r.Verification.Reason != "":
-		return fmt.Sprintf("%s runs %s r%d, not verified (unverified: %s)", cluster, app, r.Revision, r.Verification.Reason)
+		return fmt.Sprintf("%s runs %s r%d, not verified (%s)", cluster, app, r.Revision, r.Verification)
 	}
 	return fmt.Sprintf("%s runs %s r%d, not verified (its gates have not passed)", cluster, app, r.Revision)
 }

@@ -71,7 +71,7 @@ func TestPromotionCheck(t *testing.T) {
 		{name: "all verified", releases: good, wave: "production", apps: []string{"web"}},
 		{name: "the first group always starts", releases: map[string]Release{}, wave: "staging", apps: []string{"web"}},
 		{name: "a failed check holds production", releases: with("staging-eu/web", Release{Exists: true, Revision: 8, Digest: "sha256:s-eu", Verification: checkFails}), wave: "production", apps: []string{"web"},
-			want: "production not started: staging-eu runs web r8, not verified (check smoke failed)"},
+			want: "production not started: staging-eu runs web r8, not verified (failed: check smoke failed)"},
 		{name: "unverified holds production", releases: with("staging-us/web", Release{Exists: true, Revision: 3, Digest: "sha256:s-us", Verification: revision.Verification{State: revision.Unverified}}), wave: "production", apps: []string{"web"},
 			want: "production not started: staging-us runs web r3, not verified (its gates have not passed)"},
 		{name: "an older render holds production", releases: with("staging-us/web", Release{Exists: true, Revision: 2, Digest: "sha256:old", Verification: verified}), wave: "production", apps: []string{"web"},
@@ -83,7 +83,7 @@ func TestPromotionCheck(t *testing.T) {
 			want: "staging-us: web cannot be read: connection refused"},
 		{name: "an app the wave does not deploy does not hold it", releases: with("staging-eu/db", Release{Exists: true, Revision: 2, Digest: "sha256:db-eu", Verification: checkFails}), wave: "production", apps: []string{"web"}},
 		{name: "every earlier group counts", releases: with("prod-eu/web", Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: checkFails}), wave: "edge", apps: []string{"web"},
-			want: "edge not started: prod-eu runs web r5, not verified (check smoke failed)"},
+			want: "edge not started: prod-eu runs web r5, not verified (failed: check smoke failed)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -69,10 +69,11 @@ type Outcome struct {
 func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Context, cluster string) error) []Outcome {
 	var out []Outcome
 	stopped := false
+	var why error // why the later waves did not start
 	for _, w := range waves {
 		outcomes := make([]Outcome, len(w.Clusters))
 		for i, c := range w.Clusters {
-			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, State: NotStarted}
+			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, State: NotStarted, Err: why}
 		}
 		if !stopped && w.Gate != nil {
 			if err := w.Gate(); err != nil {
@@ -80,6 +81,7 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 					outcomes[i].Err = err
 				}
 				stopped = true
+				why = err
 			}
 		}
 		if !stopped {
@@ -87,6 +89,9 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 		}
 		if !stopped && w.After != nil && ctx.Err() == nil {
 			stopped = after(ctx, w, outcomes)
+		}
+		if stopped && why == nil && ctx.Err() == nil {
+			why = overBudget(w, outcomes)
 		}
 		out = append(out, outcomes...)
 	}
@@ -169,4 +174,19 @@ func after(ctx context.Context, w Wave, outcomes []Outcome) bool {
 		}
 	}
 	return failed > w.MaxFailures || ctx.Err() != nil
+}
+
+// overBudget says why a wave stopped the rollout: more of its clusters
+// failed than it tolerates. Nil when it did not fail (its gate refused).
+func overBudget(w Wave, outcomes []Outcome) error {
+	failed := 0
+	for _, o := range outcomes {
+		if o.State == Failed {
+			failed++
+		}
+	}
+	if failed <= w.MaxFailures {
+		return nil
+	}
+	return fmt.Errorf("%s failed (%d of %d clusters; maxFailures %d)", w.Name, failed, len(outcomes), w.MaxFailures)
 }

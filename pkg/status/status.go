@@ -48,9 +48,36 @@ type App struct {
 	LastApplied string `json:"lastApplied,omitempty"`
 	// Revision is the app's current revision (0: none recorded), and
 	// Source its source commit when it came from git.
-	Revision int      `json:"revision,omitempty"`
-	Source   string   `json:"source,omitempty"`
-	Objects  []Object `json:"objects"`
+	Revision int    `json:"revision,omitempty"`
+	Source   string `json:"source,omitempty"`
+	// Verification is what the gates said of the current revision.
+	Verification *revision.Verification `json:"verification,omitempty"`
+	Objects      []Object               `json:"objects"`
+}
+
+// RevisionLabel is the current revision and its state: "r8 verified",
+// "r8 failed"; "" when none is recorded.
+func (a App) RevisionLabel() string {
+	switch {
+	case a.Revision == 0:
+		return ""
+	case a.Verification == nil:
+		return fmt.Sprintf("r%d", a.Revision)
+	}
+	return fmt.Sprintf("r%d %s", a.Revision, a.Verification.State)
+}
+
+// verificationOf reads what the gates said of an app's current revision;
+// nil when there is none, or it cannot be read.
+func verificationOf(ctx context.Context, c *kube.Client, set *inventory.Set) *revision.Verification {
+	if set.Revision == 0 {
+		return nil
+	}
+	r, err := revision.Get(ctx, c, set.App, set.Revision)
+	if err != nil {
+		return nil
+	}
+	return &r.Verification
 }
 
 // Run computes the status of one app's rendered objects on a cluster.
@@ -64,7 +91,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 	if err != nil {
 		return App{}, err
 	}
-	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source}
+	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Verification: verificationOf(ctx, c, set)}
 	for _, d := range diffs {
 		if d.Kind == diff.Kept {
 			continue // leaves the app at its next apply --prune
@@ -106,7 +133,7 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, igno
 	if err != nil {
 		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
 	}
-	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source}
+	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Verification: verificationOf(ctx, c, set)}
 	for _, m := range members {
 		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
 		if res, err := object.Health(m); err != nil {
