@@ -30,12 +30,11 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
-// ApplyOptions are the options of "kubectl fleet apply".
-type ApplyOptions struct {
-	*GlobalOptions
-	SelectOptions
-	SourceOptions
-	WriteOptions
+// ApplyFlags are the values of a rollout's flags. They are registered
+// once (addRolloutFlags, addApplyFlags) for apply, rollback and reconcile,
+// and a reconcile pass copies them whole: a flag added here reaches every
+// pass without anyone copying it by hand.
+type ApplyFlags struct {
 	Diff           bool
 	ForceConflicts bool
 	Prune          bool
@@ -52,12 +51,25 @@ type ApplyOptions struct {
 	HistoryLimit int
 	// Atomic rolls a failed cluster back to what it had before.
 	Atomic bool
-	// locks are --lock-duration and --lock-timeout, and the locks taken.
-	locks locks
-	ReportOptions
 	// PlanFile is --plan: apply only what this plan (diff --out) saw.
 	PlanFile string
-	plan     *plan.Plan
+	// LockDuration is --lock-duration, LockTimeout --lock-timeout.
+	LockDuration, LockTimeout time.Duration
+	// Report is --report, ReportFormat --report-format.
+	Report, ReportFormat string
+}
+
+// ApplyOptions are the options of "kubectl fleet apply".
+type ApplyOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	WriteOptions
+	ApplyFlags
+	// locks are the locks taken; ReportOptions collects the report.
+	locks locks
+	ReportOptions
+	plan  *plan.Plan
 
 	// rollback, when set, makes the run a rollback: the objects come from
 	// revisions stored in the clusters (RollbackOptions).
@@ -128,26 +140,43 @@ Exit codes:
 	o.WriteOptions.addFlags(cmd, "apply", "do not ask before writing to protected groups", "clusters applied at once at most (a group's maxParallel may lower it)")
 	g.addSkipUnreachableFlag(cmd)
 	o.addRolloutFlags(cmd)
-	cmd.Flags().BoolVar(&o.Prune, "prune", false, "delete the app's objects that are no longer rendered")
-	cmd.Flags().BoolVar(&o.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
-	cmd.Flags().BoolVar(&o.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so, and the revisions are recorded as unverified")
-	cmd.Flags().BoolVar(&o.SkipGates, "skip-gates", false, "for emergencies: run no test, check or soak, and do not wait for the earlier groups to have verified the release; the revisions are recorded as unverified")
-	cmd.Flags().BoolVar(&o.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
+	o.addApplyFlags(cmd)
 	cmd.Flags().StringVar(&o.PlanFile, "plan", "", "apply only if, per cluster, the render and the live objects are still what this plan (diff --out) saw; else that cluster fails, nothing written to it")
-	cmd.Flags().BoolVar(&o.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
 	return cmd
 }
 
-// addRolloutFlags adds the flags apply and rollback share.
-func (o *ApplyOptions) addRolloutFlags(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&o.Diff, "diff", false, "print each cluster's diff before writing to it")
-	cmd.Flags().BoolVar(&o.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
-	cmd.Flags().BoolVar(&o.Wait, "wait", false, "wait until the objects are healthy; a cluster that is not within --timeout fails")
-	cmd.Flags().DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
-	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 32, "requests in flight per cluster")
-	cmd.Flags().IntVar(&o.HistoryLimit, "history-limit", revision.DefaultLimit, "revisions kept per app and cluster (0: all); older ones are deleted")
-	o.locks.addFlags(cmd)
-	o.ReportOptions.addFlags(cmd)
+// addRolloutFlags adds the flags apply, reconcile and rollback share.
+func (f *ApplyFlags) addRolloutFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.Diff, "diff", false, "print each cluster's diff before writing to it")
+	cmd.Flags().BoolVar(&f.ForceConflicts, "force-conflicts", false, "take fields over from other field managers")
+	cmd.Flags().BoolVar(&f.Wait, "wait", false, "wait until the objects are healthy; a cluster that is not within --timeout fails")
+	cmd.Flags().DurationVar(&f.Timeout, "timeout", 5*time.Minute, "how long --wait (and waiting for CRDs) may take per cluster")
+	cmd.Flags().IntVar(&f.Concurrency, "concurrency", 32, "requests in flight per cluster")
+	cmd.Flags().IntVar(&f.HistoryLimit, "history-limit", revision.DefaultLimit, "revisions kept per app and cluster (0: all); older ones are deleted")
+	addLockFlags(cmd, &f.LockDuration, &f.LockTimeout)
+	addReportFlags(cmd, &f.Report, &f.ReportFormat)
+}
+
+// addApplyFlags adds the flags of a rollout of renders, which apply and
+// reconcile share.
+func (f *ApplyFlags) addApplyFlags(cmd *cobra.Command) {
+	cmd.Flags().BoolVar(&f.Prune, "prune", false, "delete the app's objects that are no longer rendered")
+	cmd.Flags().BoolVar(&f.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
+	cmd.Flags().BoolVar(&f.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests); the summary says so, and the revisions are recorded as unverified")
+	cmd.Flags().BoolVar(&f.SkipGates, "skip-gates", false, "for emergencies: run no test, check or soak, and do not wait for the earlier groups to have verified the release; the revisions are recorded as unverified")
+	cmd.Flags().BoolVar(&f.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
+	cmd.Flags().BoolVar(&f.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
+}
+
+// runState readies the state a run keeps beside the flags: the locks'
+// durations and the report's collector.
+func (o *ApplyOptions) runState() error {
+	o.locks.Duration, o.locks.Timeout = o.LockDuration, o.LockTimeout
+	o.ReportOptions.Report, o.ReportOptions.ReportFormat = o.ApplyFlags.Report, o.ApplyFlags.ReportFormat
+	if err := o.ReportOptions.validate(); err != nil {
+		return err
+	}
+	return o.locks.validate()
 }
 
 // Validate checks the flags.
@@ -163,10 +192,7 @@ func (o *ApplyOptions) Validate() error {
 	case o.HistoryLimit < 0:
 		return fmt.Errorf("--history-limit must be 0 (keep all) or more")
 	}
-	if err := o.ReportOptions.validate(); err != nil {
-		return err
-	}
-	if err := o.locks.validate(); err != nil {
+	if err := o.runState(); err != nil {
 		return err
 	}
 	return o.SourceOptions.validate()

@@ -50,9 +50,12 @@ type LockEvent struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func (l *locks) addFlags(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&l.Duration, "lock-duration", lock.DefaultDuration, "how long an app's lock on a cluster outlives a run that died without releasing it (renewed every third of it while the run works)")
-	cmd.Flags().DurationVar(&l.Timeout, "lock-timeout", 0, "how long to wait for a lock another run holds (0: fail that app on that cluster at once)")
+func (l *locks) addFlags(cmd *cobra.Command) { addLockFlags(cmd, &l.Duration, &l.Timeout) }
+
+// addLockFlags adds --lock-duration and --lock-timeout.
+func addLockFlags(cmd *cobra.Command, duration, timeout *time.Duration) {
+	cmd.Flags().DurationVar(duration, "lock-duration", lock.DefaultDuration, "how long an app's lock on a cluster outlives a run that died without releasing it (renewed every third of it while the run works)")
+	cmd.Flags().DurationVar(timeout, "lock-timeout", 0, "how long to wait for a lock another run holds (0: fail that app on that cluster at once)")
 }
 
 func (l *locks) validate() error {

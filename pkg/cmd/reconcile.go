@@ -115,11 +115,7 @@ Exit codes (--once; the loop exits 0 when signalled):
 	cmd.Flags().IntVar(&a.Parallel, "parallel", 10, "clusters checked and applied at once at most (a group's maxParallel may lower it)")
 	g.addSkipUnreachableFlag(cmd)
 	a.addRolloutFlags(cmd)
-	cmd.Flags().BoolVar(&a.Prune, "prune", false, "delete the app's objects that are no longer rendered")
-	cmd.Flags().BoolVar(&a.AllowEmpty, "allow-empty", false, "let --prune act on an empty render (deletes everything of the app)")
-	cmd.Flags().BoolVar(&a.SkipTests, "skip-tests", false, "do not run the apps' tests (apps[].tests)")
-	cmd.Flags().BoolVar(&a.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
-	cmd.Flags().BoolVar(&a.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before the pass")
+	a.addApplyFlags(cmd)
 	cmd.Flags().DurationVar(&o.Interval, "interval", 5*time.Minute, "time between the end of a pass and the start of the next")
 	cmd.Flags().BoolVar(&o.Once, "once", false, "do one pass and exit with its result (for a CronJob)")
 	cmd.Flags().BoolVar(&o.CorrectDrift, "correct-drift", false, "apply clusters whose objects drifted, taking the drifted fields back; without it drift is only reported")
@@ -151,19 +147,14 @@ func (o *ReconcileOptions) Validate(cmd *cobra.Command) error {
 	return a.Validate()
 }
 
-// passOptions is a fresh ApplyOptions for one pass, with the flags given:
-// locks, revision sources and --atomic's state do not outlive a pass.
+// passOptions is a fresh ApplyOptions for one pass with every flag given
+// (ApplyFlags, copied whole): locks, revision sources, --atomic's state
+// and the report's collector do not outlive a pass.
 func (o *ReconcileOptions) passOptions() *ApplyOptions {
 	t := o.apply
-	a := &ApplyOptions{
-		GlobalOptions: t.GlobalOptions, SelectOptions: t.SelectOptions, SourceOptions: t.SourceOptions, WriteOptions: t.WriteOptions,
-		Diff: t.Diff, ForceConflicts: t.ForceConflicts, Prune: t.Prune, AllowEmpty: t.AllowEmpty, Wait: t.Wait, Timeout: t.Timeout,
-		Concurrency: t.Concurrency, SkipTests: t.SkipTests, KeepTests: t.KeepTests, HistoryLimit: t.HistoryLimit, Atomic: t.Atomic,
-		locks:         locks{Duration: t.locks.Duration, Timeout: t.locks.Timeout},
-		ReportOptions: ReportOptions{Report: t.Report, ReportFormat: t.ReportFormat},
-	}
-	_ = a.ReportOptions.validate() // a collector of its own, when reporting
-	a.SourceOptions.withTests = !a.SkipTests
+	a := &ApplyOptions{GlobalOptions: t.GlobalOptions, SelectOptions: t.SelectOptions, SourceOptions: t.SourceOptions, WriteOptions: t.WriteOptions, ApplyFlags: t.ApplyFlags}
+	_ = a.runState() // validated once, by Validate
+	a.SourceOptions.withTests = !a.SkipTests && !a.SkipGates
 	if o.LogFormat == "json" {
 		a.Output = "json"
 	}
@@ -318,8 +309,10 @@ const (
 // render changed, when a current revision is not verified (its gates run
 // again), when it could not be checked (apply then fails it where it
 // should, against its group's maxFailures), or when it drifted and
-// correctDrift; else skip it.
-func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) {
+// correctDrift; else skip it. Without rerunGates (--skip-gates or
+// --skip-tests, whose verdict would be unverified again) an unverified
+// revision is applied only when its render changes.
+func (c clusterCheck) decide(correctDrift, rerunGates bool) (decision string, doApply bool) {
 	if c.Err != nil {
 		return decError, true
 	}
@@ -336,7 +329,7 @@ func (c clusterCheck) decide(correctDrift bool) (decision string, doApply bool) 
 		}
 	}
 	for _, a := range c.Apps {
-		if a.unverified() {
+		if a.unverified() && rerunGates {
 			return decUnverified, true
 		}
 	}
@@ -487,7 +480,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 		drifting = map[string]bool{} // cluster/app to force, with --correct-drift
 	)
 	for _, c := range checks {
-		decision, doApply := c.decide(o.CorrectDrift)
+		decision, doApply := c.decide(o.CorrectDrift, !a.SkipGates && !a.SkipTests)
 		o.report(p, n, c, decision, doApply)
 		switch {
 		case doApply:
@@ -620,7 +613,7 @@ func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision st
 			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
 		case ac.changed():
 			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
-		case ac.unverified():
+		case ac.unverified() && decision == decUnverified:
 			say(ev, fmt.Sprintf("%s: r%d %s; running its gates again", ac.App, ac.Revision, ac.Verification))
 		case len(ac.Drifted) > 0:
 			what := "not corrected (--correct-drift corrects it)"

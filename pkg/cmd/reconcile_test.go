@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/spf13/pflag"
 	"io"
 	"net/http"
 	"os"
@@ -75,7 +76,7 @@ func TestReconcileCheck(t *testing.T) {
 	if a := got.Apps[0]; a.Err != nil || a.changed() || !a.unverified() || a.Revision != 1 {
 		t.Fatalf("after apply: %+v", a)
 	}
-	if d, do := got.decide(false); d != decUnverified || !do {
+	if d, do := got.decide(false, true); d != decUnverified || !do {
 		t.Errorf("unverified: decide = %s, %v", d, do)
 	}
 	if err := revision.Verify(ctx, c.Client, "web", 1, revision.Verification{State: revision.Verified}); err != nil {
@@ -86,7 +87,7 @@ func TestReconcileCheck(t *testing.T) {
 		t.Fatalf("after apply and its gates: %+v", a)
 	}
 	for _, correct := range []bool{false, true} {
-		if d, do := got.decide(correct); d != decUnchanged || do {
+		if d, do := got.decide(correct, true); d != decUnchanged || do {
 			t.Errorf("unchanged, correctDrift=%v: decide = %s, %v", correct, d, do)
 		}
 	}
@@ -99,10 +100,10 @@ func TestReconcileCheck(t *testing.T) {
 	if diff := cmp.Diff([]string{"configmap/a -n web"}, got.Apps[0].Drifted); diff != "" || got.Apps[0].changed() {
 		t.Fatalf("after an edit: drifted (-want +got):\n%s", diff)
 	}
-	if d, do := got.decide(false); d != decDrifted || do {
+	if d, do := got.decide(false, true); d != decDrifted || do {
 		t.Errorf("drifted, not correcting: decide = %s, %v", d, do)
 	}
-	if d, do := got.decide(true); d != decDrifted || !do {
+	if d, do := got.decide(true, true); d != decDrifted || !do {
 		t.Errorf("drifted, correcting: decide = %s, %v", d, do)
 	}
 	// Correcting re-sends the edited object, though its render did not
@@ -132,7 +133,7 @@ func TestReconcileCheck(t *testing.T) {
 	if a := got.Apps[0]; !a.changed() || a.Drifted != nil {
 		t.Errorf("new render: %+v", a)
 	}
-	if d, do := got.decide(false); d != decChanged || !do {
+	if d, do := got.decide(false, true); d != decChanged || !do {
 		t.Errorf("changed: decide = %s, %v", d, do)
 	}
 	// An app never applied is a change.
@@ -204,18 +205,18 @@ func TestReconcileDecide(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rs := append(results("web", cm), results("db", cm)...)
 			got := check(context.Background(), "c1", tt.state, rs)
-			if d, do := got.decide(false); d != tt.want || do != tt.applyIt {
-				t.Errorf("decide(false) = %s, %v; want %s, %v", d, do, tt.want, tt.applyIt)
+			if d, do := got.decide(false, true); d != tt.want || do != tt.applyIt {
+				t.Errorf("decide(false, true) = %s, %v; want %s, %v", d, do, tt.want, tt.applyIt)
 			}
-			if _, do := got.decide(true); do != tt.applyIfAsk {
-				t.Errorf("decide(true) applies = %v, want %v", do, tt.applyIfAsk)
+			if _, do := got.decide(true, true); do != tt.applyIfAsk {
+				t.Errorf("decide(true, true) applies = %v, want %v", do, tt.applyIfAsk)
 			}
 			if diff := cmp.Diff(tt.wantChecked, tt.state.checked); diff != "" {
 				t.Errorf("drift checked for (-want +got):\n%s", diff)
 			}
 		})
 	}
-	if d, do := (clusterCheck{Cluster: "c1", Err: fmt.Errorf("unreachable")}).decide(false); d != decError || !do {
+	if d, do := (clusterCheck{Cluster: "c1", Err: fmt.Errorf("unreachable")}).decide(false, true); d != decError || !do {
 		t.Errorf("unreachable: %s, %v", d, do)
 	}
 }
@@ -441,12 +442,33 @@ func TestReconcilePassOptions(t *testing.T) {
 			t.Errorf("%s: pass has %v, flags say %v", f.Name, av.Field(i).Interface(), tv.Field(i).Interface())
 		}
 	}
-	if a.locks.Duration != 33*time.Second || a.locks.Timeout != 5*time.Second || a.Report != "r.md" || a.collected == nil || a.collected == o.apply.collected {
-		t.Errorf("locks %v/%v, report %q, collector %p (flags' %p)", a.locks.Duration, a.locks.Timeout, a.Report, a.collected, o.apply.collected)
+	if a.locks.Duration != 33*time.Second || a.locks.Timeout != 5*time.Second || a.ReportOptions.Report != "r.md" || a.collected == nil || a.collected == o.apply.collected {
+		t.Errorf("locks %v/%v, report %q, collector %p (flags' %p)", a.locks.Duration, a.locks.Timeout, a.ReportOptions.Report, a.collected, o.apply.collected)
 	}
 	if !a.withTests == !a.SkipTests {
 		t.Errorf("withTests %v with --skip-tests", a.withTests)
 	}
+}
+
+// Every flag of apply is reconcile's too (registered once), but those
+// that make no sense for a loop.
+func TestReconcileHasApplyFlags(t *testing.T) {
+	notForALoop := map[string]bool{"plan": true, "dry-run": true, "output": true}
+	g := &GlobalOptions{}
+	apply, reconcile := NewCmdApply(g), NewCmdReconcile(g)
+	apply.Flags().VisitAll(func(f *pflag.Flag) {
+		r := reconcile.Flags().Lookup(f.Name)
+		switch {
+		case notForALoop[f.Name]:
+			if r != nil {
+				t.Errorf("reconcile has --%s", f.Name)
+			}
+		case r == nil:
+			t.Errorf("reconcile lacks apply's --%s", f.Name)
+		case r.DefValue != f.DefValue:
+			t.Errorf("--%s: reconcile's default %q, apply's %q", f.Name, r.DefValue, f.DefValue)
+		}
+	})
 }
 
 func TestReconcileValidate(t *testing.T) {

@@ -29,9 +29,12 @@ type ReportOptions struct {
 	collected *collector
 }
 
-func (r *ReportOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&r.Report, "report", "", "also write a report of every cluster to this file, for CI (see --report-format)")
-	cmd.Flags().StringVar(&r.ReportFormat, "report-format", report.Markdown, "the report's format: markdown (a table, diffs folded; fits a pull-request comment) or junit (a test case per cluster and app)")
+func (r *ReportOptions) addFlags(cmd *cobra.Command) { addReportFlags(cmd, &r.Report, &r.ReportFormat) }
+
+// addReportFlags adds --report and --report-format.
+func addReportFlags(cmd *cobra.Command, file, format *string) {
+	cmd.Flags().StringVar(file, "report", "", "also write a report of every cluster to this file, for CI (see --report-format)")
+	cmd.Flags().StringVar(format, "report-format", report.Markdown, "the report's format: markdown (a table, diffs folded; fits a pull-request comment) or junit (a test case per cluster and app)")
 }
 
 func (r *ReportOptions) validate() error {
