@@ -69,7 +69,7 @@ type ApplyOptions struct {
 	// locks are the locks taken; ReportOptions collects the report.
 	locks locks
 	ReportOptions
-	plan  *plan.Plan
+	plan *plan.Plan
 
 	// rollback, when set, makes the run a rollback: the objects come from
 	// revisions stored in the clusters (RollbackOptions).
