@@ -52,7 +52,7 @@ func (o *ApplyOptions) verifies() bool { return !o.dryRun() && o.rollback == nil
 // verdict then waits for the soak.
 func (o *ApplyOptions) soaks(f *fleet.Fleet, c *fleet.Cluster) bool {
 	g := f.Group(c.Group)
-	return g != nil && g.Soak > 0 && !o.SkipGates
+	return o.verifies() && g != nil && g.Soak > 0 && !o.SkipGates
 }
 
 // settle records, on the revision each app's apply left current on a
@@ -60,7 +60,7 @@ func (o *ApplyOptions) soaks(f *fleet.Fleet, c *fleet.Cluster) bool {
 // tells the promotion rule. Nothing is recorded after Ctrl-C: the gates
 // did not finish, and the revision stays as it was.
 func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rendered, cluster string, p *printer, tally *counts) {
-	if !o.verifies() || ctx.Err() != nil {
+	if o.dryRun() || ctx.Err() != nil {
 		return
 	}
 	gates := o.gatesOf(cluster)
@@ -73,12 +73,37 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 			continue // not applied in this run
 		}
 		v := gates.Verdict(res.App)
-		err := revision.Verify(context.WithoutCancel(ctx), client, res.App, n, v)
+		if rec, ok := o.rollback.recordOf(cluster, res.App); ok && v.State != revision.Failed {
+			v = restored(rec)
+		}
+		err := o.writeVerdict(ctx, client, res.App, n, v)
 		if o.promotion != nil {
 			o.promotion.Note(cluster, res.App, rollout.Release{Exists: true, Revision: n, Digest: revision.Digest(res.Objects), Verification: v})
 		}
 		sayVerdict(p, w, cluster, res.App, len(results) > 1, n, v, err)
 	}
+}
+
+// writeVerdict records v on revision n of app. It is bounded like a
+// lock's release: a cluster that stopped answering does not hold the run
+// for --request-timeout, and a verdict not recorded leaves the revision
+// as it was.
+func (o *ApplyOptions) writeVerdict(ctx context.Context, client *kube.Client, app string, n int, v revision.Verification) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	return revision.Verify(wctx, client, app, n, v)
+}
+
+// restored is the verdict of a rollback's revision: it re-applies the
+// objects of an earlier revision, and runs no gate, so it is what that
+// revision was: verified ("rollback to 2" first among its gates), or
+// unverified, saying what the earlier one was.
+func restored(rec revision.Revision) revision.Verification {
+	t := rec.Verification
+	if t.State == revision.Verified {
+		return revision.Verification{State: revision.Verified, Gates: append([]string{rec.Description}, t.Gates...)}
+	}
+	return revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("%s, which is %s", rec.Description, t)}
 }
 
 // sayVerdict prints one app's verdict: "revision 8 verified", "revision 8

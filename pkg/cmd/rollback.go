@@ -249,7 +249,7 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 		}
 		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: set.App}, Objects: objs})
 		plan.mu.Lock()
-		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source}
+		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification}
 		plan.mu.Unlock()
 	}
 	return out, errors.Join(errs...)
@@ -316,6 +316,10 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
 					Record: rec,
 				})
+				if n := tally.revisionsOf(cluster)[app]; err == nil && n > set.Revision {
+					rec.Revision.Verification = rev.Verification
+					o.writeVerdict(ctx, client, app, n, restored(rec.Revision))
+				}
 			}
 			if err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", app, err))

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // Release is what one cluster runs of one app.
@@ -45,7 +46,9 @@ type Group struct {
 // Promotion is the promotion rule: a wave (a group) starts only when
 // every cluster of every earlier group that the wave's apps target runs
 // a verified revision of its current render; clusters that do not count
-// against their group's maxFailures.
+// against their group's maxFailures. A cluster the Reader skips (a
+// *runner.SkipError: unreachable, with --skip-unreachable) does not
+// count, as it does not within a run.
 type Promotion struct {
 	// Groups are the fleet's groups in order, each with its renders.
 	Groups []Group
@@ -137,14 +140,19 @@ func (p *Promotion) parallel() int {
 }
 
 // why says why cluster does not run a verified revision of digest, or ""
-// when it does.
+// when it does, or when the Reader skipped the cluster.
 func (p *Promotion) why(ctx context.Context, cluster, app, digest string) string {
 	p.mu.Lock()
 	r, ok := p.known[cluster+"/"+app]
 	p.mu.Unlock()
 	if !ok {
 		var err error
-		if r, err = p.Reader.Release(ctx, cluster, app); err != nil {
+		var skip *runner.SkipError
+		r, err = p.Reader.Release(ctx, cluster, app)
+		switch {
+		case errors.As(err, &skip):
+			return "" // not counted, as within a run
+		case err != nil:
 			return fmt.Sprintf("%s: %s cannot be read: %v", cluster, app, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // fakeReader serves releases from a map, and counts the reads.
@@ -81,6 +82,7 @@ func TestPromotionCheck(t *testing.T) {
 		{name: "within the budget", releases: with("staging-us/web", Release{}), budget: 1, wave: "production", apps: []string{"web"}},
 		{name: "an unreadable cluster counts", releases: good, errs: map[string]error{"staging-us": errors.New("connection refused")}, wave: "production", apps: []string{"web"},
 			want: "staging-us: web cannot be read: connection refused"},
+		{name: "a skipped cluster does not count", releases: good, errs: map[string]error{"staging-us": &runner.SkipError{Reason: "unreachable", Unreachable: true}}, wave: "production", apps: []string{"web"}},
 		{name: "an app the wave does not deploy does not hold it", releases: with("staging-eu/db", Release{Exists: true, Revision: 2, Digest: "sha256:db-eu", Verification: checkFails}), wave: "production", apps: []string{"web"}},
 		{name: "every earlier group counts", releases: with("prod-eu/web", Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: checkFails}), wave: "edge", apps: []string{"web"},
 			want: "edge not started: prod-eu runs web r5, not verified (failed: check smoke failed)"},

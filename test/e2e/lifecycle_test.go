@@ -43,7 +43,7 @@ spec:
 		t.Fatal(errOut)
 	}
 	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg", "-v")
-	if code != 1 || !strings.Contains(out, "lifecycle: Drifted 1/3, revision 1, last applied 20") || !strings.Contains(out, "configmap/conf Current (drifted)") || !strings.Contains(out, "deployment.apps/web Current") {
+	if code != 1 || !strings.Contains(out, "lifecycle: Drifted 1/3, revision 1 verified, last applied 20") || !strings.Contains(out, "configmap/conf Current (drifted)") || !strings.Contains(out, "deployment.apps/web Current") {
 		t.Errorf("drift: exit %d\n%s", code, out)
 	}
 	out, _, _ = fleet(t, dir, "status", "-f", src, "-c", "stg", "-o", "json")

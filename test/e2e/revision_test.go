@@ -196,7 +196,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		t.Errorf("status shows no skew:\n%s", out)
 	}
 	out = run(0, "status", "-f", app, "--name", "rev-web", "-v", "-c", "prod-b")
-	if !strings.Contains(out, "rev-web: Current 3/3, revision 4 from "+two[:12]) {
+	if !strings.Contains(out, "rev-web: Current 3/3, revision 4 verified from "+two[:12]) {
 		t.Errorf("status -v shows no source:\n%s", out)
 	}
 
