@@ -198,30 +198,6 @@ func (o *ApplyOptions) Validate() error {
 	return o.SourceOptions.validate()
 }
 
-// PhaseEvent is the JSON form of the start of an app's phase.
-type PhaseEvent struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	App     string `json:"app"`
-	Phase   int    `json:"phase"`
-	Objects int    `json:"objects"`
-	DryRun  bool   `json:"dryRun,omitempty"`
-}
-
-// ObjectEvent is the JSON form of one object's outcome.
-type ObjectEvent struct {
-	Type      string `json:"type"`
-	Cluster   string `json:"cluster"`
-	App       string `json:"app"`
-	Object    string `json:"object"`
-	Namespace string `json:"namespace,omitempty"`
-	Action    string `json:"action"`
-	DryRun    bool   `json:"dryRun,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Warning   string `json:"warning,omitempty"`
-	Error     string `json:"error,omitempty"`
-}
-
 // counts tallies actions per cluster, and the gates each passed or
 // failed (tests, checks, soak).
 type counts struct {
@@ -515,7 +491,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		if !dryRun {
 			// Held until the command ends: an --atomic rollback or a
 			// soak after this cluster's work is covered too.
-			if err := o.locks.acquire(ctx, client, c.Name, app, p, w, len(results) > 1, false); err != nil {
+			if err := o.locks.acquire(ctx, client, c.Name, app, p, len(results) > 1, false); err != nil {
 				failed[app] = true
 				errs = append(errs, fmt.Errorf("app %s: %w", app, err))
 				o.collected.app(c.Name, appOutcome(app, err))
@@ -598,9 +574,8 @@ func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
 // applyApp applies one app's objects to a cluster, then runs its tests.
 func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, res render.Result, p *printer, pr *progress, tally *counts, dryRun, dependedOn bool) error {
 	app := res.App
-	w := p.cluster(c.Name)
 	results := r.of(c.Name)
-	printed := reporter(p, w, tally, c.Name, app, len(results) > 1, dryRun)
+	printed := reporter(p, tally, c.Name, app, len(results) > 1, dryRun)
 	report := func(ch apply.Change) {
 		switch ch.Action {
 		case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
@@ -620,7 +595,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 	wait := o.Wait || dependedOn || len(tests) > 0
 	var record *apply.Record
 	if !dryRun {
-		record = o.record(ctx, r, c.Name, res, p, w, tally, len(results) > 1)
+		record = o.record(ctx, r, c.Name, res, p, tally, len(results) > 1)
 		record.User = o.locks.user(client, c.Name)
 	}
 	err := apply.Run(ctx, client, apply.Config{
@@ -629,15 +604,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app, stage) },
 		OnPhase: func(phase, objects int) {
 			pr.stage(c.Name, "applying %s, phase %d", app, phase)
-			if p.json {
-				p.event(PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun})
-				return
-			}
-			line := fmt.Sprintf("phase %d: %d objects", phase, objects)
-			if len(results) > 1 {
-				line = app + ": " + line
-			}
-			fmt.Fprintln(w, line)
+			p.emit(rollout.PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun, Label: label(app, len(results) > 1)})
 		},
 		Record: record,
 	})
@@ -669,25 +636,11 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 	return err
 }
 
-// RevisionEvent is the JSON form of the revision an apply left current.
-type RevisionEvent struct {
-	Type     string `json:"type"`
-	Cluster  string `json:"cluster"`
-	App      string `json:"app"`
-	Revision int    `json:"revision"`
-	// New: this apply recorded it; else the render was the current
-	// revision's.
-	New         bool   `json:"new"`
-	Description string `json:"description,omitempty"`
-	// Error says why no revision was recorded (RBAC).
-	Error string `json:"error,omitempty"`
-}
-
 // record says how an app's apply to a cluster is recorded in its
 // history: the plugin version, the source's git commit, and what made it
 // (an apply, or a rollback to an earlier revision); the revision is
 // printed once known.
-func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, w io.Writer, tally *counts, withApp bool) *apply.Record {
+func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *counts, withApp bool) *apply.Record {
 	rev, ok := o.rollback.recordOf(cluster, res.App)
 	if !ok {
 		rev.Description = "apply"
@@ -695,41 +648,30 @@ func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, 
 			return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
 		})
 	}
-	prefix := ""
-	if withApp {
-		prefix = res.App
-	}
-	return recorded(&apply.Record{Revision: rev, Limit: o.HistoryLimit}, cluster, res.App, prefix, p, w, tally)
+	return recorded(&apply.Record{Revision: rev, Limit: o.HistoryLimit}, cluster, res.App, label(res.App, withApp), p, tally)
 }
 
-// recorded makes rec print the revision an app's apply leaves current on a
-// cluster ("revision 3 recorded (rollback to 1)"), after prefix when not
+// recorded makes rec say the revision an app's apply leaves current on a
+// cluster ("revision 3 recorded (rollback to 1)"), after label when not
 // empty, or why none could be recorded, and count it for the summary.
-func recorded(rec *apply.Record, cluster, app, prefix string, p *printer, w io.Writer, tally *counts) *apply.Record {
-	say := func(ev RevisionEvent, line string) {
-		if p.json {
-			p.event(ev)
-			return
-		}
-		if prefix != "" {
-			line = prefix + ": " + line
-		}
-		fmt.Fprintln(w, line)
-	}
+func recorded(rec *apply.Record, cluster, app, label string, p *printer, tally *counts) *apply.Record {
 	rec.Forbidden = func(err error) {
-		say(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error()}, "revision not recorded: "+err.Error())
+		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
 	}
 	rec.Done = func(rev revision.Revision, isNew bool) {
 		tally.revision(cluster, app, rev.Number)
-		line := fmt.Sprintf("revision %d recorded", rev.Number)
-		if !isNew {
-			line = fmt.Sprintf("revision %d is current (the render has not changed)", rev.Number)
-		} else if rev.Description != "apply" {
-			line += " (" + rev.Description + ")"
-		}
-		say(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description}, line)
+		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label})
 	}
 	return rec
+}
+
+// label is what a cluster's lines about app start with: the app, when the
+// cluster gets several.
+func label(app string, several bool) string {
+	if several {
+		return app
+	}
+	return ""
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes
@@ -784,31 +726,12 @@ func (o *ApplyOptions) dependenciesReady(ctx context.Context, client *kube.Clien
 	return nil
 }
 
-// reporter prints each object's change of app on a cluster, as a line
-// (prefixed with the app when withApp) or a JSON event, and counts it.
-func reporter(p *printer, w io.Writer, tally *counts, cluster, app string, withApp, dryRun bool) func(apply.Change) {
+// reporter says each object's change of app on a cluster (after the app
+// when withApp), and counts it.
+func reporter(p *printer, tally *counts, cluster, app string, withApp, dryRun bool) func(apply.Change) {
 	return func(ch apply.Change) {
 		tally.add(cluster, ch.Action)
-		if p.json {
-			p.event(ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err)})
-			return
-		}
-		line := ch.Ref + " " + string(ch.Action)
-		if withApp {
-			line = app + ": " + line
-		}
-		if dryRun && ch.Action != apply.Failed && ch.Action != apply.Skipped {
-			line += " (server dry run)"
-		}
-		if ch.Err != nil {
-			line += ": " + ch.Err.Error()
-		} else if ch.Reason != "" {
-			line += ": " + ch.Reason
-		}
-		if ch.Warning != "" {
-			line += "; warning: " + ch.Warning
-		}
-		fmt.Fprintln(w, line)
+		p.emit(rollout.ObjectChanged(cluster, app, label(app, withApp), ch, dryRun))
 	}
 }
 

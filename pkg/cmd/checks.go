@@ -24,16 +24,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
-// CheckEvent is the JSON form of one check's result on a cluster.
-type CheckEvent struct {
-	Type    string  `json:"type"`
-	Cluster string  `json:"cluster"`
-	Check   string  `json:"check"`
-	State   string  `json:"state"`
-	Seconds float64 `json:"seconds"`
-	Error   string  `json:"error,omitempty"`
-}
-
 // runChecks runs the checks of the cluster's group (groups[].verify), one
 // after the other, and returns the first failure. Each runs on this
 // machine with a kubeconfig that reaches only this cluster.
@@ -53,13 +43,9 @@ func (g *GlobalOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.
 		pr.stage(c.Name, "check %s", chk.Name)
 		start := time.Now()
 		err := runCheck(ctx, f, chk, kubeconfig, checkEnv(cluster), w, p.json)
-		ev := CheckEvent{Type: "check", Cluster: c.Name, Check: chk.Name, State: passed(err), Seconds: time.Since(start).Seconds(), Error: errString(err)}
+		ev := rollout.CheckEvent{Type: "check", Cluster: c.Name, Check: chk.Name, State: passed(err), Seconds: time.Since(start).Seconds(), Error: errString(err)}
 		tally.gate(c.Name, "check "+chk.Name+" "+ev.State)
-		if p.json {
-			p.event(ev)
-		} else {
-			fmt.Fprintf(w, "check %s %s (%.1fs)%s\n", chk.Name, ev.State, ev.Seconds, strings.TrimSuffix(": "+ev.Error, ": "))
-		}
+		p.emit(ev)
 		if err != nil {
 			gates.Fail("", reason("check "+chk.Name, err))
 			return fmt.Errorf("check %s: %w", chk.Name, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"golang.org/x/term"
 )
@@ -51,6 +52,16 @@ func (p *printer) event(v any) {
 		return
 	}
 	_, _ = p.out.Write(append(b, '\n'))
+}
+
+// emit writes a rollout event: its JSON line with -o json, else its text
+// line after the cluster's prefix.
+func (p *printer) emit(ev rollout.Event) {
+	if p.json {
+		p.event(ev)
+		return
+	}
+	fmt.Fprintln(p.cluster(ev.Where()), ev.Text())
 }
 
 // close flushes partial lines.

@@ -119,13 +119,13 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			continue
 		}
 		if !dryRun {
-			if err := o.locks.acquire(ctx, client, name, a.name, p, w, true, true); err != nil {
+			if err := o.locks.acquire(ctx, client, name, a.name, p, true, true); err != nil {
 				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
 				continue
 			}
 		}
 		pr.stage(name, "deleting %s", a.name)
-		printed := reporter(p, w, tally, name, a.name, true, dryRun)
+		printed := reporter(p, tally, name, a.name, true, dryRun)
 		found, err := apply.Delete(ctx, client, a.name, dryRun, func(ch apply.Change) { pr.did(name); printed(ch) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 // locks are the locks a writing command (apply, rollback, delete) takes:
@@ -36,18 +37,6 @@ type locks struct {
 type heldLock struct {
 	cluster, app string
 	lock         *lock.Lock
-}
-
-// LockEvent is the JSON form of what happened to an app's lock on a
-// cluster, when it is worth saying: "waiting" for another holder, "not
-// taken" (the user may not write leases), "lost" while held.
-type LockEvent struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	App     string `json:"app"`
-	State   string `json:"state"`
-	Holder  string `json:"holder,omitempty"`
-	Error   string `json:"error,omitempty"`
 }
 
 func (l *locks) addFlags(cmd *cobra.Command) { addLockFlags(cmd, &l.Duration, &l.Timeout) }
@@ -83,17 +72,10 @@ func (l *locks) user(client *kube.Client, cluster string) func(context.Context) 
 // a revision. Another holder is an error: "locked by … since …". With
 // noNamespace (delete), a cluster without the namespace kubectl-fleet
 // holds nothing to lock, and gets no namespace either.
-func (l *locks) acquire(ctx context.Context, client *kube.Client, cluster, app string, p *printer, w io.Writer, withApp, noNamespace bool) error {
+func (l *locks) acquire(ctx context.Context, client *kube.Client, cluster, app string, p *printer, withApp, noNamespace bool) error {
 	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
 	say := func(state, holder string, err error, line string) {
-		if p.json {
-			p.event(LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err)})
-			return
-		}
-		if withApp {
-			line = app + ": " + line
-		}
-		fmt.Fprintln(w, line)
+		p.emit(rollout.LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label(app, withApp)})
 	}
 	h := l.holder
 	h.ClusterUser = l.user(client, cluster)(ctx)

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -14,19 +13,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
-
-// VerificationEvent is the JSON form of what a cluster's gates said of
-// the revision an app's apply left current.
-type VerificationEvent struct {
-	Type     string   `json:"type"`
-	Cluster  string   `json:"cluster"`
-	App      string   `json:"app"`
-	Revision int      `json:"revision,omitempty"`
-	State    string   `json:"state"`
-	Reason   string   `json:"reason,omitempty"`
-	Gates    []string `json:"gates,omitempty"`
-	Error    string   `json:"error,omitempty"`
-}
 
 // gatesOf is what the gates of a cluster said so far in this run.
 func (o *ApplyOptions) gatesOf(cluster string) *rollout.Gates {
@@ -66,7 +52,6 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 	gates := o.gatesOf(cluster)
 	results := r.of(cluster)
 	revs := tally.revisionsOf(cluster)
-	w := p.cluster(cluster)
 	for _, res := range results {
 		n, ok := revs[res.App]
 		if !ok {
@@ -80,7 +65,7 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 		if o.promotion != nil {
 			o.promotion.Note(cluster, res.App, rollout.Release{Exists: true, Revision: n, Digest: revision.Digest(res.Objects), Verification: v})
 		}
-		sayVerdict(p, w, cluster, res.App, len(results) > 1, n, v, err)
+		p.emit(rollout.Verdict(cluster, res.App, label(res.App, len(results) > 1), n, v, err))
 	}
 }
 
@@ -104,23 +89,6 @@ func restored(rec revision.Revision) revision.Verification {
 		return revision.Verification{State: revision.Verified, Gates: append([]string{rec.Description}, t.Gates...)}
 	}
 	return revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("%s, which is %s", rec.Description, t)}
-}
-
-// sayVerdict prints one app's verdict: "revision 8 verified", "revision 8
-// failed (check smoke failed)".
-func sayVerdict(p *printer, w io.Writer, cluster, app string, withApp bool, n int, v revision.Verification, err error) {
-	if p.json {
-		p.event(VerificationEvent{Type: "verification", Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err)})
-		return
-	}
-	line := fmt.Sprintf("revision %d %s", n, v)
-	if err != nil {
-		line += "; not recorded: " + err.Error()
-	}
-	if withApp {
-		line = app + ": " + line
-	}
-	fmt.Fprintln(w, line)
 }
 
 // reason is why a gate failed, in one short line, for a verdict: "check

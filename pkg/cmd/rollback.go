@@ -296,7 +296,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 	for _, set := range slices.Backward(before) {
 		app := set.App
 		label := app + " (rollback)"
-		printed := reporter(p, w, &discard, cluster, label, true, false)
+		printed := reporter(p, &discard, cluster, label, true, false)
 		switch {
 		case !set.Exists:
 			if _, err := apply.Delete(ctx, client, app, false, printed); err != nil {
@@ -309,7 +309,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 		default:
 			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
 			if err == nil {
-				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, w, tally)
+				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, tally)
 				rec.User = o.locks.user(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
 					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true,

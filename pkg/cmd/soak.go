@@ -11,17 +11,9 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
-
-// SoakEvent is the JSON form of a cluster's soak.
-type SoakEvent struct {
-	Type    string  `json:"type"`
-	Cluster string  `json:"cluster"`
-	State   string  `json:"state"`
-	Left    float64 `json:"secondsLeft"`
-	Error   string  `json:"error,omitempty"`
-}
 
 // soakInterval is how often a soak reads the objects.
 var soakInterval = 5 * time.Second
@@ -55,18 +47,7 @@ func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string,
 		if state == "passed" || state == "failed" {
 			tally.gate(cluster, "soak "+state)
 		}
-		if p.json {
-			p.event(SoakEvent{Type: "soak", Cluster: cluster, State: state, Left: left.Seconds(), Error: errString(err)})
-			return
-		}
-		line := "soak " + state
-		switch {
-		case state == "started":
-			line = fmt.Sprintf("soak started: watching for %s", left.Round(time.Second))
-		case err != nil:
-			line = fmt.Sprintf("soak failed with %s left: %v", left.Round(time.Second), err)
-		}
-		fmt.Fprintln(p.cluster(cluster), line)
+		p.emit(rollout.SoakEvent{Type: "soak", Cluster: cluster, State: state, Left: left.Seconds(), Error: errString(err)})
 	}
 	for _, name := range clusters {
 		wg.Add(1)

@@ -1,0 +1,236 @@
+package rollout
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// Event is one thing that happened on a cluster during a rollout. Each
+// marshals as its line of -o json (with "type" first) and reads as the
+// line text output prints after the cluster's prefix, so that text, JSON,
+// and any other consumer see the same events.
+type Event interface {
+	// Where is the cluster the event happened on.
+	Where() string
+	// Text is the event as a line of text, without the cluster prefix.
+	Text() string
+}
+
+// Sink consumes events; a rollout's events go to one Sink, which may fan
+// them out.
+type Sink func(Event)
+
+// labelled puts label before line when not empty: "web: …".
+func labelled(label, line string) string {
+	if label == "" {
+		return line
+	}
+	return label + ": " + line
+}
+
+// ObjectEvent is one object's outcome.
+type ObjectEvent struct {
+	Type      string `json:"type"`
+	Cluster   string `json:"cluster"`
+	App       string `json:"app"`
+	Object    string `json:"object"`
+	Namespace string `json:"namespace,omitempty"`
+	Action    string `json:"action"`
+	DryRun    bool   `json:"dryRun,omitempty"`
+	Reason    string `json:"reason,omitempty"`
+	Warning   string `json:"warning,omitempty"`
+	Error     string `json:"error,omitempty"`
+	// Label goes before the text line ("web", "web (rollback)") when a
+	// cluster gets several apps.
+	Label string `json:"-"`
+}
+
+// ObjectChanged is the event of an object's change.
+func ObjectChanged(cluster, app, label string, ch apply.Change, dryRun bool) ObjectEvent {
+	return ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
+}
+
+// Where is the cluster.
+func (e ObjectEvent) Where() string { return e.Cluster }
+
+// Text is "configmap/web configured", with the reason, error or warning.
+func (e ObjectEvent) Text() string {
+	line := e.Object + " " + e.Action
+	if e.DryRun && e.Action != string(apply.Failed) && e.Action != string(apply.Skipped) {
+		line += " (server dry run)"
+	}
+	switch {
+	case e.Error != "":
+		line += ": " + e.Error
+	case e.Reason != "":
+		line += ": " + e.Reason
+	}
+	if e.Warning != "" {
+		line += "; warning: " + e.Warning
+	}
+	return labelled(e.Label, line)
+}
+
+// PhaseEvent is the start of an app's phase.
+type PhaseEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	Phase   int    `json:"phase"`
+	Objects int    `json:"objects"`
+	DryRun  bool   `json:"dryRun,omitempty"`
+	Label   string `json:"-"`
+}
+
+// Where is the cluster.
+func (e PhaseEvent) Where() string { return e.Cluster }
+
+// Text is "phase -1: 2 objects".
+func (e PhaseEvent) Text() string {
+	return labelled(e.Label, fmt.Sprintf("phase %d: %d objects", e.Phase, e.Objects))
+}
+
+// RevisionEvent is the revision an apply left current.
+type RevisionEvent struct {
+	Type     string `json:"type"`
+	Cluster  string `json:"cluster"`
+	App      string `json:"app"`
+	Revision int    `json:"revision"`
+	// New: this apply recorded it; else the render was the current
+	// revision's.
+	New         bool   `json:"new"`
+	Description string `json:"description,omitempty"`
+	// Error says why no revision was recorded (RBAC).
+	Error string `json:"error,omitempty"`
+	Label string `json:"-"`
+}
+
+// Where is the cluster.
+func (e RevisionEvent) Where() string { return e.Cluster }
+
+// Text is "revision 3 recorded (rollback to 1)", "revision 2 is current
+// (the render has not changed)", "revision not recorded: …".
+func (e RevisionEvent) Text() string {
+	line := fmt.Sprintf("revision %d recorded", e.Revision)
+	switch {
+	case e.Error != "":
+		line = "revision not recorded: " + e.Error
+	case !e.New:
+		line = fmt.Sprintf("revision %d is current (the render has not changed)", e.Revision)
+	case e.Description != "apply":
+		line += " (" + e.Description + ")"
+	}
+	return labelled(e.Label, line)
+}
+
+// VerificationEvent is what a cluster's gates said of the revision an
+// app's apply left current.
+type VerificationEvent struct {
+	Type     string   `json:"type"`
+	Cluster  string   `json:"cluster"`
+	App      string   `json:"app"`
+	Revision int      `json:"revision,omitempty"`
+	State    string   `json:"state"`
+	Reason   string   `json:"reason,omitempty"`
+	Gates    []string `json:"gates,omitempty"`
+	// Error says why the verdict could not be recorded.
+	Error string `json:"error,omitempty"`
+	Label string `json:"-"`
+}
+
+// Verdict is the event of an app's verdict on a cluster; err says why it
+// was not recorded.
+func Verdict(cluster, app, label string, n int, v revision.Verification, err error) VerificationEvent {
+	return VerificationEvent{Type: "verification", Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err), Label: label}
+}
+
+// Where is the cluster.
+func (e VerificationEvent) Where() string { return e.Cluster }
+
+// Text is "revision 8 failed: check smoke: exit status 1".
+func (e VerificationEvent) Text() string {
+	line := fmt.Sprintf("revision %d %s", e.Revision, revision.Verification{State: revision.State(e.State), Reason: e.Reason})
+	if e.Error != "" {
+		line += "; not recorded: " + e.Error
+	}
+	return labelled(e.Label, line)
+}
+
+// CheckEvent is one check's result on a cluster.
+type CheckEvent struct {
+	Type    string  `json:"type"`
+	Cluster string  `json:"cluster"`
+	Check   string  `json:"check"`
+	State   string  `json:"state"`
+	Seconds float64 `json:"seconds"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// Where is the cluster.
+func (e CheckEvent) Where() string { return e.Cluster }
+
+// Text is "check smoke failed (0.3s): exit status 1".
+func (e CheckEvent) Text() string {
+	line := fmt.Sprintf("check %s %s (%.1fs)", e.Check, e.State, e.Seconds)
+	if e.Error != "" {
+		line += ": " + e.Error
+	}
+	return line
+}
+
+// SoakEvent is a cluster's soak starting, passing, failing or being
+// interrupted.
+type SoakEvent struct {
+	Type    string  `json:"type"`
+	Cluster string  `json:"cluster"`
+	State   string  `json:"state"`
+	Left    float64 `json:"secondsLeft"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// Where is the cluster.
+func (e SoakEvent) Where() string { return e.Cluster }
+
+// Text is "soak started: watching for 20s", "soak passed", "soak failed
+// with 12s left: …".
+func (e SoakEvent) Text() string {
+	left := (time.Duration(e.Left * float64(time.Second))).Round(time.Second)
+	switch {
+	case e.State == "started":
+		return fmt.Sprintf("soak started: watching for %s", left)
+	case e.Error != "":
+		return fmt.Sprintf("soak %s with %s left: %s", e.State, left, e.Error)
+	}
+	return "soak " + e.State
+}
+
+// LockEvent is what happened to an app's lock on a cluster, when it is
+// worth saying: "waiting" for another holder, "not taken" (the user may
+// not write leases), "lost" while held.
+type LockEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	State   string `json:"state"`
+	Holder  string `json:"holder,omitempty"`
+	Error   string `json:"error,omitempty"`
+	// Line is the text line (the lock package's own words).
+	Line  string `json:"-"`
+	Label string `json:"-"`
+}
+
+// Where is the cluster.
+func (e LockEvent) Where() string { return e.Cluster }
+
+// Text is the lock's line: "waiting up to 2m for the lock: …".
+func (e LockEvent) Text() string { return labelled(e.Label, e.Line) }
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
