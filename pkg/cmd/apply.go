@@ -626,7 +626,7 @@ func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Clust
 		pr.stage(c.Name, "testing %s", app)
 		testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 		err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
-		tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, passed(err)))
+		tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, rollout.Passed(err)))
 		if err != nil {
 			gates.Fail(app, reason("tests", err))
 		} else {

@@ -64,6 +64,22 @@ func (p *printer) emit(ev rollout.Event) {
 	fmt.Fprintln(p.cluster(ev.Where()), ev.Text())
 }
 
+// sink is where a rollout's events go: the printer (text or JSON), and
+// the tally of the summary, which counts the gates passed and failed.
+func (o *ApplyOptions) sink(p *printer, tally *counts) rollout.Sink {
+	return func(ev rollout.Event) {
+		switch ev := ev.(type) {
+		case rollout.CheckEvent:
+			tally.gate(ev.Cluster, "check "+ev.Check+" "+ev.State)
+		case rollout.SoakEvent:
+			if ev.State == "passed" || ev.State == "failed" {
+				tally.gate(ev.Cluster, "soak "+ev.State)
+			}
+		}
+		p.emit(ev)
+	}
+}
+
 // close flushes partial lines.
 func (p *printer) close() {
 	p.mu.Lock()

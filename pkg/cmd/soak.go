@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,78 +13,34 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// soakInterval is how often a soak reads the objects.
-var soakInterval = 5 * time.Second
+// soakInterval is how often a soak reads the objects (tests shorten it).
+var soakInterval = rollout.DefaultSoakInterval
 
 // setSoaks gives every wave whose group has a soak an After hook: after
-// the group succeeded, its applied objects are watched that long, and an
-// object that is no longer healthy fails its cluster (and so, by the
-// group's budget, the rollout; --atomic rolls it back). The last group
-// soaks too: nothing follows it, but its verdict, --atomic and the exit
-// code wait for the soak.
+// the group succeeded, its applied objects are watched that long
+// (rollout.Soak), and an object that is no longer healthy fails its
+// cluster (and so, by the group's budget, the rollout; --atomic rolls it
+// back). The last group soaks too: nothing follows it, but its verdict,
+// --atomic and the exit code wait for the soak.
 func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *progress, tally *counts) {
 	for i := range ws {
 		g := r.fleet.Group(ws[i].Name)
 		if g == nil || g.Soak <= 0 {
 			continue
 		}
-		ws[i].After = func(ctx context.Context, succeeded []string) map[string]error {
-			return o.soak(ctx, r, succeeded, g.Soak, p, pr, tally)
+		s := rollout.Soak{
+			Duration: g.Soak, Interval: soakInterval,
+			Health: func(ctx context.Context, cluster string) error { return o.soakCheck(ctx, r, cluster) },
+			Gates:  o.gatesOf,
+			Emit:   o.sink(p, tally),
+			Stage:  func(cluster, stage string) { pr.stage(cluster, "%s", stage) },
+			Ended: func(ctx context.Context, cluster string, err error) error {
+				o.settleSoak(ctx, r, cluster, p, tally)
+				return o.rollBack(ctx, r, cluster, err, p, pr, tally)
+			},
 		}
+		ws[i].After = s.Run
 	}
-}
-
-func (o *ApplyOptions) soak(ctx context.Context, r *rendered, clusters []string, d time.Duration, p *printer, pr *progress, tally *counts) map[string]error {
-	end := time.Now().Add(d)
-	var (
-		mu   sync.Mutex
-		errs = map[string]error{}
-		wg   sync.WaitGroup
-	)
-	report := func(cluster, state string, left time.Duration, err error) {
-		if state == "passed" || state == "failed" {
-			tally.gate(cluster, "soak "+state)
-		}
-		p.emit(rollout.SoakEvent{Type: "soak", Cluster: cluster, State: state, Left: left.Seconds(), Error: errString(err)})
-	}
-	for _, name := range clusters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			report(name, "started", d, nil)
-			next := time.Now()
-			for {
-				pr.stage(name, "soak, %s left", time.Until(end).Round(time.Second))
-				if err := o.soakCheck(ctx, r, name); err != nil {
-					report(name, "failed", time.Until(end), err)
-					o.gatesOf(name).Fail("", reason("soak", err))
-					o.settleSoak(ctx, r, name, p, tally)
-					err = o.rollBack(ctx, r, name, fmt.Errorf("soak: %w", err), p, pr, tally)
-					mu.Lock()
-					errs[name] = err
-					mu.Unlock()
-					return
-				}
-				if time.Now().After(end) {
-					report(name, "passed", 0, nil)
-					o.gatesOf(name).Pass("", "soak "+d.String())
-					o.settleSoak(ctx, r, name, p, tally)
-					return
-				}
-				next = next.Add(soakInterval)
-				select {
-				case <-ctx.Done():
-					mu.Lock()
-					errs[name] = fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
-					mu.Unlock()
-					return
-				case <-time.After(min(time.Until(next), time.Until(end))):
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errs
 }
 
 // soakCheck reads every object applied to a cluster and returns an error

@@ -1,0 +1,122 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// Checks are a group's verify checks for one cluster: commands run on
+// this machine, one after the other, from Dir, with KUBECONFIG set to
+// Kubeconfig (one that reaches only the cluster) and Env added. They are
+// a gate: each outcome is an event and goes into Gates.
+type Checks struct {
+	Dir        string
+	Checks     []fleet.Check
+	Kubeconfig string
+	Env        []string
+	// Out gets the checks' output.
+	Out   io.Writer
+	Emit  Sink
+	Gates *Gates
+	// Stage, if set, is told which check runs.
+	Stage func(stage string)
+}
+
+// Run runs the checks on cluster and returns the first failure; the
+// checks after it do not run.
+func (c Checks) Run(ctx context.Context, cluster string) error {
+	for _, chk := range c.Checks {
+		if c.Stage != nil {
+			c.Stage("check " + chk.Name)
+		}
+		start := time.Now()
+		err := c.run(ctx, chk)
+		c.Emit(CheckEvent{Type: "check", Cluster: cluster, Check: chk.Name, State: Passed(err), Seconds: time.Since(start).Seconds(), Error: errString(err)})
+		if err != nil {
+			c.Gates.Fail("", "check "+chk.Name+": "+err.Error())
+			return fmt.Errorf("check %s: %w", chk.Name, err)
+		}
+		c.Gates.Pass("", "check "+chk.Name)
+	}
+	return nil
+}
+
+// Passed is a gate's outcome in a word.
+func Passed(err error) string {
+	if err != nil {
+		return "failed"
+	}
+	return "passed"
+}
+
+// run runs one check within its timeout.
+func (c Checks) run(ctx context.Context, chk fleet.Check) error {
+	timeout := chk.Timeout
+	if timeout == 0 {
+		timeout = fleet.DefaultCheckTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	program := chk.Command[0]
+	if strings.ContainsRune(program, '/') && !filepath.IsAbs(program) {
+		program = filepath.Join(c.Dir, program)
+	}
+	cmd := exec.CommandContext(ctx, program, chk.Command[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(withoutEnv(os.Environ(), "KUBECONFIG"), append(slices.Clone(c.Env), "KUBECONFIG="+c.Kubeconfig)...)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdout, cmd.Stderr = c.Out, c.Out
+	err := cmd.Run()
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("did not finish within %s", timeout)
+	case err != nil:
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return fmt.Errorf("exit status %d", ee.ExitCode())
+		}
+		return err
+	}
+	return nil
+}
+
+var notEnvChar = regexp.MustCompile(`[^A-Z0-9_]`)
+
+// CheckEnv describes the cluster to a check with the variables its
+// manifests get (render.VariablesOf): FLEET_CLUSTER_NAME, _GROUP, _CONTEXT,
+// FLEET_NAME, and every scalar attribute as FLEET_ATTR_<KEY>.
+func CheckEnv(c render.Cluster) []string {
+	vars := render.VariablesOf(&c)
+	env := []string{"FLEET_CLUSTER_NAME=" + c.Name, "FLEET_CLUSTER_GROUP=" + c.Group, "FLEET_CLUSTER_CONTEXT=" + c.Context, "FLEET_NAME=" + c.Fleet}
+	for _, k := range slices.Sorted(maps.Keys(c.Attributes)) {
+		switch c.Attributes[k].(type) {
+		case nil, map[string]any, []any:
+		default:
+			env = append(env, "FLEET_ATTR_"+notEnvChar.ReplaceAllString(strings.ToUpper(k), "_")+"="+vars.Text[k])
+		}
+	}
+	return env
+}
+
+func withoutEnv(env []string, name string) []string {
+	out := env[:0:0]
+	for _, e := range env {
+		if !strings.HasPrefix(e, name+"=") {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// events records what a sink is given.
+type events struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (e *events) sink(ev Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.got = append(e.got, ev.Where()+" "+ev.Text())
+}
+
+func (e *events) lines() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.got)
+}
+
+// A soak over two clusters: one stays healthy and passes; on the other an
+// object goes away on the third look, which fails it, says so, and hands
+// it to Ended (a rollback would go there).
+func TestSoak(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		looks = map[string]int{}
+		gates = map[string]*Gates{"eu": {}, "us": {}}
+		ended = map[string]error{}
+		ev    events
+	)
+	s := Soak{
+		Duration: 300 * time.Millisecond, Interval: 20 * time.Millisecond,
+		Health: func(_ context.Context, cluster string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			looks[cluster]++
+			if cluster == "us" && looks[cluster] >= 3 {
+				return errors.New("configmap/a is gone")
+			}
+			return nil
+		},
+		Gates: func(c string) *Gates { return gates[c] },
+		Emit:  ev.sink,
+		Ended: func(_ context.Context, cluster string, err error) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ended[cluster] = err
+			if err != nil {
+				return fmt.Errorf("%w; rolled back", err)
+			}
+			return nil
+		},
+	}
+	errs := s.Run(context.Background(), []string{"eu", "us"})
+	if len(errs) != 1 || errs["us"] == nil || errs["us"].Error() != "soak: configmap/a is gone; rolled back" {
+		t.Fatalf("errors %v", errs)
+	}
+	if _, ok := ended["eu"]; !ok || ended["eu"] != nil || ended["us"] == nil {
+		t.Errorf("ended %v", ended)
+	}
+	if looks["eu"] < 10 {
+		t.Errorf("eu was looked at %d times in 300ms every 20ms", looks["eu"])
+	}
+	lines := ev.lines()
+	for _, want := range []string{"eu soak started: watching for 0s", "eu soak passed", "us soak failed with "} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no %q in %q", want, lines)
+		}
+	}
+	gates["eu"].Pass("web", Applied)
+	gates["us"].Pass("web", Applied)
+	if v := gates["eu"].Verdict("web"); v.State != revision.Verified || !slices.Contains(v.Gates, "soak 300ms") {
+		t.Errorf("eu: %+v", v)
+	}
+	if v := gates["us"].Verdict("web"); v.State != revision.Failed || v.Reason != "soak: configmap/a is gone" {
+		t.Errorf("us: %+v", v)
+	}
+}
+
+// Ctrl-C during a soak: the cluster is neither passed nor failed, and
+// Ended is not called (no rollback of a run the user stopped).
+func TestSoakInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var g Gates
+	var ev events
+	s := Soak{
+		Duration: time.Minute, Interval: 10 * time.Millisecond,
+		Health: func(context.Context, string) error { cancel(); return nil },
+		Gates:  func(string) *Gates { return &g },
+		Emit:   ev.sink,
+		Ended:  func(context.Context, string, error) error { t.Error("Ended called after Ctrl-C"); return nil },
+	}
+	errs := s.Run(ctx, []string{"eu"})
+	if errs["eu"] == nil || !strings.Contains(errs["eu"].Error(), "soak interrupted") {
+		t.Fatalf("errors %v", errs)
+	}
+	g.Pass("web", Applied)
+	if v := g.Verdict("web"); slices.ContainsFunc(v.Gates, func(s string) bool { return strings.HasPrefix(s, "soak") }) {
+		t.Errorf("an interrupted soak counted as a gate: %+v", v)
+	}
+}
+
+// Checks run in order from the fleet's folder with the kubeconfig and the
+// environment given; the first failure stops them and fails the gates.
+func TestChecks(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the checks are shell scripts")
+	}
+	dir := t.TempDir()
+	script := "#!/bin/sh\necho \"$1 $FLEET_CLUSTER_NAME $KUBECONFIG\" >> ran\n[ \"$1\" != bad ]\n"
+	if err := os.WriteFile(filepath.Join(dir, "check.sh"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var ev events
+	var g Gates
+	var out strings.Builder
+	c := Checks{
+		Dir: dir, Kubeconfig: "/tmp/one.kubeconfig", Env: []string{"FLEET_CLUSTER_NAME=eu"}, Out: &out, Emit: ev.sink, Gates: &g,
+		Checks: []fleet.Check{
+			{Name: "first", Command: []string{"./check.sh", "good"}},
+			{Name: "second", Command: []string{"./check.sh", "bad"}},
+			{Name: "third", Command: []string{"./check.sh", "never"}},
+		},
+	}
+	err := c.Run(context.Background(), "eu")
+	if err == nil || err.Error() != "check second: exit status 1" {
+		t.Fatalf("err %v", err)
+	}
+	ran, _ := os.ReadFile(filepath.Join(dir, "ran"))
+	if string(ran) != "good eu /tmp/one.kubeconfig\nbad eu /tmp/one.kubeconfig\n" {
+		t.Errorf("ran:\n%s", ran)
+	}
+	lines := ev.lines()
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "eu check first passed (") || !strings.HasSuffix(lines[1], "): exit status 1") {
+		t.Errorf("events %q", lines)
+	}
+	g.Pass("web", Applied)
+	if v := g.Verdict("web"); v.State != revision.Failed || v.Reason != "check second: exit status 1" || !slices.Contains(v.Gates, "check first") {
+		t.Errorf("verdict %+v", v)
+	}
+	// A check that outlives its timeout fails.
+	c.Checks = []fleet.Check{{Name: "slow", Command: []string{"sleep", "5"}, Timeout: 100 * time.Millisecond}}
+	if err := c.Run(context.Background(), "eu"); err == nil || !strings.Contains(err.Error(), "did not finish within 100ms") {
+		t.Errorf("slow check: %v", err)
+	}
+}

@@ -1,0 +1,98 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// DefaultSoakInterval is how often a soak reads the objects.
+const DefaultSoakInterval = 5 * time.Second
+
+// Soak watches clusters that went through their group for a while: every
+// Interval each cluster's Health must hold, until Duration has passed. It
+// is a group's gate: a cluster whose objects go unhealthy fails, and its
+// verdict (Gates) says so.
+type Soak struct {
+	Duration time.Duration
+	// Interval between two looks (0: DefaultSoakInterval).
+	Interval time.Duration
+	// Health returns an error for the first object of cluster that is
+	// gone or no longer healthy.
+	Health func(ctx context.Context, cluster string) error
+	// Gates returns the gates of a cluster, told how its soak went.
+	Gates func(cluster string) *Gates
+	// Emit gets the soak's events; Stage, if set, the progress of each
+	// cluster ("soak, 12s left").
+	Emit  Sink
+	Stage func(cluster, stage string)
+	// Ended, if set, is called once a cluster's soak passed (err nil) or
+	// failed, after its gates were told; what it returns is the cluster's
+	// error (a failure after a rollback says so). It is not called when
+	// ctx ends first.
+	Ended func(ctx context.Context, cluster string, err error) error
+}
+
+// Run soaks the clusters at once and returns the error of each that
+// failed, or was interrupted (ctx done) before the end.
+func (s Soak) Run(ctx context.Context, clusters []string) map[string]error {
+	var (
+		mu   sync.Mutex
+		errs = map[string]error{}
+		wg   sync.WaitGroup
+	)
+	end := time.Now().Add(s.Duration)
+	for _, name := range clusters {
+		wg.Go(func() {
+			if err := s.one(ctx, name, end); err != nil {
+				mu.Lock()
+				errs[name] = err
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// one soaks one cluster until end.
+func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
+	interval := s.Interval
+	if interval <= 0 {
+		interval = DefaultSoakInterval
+	}
+	s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "started", Left: s.Duration.Seconds()})
+	next := time.Now()
+	for {
+		if s.Stage != nil {
+			s.Stage(cluster, fmt.Sprintf("soak, %s left", time.Until(end).Round(time.Second)))
+		}
+		if err := s.Health(ctx, cluster); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
+			}
+			s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "failed", Left: time.Until(end).Seconds(), Error: err.Error()})
+			s.Gates(cluster).Fail("", "soak: "+err.Error())
+			return s.ended(ctx, cluster, fmt.Errorf("soak: %w", err))
+		}
+		if !time.Now().Before(end) {
+			s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "passed"})
+			s.Gates(cluster).Pass("", "soak "+s.Duration.String())
+			return s.ended(ctx, cluster, nil)
+		}
+		next = next.Add(interval)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
+		case <-time.After(min(time.Until(next), time.Until(end))):
+		}
+	}
+}
+
+func (s Soak) ended(ctx context.Context, cluster string, err error) error {
+	if s.Ended == nil {
+		return err
+	}
+	return s.Ended(ctx, cluster, err)
+}
