@@ -334,10 +334,10 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	pr := o.newProgress(r.clusters, p.json)
 	var tally counts
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
+	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.sink(p, &tally)}
 	if o.verifies() && !o.SkipGates {
-		o.setSoaks(r, ws, p, pr, &tally)
+		plan.Soaks = o.soaks(r, ws, p, pr, &tally)
 	}
-	o.promotionGates(ctx, r, ws, p)
 	switch {
 	case o.SkipGates && o.verifies():
 		p.notes = append(p.notes, "Gates were skipped (--skip-gates): no test, check or soak ran, the earlier groups' verification was not required, and the revisions are unverified.")
@@ -345,7 +345,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
 	}
 	_, byName := index(r.clusters)
-	outcomes := runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := rollout.Run(ctx, plan, func(ctx context.Context, name string) error {
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
 		pr.end(name, err)
 		return err
@@ -532,7 +532,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) > 0 || !o.soaks(r.fleet, c) {
+	if len(errs) > 0 || !o.soaking(r.fleet, c) {
 		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
 	}
 	if o.Atomic {

@@ -75,6 +75,13 @@ func (o *ApplyOptions) sink(p *printer, tally *counts) rollout.Sink {
 			if ev.State == "passed" || ev.State == "failed" {
 				tally.gate(ev.Cluster, "soak "+ev.State)
 			}
+		case rollout.WaveEvent:
+			if !p.json { // said once, under the summary's heading
+				p.mu.Lock()
+				p.notes = append(p.notes, ev.Text()+" (--skip-gates promotes anyway)")
+				p.mu.Unlock()
+				return
+			}
 		}
 		p.emit(ev)
 	}

@@ -34,9 +34,9 @@ func (o *ApplyOptions) gatesOf(cluster string) *rollout.Gates {
 // release and runs no gates).
 func (o *ApplyOptions) verifies() bool { return !o.dryRun() && o.rollback == nil }
 
-// soaks reports whether cluster's group watches it after its apply: its
+// soaking reports whether cluster's group watches it after its apply: its
 // verdict then waits for the soak.
-func (o *ApplyOptions) soaks(f *fleet.Fleet, c *fleet.Cluster) bool {
+func (o *ApplyOptions) soaking(f *fleet.Fleet, c *fleet.Cluster) bool {
 	g := f.Group(c.Group)
 	return o.verifies() && g != nil && g.Soak > 0 && !o.SkipGates
 }
@@ -176,35 +176,17 @@ func groupIndex(f *fleet.Fleet, name string) int {
 	return slices.IndexFunc(f.Groups, func(g fleet.Group) bool { return g.Name == name })
 }
 
-// promotionGates puts the promotion rule before every wave of a rollout:
-// a wave starts once the earlier groups verified what its apps render.
-// A wave held back says why once, among the summary's notes.
-func (o *ApplyOptions) promotionGates(ctx context.Context, r *rendered, ws []runner.Wave, p *printer) {
-	if o.promotion == nil {
-		return
-	}
-	for i := range ws {
-		w := &ws[i]
-		var apps []string
+// appsByWave lists the apps each wave deploys.
+func appsByWave(r *rendered, ws []runner.Wave) map[string][]string {
+	out := map[string][]string{}
+	for _, w := range ws {
 		for _, c := range w.Clusters {
 			for _, res := range r.of(c) {
-				if !slices.Contains(apps, res.App) {
-					apps = append(apps, res.App)
+				if !slices.Contains(out[w.Name], res.App) {
+					out[w.Name] = append(out[w.Name], res.App)
 				}
 			}
 		}
-		confirm := w.Gate
-		w.Gate = func() error {
-			if err := o.promotion.Check(ctx, w.Name, apps); err != nil {
-				p.mu.Lock()
-				p.notes = append(p.notes, err.Error()+" (--skip-gates promotes anyway)")
-				p.mu.Unlock()
-				return err
-			}
-			if confirm != nil {
-				return confirm()
-			}
-			return nil
-		}
 	}
+	return out
 }

@@ -16,13 +16,14 @@ import (
 // soakInterval is how often a soak reads the objects (tests shorten it).
 var soakInterval = rollout.DefaultSoakInterval
 
-// setSoaks gives every wave whose group has a soak an After hook: after
-// the group succeeded, its applied objects are watched that long
-// (rollout.Soak), and an object that is no longer healthy fails its
-// cluster (and so, by the group's budget, the rollout; --atomic rolls it
-// back). The last group soaks too: nothing follows it, but its verdict,
-// --atomic and the exit code wait for the soak.
-func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *progress, tally *counts) {
+// soaks are the soaks of the waves whose group has one: after the group
+// succeeded, its applied objects are watched that long (rollout.Soak),
+// and an object that is no longer healthy fails its cluster (and so, by
+// the group's budget, the rollout; --atomic rolls it back). The last
+// group soaks too: nothing follows it, but its verdict, --atomic and the
+// exit code wait for the soak.
+func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *progress, tally *counts) map[string]rollout.Soak {
+	out := map[string]rollout.Soak{}
 	for i := range ws {
 		g := r.fleet.Group(ws[i].Name)
 		if g == nil || g.Soak <= 0 {
@@ -39,8 +40,9 @@ func (o *ApplyOptions) setSoaks(r *rendered, ws []runner.Wave, p *printer, pr *p
 				return o.rollBack(ctx, r, cluster, err, p, pr, tally)
 			},
 		}
-		ws[i].After = s.Run
+		out[ws[i].Name] = s
 	}
+	return out
 }
 
 // soakCheck reads every object applied to a cluster and returns an error

@@ -1,0 +1,80 @@
+package rollout
+
+import (
+	"context"
+	"strings"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// Plan is a fleet rollout: its waves (the fleet's groups in order, each
+// with its budget and, for protected groups, a confirmation as Gate),
+// and what stands between them.
+type Plan struct {
+	Waves []runner.Wave
+	// Parallel bounds the clusters worked on at once.
+	Parallel int
+	// Apps are the apps each wave deploys, by wave name: what the
+	// promotion rule looks at.
+	Apps map[string][]string
+	// Promotion, when set, holds each wave back until the earlier groups
+	// verified what it deploys (nil in dry runs, rollbacks and with
+	// --skip-gates).
+	Promotion *Promotion
+	// Soaks are the waves' soaks, by wave name: each runs once its wave
+	// went through, on the clusters that succeeded, the last wave's too.
+	Soaks map[string]Soak
+	// Emit gets the rollout's own events (a wave held back).
+	Emit Sink
+}
+
+// WaveEvent is a wave that did not start, and why: the promotion rule's
+// reasons.
+type WaveEvent struct {
+	Type    string   `json:"type"`
+	Wave    string   `json:"wave"`
+	State   string   `json:"state"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Where is no cluster: a wave is several.
+func (e WaveEvent) Where() string { return "" }
+
+// Text is "production not started: staging-eu runs web r8, not verified
+// (…)".
+func (e WaveEvent) Text() string {
+	return e.Wave + " " + e.State + ": " + strings.Join(e.Reasons, "; ")
+}
+
+// Run rolls out: wave after wave, cluster(ctx, name) for each cluster
+// (at most Parallel at once, a wave's maxParallel, stopping past its
+// maxFailures), a wave starting only once the promotion rule lets it and
+// its confirmation (the wave's own Gate) said yes, and a wave's soak after
+// it. It returns every cluster's outcome, in wave order.
+func Run(ctx context.Context, p Plan, cluster func(ctx context.Context, name string) error) []runner.Outcome {
+	ws := make([]runner.Wave, len(p.Waves))
+	copy(ws, p.Waves)
+	for i := range ws {
+		w := &ws[i]
+		if s, ok := p.Soaks[w.Name]; ok {
+			w.After = s.Run
+		}
+		if p.Promotion == nil {
+			continue
+		}
+		confirm, name, apps := w.Gate, w.Name, p.Apps[w.Name]
+		w.Gate = func() error {
+			if err := p.Promotion.Check(ctx, name, apps); err != nil {
+				if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
+					p.Emit(WaveEvent{Type: "wave", Wave: name, State: "not started", Reasons: blocked.Reasons})
+				}
+				return err
+			}
+			if confirm != nil {
+				return confirm()
+			}
+			return nil
+		}
+	}
+	return runner.Run(ctx, ws, p.Parallel, cluster)
+}

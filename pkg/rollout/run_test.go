@@ -1,0 +1,210 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// fakeFleet is three groups of clusters without an API server: what each
+// cluster runs is kept in memory (as revisions keep it in a cluster), so
+// that one run's verdicts are what the next run reads.
+type fakeFleet struct {
+	mu sync.Mutex
+	// runs is what each cluster runs of the app "web", by cluster.
+	runs map[string]Release
+	// render is the digest of the current render, the same everywhere
+	// for simplicity.
+	render string
+	// failCheck names the clusters whose check fails; unhealthy those
+	// whose objects go away during a soak.
+	failCheck, unhealthy map[string]bool
+	applied              []string
+	rolledBack           []string
+}
+
+func (f *fakeFleet) Release(_ context.Context, cluster, _ string) (Release, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runs[cluster], nil
+}
+
+var groups = []struct {
+	name        string
+	clusters    []string
+	maxFailures int
+}{
+	{"staging", []string{"stg-eu", "stg-us"}, 0},
+	{"production", []string{"prod-eu", "prod-us"}, 0},
+	{"edge", []string{"edge-1"}, 0},
+}
+
+// run rolls the selected groups out the way apply does: per cluster the
+// app is applied (a new revision when the render changed), its group's
+// check runs, and the verdict is recorded (after the soak where the
+// group soaks); a failed soak rolls the cluster back (--atomic).
+func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []string) {
+	t.Helper()
+	var (
+		ev    events
+		mu    sync.Mutex
+		gates = map[string]*Gates{}
+	)
+	gatesOf := func(c string) *Gates {
+		mu.Lock()
+		defer mu.Unlock()
+		if gates[c] == nil {
+			gates[c] = &Gates{}
+		}
+		return gates[c]
+	}
+	p := &Promotion{Reader: f}
+	plan := Plan{Parallel: 4, Apps: map[string][]string{}, Soaks: map[string]Soak{}, Promotion: p, Emit: ev.sink}
+	for _, g := range groups {
+		rg := Group{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]string{}}
+		for _, c := range g.clusters {
+			rg.Renders[c] = map[string]string{"web": f.render}
+		}
+		p.Groups = append(p.Groups, rg)
+		if slices.Contains(selected, g.name) {
+			plan.Waves = append(plan.Waves, runner.Wave{Name: g.name, Clusters: g.clusters, MaxFailures: g.maxFailures})
+			plan.Apps[g.name] = []string{"web"}
+		}
+	}
+	settle := func(c string) {
+		v := gatesOf(c).Verdict("web")
+		f.mu.Lock()
+		r := f.runs[c]
+		r.Verification = v
+		f.runs[c] = r
+		f.mu.Unlock()
+		p.Note(c, "web", r)
+		ev.sink(Verdict(c, "web", "", r.Revision, v, nil))
+	}
+	plan.Soaks["edge"] = Soak{
+		Duration: 100 * time.Millisecond, Interval: 10 * time.Millisecond, Gates: gatesOf, Emit: ev.sink,
+		Health: func(_ context.Context, c string) error {
+			if f.unhealthy[c] {
+				return errors.New("deployment.apps/web is gone")
+			}
+			return nil
+		},
+		Ended: func(_ context.Context, c string, err error) error {
+			settle(c)
+			if err != nil {
+				f.mu.Lock()
+				f.rolledBack = append(f.rolledBack, c)
+				f.mu.Unlock()
+				return fmt.Errorf("%w (rolled back)", err)
+			}
+			return nil
+		},
+	}
+	outcomes := Run(context.Background(), plan, func(_ context.Context, c string) error {
+		f.mu.Lock()
+		r := f.runs[c]
+		if r.Digest != f.render {
+			r = Release{Exists: true, Revision: r.Revision + 1, Digest: f.render}
+		}
+		f.runs[c] = r
+		f.applied = append(f.applied, c)
+		fail := f.failCheck[c]
+		f.mu.Unlock()
+		g := gatesOf(c)
+		g.Pass("web", Applied)
+		var err error
+		if fail {
+			err = errors.New("check smoke: exit status 1")
+			g.Fail("", err.Error())
+		} else {
+			g.Pass("", "check smoke")
+		}
+		if err != nil || !strings.HasPrefix(c, "edge") {
+			settle(c) // else after the soak
+		}
+		return err
+	})
+	return outcomes, ev.lines()
+}
+
+func states(outcomes []runner.Outcome) string {
+	var s []string
+	for _, o := range outcomes {
+		s = append(s, o.Cluster+"="+string(o.State))
+	}
+	return strings.Join(s, " ")
+}
+
+// A whole multi-group rollout, run after run, without an API server: a
+// failed check on staging stops production in that run and in the next,
+// even when only production is selected; fixed, the release goes through
+// staging and production, and a soak on the last group catches an object
+// going away and rolls that cluster back.
+func TestRolloutAcrossRuns(t *testing.T) {
+	f := &fakeFleet{runs: map[string]Release{}, render: "sha256:v1", failCheck: map[string]bool{"stg-us": true}, unhealthy: map[string]bool{}}
+
+	outcomes, lines := f.run(t, "staging", "production", "edge")
+	if got := states(outcomes); got != "stg-eu=succeeded stg-us=failed prod-eu=not started prod-us=not started edge-1=not started" {
+		t.Errorf("run 1: %s", got)
+	}
+	if !slices.Contains(lines, "stg-us revision 1 failed: check smoke: exit status 1") || !slices.Contains(lines, "stg-eu revision 1 verified") {
+		t.Errorf("run 1 said:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// Production alone: staging is read, not run, and holds it back.
+	f.applied = nil
+	outcomes, lines = f.run(t, "production")
+	if got := states(outcomes); got != "prod-eu=not started prod-us=not started" {
+		t.Errorf("run 2: %s", got)
+	}
+	if len(f.applied) != 0 {
+		t.Errorf("run 2 applied %v", f.applied)
+	}
+	if want := " production not started: stg-us runs web r1, not verified (failed: check smoke: exit status 1)"; !slices.Contains(lines, want) {
+		t.Errorf("run 2 said:\n%s\nwant %q", strings.Join(lines, "\n"), want)
+	}
+	var blocked *BlockedError
+	if !errors.As(outcomes[0].Err, &blocked) {
+		t.Errorf("run 2: production's error %v is not a *BlockedError", outcomes[0].Err)
+	}
+
+	// Fixed: the same render goes through; edge's soak fails.
+	f.failCheck["stg-us"] = false
+	f.unhealthy["edge-1"] = true
+	outcomes, lines = f.run(t, "staging", "production", "edge")
+	if got := states(outcomes); got != "stg-eu=succeeded stg-us=succeeded prod-eu=succeeded prod-us=succeeded edge-1=failed" {
+		t.Errorf("run 3: %s\n%s", got, strings.Join(lines, "\n"))
+	}
+	if f.runs["stg-us"].Revision != 1 || f.runs["stg-us"].Verification.State != revision.Verified {
+		t.Errorf("stg-us after run 3: %+v", f.runs["stg-us"])
+	}
+	if e := f.runs["edge-1"].Verification; e.State != revision.Failed || e.Reason != "soak: deployment.apps/web is gone" {
+		t.Errorf("edge-1's verdict: %+v", e)
+	}
+	if !slices.Equal(f.rolledBack, []string{"edge-1"}) || !strings.Contains(outcomes[4].Err.Error(), "(rolled back)") {
+		t.Errorf("rolled back %v; edge-1: %v", f.rolledBack, outcomes[4].Err)
+	}
+	if !slices.Contains(lines, "edge-1 soak started: watching for 0s") {
+		t.Errorf("run 3 said:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// A new render: production waits until staging verified it, in the
+	// same run.
+	f.render = "sha256:v2"
+	f.unhealthy["edge-1"] = false
+	outcomes, _ = f.run(t, "staging", "production", "edge")
+	if got := states(outcomes); got != "stg-eu=succeeded stg-us=succeeded prod-eu=succeeded prod-us=succeeded edge-1=succeeded" {
+		t.Errorf("run 4: %s", got)
+	}
+	if r := f.runs["edge-1"]; r.Revision != 2 || r.Verification.State != revision.Verified || !slices.Contains(r.Verification.Gates, "soak 100ms") {
+		t.Errorf("edge-1 after run 4: %+v", r)
+	}
+}
