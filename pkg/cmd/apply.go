@@ -450,50 +450,80 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if err != nil {
 		return err
 	}
-	w := p.cluster(c.Name)
 	results := r.of(c.Name)
-	if o.plan != nil {
-		// Every app is checked before anything is written.
-		pr.stage(c.Name, "checking the plan")
-		for _, res := range results {
-			if err := plan.Check(ctx, client, o.plan.Cluster(c.Name).App(res.App), res.Objects, o.Concurrency); err != nil {
-				return err
-			}
-		}
-	}
-	skip := o.rollback.skipped(c.Name, p, w)
-	if skip != nil && len(results) == 0 {
+	skip, err := o.beforeWriting(ctx, r, c.Name, client, results, p, pr)
+	switch {
+	case err != nil:
+		return err
+	case skip != nil && len(results) == 0:
 		return skip
 	}
-	if o.Diff {
-		d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
+	errs, failed := o.applyApps(ctx, r, c, client, results, p, pr, tally, dryRun)
+	if err := o.clusterGates(ctx, r, c, results, failed, p, pr, tally); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 || !o.soaking(r.fleet, c) {
+		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
+	}
+	if len(errs) == 0 && skip != nil {
+		return skip // some apps went back, the skipped ones are said
+	}
+	return o.rollBack(ctx, r, c.Name, errors.Join(errs...), p, pr, tally)
+}
+
+// beforeWriting does what comes before a cluster's first write: with
+// --plan, every app is checked against the plan; a rollback says which
+// apps it skips there (returned as skip); with --diff, the diffs.
+func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster string, client *kube.Client, results []render.Result, p *printer, pr *progress) (skip, err error) {
+	if o.plan != nil {
+		pr.stage(cluster, "checking the plan")
 		for _, res := range results {
-			diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get()})
-			if err != nil {
-				return fmt.Errorf("app %s: diff: %w", res.App, err)
+			if err := plan.Check(ctx, client, o.plan.Cluster(cluster).App(res.App), res.Objects, o.Concurrency); err != nil {
+				return nil, err
 			}
-			d.printDiffs(p, w, c.Name, res.App, diffs)
-			o.collected.diff(c.Name, diffs)
 		}
 	}
+	w := p.cluster(cluster)
+	skip = o.rollback.skipped(cluster, p, w)
+	if !o.Diff || skip != nil && len(results) == 0 {
+		return skip, nil
+	}
+	d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
+	for _, res := range results {
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: cluster, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get()})
+		if err != nil {
+			return skip, fmt.Errorf("app %s: diff: %w", res.App, err)
+		}
+		d.printDiffs(p, w, cluster, res.App, diffs)
+		o.collected.diff(cluster, diffs)
+	}
+	return skip, nil
+}
+
+// applyApps applies a cluster's apps in dependency order, each under its
+// lock, and returns the errors and the apps that failed. With --atomic it
+// keeps each app's set as it was, for rollBack.
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress, tally *counts, dryRun bool) ([]error, map[string]bool) {
 	var (
 		errs   []error
-		before []*inventory.Set // with --atomic, each app's set before its apply
+		before []*inventory.Set
+		failed = map[string]bool{}
 	)
-	failed := map[string]bool{}
+	fail := func(app string, err error) {
+		failed[app] = true
+		errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+	}
 	for _, res := range inDependencyOrder(r.fleet, results) {
 		app := res.App
 		if err := o.dependenciesReady(ctx, client, r.fleet, app, results, failed); err != nil {
-			failed[app] = true
-			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+			fail(app, err)
 			continue
 		}
 		if !dryRun {
 			// Held until the command ends: an --atomic rollback or a
 			// soak after this cluster's work is covered too.
 			if err := o.locks.acquire(ctx, client, c.Name, app, p, len(results) > 1, false); err != nil {
-				failed[app] = true
-				errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+				fail(app, err)
 				o.collected.app(c.Name, appOutcome(app, err))
 				continue
 			}
@@ -501,8 +531,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		if o.Atomic && !dryRun {
 			set, err := inventory.Load(ctx, client, app)
 			if err != nil {
-				failed[app] = true
-				errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+				fail(app, err)
 				break
 			}
 			before = append(before, set)
@@ -510,13 +539,27 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		err := o.applyApp(ctx, r, c, client, res, p, pr, tally, dryRun, dependedOn(r.fleet, app, results))
 		o.collected.app(c.Name, appOutcome(app, err))
 		if err != nil {
-			failed[app] = true
-			errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+			fail(app, err)
 			if errors.Is(err, context.Canceled) {
 				break
 			}
 		}
 	}
+	if o.Atomic {
+		o.mu.Lock()
+		if o.before == nil {
+			o.before = map[string][]*inventory.Set{}
+		}
+		o.before[c.Name] = before
+		o.mu.Unlock()
+	}
+	return errs, failed
+}
+
+// clusterGates runs the gates of the cluster's group once its apps went
+// through (its checks; the soak comes after the group), or says in its
+// gates why they did not run.
+func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress, tally *counts) error {
 	gates := o.gatesOf(c.Name)
 	switch {
 	case o.SkipGates:
@@ -528,25 +571,9 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 		if len(results) > 0 {
 			cluster = results[0].Cluster // with the attributes read from it
 		}
-		if err := o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally, gates); err != nil {
-			errs = append(errs, err)
-		}
+		return o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally, gates)
 	}
-	if len(errs) > 0 || !o.soaking(r.fleet, c) {
-		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
-	}
-	if o.Atomic {
-		o.mu.Lock()
-		if o.before == nil {
-			o.before = map[string][]*inventory.Set{}
-		}
-		o.before[c.Name] = before
-		o.mu.Unlock()
-	}
-	if len(errs) == 0 && skip != nil {
-		return skip // some apps went back, the skipped ones are said
-	}
-	return o.rollBack(ctx, r, c.Name, errors.Join(errs...), p, pr, tally)
+	return nil
 }
 
 // rollBack, with --atomic, puts a cluster that failed (err) back the way

@@ -435,50 +435,81 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	defer g.sources.Refresh()
 	a := o.passOptions()
 	o.say(fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339)))
-	end := func(ev PassEvent, err error) error {
-		ev.Type, ev.Pass, ev.Seconds = "pass", n, time.Since(start).Seconds()
-		ev.Result, ev.Error = "succeeded", errString(err)
-		if err != nil {
-			ev.Result = "failed"
-		}
-		ev.Msg = fmt.Sprintf("pass %d %s in %s", n, ev.Result, time.Since(start).Round(time.Millisecond))
-		o.metrics.pass(time.Since(start), err == nil)
-		if o.LogFormat == "json" {
-			writeEvent(g.Out, ev)
-			return err
-		}
-		line := ev.Msg
-		for _, part := range []struct {
-			what  string
-			names []string
-		}{{"rolled out to", ev.Applied}, {"unchanged", ev.Unchanged}, {"drifted, not corrected", ev.Drifted}} {
-			if len(part.names) > 0 {
-				line += fmt.Sprintf("; %s: %s", part.what, strings.Join(part.names, ", "))
-			}
-		}
-		if err != nil {
-			line += ": " + strings.ReplaceAll(err.Error(), "\n", "; ")
-		}
-		fmt.Fprintln(g.ErrOut, line)
-		return err
-	}
 	r, err := a.render(ctx, a.Selection, &a.SourceOptions, true)
 	if err == nil {
 		err = refuseProtected(r, a.Yes)
 	}
 	o.health.passed(err == nil)
 	if err != nil {
-		return end(PassEvent{}, err)
+		return o.end(n, start, PassEvent{}, err)
 	}
+	ev, toApply, drifting := o.decideAll(ctx, n, a, r)
+	if len(toApply) == 0 {
+		return o.end(n, start, ev, nil)
+	}
+	// The promotion rule sees every selected cluster, those this pass
+	// skips too: a later group waits for what they have verified.
+	if err := a.promote(ctx, r); err != nil {
+		return o.end(n, start, ev, err)
+	}
+	sub := r.only(toApply)
+	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
+	a.onChange = func(cluster, app string, ch apply.Change) { o.metrics.applied(cluster, app, ch.Action) }
+	err = a.rollout(ctx, sub, "apply")
+	now := time.Now()
+	for _, oc := range a.outcomes {
+		ok := oc.State == runner.Succeeded
+		revs := a.tally.revisionsOf(oc.Cluster)
+		for _, res := range sub.of(oc.Cluster) {
+			o.metrics.app(oc.Cluster, res.App, now, ok, revs[res.App])
+			if ok {
+				o.metrics.drift(oc.Cluster, res.App, 0)
+			}
+		}
+	}
+	return o.end(n, start, ev, err)
+}
 
+// end says how pass n, started at start, ended, counts it in the metrics
+// and returns err.
+func (o *ReconcileOptions) end(n int, start time.Time, ev PassEvent, err error) error {
+	g := o.apply.GlobalOptions
+	ev.Type, ev.Pass, ev.Seconds = "pass", n, time.Since(start).Seconds()
+	ev.Result, ev.Error = "succeeded", errString(err)
+	if err != nil {
+		ev.Result = "failed"
+	}
+	ev.Msg = fmt.Sprintf("pass %d %s in %s", n, ev.Result, time.Since(start).Round(time.Millisecond))
+	o.metrics.pass(time.Since(start), err == nil)
+	if o.LogFormat == "json" {
+		writeEvent(g.Out, ev)
+		return err
+	}
+	line := ev.Msg
+	for _, part := range []struct {
+		what  string
+		names []string
+	}{{"rolled out to", ev.Applied}, {"unchanged", ev.Unchanged}, {"drifted, not corrected", ev.Drifted}} {
+		if len(part.names) > 0 {
+			line += fmt.Sprintf("; %s: %s", part.what, strings.Join(part.names, ", "))
+		}
+	}
+	if err != nil {
+		line += ": " + strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	fmt.Fprintln(g.ErrOut, line)
+	return err
+}
+
+// decideAll checks every selected cluster, says what the pass does with
+// each, and returns the pass's lists, the clusters to apply, and the
+// cluster/app pairs to apply with force (--correct-drift).
+func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions, r *rendered) (ev PassEvent, toApply, drifting map[string]bool) {
 	checks := o.checkAll(ctx, a, r)
 	p := a.newPrinter(r.clusters, a.Output == "json")
-	var (
-		ev       PassEvent
-		toApply  = map[string]bool{}
-		now      = time.Now()
-		drifting = map[string]bool{} // cluster/app to force, with --correct-drift
-	)
+	defer p.close()
+	toApply, drifting = map[string]bool{}, map[string]bool{}
+	now := time.Now()
 	for _, c := range checks {
 		decision, doApply := c.decide(o.CorrectDrift, !a.SkipGates && !a.SkipTests)
 		o.report(p, n, c, decision, doApply)
@@ -505,48 +536,8 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 			}
 		}
 	}
-	p.close()
 	o.metrics.keepOnly(r)
-	if len(toApply) == 0 {
-		return end(ev, nil)
-	}
-
-	sub := &rendered{fleet: r.fleet}
-	for _, c := range r.clusters {
-		if toApply[c.Name] {
-			sub.clusters = append(sub.clusters, c)
-		}
-	}
-	for _, res := range r.results {
-		if toApply[res.Cluster.Name] {
-			sub.results = append(sub.results, res)
-		}
-	}
-	for _, t := range r.tests {
-		if toApply[t.Cluster.Name] {
-			sub.tests = append(sub.tests, t)
-		}
-	}
-	// The promotion rule sees every selected cluster, those this pass
-	// skips too: a later group waits for what they have verified.
-	if err := a.promote(ctx, r); err != nil {
-		return end(ev, err)
-	}
-	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
-	a.onChange = func(cluster, app string, ch apply.Change) { o.metrics.applied(cluster, app, ch.Action) }
-	err = a.rollout(ctx, sub, "apply")
-	now = time.Now()
-	for _, oc := range a.outcomes {
-		ok := oc.State == runner.Succeeded
-		revs := a.tally.revisionsOf(oc.Cluster)
-		for _, res := range sub.of(oc.Cluster) {
-			o.metrics.app(oc.Cluster, res.App, now, ok, revs[res.App])
-			if ok {
-				o.metrics.drift(oc.Cluster, res.App, 0)
-			}
-		}
-	}
-	return end(ev, err)
+	return ev, toApply, drifting
 }
 
 // refuseProtected refuses a pass whose selection includes a protected

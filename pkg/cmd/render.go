@@ -187,6 +187,27 @@ func (r *rendered) testsOf(cluster, app string) []*unstructured.Unstructured {
 	return nil
 }
 
+// only is r for the named clusters alone.
+func (r *rendered) only(names map[string]bool) *rendered {
+	sub := &rendered{fleet: r.fleet}
+	for _, c := range r.clusters {
+		if names[c.Name] {
+			sub.clusters = append(sub.clusters, c)
+		}
+	}
+	for _, res := range r.results {
+		if names[res.Cluster.Name] {
+			sub.results = append(sub.results, res)
+		}
+	}
+	for _, t := range r.tests {
+		if names[t.Cluster.Name] {
+			sub.tests = append(sub.tests, t)
+		}
+	}
+	return sub
+}
+
 // of returns the results of one cluster.
 func (r *rendered) of(cluster string) []render.Result {
 	var out []render.Result
