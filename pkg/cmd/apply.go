@@ -500,60 +500,138 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 	return skip, nil
 }
 
-// applyApps applies a cluster's apps in dependency order, each under its
-// lock, and returns the errors and the apps that failed. With --atomic it
-// keeps each app's set as it was, for rollBack.
+// applyApps applies a cluster's apps through rollout.ClusterRun: in
+// dependency order, each under its lock, and returns the errors and the
+// apps that failed. With --atomic it keeps each app's set as it was, for
+// rollBack.
 func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress, tally *counts, dryRun bool) ([]error, map[string]bool) {
-	var (
-		errs   []error
-		before []*inventory.Set
-		failed = map[string]bool{}
-	)
-	fail := func(app string, err error) {
-		failed[app] = true
-		errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun}
+	run := rollout.ClusterRun{
+		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
+		Done: func(app string, err error) { o.collected.app(c.Name, appOutcome(app, err)) },
 	}
 	for _, res := range inDependencyOrder(r.fleet, results) {
-		app := res.App
-		if err := o.dependenciesReady(ctx, client, r.fleet, app, results, failed); err != nil {
-			fail(app, err)
-			continue
+		a := rollout.App{Name: res.App}
+		if fa := r.fleet.App(res.App); fa != nil {
+			a.DependsOn = fa.DependsOn
+			a.SkippedTests = fa.Tests != "" && (o.SkipTests || o.SkipGates)
 		}
-		if !dryRun {
-			// Held until the command ends: an --atomic rollback or a
-			// soak after this cluster's work is covered too.
-			if err := o.locks.acquire(ctx, client, c.Name, app, p, len(results) > 1, false); err != nil {
-				fail(app, err)
-				o.collected.app(c.Name, appOutcome(app, err))
-				continue
-			}
-		}
-		if o.Atomic && !dryRun {
-			set, err := inventory.Load(ctx, client, app)
-			if err != nil {
-				fail(app, err)
-				break
-			}
-			before = append(before, set)
-		}
-		err := o.applyApp(ctx, r, c, client, res, p, pr, tally, dryRun, dependedOn(r.fleet, app, results))
-		o.collected.app(c.Name, appOutcome(app, err))
-		if err != nil {
-			fail(app, err)
-			if errors.Is(err, context.Canceled) {
-				break
-			}
-		}
+		a.Tests = len(r.testsOf(c.Name, res.App)) > 0 && !dryRun
+		// An app others depend on, or with tests, is waited for,
+		// --wait or not.
+		a.Wait = o.Wait || dependedOn(r.fleet, res.App, results) || len(r.testsOf(c.Name, res.App)) > 0
+		run.Apps = append(run.Apps, a)
 	}
+	errs, failed := run.Run(ctx)
 	if o.Atomic {
 		o.mu.Lock()
 		if o.before == nil {
 			o.before = map[string][]*inventory.Set{}
 		}
-		o.before[c.Name] = before
+		o.before[c.Name] = ops.before
 		o.mu.Unlock()
 	}
 	return errs, failed
+}
+
+// clusterOps are a cluster's rollout.AppOps: what apply does to a real
+// cluster.
+type clusterOps struct {
+	o       *ApplyOptions
+	r       *rendered
+	c       *fleet.Cluster
+	client  *kube.Client
+	results []render.Result
+	p       *printer
+	pr      *progress
+	tally   *counts
+	dryRun  bool
+	// before are the apps' sets before their apply (--atomic).
+	before []*inventory.Set
+}
+
+// DependencyApplied refuses a dependency outside the run that was never
+// applied to the cluster.
+func (k *clusterOps) DependencyApplied(ctx context.Context, app string) error {
+	set, err := inventory.Load(ctx, k.client, app)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not started: dependency %s: %w", app, err)
+	case !set.Exists:
+		return fmt.Errorf("not started: dependency %s was never applied to this cluster (select it too: --app %s)", app, app)
+	}
+	return nil
+}
+
+// Lock takes the app's lock, held until the command ends: an --atomic
+// rollback or a soak after this cluster's work is covered too.
+func (k *clusterOps) Lock(ctx context.Context, app string) error {
+	return k.o.locks.acquire(ctx, k.client, k.c.Name, app, k.p, len(k.results) > 1, false)
+}
+
+// Remember keeps the app's set as it is.
+func (k *clusterOps) Remember(ctx context.Context, app string) error {
+	set, err := inventory.Load(ctx, k.client, app)
+	if err == nil {
+		k.before = append(k.before, set)
+	}
+	return err
+}
+
+// Apply applies one app's objects, recorded as a revision.
+func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
+	o, c, p, pr := k.o, k.c, k.p, k.pr
+	res := k.result(app.Name)
+	several := len(k.results) > 1
+	printed := reporter(p, k.tally, c.Name, app.Name, several, k.dryRun)
+	report := func(ch apply.Change) {
+		switch ch.Action {
+		case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+			pr.did(c.Name)
+		}
+		o.collected.failed(c.Name, app.Name, ch)
+		if o.onChange != nil {
+			o.onChange(c.Name, app.Name, ch)
+		}
+		printed(ch)
+	}
+	pr.expect(c.Name, len(res.Objects))
+	pr.stage(c.Name, "applying %s", app.Name)
+	var record *apply.Record
+	if !k.dryRun {
+		record = o.record(ctx, k.r, c.Name, res, p, k.tally, several)
+		record.User = o.locks.user(k.client, c.Name)
+	}
+	return apply.Run(ctx, k.client, apply.Config{
+		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: k.dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app.Name)),
+		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: k.r.fleet.IgnoreRules(app.Name), Wait: app.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app.Name, stage) },
+		OnPhase: func(phase, objects int) {
+			pr.stage(c.Name, "applying %s, phase %d", app.Name, phase)
+			p.emit(rollout.PhaseEvent{Type: "phase", Cluster: c.Name, App: app.Name, Phase: phase, Objects: objects, DryRun: k.dryRun, Label: label(app.Name, several)})
+		},
+		Record: record,
+	})
+}
+
+// Test runs the app's tests.
+func (k *clusterOps) Test(ctx context.Context, app rollout.App) error {
+	k.pr.stage(k.c.Name, "testing %s", app.Name)
+	printed := reporter(k.p, k.tally, k.c.Name, app.Name, len(k.results) > 1, k.dryRun)
+	testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
+	err := apply.Test(ctx, k.client, apply.TestConfig{App: app.Name, Objects: k.r.testsOf(k.c.Name, app.Name), Timeout: k.o.Timeout, Keep: k.o.KeepTests, Report: testReport})
+	k.tally.gate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
+	return err
+}
+
+// result is the render of one app for the cluster.
+func (k *clusterOps) result(app string) render.Result {
+	for _, res := range k.results {
+		if res.App == app {
+			return res
+		}
+	}
+	return render.Result{}
 }
 
 // clusterGates runs the gates of the cluster's group once its apps went
@@ -564,8 +642,7 @@ func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.C
 	switch {
 	case o.SkipGates:
 		gates.Unverified("", "gates skipped (--skip-gates)")
-	case len(failed) > 0:
-		gates.Unverified("", "gates not run: "+strings.Join(slices.Sorted(maps.Keys(failed)), ", ")+" failed")
+	case len(failed) > 0: // ClusterRun said so
 	case o.verifies() && ctx.Err() == nil:
 		cluster := render.ClusterOf(r.fleet, c)
 		if len(results) > 0 {
@@ -597,71 +674,6 @@ func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string
 // pruning reports whether applies prune: --prune, or a rollback, which
 // brings back exactly what the revision had.
 func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
-
-// applyApp applies one app's objects to a cluster, then runs its tests.
-func (o *ApplyOptions) applyApp(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, res render.Result, p *printer, pr *progress, tally *counts, dryRun, dependedOn bool) error {
-	app := res.App
-	results := r.of(c.Name)
-	printed := reporter(p, tally, c.Name, app, len(results) > 1, dryRun)
-	report := func(ch apply.Change) {
-		switch ch.Action {
-		case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
-			pr.did(c.Name)
-		}
-		o.collected.failed(c.Name, app, ch)
-		if o.onChange != nil {
-			o.onChange(c.Name, app, ch)
-		}
-		printed(ch)
-	}
-	pr.expect(c.Name, len(res.Objects))
-	pr.stage(c.Name, "applying %s", app)
-	// An app others depend on, or with tests, is waited for, --wait
-	// or not.
-	tests := r.testsOf(c.Name, app)
-	wait := o.Wait || dependedOn || len(tests) > 0
-	var record *apply.Record
-	if !dryRun {
-		record = o.record(ctx, r, c.Name, res, p, tally, len(results) > 1)
-		record.User = o.locks.user(client, c.Name)
-	}
-	err := apply.Run(ctx, client, apply.Config{
-		App: app, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app)),
-		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: r.fleet.IgnoreRules(app), Wait: wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
-		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app, stage) },
-		OnPhase: func(phase, objects int) {
-			pr.stage(c.Name, "applying %s, phase %d", app, phase)
-			p.emit(rollout.PhaseEvent{Type: "phase", Cluster: c.Name, App: app, Phase: phase, Objects: objects, DryRun: dryRun, Label: label(app, len(results) > 1)})
-		},
-		Record: record,
-	})
-	gates := o.gatesOf(c.Name)
-	switch {
-	case err != nil:
-		gates.Fail(app, reason("apply", err))
-		return err
-	case wait:
-		gates.Pass(app, rollout.Applied)
-		gates.Pass(app, "healthy")
-	default:
-		gates.Pass(app, rollout.Applied)
-	}
-	if a := r.fleet.App(app); a != nil && a.Tests != "" && (o.SkipTests || o.SkipGates) {
-		gates.Unverified(app, "tests skipped (--skip-tests)")
-	}
-	if len(tests) > 0 && !dryRun {
-		pr.stage(c.Name, "testing %s", app)
-		testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
-		err = apply.Test(ctx, client, apply.TestConfig{App: app, Objects: tests, Timeout: o.Timeout, Keep: o.KeepTests, Report: testReport})
-		tally.gate(c.Name, fmt.Sprintf("tests of %s %s", app, rollout.Passed(err)))
-		if err != nil {
-			gates.Fail(app, reason("tests", err))
-		} else {
-			gates.Pass(app, "tests")
-		}
-	}
-	return err
-}
 
 // record says how an app's apply to a cluster is recorded in its
 // history: the plugin version, the source's git commit, and what made it
@@ -725,32 +737,6 @@ func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
 		}
 	}
 	return false
-}
-
-// dependenciesReady refuses to start an app whose dependency failed in
-// this run, or, when the dependency is not part of the run, was never
-// applied to the cluster.
-func (o *ApplyOptions) dependenciesReady(ctx context.Context, client *kube.Client, f *fleet.Fleet, app string, results []render.Result, failed map[string]bool) error {
-	a := f.App(app)
-	if a == nil {
-		return nil
-	}
-	for _, d := range a.DependsOn {
-		if failed[d] {
-			return fmt.Errorf("not started: dependency %s failed", d)
-		}
-		if slices.ContainsFunc(results, func(r render.Result) bool { return r.App == d }) {
-			continue
-		}
-		set, err := inventory.Load(ctx, client, d)
-		if err != nil {
-			return fmt.Errorf("not started: dependency %s: %w", d, err)
-		}
-		if !set.Exists {
-			return fmt.Errorf("not started: dependency %s was never applied to this cluster (select it too: --app %s)", d, d)
-		}
-	}
-	return nil
 }
 
 // reporter says each object's change of app on a cluster (after the app

@@ -26,7 +26,7 @@ func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.C
 	}
 	kubeconfig, cleanup, err := singleContextKubeconfig(o.GlobalOptions, f, c)
 	if err != nil {
-		gates.Fail("", reason("checks", err))
+		gates.Fail("", "checks: "+err.Error())
 		return fmt.Errorf("checks: %w", err)
 	}
 	defer cleanup()

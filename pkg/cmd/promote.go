@@ -91,16 +91,6 @@ func restored(rec revision.Revision) revision.Verification {
 	return revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("%s, which is %s", rec.Description, t)}
 }
 
-// reason is why a gate failed, in one short line, for a verdict: "check
-// smoke: exit status 1".
-func reason(what string, err error) string {
-	s := strings.ReplaceAll(err.Error(), "\n", "; ")
-	if len(s) > 200 {
-		s = s[:197] + "..."
-	}
-	return what + ": " + s
-}
-
 // promote builds the promotion rule of a rollout of r: the renders of
 // every group's clusters that the run's apps go to, those of earlier
 // groups that are not selected rendered too (a render error stops the

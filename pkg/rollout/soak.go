@@ -73,7 +73,7 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 				return fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
 			}
 			s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "failed", Left: time.Until(end).Seconds(), Error: err.Error()})
-			s.Gates(cluster).Fail("", "soak: "+err.Error())
+			s.Gates(cluster).Fail("", "soak: "+oneLine(err))
 			return s.ended(ctx, cluster, fmt.Errorf("soak: %w", err))
 		}
 		if !time.Now().Before(end) {

@@ -1,0 +1,155 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// App is one app of a cluster's rollout.
+type App struct {
+	Name string
+	// DependsOn are the apps it needs applied (and healthy) first.
+	DependsOn []string
+	// Wait: its objects are waited for until healthy (--wait, an app
+	// others depend on, an app with tests).
+	Wait bool
+	// Tests: its tests run after its apply. SkippedTests: it has tests,
+	// skipped (--skip-tests), so it cannot be verified.
+	Tests, SkippedTests bool
+}
+
+// AppOps is what a cluster's rollout does to the cluster, app by app:
+// kubectl fleet's own on real clusters, fakes in tests.
+type AppOps interface {
+	// DependencyApplied returns why app, a dependency that is not part of
+	// the run, is not there (never applied), or nil.
+	DependencyApplied(ctx context.Context, app string) error
+	// Lock takes app's lock on the cluster, held until the command ends.
+	Lock(ctx context.Context, app string) error
+	// Remember keeps what the cluster runs of app before its apply, for
+	// --atomic to put back.
+	Remember(ctx context.Context, app string) error
+	// Apply applies app (waiting when app.Wait), Test runs its tests.
+	Apply(ctx context.Context, app App) error
+	Test(ctx context.Context, app App) error
+}
+
+// ClusterRun is one cluster's apps, applied one after the other in
+// dependency order: an app whose dependency failed is not started, and
+// what each app's apply, health and tests say goes into Gates.
+type ClusterRun struct {
+	Cluster string
+	// Apps are the cluster's apps, in dependency order.
+	Apps  []App
+	Ops   AppOps
+	Gates *Gates
+	// Write: not a dry run, so each app is locked first. Atomic: each
+	// app's state is remembered before its apply.
+	Write, Atomic bool
+	// Done, if set, is told each started app's outcome (for reports).
+	Done func(app string, err error)
+}
+
+// Run applies the apps and returns their errors ("app web: …") and the
+// apps that failed. Once ctx is cancelled, or an app's state cannot be
+// remembered for --atomic, no further app starts.
+func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
+	var errs []error
+	failed := map[string]bool{}
+	fail := func(app string, err error) {
+		failed[app] = true
+		errs = append(errs, fmt.Errorf("app %s: %w", app, err))
+	}
+	for _, app := range c.Apps {
+		if err := c.dependencies(ctx, app, failed); err != nil {
+			fail(app.Name, err)
+			continue
+		}
+		if c.Write {
+			if err := c.Ops.Lock(ctx, app.Name); err != nil {
+				fail(app.Name, err)
+				c.done(app.Name, err)
+				continue
+			}
+		}
+		if c.Atomic && c.Write {
+			if err := c.Ops.Remember(ctx, app.Name); err != nil {
+				fail(app.Name, err)
+				break
+			}
+		}
+		err := c.apply(ctx, app)
+		c.done(app.Name, err)
+		if err != nil {
+			fail(app.Name, err)
+			if errors.Is(err, context.Canceled) {
+				break
+			}
+		}
+	}
+	if len(failed) > 0 {
+		c.Gates.Unverified("", "gates not run: "+strings.Join(slices.Sorted(maps.Keys(failed)), ", ")+" failed")
+	}
+	return errs, failed
+}
+
+// dependencies refuses to start an app whose dependency failed in this
+// run, or, when the dependency is not part of the run, is not there.
+func (c ClusterRun) dependencies(ctx context.Context, app App, failed map[string]bool) error {
+	for _, d := range app.DependsOn {
+		switch {
+		case failed[d]:
+			return fmt.Errorf("not started: dependency %s failed", d)
+		case slices.ContainsFunc(c.Apps, func(a App) bool { return a.Name == d }):
+		default:
+			if err := c.Ops.DependencyApplied(ctx, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// apply applies one app, then runs its tests, and tells its gates.
+func (c ClusterRun) apply(ctx context.Context, app App) error {
+	if err := c.Ops.Apply(ctx, app); err != nil {
+		c.Gates.Fail(app.Name, "apply: "+oneLine(err))
+		return err
+	}
+	c.Gates.Pass(app.Name, Applied)
+	if app.Wait {
+		c.Gates.Pass(app.Name, "healthy")
+	}
+	if app.SkippedTests {
+		c.Gates.Unverified(app.Name, "tests skipped (--skip-tests)")
+	}
+	if !app.Tests {
+		return nil
+	}
+	if err := c.Ops.Test(ctx, app); err != nil {
+		c.Gates.Fail(app.Name, "tests: "+oneLine(err))
+		return err
+	}
+	c.Gates.Pass(app.Name, "tests")
+	return nil
+}
+
+func (c ClusterRun) done(app string, err error) {
+	if c.Done != nil {
+		c.Done(app, err)
+	}
+}
+
+// oneLine is an error in one line of at most 200 characters, for a
+// verdict's reason.
+func oneLine(err error) string {
+	s := strings.ReplaceAll(err.Error(), "\n", "; ")
+	if len(s) > 200 {
+		s = s[:197] + "..."
+	}
+	return s
+}
