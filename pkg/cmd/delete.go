@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 // DeleteOptions are the options of "kubectl fleet delete".
@@ -95,7 +95,9 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	_, byName := index(clusters)
 	var tally counts
 	defer o.locks.release(ctx, o.ErrOut)
-	outcomes := runner.Run(ctx, waves(f, clusters), o.Parallel, func(ctx context.Context, name string) error {
+	// The engine's waves, without a promotion rule: deleting waits for
+	// no verification.
+	outcomes := rollout.Run(ctx, rollout.Plan{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
 		err := o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
 		pr.end(name, err)
 		return err
