@@ -67,7 +67,7 @@ type ApplyOptions struct {
 	WriteOptions
 	ApplyFlags
 	// locks are the locks taken; ReportOptions collects the report.
-	locks locks
+	locks rollout.Locks
 	ReportOptions
 	plan *plan.Plan
 
@@ -176,7 +176,7 @@ func (o *ApplyOptions) runState() error {
 	if err := o.ReportOptions.validate(); err != nil {
 		return err
 	}
-	return o.locks.validate()
+	return validateLocks(&o.locks)
 }
 
 // Validate checks the flags.
@@ -315,7 +315,7 @@ func (o *ApplyOptions) warm(ctx context.Context, f *fleet.Fleet, clusters []*fle
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if client, err := o.connect(ctx, f, byName[name]); err == nil {
-				o.locks.user(client, name)(ctx)
+				o.locks.User(client, name)(ctx)
 			}
 		}()
 	}
@@ -324,7 +324,7 @@ func (o *ApplyOptions) warm(ctx context.Context, f *fleet.Fleet, clusters []*fle
 // rollout writes r to its clusters group by group: apply's rollout, and
 // rollback's.
 func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) error {
-	defer o.locks.release(ctx, o.ErrOut)
+	defer o.locks.Release(ctx, o.ErrOut)
 	dryRun := o.dryRun()
 	ws := waves(r.fleet, r.clusters)
 	if err := o.confirmations(ctx, r.fleet, ws, dryRun); err != nil {
@@ -566,7 +566,7 @@ func (k *clusterOps) DependencyApplied(ctx context.Context, app string) error {
 // Lock takes the app's lock, held until the command ends: an --atomic
 // rollback or a soak after this cluster's work is covered too.
 func (k *clusterOps) Lock(ctx context.Context, app string) error {
-	return k.o.locks.acquire(ctx, k.client, k.c.Name, app, k.p, len(k.results) > 1, false)
+	return acquire(ctx, &k.o.locks, k.client, k.c.Name, app, k.p, len(k.results) > 1, false)
 }
 
 // Remember keeps the app's set as it is.
@@ -600,7 +600,7 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 	var record *apply.Record
 	if !k.dryRun {
 		record = o.record(ctx, k.r, c.Name, res, p, k.tally, several)
-		record.User = o.locks.user(k.client, c.Name)
+		record.User = o.locks.User(k.client, c.Name)
 	}
 	return apply.Run(ctx, k.client, apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: k.dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app.Name)),

@@ -23,7 +23,7 @@ type DeleteOptions struct {
 	SourceOptions
 	WriteOptions
 	// locks are --lock-duration and --lock-timeout, and the locks taken.
-	locks locks
+	locks rollout.Locks
 }
 
 // NewCmdDelete returns the delete command.
@@ -56,7 +56,7 @@ Exit codes:
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}
-			if err := o.locks.validate(); err != nil {
+			if err := validateLocks(&o.locks); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -66,7 +66,7 @@ Exit codes:
 	o.SourceOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "delete", "do not ask for confirmation", "clusters worked on at once at most")
 	g.addSkipUnreachableFlag(cmd)
-	o.locks.addFlags(cmd)
+	addLockFlags(cmd, &o.locks.Duration, &o.locks.Timeout)
 	return cmd
 }
 
@@ -94,7 +94,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
 	_, byName := index(clusters)
 	var tally counts
-	defer o.locks.release(ctx, o.ErrOut)
+	defer o.locks.Release(ctx, o.ErrOut)
 	// The engine's waves, without a promotion rule: deleting waits for
 	// no verification.
 	outcomes := rollout.Run(ctx, rollout.Plan{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
@@ -121,7 +121,7 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			continue
 		}
 		if !dryRun {
-			if err := o.locks.acquire(ctx, client, name, a.name, p, true, true); err != nil {
+			if err := acquire(ctx, &o.locks, client, name, a.name, p, true, true); err != nil {
 				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
 				continue
 			}

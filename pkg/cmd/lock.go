@@ -2,44 +2,15 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
-
-// locks are the locks a writing command (apply, rollback, delete) takes:
-// one per app and cluster, taken before the first write of the app there,
-// held until the command ends, released then (on failure and Ctrl-C too).
-type locks struct {
-	// Duration is --lock-duration, Timeout --lock-timeout.
-	Duration, Timeout time.Duration
-
-	once   sync.Once
-	holder lock.Holder
-	// users is who each cluster says the user is.
-	users memo.Memo[string, string]
-	mu    sync.Mutex
-	held  []heldLock
-}
-
-type heldLock struct {
-	cluster, app string
-	lock         *lock.Lock
-}
-
-func (l *locks) addFlags(cmd *cobra.Command) { addLockFlags(cmd, &l.Duration, &l.Timeout) }
 
 // addLockFlags adds --lock-duration and --lock-timeout.
 func addLockFlags(cmd *cobra.Command, duration, timeout *time.Duration) {
@@ -47,7 +18,8 @@ func addLockFlags(cmd *cobra.Command, duration, timeout *time.Duration) {
 	cmd.Flags().DurationVar(timeout, "lock-timeout", 0, "how long to wait for a lock another run holds (0: fail that app on that cluster at once)")
 }
 
-func (l *locks) validate() error {
+// validateLocks checks --lock-duration and --lock-timeout.
+func validateLocks(l *rollout.Locks) error {
 	switch {
 	case l.Duration < time.Second:
 		return fmt.Errorf("--lock-duration must be at least 1s")
@@ -57,83 +29,8 @@ func (l *locks) validate() error {
 	return nil
 }
 
-// user is who cluster says the user is, asked once: the lock's holder
-// and the revisions recorded name them.
-func (l *locks) user(client *kube.Client, cluster string) func(context.Context) string {
-	return func(ctx context.Context) string {
-		u, _ := l.users.Do(cluster, func() (string, error) { return revision.User(ctx, client), nil })
-		return u
-	}
-}
-
-// acquire takes the lock of app on cluster, saying on w (or as a JSON
-// event) when it waits for another holder, and when the user may not
-// write leases: the app then goes on without a lock, as it does without
-// a revision. Another holder is an error: "locked by … since …". With
-// noNamespace (delete), a cluster without the namespace kubectl-fleet
-// holds nothing to lock, and gets no namespace either.
-func (l *locks) acquire(ctx context.Context, client *kube.Client, cluster, app string, p *printer, withApp, noNamespace bool) error {
-	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
-	say := func(state, holder string, err error, line string) {
-		p.emit(rollout.LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label(app, withApp)})
-	}
-	h := l.holder
-	h.ClusterUser = l.user(client, cluster)(ctx)
-	lk, err := lock.Acquire(ctx, client, app, lock.Options{
-		Holder: h, Duration: l.Duration, Timeout: l.Timeout, FieldManager: apply.FieldManager, NoNamespace: noNamespace,
-		Waiting: func(held *lock.HeldError) {
-			say("waiting", held.Holder(), nil, fmt.Sprintf("waiting up to %s for the lock: %v", l.Timeout, held))
-		},
-		Lost: func(err error) { say("lost", "", err, "warning: "+err.Error()) },
-	})
-	if errors.Is(err, lock.ErrNoNamespace) {
-		return nil
-	}
-	if apierrors.IsForbidden(err) {
-		say("not taken", "", err, "lock not taken: "+err.Error())
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.held = append(l.held, heldLock{cluster: cluster, app: app, lock: lk})
-	return nil
-}
-
-// releaseTimeout bounds the release of one lock: a cluster that no longer
-// answers must not hold the command up; its lock expires on its own.
-const releaseTimeout = 3 * time.Second
-
-// release releases every lock held, at once, and says on errOut what could
-// not be released cleanly (it then expires on its own, or is taken over at
-// once by the next run on this machine). After Ctrl-C (ctx done) nothing
-// is sent: the locks are only no longer renewed.
-func (l *locks) release(ctx context.Context, errOut io.Writer) {
-	l.mu.Lock()
-	held := l.held
-	l.held = nil
-	l.mu.Unlock()
-	var wg sync.WaitGroup
-	errs := make([]error, len(held))
-	for i, h := range held {
-		if ctx.Err() != nil {
-			h.lock.Abandon()
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			defer cancel()
-			errs[i] = h.lock.Release(ctx)
-		}()
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			fmt.Fprintf(errOut, "warning: %s: %v\n", held[i].cluster, err)
-		}
-	}
+// acquire takes app's lock on cluster, saying what is worth saying (a
+// wait, a lock not taken, a lock lost) on p.
+func acquire(ctx context.Context, l *rollout.Locks, client *kube.Client, cluster, app string, p *printer, withApp, noNamespace bool) error {
+	return l.Acquire(ctx, client, cluster, app, label(app, withApp), noNamespace, p.emit)
 }

@@ -310,7 +310,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
 			if err == nil {
 				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, tally)
-				rec.User = o.locks.user(client, cluster)
+				rec.User = o.locks.User(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
 					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true,
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
