@@ -13,17 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // ReconcileOptions are the options of "kubectl fleet reconcile".
@@ -259,169 +253,6 @@ type PassEvent struct {
 	Error     string   `json:"error,omitempty"`
 }
 
-// appCheck is what a pass found of one app on one cluster.
-type appCheck struct {
-	App string
-	// Render is the digest of this pass's render; Current the current
-	// revision's (Revision; 0: none recorded), Exists whether the app's
-	// set exists at all.
-	Render   string
-	Current  string
-	Revision int
-	Exists   bool
-	// Verification is what the gates said of the current revision,
-	// read when the render is the current revision's.
-	Verification revision.Verification
-	// Drifted are the objects that drifted or are missing, checked only
-	// when the render is the current revision's.
-	Drifted []string
-	Err     error
-}
-
-// unverified reports whether the render is what the cluster runs, but its
-// gates have not passed there (they failed, or never ran): the pass runs
-// them again, and a later group does not get it meanwhile.
-func (a appCheck) unverified() bool {
-	return !a.changed() && a.Verification.State != revision.Verified
-}
-
-// changed reports whether the render is not what the cluster runs.
-func (a appCheck) changed() bool { return !a.Exists || a.Revision == 0 || a.Current != a.Render }
-
-// clusterCheck is what a pass found on one cluster.
-type clusterCheck struct {
-	Cluster string
-	Apps    []appCheck
-	// Err: the cluster could not be checked (connecting).
-	Err error
-}
-
-// Decisions of a pass about a cluster.
-const (
-	decUnchanged  = "unchanged"
-	decChanged    = "changed"
-	decUnverified = "unverified"
-	decDrifted    = "drifted"
-	decError      = "error"
-)
-
-// decide says what a pass does with a cluster: apply it when an app's
-// render changed, when a current revision is not verified (its gates run
-// again), when it could not be checked (apply then fails it where it
-// should, against its group's maxFailures), or when it drifted and
-// correctDrift; else skip it. Without rerunGates (--skip-gates or
-// --skip-tests, whose verdict would be unverified again) an unverified
-// revision is applied only when its render changes.
-func (c clusterCheck) decide(correctDrift, rerunGates bool) (decision string, doApply bool) {
-	if c.Err != nil {
-		return decError, true
-	}
-	drifted := false
-	for _, a := range c.Apps {
-		if a.Err != nil {
-			return decError, true
-		}
-		drifted = drifted || len(a.Drifted) > 0
-	}
-	for _, a := range c.Apps {
-		if a.changed() {
-			return decChanged, true
-		}
-	}
-	for _, a := range c.Apps {
-		if a.unverified() && rerunGates {
-			return decUnverified, true
-		}
-	}
-	if drifted {
-		return decDrifted, correctDrift
-	}
-	return decUnchanged, false
-}
-
-// clusterState is what a pass reads of a cluster to decide: an app's set,
-// and which of its rendered objects drifted. kubeState reads a real
-// cluster; tests use fakes.
-type clusterState interface {
-	set(ctx context.Context, app string) (*inventory.Set, error)
-	verification(ctx context.Context, app string, n int) (revision.Verification, error)
-	drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error)
-}
-
-// check finds, for each app of a cluster's render, whether the render
-// changed and, if not, which objects drifted.
-func check(ctx context.Context, cluster string, st clusterState, results []render.Result) clusterCheck {
-	out := clusterCheck{Cluster: cluster}
-	for _, res := range results {
-		a := appCheck{App: res.App, Render: revision.Digest(res.Objects)}
-		set, err := st.set(ctx, res.App)
-		if err == nil {
-			a.Exists, a.Revision, a.Current = set.Exists, set.Revision, set.Digest
-			if !a.changed() {
-				a.Verification, err = st.verification(ctx, res.App, set.Revision)
-			}
-			if !a.changed() && err == nil {
-				a.Drifted, err = st.drifted(ctx, set, res.App, res.Objects)
-			}
-		}
-		a.Err = err
-		out.Apps = append(out.Apps, a)
-	}
-	return out
-}
-
-// kubeState reads a cluster through its client.
-type kubeState struct {
-	client      *kube.Client
-	ignore      func(app string) []object.IgnoreRule
-	concurrency int
-}
-
-func (k kubeState) set(ctx context.Context, app string) (*inventory.Set, error) {
-	return inventory.Load(ctx, k.client, app)
-}
-
-func (k kubeState) verification(ctx context.Context, app string, n int) (revision.Verification, error) {
-	r, err := revision.Get(ctx, k.client, app, n)
-	if errors.Is(err, revision.ErrNotFound) {
-		return revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}, nil
-	}
-	return r.Verification, err
-}
-
-// drifted is what status calls drift (a dry-run apply with force would
-// change the object), and the objects that are missing. Objects whose
-// live version is the one the last apply of this render got back are
-// what it made them, and need no dry run (inventory.Set.Moved): a pass
-// over a cluster nobody touched lists metadata, and sends no object.
-func (k kubeState) drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error) {
-	if objs = set.Moved(ctx, k.client, objs, revision.Digest(objs), version.Get()); len(objs) == 0 {
-		return nil, nil
-	}
-	st, err := status.Run(ctx, k.client, app, objs, k.ignore(app), k.concurrency)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	var errs []error
-	for _, obj := range st.Objects {
-		ref := obj.Ref
-		if obj.Namespace != "" {
-			ref += " -n " + obj.Namespace
-		}
-		switch {
-		case obj.Orphaned:
-		case obj.Error != "":
-			errs = append(errs, fmt.Errorf("%s: %s", ref, obj.Error))
-		case obj.Health == status.NotFound:
-			out = append(out, ref+" (missing)")
-		case obj.Drifted:
-			out = append(out, ref)
-		}
-	}
-	return out, errors.Join(errs...)
-}
-
 // pass does one pass: render, check each cluster, apply those that need
 // it through apply's rollout.
 func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
@@ -511,13 +342,13 @@ func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions
 	toApply, drifting = map[string]bool{}, map[string]bool{}
 	now := time.Now()
 	for _, c := range checks {
-		decision, doApply := c.decide(o.CorrectDrift, !a.SkipGates && !a.SkipTests)
+		decision, doApply := c.Decide(o.CorrectDrift, !a.SkipGates && !a.SkipTests)
 		o.report(p, n, c, decision, doApply)
 		switch {
 		case doApply:
 			toApply[c.Cluster] = true
 			ev.Applied = append(ev.Applied, c.Cluster)
-		case decision == decDrifted:
+		case decision == rollout.DecDrifted:
 			ev.Drifted = append(ev.Drifted, c.Cluster)
 		default:
 			ev.Unchanged = append(ev.Unchanged, c.Cluster)
@@ -526,7 +357,7 @@ func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions
 			if len(ac.Drifted) > 0 && doApply && o.CorrectDrift {
 				drifting[c.Cluster+"/"+ac.App] = true
 			}
-			if ac.Err == nil && !ac.changed() {
+			if ac.Err == nil && !ac.Changed() {
 				o.metrics.drift(c.Cluster, ac.App, len(ac.Drifted))
 			}
 			if !doApply {
@@ -555,17 +386,17 @@ func refuseProtected(r *rendered, yes bool) error {
 }
 
 // checkAll checks every selected cluster, --parallel at once.
-func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *rendered) []clusterCheck {
+func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *rendered) []rollout.ClusterCheck {
 	names, byName := index(r.clusters)
-	checks := make([]clusterCheck, len(names))
+	checks := make([]rollout.ClusterCheck, len(names))
 	var mu sync.Mutex
 	runner.Run(ctx, everyCluster(names), a.Parallel, func(ctx context.Context, name string) error {
-		c := clusterCheck{Cluster: name}
+		c := rollout.ClusterCheck{Cluster: name}
 		client, err := a.connect(ctx, r.fleet, byName[name])
 		if err != nil {
 			c.Err = err
 		} else {
-			c = check(ctx, name, kubeState{client: client, ignore: r.fleet.IgnoreRules, concurrency: a.Concurrency}, r.of(name))
+			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.fleet.IgnoreRules, Concurrency: a.Concurrency}, r.of(name))
 		}
 		mu.Lock()
 		checks[slices.Index(names, name)] = c
@@ -576,7 +407,7 @@ func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *ren
 }
 
 // report prints what a pass found on a cluster and what it does about it.
-func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision string, doApply bool) {
+func (o *ReconcileOptions) report(p *printer, n int, c rollout.ClusterCheck, decision string, doApply bool) {
 	w := p.cluster(c.Cluster)
 	say := func(ev ReconcileEvent, line string) {
 		ev.Type, ev.Pass, ev.Cluster, ev.Decision, ev.Apply = "reconcile", n, c.Cluster, decision, doApply
@@ -602,9 +433,9 @@ func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision st
 			say(ev, fmt.Sprintf("%s: never applied", ac.App))
 		case ac.Revision == 0:
 			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
-		case ac.changed():
+		case ac.Changed():
 			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
-		case ac.unverified() && decision == decUnverified:
+		case ac.Unverified() && decision == rollout.DecUnverified:
 			say(ev, fmt.Sprintf("%s: r%d %s; running its gates again", ac.App, ac.Revision, ac.Verification))
 		case len(ac.Drifted) > 0:
 			what := "not corrected (--correct-drift corrects it)"
@@ -621,7 +452,7 @@ func (o *ReconcileOptions) report(p *printer, n int, c clusterCheck, decision st
 	switch {
 	case doApply:
 		say(ReconcileEvent{}, "applying")
-	case decision == decDrifted:
+	case decision == rollout.DecDrifted:
 		say(ReconcileEvent{}, "drifted, not applied")
 	default:
 		say(ReconcileEvent{}, fmt.Sprintf("unchanged, skipped (%s)", strings.Join(current, ", ")))

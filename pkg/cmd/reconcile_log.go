@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 // jsonLog turns every line written to it into one JSON object on a line
@@ -68,7 +70,7 @@ func (l *jsonLog) decorate(line []byte) []byte {
 	switch {
 	case str("error") != "" || str("state") == "failed" || str("action") == "failed":
 		head["level"] = "error"
-	case str("decision") == decDrifted, len(fields["warning"]) > 0 && str("warning") != "":
+	case str("decision") == rollout.DecDrifted, len(fields["warning"]) > 0 && str("warning") != "":
 		head["level"] = "warning"
 	}
 	if msg := str("msg"); msg != "" {
