@@ -450,6 +450,10 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if err != nil {
 		return err
 	}
+	// A lock lost while held stops the cluster's writes: another run may
+	// be writing there now. Nothing is rolled back or recorded then.
+	ctx, lost, stopped, done := rollout.StopOnLostLock(ctx)
+	defer done()
 	results := r.of(c.Name)
 	skip, err := o.beforeWriting(ctx, r, c.Name, client, results, p, pr)
 	switch {
@@ -458,9 +462,12 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	case skip != nil && len(results) == 0:
 		return skip
 	}
-	errs, failed := o.applyApps(ctx, r, c, client, results, p, pr, tally, dryRun)
+	errs, failed := o.applyApps(ctx, r, c, client, results, p, pr, tally, dryRun, lost)
 	if err := o.clusterGates(ctx, r, c, results, failed, p, pr, tally); err != nil {
 		errs = append(errs, err)
+	}
+	if err := stopped(); err != nil {
+		return err
 	}
 	if len(errs) > 0 || !o.soaking(r.fleet, c) {
 		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
@@ -504,8 +511,8 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 // dependency order, each under its lock, and returns the errors and the
 // apps that failed. With --atomic it keeps each app's set as it was, for
 // rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress, tally *counts, dryRun bool) ([]error, map[string]bool) {
-	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun}
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress, tally *counts, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun, lost: lost}
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
 		Done: func(app string, err error) { o.collected.app(c.Name, appOutcome(app, err)) },
@@ -548,6 +555,8 @@ type clusterOps struct {
 	dryRun  bool
 	// before are the apps' sets before their apply (--atomic).
 	before []*inventory.Set
+	// lost is told when a lock of the cluster is lost while held.
+	lost func(error)
 }
 
 // DependencyApplied refuses a dependency outside the run that was never
@@ -566,7 +575,7 @@ func (k *clusterOps) DependencyApplied(ctx context.Context, app string) error {
 // Lock takes the app's lock, held until the command ends: an --atomic
 // rollback or a soak after this cluster's work is covered too.
 func (k *clusterOps) Lock(ctx context.Context, app string) error {
-	return acquire(ctx, &k.o.locks, k.client, k.c.Name, app, k.p, len(k.results) > 1, false)
+	return acquire(ctx, &k.o.locks, k.client, k.c.Name, app, k.p, len(k.results) > 1, false, k.lost)
 }
 
 // Remember keeps the app's set as it is.

@@ -114,6 +114,8 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 		return err
 	}
 	w := p.cluster(name)
+	ctx, lost, stopped, done := rollout.StopOnLostLock(ctx)
+	defer done()
 	var errs []error
 	// Dependents go before what they depend on.
 	for _, a := range reverseDependencyOrder(f, apps) {
@@ -121,7 +123,7 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			continue
 		}
 		if !dryRun {
-			if err := acquire(ctx, &o.locks, client, name, a.name, p, true, true); err != nil {
+			if err := acquire(ctx, &o.locks, client, name, a.name, p, true, true, lost); err != nil {
 				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
 				continue
 			}
@@ -134,6 +136,9 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 		} else if !found && !p.json {
 			fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.name)
 		}
+	}
+	if err := stopped(); err != nil {
+		return err
 	}
 	return errors.Join(errs...)
 }

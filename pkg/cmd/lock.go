@@ -30,7 +30,8 @@ func validateLocks(l *rollout.Locks) error {
 }
 
 // acquire takes app's lock on cluster, saying what is worth saying (a
-// wait, a lock not taken, a lock lost) on p.
-func acquire(ctx context.Context, l *rollout.Locks, client *kube.Client, cluster, app string, p *printer, withApp, noNamespace bool) error {
-	return l.Acquire(ctx, client, cluster, app, label(app, withApp), noNamespace, p.emit)
+// wait, a lock not taken, a lock lost) on p; lost is told when the lock is
+// lost while held.
+func acquire(ctx context.Context, l *rollout.Locks, client *kube.Client, cluster, app string, p *printer, withApp, noNamespace bool, lost func(error)) error {
+	return l.Acquire(ctx, client, cluster, app, label(app, withApp), noNamespace, p.emit, lost)
 }

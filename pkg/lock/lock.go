@@ -116,7 +116,9 @@ type Options struct {
 	// Waiting, when set, is told once that Acquire waits for the holder.
 	Waiting func(*HeldError)
 	// Lost, when set, is told when a renewal finds the lease taken over
-	// or deleted: the lock no longer protects anything.
+	// or deleted, or when no renewal went through for a whole lease
+	// duration (by this machine's clock: another may take it over by
+	// now): the lock no longer protects anything.
 	Lost func(error)
 }
 
@@ -411,11 +413,15 @@ func ensureNamespace(ctx context.Context, c *kube.Client, fieldManager string) e
 
 // renew renews the lease every third of its duration until Release. A
 // renewal that finds the lease taken over (Conflict) or deleted loses the
-// lock; other errors are tried again at the next tick.
+// lock; other errors are tried again at the next tick, until no renewal
+// went through for a whole lease duration, measured on this machine's
+// monotonic clock: the lease may have expired for others, so the lock is
+// lost too.
 func (l *Lock) renew(ctx context.Context) {
 	defer close(l.done)
 	tick := time.NewTicker(max(l.duration/3, 100*time.Millisecond))
 	defer tick.Stop()
+	renewed := time.Now()
 	for {
 		select {
 		case <-l.stop:
@@ -431,19 +437,27 @@ func (l *Lock) renew(ctx context.Context) {
 		cancel()
 		switch {
 		case err == nil:
+			renewed = time.Now()
 			l.mu.Lock()
 			l.lease = updated
 			l.mu.Unlock()
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
-			lost := fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app))
-			l.mu.Lock()
-			l.err = lost
-			l.mu.Unlock()
-			if l.lost != nil {
-				l.lost(lost)
-			}
+			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
+			return
+		case time.Since(renewed) >= l.duration:
+			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s (%v)", l.app, Namespace, Name(l.app), time.Since(renewed).Round(time.Millisecond), err))
 			return
 		}
+	}
+}
+
+// lose records why the lock was lost and says so.
+func (l *Lock) lose(err error) {
+	l.mu.Lock()
+	l.err = err
+	l.mu.Unlock()
+	if l.lost != nil {
+		l.lost(err)
 	}
 }
 

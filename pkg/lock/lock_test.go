@@ -223,6 +223,30 @@ func TestReleaseOnlyOurs(t *testing.T) {
 	}
 }
 
+// A lock whose renewals fail for a whole lease duration is lost: by then
+// another may have taken the lease over, as it looks expired.
+func TestRenewFailing(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	lost := make(chan error, 1)
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 600 * time.Millisecond, Lost: func(err error) { lost <- err }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Inject(kubetest.Fault{Verb: "update", Resource: "leases", Err: apierrors.NewServiceUnavailable("etcd is down")})
+	select {
+	case err := <-lost:
+		if !strings.Contains(err.Error(), "lock of app web lost: lease kubectl-fleet/fleet-web not renewed for") || !strings.Contains(err.Error(), "etcd is down") {
+			t.Errorf("lost: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("renewals failing for a whole lease duration did not lose the lock")
+	}
+	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "not renewed") {
+		t.Errorf("release after the lock was lost: %v", err)
+	}
+}
+
 // TestRenew: the holder renews the lease every third of its duration, so
 // that it does not expire while held; a renewal that finds it taken over
 // stops and says the lock is lost.

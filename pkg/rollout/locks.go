@@ -47,12 +47,13 @@ func (l *Locks) User(client *kube.Client, cluster string) func(context.Context) 
 }
 
 // Acquire takes the lock of app on cluster, emitting a LockEvent (its
-// text after label) when it waits for another holder, and when the user may not
+// text after label) when it waits for another holder, when it is lost
+// while held (lost is then told, to stop the cluster's writes), and when the user may not
 // write leases: the app then goes on without a lock, as it does without
 // a revision. Another holder is an error: "locked by … since …". With
 // noNamespace (delete), a cluster without the namespace kubectl-fleet
 // holds nothing to lock, and gets no namespace either.
-func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, label string, noNamespace bool, emit Sink) error {
+func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, label string, noNamespace bool, emit Sink, lost func(error)) error {
 	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
 	say := func(state, holder string, err error, line string) {
 		emit(LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
@@ -64,7 +65,12 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 		Waiting: func(held *lock.HeldError) {
 			say("waiting", held.Holder(), nil, fmt.Sprintf("waiting up to %s for the lock: %v", l.Timeout, held))
 		},
-		Lost: func(err error) { say("lost", "", err, "warning: "+err.Error()) },
+		Lost: func(err error) {
+			say("lost", "", err, "error: "+err.Error())
+			if lost != nil {
+				lost(err)
+			}
+		},
 	})
 	if errors.Is(err, lock.ErrNoNamespace) {
 		return nil
@@ -116,4 +122,29 @@ func (l *Locks) Release(ctx context.Context, errOut io.Writer) {
 			fmt.Fprintf(errOut, "warning: %s: %v\n", held[i].cluster, err)
 		}
 	}
+}
+
+// LostLockError is why a cluster's writes stopped: one of its locks was
+// lost (taken over, deleted, or not renewed for a lease duration), so
+// another run may be writing there now.
+type LostLockError struct{ Err error }
+
+func (e *LostLockError) Error() string { return "lost the lock: " + e.Err.Error() }
+func (e *LostLockError) Unwrap() error { return e.Err }
+
+// StopOnLostLock returns a context for one cluster's writes that ends when
+// lost is told a lock of the cluster was lost, lost itself, and what
+// stopped it: a *LostLockError, or nil while no lock was lost. Call
+// done once the cluster's writes are over.
+func StopOnLostLock(ctx context.Context) (writes context.Context, lost func(error), stopped func() error, done func()) {
+	writes, cancel := context.WithCancelCause(ctx)
+	lost = func(err error) { cancel(&LostLockError{Err: err}) }
+	stopped = func() error {
+		var l *LostLockError
+		if errors.As(context.Cause(writes), &l) {
+			return l
+		}
+		return nil
+	}
+	return writes, lost, stopped, func() { cancel(nil) }
 }

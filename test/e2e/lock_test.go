@@ -242,3 +242,37 @@ func TestLockUnlock(t *testing.T) {
 		t.Errorf("delete: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A lock lost while held stops that cluster's writes at once: the wait in
+// progress ends, the app after it is never applied, and the cluster fails
+// with "lost the lock", long before --timeout.
+func TestLockLostStopsWrites(t *testing.T) {
+	const ns, hold, after = "e2e-lock-lost", "e2e-lost-hold", "e2e-lost-after"
+	apps := "apps:\n  - {name: " + hold + ", manifests: hold.yaml}\n  - {name: " + after + ", manifests: after.yaml, dependsOn: [" + hold + "]}\n"
+	dir := workdir(t, lockFleet+apps, map[string]string{
+		"hold.yaml":  holdingApp(ns, "e2e-lock-lost=never"),
+		"after.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: after, namespace: " + ns + "}\n",
+	})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	start := time.Now()
+	r := startFleet(t, dir, nil, "apply", "--timeout", "2m", "--lock-duration", "3s")
+	r.waitFor(t, "deployment.apps/hold created", time.Minute)
+	if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "kubectl-fleet", "lease", "fleet-"+hold); code != 0 {
+		t.Fatal(errOut)
+	}
+	select {
+	case <-r.done:
+	case <-time.After(time.Minute):
+		t.Fatal("apply went on after its lock was lost")
+	}
+	out, errOut := r.output()
+	if r.code != 1 || !regexp.MustCompile(`(?m)^\[stg\] failed: .*: lost the lock: lock of app `+hold+` lost: lease kubectl-fleet/fleet-`+hold+` was taken over or deleted while held$`).MatchString(out) {
+		t.Errorf("exit %d after %s\n%s%s", r.code, time.Since(start).Round(time.Second), out, errOut)
+	}
+	if took := time.Since(start); took > 45*time.Second {
+		t.Errorf("took %s: the wait went on to --timeout", took)
+	}
+	if !absent(t, "fleet-c1", "configmap", "after", "-n", ns) {
+		t.Error("the app after the lost lock was applied")
+	}
+}
