@@ -4,12 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -27,8 +32,43 @@ type fakeFleet struct {
 	// failCheck names the clusters whose check fails; unhealthy those
 	// whose objects go away during a soak.
 	failCheck, unhealthy map[string]bool
-	applied              []string
-	rolledBack           []string
+	// failTests names the clusters whose tests of web fail.
+	failTests  map[string]bool
+	applied    []string
+	rolledBack []string
+	// dir holds the check, smoke.sh: it exits with its argument.
+	dir string
+}
+
+// fleetOps apply to a fake cluster: web's apply makes a new revision
+// when the render changed, its tests fail where told.
+type fleetOps struct {
+	f       *fakeFleet
+	cluster string
+}
+
+func (o *fleetOps) DependencyApplied(context.Context, string) error { return nil }
+func (o *fleetOps) Lock(context.Context, string) error              { return nil }
+func (o *fleetOps) Remember(context.Context, string) error          { return nil }
+func (o *fleetOps) Apply(_ context.Context, app App) error {
+	o.f.mu.Lock()
+	defer o.f.mu.Unlock()
+	if app.Name != "web" {
+		return nil
+	}
+	r := o.f.runs[o.cluster]
+	if r.Digest != o.f.render {
+		r = Release{Exists: true, Revision: r.Revision + 1, Digest: o.f.render}
+	}
+	o.f.runs[o.cluster] = r
+	o.f.applied = append(o.f.applied, o.cluster)
+	return nil
+}
+func (o *fleetOps) Test(context.Context, App) error {
+	if o.f.failTests[o.cluster] {
+		return errors.New("job.batch/smoke failed")
+	}
+	return nil
 }
 
 func (f *fakeFleet) Release(_ context.Context, cluster, _ string) (Release, error) {
@@ -108,29 +148,27 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 			return nil
 		},
 	}
-	outcomes := Run(context.Background(), plan, func(_ context.Context, c string) error {
-		f.mu.Lock()
-		r := f.runs[c]
-		if r.Digest != f.render {
-			r = Release{Exists: true, Revision: r.Revision + 1, Digest: f.render}
+	outcomes := Run(context.Background(), plan, func(ctx context.Context, c string) error {
+		ops := &fleetOps{f: f, cluster: c}
+		run := ClusterRun{Cluster: c, Ops: ops, Gates: gatesOf(c), Write: true, Atomic: true, Apps: []App{
+			{Name: "web", Wait: true, Tests: true},
+			{Name: "docs", DependsOn: []string{"web"}},
+		}}
+		errs, failed := run.Run(ctx)
+		if len(failed) == 0 {
+			fail := "0"
+			if f.failCheck[c] {
+				fail = "1"
+			}
+			checks := Checks{Dir: f.dir, Checks: []fleet.Check{{Name: "smoke", Command: []string{"./smoke.sh", fail}}}, Out: io.Discard, Emit: ev.sink, Gates: gatesOf(c)}
+			if err := checks.Run(ctx, c); err != nil {
+				errs = append(errs, err)
+			}
 		}
-		f.runs[c] = r
-		f.applied = append(f.applied, c)
-		fail := f.failCheck[c]
-		f.mu.Unlock()
-		g := gatesOf(c)
-		g.Pass("web", Applied)
-		var err error
-		if fail {
-			err = errors.New("check smoke: exit status 1")
-			g.Fail("", err.Error())
-		} else {
-			g.Pass("", "check smoke")
-		}
-		if err != nil || !strings.HasPrefix(c, "edge") {
+		if len(errs) > 0 || !strings.HasPrefix(c, "edge") {
 			settle(c) // else after the soak
 		}
-		return err
+		return errors.Join(errs...)
 	})
 	return outcomes, ev.lines()
 }
@@ -143,13 +181,25 @@ func states(outcomes []runner.Outcome) string {
 	return strings.Join(s, " ")
 }
 
-// A whole multi-group rollout, run after run, without an API server: a
-// failed check on staging stops production in that run and in the next,
-// even when only production is selected; fixed, the release goes through
-// staging and production, and a soak on the last group catches an object
-// going away and rolls that cluster back.
+// A whole multi-group rollout, run after run, without an API server: per
+// cluster two apps in dependency order with tests (ClusterRun), the
+// group's check (Checks, a real command), the last group's soak (Soak,
+// --atomic's rollback in Ended), and the promotion rule over what the
+// runs recorded. A failed check on staging stops production in that run
+// and in the next, even when only production is selected; fixed, the
+// release goes through staging and production, and the soak on the last
+// group catches an object going away and rolls that cluster back; a
+// failed test fails its cluster and keeps its dependent app from
+// starting.
 func TestRolloutAcrossRuns(t *testing.T) {
-	f := &fakeFleet{runs: map[string]Release{}, render: "sha256:v1", failCheck: map[string]bool{"stg-us": true}, unhealthy: map[string]bool{}}
+	if runtime.GOOS == "windows" {
+		t.Skip("the check is a shell script")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "smoke.sh"), []byte("#!/bin/sh\nexit $1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeFleet{runs: map[string]Release{}, render: "sha256:v1", failCheck: map[string]bool{"stg-us": true}, unhealthy: map[string]bool{}, failTests: map[string]bool{}, dir: dir}
 
 	outcomes, lines := f.run(t, "staging", "production", "edge")
 	if got := states(outcomes); got != "stg-eu=succeeded stg-us=failed prod-eu=not started prod-us=not started edge-1=not started" {
@@ -195,6 +245,22 @@ func TestRolloutAcrossRuns(t *testing.T) {
 	if !slices.Contains(lines, "edge-1 soak started: watching for 0s") {
 		t.Errorf("run 3 said:\n%s", strings.Join(lines, "\n"))
 	}
+
+	// A failing test on production's first cluster: its dependent app
+	// does not start, the cluster fails, edge does not start.
+	f.failTests["prod-eu"] = true
+	f.unhealthy["edge-1"] = false
+	outcomes, lines = f.run(t, "production", "edge")
+	if got := states(outcomes); got != "prod-eu=failed prod-us=succeeded edge-1=not started" {
+		t.Errorf("run 3b: %s", got)
+	}
+	if !strings.Contains(outcomes[0].Err.Error(), "app docs: not started: dependency web failed") {
+		t.Errorf("prod-eu: %v", outcomes[0].Err)
+	}
+	if v := f.runs["prod-eu"].Verification; v.State != revision.Failed || v.Reason != "tests: job.batch/smoke failed" {
+		t.Errorf("prod-eu's verdict: %+v\n%s", v, strings.Join(lines, "\n"))
+	}
+	f.failTests["prod-eu"] = false
 
 	// A new render: production waits until staging verified it, in the
 	// same run.
