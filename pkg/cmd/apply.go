@@ -92,7 +92,9 @@ type ApplyOptions struct {
 	// change; outcomes are the clusters' outcomes of the last rollout, and
 	// tally what it counted.
 	forceApp func(cluster, app string) bool
-	onChange func(cluster, app string, ch apply.Change)
+	onChange func(cluster, app string, action apply.Action)
+	// events are the consumers of this run's events.
+	events   consumers
 	outcomes []runner.Outcome
 	tally    *counts
 }
@@ -334,7 +336,8 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	pr := o.newProgress(r.clusters, p.json)
 	var tally counts
 	p.out = output.NewSyncWriter(pr.writer(o.Out))
-	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.sink(p, &tally)}
+	o.events = consumers{p: p, tally: &tally, pr: pr, collected: o.collected, onChange: o.onChange}
+	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.events.emit}
 	if o.verifies() && !o.SkipGates {
 		plan.Soaks = o.soaks(r, ws, p, pr, &tally)
 	}
@@ -592,18 +595,7 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 	o, c, p, pr := k.o, k.c, k.p, k.pr
 	res := k.result(app.Name)
 	several := len(k.results) > 1
-	printed := reporter(p, k.tally, c.Name, app.Name, several, k.dryRun)
-	report := func(ch apply.Change) {
-		switch ch.Action {
-		case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
-			pr.did(c.Name)
-		}
-		o.collected.failed(c.Name, app.Name, ch)
-		if o.onChange != nil {
-			o.onChange(c.Name, app.Name, ch)
-		}
-		printed(ch)
-	}
+	report := o.events.objects(c.Name, app.Name, label(app.Name, several), k.dryRun)
 	pr.expect(c.Name, len(res.Objects))
 	pr.stage(c.Name, "applying %s", app.Name)
 	var record *apply.Record
@@ -626,7 +618,9 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 // Test runs the app's tests.
 func (k *clusterOps) Test(ctx context.Context, app rollout.App) error {
 	k.pr.stage(k.c.Name, "testing %s", app.Name)
-	printed := reporter(k.p, k.tally, k.c.Name, app.Name, len(k.results) > 1, k.dryRun)
+	// Test objects are said and counted, not progress, failures of the
+	// app's objects or metrics.
+	printed := consumers{p: k.p, tally: k.tally}.objects(k.c.Name, app.Name, label(app.Name, len(k.results) > 1), k.dryRun)
 	testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 	err := apply.Test(ctx, k.client, apply.TestConfig{App: app.Name, Objects: k.r.testsOf(k.c.Name, app.Name), Timeout: k.o.Timeout, Keep: k.o.KeepTests, Report: testReport})
 	k.tally.gate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
@@ -746,15 +740,6 @@ func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
 		}
 	}
 	return false
-}
-
-// reporter says each object's change of app on a cluster (after the app
-// when withApp), and counts it.
-func reporter(p *printer, tally *counts, cluster, app string, withApp, dryRun bool) func(apply.Change) {
-	return func(ch apply.Change) {
-		tally.add(cluster, ch.Action)
-		p.emit(rollout.ObjectChanged(cluster, app, label(app, withApp), ch, dryRun))
-	}
 }
 
 // done is what the summary calls a cluster a verb went through on.

@@ -36,7 +36,7 @@ func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.C
 	}
 	return rollout.Checks{
 		Dir: f.Dir, Checks: grp.Verify, Kubeconfig: kubeconfig, Env: rollout.CheckEnv(cluster), Out: out,
-		Emit: o.sink(p, tally), Gates: gates, Stage: func(stage string) { pr.stage(c.Name, "%s", stage) },
+		Emit: o.events.emit, Gates: gates, Stage: func(stage string) { pr.stage(c.Name, "%s", stage) },
 	}.Run(ctx, c.Name)
 }
 

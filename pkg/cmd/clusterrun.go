@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
@@ -64,27 +65,68 @@ func (p *printer) emit(ev rollout.Event) {
 	fmt.Fprintln(p.cluster(ev.Where()), ev.Text())
 }
 
-// sink is where a rollout's events go: the printer (text or JSON), and
-// the tally of the summary, which counts the gates passed and failed.
-func (o *ApplyOptions) sink(p *printer, tally *counts) rollout.Sink {
-	return func(ev rollout.Event) {
-		switch ev := ev.(type) {
-		case rollout.CheckEvent:
-			tally.gate(ev.Cluster, "check "+ev.Check+" "+ev.State)
-		case rollout.SoakEvent:
-			if ev.State == "passed" || ev.State == "failed" {
-				tally.gate(ev.Cluster, "soak "+ev.State)
-			}
-		case rollout.WaveEvent:
-			if !p.json { // said once, under the summary's heading
-				p.mu.Lock()
-				p.notes = append(p.notes, ev.Text()+" (--skip-gates promotes anyway)")
-				p.mu.Unlock()
-				return
-			}
+// consumers are what a rollout's events feed: the printer (text or
+// JSON), the summary's tally, the live progress, the CI report's
+// collector and, for reconcile, the metrics. Any of them but the printer
+// may be nil.
+type consumers struct {
+	p         *printer
+	tally     *counts
+	pr        *progress
+	collected *collector
+	// onChange is told every object's change (reconcile's metrics).
+	onChange func(cluster, app string, action apply.Action)
+}
+
+// emit hands an event to every consumer.
+func (c consumers) emit(ev rollout.Event) {
+	switch ev := ev.(type) {
+	case rollout.ObjectEvent:
+		c.object(ev)
+	case rollout.CheckEvent:
+		if c.tally != nil {
+			c.tally.gate(ev.Cluster, "check "+ev.Check+" "+ev.State)
 		}
-		p.emit(ev)
+	case rollout.SoakEvent:
+		if c.tally != nil && (ev.State == "passed" || ev.State == "failed") {
+			c.tally.gate(ev.Cluster, "soak "+ev.State)
+		}
+	case rollout.WaveEvent:
+		if !c.p.json { // said once, under the summary's heading
+			c.p.mu.Lock()
+			c.p.notes = append(c.p.notes, ev.Text()+" (--skip-gates promotes anyway)")
+			c.p.mu.Unlock()
+			return
+		}
 	}
+	c.p.emit(ev)
+}
+
+// object counts an object's change for the summary, the progress, the
+// report's failures and the metrics.
+func (c consumers) object(ev rollout.ObjectEvent) {
+	action := apply.Action(ev.Action)
+	if c.tally != nil {
+		c.tally.add(ev.Cluster, action)
+	}
+	switch action {
+	case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+		if c.pr != nil {
+			c.pr.did(ev.Cluster)
+		}
+	}
+	if ev.Error != "" {
+		c.collected.failed(ev.Cluster, ev.App, ev.Object+": "+ev.Error)
+	}
+	if c.onChange != nil {
+		c.onChange(ev.Cluster, ev.App, action)
+	}
+}
+
+// objects says each object's change of app on a cluster (after label,
+// when not empty) to the consumers.
+func (c consumers) objects(cluster, app, label string, dryRun bool) func(apply.Change) {
+	return func(ch apply.Change) { c.emit(rollout.ObjectChanged(cluster, app, label, ch, dryRun)) }
 }
 
 // close flushes partial lines.

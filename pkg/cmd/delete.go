@@ -129,8 +129,7 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			}
 		}
 		pr.stage(name, "deleting %s", a.name)
-		printed := reporter(p, tally, name, a.name, true, dryRun)
-		found, err := apply.Delete(ctx, client, a.name, dryRun, func(ch apply.Change) { pr.did(name); printed(ch) })
+		found, err := apply.Delete(ctx, client, a.name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.name, a.name, dryRun))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
 		} else if !found && !p.json {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -285,7 +284,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	}
 	sub := r.only(toApply)
 	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
-	a.onChange = func(cluster, app string, ch apply.Change) { o.metrics.applied(cluster, app, ch.Action) }
+	a.onChange = o.metrics.applied
 	err = a.rollout(ctx, sub, "apply")
 	now := time.Now()
 	for _, oc := range a.outcomes {

@@ -108,13 +108,13 @@ func (c *collector) app(cluster string, a report.App) {
 }
 
 // failed records an object of an app that failed on a cluster.
-func (c *collector) failed(cluster, app string, ch apply.Change) {
-	if c == nil || ch.Err == nil {
+func (c *collector) failed(cluster, app, failure string) {
+	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.failures[cluster+"/"+app] = append(c.failures[cluster+"/"+app], ch.Ref+": "+ch.Err.Error())
+	c.failures[cluster+"/"+app] = append(c.failures[cluster+"/"+app], failure)
 }
 
 // diff adds diffs to a cluster's; they must be masked (no --show-secrets).

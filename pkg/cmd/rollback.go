@@ -291,12 +291,11 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 	var (
 		done, failed []string
 		target       string // with one app: what it went back to
-		discard      counts
-	) // the summary counts this apply's objects only
+	)
 	for _, set := range slices.Backward(before) {
 		app := set.App
 		label := app + " (rollback)"
-		printed := reporter(p, &discard, cluster, label, true, false)
+		printed := consumers{p: p}.objects(cluster, label, label, false) // not counted: the summary counts this apply's objects
 		switch {
 		case !set.Exists:
 			if _, err := apply.Delete(ctx, client, app, false, printed); err != nil {

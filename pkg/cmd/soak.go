@@ -33,7 +33,7 @@ func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *prog
 			Duration: g.Soak, Interval: soakInterval,
 			Health: func(ctx context.Context, cluster string) error { return o.soakCheck(ctx, r, cluster) },
 			Gates:  o.gatesOf,
-			Emit:   o.sink(p, tally),
+			Emit:   o.events.emit,
 			Stage:  func(cluster, stage string) { pr.stage(cluster, "%s", stage) },
 			Ended: func(ctx context.Context, cluster string, err error) error {
 				o.settleSoak(ctx, r, cluster, p, tally)
