@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -90,8 +91,43 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
-	names, byName := index(clusters)
 	p := o.newPrinter(clusters, false)
+	found, read := o.readLocks(ctx, f, clusters, p)
+	if err := o.confirmUnlock(ctx, p, read, found); err != nil {
+		return err
+	}
+	states, outcomes := o.removeLocks(ctx, f, clusters, read, found)
+	p.close()
+	fmt.Fprintln(p.out, "Summary:")
+	failed := 0
+	for _, oc := range outcomes {
+		line := states[oc.Cluster]
+		switch {
+		case oc.Err != nil:
+			failed++
+			line = "failed: " + oc.Err.Error()
+			if states[oc.Cluster] != "" {
+				line = states[oc.Cluster] + "; " + line
+			}
+		case oc.State == runner.NotStarted:
+			failed++
+			line = "not started"
+		}
+		fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case failed > 0:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters not unlocked", failed, len(outcomes))}
+	}
+	return nil
+}
+
+// readLocks reads the apps' locks on every cluster and says who holds
+// them: the locks found, by cluster and app, and each cluster's outcome.
+func (o *UnlockOptions) readLocks(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, p *printer) (map[string]map[string]*lock.Info, []runner.Outcome) {
+	names, byName := index(clusters)
 	var (
 		mu    sync.Mutex
 		found = map[string]map[string]*lock.Info{} // by cluster, app
@@ -121,6 +157,11 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 		}
 		return nil
 	})
+	return found, read
+}
+
+// confirmUnlock asks before removing the locks found, unless --yes.
+func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, read []runner.Outcome, found map[string]map[string]*lock.Info) error {
 	var locked []string
 	for _, oc := range read {
 		for app := range found[oc.Cluster] {
@@ -128,29 +169,30 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 		}
 	}
 	sort.Strings(locked)
-	if len(locked) > 0 && ctx.Err() == nil && !o.Yes {
-		what := "the lock of " + strings.Join(locked, ", ")
-		if !o.stdinIsTerminal() {
-			p.close()
-			return fmt.Errorf("remove %s: pass --yes to remove locks without a terminal to confirm on", what)
-		}
-		p.close()
-		if err := ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Remove "+what+"?"); err != nil {
-			return err
-		}
+	if len(locked) == 0 || ctx.Err() != nil || o.Yes {
+		return nil
 	}
+	what := "the lock of " + strings.Join(locked, ", ")
+	p.close()
+	if !o.stdinIsTerminal() {
+		return fmt.Errorf("remove %s: pass --yes to remove locks without a terminal to confirm on", what)
+	}
+	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Remove "+what+"?")
+}
+
+// removeLocks removes the locks found (only if they are still the ones
+// read) and returns what each cluster's became, and its outcome.
+func (o *UnlockOptions) removeLocks(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, read []runner.Outcome, found map[string]map[string]*lock.Info) (map[string]string, []runner.Outcome) {
+	names, byName := index(clusters)
 	states := map[string]string{}
-	var smu sync.Mutex
+	var mu sync.Mutex
 	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		for _, oc := range read {
 			if oc.Cluster == name && oc.Err != nil {
 				return oc.Err
 			}
 		}
-		var (
-			parts []string
-			errs  []string
-		)
+		var parts, errs []string
 		for _, app := range o.Apps {
 			info := found[name][app]
 			state := "not locked"
@@ -173,39 +215,15 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 			}
 			parts = append(parts, state)
 		}
-		smu.Lock()
+		mu.Lock()
 		states[name] = strings.Join(parts, ", ")
-		smu.Unlock()
+		mu.Unlock()
 		if len(errs) > 0 {
 			return fmt.Errorf("%s", strings.Join(errs, "; "))
 		}
 		return nil
 	})
-	p.close()
-	fmt.Fprintln(p.out, "Summary:")
-	failed := 0
-	for _, oc := range outcomes {
-		line := states[oc.Cluster]
-		switch {
-		case oc.Err != nil:
-			failed++
-			line = "failed: " + oc.Err.Error()
-			if states[oc.Cluster] != "" {
-				line = states[oc.Cluster] + "; " + line
-			}
-		case oc.State == runner.NotStarted:
-			failed++
-			line = "not started"
-		}
-		fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
-	case failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters not unlocked", failed, len(outcomes))}
-	}
-	return nil
+	return states, outcomes
 }
 
 // describeLock says who holds a lock, since when, and whether it has
