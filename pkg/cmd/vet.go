@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
@@ -129,31 +130,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	objects := byCluster(clusters, results)
 	p := o.prefixer(clusters)
 	for _, c := range clusters {
-		var names, messages []string
-		for _, r := range results {
-			if r.Cluster.Name != c.Name {
-				continue
-			}
-			names = append(names, r.App)
-			if r.Err != nil {
-				messages = append(messages, strings.TrimPrefix(r.Err.Error(), "cluster "+c.Name+": "))
-			}
-		}
-		for _, e := range render.Validate(objects[c.Name]) {
-			messages = append(messages, e.Error())
-		}
-		for _, t := range tests {
-			if t.Cluster.Name != c.Name {
-				continue
-			}
-			if t.Err != nil {
-				messages = append(messages, "tests of "+strings.TrimPrefix(t.Err.Error(), "cluster "+c.Name+": "))
-				continue
-			}
-			for _, e := range render.Validate(t.Objects) {
-				messages = append(messages, fmt.Sprintf("tests of app %s: %v", t.App, e))
-			}
-		}
+		names, messages := vetRender(c.Name, results, tests, objects[c.Name])
 		if o.Server && len(messages) == 0 && problems == 0 {
 			messages = append(messages, o.serverCheck(ctx, f, c, results)...)
 		}
@@ -211,6 +188,36 @@ func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.C
 		}
 	}
 	return messages
+}
+
+// vetRender returns the apps rendered for a cluster and what is wrong
+// with their render and their tests' (render errors, invalid objects).
+func vetRender(cluster string, results, tests []render.Result, objects []*unstructured.Unstructured) (names, messages []string) {
+	for _, r := range results {
+		if r.Cluster.Name != cluster {
+			continue
+		}
+		names = append(names, r.App)
+		if r.Err != nil {
+			messages = append(messages, strings.TrimPrefix(r.Err.Error(), "cluster "+cluster+": "))
+		}
+	}
+	for _, e := range render.Validate(objects) {
+		messages = append(messages, e.Error())
+	}
+	for _, t := range tests {
+		if t.Cluster.Name != cluster {
+			continue
+		}
+		if t.Err != nil {
+			messages = append(messages, "tests of "+strings.TrimPrefix(t.Err.Error(), "cluster "+cluster+": "))
+			continue
+		}
+		for _, e := range render.Validate(t.Objects) {
+			messages = append(messages, fmt.Sprintf("tests of app %s: %v", t.App, e))
+		}
+	}
+	return names, messages
 }
 
 // placeholders stand in for the attributes read from clusters, which vet
