@@ -162,8 +162,45 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		keys := c.ListKeys(objs, func(o *unstructured.Unstructured) bool { return object.Ignored(o, cfg.Ignore) })
 		lists.Go(func() { p.listed.Prefetch(stop, ctx, c, keys, cfg.Concurrency) })
 	}
-	if err := p.load(ctx); err != nil {
+	contents, err := p.begin(stop, ctx, objs)
+	if err != nil {
 		return err
+	}
+	waited, err := p.applyStages(stop, ctx, objs)
+	if err != nil {
+		return err
+	}
+	if cfg.Prune {
+		cfg.stage("pruning")
+		if err := p.prune(stop, ctx, contents); err != nil {
+			return err
+		}
+	}
+	if err := stop.Err(); err != nil {
+		// Interrupted: nothing more is sent, and the parent keeps the
+		// union recorded first, so no member is forgotten.
+		return err
+	}
+	if !cfg.DryRun {
+		if err := p.finish(ctx, objs); err != nil {
+			return err
+		}
+	}
+	if cfg.Wait && !cfg.DryRun {
+		cfg.stage("waiting until healthy")
+		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
+	}
+	return nil
+}
+
+// begin reads the app's inventory, labels the objects as its members,
+// starts reading its history when a revision will be recorded, and
+// records in the parent the union of the old and new members before any
+// object is written. It returns the new members.
+func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructured) (inventory.Contents, error) {
+	cfg := p.cfg
+	if err := p.load(ctx); err != nil {
+		return inventory.Contents{}, err
 	}
 	p.renderDigest = revision.Digest(cfg.Objects)
 	for _, o := range objs {
@@ -171,7 +208,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	}
 	contents := inventory.ContentsOf(objs)
 	if err := stop.Err(); err != nil {
-		return err // Ctrl-C while the inventory was read: nothing written
+		return inventory.Contents{}, err // Ctrl-C while the inventory was read: nothing written
 	}
 	if !cfg.DryRun && p.newRevision() {
 		p.readHistory(ctx)
@@ -180,13 +217,22 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		// Record the union of the old and new contents first, so that a
 		// failure half-way never orphans a member from the set (a parent
 		// that records them all already is not written again).
-		if err := p.set.WriteParent(ctx, c, union, time.Time{}, FieldManager, cfg.Version); err != nil {
-			return err
+		if err := p.set.WriteParent(ctx, p.c, union, time.Time{}, FieldManager, cfg.Version); err != nil {
+			return inventory.Contents{}, err
 		}
 	}
+	return contents, nil
+}
+
+// applyStages applies the objects: CRDs and Namespaces first (waiting
+// until the CRDs are established), then phase by phase, each but the last
+// healthy before the next starts. It returns the objects already waited
+// for.
+func (p *pass) applyStages(stop, ctx context.Context, objs []*unstructured.Unstructured) (map[*unstructured.Unstructured]bool, error) {
+	cfg, c := p.cfg, p.c
 	first, rest := stages(objs)
 	if err := p.applyAll(stop, ctx, first, nil, nil); err != nil {
-		return err
+		return nil, err
 	}
 	var (
 		pending map[schema.GroupKind]bool
@@ -201,12 +247,11 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		} else {
 			cfg.stage("waiting for CRDs to be established")
 			if err := waitEstablished(stop, c, crds, cfg.Timeout); err != nil {
-				return err
+				return nil, err
 			}
 			c.Mapper.Reset()
 		}
 	}
-	// Phase by phase; each but the last healthy before the next starts.
 	phases := byPhase(rest)
 	waited := map[*unstructured.Unstructured]bool{}
 	for i, ph := range phases {
@@ -214,52 +259,38 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 			cfg.OnPhase(ph.n, len(ph.objs))
 		}
 		if err := p.applyAll(stop, ctx, ph.objs, pending, newNS); err != nil {
-			return err
+			return nil, err
 		}
 		if i < len(phases)-1 && !cfg.DryRun {
 			cfg.stage(fmt.Sprintf("waiting for phase %d to be healthy", ph.n))
 			if err := waitHealthy(stop, c, ph.objs, cfg); err != nil {
-				return fmt.Errorf("phase %d: %w", ph.n, err)
+				return nil, fmt.Errorf("phase %d: %w", ph.n, err)
 			}
 			for _, o := range ph.objs {
 				waited[o] = true
 			}
 		}
 	}
-	if cfg.Prune {
-		cfg.stage("pruning")
-		if err := p.prune(stop, ctx, contents); err != nil {
-			return err
-		}
+	return waited, nil
+}
+
+// finish records what this apply did: the revision, stored before the
+// parent names it current, then the parent with the members and what
+// was sent of each.
+func (p *pass) finish(ctx context.Context, objs []*unstructured.Unstructured) error {
+	// Objects of kinds served only now were put in scope as applied.
+	record := inventory.ContentsOf(objs)
+	if !p.cfg.Prune {
+		record = p.set.Contents.Union(record)
 	}
-	if err := stop.Err(); err != nil {
-		// Interrupted: nothing more is sent, and the parent keeps the
-		// union recorded first, so no member is forgotten.
+	// What this apply sent, for the next one to skip what is the same.
+	p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
+	prev := p.set.Revision
+	history, err := p.recordRevision(ctx)
+	if err != nil {
 		return err
 	}
-	if !cfg.DryRun {
-		// Objects of kinds served only now were put in scope as applied.
-		record := inventory.ContentsOf(objs)
-		if !cfg.Prune {
-			record = p.set.Contents.Union(record)
-		}
-		// What this apply sent, for the next one to skip what is the same.
-		p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
-		// The revision is stored before the parent names it current.
-		prev := p.set.Revision
-		history, err := p.recordRevision(ctx)
-		if err != nil {
-			return err
-		}
-		if err := p.commit(ctx, record, prev, history); err != nil {
-			return err
-		}
-	}
-	if cfg.Wait && !cfg.DryRun {
-		cfg.stage("waiting until healthy")
-		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
-	}
-	return nil
+	return p.commit(ctx, record, prev, history)
 }
 
 // commit writes the parent, which names the revision recorded (if any)
