@@ -53,18 +53,20 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 	results := r.of(cluster)
 	revs := tally.revisionsOf(cluster)
 	for _, res := range results {
-		n, ok := revs[res.App]
-		if !ok {
-			continue // not applied in this run
-		}
 		v := gates.Verdict(res.App)
+		n, recorded := revs[res.App]
 		if rec, ok := o.rollback.recordOf(cluster, res.App); ok && v.State != revision.Failed {
 			v = restored(rec)
 		}
-		err := o.writeVerdict(ctx, client, res.App, n, v)
-		if o.promotion != nil {
+		if o.promotion != nil && slices.Contains(v.Gates, rollout.Applied) {
+			// Known in this run, revision or not (a user who may not
+			// write revisions): the next groups need not read it.
 			o.promotion.Note(cluster, res.App, rollout.Release{Exists: true, Revision: n, Digest: revision.Digest(res.Objects), Verification: v})
 		}
+		if !recorded {
+			continue // not applied in this run, or no revision recorded
+		}
+		err := o.writeVerdict(ctx, client, res.App, n, v)
 		p.emit(rollout.Verdict(cluster, res.App, label(res.App, len(results) > 1), n, v, err))
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 )
@@ -269,7 +271,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 	case o.Verbose:
 		o.printDetails(p, outcomes, results)
 		p.close()
-		for _, s := range skew(r, outcomes, results) {
+		for _, s := range slices.Concat(skew(r, outcomes, results), promotion(r, results)) {
 			fmt.Fprintln(o.Out, s)
 		}
 	default:
@@ -345,10 +347,60 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 	for _, e := range errs {
 		fmt.Fprintln(o.ErrOut, e)
 	}
-	for _, s := range skew(r, outcomes, results) {
+	for _, s := range slices.Concat(skew(r, outcomes, results), promotion(r, results)) {
 		fmt.Fprintln(o.Out, s)
 	}
 	return nil
+}
+
+// promotion says, for each group after the first, why an apply would not
+// start it now (rollout.Promotion, over what status read of the selected
+// clusters): "Promotion: production not started: staging-eu runs web r8,
+// not verified (failed: check smoke: exit status 1)".
+func promotion(r *rendered, results map[string][]status.App) []string {
+	if len(r.results) == 0 {
+		return nil // nothing rendered: no render to compare with
+	}
+	var groups []rollout.Group
+	for _, g := range r.fleet.Groups {
+		rg := rollout.Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]string{}}
+		for _, res := range r.results {
+			if c := res.Cluster.Name; res.Cluster.Group == g.Name {
+				if rg.Renders[c] == nil {
+					rg.Renders[c] = map[string]string{}
+					rg.Clusters = append(rg.Clusters, c)
+				}
+				rg.Renders[c][res.App] = revision.Digest(res.Objects)
+			}
+		}
+		groups = append(groups, rg)
+	}
+	p := &rollout.Promotion{Groups: groups, Reader: statusReader(results)}
+	var out []string
+	ws := waves(r.fleet, r.clusters)
+	for _, w := range ws[min(1, len(ws)):] {
+		if err := p.Check(context.Background(), w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
+			out = append(out, "Promotion: "+err.Error())
+		}
+	}
+	return out
+}
+
+// statusReader serves the releases status read.
+type statusReader map[string][]status.App
+
+// Release is what status found of app on cluster.
+func (s statusReader) Release(_ context.Context, cluster, app string) (rollout.Release, error) {
+	for _, a := range s[cluster] {
+		if a.App == app {
+			r := rollout.Release{Exists: a.LastApplied != "" || a.Revision > 0, Revision: a.Revision, Digest: a.Digest}
+			if a.Verification != nil {
+				r.Verification = *a.Verification
+			}
+			return r, nil
+		}
+	}
+	return rollout.Release{}, fmt.Errorf("status could not read it")
 }
 
 // skew says, for each group and app, when the clusters of the group run

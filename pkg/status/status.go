@@ -50,6 +50,8 @@ type App struct {
 	// Source its source commit when it came from git.
 	Revision int    `json:"revision,omitempty"`
 	Source   string `json:"source,omitempty"`
+	// Digest is the current revision's render digest.
+	Digest string `json:"digest,omitempty"`
 	// Verification is what the gates said of the current revision.
 	Verification *revision.Verification `json:"verification,omitempty"`
 	Objects      []Object               `json:"objects"`
@@ -91,7 +93,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 	if err != nil {
 		return App{}, err
 	}
-	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Verification: verificationOf(ctx, c, set)}
+	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
 	for _, d := range diffs {
 		if d.Kind == diff.Kept {
 			continue // leaves the app at its next apply --prune
@@ -133,7 +135,7 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, igno
 	if err != nil {
 		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
 	}
-	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Verification: verificationOf(ctx, c, set)}
+	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
 	for _, m := range members {
 		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
 		if res, err := object.Health(m); err != nil {

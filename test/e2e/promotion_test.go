@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -78,6 +79,10 @@ func TestPromotionAcrossRuns(t *testing.T) {
 	out, _, _ = fleet(t, dir, "history", "-c", "pr-stg")
 	if !strings.Contains(out, "failed: check smoke: exit status 1") {
 		t.Errorf("history does not say the release failed:\n%s", out)
+	}
+	out, _, _ = fleet(t, dir, "status")
+	if !regexp.MustCompile(`(?m)^pr-stg\s+staging\s+Current 2/2 r1 failed$`).MatchString(out) || !strings.Contains(out, "Promotion: "+blocked) {
+		t.Errorf("status does not say why production waits:\n%s", out)
 	}
 
 	// Fixed: production alone still waits (staging's record says failed);
