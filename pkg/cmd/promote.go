@@ -158,7 +158,7 @@ func (o *ApplyOptions) renderUpstream(ctx context.Context, r *rendered) ([]rende
 	}
 	up, err := o.render(ctx, fleet.Selection{Clusters: names}, &src, true)
 	if err != nil {
-		return nil, fmt.Errorf("checking what the earlier groups verified: %w", err)
+		return nil, fmt.Errorf("checking what the earlier groups verified (--skip-gates does not): %w", err)
 	}
 	return up.results, nil
 }
