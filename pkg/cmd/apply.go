@@ -458,7 +458,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	ctx, lost, stopped, done := rollout.StopOnLostLock(ctx)
 	defer done()
 	results := r.of(c.Name)
-	skip, err := o.beforeWriting(ctx, r, c.Name, client, results, p, pr)
+	skip, err := o.beforeWriting(ctx, r, c.Name, client, results, p)
 	switch {
 	case err != nil:
 		return err
@@ -481,18 +481,11 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	return o.rollBack(ctx, r, c.Name, errors.Join(errs...), p, pr, tally)
 }
 
-// beforeWriting does what comes before a cluster's first write: with
-// --plan, every app is checked against the plan; a rollback says which
-// apps it skips there (returned as skip); with --diff, the diffs.
-func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster string, client *kube.Client, results []render.Result, p *printer, pr *progress) (skip, err error) {
-	if o.plan != nil {
-		pr.stage(cluster, "checking the plan")
-		for _, res := range results {
-			if err := plan.Check(ctx, client, o.plan.Cluster(cluster).App(res.App), res.Objects, o.Concurrency); err != nil {
-				return nil, err
-			}
-		}
-	}
+// beforeWriting does what comes before a cluster's first write: a
+// rollback says which apps it skips there (returned as skip); with
+// --diff, the diffs. (--plan is checked once the locks are taken:
+// rollout.ClusterRun.Check.)
+func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster string, client *kube.Client, results []render.Result, p *printer) (skip, err error) {
 	w := p.cluster(cluster)
 	skip = o.rollback.skipped(cluster, p, w)
 	if !o.Diff || skip != nil && len(results) == 0 {
@@ -519,6 +512,14 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
 		Done: func(app string, err error) { o.collected.app(c.Name, appOutcome(app, err)) },
+	}
+	if o.plan != nil {
+		// Every app is checked before anything is written, under its
+		// lock: what was reviewed cannot change before it is applied.
+		run.Check = func(ctx context.Context, app string) error {
+			pr.stage(c.Name, "checking the plan")
+			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), ops.result(app).Objects, o.Concurrency)
+		}
 	}
 	for _, res := range inDependencyOrder(r.fleet, results) {
 		a := rollout.App{Name: res.App}

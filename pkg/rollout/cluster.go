@@ -47,16 +47,23 @@ type ClusterRun struct {
 	Apps  []App
 	Ops   AppOps
 	Gates *Gates
-	// Write: not a dry run, so each app is locked first. Atomic: each
-	// app's state is remembered before its apply.
+	// Write: not a dry run, so every app is locked before anything is
+	// checked or written. Atomic: each app's state is remembered before
+	// its apply.
 	Write, Atomic bool
+	// Check, when set, is asked of every app once the locks are taken
+	// and before anything is written (a reviewed plan still holds): its
+	// error fails the cluster as it is, with nothing written.
+	Check func(ctx context.Context, app string) error
 	// Done, if set, is told each started app's outcome (for reports).
 	Done func(app string, err error)
 }
 
 // Run applies the apps and returns their errors ("app web: …") and the
-// apps that failed. Once ctx is cancelled, or an app's state cannot be
-// remembered for --atomic, no further app starts.
+// apps that failed. The locks come first, then Check, so that what is
+// checked cannot change under another writer before it is applied. Once
+// ctx is cancelled, or an app's state cannot be remembered for --atomic,
+// no further app starts.
 func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
 	var errs []error
 	failed := map[string]bool{}
@@ -65,16 +72,27 @@ func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
 		errs = append(errs, fmt.Errorf("app %s: %w", app, err))
 	}
 	for _, app := range c.Apps {
+		if !c.Write {
+			break
+		}
+		if err := c.Ops.Lock(ctx, app.Name); err != nil {
+			fail(app.Name, err)
+			c.done(app.Name, err)
+		}
+	}
+	if err := c.check(ctx, failed); err != nil {
+		for _, app := range c.Apps {
+			failed[app.Name] = true
+		}
+		return []error{err}, failed
+	}
+	for _, app := range c.Apps {
+		if failed[app.Name] {
+			continue // its lock is another's
+		}
 		if err := c.dependencies(ctx, app, failed); err != nil {
 			fail(app.Name, err)
 			continue
-		}
-		if c.Write {
-			if err := c.Ops.Lock(ctx, app.Name); err != nil {
-				fail(app.Name, err)
-				c.done(app.Name, err)
-				continue
-			}
 		}
 		if c.Atomic && c.Write {
 			if err := c.Ops.Remember(ctx, app.Name); err != nil {
@@ -95,6 +113,22 @@ func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
 		c.Gates.Unverified("", "gates not run: "+strings.Join(slices.Sorted(maps.Keys(failed)), ", ")+" failed")
 	}
 	return errs, failed
+}
+
+// check asks Check of every app whose lock was taken.
+func (c ClusterRun) check(ctx context.Context, failed map[string]bool) error {
+	if c.Check == nil {
+		return nil
+	}
+	for _, app := range c.Apps {
+		if failed[app.Name] {
+			continue
+		}
+		if err := c.Check(ctx, app.Name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dependencies refuses to start an app whose dependency failed in this

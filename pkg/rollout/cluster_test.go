@@ -50,35 +50,41 @@ func TestClusterRun(t *testing.T) {
 		fail     map[string]error
 		atomic   bool
 		write    bool
+		check    bool
 		did      string
 		errs     string
 		verdicts map[string]string // app: state (reason)
 	}{
 		{name: "everything passes", write: true,
-			did:      "lock db|apply db (wait)|dependency crds|lock web|apply web (wait)|test web|lock dash|apply dash|lock docs|apply docs",
+			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|dependency crds|apply web (wait)|test web|apply dash|apply docs",
 			verdicts: map[string]string{"db": "verified", "web": "verified", "dash": "verified", "docs": "unverified: tests skipped (--skip-tests)"}},
 		{name: "a dry run takes no lock",
 			did: "apply db (wait)|dependency crds|apply web (wait)|test web|apply dash|apply docs"},
 		{name: "a failed dependency fails its dependents", write: true, fail: map[string]error{"apply db (wait)": errors.New("deployment.apps/db not healthy after 5m")},
-			did:      "lock db|apply db (wait)|lock docs|apply docs",
+			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|apply docs",
 			errs:     "app db: deployment.apps/db not healthy after 5m|app web: not started: dependency db failed|app dash: not started: dependency web failed",
 			verdicts: map[string]string{"db": "failed: apply: deployment.apps/db not healthy after 5m", "web": "unverified: not applied in this run", "docs": "unverified: tests skipped (--skip-tests)"}},
 		{name: "a dependency outside the run is not there", write: true, fail: map[string]error{"dependency crds": errors.New("not started: dependency crds was never applied to this cluster")},
-			did:      "lock db|apply db (wait)|dependency crds|lock docs|apply docs",
+			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|dependency crds|apply docs",
 			errs:     "app web: not started: dependency crds was never applied to this cluster|app dash: not started: dependency web failed",
 			verdicts: map[string]string{"db": "unverified: gates not run: dash, web failed"}},
 		{name: "failed tests", write: true, fail: map[string]error{"test web": errors.New("job.batch/smoke failed")},
-			did:      "lock db|apply db (wait)|dependency crds|lock web|apply web (wait)|test web|lock docs|apply docs",
+			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|dependency crds|apply web (wait)|test web|apply docs",
 			errs:     "app web: job.batch/smoke failed|app dash: not started: dependency web failed",
 			verdicts: map[string]string{"web": "failed: tests: job.batch/smoke failed"}},
 		{name: "a lock held elsewhere", write: true, fail: map[string]error{"lock db": errors.New("locked by alice")},
-			did:  "lock db|lock docs|apply docs",
+			did:  "lock db|lock web|lock dash|lock docs|apply docs",
 			errs: "app db: locked by alice|app web: not started: dependency db failed|app dash: not started: dependency web failed"},
 		{name: "--atomic remembers each app before its apply", write: true, atomic: true, fail: map[string]error{"remember web": errors.New("forbidden")},
-			did:  "lock db|remember db|apply db (wait)|dependency crds|lock web|remember web",
+			did:  "lock db|lock web|lock dash|lock docs|remember db|apply db (wait)|dependency crds|remember web",
 			errs: "app web: forbidden"},
+		{name: "a stale plan: nothing written, the error as it is", write: true, check: true, fail: map[string]error{"check web": errors.New("plan is stale: configmap/a changed since the plan")},
+			did:  "lock db|lock web|lock dash|lock docs|check db|check web",
+			errs: "plan is stale: configmap/a changed since the plan"},
+		{name: "a plan is checked after the locks, before any write", write: true, check: true,
+			did: "lock db|lock web|lock dash|lock docs|check db|check web|check dash|check docs|apply db (wait)|dependency crds|apply web (wait)|test web|apply dash|apply docs"},
 		{name: "Ctrl-C stops the next apps", write: true, fail: map[string]error{"apply db (wait)": fmt.Errorf("applying: %w", context.Canceled)},
-			did:  "lock db|apply db (wait)",
+			did:  "lock db|lock web|lock dash|lock docs|apply db (wait)",
 			errs: "app db: applying: context canceled"},
 	}
 	for _, tt := range tests {
@@ -88,6 +94,9 @@ func TestClusterRun(t *testing.T) {
 			var done []string
 			run := ClusterRun{Cluster: "eu", Apps: apps, Ops: ops, Gates: &g, Write: tt.write, Atomic: tt.atomic,
 				Done: func(app string, err error) { done = append(done, app) }}
+			if tt.check {
+				run.Check = func(_ context.Context, app string) error { return ops.step("check", app) }
+			}
 			errs, failed := run.Run(context.Background())
 			if got := strings.Join(ops.did, "|"); got != tt.did {
 				t.Errorf("did\n %s\nwant\n %s", got, tt.did)
@@ -99,7 +108,7 @@ func TestClusterRun(t *testing.T) {
 			if strings.Join(got, "|") != tt.errs {
 				t.Errorf("errors\n %s\nwant\n %s", strings.Join(got, "|"), tt.errs)
 			}
-			if len(failed) != len(errs) {
+			if len(failed) != len(errs) && !tt.check {
 				t.Errorf("failed %v for %d errors", failed, len(errs))
 			}
 			for app, want := range tt.verdicts {
