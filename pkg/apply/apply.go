@@ -203,8 +203,10 @@ func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructure
 		return inventory.Contents{}, err
 	}
 	p.renderDigest = revision.Digest(cfg.Objects)
+	p.rendered = make(map[string]bool, len(objs))
 	for _, o := range objs {
 		p.set.Label(o)
+		p.rendered[object.Path(o)] = true
 	}
 	contents := inventory.ContentsOf(objs)
 	if err := stop.Err(); err != nil {
@@ -416,6 +418,9 @@ type pass struct {
 	last inventory.Set
 	// renderDigest is revision.Digest of the render.
 	renderDigest string
+	// rendered are the paths of the objects rendered: never pruned,
+	// however the listing saw them.
+	rendered map[string]bool
 	// history is the app's revisions and who applies, read while the
 	// objects are applied (readHistory) for the revision recorded after.
 	history struct {
@@ -798,7 +803,7 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 	}
 	var doomed []*unstructured.Unstructured
 	for _, m := range members {
-		if !p.applied.Has(m.GetUID()) {
+		if !p.applied.Has(m.GetUID()) && !p.rendered[object.Path(m)] {
 			doomed = append(doomed, m)
 		}
 	}
@@ -841,11 +846,18 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		}
 		return ch
 	}
-	opts := metav1.DeleteOptions{}
+	// The object listed, not one re-created under its name since.
+	uid := m.GetUID()
+	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	if p.cfg.DryRun {
 		opts.DryRun = []string{metav1.DryRunAll}
 	}
-	if err := ri.Delete(ctx, m.GetName(), opts); err != nil && !apierrors.IsNotFound(err) {
+	err = ri.Delete(ctx, m.GetName(), opts)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+	case apierrors.IsConflict(err):
+		ch.Action, ch.Reason = Skipped, "not deleted: re-created since it was listed (another uid)"
+	default:
 		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
 	}
 	return ch

@@ -14,9 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
@@ -164,6 +167,31 @@ func TestPruneOnlyMembers(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"ConfigMap/web/a", "Namespace/web"}, members(t, c, "web")); diff != "" {
 		t.Errorf("parent's members (-want +got):\n%s", diff)
+	}
+}
+
+// A member re-created under its name by someone else between the listing
+// and the delete is not deleted: the delete carries the listed uid.
+func TestPruneOnlyTheObjectListed(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "gone")}})
+	listed := c.Live(cm("web", "gone")).GetUID()
+	recreated := false
+	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if d, ok := a.(clienttesting.DeleteAction); ok && d.GetName() == "gone" && !recreated {
+			recreated = true
+			c.Remove(cm("web", "gone"))
+			c.Put(cm("web", "gone", "owner=someone-else"))
+		}
+		return false, nil, nil
+	})
+	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}}))
+	if got["configmap/gone"] != apply.Skipped {
+		t.Errorf("actions %v", got)
+	}
+	live := c.Live(cm("web", "gone"))
+	if !recreated || live == nil || live.GetUID() == listed {
+		t.Errorf("the object re-created since the listing was deleted (recreated %v, live %v)", recreated, live)
 	}
 }
 

@@ -201,6 +201,20 @@ func (c *Cluster) Put(objs ...*unstructured.Unstructured) {
 	}
 }
 
+// Remove deletes the stored object of o's kind, name and namespace, as
+// another client would (not counted as a request).
+func (c *Cluster) Remove(o *unstructured.Unstructured) {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, err := c.keyOf(o)
+	if err != nil {
+		c.t.Fatalf("kubetest: %v", err)
+	}
+	delete(c.objects, k)
+	delete(c.applied, k)
+}
+
 // Live returns a copy of the stored object of o's kind, name and (for
 // namespaced kinds) namespace; nil if there is none.
 func (c *Cluster) Live(o *unstructured.Unstructured) *unstructured.Unstructured {
