@@ -364,6 +364,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 		return nil, err
 	}
 	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(history, p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
+	r.Namespace = p.c.Namespace // where objects without one went
 	if r.Version == "" {
 		r.Version = p.cfg.Version
 	}

@@ -688,6 +688,9 @@ func TestRecordRevisions(t *testing.T) {
 	var kept []string
 	for _, r := range list {
 		kept = append(kept, fmt.Sprintf("%d %s %s %d", r.Number, r.User, r.Description, r.Objects))
+		if r.Namespace != "default" {
+			t.Errorf("revision %d records the namespace %q, want the context's, default", r.Number, r.Namespace)
+		}
 	}
 	if diff := cmp.Diff([]string{"2 alice apply 2", "3 alice apply 2"}, kept); diff != "" {
 		t.Errorf("kept (-want +got):\n%s", diff)

@@ -672,7 +672,7 @@ func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string
 		return &atomicError{err: err, note: "rollback failed: " + cerr.Error()}
 	}
 	pr.stage(cluster, "rolling back")
-	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, p, p.cluster(cluster), tally)}
+	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.fleet.IgnoreRules, p, p.cluster(cluster), tally)}
 }
 
 // pruning reports whether applies prune: --prune, or a rollback, which

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -247,6 +248,7 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
 			continue
 		}
+		rev.Resolve(objs) // where they went then, whatever the context says now
 		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: set.App}, Objects: objs})
 		plan.mu.Lock()
 		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification}
@@ -287,7 +289,7 @@ func (e *atomicError) Unwrap() error { return e.err }
 // last applied first: its revision then re-applied with prune, or, for an
 // app this apply installed, every object of it deleted. It says what it
 // did, for the summary.
-func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, p *printer, w io.Writer, tally *counts) string {
+func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, ignore func(app string) []object.IgnoreRule, p *printer, w io.Writer, tally *counts) string {
 	var (
 		done, failed []string
 		target       string // with one app: what it went back to
@@ -307,11 +309,12 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 			failed = append(failed, fmt.Sprintf("%s: no revision was recorded before this apply", app))
 		default:
 			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
+			rev.Resolve(objs)
 			if err == nil {
 				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, tally)
 				rec.User = o.locks.User(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
-					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true,
+					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: ignore(app),
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
 					Record: rec,
 				})
