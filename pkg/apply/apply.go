@@ -303,7 +303,7 @@ func (p *pass) finish(ctx context.Context, objs []*unstructured.Unstructured) er
 func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, history []revision.Revision) error {
 	var expired, last []revision.Revision
 	if history != nil {
-		expired = revision.Expired(history, p.cfg.Record.Limit, p.set.Revision)
+		expired = append(revision.Expired(history, p.cfg.Record.Limit, p.set.Revision), p.history.orphans...)
 	}
 	if i := slices.IndexFunc(expired, func(r revision.Revision) bool { return r.Number == prev }); i >= 0 {
 		last = []revision.Revision{expired[i]}
@@ -363,7 +363,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(history, p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
+	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
 	r.Namespace = p.c.Namespace // where objects without one went
 	if r.Version == "" {
 		r.Version = p.cfg.Version
@@ -427,8 +427,11 @@ type pass struct {
 	history struct {
 		sync.WaitGroup
 		revisions []revision.Revision
-		user      string
-		err       error
+		// orphans are parts of revisions never finished (a run that
+		// died): their numbers are not reused, and they are removed.
+		orphans []revision.Revision
+		user    string
+		err     error
 	}
 }
 
@@ -450,7 +453,7 @@ func (p *pass) readHistory(ctx context.Context) {
 		}
 		h.Go(func() { h.user = user(ctx) })
 	}
-	h.Go(func() { h.revisions, h.err = revision.List(ctx, p.c, p.cfg.App) })
+	h.Go(func() { h.revisions, h.orphans, h.err = revision.ListAll(ctx, p.c, p.cfg.App) })
 }
 
 func newPass(c *kube.Client, cfg Config) *pass {

@@ -181,27 +181,51 @@ func ShortDigest(d string) string {
 // List returns an app's revisions on a cluster, oldest first, from the
 // Secrets' metadata (no object is read).
 func List(ctx context.Context, c *kube.Client, app string) ([]Revision, error) {
-	list, err := c.Metadata.Resource(secrets).Namespace(inventory.Namespace).List(ctx, metav1.ListOptions{LabelSelector: AppLabel + "=" + app + ",!" + ChunkLabel})
+	out, _, err := ListAll(ctx, c, app)
+	return out, err
+}
+
+// ListAll returns an app's revisions on a cluster, oldest first, and the
+// orphans: later parts of revisions whose first Secret was never written
+// (a run that died while storing it), as revisions with the number and
+// the parts to remove. With the app's lock held, nobody is storing them.
+func ListAll(ctx context.Context, c *kube.Client, app string) (revisions, orphans []Revision, err error) {
+	list, err := c.Metadata.Resource(secrets).Namespace(inventory.Namespace).List(ctx, metav1.ListOptions{LabelSelector: AppLabel + "=" + app})
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, nil
+		return nil, nil, nil
 	case err != nil:
-		return nil, fmt.Errorf("listing the revisions of app %s: %w", app, err)
+		return nil, nil, fmt.Errorf("listing the revisions of app %s: %w", app, err)
 	}
-	var out []Revision
+	parts := map[int]int{} // revision number: parts seen
 	for i := range list.Items {
 		m := &list.Items[i].ObjectMeta
-		if m.Labels[AppLabel] != app || m.Labels[ChunkLabel] != "" {
+		if m.Labels[AppLabel] != app {
+			continue
+		}
+		if chunk := m.Labels[ChunkLabel]; chunk != "" {
+			n, err1 := strconv.Atoi(m.Labels[NumberLabel])
+			i, err2 := strconv.Atoi(chunk)
+			if err1 == nil && err2 == nil && n > 0 && i > 0 {
+				parts[n] = max(parts[n], i+1)
+			}
 			continue
 		}
 		r, err := infoOf(m)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, r)
+		revisions = append(revisions, r)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
-	return out, nil
+	for _, r := range revisions {
+		delete(parts, r.Number)
+	}
+	for n, chunks := range parts {
+		orphans = append(orphans, Revision{App: app, Number: n, Chunks: chunks, NotStored: "its first Secret was never written"})
+	}
+	sort.Slice(revisions, func(i, j int) bool { return revisions[i].Number < revisions[j].Number })
+	sort.Slice(orphans, func(i, j int) bool { return orphans[i].Number < orphans[j].Number })
+	return revisions, orphans, nil
 }
 
 func infoOf(m *metav1.ObjectMeta) (Revision, error) {
@@ -425,14 +449,15 @@ func Remove(ctx context.Context, c *kube.Client, rs ...Revision) error {
 	return errors.Join(errs...)
 }
 
-// DeleteAll deletes every revision of an app (when the app is deleted).
+// DeleteAll deletes every revision of an app (when the app is deleted),
+// orphaned parts included.
 func DeleteAll(ctx context.Context, c *kube.Client, app string) error {
-	list, err := List(ctx, c, app)
+	list, orphans, err := ListAll(ctx, c, app)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, r := range list {
+	for _, r := range slices.Concat(list, orphans) {
 		errs = append(errs, remove(ctx, c, r))
 	}
 	return errors.Join(errs...)

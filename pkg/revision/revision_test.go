@@ -2,8 +2,10 @@ package revision
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -198,5 +200,45 @@ func TestResolve(t *testing.T) {
 	Revision{Namespace: "team-a"}.Resolve(objs)
 	if objs[0].GetNamespace() != "team-a" || objs[1].GetNamespace() != "kept" {
 		t.Errorf("namespaces %q, %q", objs[0].GetNamespace(), objs[1].GetNamespace())
+	}
+}
+
+// A run that died while storing a large revision leaves its later parts
+// without the first Secret: they are found as orphans, their number is
+// not reused, and DeleteAll removes them.
+func TestOrphanedParts(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	defer func(size, most int) { ChunkSize, MaxChunks = size, most }(ChunkSize, MaxChunks)
+	ChunkSize, MaxChunks = 1024, 4
+	rng := rand.New(rand.NewPCG(7, 7))
+	var b strings.Builder
+	for range 3000 {
+		b.WriteByte(byte('a' + rng.IntN(26)))
+	}
+	objs := configMaps(1, b.String()) // 2 Secrets
+	ok := Revision{App: "web", Number: 1, Digest: Digest(objs)}
+	if err := Store(ctx, c.Client, &ok, configMaps(1, "small")); err != nil {
+		t.Fatal(err)
+	}
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "secrets", Name: "fleet-web.v2", Err: errors.New("the process died")})
+	dead := Revision{App: "web", Number: 2, Digest: Digest(objs)}
+	if err := Store(ctx, c.Client, &dead, objs); err == nil {
+		t.Fatal("the fault did not stop the store")
+	}
+	list, orphans, err := ListAll(ctx, c.Client, "web")
+	if err != nil || len(list) != 1 || len(orphans) != 1 || orphans[0].Number != 2 || orphans[0].Chunks != 2 {
+		t.Fatalf("list %+v, orphans %+v, %v", list, orphans, err)
+	}
+	if n := Next(slices.Concat(list, orphans), 1); n != 3 {
+		t.Errorf("next revision %d reuses the orphan's number", n)
+	}
+	if err := DeleteAll(ctx, c.Client, "web"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range c.Objects() {
+		if o.GetKind() == "Secret" {
+			t.Errorf("%s left after DeleteAll", o.GetName())
+		}
 	}
 }
