@@ -14,12 +14,18 @@ import (
 // evalJsonnet evaluates file in a fresh VM with the cluster as the
 // top-level argument "cluster" and the external variable "cluster". Library
 // folders: a vendor/ folder beside the file (jsonnet-bundler's convention),
-// then jpath in order, the last one winning. Calls nest at most
+// then jpath in order, the last one winning. Imports stay under root (when
+// set), the file's folder and the library folders. Calls nest at most
 // lim.MaxStack deep, and the output is at most lim.MaxBytes long.
-func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits) ([]rawObject, error) {
+func evalJsonnet(file string, jpath []string, root, clusterJSON string, lim Limits) ([]rawObject, error) {
 	vm := jsonnet.MakeVM()
 	vm.MaxStack = lim.MaxStack
-	vm.Importer(&jsonnet.FileImporter{JPaths: append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)})
+	jpaths := append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)
+	roots := append([]string{filepath.Dir(file)}, jpaths...)
+	if root != "" {
+		roots = append(roots, root)
+	}
+	vm.Importer(&confined{FileImporter: jsonnet.FileImporter{JPaths: jpaths}, roots: realPaths(roots)})
 	vm.TLACode("cluster", clusterJSON)
 	vm.ExtCode("cluster", clusterJSON)
 	out, err := vm.EvaluateFile(file)
@@ -42,6 +48,45 @@ func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits) ([
 		return nil, err
 	}
 	return raws, nil
+}
+
+// confined is a file importer whose imports must resolve under one of
+// roots (symbolic links followed): `importstr '/etc/hostname'` or
+// `import '../../.kube/config'` is an error, not a render.
+type confined struct {
+	jsonnet.FileImporter
+	roots []string
+}
+
+// Import imports path as the file importer does, if it is under a root.
+func (c *confined) Import(importedFrom, importedPath string) (jsonnet.Contents, string, error) {
+	contents, foundAt, err := c.FileImporter.Import(importedFrom, importedPath)
+	if err != nil {
+		return contents, foundAt, err
+	}
+	real := realPaths([]string{foundAt})[0]
+	for _, root := range c.roots {
+		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return contents, foundAt, nil
+		}
+	}
+	return jsonnet.Contents{}, "", fmt.Errorf("import %q: %s is outside the fleet's folder, the source's and the library folders (-J, jpath)", importedPath, foundAt)
+}
+
+// realPaths are paths made absolute with their symbolic links resolved
+// (as they are, where they cannot be).
+func realPaths(paths []string) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		out[i] = p
+	}
+	return out
 }
 
 // extract finds the manifests in jsonnet output the way Tanka does: an

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -190,5 +191,59 @@ func TestRenderTargetRelease(t *testing.T) {
 	}
 	if n := e.Renders(); n != 3 {
 		t.Errorf("%d evaluations; want 3: a released cluster is evaluated again", n)
+	}
+}
+
+// A jsonnet source reads nothing outside the fleet's folder, its own and
+// the library folders: not an absolute path, not a relative one that
+// climbs out, not through a symbolic link.
+func TestJsonnetImportsStayInside(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	secret := filepath.Join(outside, "token")
+	if err := os.WriteFile(secret, []byte("s3cr3t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "apps", "web"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "lib.libsonnet"), []byte(`{name: "from-lib"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(root, "apps", "web", "link")
+	if err := os.Symlink(secret, link); err != nil {
+		t.Skip("no symbolic links here:", err)
+	}
+	render := func(t *testing.T, body string, jpath ...string) (string, error) {
+		t.Helper()
+		main := filepath.Join(root, "apps", "web", "main.jsonnet")
+		if err := os.WriteFile(main, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e := &Engine{}
+		res := e.Render(context.Background(), []Target{{Cluster: Cluster{Name: "c"}, App: "web", Source: Source{Type: Jsonnet, Path: main, JPath: jpath, Root: root}}})
+		if res[0].Err != nil {
+			return "", res[0].Err
+		}
+		return res[0].Objects[0].GetName(), nil
+	}
+	cm := func(expr string) string {
+		return `{apiVersion: "v1", kind: "ConfigMap", metadata: {name: ` + expr + `}}`
+	}
+	if name, err := render(t, `local l = import "../../lib.libsonnet"; `+cm("l.name")); err != nil || name != "from-lib" {
+		t.Fatalf("an import under the fleet's folder: %q, %v", name, err)
+	}
+	for what, body := range map[string]string{
+		"an absolute path": cm(`std.strReplace(importstr "` + secret + `", "3", "e")`),
+		"a climb out":      cm(`importstr "` + filepath.Join("..", "..", "..", filepath.Base(outside), "token") + `"`),
+		"a symbolic link":  cm(`importstr "link"`),
+	} {
+		_, err := render(t, body)
+		if err == nil || !strings.Contains(err.Error(), "is outside the fleet's folder") || strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+	// A library folder given with -J is inside.
+	if _, err := render(t, cm(`std.strReplace(importstr "token", "s3cr3t", "token")`), outside); err != nil {
+		t.Errorf("an import from a library folder: %v", err)
 	}
 }
