@@ -91,19 +91,32 @@ func TestRenderSecrets(t *testing.T) {
 	if !strings.Contains(out, marker) {
 		t.Errorf("--show-secrets did not show the value:\n%s", out)
 	}
-	// A stale file in the cluster's folder goes; a file beside the folder
-	// is not the render's to remove.
+	// A cluster folder with files no render wrote (an overlay of the
+	// same name) is refused, with nothing written; one a render wrote
+	// loses the files that render wrote, and keeps the others.
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, "one"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"one-stale.yaml", filepath.Join("one", "stale.yaml")} {
+	for _, name := range []string{"one-beside.yaml", filepath.Join("one", "kustomization.yaml")} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, errOut, code = run(t, "", "render", "-F", fleetFile, "--output-dir", dir)
-	if code != 0 || out != "" {
+	_, errOut, code = run(t, "", "render", "-F", fleetFile, "--output-dir", dir)
+	if code == 0 || !strings.Contains(errOut, "(kustomization.yaml): not written by kubectl fleet render") {
+		t.Fatalf("a folder that is not the render's: exit %d: %s", code, errOut)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "one", "kustomization.yaml")); string(data) != "x" {
+		t.Errorf("the user's kustomization.yaml became %q", data)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "one", "secret_app_creds.yaml")); !os.IsNotExist(err) {
+		t.Errorf("written beside the user's files: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "one", "kustomization.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code = run(t, "", "render", "-F", fleetFile, "--output-dir", dir); code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q: %s", code, out, errOut)
 	}
 	data, err := os.ReadFile(filepath.Join(dir, "one", "secret_app_creds.yaml"))
@@ -113,11 +126,28 @@ func TestRenderSecrets(t *testing.T) {
 	if !strings.Contains(string(data), marker) {
 		t.Errorf("--output-dir should write what was rendered, got:\n%s", data)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "one", "stale.yaml")); !os.IsNotExist(err) {
-		t.Errorf("stale file left in the cluster folder: %v", err)
+	// A file an earlier render wrote goes; one added since stays.
+	for name, content := range map[string]string{"stale.yaml": "x", "mine.yaml": "mine"} {
+		if err := os.WriteFile(filepath.Join(dir, "one", name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "one-stale.yaml")); err != nil {
-		t.Errorf("a file beside the cluster folder was touched: %v", err)
+	f, err := os.OpenFile(filepath.Join(dir, "one", ".kubectl-fleet-render"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.WriteString("stale.yaml\n../one-beside.yaml\n")
+	_ = f.Close()
+	if _, errOut, code := run(t, "", "render", "-F", fleetFile, "--output-dir", dir); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "one", "stale.yaml")); !os.IsNotExist(err) {
+		t.Errorf("a file the last render wrote was left: %v", err)
+	}
+	for _, name := range []string{filepath.Join("one", "mine.yaml"), "one-beside.yaml"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Errorf("%s, not the render's, was touched: %v", name, err)
+		}
 	}
 }
 

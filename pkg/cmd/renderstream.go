@@ -40,6 +40,9 @@ func (o *RenderOptions) stream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := o.outputDirsOurs(pl.clusters); err != nil {
+		return err
+	}
 	return o.streamTargets(ctx, pl.clusters, pl.targets(false), &render.Engine{Stdin: o.In}, runtime.GOMAXPROCS(0))
 }
 
@@ -283,19 +286,62 @@ func appendJSON(b []byte, s string) []byte {
 	return append(b, j...)
 }
 
+// renderedMarker, in a cluster's --output-dir folder, lists the files a
+// render wrote there: the next render removes those, and nothing else.
+const renderedMarker = ".kubectl-fleet-render"
+
+// outputDirsOurs refuses, before anything is rendered or written, a
+// cluster folder of --output-dir that holds files no render wrote (a
+// kustomize overlay of the same name, say): they would be mixed with the
+// render's, or taken for stale ones.
+func (o *RenderOptions) outputDirsOurs(clusters []*fleet.Cluster) error {
+	if o.OutputDir == "" {
+		return nil
+	}
+	var theirs []string
+	for _, c := range clusters {
+		dir := filepath.Join(o.OutputDir, c.Name)
+		entries, err := os.ReadDir(dir)
+		if err != nil || len(entries) == 0 {
+			continue // missing or empty: ours to fill
+		}
+		if _, err := os.Stat(filepath.Join(dir, renderedMarker)); err == nil {
+			continue
+		}
+		names := make([]string, 0, 3)
+		for _, e := range entries[:min(3, len(entries))] {
+			names = append(names, e.Name())
+		}
+		theirs = append(theirs, fmt.Sprintf("%s (%s)", dir, strings.Join(names, ", ")))
+	}
+	if len(theirs) > 0 {
+		return fmt.Errorf("--output-dir: %s: not written by kubectl fleet render (no %s), so not ours to replace; give an empty or new folder", strings.Join(theirs, "; "), renderedMarker)
+	}
+	return nil
+}
+
 // writeDir writes one cluster's folder: DIR/<cluster>/<file>.yaml, the
-// .yaml files an earlier render left there removed.
+// files the last render listed in its marker removed first (and no
+// other: a file someone added there stays).
 func (p *renderPrinter) writeDir(c *fleet.Cluster, chunks []chunk, n int) error {
 	dir := filepath.Join(p.o.OutputDir, c.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	stale, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
-	for _, s := range stale {
-		if err := os.Remove(s); err != nil {
-			return err
+	if last, err := os.ReadFile(filepath.Join(dir, renderedMarker)); err == nil {
+		for _, name := range strings.Split(string(last), "\n") {
+			if name == "" || name != filepath.Base(name) || !strings.HasSuffix(name, ".yaml") {
+				continue // only the files of this folder a render names
+			}
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
 		}
 	}
+	var written []string
+	defer func() {
+		_ = os.WriteFile(filepath.Join(dir, renderedMarker), []byte(strings.Join(written, "\n")+"\n"), 0o644)
+	}()
 	seen := map[string]int{}
 	for _, ch := range chunks {
 		for _, f := range ch.files {
@@ -307,6 +353,7 @@ func (p *renderPrinter) writeDir(c *fleet.Cluster, chunks []chunk, n int) error 
 			if err := os.WriteFile(filepath.Join(dir, name), f.data, 0o644); err != nil {
 				return err
 			}
+			written = append(written, name)
 		}
 	}
 	fmt.Fprintf(p.o.ErrOut, "%s wrote %d objects to %s\n", p.prefix.Prefix(c.Name), n, dir)
