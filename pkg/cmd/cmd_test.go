@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -125,6 +126,13 @@ func TestRenderSecrets(t *testing.T) {
 	}
 	if !strings.Contains(string(data), marker) {
 		t.Errorf("--output-dir should write what was rendered, got:\n%s", data)
+	}
+	if runtime.GOOS != "windows" {
+		secret, _ := os.Stat(filepath.Join(dir, "one", "secret_app_creds.yaml"))
+		folder, _ := os.Stat(filepath.Join(dir, "one"))
+		if secret.Mode().Perm() != 0o600 || folder.Mode().Perm() != 0o700 {
+			t.Errorf("the Secret's file is %v, its folder %v: want 0600 and 0700", secret.Mode().Perm(), folder.Mode().Perm())
+		}
 	}
 	// A file an earlier render wrote goes; one added since stays.
 	for name, content := range map[string]string{"stale.yaml": "x", "mine.yaml": "mine"} {

@@ -283,7 +283,7 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 		if len(targets) == 0 {
 			continue
 		}
-		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath), Root: f.Dir}
+		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath)}
 		switch {
 		case a.Kustomize != "":
 			src.Type, src.Path = render.Kustomize, f.ResolvePath(a.Kustomize)
@@ -320,7 +320,7 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 		for i, p := range s.JPath {
 			jpath[i] = absPath(p)
 		}
-		return render.Source{Type: render.Jsonnet, Path: absPath(s.Jsonnet), JPath: jpath, Root: absPath(".")}, true
+		return render.Source{Type: render.Jsonnet, Path: absPath(s.Jsonnet), JPath: jpath}, true
 	case s.Manifests == "-":
 		return render.Source{Type: render.Manifests, Path: "-"}, true
 	case s.Manifests != "":

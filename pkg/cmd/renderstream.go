@@ -325,7 +325,10 @@ func (o *RenderOptions) outputDirsOurs(clusters []*fleet.Cluster) error {
 // other: a file someone added there stays).
 func (p *renderPrinter) writeDir(c *fleet.Cluster, chunks []chunk, n int) error {
 	dir := filepath.Join(p.o.OutputDir, c.Name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil { // it holds Secrets, unmasked
 		return err
 	}
 	if last, err := os.ReadFile(filepath.Join(dir, renderedMarker)); err == nil {
@@ -350,7 +353,11 @@ func (p *renderPrinter) writeDir(c *fleet.Cluster, chunks []chunk, n int) error 
 				name = fmt.Sprintf("%s_%d.yaml", strings.TrimSuffix(name, ".yaml"), k+1)
 			}
 			seen[f.name]++
-			if err := os.WriteFile(filepath.Join(dir, name), f.data, 0o644); err != nil {
+			mode := os.FileMode(0o644)
+			if strings.HasPrefix(name, "secret_") {
+				mode = 0o600
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), f.data, mode); err != nil {
 				return err
 			}
 			written = append(written, name)

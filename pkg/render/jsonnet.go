@@ -14,17 +14,16 @@ import (
 // evalJsonnet evaluates file in a fresh VM with the cluster as the
 // top-level argument "cluster" and the external variable "cluster". Library
 // folders: a vendor/ folder beside the file (jsonnet-bundler's convention),
-// then jpath in order, the last one winning. Imports stay under root (when
-// set), the file's folder and the library folders. Calls nest at most
-// lim.MaxStack deep, and the output is at most lim.MaxBytes long.
-func evalJsonnet(file string, jpath []string, root, clusterJSON string, lim Limits) ([]rawObject, error) {
+// then jpath in order, the last one winning. Imports stay under the
+// file's folder and the library folders, as kustomize's files stay under
+// its root: a render never reads /etc/hostname or ~/.kube/config. Calls
+// nest at most lim.MaxStack deep, and the output is at most lim.MaxBytes
+// long.
+func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits) ([]rawObject, error) {
 	vm := jsonnet.MakeVM()
 	vm.MaxStack = lim.MaxStack
 	jpaths := append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)
 	roots := append([]string{filepath.Dir(file)}, jpaths...)
-	if root != "" {
-		roots = append(roots, root)
-	}
 	vm.Importer(&confined{FileImporter: jsonnet.FileImporter{JPaths: jpaths}, roots: realPaths(roots)})
 	vm.TLACode("cluster", clusterJSON)
 	vm.ExtCode("cluster", clusterJSON)
@@ -70,7 +69,7 @@ func (c *confined) Import(importedFrom, importedPath string) (jsonnet.Contents, 
 			return contents, foundAt, nil
 		}
 	}
-	return jsonnet.Contents{}, "", fmt.Errorf("import %q: %s is outside the fleet's folder, the source's and the library folders (-J, jpath)", importedPath, foundAt)
+	return jsonnet.Contents{}, "", fmt.Errorf("import %q: %s is outside the source's folder and the library folders (vendor/, -J, jpath: add its folder there)", importedPath, foundAt)
 }
 
 // realPaths are paths made absolute with their symbolic links resolved

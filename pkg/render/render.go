@@ -60,11 +60,6 @@ type Source struct {
 	JPath []string
 	// Namespace is set on namespaced objects that have none.
 	Namespace string
-	// Root, when set, is the folder jsonnet imports must stay under
-	// (the fleet file's, or the current one for an ad hoc source),
-	// besides the source's own folder and the library folders: a render
-	// never reads /etc/hostname or ~/.kube/config.
-	Root string
 }
 
 // Target is one app to render for one cluster.
@@ -212,7 +207,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
 		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
 			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
-				return evalJsonnet(path, t.Source.JPath, t.Source.Root, string(clusterJSON), lim)
+				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("jsonnet %s: %w", displayPath(path), err)

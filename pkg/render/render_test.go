@@ -194,9 +194,9 @@ func TestRenderTargetRelease(t *testing.T) {
 	}
 }
 
-// A jsonnet source reads nothing outside the fleet's folder, its own and
-// the library folders: not an absolute path, not a relative one that
-// climbs out, not through a symbolic link.
+// A jsonnet source reads nothing outside its own folder and the library
+// folders: not an absolute path, not a relative one that climbs out, not
+// through a symbolic link.
 func TestJsonnetImportsStayInside(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	secret := filepath.Join(outside, "token")
@@ -220,7 +220,7 @@ func TestJsonnetImportsStayInside(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := &Engine{}
-		res := e.Render(context.Background(), []Target{{Cluster: Cluster{Name: "c"}, App: "web", Source: Source{Type: Jsonnet, Path: main, JPath: jpath, Root: root}}})
+		res := e.Render(context.Background(), []Target{{Cluster: Cluster{Name: "c"}, App: "web", Source: Source{Type: Jsonnet, Path: main, JPath: jpath}}})
 		if res[0].Err != nil {
 			return "", res[0].Err
 		}
@@ -229,8 +229,8 @@ func TestJsonnetImportsStayInside(t *testing.T) {
 	cm := func(expr string) string {
 		return `{apiVersion: "v1", kind: "ConfigMap", metadata: {name: ` + expr + `}}`
 	}
-	if name, err := render(t, `local l = import "../../lib.libsonnet"; `+cm("l.name")); err != nil || name != "from-lib" {
-		t.Fatalf("an import under the fleet's folder: %q, %v", name, err)
+	if name, err := render(t, `local l = import "lib.libsonnet"; `+cm("l.name"), root); err != nil || name != "from-lib" {
+		t.Fatalf("an import from a library folder: %q, %v", name, err)
 	}
 	for what, body := range map[string]string{
 		"an absolute path": cm(`std.strReplace(importstr "` + secret + `", "3", "e")`),
@@ -238,7 +238,7 @@ func TestJsonnetImportsStayInside(t *testing.T) {
 		"a symbolic link":  cm(`importstr "link"`),
 	} {
 		_, err := render(t, body)
-		if err == nil || !strings.Contains(err.Error(), "is outside the fleet's folder") || strings.Contains(err.Error(), "s3cr3t") {
+		if err == nil || !strings.Contains(err.Error(), "is outside the source's folder") || strings.Contains(err.Error(), "s3cr3t") {
 			t.Errorf("%s: %v", what, err)
 		}
 	}
