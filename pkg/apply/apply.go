@@ -88,6 +88,10 @@ type Config struct {
 	Timeout    time.Duration
 	// Ignore names fields whose live values are kept (ignoreDifferences).
 	Ignore []object.IgnoreRule
+	// Namespace, when set, is where objects without a namespace go,
+	// instead of the context's default (a rollback: where they went
+	// then). The objects recorded keep none, so the digest is the render's.
+	Namespace string
 	// Concurrency bounds the object requests in flight.
 	Concurrency int
 	// Report receives each change as it happens; it must be safe for
@@ -148,6 +152,9 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	objs := make([]*unstructured.Unstructured, len(cfg.Objects))
 	for i, o := range cfg.Objects {
 		objs[i] = o.DeepCopy()
+		if cfg.Namespace != "" && objs[i].GetNamespace() == "" {
+			objs[i].SetNamespace(cfg.Namespace) // stripped again from cluster-scoped kinds
+		}
 		// The cluster's mapping says whether the object has a namespace,
 		// and the set must record it. (Kinds not served yet keep the
 		// render's guess; they are mapped, or fail, when applied.)
@@ -364,7 +371,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 		return nil, err
 	}
 	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
-	r.Namespace = p.c.Namespace // where objects without one went
+	r.Namespace = cmp.Or(p.cfg.Namespace, p.c.Namespace) // where objects without one went
 	if r.Version == "" {
 		r.Version = p.cfg.Version
 	}

@@ -816,3 +816,25 @@ func TestNoOpApplyWritesLittle(t *testing.T) {
 		t.Errorf("a no-op apply wrote %v, want %v", writes, want)
 	}
 }
+
+// Config.Namespace (a rollback) puts objects without a namespace where
+// they went then, not in the context's default; the revision recorded
+// keeps the render's digest and says where they went.
+func TestNamespaceOfARollback(t *testing.T) {
+	c := kubetest.New(t)
+	objs := []*unstructured.Unstructured{ns("team-a"), kubetest.Object("v1", "ConfigMap", "", "conf")}
+	mustRun(t, c, apply.Config{Objects: objs, Namespace: "team-a", Record: &apply.Record{Revision: revision.Revision{Description: "rollback to 1"}}})
+	if c.Live(kubetest.Object("v1", "ConfigMap", "team-a", "conf")) == nil || c.Live(kubetest.Object("v1", "ConfigMap", "default", "conf")) != nil {
+		t.Fatal("the ConfigMap did not go to team-a")
+	}
+	if live := c.Live(ns("team-a")); live == nil || live.GetNamespace() != "" {
+		t.Errorf("the Namespace object: %v", live)
+	}
+	list, err := revision.List(context.Background(), c.Client, "web")
+	if err != nil || len(list) != 1 || list[0].Namespace != "team-a" || list[0].Digest != revision.Digest(objs) {
+		t.Errorf("revisions %+v, %v", list, err)
+	}
+	if objs[1].GetNamespace() != "" {
+		t.Error("the caller's object was changed")
+	}
+}

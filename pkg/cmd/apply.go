@@ -604,9 +604,11 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 		record = o.record(ctx, k.r, c.Name, res, p, k.tally, several)
 		record.User = o.locks.User(k.client, c.Name)
 	}
+	// A rollback puts objects without a namespace where they went then.
+	rolledBack, _ := o.rollback.recordOf(c.Name, app.Name)
 	return apply.Run(ctx, k.client, apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: k.dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app.Name)),
-		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: k.r.fleet.IgnoreRules(app.Name), Wait: app.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
+		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: k.r.fleet.IgnoreRules(app.Name), Namespace: rolledBack.Namespace, Wait: app.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
 		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app.Name, stage) },
 		OnPhase: func(phase, objects int) {
 			pr.stage(c.Name, "applying %s, phase %d", app.Name, phase)

@@ -248,10 +248,9 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
 			continue
 		}
-		rev.Resolve(objs) // where they went then, whatever the context says now
 		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: set.App}, Objects: objs})
 		plan.mu.Lock()
-		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification}
+		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Namespace: rev.Namespace}
 		plan.mu.Unlock()
 	}
 	return out, errors.Join(errs...)
@@ -309,12 +308,11 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 			failed = append(failed, fmt.Sprintf("%s: no revision was recorded before this apply", app))
 		default:
 			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
-			rev.Resolve(objs)
 			if err == nil {
 				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, tally)
 				rec.User = o.locks.User(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
-					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: ignore(app),
+					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: ignore(app), Namespace: rev.Namespace,
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
 					Record: rec,
 				})

@@ -116,7 +116,7 @@ type Revision struct {
 	Chunks int `json:"chunks,omitempty"`
 	// Namespace is where the objects the render gave no namespace were
 	// applied (the context's default then): a rollback puts them there
-	// again, whatever the context says now.
+	// again, whatever the context says now (apply.Config.Namespace).
 	Namespace string `json:"namespace,omitempty"`
 	// Verification is whether the release passed its gates on the
 	// cluster. It is kept in an annotation of its own
@@ -133,20 +133,6 @@ func chunkName(app string, n, chunk int) string {
 		return SecretName(app, n)
 	}
 	return fmt.Sprintf("%s-%d", SecretName(app, n), chunk)
-}
-
-// Resolve gives the objects of r that have no namespace the one they were
-// applied to (r.Namespace); the cluster's mapping strips it again from
-// cluster-scoped kinds.
-func (r Revision) Resolve(objs []*unstructured.Unstructured) {
-	if r.Namespace == "" {
-		return
-	}
-	for _, o := range objs {
-		if o.GetNamespace() == "" {
-			o.SetNamespace(r.Namespace)
-		}
-	}
 }
 
 // Digest identifies a render: the SHA-256 of its objects' JSON, in an order

@@ -186,23 +186,6 @@ func TestDeleteAll(t *testing.T) {
 	}
 }
 
-// A revision puts the objects the render left without a namespace back
-// where they were applied; those with one keep it.
-func TestResolve(t *testing.T) {
-	objs := []*unstructured.Unstructured{
-		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}}},
-		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "b", "namespace": "kept"}}},
-	}
-	Revision{}.Resolve(objs)
-	if objs[0].GetNamespace() != "" {
-		t.Fatalf("a revision without a namespace set one: %q", objs[0].GetNamespace())
-	}
-	Revision{Namespace: "team-a"}.Resolve(objs)
-	if objs[0].GetNamespace() != "team-a" || objs[1].GetNamespace() != "kept" {
-		t.Errorf("namespaces %q, %q", objs[0].GetNamespace(), objs[1].GetNamespace())
-	}
-}
-
 // A run that died while storing a large revision leaves its later parts
 // without the first Secret: they are found as orphans, their number is
 // not reused, and DeleteAll removes them.
