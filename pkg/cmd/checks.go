@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/tools/clientcmd"
@@ -35,7 +36,7 @@ func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.C
 		out = io.Discard
 	}
 	return rollout.Checks{
-		Dir: f.Dir, Checks: grp.Verify, Kubeconfig: kubeconfig, Env: rollout.CheckEnv(cluster), Out: out,
+		Dir: f.Dir, Checks: grp.Verify, Kubeconfig: kubeconfig, Env: rollout.CheckEnv(cluster), Secret: credentialEnvs(f), Out: out,
 		Emit: o.events.emit, Gates: gates, Stage: func(stage string) { pr.stage(c.Name, "%s", stage) },
 	}.Run(ctx, c.Name)
 }
@@ -100,4 +101,17 @@ func impersonate(raw *clientcmdapi.Config, context string, cf *genericclioptions
 		raw.AuthInfos[ctx.AuthInfo] = user
 	}
 	user.Impersonate, user.ImpersonateUID, user.ImpersonateGroups = as, uid, append([]string(nil), groups...)
+}
+
+// credentialEnvs are the environment variables the fleet's
+// kubeconfigFrom reads kubeconfigs from (every cluster's and the
+// defaults'): a check, which reaches one cluster, gets none of them.
+func credentialEnvs(f *fleet.Fleet) []string {
+	var out []string
+	for i := range f.Clusters {
+		if _, from := f.KubeconfigOf(&f.Clusters[i]); from != nil && from.Env != "" && !slices.Contains(out, from.Env) {
+			out = append(out, from.Env)
+		}
+	}
+	return out
 }

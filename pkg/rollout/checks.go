@@ -27,6 +27,10 @@ type Checks struct {
 	Checks     []fleet.Check
 	Kubeconfig string
 	Env        []string
+	// Secret names environment variables that hold credentials
+	// (kubeconfigFrom.env): a check never inherits them, nor any
+	// KUBECONFIG* variable but its own KUBECONFIG.
+	Secret []string
 	// Out gets the checks' output.
 	Out   io.Writer
 	Emit  Sink
@@ -76,7 +80,7 @@ func (c Checks) run(ctx context.Context, chk fleet.Check) error {
 	}
 	cmd := exec.CommandContext(ctx, program, chk.Command[1:]...)
 	cmd.Dir = c.Dir
-	cmd.Env = append(withoutEnv(os.Environ(), "KUBECONFIG"), append(slices.Clone(c.Env), "KUBECONFIG="+c.Kubeconfig)...)
+	cmd.Env = append(c.inherited(os.Environ()), append(slices.Clone(c.Env), "KUBECONFIG="+c.Kubeconfig)...)
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Stdout, cmd.Stderr = c.Out, c.Out
 	err := cmd.Run()
@@ -111,10 +115,13 @@ func CheckEnv(c render.Cluster) []string {
 	return env
 }
 
-func withoutEnv(env []string, name string) []string {
+// inherited is what a check gets of env: all of it but the KUBECONFIG*
+// variables and those that hold credentials (Secret).
+func (c Checks) inherited(env []string) []string {
 	out := env[:0:0]
 	for _, e := range env {
-		if !strings.HasPrefix(e, name+"=") {
+		name, _, _ := strings.Cut(e, "=")
+		if !strings.HasPrefix(name, "KUBECONFIG") && !slices.Contains(c.Secret, name) {
 			out = append(out, e)
 		}
 	}

@@ -125,7 +125,9 @@ func TestChecks(t *testing.T) {
 		t.Skip("the checks are shell scripts")
 	}
 	dir := t.TempDir()
-	script := "#!/bin/sh\necho \"$1 $FLEET_CLUSTER_NAME $KUBECONFIG\" >> ran\n[ \"$1\" != bad ]\n"
+	script := "#!/bin/sh\necho \"$1 $FLEET_CLUSTER_NAME $KUBECONFIG${KUBECONFIG_PROD}${PROD_CREDS}\" >> ran\n[ \"$1\" != bad ]\n"
+	t.Setenv("KUBECONFIG_PROD", "/home/me/prod.kubeconfig")
+	t.Setenv("PROD_CREDS", "apiVersion: v1\nkind: Config")
 	if err := os.WriteFile(filepath.Join(dir, "check.sh"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestChecks(t *testing.T) {
 	var g Gates
 	var out strings.Builder
 	c := Checks{
-		Dir: dir, Kubeconfig: "/tmp/one.kubeconfig", Env: []string{"FLEET_CLUSTER_NAME=eu"}, Out: &out, Emit: ev.sink, Gates: &g,
+		Dir: dir, Kubeconfig: "/tmp/one.kubeconfig", Env: []string{"FLEET_CLUSTER_NAME=eu"}, Secret: []string{"PROD_CREDS"}, Out: &out, Emit: ev.sink, Gates: &g,
 		Checks: []fleet.Check{
 			{Name: "first", Command: []string{"./check.sh", "good"}},
 			{Name: "second", Command: []string{"./check.sh", "bad"}},
