@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -368,21 +370,53 @@ func TestIdentityPinRefusesWrites(t *testing.T) {
 func TestJSONLines(t *testing.T) {
 	dir := workdir(t, twoGroups, map[string]string{"json/cm.yaml": namespaced("e2e-json", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: j, namespace: e2e-json}\n")})
 	app := filepath.Join(dir, "json")
-	for _, args := range [][]string{{"apply", "-f", app, "--yes", "-o", "json"}, {"diff", "-f", app, "-o", "json"}, {"apply", "-f", app, "--yes", "-o", "json", "--dry-run=server"}} {
-		out, errOut, _ := fleet(t, dir, args...)
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "-f", app, "--yes") })
+	for _, tc := range []struct {
+		args []string
+		code int
+		// objects are the outcome of each object on every cluster, and
+		// types how many events of each type.
+		objects map[string]string
+		types   map[string]int
+	}{
+		{[]string{"diff", "-f", app, "-o", "json"}, 1, nil, map[string]int{"diff": 6, "summary": 3}},
+		// A dry run cannot create in a namespace it only pretends to create.
+		{[]string{"apply", "-f", app, "--yes", "-o", "json", "--dry-run=server"}, 0, map[string]string{"namespace/e2e-json": "created", "configmap/j": "skipped"}, map[string]int{"object": 6, "cluster": 3}},
+		{[]string{"apply", "-f", app, "--yes", "-o", "json"}, 0, map[string]string{"namespace/e2e-json": "created", "configmap/j": "created"}, map[string]int{"object": 6, "revision": 3, "verification": 3, "cluster": 3}},
+		{[]string{"apply", "-f", app, "--yes", "-o", "json"}, 0, map[string]string{"namespace/e2e-json": "unchanged", "configmap/j": "unchanged"}, map[string]int{"object": 6, "revision": 3, "verification": 3, "cluster": 3}},
+		{[]string{"diff", "-f", app, "-o", "json"}, 0, nil, map[string]int{"diff": 6, "summary": 3}},
+	} {
+		out, errOut, code := fleet(t, dir, tc.args...)
+		if code != tc.code {
+			t.Errorf("%v: exit %d, want %d\n%s", tc.args, code, tc.code, errOut)
+		}
 		types := map[string]int{}
 		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-			var ev map[string]any
-			if err := json.Unmarshal([]byte(line), &ev); err != nil {
-				t.Fatalf("%v: not JSON: %q (stderr %s)", args, line, errOut)
+			var ev struct {
+				Type, Cluster, Object, Action, State string
+				DryRun                               bool
 			}
-			types[fmt.Sprint(ev["type"])]++
+			if err := json.Unmarshal([]byte(line), &ev); err != nil {
+				t.Fatalf("%v: not JSON: %q (stderr %s)", tc.args, line, errOut)
+			}
+			types[ev.Type]++
+			switch ev.Type {
+			case "object":
+				if want := tc.objects[ev.Object]; ev.Action != want || ev.DryRun != slices.Contains(tc.args, "--dry-run=server") {
+					t.Errorf("%v: %s on %s: %s (dry run %v), want %s", tc.args, ev.Object, ev.Cluster, ev.Action, ev.DryRun, want)
+				}
+			case "cluster":
+				if ev.State != "succeeded" {
+					t.Errorf("%v: cluster %s %s", tc.args, ev.Cluster, ev.State)
+				}
+			case "verification":
+				if ev.State != "verified" {
+					t.Errorf("%v: %s's release is %s", tc.args, ev.Cluster, ev.State)
+				}
+			}
 		}
-		if args[0] == "apply" && (types["object"] != 6 || types["cluster"] != 3) {
-			t.Errorf("%v: events %v", args, types)
-		}
-		if args[0] == "diff" && (types["diff"] != 6 || types["summary"] != 3) {
-			t.Errorf("%v: events %v", args, types)
+		if diff := cmp.Diff(tc.types, types); diff != "" {
+			t.Errorf("%v: events (-want +got):\n%s", tc.args, diff)
 		}
 	}
 }
