@@ -429,6 +429,8 @@ type pass struct {
 	// rendered are the paths of the objects rendered: never pruned,
 	// however the listing saw them.
 	rendered map[string]bool
+	// doomed are the members this prune deletes.
+	doomed sets.Set[types.UID]
 	// history is the app's revisions and who applies, read while the
 	// objects are applied (readHistory) for the revision recorded after.
 	history struct {
@@ -823,6 +825,10 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 		return boolInt(object.IsFirst(a)) - boolInt(object.IsFirst(b))
 	})
 	inUse := p.others.NamespacesInUse(p.set, extra.Namespaces, doomed)
+	p.doomed = sets.New[types.UID]()
+	for _, m := range doomed {
+		p.doomed.Insert(m.GetUID())
+	}
 	var errs []error
 	for _, m := range doomed {
 		if err := stop.Err(); err != nil {
@@ -848,6 +854,16 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		return ch
 	}
 	keep, to, reason := p.others.Keep(p.set, m, inUse)
+	if !keep && m.GetKind() == "CustomResourceDefinition" {
+		// Deleting a CRD deletes every custom resource of its kind, the
+		// app's or not: one that still has others' is left, released.
+		remain, err := p.customResources(ctx, m)
+		if err != nil {
+			ch.Action, ch.Err = Failed, fmt.Errorf("prune: counting its custom resources: %w", err)
+			return ch
+		}
+		keep, reason = remain != "", "not deleted: "+remain+"; left in place, no longer the app's"
+	}
 	if keep {
 		ch.Action, ch.Reason = Kept, reason
 		if !p.cfg.DryRun {
@@ -872,6 +888,60 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
 	}
 	return ch
+}
+
+// customResources says how many custom resources of crd's kind the
+// cluster has that this prune does not delete, and in how many
+// namespaces ("3 custom resources in 2 namespaces"); "" for none.
+func (p *pass) customResources(ctx context.Context, crd *unstructured.Unstructured) (string, error) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	version := ""
+	for _, v := range versions {
+		v, _ := v.(map[string]any)
+		if served, _ := v["served"].(bool); served && version == "" {
+			version, _ = v["name"].(string)
+		}
+	}
+	if plural == "" || version == "" {
+		return "", nil // nothing served: no custom resource to lose
+	}
+	list, err := p.c.Metadata.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: plural}).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", err
+	}
+	n, namespaces := 0, sets.New[string]()
+	for _, item := range list.Items {
+		if !p.doomed.Has(item.GetUID()) {
+			n++
+			if ns := item.GetNamespace(); ns != "" {
+				namespaces.Insert(ns)
+			}
+		}
+	}
+	verb := " remain"
+	if n == 1 {
+		verb = " remains"
+	}
+	switch {
+	case n == 0:
+		return "", nil
+	case namespaces.Len() == 0:
+		return plural1(n, "custom resource") + verb, nil
+	}
+	return plural1(n, "custom resource") + verb + " in " + plural1(namespaces.Len(), "namespace"), nil
+}
+
+// plural1 is "1 thing", "3 things".
+func plural1(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // isClosed reports whether ch is closed.

@@ -838,3 +838,46 @@ func TestNamespaceOfARollback(t *testing.T) {
 		t.Error("the caller's object was changed")
 	}
 }
+
+// A CRD the app no longer renders is not deleted while custom resources
+// of its kind that the app does not delete remain (deleting it would
+// delete them): it is left, released from the set, and said. Once only
+// the app's own remain, they go and so does it.
+func TestPruneKeepsACRDWithOthersResources(t *testing.T) {
+	c := kubetest.New(t)
+	crd := func() *unstructured.Unstructured {
+		o := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
+		o.Object["spec"] = map[string]any{"group": "policy.example.com", "scope": "Cluster",
+			"names":    map[string]any{"plural": "clusterpolicies", "kind": "ClusterPolicy"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}}
+		return o
+	}
+	policy := func(name string) *unstructured.Unstructured {
+		return kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "", name)
+	}
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{crd(), policy("ours")}})
+	c.Put(policy("theirs"))
+	got := mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
+	var crdChange apply.Change
+	for _, ch := range got {
+		if ch.Ref == "customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com" {
+			crdChange = ch
+		}
+	}
+	if crdChange.Action != apply.Kept || crdChange.Reason != "not deleted: 1 custom resource remains; left in place, no longer the app's" {
+		t.Errorf("the CRD: %+v", crdChange)
+	}
+	if c.Live(crd()) == nil || c.Live(policy("theirs")) == nil {
+		t.Error("the CRD, or their policy, was deleted")
+	}
+	if c.Live(policy("ours")) != nil {
+		t.Error("the app's own policy was not pruned")
+	}
+
+	// Only the app's own: the CRD goes with them.
+	c2 := kubetest.New(t)
+	mustRun(t, c2, apply.Config{Objects: []*unstructured.Unstructured{crd(), policy("ours")}})
+	if got := actions(mustRun(t, c2, apply.Config{Prune: true, AllowEmpty: true})); got["customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com"] != apply.Pruned {
+		t.Errorf("a CRD with only the app's resources: %v", got)
+	}
+}
