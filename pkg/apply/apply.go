@@ -11,11 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -854,6 +856,16 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		return ch
 	}
 	keep, to, reason := p.others.Keep(p.set, m, inUse)
+	if !keep && m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1" {
+		// Deleting a Namespace deletes everything in it: one that holds
+		// objects no app owns is left, released.
+		foreign, err := p.foreignIn(ctx, m.GetName())
+		if err != nil {
+			ch.Action, ch.Err = Failed, fmt.Errorf("prune: listing what it holds: %w", err)
+			return ch
+		}
+		keep, reason = foreign != "", "not deleted: "+foreign+"; left in place, no longer the app's"
+	}
 	if !keep && m.GetKind() == "CustomResourceDefinition" {
 		// Deleting a CRD deletes every custom resource of its kind, the
 		// app's or not: one that still has others' is left, released.
@@ -934,6 +946,68 @@ func (p *pass) customResources(ctx context.Context, crd *unstructured.Unstructur
 		return plural1(n, "custom resource") + verb, nil
 	}
 	return plural1(n, "custom resource") + verb + " in " + plural1(namespaces.Len(), "namespace"), nil
+}
+
+// foreignIn says what namespace ns holds that this prune does not delete
+// and no object owns ("2 objects that are not the app's remain:
+// configmaps/x, secrets/y"); "" when nothing. What the cluster makes
+// itself (the default ServiceAccount, kube-root-ca.crt, Events,
+// Endpoints, metrics) does not count.
+func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
+	if p.c.Listable == nil {
+		return "", nil
+	}
+	resources, err := p.c.Listable()
+	if err != nil {
+		return "", err
+	}
+	var (
+		mu      sync.Mutex
+		foreign []string
+		g       errgroup.Group
+	)
+	g.SetLimit(8)
+	for _, gvr := range resources {
+		if gvr.Resource == "events" || gvr.Resource == "endpoints" || gvr.Group == "metrics.k8s.io" {
+			continue // mirrors of what is there, made by the cluster
+		}
+		g.Go(func() error {
+			list, err := p.c.Metadata.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			for _, item := range list.Items {
+				if p.doomed.Has(item.GetUID()) || len(item.GetOwnerReferences()) > 0 || clusterMade(gvr.Resource, item.GetName()) {
+					continue
+				}
+				mu.Lock()
+				foreign = append(foreign, strings.ToLower(gvr.Resource)+"/"+item.GetName())
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return "", err
+	}
+	if len(foreign) == 0 {
+		return "", nil
+	}
+	slices.Sort(foreign)
+	verb := " that are not the app's remain: "
+	if len(foreign) == 1 {
+		verb = " that is not the app's remains: "
+	}
+	return plural1(len(foreign), "object") + verb + strings.Join(foreign[:min(3, len(foreign))], ", ") + map[bool]string{true: ", …"}[len(foreign) > 3], nil
+}
+
+// clusterMade reports whether the cluster itself puts an object in every
+// namespace.
+func clusterMade(resource, name string) bool {
+	return resource == "serviceaccounts" && name == "default" || resource == "configmaps" && name == "kube-root-ca.crt"
 }
 
 // plural1 is "1 thing", "3 things".

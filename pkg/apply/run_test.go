@@ -556,7 +556,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 }
 
 // TestDelete: delete removes exactly the set's members, keeps what asks
-// to be kept, then the parent; an app never applied is not found.
+// to be kept, then the parent; a Namespace that holds an object no app
+// owns is left (deleting it would delete that object); an app never
+// applied is not found.
 func TestDelete(t *testing.T) {
 	c := kubetest.New(t)
 	stranger := cm("web", "stranger")
@@ -569,11 +571,14 @@ func TestDelete(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		order = append(order, ch.Ref+" "+string(ch.Action))
+		if ch.Ref == "namespace/web" && ch.Reason != "not deleted: 1 object that is not the app's remains: configmaps/stranger; left in place, no longer the app's" {
+			t.Errorf("the namespace's reason: %q", ch.Reason)
+		}
 	})
 	if !found || err != nil {
 		t.Fatalf("Delete: %v, %v", found, err)
 	}
-	want := []string{"configmap/pvc kept", "configmap/a deleted", "secret/s deleted", "namespace/web deleted"}
+	want := []string{"configmap/pvc kept", "configmap/a deleted", "secret/s deleted", "namespace/web kept"}
 	if diff := cmp.Diff(want, order); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -586,6 +591,17 @@ func TestDelete(t *testing.T) {
 	}
 	if found, err := apply.Delete(context.Background(), c.Client, "never", false, func(apply.Change) {}); found || err != nil {
 		t.Errorf("an app never applied: %v, %v", found, err)
+	}
+	// A Namespace that holds only the app's objects, and what the
+	// cluster puts in every namespace, goes.
+	mustRun(t, c, apply.Config{App: "solo", Objects: []*unstructured.Unstructured{ns("solo"), cm("solo", "a")}})
+	c.Put(cm("solo", "kube-root-ca.crt"))
+	got := map[string]apply.Action{}
+	if _, err := apply.Delete(context.Background(), c.Client, "solo", false, func(ch apply.Change) { got[ch.Ref] = ch.Action }); err != nil {
+		t.Fatal(err)
+	}
+	if got["namespace/solo"] != apply.Deleted || c.Live(ns("solo")) != nil {
+		t.Errorf("a namespace with only the app's objects: %v", got)
 	}
 }
 

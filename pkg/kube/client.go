@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,6 +41,9 @@ type Client struct {
 	// Namespace is the one namespaced objects without one go to: -n, else
 	// the context's, else "default", as kubectl does.
 	Namespace string
+	// Listable returns the namespaced resources the cluster serves and
+	// lets list (from discovery): what a namespace may hold.
+	Listable func() ([]schema.GroupVersionResource, error)
 }
 
 // DefaultRequestTimeout bounds each request to a cluster when
@@ -81,7 +86,36 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns}, nil
+	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+		return listable(flags)
+	}}, nil
+}
+
+// listable asks discovery for the namespaced resources that can be
+// listed; groups whose discovery failed (an aggregated API that is down)
+// are left out.
+func listable(flags *genericclioptions.ConfigFlags) ([]schema.GroupVersionResource, error) {
+	dc, err := flags.ToDiscoveryClient()
+	if err != nil {
+		return nil, err
+	}
+	lists, err := dc.ServerPreferredNamespacedResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return nil, err
+	}
+	var out []schema.GroupVersionResource
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if slices.Contains(r.Verbs, "list") && !strings.Contains(r.Name, "/") {
+				out = append(out, gv.WithResource(r.Name))
+			}
+		}
+	}
+	return out, nil
 }
 
 // Resource returns the client for an object's resource, namespaced when its

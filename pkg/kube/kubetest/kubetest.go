@@ -162,7 +162,19 @@ func New(t testing.TB) *Cluster {
 		}
 		return true, asMetadata(obj), nil
 	})
-	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: dyn, Metadata: md, Namespace: "default"}
+	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: dyn, Metadata: md, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
+		var out []schema.GroupVersionResource
+		for _, k := range kinds {
+			if k.namespaced {
+				m, err := mapper.RESTMapping(k.gvk.GroupKind(), k.gvk.Version)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, m.Resource)
+			}
+		}
+		return out, nil
+	}}
 	return c
 }
 
