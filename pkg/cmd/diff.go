@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
@@ -279,6 +280,14 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 	w := p.cluster(c.Name)
 	var all []diff.Object
 	for _, res := range r.of(c.Name) {
+		var set *inventory.Set
+		if o.PlanFile != "" {
+			// Read before the objects: an apply after this makes the
+			// plan stale.
+			if set, err = inventory.Load(ctx, client, res.App); err != nil {
+				return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
+			}
+		}
 		// An external diff program is given every object, as kubectl diff
 		// gives it: nothing is skipped.
 		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get()})
@@ -295,7 +304,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 				return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
 			})
 			run.mu.Lock()
-			run.plans[c.Name] = append(run.plans[c.Name], plan.App{App: res.App, Digest: revision.Digest(res.Objects), Source: src, Objects: objs})
+			run.plans[c.Name] = append(run.plans[c.Name], plan.App{App: res.App, Digest: revision.Digest(res.Objects), Source: src, Objects: objs, Set: plan.SetOf(set)})
 			run.mu.Unlock()
 		}
 		if o.collected != nil {

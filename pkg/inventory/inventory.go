@@ -88,8 +88,10 @@ func ID(app string) string {
 type Set struct {
 	App string
 	ID  string
-	// Exists is whether the parent object exists.
-	Exists bool
+	// Exists is whether the parent object exists, and ResourceVersion
+	// the parent's, as read.
+	Exists          bool
+	ResourceVersion string
 	Contents
 	// LastApplied is when the app was last applied, if ever.
 	LastApplied string
@@ -235,7 +237,7 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 	if id := p.GetLabels()[apply.ApplySetParentIDLabel]; id != s.ID {
 		return nil, fmt.Errorf("configmap %s/%s has ApplySet ID %q, want %q; refusing to use it", Namespace, ParentName(app), id, s.ID)
 	}
-	s.Exists = true
+	s.Exists, s.ResourceVersion = true, p.GetResourceVersion()
 	s.Contents = contentsOf(p)
 	s.LastApplied = ann[LastAppliedAnnotation]
 	s.Revision, _ = strconv.Atoi(ann[RevisionAnnotation])

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
@@ -60,7 +61,20 @@ type App struct {
 	// Objects are the live objects the diff compared the render with, and
 	// what apply would do to each.
 	Objects []Object `json:"objects"`
+	// Set is the app's ApplySet as the diff read it, before the objects:
+	// what it would prune follows from its members. Plans written
+	// before it was recorded have none, and are not checked for it.
+	Set *Set `json:"set,omitempty"`
 }
+
+// Set is the state of an app's ApplySet parent.
+type Set struct {
+	// ResourceVersion is the parent's; "" when the app had none there.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// SetOf is the plan's record of an app's set.
+func SetOf(s *inventory.Set) *Set { return &Set{ResourceVersion: s.ResourceVersion} }
 
 // Object is one object the diff saw.
 type Object struct {
@@ -226,10 +240,36 @@ func Check(ctx context.Context, c *kube.Client, planned *App, objs []*unstructur
 			problems = append(problems, m)
 		}
 	}
+	if m, err := setMoved(ctx, c, planned); err != nil {
+		return err
+	} else if m != "" {
+		problems = append(problems, m)
+	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s", ErrStale, strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// setMoved says how the app's ApplySet moved since the plan: another
+// apply changed its members (which a prune would delete unreviewed), or
+// created it; "" if it did not.
+func setMoved(ctx context.Context, c *kube.Client, planned *App) (string, error) {
+	if planned.Set == nil {
+		return "", nil
+	}
+	set, err := inventory.Load(ctx, c, planned.App)
+	switch {
+	case err != nil:
+		return "", err
+	case set.ResourceVersion == planned.Set.ResourceVersion:
+		return "", nil
+	case planned.Set.ResourceVersion == "":
+		return fmt.Sprintf("app %s was applied here since the plan (its inventory was created)", planned.App), nil
+	case !set.Exists:
+		return fmt.Sprintf("the inventory of app %s was deleted since the plan", planned.App), nil
+	}
+	return fmt.Sprintf("the inventory of app %s changed since the plan (another apply: resourceVersion %s, planned %s)", planned.App, set.ResourceVersion, planned.Set.ResourceVersion), nil
 }
 
 // check reads one object's metadata and says how it moved since the

@@ -11,8 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
@@ -90,5 +92,43 @@ func TestCheck(t *testing.T) {
 	}
 	if _, err := Objects([]diff.Object{{Ref: "configmap/x", Err: errors.New("forbidden")}}); err == nil {
 		t.Error("a diff with an error made a plan")
+	}
+}
+
+// A plan records the app's inventory as read: another apply since (its
+// members changed, or it was created) makes the plan stale, so that what
+// the apply would prune is what was reviewed.
+func TestCheckSet(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	parent := func(rv string) *unstructured.Unstructured {
+		o := kubetest.Object("v1", "ConfigMap", inventory.Namespace, inventory.ParentName("web"))
+		o.SetLabels(map[string]string{kubectlapply.ApplySetParentIDLabel: inventory.ID("web")})
+		o.SetAnnotations(map[string]string{kubectlapply.ApplySetToolingAnnotation: inventory.ToolName + "/v1", "members": rv})
+		return o
+	}
+	planned := &App{App: "web", Digest: revision.Digest(nil), Set: &Set{}}
+	if err := Check(ctx, c.Client, planned, nil, 4); err != nil {
+		t.Fatalf("no inventory, as planned: %v", err)
+	}
+	c.Put(parent("1"))
+	if err := Check(ctx, c.Client, planned, nil, 4); err == nil || !strings.Contains(err.Error(), "app web was applied here since the plan") {
+		t.Errorf("an inventory created since: %v", err)
+	}
+	set, err := inventory.Load(ctx, c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	planned.Set = SetOf(set)
+	if err := Check(ctx, c.Client, planned, nil, 4); err != nil {
+		t.Fatalf("the inventory as planned: %v", err)
+	}
+	c.Put(parent("2"))
+	if err := Check(ctx, c.Client, planned, nil, 4); err == nil || !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), "the inventory of app web changed since the plan") {
+		t.Errorf("an inventory changed since: %v", err)
+	}
+	planned.Set = nil
+	if err := Check(ctx, c.Client, planned, nil, 4); err != nil {
+		t.Errorf("a plan from before sets were recorded: %v", err)
 	}
 }
