@@ -51,6 +51,10 @@ func (e *Env) startFull(ctx context.Context, i int, direct string) error {
 	if _, err := e.start("kwok-"+name, filepath.Join(e.opts.BinDir, "kwok"),
 		"--kubeconfig="+kc, "--config="+e.opts.KwokStages,
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"=fake",
+		// The node's heartbeat is its lease, renewed by kwok: without one
+		// the node controller marks the fake node NotReady after its
+		// grace period (40 s), and its pods unavailable.
+		"--node-lease-duration-seconds=40",
 		"--server-address=127.0.0.1:"+strconv.Itoa(ports[0])); err != nil {
 		return err
 	}
