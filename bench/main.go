@@ -232,7 +232,9 @@ func (b *bench) build(ctx context.Context) error {
 	b.k8sVersion = filepath.Base(filepath.Dir(b.kbin))
 	b.bin = filepath.Join(b.work, "bin")
 	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", filepath.Join(b.bin, name), pkg)
+		// Stamped, as make build stamps it: a development build ("dev")
+		// never skips an unchanged object.
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-X github.com/kubectl-fleet/kubectl-fleet/pkg/version.Version=v0.0.0-bench", "-o", filepath.Join(b.bin, name), pkg)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = b.repo, os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			return fmt.Errorf("building %s: %w", pkg, err)

@@ -619,7 +619,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 	if p.unchanged(obj, digest, live, listed != nil && !ignored) {
 		ch.Action = Unchanged
 		p.keep(live.UID)
-		p.record(obj, digest, live.ResourceVersion)
+		p.record(obj, digest, live.ResourceVersion, live.UID)
 		return ch
 	}
 	after, err := c.Patch(ctx, ri, obj, opts)
@@ -631,7 +631,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 	}
 	// A dry run's UID is the live object's, or a new one no member has.
 	p.keep(after.GetUID())
-	p.record(obj, digest, after.GetResourceVersion())
+	p.record(obj, digest, after.GetResourceVersion(), after.GetUID())
 	switch {
 	case live == nil:
 		ch.Action = Created
@@ -654,13 +654,13 @@ func (p *pass) unchanged(obj *unstructured.Unstructured, digest string, live *me
 }
 
 // record notes what was sent of obj and the version that came back.
-func (p *pass) record(obj *unstructured.Unstructured, digest, resourceVersion string) {
+func (p *pass) record(obj *unstructured.Unstructured, digest, resourceVersion string, uid types.UID) {
 	if p.cfg.DryRun {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent[object.Path(obj)] = inventory.Applied{Digest: digest, ResourceVersion: resourceVersion}
+	p.sent[object.Path(obj)] = inventory.Applied{Digest: digest, ResourceVersion: resourceVersion, UID: string(uid)}
 }
 
 // keep records that the object with uid was applied: it is not pruned.
@@ -692,7 +692,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		return fail(err)
 	}
 	p.keep(after.GetUID())
-	p.record(obj, inventory.Digest(obj), after.GetResourceVersion())
+	p.record(obj, inventory.Digest(obj), after.GetResourceVersion(), after.GetUID())
 	ch.Action = Replaced
 	return ch
 }

@@ -230,8 +230,8 @@ func TestAppliedRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New(t)
 	want := map[string]inventory.Applied{
-		"ConfigMap/web/settings":  {Digest: "0a1b", ResourceVersion: "17"},
-		"Deployment.apps/web/web": {Digest: "2c3d", ResourceVersion: "18"},
+		"ConfigMap/web/settings":  {Digest: "0a1b", ResourceVersion: "17", UID: "u-1"},
+		"Deployment.apps/web/web": {Digest: "2c3d", ResourceVersion: "18", UID: "u-2"},
 	}
 	s := &inventory.Set{App: "web", ID: inventory.ID("web"), Applied: want}
 	if err := s.WriteParent(ctx, c.Client, contents("Namespace/web"), time.Now(), "kubectl-fleet", "v0.2.0"); err != nil {
@@ -246,7 +246,7 @@ func TestAppliedRoundTrip(t *testing.T) {
 	}
 	huge := map[string]inventory.Applied{}
 	for i := 0; len(huge)*60 < inventory.MaxApplied; i++ {
-		huge[fmt.Sprintf("ConfigMap/web/settings-%06d", i)] = inventory.Applied{Digest: strings.Repeat("f", 32), ResourceVersion: "123456"}
+		huge[fmt.Sprintf("ConfigMap/web/settings-%06d", i)] = inventory.Applied{Digest: strings.Repeat("f", 32), ResourceVersion: "123456", UID: "u"}
 	}
 	got.Applied = huge
 	if err := got.WriteParent(ctx, c.Client, contents("Namespace/web"), time.Now(), "kubectl-fleet", "v0.2.0"); err != nil {
@@ -264,17 +264,21 @@ func TestMoved(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New(t)
 	obj := func(name string) *unstructured.Unstructured { return kubetest.Object("v1", "ConfigMap", "web", name) }
-	c.Put(obj("same"), obj("edited"), obj("unrecorded"))
+	c.Put(obj("same"), obj("edited"), obj("unrecorded"), obj("restored"))
 	rv := func(name string) string { return c.Live(obj(name)).GetResourceVersion() }
+	uid := func(name string) string { return string(c.Live(obj(name)).GetUID()) }
 	s := &inventory.Set{App: "web", Exists: true, Version: "v1", AppliedDigest: "render-1", Applied: map[string]inventory.Applied{
-		"ConfigMap/web/same":   {Digest: "d", ResourceVersion: rv("same")},
-		"ConfigMap/web/edited": {Digest: "d", ResourceVersion: rv("edited")},
-		"ConfigMap/web/gone":   {Digest: "d", ResourceVersion: "1"},
+		"ConfigMap/web/same":   {Digest: "d", ResourceVersion: rv("same"), UID: uid("same")},
+		"ConfigMap/web/edited": {Digest: "d", ResourceVersion: rv("edited"), UID: uid("edited")},
+		"ConfigMap/web/gone":   {Digest: "d", ResourceVersion: "1", UID: "u-gone"},
+		// Its resourceVersion came again (a cluster restored from a
+		// backup): another object.
+		"ConfigMap/web/restored": {Digest: "d", ResourceVersion: rv("restored"), UID: "u-before-the-restore"},
 	}}
 	live := c.Live(obj("edited"))
 	live.SetLabels(map[string]string{"by": "hand"})
 	c.Put(live)
-	objs := []*unstructured.Unstructured{obj("same"), obj("edited"), obj("unrecorded"), obj("gone")}
+	objs := []*unstructured.Unstructured{obj("same"), obj("edited"), obj("unrecorded"), obj("gone"), obj("restored")}
 	names := func(objs []*unstructured.Unstructured) []string {
 		var out []string
 		for _, o := range objs {
@@ -286,9 +290,10 @@ func TestMoved(t *testing.T) {
 		name, digest, version string
 		want                  []string
 	}{
-		{"this render", "render-1", "v1", []string{"edited", "unrecorded", "gone"}},
+		{"this render", "render-1", "v1", []string{"edited", "unrecorded", "gone", "restored"}},
 		{"another render", "render-2", "v1", names(objs)},
 		{"another plugin version", "render-1", "v2", names(objs)},
+		{"a development build", "render-1", "dev", names(objs)},
 	} {
 		if diff := cmp.Diff(tt.want, names(s.Moved(ctx, c.Client, objs, tt.digest, tt.version))); diff != "" {
 			t.Errorf("%s: moved (-want +got):\n%s", tt.name, diff)

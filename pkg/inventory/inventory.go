@@ -59,11 +59,16 @@ const (
 	// per line, so that other apps of the cluster can tell what it holds.
 	MembersKey = "members"
 	// AppliedKey in the parent's data records, for each object the last
-	// apply sent, the digest of what it sent and the resourceVersion the
-	// server returned, one "path digest resourceVersion" per line: an
-	// object whose render and live version are both unchanged since needs
-	// no request (Applied).
+	// apply sent, the digest of what it sent, the resourceVersion the
+	// server returned and the object's uid, one "path digest
+	// resourceVersion uid" per line: an object whose render and live
+	// version are both unchanged since needs no request (Applied).
 	AppliedKey = "applied"
+	// AppliedFormatAnnotation on the parent is the AppliedKey record's
+	// format (AppliedFormat); a record of another format is not used.
+	AppliedFormatAnnotation = "fleet.kubectl.io/applied-format"
+	// AppliedFormat is the record's format this plugin writes and reads.
+	AppliedFormat = "2"
 	// MaxApplied bounds the AppliedKey record (about 4,000 objects), so
 	// that the parent stays well inside a ConfigMap's 1 MiB with its
 	// members: an app with more is applied without skipping anything.
@@ -113,15 +118,18 @@ type Set struct {
 type Applied struct {
 	// Digest identifies the object as sent.
 	Digest string
-	// ResourceVersion is the one the server returned.
+	// ResourceVersion is the one the server returned, and UID the
+	// object's: a resourceVersion alone may come again on a cluster
+	// rebuilt or restored from a backup.
 	ResourceVersion string
+	UID             string
 }
 
 func appliedOf(data string) map[string]Applied {
 	out := map[string]Applied{}
 	for _, line := range strings.Split(data, "\n") {
-		if f := strings.Fields(line); len(f) == 3 {
-			out[f[0]] = Applied{Digest: f[1], ResourceVersion: f[2]}
+		if f := strings.Fields(line); len(f) == 4 {
+			out[f[0]] = Applied{Digest: f[1], ResourceVersion: f[2], UID: f[3]}
 		}
 	}
 	return out
@@ -130,7 +138,7 @@ func appliedOf(data string) map[string]Applied {
 func appliedData(m map[string]Applied) string {
 	lines := make([]string, 0, len(m))
 	for path, a := range m {
-		lines = append(lines, path+" "+a.Digest+" "+a.ResourceVersion)
+		lines = append(lines, path+" "+a.Digest+" "+a.ResourceVersion+" "+a.UID)
 	}
 	sort.Strings(lines)
 	if out := strings.Join(lines, "\n"); len(out) <= MaxApplied {
@@ -246,7 +254,10 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 	_, s.Version, _ = strings.Cut(tooling, "/")
 	s.AppliedDigest = ann[AppliedDigestAnnotation]
 	applied, _, _ := unstructured.NestedString(p.Object, "data", AppliedKey)
-	s.Applied = appliedOf(applied)
+	s.Applied = map[string]Applied{}
+	if ann[AppliedFormatAnnotation] == AppliedFormat {
+		s.Applied = appliedOf(applied)
+	}
 	return s, nil
 }
 
@@ -439,6 +450,9 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 		}
 	}
 	applied := appliedData(s.Applied)
+	if applied != "" {
+		ann[AppliedFormatAnnotation] = AppliedFormat
+	}
 	if applied != "" && s.AppliedDigest != "" {
 		ann[AppliedDigestAnnotation] = s.AppliedDigest
 	}
@@ -577,12 +591,18 @@ func Digest(obj *unstructured.Unstructured) string {
 // and the live object's resourceVersion is still the one the server
 // returned then. live is nil for an object that does not exist.
 func (s *Set) Unchanged(path, digest string, live *metav1.ObjectMeta, version string) bool {
-	if !s.Exists || live == nil || s.Version != version || digest == "" {
+	if !s.Exists || live == nil || s.Version != version || digest == "" || !releaseBuild(version) {
 		return false
 	}
 	last, ok := s.Applied[path]
-	return ok && last.Digest == digest && last.ResourceVersion == live.ResourceVersion
+	return ok && last.Digest == digest && last.ResourceVersion == live.ResourceVersion && last.UID != "" && last.UID == string(live.UID)
 }
+
+// releaseBuild reports whether version names a build whose behaviour the
+// record can vouch for: a development build ("dev", no version stamped)
+// may have changed what it sends without changing its name, so it never
+// skips.
+func releaseBuild(version string) bool { return version != "" && version != "dev" }
 
 // Moved returns the objects of objs (the render whose digest is
 // renderDigest) that may differ from what the cluster has: all of them
@@ -592,7 +612,7 @@ func (s *Set) Unchanged(path, digest string, live *metav1.ObjectMeta, version st
 // are, to the version, what the last apply made them. Errors only make
 // objects count as moved.
 func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, renderDigest, version string) []*unstructured.Unstructured {
-	if !s.Exists || s.AppliedDigest != renderDigest || s.Version != version || len(s.Applied) == 0 {
+	if !s.Exists || s.AppliedDigest != renderDigest || s.Version != version || len(s.Applied) == 0 || !releaseBuild(version) {
 		return objs
 	}
 	var (
@@ -611,7 +631,7 @@ func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Un
 		wg.Go(func() {
 			listed, _ := listings.Of(ctx, c, m, o.GetNamespace())
 			live := listed[o.GetName()]
-			moved[i] = live == nil || live.ResourceVersion != rec.ResourceVersion
+			moved[i] = live == nil || live.ResourceVersion != rec.ResourceVersion || rec.UID == "" || string(live.UID) != rec.UID
 		})
 	}
 	wg.Wait()

@@ -54,7 +54,9 @@ func runMain(m *testing.M) int {
 
 	// The plugin, on PATH beside kubectl.
 	pluginDir := filepath.Join(work, "bin")
-	gobuild := exec.Command("go", "build", "-o", filepath.Join(pluginDir, "kubectl-fleet"), "./cmd/kubectl-fleet")
+	// Stamped with a version, as make build stamps one: a development
+	// build ("dev") never skips an unchanged object.
+	gobuild := exec.Command("go", "build", "-ldflags", "-X github.com/kubectl-fleet/kubectl-fleet/pkg/version.Version=v0.0.0-e2e", "-o", filepath.Join(pluginDir, "kubectl-fleet"), "./cmd/kubectl-fleet")
 	gobuild.Dir, gobuild.Stdout, gobuild.Stderr = repo, os.Stderr, os.Stderr
 	if err := gobuild.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building kubectl-fleet:", err)
