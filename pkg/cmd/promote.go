@@ -106,11 +106,19 @@ func (o *ApplyOptions) promote(ctx context.Context, r *rendered) error {
 	if err != nil {
 		return err
 	}
-	all := slices.Concat(r.results, upstream)
+	o.promotion = &rollout.Promotion{Groups: promotionGroups(r.fleet, slices.Concat(r.results, upstream)), Parallel: o.Parallel, Reader: rollout.ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
+		return o.connect(ctx, r.fleet, r.fleet.Cluster(name))
+	}}}
+	return nil
+}
+
+// promotionGroups are the fleet's groups in order, each with the digest of
+// the render of each app for each of its clusters that results hold.
+func promotionGroups(f *fleet.Fleet, results []render.Result) []rollout.Group {
 	var groups []rollout.Group
-	for _, g := range r.fleet.Groups {
+	for _, g := range f.Groups {
 		rg := rollout.Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]string{}}
-		for _, res := range all {
+		for _, res := range results {
 			c := res.Cluster.Name
 			if res.Cluster.Group != g.Name {
 				continue
@@ -123,10 +131,7 @@ func (o *ApplyOptions) promote(ctx context.Context, r *rendered) error {
 		}
 		groups = append(groups, rg)
 	}
-	o.promotion = &rollout.Promotion{Groups: groups, Parallel: o.Parallel, Reader: rollout.ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
-		return o.connect(ctx, r.fleet, r.fleet.Cluster(name))
-	}}}
-	return nil
+	return groups
 }
 
 // renderUpstream renders the run's apps for the clusters of the groups

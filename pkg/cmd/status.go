@@ -17,7 +17,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
@@ -361,21 +360,7 @@ func promotion(r *rendered, results map[string][]status.App) []string {
 	if len(r.results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
-	var groups []rollout.Group
-	for _, g := range r.fleet.Groups {
-		rg := rollout.Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]string{}}
-		for _, res := range r.results {
-			if c := res.Cluster.Name; res.Cluster.Group == g.Name {
-				if rg.Renders[c] == nil {
-					rg.Renders[c] = map[string]string{}
-					rg.Clusters = append(rg.Clusters, c)
-				}
-				rg.Renders[c][res.App] = revision.Digest(res.Objects)
-			}
-		}
-		groups = append(groups, rg)
-	}
-	p := &rollout.Promotion{Groups: groups, Reader: statusReader(results)}
+	p := &rollout.Promotion{Groups: promotionGroups(r.fleet, r.results), Reader: statusReader(results)}
 	var out []string
 	ws := waves(r.fleet, r.clusters)
 	for _, w := range ws[min(1, len(ws)):] {
