@@ -123,6 +123,8 @@ type bench struct {
 	k8sVersion, pluginVers string
 	started                time.Time
 	loadStart              string
+	// floorRuns numbers the floor's input folders.
+	floorRuns int
 }
 
 // row is one tool in one scenario.
@@ -344,75 +346,98 @@ func (b *bench) renderScenario(ctx context.Context, n int) error {
 	}, nil)
 }
 
+// fleetApply is the kubectl fleet apply of app into namespace ns.
+func (b *bench) fleetApply(ns, app string) (string, []string, error) {
+	ff, err := b.fleetFile(b.cs, ns)
+	if err != nil {
+		return "", nil, err
+	}
+	return filepath.Join(b.kbin, "kubectl"), []string{"fleet", "apply", "-F", ff, "-k", b.src, "--name", app, "--parallel", strconv.Itoa(b.o.clusters), "--concurrency", strconv.Itoa(b.o.concurrency), "--yes"}, nil
+}
+
+// loopOf is the shell loop's verb (apply, diff) into ns, seq or par.
+func (b *bench) loopOf(ns, verb, mode string) (string, []string, error) {
+	return "bash", []string{b.loop, ns, verb, mode, b.clustersFile}, nil
+}
+
+// floor renders the app for ns with kubectl fleet (untimed) and returns
+// the floor client's command for the objects named in only (all when
+// nil).
+func (b *bench) floor(ctx context.Context, ns string, only []string) (string, []string, error) {
+	b.floorRuns++
+	ff, err := b.fleetFile(b.cs, ns)
+	if err != nil {
+		return "", nil, err
+	}
+	dir := filepath.Join(b.work, "floor", strconv.Itoa(b.floorRuns))
+	cmd := exec.CommandContext(ctx, filepath.Join(b.bin, "kubectl-fleet"), "render", "-F", ff, "-k", b.src, "--output-dir", dir)
+	cmd.Env = b.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("rendering the floor's input: %w\n%s", err, out)
+	}
+	args := []string{"-kubeconfig", b.kubeconfig, "-concurrency", strconv.Itoa(b.o.concurrency)}
+	for _, c := range b.cs {
+		d := filepath.Join(dir, c.name)
+		if only != nil {
+			if err := keepOnly(d, only); err != nil {
+				return "", nil, err
+			}
+		}
+		args = append(args, c.context+"="+d)
+	}
+	return filepath.Join(b.bin, "floor"), args, nil
+}
+
+// applyTools are the contenders of an apply scenario: each works in the
+// namespace nsOf gives it, kubectl fleet on the app appOf names, the
+// floor sending only the objects only names (all when nil).
+func (b *bench) applyTools(ctx context.Context, nsOf func(id string, rep int) string, appOf func(rep int) string, only *[]string) []tool {
+	return []tool{
+		{id: "fleet", command: "kubectl fleet apply -F fleet.yaml -k src --parallel N", prepare: func(rep int) (string, []string, error) { return b.fleetApply(nsOf("fleet", rep), appOf(rep)) }},
+		{id: "loop", command: "for each cluster: kustomize build | envsubst | kubectl apply --server-side --context C -f -", prepare: func(rep int) (string, []string, error) {
+			return b.loopOf(nsOf("loop", rep), "apply", "seq")
+		}},
+		{id: "loop-par", command: "the same loop, each cluster in the background (&), then wait", prepare: func(rep int) (string, []string, error) {
+			return b.loopOf(nsOf("looppar", rep), "apply", "par")
+		}},
+		{id: "floor", command: "bench/floor: only the apply PATCHes, every cluster at once, --concurrency per cluster", prepare: func(rep int) (string, []string, error) {
+			var names []string
+			if only != nil {
+				names = *only
+			}
+			return b.floor(ctx, nsOf("floor", rep), names)
+		}},
+	}
+}
+
+// diffTools are the contenders of the diff scenario, on the initial state.
+func (b *bench) diffTools() ([]tool, error) {
+	ff, err := b.fleetFile(b.cs, "bench-fleet")
+	if err != nil {
+		return nil, err
+	}
+	return []tool{
+		{id: "fleet", command: "kubectl fleet diff -F fleet.yaml -k src --parallel N", prepare: func(int) (string, []string, error) {
+			return filepath.Join(b.kbin, "kubectl"), []string{"fleet", "diff", "-F", ff, "-k", b.src, "--name", "bench", "--parallel", strconv.Itoa(b.o.clusters)}, nil
+		}},
+		{id: "loop", command: "for each cluster: kustomize build | envsubst | kubectl diff --server-side --context C -f -", prepare: func(int) (string, []string, error) {
+			return b.loopOf("bench-loop", "diff", "seq")
+		}},
+		{id: "loop-par", command: "the same kubectl diff loop, each cluster in the background (&), then wait", prepare: func(int) (string, []string, error) {
+			return b.loopOf("bench-looppar", "diff", "par")
+		}},
+	}, nil
+}
+
 // applyScenarios runs create, no-op, diff and change on the clusters.
 func (b *bench) applyScenarios(ctx context.Context) error {
-	n := strconv.Itoa(b.o.clusters)
-	conc := strconv.Itoa(b.o.concurrency)
-	kubectl := filepath.Join(b.kbin, "kubectl")
-	fleetApply := func(ns, app string) (string, []string, error) {
-		ff, err := b.fleetFile(b.cs, ns)
-		if err != nil {
-			return "", nil, err
-		}
-		return kubectl, []string{"fleet", "apply", "-F", ff, "-k", b.src, "--name", app, "--parallel", n, "--concurrency", conc, "--yes"}, nil
-	}
-	loop := func(ns, verb, mode string) (string, []string, error) {
-		return "bash", []string{b.loop, ns, verb, mode, b.clustersFile}, nil
-	}
-	// floor renders the app for ns with kubectl fleet (untimed) and
-	// returns the floor client's command for the objects named in only
-	// (all when nil).
-	floorRuns := 0
-	floor := func(ns string, only []string) (string, []string, error) {
-		floorRuns++
-		ff, err := b.fleetFile(b.cs, ns)
-		if err != nil {
-			return "", nil, err
-		}
-		dir := filepath.Join(b.work, "floor", strconv.Itoa(floorRuns))
-		cmd := exec.CommandContext(ctx, filepath.Join(b.bin, "kubectl-fleet"), "render", "-F", ff, "-k", b.src, "--output-dir", dir)
-		cmd.Env = b.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", nil, fmt.Errorf("rendering the floor's input: %w\n%s", err, out)
-		}
-		args := []string{"-kubeconfig", b.kubeconfig, "-concurrency", conc}
-		for _, c := range b.cs {
-			d := filepath.Join(dir, c.name)
-			if only != nil {
-				if err := keepOnly(d, only); err != nil {
-					return "", nil, err
-				}
-			}
-			args = append(args, c.context+"="+d)
-		}
-		return filepath.Join(b.bin, "floor"), args, nil
-	}
-	const (
-		fleetCmd   = "kubectl fleet apply -F fleet.yaml -k src --parallel N"
-		loopCmd    = "for each cluster: kustomize build | envsubst | kubectl apply --server-side --context C -f -"
-		loopParCmd = "the same loop, each cluster in the background (&), then wait"
-	)
-	applyTools := func(nsOf func(id string, rep int) string, appOf func(rep int) string, only *[]string) []tool {
-		return []tool{
-			{id: "fleet", command: fleetCmd, prepare: func(rep int) (string, []string, error) { return fleetApply(nsOf("fleet", rep), appOf(rep)) }},
-			{id: "loop", command: loopCmd, prepare: func(rep int) (string, []string, error) { return loop(nsOf("loop", rep), "apply", "seq") }},
-			{id: "loop-par", command: loopParCmd, prepare: func(rep int) (string, []string, error) { return loop(nsOf("looppar", rep), "apply", "par") }},
-			{id: "floor", command: "bench/floor: only the apply PATCHes, every cluster at once, --concurrency per cluster", prepare: func(rep int) (string, []string, error) {
-				var names []string
-				if only != nil {
-					names = *only
-				}
-				return floor(nsOf("floor", rep), names)
-			}},
-		}
-	}
 	state := func(id string, _ int) string { return "bench-" + id }
 	app := func(int) string { return "bench" }
 
 	// The state every tool then works on: its app applied once (untimed,
 	// also warming discovery caches).
 	progress("applying the initial state with each tool (untimed)")
-	for _, t := range applyTools(state, app, nil) {
+	for _, t := range b.applyTools(ctx, state, app, nil) {
 		if !b.times(t.id) {
 			continue
 		}
@@ -425,34 +450,24 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 		}
 	}
 	fresh := func(id string, rep int) string { return fmt.Sprintf("create-%s-%d", id, rep) }
-	if err := b.scenario(ctx, "apply-create", applyTools(fresh, func(rep int) string { return fmt.Sprintf("create-%d", rep) }, nil), nil); err != nil {
+	if err := b.scenario(ctx, "apply-create", b.applyTools(ctx, fresh, func(rep int) string { return fmt.Sprintf("create-%d", rep) }, nil), nil); err != nil {
 		return err
 	}
-	if err := b.scenario(ctx, "apply-noop", applyTools(state, app, nil), nil); err != nil {
+	if err := b.scenario(ctx, "apply-noop", b.applyTools(ctx, state, app, nil), nil); err != nil {
 		return err
 	}
-	if err := b.profile(ctx, "apply-noop", fleetApply); err != nil {
+	if err := b.profile(ctx, "apply-noop", b.fleetApply); err != nil {
 		return err
 	}
-	fleetDiff, err := b.fleetFile(b.cs, "bench-fleet")
+	diffTools, err := b.diffTools()
 	if err != nil {
 		return err
 	}
-	if err := b.scenario(ctx, "diff-noop", []tool{
-		{id: "fleet", command: "kubectl fleet diff -F fleet.yaml -k src --parallel N", prepare: func(int) (string, []string, error) {
-			return kubectl, []string{"fleet", "diff", "-F", fleetDiff, "-k", b.src, "--name", "bench", "--parallel", n}, nil
-		}},
-		{id: "loop", command: "for each cluster: kustomize build | envsubst | kubectl diff --server-side --context C -f -", prepare: func(int) (string, []string, error) {
-			return loop("bench-loop", "diff", "seq")
-		}},
-		{id: "loop-par", command: "the same kubectl diff loop, each cluster in the background (&), then wait", prepare: func(int) (string, []string, error) {
-			return loop("bench-looppar", "diff", "par")
-		}},
-	}, nil); err != nil {
+	if err := b.scenario(ctx, "diff-noop", diffTools, nil); err != nil {
 		return err
 	}
 	var changed []string
-	if err := b.scenario(ctx, "apply-change", applyTools(state, app, &changed), func(rep int) error {
+	if err := b.scenario(ctx, "apply-change", b.applyTools(ctx, state, app, &changed), func(rep int) error {
 		changed, err = setRevision(b.src, b.o.objects, rep+2)
 		return err
 	}); err != nil {
@@ -461,7 +476,7 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 	if _, err := setRevision(b.src, b.o.objects, b.o.reps+2); err != nil {
 		return err
 	}
-	return b.profile(ctx, "apply-change", fleetApply)
+	return b.profile(ctx, "apply-change", b.fleetApply)
 }
 
 // profile runs kubectl fleet apply once more (untimed) on the first
