@@ -118,7 +118,15 @@ func (o *RenderOptions) streamTargets(ctx context.Context, clusters []*fleet.Clu
 		printed++
 		return err
 	})
-	if err == nil && stopAt < 0 {
+	return streamEnd(ctx, p, clusters, printed, stopAt >= 0, errs, err)
+}
+
+// streamEnd finishes a stream that printed the first printed clusters:
+// the clusters left that nothing goes to when it went through, else the
+// error that says where the output stops (stopped: a render failed; errs
+// are the render errors, err emit's or the context's).
+func streamEnd(ctx context.Context, p *renderPrinter, clusters []*fleet.Cluster, printed int, stopped bool, errs []string, err error) error {
+	if err == nil && !stopped {
 		for ; printed < len(clusters); printed++ {
 			if err := p.flush(clusters[printed], nil); err != nil {
 				return err
