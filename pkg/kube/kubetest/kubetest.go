@@ -280,7 +280,43 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	gvr := a.GetResource()
-	r := Request{Verb: a.GetVerb(), Resource: gvr.Resource, Namespace: a.GetNamespace()}
+	r := requestOf(a)
+	c.log = append(c.log, r)
+	if err := c.fault(r); err != nil {
+		return nil, err
+	}
+	if a.GetSubresource() != "" {
+		return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb+" "+a.GetSubresource())
+	}
+	k := key{gvr: gvr, namespace: r.Namespace, name: r.Name}
+	live := c.objects[k]
+	switch a := a.(type) {
+	case clienttesting.GetActionImpl:
+		if live == nil {
+			return nil, apierrors.NewNotFound(gvr.GroupResource(), r.Name)
+		}
+		return live.DeepCopy(), nil
+	case clienttesting.ListActionImpl:
+		items := c.list(func(s key) bool { return s.gvr == gvr && (r.Namespace == "" || s.namespace == r.Namespace) })
+		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
+		list.SetResourceVersion(strconv.Itoa(c.version))
+		for _, o := range items {
+			list.Items = append(list.Items, *o)
+		}
+		return list, nil
+	case clienttesting.DeleteActionImpl:
+		return nil, c.remove(k, r, live, a.DeleteOptions.Preconditions)
+	case clienttesting.PatchActionImpl:
+		return c.patch(k, r, live, a)
+	case clienttesting.CreateActionImpl, clienttesting.UpdateActionImpl:
+		return c.createOrUpdate(k, a, r, live)
+	}
+	return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb)
+}
+
+// requestOf is what a request was, for the log and the faults.
+func requestOf(a clienttesting.Action) Request {
+	r := Request{Verb: a.GetVerb(), Resource: a.GetResource().Resource, Namespace: a.GetNamespace()}
 	if named, ok := a.(interface{ GetName() string }); ok {
 		r.Name = named.GetName()
 	}
@@ -294,7 +330,12 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 	case clienttesting.UpdateActionImpl:
 		r.Name, r.DryRun = objectName(a.Object), len(a.UpdateOptions.DryRun) > 0
 	}
-	c.log = append(c.log, r)
+	return r
+}
+
+// fault fires the faults that match r, and returns the error of the
+// first that has one.
+func (c *Cluster) fault(r Request) error {
 	for _, f := range c.faults {
 		if (f.Verb == "" || f.Verb == r.Verb) && (f.Resource == "" || f.Resource == r.Resource) && (f.Name == "" || f.Name == r.Name) {
 			if f.seen++; f.Nth != 0 && f.seen != f.Nth {
@@ -304,89 +345,75 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 				f.Hook()
 			}
 			if f.Err != nil {
-				return nil, f.Err
+				return f.Err
 			}
 		}
 	}
-	if a.GetSubresource() != "" {
-		return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb+" "+a.GetSubresource())
+	return nil
+}
+
+// remove answers a delete, with its uid and resourceVersion
+// preconditions.
+func (c *Cluster) remove(k key, r Request, live *unstructured.Unstructured, pre *metav1.Preconditions) error {
+	gr := k.gvr.GroupResource()
+	if live == nil {
+		return apierrors.NewNotFound(gr, r.Name)
 	}
-	k := key{gvr: gvr, namespace: r.Namespace, name: r.Name}
-	live := c.objects[k]
-	notFound := apierrors.NewNotFound(gvr.GroupResource(), r.Name)
-	switch a := a.(type) {
-	case clienttesting.GetActionImpl:
+	if pre != nil {
+		if pre.UID != nil && *pre.UID != live.GetUID() {
+			return apierrors.NewConflict(gr, r.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, live.GetUID()))
+		}
+		if pre.ResourceVersion != nil && *pre.ResourceVersion != live.GetResourceVersion() {
+			return apierrors.NewConflict(gr, r.Name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *pre.ResourceVersion, live.GetResourceVersion()))
+		}
+	}
+	if !r.DryRun {
+		delete(c.objects, k)
+		delete(c.applied, k)
+	}
+	return nil
+}
+
+// patch answers a server-side apply (fields another apply of the same
+// manager set and this one does not are removed) or a merge patch.
+func (c *Cluster) patch(k key, r Request, live *unstructured.Unstructured, a clienttesting.PatchActionImpl) (runtime.Object, error) {
+	var patch map[string]any
+	if err := utiljson.Unmarshal(a.Patch, &patch); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	switch a.PatchType {
+	case types.ApplyPatchType:
+		if live == nil && r.Namespace != "" && c.objects[key{gvr: namespacesGVR, name: r.Namespace}] == nil {
+			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, r.Namespace)
+		}
+		patch = without(patch, "uid", "resourceVersion", "creationTimestamp", "managedFields")
+	case types.MergePatchType:
 		if live == nil {
-			return nil, notFound
+			return nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
 		}
-		return live.DeepCopy(), nil
-	case clienttesting.ListActionImpl:
-		items := c.list(func(s key) bool { return s.gvr == gvr && (r.Namespace == "" || s.namespace == r.Namespace) })
-		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
-		list.SetResourceVersion(strconv.Itoa(c.version))
-		for _, o := range items {
-			list.Items = append(list.Items, *o)
-		}
-		return list, nil
-	case clienttesting.DeleteActionImpl:
-		if live == nil {
-			return nil, notFound
-		}
-		if pre := a.DeleteOptions.Preconditions; pre != nil {
-			if pre.UID != nil && *pre.UID != live.GetUID() {
-				return nil, apierrors.NewConflict(gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", *pre.UID, live.GetUID()))
-			}
-			if pre.ResourceVersion != nil && *pre.ResourceVersion != live.GetResourceVersion() {
-				return nil, apierrors.NewConflict(gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: ResourceVersion in precondition: %s, ResourceVersion in object meta: %s", *pre.ResourceVersion, live.GetResourceVersion()))
-			}
-		}
-		if !r.DryRun {
-			delete(c.objects, k)
-			delete(c.applied, k)
-		}
-		return nil, nil
-	case clienttesting.PatchActionImpl:
-		var patch map[string]any
-		if err := utiljson.Unmarshal(a.Patch, &patch); err != nil {
-			return nil, apierrors.NewBadRequest(err.Error())
-		}
-		switch a.PatchType {
-		case types.ApplyPatchType:
-			if live == nil && r.Namespace != "" && c.objects[key{gvr: namespacesGVR, name: r.Namespace}] == nil {
-				return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, r.Namespace)
-			}
-			patch = without(patch, "uid", "resourceVersion", "creationTimestamp", "managedFields")
-		case types.MergePatchType:
-			if live == nil {
-				return nil, notFound
-			}
-		default:
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("kubetest: patch type %s is not supported", a.PatchType))
-		}
-		next := map[string]any{}
-		if live != nil {
-			next = live.DeepCopy().Object
-		}
-		manager := a.PatchOptions.FieldManager
-		if a.PatchType == types.ApplyPatchType && live != nil {
-			unapply(next, c.applied[k][manager], patch)
-		}
-		merge(next, patch)
-		obj := &unstructured.Unstructured{Object: next}
-		obj.SetName(r.Name)
-		obj.SetNamespace(r.Namespace)
-		out := c.write(k, obj, r.DryRun)
-		if a.PatchType == types.ApplyPatchType && !r.DryRun {
-			if live == nil || c.applied[k] == nil {
-				c.applied[k] = map[string]map[string]any{}
-			}
-			c.applied[k][manager] = patch
-		}
-		return out, nil
-	case clienttesting.CreateActionImpl, clienttesting.UpdateActionImpl:
-		return c.createOrUpdate(k, a, r, live)
+	default:
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("kubetest: patch type %s is not supported", a.PatchType))
 	}
-	return nil, apierrors.NewMethodNotSupported(gvr.GroupResource(), r.Verb)
+	next := map[string]any{}
+	if live != nil {
+		next = live.DeepCopy().Object
+	}
+	manager := a.PatchOptions.FieldManager
+	if a.PatchType == types.ApplyPatchType && live != nil {
+		unapply(next, c.applied[k][manager], patch)
+	}
+	merge(next, patch)
+	obj := &unstructured.Unstructured{Object: next}
+	obj.SetName(r.Name)
+	obj.SetNamespace(r.Namespace)
+	out := c.write(k, obj, r.DryRun)
+	if a.PatchType == types.ApplyPatchType && !r.DryRun {
+		if live == nil || c.applied[k] == nil {
+			c.applied[k] = map[string]map[string]any{}
+		}
+		c.applied[k][manager] = patch
+	}
+	return out, nil
 }
 
 // createOrUpdate answers a create or an update of a served kind: a create
