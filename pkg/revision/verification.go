@@ -3,6 +3,7 @@ package revision
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -114,6 +115,16 @@ func Get(ctx context.Context, c *kube.Client, app string, n int) (Revision, erro
 		return Revision{}, fmt.Errorf("reading revision %d of app %s: %w", n, app, err)
 	}
 	return infoOf(&m.ObjectMeta)
+}
+
+// VerificationOf reads what the gates said of revision n of app: a
+// revision whose record is gone is unverified.
+func VerificationOf(ctx context.Context, c *kube.Client, app string, n int) (Verification, error) {
+	r, err := Get(ctx, c, app, n)
+	if errors.Is(err, ErrNotFound) {
+		return Verification{State: Unverified, Reason: "its revision record is gone"}, nil
+	}
+	return r.Verification, err
 }
 
 // Label is a revision's number and state in a few words: "r7 verified",

@@ -57,9 +57,9 @@ type Promotion struct {
 	Parallel int
 
 	mu sync.Mutex
-	// known are the releases this run verified or failed, by
-	// cluster/app: they need not be read back, and count even where the
-	// cluster did not let the verdict be recorded.
+	// known are the releases this run verified or failed, or read, by
+	// cluster/app: they need not be read (again), and count even where
+	// the cluster did not let the verdict be recorded.
 	known map[string]Release
 }
 
@@ -155,6 +155,7 @@ func (p *Promotion) why(ctx context.Context, cluster, app, digest string) string
 		case err != nil:
 			return fmt.Sprintf("%s: %s cannot be read: %v", cluster, app, err)
 		}
+		p.Note(cluster, app, r) // a later wave need not read it again
 	}
 	return Why(cluster, app, digest, r)
 }
@@ -203,14 +204,6 @@ func ReleaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 	if !set.Exists || set.Revision == 0 {
 		return r, nil
 	}
-	rev, err := revision.Get(ctx, client, app, set.Revision)
-	switch {
-	case errors.Is(err, revision.ErrNotFound):
-		r.Verification = revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}
-	case err != nil:
-		return r, err
-	default:
-		r.Verification = rev.Verification
-	}
-	return r, nil
+	r.Verification, err = revision.VerificationOf(ctx, client, app, set.Revision)
+	return r, err
 }

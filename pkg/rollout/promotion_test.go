@@ -120,6 +120,16 @@ func TestPromotionNote(t *testing.T) {
 	if reader.reads != 0 {
 		t.Errorf("%d reads; the run knew every release", reader.reads)
 	}
+	// A release read is read once, however many waves ask.
+	reader.releases["prod-eu/web"] = Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: verified}
+	for range 2 {
+		if err := p.Check(context.Background(), "edge", []string{"web"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reader.reads != 1 {
+		t.Errorf("prod-eu read %d times for two waves", reader.reads)
+	}
 	p.Note("staging-us", "web", Release{Exists: true, Revision: 4, Digest: "sha256:s-us", Verification: checkFails})
 	if err := p.Check(context.Background(), "production", []string{"web"}); err == nil {
 		t.Fatal("a failure noted in this run did not hold production")

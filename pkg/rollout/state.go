@@ -142,11 +142,7 @@ func (k KubeState) Set(ctx context.Context, app string) (*inventory.Set, error) 
 
 // Verification reads what the gates said of revision n of app.
 func (k KubeState) Verification(ctx context.Context, app string, n int) (revision.Verification, error) {
-	r, err := revision.Get(ctx, k.Client, app, n)
-	if errors.Is(err, revision.ErrNotFound) {
-		return revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}, nil
-	}
-	return r.Verification, err
+	return revision.VerificationOf(ctx, k.Client, app, n)
 }
 
 // Drifted is what status calls drift (a dry-run apply with force would

@@ -75,11 +75,11 @@ func verificationOf(ctx context.Context, c *kube.Client, set *inventory.Set) *re
 	if set.Revision == 0 {
 		return nil
 	}
-	r, err := revision.Get(ctx, c, set.App, set.Revision)
+	v, err := revision.VerificationOf(ctx, c, set.App, set.Revision)
 	if err != nil {
 		return nil
 	}
-	return &r.Verification
+	return &v
 }
 
 // Run computes the status of one app's rendered objects on a cluster.
