@@ -33,7 +33,12 @@ type fakeFleet struct {
 	// whose objects go away during a soak.
 	failCheck, unhealthy map[string]bool
 	// failTests names the clusters whose tests of web fail.
-	failTests  map[string]bool
+	failTests map[string]bool
+	// failAfter, when set, holds a failing test back until that cluster
+	// applied: the runner starts no cluster once the wave is over its
+	// budget, so a test that expects both clusters ran waits for both.
+	failAfter  chan struct{}
+	waitFor    string
 	applied    []string
 	rolledBack []string
 	// dir holds the check, smoke.sh: it exits with its argument.
@@ -62,10 +67,23 @@ func (o *fleetOps) Apply(_ context.Context, app App) error {
 	}
 	o.f.runs[o.cluster] = r
 	o.f.applied = append(o.f.applied, o.cluster)
+	if o.cluster == o.f.waitFor && o.f.failAfter != nil {
+		close(o.f.failAfter)
+		o.f.failAfter = nil
+	}
 	return nil
 }
-func (o *fleetOps) Test(context.Context, App) error {
-	if o.f.failTests[o.cluster] {
+func (o *fleetOps) Test(ctx context.Context, _ App) error {
+	o.f.mu.Lock()
+	fail, wait := o.f.failTests[o.cluster], o.f.failAfter
+	o.f.mu.Unlock()
+	if fail {
+		if wait != nil {
+			select {
+			case <-wait:
+			case <-ctx.Done():
+			}
+		}
 		return errors.New("job.batch/smoke failed")
 	}
 	return nil
@@ -249,6 +267,7 @@ func TestRolloutAcrossRuns(t *testing.T) {
 	// A failing test on production's first cluster: its dependent app
 	// does not start, the cluster fails, edge does not start.
 	f.failTests["prod-eu"] = true
+	f.failAfter, f.waitFor = make(chan struct{}), "prod-us"
 	f.unhealthy["edge-1"] = false
 	outcomes, lines = f.run(t, "production", "edge")
 	if got := states(outcomes); got != "prod-eu=failed prod-us=succeeded edge-1=not started" {
