@@ -60,6 +60,10 @@ const (
 	// Kept: no longer rendered, but not pruned, because the object asks
 	// for it (fleet.kubectl.io/prune: disabled); it leaves the app's set.
 	Kept Action = "kept"
+	// Adopted: the object existed, and kubectl fleet had not created it;
+	// the app applied it and took it over, and will release it rather
+	// than delete it.
+	Adopted Action = "adopted"
 )
 
 // Change is one object's outcome.
@@ -223,6 +227,9 @@ func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructure
 	}
 	if !cfg.DryRun && p.newRevision() {
 		p.readHistory(ctx)
+	}
+	if !cfg.DryRun {
+		p.set.Adopted = p.set.Adopted.Union(p.adopting(ctx, objs))
 	}
 	if union := p.set.Contents.Union(contents); !cfg.DryRun && !(p.set.Exists && union.Equal(p.set.Contents)) {
 		// Record the union of the old and new contents first, so that a
@@ -433,6 +440,8 @@ type pass struct {
 	rendered map[string]bool
 	// doomed are the members this prune deletes.
 	doomed sets.Set[types.UID]
+	// got are reads of live objects adopting made, by path, for applyOne.
+	got map[string]read
 	// history is the app's revisions and who applies, read while the
 	// objects are applied (readHistory) for the revision recorded after.
 	history struct {
@@ -468,7 +477,7 @@ func (p *pass) readHistory(ctx context.Context) {
 }
 
 func newPass(c *kube.Client, cfg Config) *pass {
-	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}}
+	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, got: map[string]read{}}
 }
 
 // load reads the app's parent and its neighbours' at once.
@@ -562,10 +571,10 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 // exists, and its resource version, from metadata listed once per resource
 // and namespace (one request, not a read per object); a dry run, whose
 // result keeps the old version, reads the object to compare.
-func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Change {
+func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch Change) {
 	c, cfg := p.c, p.cfg
 	opts := kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force, DryRun: cfg.DryRun}
-	ch := Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
+	ch = Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
 	fail := func(err error) Change {
 		ch.Action, ch.Err = Failed, explain(obj, err)
 		return ch
@@ -588,8 +597,8 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 		live = listed[obj.GetName()]
 	} else {
 		// A dry run, fields to keep, or not allowed to list: read the
-		// object itself.
-		before, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
+		// object itself (adopting may have read it already).
+		before, err = p.get(ctx, ri, obj, false)
 		switch {
 		case apierrors.IsNotFound(err):
 			before = nil
@@ -599,13 +608,13 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 			live = &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}
 		}
 	}
-	var liveLabels map[string]string
-	if live != nil {
-		liveLabels = live.Labels
+	claim := p.others.Claim(&p.last, object.Path(obj), live)
+	inventory.Label(obj, claim.PartOf)
+	ch.Warning = claim.Warning
+	if claim.Adopt {
+		p.adopt(object.Path(obj))
+		defer adopted(&ch)
 	}
-	partOf, warning := p.others.Claim(p.set, object.Path(obj), liveLabels)
-	inventory.Label(obj, partOf)
-	ch.Warning = warning
 	if ignored {
 		object.KeepLive(obj, before, cfg.Ignore)
 	}
@@ -641,6 +650,95 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) Cha
 		ch.Action = Configured
 	}
 	return ch
+}
+
+// adopted reports an object taken over as adopted, unless it failed.
+func adopted(ch *Change) {
+	if ch.Action != Failed && ch.Action != Skipped {
+		ch.Action = Adopted
+	}
+}
+
+// adopt records that the app takes over the object at path, which it did
+// not create: prune, delete, rollback and --atomic release it.
+func (p *pass) adopt(path string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.set.Adopted = p.set.Adopted.Union(sets.New(path))
+}
+
+// adopting returns the paths of the objects that become members of the
+// app by this apply and already exist outside kubectl fleet's sets (Claim's
+// Adopt), so that the parent records them adopted before any of them is
+// written: an apply interrupted after labelling one still knows it did not
+// create it. Their metadata comes from the listings apply reads anyway.
+func (p *pass) adopting(ctx context.Context, objs []*unstructured.Unstructured) sets.Set[string] {
+	out := sets.New[string]()
+	var (
+		mu sync.Mutex
+		g  errgroup.Group
+	)
+	g.SetLimit(max(1, p.cfg.Concurrency))
+	for _, o := range objs {
+		path := object.Path(o)
+		if p.last.Contents.Members.Has(path) {
+			continue
+		}
+		g.Go(func() error {
+			if p.others.Claim(&p.last, path, p.liveMeta(ctx, o)).Adopt {
+				mu.Lock()
+				out.Insert(path)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return out
+}
+
+// liveMeta is the live object's metadata, from the listing (or a read
+// where listing is not allowed); nil when it does not exist or cannot be
+// read (applyOne reads it again).
+func (p *pass) liveMeta(ctx context.Context, o *unstructured.Unstructured) *metav1.ObjectMeta {
+	ri, m, err := p.c.Scope(o.DeepCopy())
+	if err != nil {
+		return nil // a kind not served yet: nothing of it exists
+	}
+	if listed, err := p.listed.Of(ctx, p.c, m, o.GetNamespace()); err == nil {
+		return listed[o.GetName()]
+	}
+	live, err := p.get(ctx, ri, o, true)
+	if err != nil {
+		return nil
+	}
+	return &metav1.ObjectMeta{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}
+}
+
+// get reads the live object. adopting's reads are kept (keep) for
+// applyOne, which takes them: one read per object and apply.
+func (p *pass) get(ctx context.Context, ri dynamic.ResourceInterface, o *unstructured.Unstructured, keep bool) (*unstructured.Unstructured, error) {
+	path := object.Path(o)
+	p.mu.Lock()
+	r, ok := p.got[path]
+	delete(p.got, path)
+	p.mu.Unlock()
+	if ok {
+		return r.obj, r.err
+	}
+	obj, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{})
+	if keep {
+		p.mu.Lock()
+		p.got[path] = read{obj, err}
+		p.mu.Unlock()
+	}
+	return obj, err
+}
+
+// read is a read of a live object.
+type read struct {
+	obj *unstructured.Unstructured
+	err error
 }
 
 // unchanged reports whether an object needs no request (Set.Unchanged).
@@ -856,7 +954,7 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		return ch
 	}
 	keep, to, reason := p.others.Keep(p.set, m, inUse)
-	if !keep && m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1" {
+	if !keep && m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1" && !object.PruneAlways(m) {
 		// Deleting a Namespace deletes everything in it: one that holds
 		// objects no app owns is left, released.
 		foreign, err := p.foreignIn(ctx, m.GetName())
@@ -866,7 +964,7 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		}
 		keep, reason = foreign != "", "not deleted: "+foreign+"; left in place, no longer the app's"
 	}
-	if !keep && m.GetKind() == "CustomResourceDefinition" {
+	if !keep && m.GetKind() == "CustomResourceDefinition" && !object.PruneAlways(m) {
 		// Deleting a CRD deletes every custom resource of its kind, the
 		// app's or not: one that still has others' is left, released.
 		remain, err := p.customResources(ctx, m)
@@ -879,7 +977,7 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 	if keep {
 		ch.Action, ch.Reason = Kept, reason
 		if !p.cfg.DryRun {
-			if err := p.set.Release(ctx, ri, m, to); err != nil {
+			if err := p.set.Release(ctx, ri, m, to, FieldManager); err != nil {
 				ch.Action, ch.Err = Failed, err
 			}
 		}

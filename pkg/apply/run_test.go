@@ -897,3 +897,82 @@ func TestPruneKeepsACRDWithOthersResources(t *testing.T) {
 		t.Errorf("a CRD with only the app's resources: %v", got)
 	}
 }
+
+// TestAdoptedIsReleasedNotDeleted: objects that existed before the app
+// first applied them (a Namespace "monitoring" with someone's ConfigMap
+// in it, a ConfigMap the app takes over) are said adopted, recorded so
+// before any of them is written (an apply that fails half-way remembers
+// them), and delete releases them instead of deleting them; created
+// objects go. fleet.kubectl.io/prune: always deletes an adopted object.
+func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
+	c := kubetest.New(t)
+	theirs := cm("monitoring", "theirs")
+	c.Put(ns("monitoring"), theirs, cm("monitoring", "grafana", "k=old"))
+	render := []*unstructured.Unstructured{ns("monitoring"), cm("monitoring", "grafana", "k=new"), cm("monitoring", "own")}
+
+	c.Inject(kubetest.Fault{Verb: "patch", Name: "grafana", Nth: 1, Err: apierrors.NewServiceUnavailable("down")})
+	if _, err := run(t, c, apply.Config{Objects: render}); err == nil {
+		t.Fatal("the apply whose patch failed succeeded")
+	}
+	set, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ConfigMap/monitoring/grafana", "Namespace/monitoring"}; !slices.Equal(sets.List(set.Adopted), want) {
+		t.Errorf("after a failed apply the parent records %v adopted, want %v", sets.List(set.Adopted), want)
+	}
+
+	got := actions(mustRun(t, c, apply.Config{Objects: render}))
+	// The failed apply applied the Namespace (its first stage) and own:
+	// they are members already, the Namespace recorded adopted.
+	want := map[string]apply.Action{"namespace/monitoring": apply.Unchanged, "configmap/grafana": apply.Adopted, "configmap/own": apply.Unchanged}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("first apply (-want +got):\n%s", diff)
+	}
+	got = actions(mustRun(t, c, apply.Config{Objects: render}))
+	if got["namespace/monitoring"] != apply.Unchanged || got["configmap/grafana"] != apply.Unchanged {
+		t.Errorf("a second apply adopts again: %v", got)
+	}
+
+	reasons := map[string]string{}
+	if _, err := apply.Delete(context.Background(), c.Client, "web", false, func(ch apply.Change) { reasons[ch.Ref] = string(ch.Action) + ": " + ch.Reason }); err != nil {
+		t.Fatal(err)
+	}
+	const released = "kept: adopted: it existed before app web applied it; released, not deleted (fleet.kubectl.io/prune: always deletes it)"
+	if reasons["namespace/monitoring"] != released || reasons["configmap/grafana"] != released || reasons["configmap/own"] != "deleted: " {
+		t.Errorf("delete: %v", reasons)
+	}
+	grafana := c.Live(cm("monitoring", "grafana"))
+	if c.Live(ns("monitoring")) == nil || c.Live(theirs) == nil || grafana == nil || c.Live(cm("monitoring", "own")) != nil {
+		t.Fatal("delete removed an adopted object, or kept a created one")
+	}
+	if l := grafana.GetLabels()[kubectlapply.ApplysetPartOfLabel]; l != "" {
+		t.Errorf("the released ConfigMap is still labelled %q", l)
+	}
+
+	// Asked explicitly: an adopted object goes.
+	always := annotate(cm("monitoring", "grafana"), object.PruneAnnotation, "always")
+	if got := actions(mustRun(t, c, apply.Config{App: "x", Objects: []*unstructured.Unstructured{always}})); got["configmap/grafana"] != apply.Adopted {
+		t.Errorf("app x: %v", got)
+	}
+	reasons = map[string]string{}
+	if _, err := apply.Delete(context.Background(), c.Client, "x", false, func(ch apply.Change) { reasons[ch.Ref] = string(ch.Action) }); err != nil {
+		t.Fatal(err)
+	}
+	if reasons["configmap/grafana"] != "deleted" || c.Live(always) != nil {
+		t.Errorf("prune: always: %v", reasons)
+	}
+}
+
+// TestDryRunSaysAdopted: a dry run says adopted too, and records nothing.
+func TestDryRunSaysAdopted(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("monitoring"))
+	got := actions(mustRun(t, c, apply.Config{DryRun: true, Objects: []*unstructured.Unstructured{ns("monitoring"), cm("monitoring", "own")}}))
+	if got["namespace/monitoring"] != apply.Adopted || got["configmap/own"] != apply.Created {
+		t.Errorf("dry run: %v", got)
+	}
+	if set, err := inventory.Load(context.Background(), c.Client, "web"); err != nil || set.Exists {
+		t.Errorf("a dry run wrote the parent: %v", err)
+	}
+}

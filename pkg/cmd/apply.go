@@ -807,7 +807,7 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 }
 
 func actionCounts(c map[apply.Action]int) string {
-	order := []apply.Action{apply.Created, apply.Configured, apply.Replaced, apply.Unchanged, apply.Pruned, apply.Deleted, apply.Kept, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
+	order := []apply.Action{apply.Created, apply.Configured, apply.Adopted, apply.Replaced, apply.Unchanged, apply.Pruned, apply.Deleted, apply.Kept, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
 	var parts []string
 	for _, a := range order {
 		if n := c[a]; n > 0 {

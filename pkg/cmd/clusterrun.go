@@ -110,7 +110,7 @@ func (c consumers) object(ev rollout.ObjectEvent) {
 		c.tally.add(ev.Cluster, action)
 	}
 	switch action {
-	case apply.Created, apply.Configured, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
 		if c.pr != nil {
 			c.pr.did(ev.Cluster)
 		}

@@ -165,7 +165,7 @@ func rolloutReport(command string, outcomes []runner.Outcome, tally *counts, gro
 	for _, oc := range outcomes {
 		n := tally.of(oc.Cluster)
 		c := report.Cluster{Name: oc.Cluster, Group: group(oc.Cluster), State: string(oc.State), Error: errString(oc.Err),
-			Counts: &report.Counts{Create: n[apply.Created], Change: n[apply.Configured] + n[apply.Replaced], Prune: n[apply.Pruned], Unchanged: n[apply.Unchanged]}}
+			Counts: &report.Counts{Create: n[apply.Created], Change: n[apply.Configured] + n[apply.Replaced] + n[apply.Adopted], Prune: n[apply.Pruned], Unchanged: n[apply.Unchanged]}}
 		switch oc.State {
 		case runner.Failed, runner.NotStarted:
 			c.Failed = true

@@ -38,6 +38,10 @@ const (
 	// Kept: no longer rendered, but apply --prune would leave it in place
 	// (fleet.kubectl.io/prune: disabled) and take it out of the app.
 	Kept Kind = "kept"
+	// Adopt: the object exists and kubectl fleet did not create it; apply
+	// would take it into the app (and change it as the diff shows), and
+	// prune, delete and rollback would release it rather than delete it.
+	Adopt Kind = "adopt"
 )
 
 // Object is the difference for one object. Live and Merged are normalized
@@ -132,10 +136,10 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			claim := func(obj *unstructured.Unstructured, labels map[string]string) string {
-				partOf, warning := others.Claim(set, object.Path(obj), labels)
-				inventory.Label(obj, partOf)
-				return warning
+			claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
+				c := others.Claim(set, object.Path(obj), live)
+				inventory.Label(obj, c.PartOf)
+				return c
 			}
 			if skip {
 				if d, ok := unchanged(ctx, c, obj, set, &listings, o, claim); ok {
@@ -143,12 +147,12 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 					return
 				}
 			}
-			out[i] = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) string {
-				var labels map[string]string
+			out[i] = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) inventory.Claim {
+				var meta *metav1.ObjectMeta
 				if live != nil {
-					labels = live.GetLabels()
+					meta = &metav1.ObjectMeta{Labels: live.GetLabels()}
 				}
-				return claim(obj, labels)
+				return claim(obj, meta)
 			})
 		}()
 	}
@@ -197,7 +201,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 // is the one the last apply recorded, and the live object's version, as
 // listed, has not moved since. Anything else (not listed, gone, a
 // create-only or ignoreDifferences object) is left to the dry run.
-func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, o Options, claim func(obj *unstructured.Unstructured, labels map[string]string) string) (Object, bool) {
+func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
 	if len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) {
 		return Object{}, false
 	}
@@ -210,7 +214,7 @@ func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructur
 	if err != nil || live == nil {
 		return Object{}, false
 	}
-	warning := claim(obj, live.Labels)
+	warning := claim(obj, live).Warning
 	if !set.Unchanged(object.Path(obj), inventory.Digest(obj), live, o.Version) {
 		return Object{}, false
 	}
@@ -226,12 +230,15 @@ func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructur
 }
 
 // one diffs one object. claim, given the live object, labels obj with the
-// set it belongs to and returns a warning about sharing, as apply does.
-func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options, claim func(obj, live *unstructured.Unstructured) string) Object {
+// set it belongs to and says whether it is shared or adopted, as apply
+// does.
+func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, crds map[schema.GroupKind]bool, newNS map[string]bool, o Options, claim func(obj, live *unstructured.Unstructured) inventory.Claim) Object {
 	d := Object{Ref: object.Ref(obj), Path: object.Path(obj)}
 	opts := kube.ApplyOptions{FieldManager: o.FieldManager, Force: o.Force, DryRun: true}
+	adopt := false
 	opts.Prepare = func(obj, live *unstructured.Unstructured) {
-		d.Warning = claim(obj, live)
+		cl := claim(obj, live)
+		d.Warning, adopt = cl.Warning, cl.Adopt
 		if object.Ignored(obj, o.Ignore) {
 			object.KeepLive(obj, live, o.Ignore)
 		}
@@ -278,6 +285,10 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 		if object.Same(live, merged) {
 			d.Kind, d.Note, d.Conflict = Unchanged, "", false
 		}
+	}
+	if adopt && (d.Kind == Change || d.Kind == Unchanged) {
+		d.Kind = Adopt
+		d.Note = strings.TrimPrefix(d.Note+"; adopt: it exists and kubectl fleet did not create it; apply takes it into app "+o.App+", and prune, delete and rollback release it rather than delete it", "; ")
 	}
 	if n := object.Phase(obj); n != 0 && !object.IsFirst(obj) && d.Kind != Unchanged {
 		d.Note = strings.TrimPrefix(d.Note+"; phase "+strconv.Itoa(n), "; ")
@@ -366,7 +377,7 @@ func Summarize(diffs []Object) Summary {
 			s.Errors++
 		case d.Kind == Create || d.Kind == AfterCRD:
 			s.Create++
-		case d.Kind == Change:
+		case d.Kind == Change, d.Kind == Adopt:
 			s.Change++
 			s.Conflicts += boolInt(d.Conflict)
 		case d.Kind == Prune:

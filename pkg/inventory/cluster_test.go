@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -209,7 +210,7 @@ func TestLoadNeighbours(t *testing.T) {
 			t.Errorf("Keep(%s) = %v, %q, %q", object.Path(tt.obj), keep, to, reason)
 		}
 	}
-	if _, warning := n.Claim(web, "ConfigMap/db/config", map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}); warning != "shared with app db, which applies it too (the last apply wins)" {
+	if warning := n.Claim(web, "ConfigMap/db/config", &metav1.ObjectMeta{Labels: map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}}).Warning; warning != "shared with app db, which applies it too (the last apply wins)" {
 		t.Errorf("Claim of db's object warned %q", warning)
 	}
 

@@ -58,6 +58,12 @@ const (
 	// MembersKey in the parent's data lists the members, one object.Path
 	// per line, so that other apps of the cluster can tell what it holds.
 	MembersKey = "members"
+	// AdoptedKey in the parent's data lists the members the app adopted,
+	// one object.Path per line: objects that existed, outside any of
+	// kubectl fleet's sets, before the app first applied them. Prune,
+	// delete, rollback and --atomic release them instead of deleting
+	// them.
+	AdoptedKey = "adopted"
 	// AppliedKey in the parent's data records, for each object the last
 	// apply sent, the digest of what it sent, the resourceVersion the
 	// server returned and the object's uid, one "path digest
@@ -112,6 +118,9 @@ type Set struct {
 	// and AppliedDigest the digest of the render it sent.
 	Applied       map[string]Applied
 	AppliedDigest string
+	// Adopted are the members the app did not create (AdoptedKey), by
+	// object.Path.
+	Adopted sets.Set[string]
 }
 
 // Applied is what an apply sent of one object, and what came back.
@@ -185,7 +194,7 @@ func (c Contents) Union(d Contents) Contents {
 func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 	p, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil)}, nil
+		return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the inventory of app %s: %w", app, err)
@@ -236,7 +245,7 @@ func LoadAll(ctx context.Context, c *kube.Client) ([]*Set, error) {
 
 // setOf reads a parent object of app, refusing one of another tool.
 func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
-	s := &Set{App: app, ID: ID(app)}
+	s := &Set{App: app, ID: ID(app), Adopted: adoptedOf(p)}
 	ann := p.GetAnnotations()
 	tooling := ann[apply.ApplySetToolingAnnotation]
 	if name, _, _ := strings.Cut(tooling, "/"); name != ToolName {
@@ -261,6 +270,22 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 	return s, nil
 }
 
+// adoptedOf reads the paths a parent records as adopted.
+func adoptedOf(parent *unstructured.Unstructured) sets.Set[string] {
+	data, _, _ := unstructured.NestedString(parent.Object, "data", AdoptedKey)
+	return sets.New(splitLines(data)...)
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 func contentsOf(parent *unstructured.Unstructured) Contents {
 	c := ContentsOf(nil)
 	ann := parent.GetAnnotations()
@@ -269,11 +294,7 @@ func contentsOf(parent *unstructured.Unstructured) Contents {
 	}
 	c.Namespaces.Insert(splitList(ann[apply.ApplySetAdditionalNamespacesAnnotation])...)
 	members, _, _ := unstructured.NestedString(parent.Object, "data", MembersKey)
-	for _, m := range strings.Split(members, "\n") {
-		if m != "" {
-			c.Members.Insert(m)
-		}
-	}
+	c.Members.Insert(splitLines(members)...)
 	return c
 }
 
@@ -286,12 +307,14 @@ type Neighbours struct {
 	apps map[string]string
 	// inNamespace maps a namespace to the other apps with members in it.
 	inNamespace map[string][]string
+	// adopted maps other apps' names to the members they adopted.
+	adopted map[string]sets.Set[string]
 }
 
 // LoadNeighbours reads the parents of every other app of the cluster: one
 // list. A user who may not list them gets no warnings, not an error.
 func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
-	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}}
+	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
 	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
@@ -306,6 +329,7 @@ func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbour
 			continue
 		}
 		n.apps[ID(other)] = other
+		n.adopted[other] = adoptedOf(p)
 		namespaces := sets.New[string]()
 		for m := range contentsOf(p).Members {
 			n.holders[m] = append(n.holders[m], other)
@@ -336,6 +360,9 @@ func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbour
 func (n *Neighbours) Keep(s *Set, m *unstructured.Unstructured, inUse map[string]string) (keep bool, to, reason string) {
 	if apps := n.holders[object.Path(m)]; len(apps) > 0 {
 		return true, apps[0], fmt.Sprintf("shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
+	}
+	if s.Adopted.Has(object.Path(m)) && !object.PruneAlways(m) {
+		return true, "", fmt.Sprintf("adopted: it existed before app %s applied it; released, not deleted (%s: always deletes it)", s.App, object.PruneAnnotation)
 	}
 	if m.GetKind() == "Namespace" && m.GroupVersionKind().Group == "" {
 		if apps := n.inNamespace[m.GetName()]; len(apps) > 0 {
@@ -372,28 +399,52 @@ func (n *Neighbours) NamespacesInUse(s *Set, applied sets.Set[string], doomed []
 	return inUse
 }
 
+// Claim is which set an object an app applies belongs to.
+type Claim struct {
+	// PartOf is the ID of the set whose label the object gets.
+	PartOf string
+	// Warning says the object is shared with another app, or taken from
+	// the one that held it.
+	Warning string
+	// Adopt: the object exists, is not the app's yet, and kubectl fleet
+	// did not create it (no set of an app of this cluster holds it, or
+	// the app that held it had adopted it); the app takes it over, and
+	// records that it did.
+	Adopt bool
+}
+
 // Claim decides which set an object that set s applies belongs to, and
 // warns when it is shared with another app or taken from the one that
 // held it. An object that other apps' records list too stays in the set of
 // the one holding it, so that apps sharing it do not take it from each
 // other at every apply; the field values of the last apply win. live is
-// the live object's labels, nil if it does not exist.
-func (n *Neighbours) Claim(s *Set, path string, live map[string]string) (partOf, warning string) {
-	holder := live[apply.ApplysetPartOfLabel]
-	if apps := n.holders[path]; len(apps) > 0 {
-		warning = fmt.Sprintf("shared with app %s, which applies it too (the last apply wins)", strings.Join(apps, ", "))
-		if slices.Contains(apps, n.apps[holder]) {
-			return holder, warning
-		}
-		return s.ID, warning
+// the live object's metadata, nil if it does not exist.
+func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
+	var holder string
+	if live != nil {
+		holder = live.Labels[apply.ApplysetPartOfLabel]
 	}
-	switch {
-	case holder == "" || holder == s.ID:
-		return s.ID, ""
-	case n.apps[holder] != "":
-		return s.ID, fmt.Sprintf("moved from app %s to app %s", n.apps[holder], s.App)
+	if apps := n.holders[path]; len(apps) > 0 {
+		c := Claim{PartOf: s.ID, Warning: fmt.Sprintf("shared with app %s, which applies it too (the last apply wins)", strings.Join(apps, ", "))}
+		if slices.Contains(apps, n.apps[holder]) {
+			c.PartOf = holder
+		}
+		c.Adopt = !s.Contents.Members.Has(path) && n.adopted[n.apps[holder]].Has(path)
+		return c
+	}
+	switch from := n.apps[holder]; {
+	case live == nil:
+		return Claim{PartOf: s.ID}
+	case holder == s.ID:
+		// Ours already (the parent records every member before it is
+		// labelled).
+		return Claim{PartOf: s.ID}
+	case holder == "":
+		return Claim{PartOf: s.ID, Adopt: true}
+	case from != "":
+		return Claim{PartOf: s.ID, Warning: fmt.Sprintf("moved from app %s to app %s", from, s.App), Adopt: n.adopted[from].Has(path)}
 	default:
-		return s.ID, fmt.Sprintf("taken from another ApplySet (%s=%s)", apply.ApplysetPartOfLabel, holder)
+		return Claim{PartOf: s.ID, Warning: fmt.Sprintf("taken from another ApplySet (%s=%s)", apply.ApplysetPartOfLabel, holder), Adopt: true}
 	}
 }
 
@@ -442,6 +493,7 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 		apply.ApplySetAdditionalNamespacesAnnotation: strings.Join(sets.List(contents.Namespaces.Clone().Delete(Namespace)), ","),
 		AppAnnotation: s.App,
 	}
+	adopted := s.Adopted.Intersection(contents.Members)
 	if s.Revision > 0 {
 		ann[RevisionAnnotation] = strconv.Itoa(s.Revision)
 		ann[DigestAnnotation] = s.Digest
@@ -468,12 +520,12 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 			"labels":      map[string]any{apply.ApplySetParentIDLabel: s.ID},
 			"annotations": ann,
 		},
-		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: applied},
+		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: applied, AdoptedKey: strings.Join(sets.List(adopted), "\n")},
 	}
 	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
 	}
-	s.Exists, s.Contents, s.Version = true, contents, version
+	s.Exists, s.Contents, s.Version, s.Adopted = true, contents, version, adopted
 	return nil
 }
 
@@ -555,24 +607,64 @@ func items(list *unstructured.UnstructuredList) []*unstructured.Unstructured {
 	return out
 }
 
-// Release takes a member out of the set without deleting it: it loses the
-// part-of label, or, with a non-empty to, joins that app's set.
-func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, to string) error {
-	if obj.GetLabels()[apply.ApplysetPartOfLabel] != s.ID {
-		return nil
+// Release takes a member out of the set without deleting it: with a
+// non-empty to, it joins that app's set; else it loses the part-of label
+// and fieldManager's entries in its managed fields, so that it is left
+// as it is, no longer anyone's in kubectl fleet, and a later apply by
+// another tool or by hand meets no conflict with us. The patch is
+// conditional on the object's resourceVersion (a concurrent change is
+// read again), and a uid precondition keeps it on the object listed.
+func (s *Set) Release(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, to, fieldManager string) error {
+	for range 3 {
+		if obj.GetLabels()[apply.ApplysetPartOfLabel] != s.ID {
+			return nil
+		}
+		patch, err := releasePatch(obj, to, fieldManager)
+		if err != nil {
+			return err
+		}
+		_, err = ri.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err):
+			return fmt.Errorf("taking %s out of app %s: %w", obj.GetName(), s.App, err)
+		}
+		uid := obj.GetUID()
+		if obj, err = ri.Get(ctx, obj.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) || err == nil && obj.GetUID() != uid {
+			return nil // gone, or another object under its name
+		} else if err != nil {
+			return fmt.Errorf("taking %s out of app %s: %w", obj.GetName(), s.App, err)
+		}
 	}
+	return fmt.Errorf("taking %s out of app %s: it kept changing", obj.GetName(), s.App)
+}
+
+// releasePatch is the merge patch Release sends.
+func releasePatch(obj *unstructured.Unstructured, to, fieldManager string) ([]byte, error) {
 	var label any // nil: removed
 	if to != "" {
 		label = ID(to)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{apply.ApplysetPartOfLabel: label}}})
-	if err != nil {
-		return err
+	md := map[string]any{
+		"labels":          map[string]any{apply.ApplysetPartOfLabel: label},
+		"resourceVersion": obj.GetResourceVersion(),
+		"uid":             obj.GetUID(),
 	}
-	if _, err := ri.Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("taking %s out of app %s: %w", obj.GetName(), s.App, err)
+	if to == "" {
+		managers := obj.GetManagedFields()
+		kept := slices.DeleteFunc(slices.Clone(managers), func(e metav1.ManagedFieldsEntry) bool { return e.Manager == fieldManager })
+		switch {
+		case len(kept) == len(managers):
+		case len(kept) == 0:
+			// An empty list leaves them unchanged; one empty entry
+			// clears them (the documented way to strip managed fields).
+			md["managedFields"] = []any{map[string]any{}}
+		default:
+			md["managedFields"] = kept
+		}
 	}
-	return nil
+	return json.Marshal(map[string]any{"metadata": md})
 }
 
 // Digest identifies an object as apply sends it: what Applied records.

@@ -3,6 +3,7 @@ package inventory
 import (
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubectl/pkg/cmd/apply"
@@ -17,47 +18,54 @@ func obj(kind, ns, name string, ann map[string]string) *unstructured.Unstructure
 }
 
 // neighbours builds what LoadNeighbours reads from parents: app b records
-// the Namespace "shared" and a ConfigMap in it.
+// the Namespace "shared" and a ConfigMap in it; app c, which no longer
+// records them, had adopted ConfigMap/x/adopted-by-c.
 func neighbours() *Neighbours {
 	return &Neighbours{
 		holders:     map[string][]string{"Namespace/shared": {"b"}, "ConfigMap/shared/b": {"b"}},
 		apps:        map[string]string{ID("b"): "b", ID("c"): "c"},
 		inNamespace: map[string][]string{"shared": {"b"}},
+		adopted:     map[string]sets.Set[string]{"b": sets.New[string](), "c": sets.New("ConfigMap/x/adopted-by-c")},
 	}
 }
 
 func TestClaim(t *testing.T) {
-	a := &Set{App: "a", ID: ID("a")}
+	a := &Set{App: "a", ID: ID("a"), Contents: ContentsOf(nil)}
 	n := neighbours()
 	for _, tt := range []struct {
 		name        string
 		path        string
-		holder      string // the live part-of label; "-" for no live object
+		holder      string // the live part-of label; "-" for no live object, "" for none
 		wantPartOf  string
 		wantWarning string
+		wantAdopt   bool
 	}{
-		{"new object", "ConfigMap/x/a", "-", a.ID, ""},
-		{"ours", "ConfigMap/x/a", a.ID, a.ID, ""},
-		{"unlabelled live object", "ConfigMap/x/a", "", a.ID, ""},
-		{"shared, held by b", "Namespace/shared", ID("b"), ID("b"), "shared with app b, which applies it too (the last apply wins)"},
-		{"shared, held by us", "Namespace/shared", a.ID, a.ID, "shared with app b, which applies it too (the last apply wins)"},
-		{"shared, new", "Namespace/shared", "-", a.ID, "shared with app b, which applies it too (the last apply wins)"},
-		{"held by c, which no longer records it", "ConfigMap/x/moved", ID("c"), a.ID, "moved from app c to app a"},
-		{"another tool's set", "ConfigMap/x/foreign", "applyset-xyz-v1", a.ID, "taken from another ApplySet (applyset.kubernetes.io/part-of=applyset-xyz-v1)"},
+		{"new object", "ConfigMap/x/a", "-", a.ID, "", false},
+		{"ours", "ConfigMap/x/a", a.ID, a.ID, "", false},
+		{"unlabelled live object", "ConfigMap/x/a", "", a.ID, "", true},
+		{"shared, held by b", "Namespace/shared", ID("b"), ID("b"), "shared with app b, which applies it too (the last apply wins)", false},
+		{"shared, held by us", "Namespace/shared", a.ID, a.ID, "shared with app b, which applies it too (the last apply wins)", false},
+		{"shared, new", "Namespace/shared", "-", a.ID, "shared with app b, which applies it too (the last apply wins)", false},
+		{"held by c, which no longer records it", "ConfigMap/x/moved", ID("c"), a.ID, "moved from app c to app a", false},
+		{"held by c, which had adopted it", "ConfigMap/x/adopted-by-c", ID("c"), a.ID, "moved from app c to app a", true},
+		{"another tool's set", "ConfigMap/x/foreign", "applyset-xyz-v1", a.ID, "taken from another ApplySet (applyset.kubernetes.io/part-of=applyset-xyz-v1)", true},
 	} {
-		var live map[string]string
+		var live *metav1.ObjectMeta
 		if tt.holder != "-" {
-			live = map[string]string{apply.ApplysetPartOfLabel: tt.holder}
+			live = &metav1.ObjectMeta{}
+			if tt.holder != "" {
+				live.Labels = map[string]string{apply.ApplysetPartOfLabel: tt.holder}
+			}
 		}
-		partOf, warning := n.Claim(a, tt.path, live)
-		if partOf != tt.wantPartOf || warning != tt.wantWarning {
-			t.Errorf("%s: Claim = %q, %q; want %q, %q", tt.name, partOf, warning, tt.wantPartOf, tt.wantWarning)
+		got := n.Claim(a, tt.path, live)
+		if want := (Claim{PartOf: tt.wantPartOf, Warning: tt.wantWarning, Adopt: tt.wantAdopt}); got != want {
+			t.Errorf("%s: Claim = %+v; want %+v", tt.name, got, want)
 		}
 	}
 }
 
 func TestKeep(t *testing.T) {
-	a := &Set{App: "a", ID: ID("a")}
+	a := &Set{App: "a", ID: ID("a"), Adopted: sets.New("Namespace/monitoring", "ConfigMap/x/adopted")}
 	n := neighbours()
 	for _, tt := range []struct {
 		obj    *unstructured.Unstructured
@@ -71,6 +79,9 @@ func TestKeep(t *testing.T) {
 		{obj("Namespace", "", "other", nil), false, "", ""},
 		{obj("PersistentVolumeClaim", "x", "data", map[string]string{"fleet.kubectl.io/prune": "disabled"}), true, "", "fleet.kubectl.io/prune: disabled; left in place and no longer part of app a"},
 		{obj("PersistentVolumeClaim", "x", "data", map[string]string{"fleet.kubectl.io/prune": "enabled"}), false, "", ""},
+		{obj("Namespace", "", "monitoring", nil), true, "", "adopted: it existed before app a applied it; released, not deleted (fleet.kubectl.io/prune: always deletes it)"},
+		{obj("ConfigMap", "x", "adopted", map[string]string{"fleet.kubectl.io/prune": "enabled"}), true, "", "adopted: it existed before app a applied it; released, not deleted (fleet.kubectl.io/prune: always deletes it)"},
+		{obj("ConfigMap", "x", "adopted", map[string]string{"fleet.kubectl.io/prune": "always"}), false, "", ""},
 	} {
 		keep, to, reason := n.Keep(a, tt.obj, nil)
 		if keep != tt.keep || to != tt.to || reason != tt.reason {
@@ -87,11 +98,14 @@ func TestKeep(t *testing.T) {
 func TestContentsRoundTrip(t *testing.T) {
 	objs := []*unstructured.Unstructured{obj("Namespace", "", "web", nil), obj("ConfigMap", "web", "settings", nil)}
 	c := ContentsOf(objs)
-	parent := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{MembersKey: "ConfigMap/web/settings\nNamespace/web"}}}
+	parent := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{MembersKey: "ConfigMap/web/settings\nNamespace/web", AdoptedKey: "Namespace/web\n"}}}
 	parent.SetAnnotations(map[string]string{apply.ApplySetGKsAnnotation: "ConfigMap,Namespace", apply.ApplySetAdditionalNamespacesAnnotation: "web"})
 	got := contentsOf(parent)
 	if !got.Members.Equal(c.Members) || !got.Namespaces.Equal(c.Namespaces) || !got.GroupKinds.Equal(c.GroupKinds) {
 		t.Errorf("read back %+v, want %+v", got, c)
+	}
+	if adopted := adoptedOf(parent); !adopted.Equal(sets.New("Namespace/web")) {
+		t.Errorf("adopted: %v", sets.List(adopted))
 	}
 }
 
@@ -118,6 +132,40 @@ func TestNamespacesInUse(t *testing.T) {
 		keep, _, reason := n.Keep(a, obj("Namespace", "", tt.ns, nil), inUse)
 		if keep != tt.keep || reason != tt.reason {
 			t.Errorf("namespace %s: keep %v, %q", tt.ns, keep, reason)
+		}
+	}
+}
+
+// A release drops our label and our field manager's entries, keeps the
+// others', and clears the list with one empty entry when ours was the
+// only one (an empty list would leave it unchanged); handed to another
+// app, only the label changes. The patch holds while the object does.
+func TestReleasePatch(t *testing.T) {
+	entry := func(m string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: m, Operation: metav1.ManagedFieldsOperationApply}
+	}
+	for _, tt := range []struct {
+		name     string
+		managers []string
+		to       string
+		want     string
+	}{
+		{"ours and kubectl's", []string{"kubectl-fleet", "kubectl-edit"}, "", `{"metadata":{"labels":{"applyset.kubernetes.io/part-of":null},"managedFields":[{"manager":"kubectl-edit","operation":"Apply"}],"resourceVersion":"7","uid":"u1"}}`},
+		{"ours alone", []string{"kubectl-fleet"}, "", `{"metadata":{"labels":{"applyset.kubernetes.io/part-of":null},"managedFields":[{}],"resourceVersion":"7","uid":"u1"}}`},
+		{"not ours", []string{"helm"}, "", `{"metadata":{"labels":{"applyset.kubernetes.io/part-of":null},"resourceVersion":"7","uid":"u1"}}`},
+		{"handed to app b", []string{"kubectl-fleet"}, "b", `{"metadata":{"labels":{"applyset.kubernetes.io/part-of":"` + ID("b") + `"},"resourceVersion":"7","uid":"u1"}}`},
+	} {
+		o := obj("ConfigMap", "x", "c", nil)
+		o.SetResourceVersion("7")
+		o.SetUID("u1")
+		var mf []metav1.ManagedFieldsEntry
+		for _, m := range tt.managers {
+			mf = append(mf, entry(m))
+		}
+		o.SetManagedFields(mf)
+		got, err := releasePatch(o, tt.to, "kubectl-fleet")
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%s:\n got %s, %v\nwant %s", tt.name, got, err, tt.want)
 		}
 	}
 }

@@ -15,6 +15,10 @@ const (
 	// PruneAnnotation "disabled": never pruned and never deleted by
 	// "kubectl fleet delete"; when no longer rendered the object is left in
 	// place and leaves the app's set. For PVCs and Namespaces with data.
+	// "always": pruned and deleted even when kubectl fleet did not create
+	// it (it adopted an object that existed), and, for a CRD or a
+	// Namespace, even when others' custom resources or objects remain,
+	// which go with it.
 	PruneAnnotation = "fleet.kubectl.io/prune"
 	// ApplyAnnotation "create-only": created when missing, never updated.
 	ApplyAnnotation = "fleet.kubectl.io/apply"
@@ -36,7 +40,7 @@ func Phase(o *unstructured.Unstructured) int {
 
 // policies are the values each policy annotation accepts.
 var policies = map[string][]string{
-	PruneAnnotation: {"disabled", "enabled"},
+	PruneAnnotation: {"disabled", "enabled", "always"},
 	ApplyAnnotation: {"create-only", "always"},
 	ForceAnnotation: {"enabled", "disabled"},
 }
@@ -44,6 +48,13 @@ var policies = map[string][]string{
 // PruneDisabled reports fleet.kubectl.io/prune: disabled.
 func PruneDisabled(o *unstructured.Unstructured) bool {
 	return o.GetAnnotations()[PruneAnnotation] == "disabled"
+}
+
+// PruneAlways reports fleet.kubectl.io/prune: always: the user asks for
+// the object's deletion even where kubectl fleet would leave it (adopted,
+// or a CRD or Namespace holding what is not the app's).
+func PruneAlways(o *unstructured.Unstructured) bool {
+	return o.GetAnnotations()[PruneAnnotation] == "always"
 }
 
 // CreateOnly reports fleet.kubectl.io/apply: create-only.

@@ -62,7 +62,7 @@ func TestBadInputs(t *testing.T) {
 		{app: "alias-bomb", want: []string{"testdata/bad/yaml/alias-bomb.yaml: document 1: line 16: alias *g expands the document past the 64 MiB limit"}},
 		{app: "alias-amplify", want: []string{"testdata/bad/yaml/alias-amplify.yaml: document 1: line 15: alias *c expands the document past the 64 MiB limit"}},
 		{app: "duplicate", want: []string{"ConfigMap web/settings is rendered twice: from ", "testdata/bad/duplicate/a.yaml document 1 and from ", "testdata/bad/duplicate/b.yaml document 2"}},
-		{app: "policy-typo", want: []string{`PersistentVolumeClaim web/data (from `, `testdata/bad/policy/typo.yaml document 1): annotation fleet.kubectl.io/prune: "disable" is not one of ["disabled" "enabled"]`}},
+		{app: "policy-typo", want: []string{`PersistentVolumeClaim web/data (from `, `testdata/bad/policy/typo.yaml document 1): annotation fleet.kubectl.io/prune: "disable" is not one of ["disabled" "enabled" "always"]`}},
 		{app: "secret-undefined", want: []string{"Secret web/db: undefined variable ${UNDEFINED} in stringData.password (define the attribute"}, notWant: []string{"hunter2", "s3cr3t"}},
 		{app: "secret-unterminated", want: []string{"Secret web/api: unterminated variable reference at byte 7 in stringData.token (a Secret's value is not shown)"}, notWant: []string{"hunter2", "s3cr3t"}},
 		{app: "kustomize-outside", want: []string{"kustomize build ", "testdata/bad/kustomize/escape/app: ", "testdata/bad/kustomize/outside.yaml is outside the kustomization folder ", "kustomize reads files only in or below a kustomization's folder"}},

@@ -98,7 +98,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 		if d.Kind == diff.Kept {
 			continue // leaves the app at its next apply --prune
 		}
-		o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change, Orphaned: d.Kind == diff.Prune}
+		o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change || d.Kind == diff.Adopt, Orphaned: d.Kind == diff.Prune}
 		switch {
 		case d.Err != nil:
 			o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()

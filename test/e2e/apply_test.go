@@ -285,7 +285,7 @@ data: {level: fleet}
 		t.Fatalf("conflict not reported: exit %d\n%s", code, out)
 	}
 	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", app, "--force-conflicts")
-	if code != 0 || !strings.Contains(out, "configmap/owned configured") {
+	if code != 0 || !strings.Contains(out, "configmap/owned adopted") {
 		t.Fatalf("--force-conflicts: exit %d\n%s%s", code, out, errOut)
 	}
 	if v, _ := get(t, "fleet-c1", "configmap", "owned", "-n", "e2e-conflict", "-o", "jsonpath={.data.level}"); v != "fleet" {

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// managers lists the field managers of an object, one per line.
+func managers(t *testing.T, context string, args ...string) string {
+	t.Helper()
+	out, _ := get(t, context, append(args, "-o", "jsonpath={range .metadata.managedFields[*]}{.manager}{\"\\n\"}{end}")...)
+	return out
+}
+
+// TestAdoptionIsReleasedNotDeleted: a Namespace that existed before the
+// app, with someone's ConfigMap in it, is said "adopt" by diff and
+// "adopted" by apply. An --atomic apply of the new app that fails removes
+// what the app created and releases the Namespace (our label and field
+// manager gone), which keeps the ConfigMap; so does delete after a
+// successful apply. fleet.kubectl.io/prune: always on the live object is
+// the explicit way to delete it anyway.
+func TestAdoptionIsReleasedNotDeleted(t *testing.T) {
+	const ns = "e2e-adopt"
+	if _, errOut, code := kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: theirs, namespace: "+ns+"}\ndata: {k: v}\n", "apply", "--context", "fleet-c1", "--server-side", "--field-manager", "platform-team", "-f", "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	own := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: own, namespace: " + ns + "}\n"
+	broken := "---\napiVersion: v1\nkind: Service\nmetadata: {name: broken, namespace: " + ns + "}\nspec:\n  ports: [{port: 0}]\n"
+	dir := workdir(t, stgOnly, map[string]string{"bad/all.yaml": namespaced(ns, own+broken), "good/all.yaml": namespaced(ns, own)})
+	stillThere := func(when string) {
+		t.Helper()
+		if phase, _ := get(t, "fleet-c1", "namespace", ns, "-o", "jsonpath={.status.phase}"); phase != "Active" {
+			t.Fatalf("%s: namespace %s is %q", when, ns, phase)
+		}
+		if v, _ := get(t, "fleet-c1", "configmap", "theirs", "-n", ns, "-o", "jsonpath={.data.k}"); v != "v" {
+			t.Fatalf("%s: the platform team's ConfigMap is gone", when)
+		}
+		if l, _ := get(t, "fleet-c1", "namespace", ns, "-o", "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}"); l != "" {
+			t.Errorf("%s: the released namespace is still labelled %q", when, l)
+		}
+		if m := managers(t, "fleet-c1", "namespace", ns); strings.Contains(m, "kubectl-fleet") {
+			t.Errorf("%s: the released namespace still has our field manager:\n%s", when, m)
+		}
+	}
+
+	out, errOut, code := fleet(t, dir, "diff", "-f", filepath.Join(dir, "good"), "--name", "adopt")
+	if code != 1 || !strings.Contains(out, "namespace/"+ns+": adopt: it exists and kubectl fleet did not create it") {
+		t.Fatalf("diff: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out, errOut, code = fleet(t, dir, "apply", "-f", filepath.Join(dir, "bad"), "--name", "adopt", "--atomic")
+	if code != 1 || !strings.Contains(out, "namespace/"+ns+" adopted") || !strings.Contains(out, "rolled back: adopt removed") {
+		t.Fatalf("apply --atomic: exit %d\n%s%s", code, out, errOut)
+	}
+	if !strings.Contains(out, "namespace/"+ns+" kept: adopted: it existed before app adopt applied it; released, not deleted") {
+		t.Errorf("the rollback does not say it released the namespace:\n%s", out)
+	}
+	if !absent(t, "fleet-c1", "configmap", "own", "-n", ns) {
+		t.Error("the ConfigMap the failed apply created survived its rollback")
+	}
+	stillThere("after the atomic rollback")
+
+	out, errOut, code = fleet(t, dir, "apply", "-f", filepath.Join(dir, "good"), "--name", "adopt")
+	if code != 0 || !strings.Contains(out, "namespace/"+ns+" adopted") || !strings.Contains(out, "configmap/own created") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "delete", "-f", filepath.Join(dir, "good"), "--name", "adopt", "--yes")
+	if code != 0 || !strings.Contains(out, "namespace/"+ns+" kept: adopted") || !strings.Contains(out, "configmap/own deleted") {
+		t.Fatalf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	stillThere("after delete")
+
+	// Asked explicitly, on the live object: the adopted Namespace goes.
+	if out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "good"), "--name", "adopt"); code != 0 {
+		t.Fatalf("apply again: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := kubectl(t, "", "annotate", "--context", "fleet-c1", "namespace", ns, "fleet.kubectl.io/prune=always"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code = fleet(t, dir, "delete", "-f", filepath.Join(dir, "good"), "--name", "adopt", "--yes")
+	if code != 0 || !strings.Contains(out, "namespace/"+ns+" deleted") {
+		t.Fatalf("delete with prune: always: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestCRDWithOthersResourcesIsKept: an app that stops rendering its CRD
+// and its custom resource prunes the resource, but not the CRD while a
+// custom resource someone else made remains; it says so.
+func TestCRDWithOthersResourcesIsKept(t *testing.T) {
+	crd := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.e2e.fleet.io}
+spec:
+  group: e2e.fleet.io
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	ours := "---\napiVersion: e2e.fleet.io/v1\nkind: Gadget\nmetadata: {name: ours, namespace: e2e-gadgets}\n"
+	dir := workdir(t, stgOnly+"apps:\n  - {name: gadgets, manifests: app.yaml}\n", map[string]string{"app.yaml": namespaced("e2e-gadgets", crd+ours)})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := kubectl(t, "apiVersion: e2e.fleet.io/v1\nkind: Gadget\nmetadata: {name: theirs, namespace: default}\n", "apply", "--context", "fleet-c1", "-f", "-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	if err := writeFile(dir, "app.yaml", namespaced("e2e-gadgets", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: left, namespace: e2e-gadgets}\n")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "--prune")
+	if code != 0 || !strings.Contains(out, "gadget.e2e.fleet.io/ours pruned") ||
+		!strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/gadgets.e2e.fleet.io kept: not deleted: 1 custom resource remains in 1 namespace") {
+		t.Fatalf("apply --prune: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, code := get(t, "fleet-c1", "gadgets.e2e.fleet.io", "theirs", "-n", "default", "-o", "name"); code != 0 || v == "" {
+		t.Error("someone else's custom resource went with the CRD")
+	}
+}
