@@ -4,10 +4,16 @@
 // while the run works, deleted at its end, and expiring on its own when
 // the process that holds it dies.
 //
-// Whether a lease has expired is judged from what it says (renewTime +
-// leaseDurationSeconds) against this machine's clock, so the machines
-// that run kubectl fleet should keep their clocks in sync (NTP), as the
-// holders of any Lease must.
+// Whether a lease has expired is judged by observed time, as client-go's
+// leader election does: the lease is taken over once this process has
+// seen it unchanged (the same resourceVersion) for its whole duration on
+// this machine's monotonic clock, never by comparing this machine's clock
+// with the holder's timestamps. Those only tell whether a lease looks
+// abandoned, and so whether watching it is worth the wait when the user
+// did not ask to wait. A holder that is a process of this machine that no
+// longer runs is taken over sooner, once the lease was seen unchanged for
+// longer than its renewal interval: a pid alone may be another
+// container's, with the same host name.
 package lock
 
 import (
@@ -28,6 +34,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/utils/clock"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
@@ -115,6 +122,9 @@ type Options struct {
 	NoNamespace bool
 	// Waiting, when set, is told once that Acquire waits for the holder.
 	Waiting func(*HeldError)
+	// Clock measures how long a lease was seen unchanged, and paces the
+	// waits; nil is the real clock.
+	Clock clock.WithTicker
 	// Lost, when set, is told when a renewal finds the lease taken over
 	// or deleted, or when no renewal went through for a whole lease
 	// duration (by this machine's clock: another may take it over by
@@ -126,7 +136,35 @@ type Options struct {
 // since 2026-11-23T10:02:11Z".
 type HeldError struct {
 	Info
+	// Watch, when not zero, is how much longer the lease must be seen
+	// unchanged to be taken over, for a lease that looks abandoned: its
+	// holder's timestamps say it expired, or its holder is a process of
+	// this machine that is gone. Acquire watches it that long even without
+	// a Timeout.
+	Watch time.Duration
 }
+
+// observed is how long a lease has been seen unchanged, by this process.
+type observed struct {
+	clock           clock.PassiveClock
+	resourceVersion string
+	since           time.Time
+}
+
+// unchangedFor notes the lease's resourceVersion and returns how long it
+// has been seen with it.
+func (o *observed) unchangedFor(resourceVersion string) time.Duration {
+	now := o.clock.Now()
+	if resourceVersion != o.resourceVersion {
+		o.resourceVersion, o.since = resourceVersion, now
+	}
+	return now.Sub(o.since)
+}
+
+// staleAfter is how long a lease whose holder is gone must be seen
+// unchanged to be taken over: longer than the holder's renewal interval
+// (a third of the duration), so that a live holder would have renewed it.
+func staleAfter(d time.Duration) time.Duration { return min(d, d/3+time.Second) }
 
 // Error implements error.
 func (e *HeldError) Error() string {
@@ -173,8 +211,9 @@ func (i Info) Holder() string {
 }
 
 // gone reports whether the holder is a process of me's machine that no
-// longer runs: its lock is stale at once, not only once it expired (a run
-// whose cluster died before it could release, then started again here).
+// longer runs (a run whose cluster died before it could release, then
+// started again here): its lease is taken over once seen unchanged past
+// its renewal interval (staleAfter), not only once it expired.
 func (i Info) gone(me Holder) bool {
 	pid, err := strconv.Atoi(i.PID)
 	return err == nil && i.Host == me.Host && pid != me.PID && pid > 0 && !alive(pid)
@@ -183,8 +222,30 @@ func (i Info) gone(me Holder) bool {
 // Expires is when the lease expires unless renewed.
 func (i Info) Expires() time.Time { return i.Renewed.Add(i.Duration) }
 
-// Expired reports whether the lease has expired at now.
+// Expired reports whether the lease's own timestamps say it has expired at
+// now. It describes a lease (unlock); whether to take one over is judged
+// by observed time.
 func (i Info) Expired(now time.Time) bool { return !now.Before(i.Expires()) }
+
+// takeover says whether a lease another holds may be taken over, having
+// been seen unchanged for unchanged: it expired by observed time, or its
+// holder is gone and it went unrenewed past the renewal interval. When
+// not, watch is how much longer to see it unchanged before it may, when
+// it looks abandoned (its timestamps say it expired at now, or its holder
+// is gone); 0 when it does not look abandoned.
+func (i Info) takeover(me Holder, unchanged time.Duration, now time.Time) (ok bool, watch time.Duration) {
+	after, gone := i.Duration, i.gone(me)
+	if gone {
+		after = staleAfter(i.Duration)
+	}
+	switch {
+	case unchanged >= after:
+		return true, 0
+	case gone || i.Expired(now):
+		return false, after - unchanged
+	}
+	return false, 0
+}
 
 // Lock is a lease this process holds, renewed in the background until
 // Release.
@@ -193,6 +254,7 @@ type Lock struct {
 	app      string
 	duration time.Duration
 	lost     func(error)
+	clock    clock.WithTicker
 
 	mu    sync.Mutex
 	lease *unstructured.Unstructured // as last written
@@ -216,20 +278,36 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 	if o.Duration < time.Second {
 		o.Duration = time.Second
 	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
 	ri := c.Dynamic.Resource(leasesGVR).Namespace(Namespace)
-	deadline := time.Now().Add(o.Timeout)
+	deadline := o.Clock.Now().Add(o.Timeout)
+	seen := &observed{clock: o.Clock}
+	var watchEnd time.Time
 	waited := false
 	for {
-		lease, err := try(ctx, c, ri, app, o)
+		lease, err := try(ctx, c, ri, app, o, seen)
 		if err == nil {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, lease: lease, stop: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
+			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, clock: o.Clock, lease: lease, stop: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
 			go l.renew(rctx)
 			return l, nil
 		}
 		var held *HeldError
-		left := deadline.Sub(time.Now())
-		if !errors.As(err, &held) || left <= 0 {
+		if !errors.As(err, &held) {
+			return nil, err
+		}
+		// Wait for the holder (Timeout), or as long as a lease that looks
+		// abandoned must be seen unchanged, whichever is longer: the
+		// watch is set once, so a holder that keeps renewing with a
+		// clock far behind is not watched for ever.
+		if held.Watch > 0 && watchEnd.IsZero() {
+			watchEnd = o.Clock.Now().Add(held.Watch)
+		}
+		now := o.Clock.Now()
+		left := max(deadline.Sub(now), watchEnd.Sub(now))
+		if left <= 0 {
 			return nil, err
 		}
 		if !waited && o.Waiting != nil {
@@ -239,7 +317,7 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("%w (stopped waiting: %w)", held, ctx.Err())
-		case <-time.After(min(pollInterval, left)):
+		case <-o.Clock.After(min(pollInterval, left)):
 		}
 	}
 }
@@ -247,7 +325,7 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 // try takes the lease once: creates it, or takes over an expired one. A
 // lease someone else created, renewed or took over meanwhile is tried
 // again, a few times.
-func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app string, o Options) (*unstructured.Unstructured, error) {
+func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app string, o Options, seen *observed) (*unstructured.Unstructured, error) {
 	var last error
 	for range 3 {
 		t := time.Now()
@@ -284,12 +362,12 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 		if err != nil {
 			return nil, err
 		}
-		if !info.Expired(t) && !info.gone(o.Holder) {
-			return nil, &HeldError{Info: info}
+		if ok, watch := info.takeover(o.Holder, seen.unchangedFor(info.ResourceVersion), o.Clock.Now()); !ok {
+			return nil, &HeldError{Info: info, Watch: watch}
 		}
-		// Expired, or its holder is a process of this machine that is
-		// gone: take it over, unless someone else does first (the update
-		// carries the resourceVersion read).
+		// Seen unchanged for its duration, or past its renewal interval
+		// with its holder gone: take it over, unless someone else does
+		// first (the update carries the resourceVersion read).
 		takeover, err := leaseFor(app, o, t, live)
 		if err != nil {
 			return nil, err
@@ -419,14 +497,14 @@ func ensureNamespace(ctx context.Context, c *kube.Client, fieldManager string) e
 // lost too.
 func (l *Lock) renew(ctx context.Context) {
 	defer close(l.done)
-	tick := time.NewTicker(max(l.duration/3, 100*time.Millisecond))
+	tick := l.clock.NewTicker(max(l.duration/3, 100*time.Millisecond))
 	defer tick.Stop()
-	renewed := time.Now()
+	renewed := l.clock.Now()
 	for {
 		select {
 		case <-l.stop:
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 		l.mu.Lock()
 		next := l.lease.DeepCopy()
@@ -437,15 +515,15 @@ func (l *Lock) renew(ctx context.Context) {
 		cancel()
 		switch {
 		case err == nil:
-			renewed = time.Now()
+			renewed = l.clock.Now()
 			l.mu.Lock()
 			l.lease = updated
 			l.mu.Unlock()
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
 			return
-		case time.Since(renewed) >= l.duration:
-			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s (%v)", l.app, Namespace, Name(l.app), time.Since(renewed).Round(time.Millisecond), err))
+		case l.clock.Since(renewed) >= l.duration:
+			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s (%v)", l.app, Namespace, Name(l.app), l.clock.Since(renewed).Round(time.Millisecond), err))
 			return
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 )
@@ -125,9 +126,35 @@ func TestHeldErrorMessage(t *testing.T) {
 	}
 }
 
-// TestExpiredTakeover: a lease not renewed within its duration (its
-// holder died) is taken over, keeping the object and counting the
-// transition; one renewed recently is not.
+// ticking is a fake clock that moves a poll interval forward whenever
+// Acquire waits on it: the lock tests measure time by it, never by
+// sleeping against a lease.
+func ticking(t *testing.T) *clocktesting.FakeClock {
+	t.Helper()
+	fc := clocktesting.NewFakeClock(time.Now())
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if fc.HasWaiters() {
+				fc.Step(pollInterval)
+			} else {
+				goruntime.Gosched()
+			}
+		}
+	}()
+	return fc
+}
+
+// TestExpiredTakeover: a lease whose timestamps say it expired (its holder
+// died) is watched for its duration on this machine's clock and, seen
+// unchanged all along, taken over, keeping the object and counting the
+// transition; one renewed recently is held at once.
 func TestExpiredTakeover(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New(t)
@@ -138,9 +165,15 @@ func TestExpiredTakeover(t *testing.T) {
 	if !before.Expired(time.Now()) {
 		t.Fatalf("not expired: %+v", before)
 	}
-	l, err := Acquire(ctx, c.Client, "web", Options{Holder: bob})
+	fc := ticking(t)
+	began := fc.Now()
+	var watched time.Duration
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: fc, Waiting: func(h *HeldError) { watched = h.Watch }})
 	if err != nil {
 		t.Fatalf("takeover: %v", err)
+	}
+	if took := fc.Since(began); watched != 20*time.Second || took < 20*time.Second || took > 22*time.Second {
+		t.Errorf("watched %s, took %s; want the lease's duration, 20s", watched, took)
 	}
 	after := live(t, c, "web")
 	transitions, _, _ := unstructured.NestedInt64(c.Live(kubetest.Object("coordination.k8s.io/v1", "Lease", Namespace, "fleet-web")).Object, "spec", "leaseTransitions")
@@ -150,9 +183,56 @@ func TestExpiredTakeover(t *testing.T) {
 	release(t, l)
 
 	c.Put(leaseObject(t, "web", alice, start, time.Now().Add(-15*time.Second), 20*time.Second))
-	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: bob}); !strings.HasPrefix(errString(err), "locked by alice@build-7 (pid 4242) since "+start.UTC().Format(time.RFC3339)) {
+	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: ticking(t)}); !strings.HasPrefix(errString(err), "locked by alice@build-7 (pid 4242) since "+start.UTC().Format(time.RFC3339)) {
 		t.Errorf("a lease renewed 15s ago, lasting 20s: %v", err)
 	}
+}
+
+// TestExpiryByObservedTime: the holder's clock never decides. A holder
+// whose clock is an hour behind (its lease looks expired) but that renews
+// is never taken over; a lease whose timestamps are in the future (its
+// holder's clock ahead) but that nobody renews is taken over once seen
+// unchanged for its duration, when the user waits (--lock-timeout).
+func TestExpiryByObservedTime(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", Namespace))
+	behind := time.Now().Add(-time.Hour)
+	c.Put(leaseObject(t, "web", alice, behind, behind, 20*time.Second))
+	renewals := 0
+	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		renewals++ // alice renews between any two reads, an hour behind
+		c.Put(leaseObject(t, "web", alice, behind, behind.Add(time.Duration(renewals)*time.Second), 20*time.Second))
+		return false, nil, nil
+	})
+	fc := ticking(t)
+	began := fc.Now()
+	_, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: fc})
+	var held *HeldError
+	if !errors.As(err, &held) || live(t, c, "web").Holder() != "alice@build-7 (pid 4242)" {
+		t.Fatalf("a renewing holder with a clock behind was taken over: %v", err)
+	}
+	if took := fc.Since(began); took < 20*time.Second || took > 22*time.Second {
+		t.Errorf("watched for %s, want the lease's duration, 20s, once", took)
+	}
+
+	c = kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", Namespace))
+	ahead := time.Now().Add(time.Hour)
+	c.Put(leaseObject(t, "web", alice, ahead, ahead, 20*time.Second))
+	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: ticking(t)}); !errors.As(err, &held) || held.Watch != 0 {
+		t.Errorf("a lease that looks live, without a timeout: %v (watch %s)", err, held.Watch)
+	}
+	fc = ticking(t)
+	began = fc.Now()
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: fc, Timeout: time.Minute})
+	if err != nil {
+		t.Fatalf("an unrenewed lease with a clock ahead, waiting a minute: %v", err)
+	}
+	if took := fc.Since(began); took < 20*time.Second || took > 22*time.Second {
+		t.Errorf("taken over after %s, want the lease's duration, 20s", took)
+	}
+	release(t, l)
 }
 
 func errString(err error) string {
@@ -180,7 +260,7 @@ func TestTakeoverConflict(t *testing.T) {
 		c.Put(leaseObject(t, "web", carol, time.Now(), time.Now(), time.Minute)) // carol was faster
 		return true, nil, apierrors.NewConflict(leasesGVR.GroupResource(), "fleet-web", errors.New("the object has been modified"))
 	})
-	_, err := Acquire(ctx, c.Client, "web", Options{Holder: bob})
+	_, err := Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: ticking(t)})
 	var held *HeldError
 	if !errors.As(err, &held) || held.Holder() != "carol@ci (pid 99)" {
 		t.Errorf("acquire that lost the race: %v", err)
@@ -223,24 +303,57 @@ func TestReleaseOnlyOurs(t *testing.T) {
 	}
 }
 
-// A lock whose renewals fail for a whole lease duration is lost: by then
-// another may have taken the lease over, as it looks expired.
+// step moves fc forward by d once the lock's renewal loop waits on it,
+// and waits (on the real clock, for at most 5s) until cond holds: the
+// renewal that the tick set off has been through.
+func step(t *testing.T, fc *clocktesting.FakeClock, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !fc.HasWaiters() && time.Now().Before(deadline) {
+		goruntime.Gosched()
+	}
+	fc.Step(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing happened within 5s of moving the clock %s", d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A lock whose renewals fail for a whole lease duration (by this
+// machine's clock) is lost: by then another may have taken the lease over.
+// Failures within the duration are tried again.
 func TestRenewFailing(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New(t)
+	fc := clocktesting.NewFakeClock(time.Now())
 	lost := make(chan error, 1)
-	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 600 * time.Millisecond, Lost: func(err error) { lost <- err }})
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 30 * time.Second, Clock: fc, Lost: func(err error) { lost <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Inject(kubetest.Fault{Verb: "update", Resource: "leases", Err: apierrors.NewServiceUnavailable("etcd is down")})
-	select {
-	case err := <-lost:
-		if !strings.Contains(err.Error(), "lock of app web lost: lease kubectl-fleet/fleet-web not renewed for") || !strings.Contains(err.Error(), "etcd is down") {
-			t.Errorf("lost: %v", err)
+	updates := func() int {
+		n := 0
+		for _, r := range c.Requests() {
+			if r.Verb == "update" && r.Resource == "leases" {
+				n++
+			}
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("renewals failing for a whole lease duration did not lose the lock")
+		return n
+	}
+	for i := 1; i <= 2; i++ {
+		step(t, fc, 10*time.Second, func() bool { return updates() == i })
+		select {
+		case err := <-lost:
+			t.Fatalf("lost after %ds of failing renewals: %v", i*10, err)
+		default:
+		}
+	}
+	step(t, fc, 10*time.Second, func() bool { return len(lost) == 1 })
+	if err := <-lost; !strings.Contains(err.Error(), "lock of app web lost: lease kubectl-fleet/fleet-web not renewed for 30s") || !strings.Contains(err.Error(), "etcd is down") {
+		t.Errorf("lost: %v", err)
 	}
 	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "not renewed") {
 		t.Errorf("release after the lock was lost: %v", err)
@@ -253,15 +366,16 @@ func TestRenewFailing(t *testing.T) {
 func TestRenew(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New(t)
+	fc := clocktesting.NewFakeClock(time.Now())
 	lost := make(chan error, 1)
-	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: time.Second, Lost: func(err error) { lost <- err }})
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 30 * time.Second, Clock: fc, Lost: func(err error) { lost <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	first := live(t, c, "web")
-	time.Sleep(1500 * time.Millisecond)
+	step(t, fc, 10*time.Second, func() bool { return live(t, c, "web").ResourceVersion != first.ResourceVersion })
 	renewed := live(t, c, "web")
-	if !renewed.Renewed.After(first.Renewed) || renewed.Expired(time.Now()) || !renewed.Since.Equal(first.Since) {
+	if renewed.Renewed.Before(first.Renewed) || !renewed.Since.Equal(first.Since) || renewed.Holder() != first.Holder() {
 		t.Errorf("not renewed: first %+v, then %+v", first, renewed)
 	}
 	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: bob}); err == nil {
@@ -269,13 +383,9 @@ func TestRenew(t *testing.T) {
 	}
 
 	c.Put(leaseObject(t, "web", bob, time.Now(), time.Now(), time.Minute))
-	select {
-	case err := <-lost:
-		if !strings.Contains(err.Error(), "lock of app web lost") {
-			t.Errorf("lost: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Error("the takeover was not noticed")
+	step(t, fc, 10*time.Second, func() bool { return len(lost) == 1 })
+	if err := <-lost; !strings.Contains(err.Error(), "lock of app web lost") {
+		t.Errorf("lost: %v", err)
 	}
 	if err := l.Release(ctx); err == nil {
 		t.Error("release after the lock was lost: no error")
@@ -376,5 +486,38 @@ func TestGoneLocalHolder(t *testing.T) {
 		if got := tt.info.gone(me); got != tt.gone {
 			t.Errorf("%+v: gone %v, want %v", tt.info, got, tt.gone)
 		}
+	}
+
+	// Its lease, fresh and lasting a minute, is taken over once seen
+	// unrenewed past its renewal interval (21s), not its duration...
+	ctx := context.Background()
+	c := kubetest.New(t)
+	c.Put(kubetest.Object("v1", "Namespace", "", Namespace))
+	dead := Holder{User: "alice", Host: "build-7", PID: ended.Process.Pid}
+	c.Put(leaseObject(t, "web", dead, time.Now(), time.Now(), time.Minute))
+	fc := ticking(t)
+	began := fc.Now()
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: me, Clock: fc})
+	if err != nil {
+		t.Fatalf("a gone local holder's lease: %v", err)
+	}
+	if took := fc.Since(began); took < 21*time.Second || took > 23*time.Second {
+		t.Errorf("taken over after %s, want 21s", took)
+	}
+	release(t, l)
+
+	// ...but a holder that renews is alive, whatever its pid says here
+	// (another container with the same host name).
+	c.Put(leaseObject(t, "web", dead, time.Now(), time.Now(), time.Minute))
+	renewals := 0
+	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+		renewals++
+		if renewals%5 == 0 { // every 5s of polling, as a holder with a 15s lease renews
+			c.Put(leaseObject(t, "web", dead, time.Now(), time.Now(), time.Minute))
+		}
+		return false, nil, nil
+	})
+	if _, err := Acquire(ctx, c.Client, "web", Options{Holder: me, Clock: ticking(t)}); err == nil || live(t, c, "web").PID != strconv.Itoa(dead.PID) {
+		t.Errorf("a renewing holder with a pid gone here was taken over: %v", err)
 	}
 }

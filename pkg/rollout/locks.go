@@ -63,7 +63,11 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	lk, err := lock.Acquire(ctx, client, app, lock.Options{
 		Holder: h, Duration: l.Duration, Timeout: l.Timeout, FieldManager: apply.FieldManager, NoNamespace: noNamespace,
 		Waiting: func(held *lock.HeldError) {
-			say("waiting", held.Holder(), nil, fmt.Sprintf("waiting up to %s for the lock: %v", l.Timeout, held))
+			line := fmt.Sprintf("waiting up to %s for the lock: %v", l.Timeout, held)
+			if held.Watch > l.Timeout {
+				line = fmt.Sprintf("the lock looks abandoned (%s, last renewed %s); taking it over unless it changes within %s", held.Holder(), held.Renewed.UTC().Format(time.RFC3339), held.Watch.Round(time.Second))
+			}
+			say("waiting", held.Holder(), nil, line)
 		},
 		Lost: func(err error) {
 			say("lost", "", err, "error: "+err.Error())

@@ -142,9 +142,10 @@ func killedLocalHolder(t *testing.T, dir, app string, lockFlags ...string) int {
 }
 
 // TestLockKilledHolder: an apply killed while it holds the lock leaves
-// it; a new apply fails naming the dead holder until the lock expires
-// (--lock-duration), one with --lock-timeout waits for that and succeeds,
-// and once it has expired a plain apply takes it over.
+// it; a new apply fails naming the dead holder while the lease looks
+// live, one with --lock-timeout watches it unchanged for its duration
+// (--lock-duration) and takes it over, and once its timestamps say it
+// expired a plain apply watches it that long too, then takes it over.
 func TestLockKilledHolder(t *testing.T) {
 	const ns, app = "e2e-lock-kill", "e2e-lock-kill"
 	dir := workdir(t, lockFleet, map[string]string{
@@ -178,7 +179,7 @@ func TestLockKilledHolder(t *testing.T) {
 		t.Errorf("lease holder %q, want the killed apply's pid %d", h, pid)
 	}
 	time.Sleep(4 * time.Second)
-	if out, errOut, code := fleet(t, dir, "apply", "-f", next, "--name", app); code != 0 || strings.Contains(out, "locked by") {
+	if out, errOut, code := fleet(t, dir, "apply", "-f", next, "--name", app); code != 0 || strings.Contains(out, "locked by") || !strings.Contains(out, "[stg] the lock looks abandoned") {
 		t.Errorf("apply after the lock expired: exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
@@ -188,20 +189,26 @@ func TestLockKilledHolder(t *testing.T) {
 
 // TestLockGoneLocalHolder: a lock whose holder was a process of this
 // machine that is gone (killed, or its cluster died before it could
-// release) is taken over at once, not after it expires.
+// release) is taken over once seen unrenewed past its renewal interval
+// (a third of its duration and a second), not after it expires.
 func TestLockGoneLocalHolder(t *testing.T) {
 	const ns, app = "e2e-lock-gone", "e2e-lock-gone"
 	dir := workdir(t, lockFleet, map[string]string{
 		"hold/all.yaml": holdingApp(ns, "e2e-lock-never=true"),
 		"next/all.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: next, namespace: "+ns+"}\n"),
 	})
-	pid := killedLocalHolder(t, dir, app) // the default --lock-duration: 60s
+	pid := killedLocalHolder(t, dir, app, "--lock-duration", "30s")
 	if h := leaseHolder(t, app); !strings.HasSuffix(h, fmt.Sprintf(" pid %d", pid)) {
 		t.Fatalf("lease holder %q, want the killed apply's pid %d", h, pid)
 	}
+	start := time.Now()
 	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "next"), "--name", app)
-	if code != 0 || strings.Contains(out, "locked by") || !strings.Contains(out, "[stg] configmap/next created") {
+	took := time.Since(start)
+	if code != 0 || strings.Contains(out, "locked by") || !strings.Contains(out, "[stg] configmap/next created") || !strings.Contains(out, "taking it over unless it changes within 11s") {
 		t.Errorf("apply after the local holder was killed: exit %d\n%s%s", code, out, errOut)
+	}
+	if took < 10*time.Second || took > 25*time.Second {
+		t.Errorf("took %s to take over a gone holder's 30s lease; want about 11s", took)
 	}
 	if !absent(t, "fleet-c1", "lease", "fleet-"+app, "-n", "kubectl-fleet") {
 		t.Error("the lock taken over was not released")
