@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -215,7 +216,14 @@ func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructure
 	if err := p.load(ctx); err != nil {
 		return inventory.Contents{}, err
 	}
-	p.renderDigest = revision.Digest(cfg.Objects)
+	if !cfg.DryRun && p.key == nil {
+		// The first apply to the cluster makes its digest key.
+		var err error
+		if p.key, err = digest.Ensure(ctx, p.c, FieldManager); err != nil {
+			return inventory.Contents{}, err
+		}
+	}
+	p.renderDigest = digest.Render(cfg.Objects, p.key)
 	p.rendered = make(map[string]bool, len(objs))
 	for _, o := range objs {
 		p.set.Label(o)
@@ -354,9 +362,9 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 			rec.Done(r, isNew)
 		}
 	}
-	digest := p.renderDigest
+	sum := p.renderDigest
 	if !p.newRevision() {
-		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: digest, Objects: len(p.cfg.Objects)}, false)
+		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: sum, Objects: len(p.cfg.Objects)}, false)
 		return nil, nil
 	}
 	forbidden := func(err error) bool {
@@ -379,7 +387,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 	if err != nil {
 		return nil, err
 	}
-	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), digest
+	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), sum
 	r.Namespace = cmp.Or(p.cfg.Namespace, p.c.Namespace) // where objects without one went
 	if r.Version == "" {
 		r.Version = p.cfg.Version
@@ -389,7 +397,7 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 	} else if err != nil {
 		return nil, err
 	}
-	p.set.Revision, p.set.Digest, p.set.Source = r.Number, digest, r.Source.String()
+	p.set.Revision, p.set.Digest, p.set.Source = r.Number, sum, r.Source.String()
 	done(r, true)
 	return append(history, r), nil
 }
@@ -442,6 +450,8 @@ type pass struct {
 	doomed sets.Set[types.UID]
 	// got are reads of live objects adopting made, by path, for applyOne.
 	got map[string]read
+	// key is the cluster's digest key.
+	key digest.Key
 	// history is the app's revisions and who applies, read while the
 	// objects are applied (readHistory) for the revision recorded after.
 	history struct {
@@ -480,10 +490,17 @@ func newPass(c *kube.Client, cfg Config) *pass {
 	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, got: map[string]read{}}
 }
 
-// load reads the app's parent and its neighbours' at once.
+// load reads the app's parent, its neighbours' and the cluster's digest
+// key at once.
 func (p *pass) load(ctx context.Context) error {
+	var (
+		keyErr error
+		wg     sync.WaitGroup
+	)
+	wg.Go(func() { p.key, keyErr = digest.KeyOf(ctx, p.c) })
 	set, others, err := inventory.LoadWithNeighbours(ctx, p.c, p.cfg.App)
-	if err != nil {
+	wg.Wait()
+	if err = cmp.Or(err, keyErr); err != nil {
 		return err
 	}
 	// A snapshot: writing the parent changes the set's Version.
@@ -624,11 +641,11 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		p.keep(live.UID)
 		return ch
 	}
-	digest := inventory.Digest(obj)
-	if p.unchanged(obj, digest, live, listed != nil && !ignored) {
+	sum := digest.Object(obj, p.key)
+	if p.unchanged(obj, sum, live, listed != nil && !ignored) {
 		ch.Action = Unchanged
 		p.keep(live.UID)
-		p.record(obj, digest, live.ResourceVersion, live.UID)
+		p.record(obj, sum, live.ResourceVersion, live.UID)
 		return ch
 	}
 	after, err := c.Patch(ctx, ri, obj, opts)
@@ -640,7 +657,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 	}
 	// A dry run's UID is the live object's, or a new one no member has.
 	p.keep(after.GetUID())
-	p.record(obj, digest, after.GetResourceVersion(), after.GetUID())
+	p.record(obj, sum, after.GetResourceVersion(), after.GetUID())
 	switch {
 	case live == nil:
 		ch.Action = Created
@@ -744,21 +761,21 @@ type read struct {
 // unchanged reports whether an object needs no request (Set.Unchanged).
 // Any doubt is a real apply: a dry run, --force-conflicts, fields kept
 // from the live object (ignoreDifferences), no listing.
-func (p *pass) unchanged(obj *unstructured.Unstructured, digest string, live *metav1.ObjectMeta, listed bool) bool {
+func (p *pass) unchanged(obj *unstructured.Unstructured, sum string, live *metav1.ObjectMeta, listed bool) bool {
 	if p.cfg.DryRun || p.cfg.Force || !listed {
 		return false
 	}
-	return p.last.Unchanged(object.Path(obj), digest, live, p.cfg.Version)
+	return p.last.Unchanged(object.Path(obj), sum, live, p.cfg.Version)
 }
 
 // record notes what was sent of obj and the version that came back.
-func (p *pass) record(obj *unstructured.Unstructured, digest, resourceVersion string, uid types.UID) {
+func (p *pass) record(obj *unstructured.Unstructured, sum, resourceVersion string, uid types.UID) {
 	if p.cfg.DryRun {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sent[object.Path(obj)] = inventory.Applied{Digest: digest, ResourceVersion: resourceVersion, UID: string(uid)}
+	p.sent[object.Path(obj)] = inventory.Applied{Digest: sum, ResourceVersion: resourceVersion, UID: string(uid)}
 }
 
 // keep records that the object with uid was applied: it is not pruned.
@@ -790,7 +807,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		return fail(err)
 	}
 	p.keep(after.GetUID())
-	p.record(obj, inventory.Digest(obj), after.GetResourceVersion(), after.GetUID())
+	p.record(obj, digest.Object(obj, p.key), after.GetResourceVersion(), after.GetUID())
 	ch.Action = Replaced
 	return ch
 }

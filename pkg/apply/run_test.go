@@ -23,6 +23,7 @@ import (
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -90,6 +91,16 @@ func actions(changes map[string]apply.Change) map[string]apply.Action {
 		out[ref] = ch.Action
 	}
 	return out
+}
+
+// renderDigest is the digest of objs under the cluster's key.
+func renderDigest(t *testing.T, c *kubetest.Cluster, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	key, err := digest.KeyOf(context.Background(), c.Client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return digest.Render(objs, key)
 }
 
 // members is what the app's parent records.
@@ -694,7 +705,7 @@ func TestRecordRevisions(t *testing.T) {
 		t.Errorf("recorded (-want +got):\n%s", diff)
 	}
 	set, err := inventory.Load(context.Background(), c.Client, "web")
-	if err != nil || set.Revision != 3 || set.Digest != revision.Digest(v("3")) {
+	if err != nil || set.Revision != 3 || set.Digest != renderDigest(t, c, v("3")) {
 		t.Fatalf("parent: %+v %v", set, err)
 	}
 	list, err := revision.List(context.Background(), c.Client, "web")
@@ -847,7 +858,7 @@ func TestNamespaceOfARollback(t *testing.T) {
 		t.Errorf("the Namespace object: %v", live)
 	}
 	list, err := revision.List(context.Background(), c.Client, "web")
-	if err != nil || len(list) != 1 || list[0].Namespace != "team-a" || list[0].Digest != revision.Digest(objs) {
+	if err != nil || len(list) != 1 || list[0].Namespace != "team-a" || list[0].Digest != renderDigest(t, c, objs) {
 		t.Errorf("revisions %+v, %v", list, err)
 	}
 	if objs[1].GetNamespace() != "" {

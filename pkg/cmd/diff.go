@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -303,8 +304,12 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 			src, _ := o.sources.Do(res.Source.Path, func() (revision.Source, error) {
 				return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
 			})
+			key, err := digest.KeyOf(ctx, client)
+			if err != nil {
+				return diff.Summarize(all), err
+			}
 			run.mu.Lock()
-			run.plans[c.Name] = append(run.plans[c.Name], plan.App{App: res.App, Digest: revision.Digest(res.Objects), Source: src, Objects: objs, Set: plan.SetOf(set)})
+			run.plans[c.Name] = append(run.plans[c.Name], plan.App{App: res.App, Digest: digest.Render(res.Objects, key), Source: src, Objects: objs, Set: plan.SetOf(set)})
 			run.mu.Unlock()
 		}
 		if o.collected != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -51,6 +52,7 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 	}
 	gates := o.gatesOf(cluster)
 	results := r.of(cluster)
+	key, _ := digest.KeyOf(ctx, client) // read by the apply already
 	revs := tally.revisionsOf(cluster)
 	for _, res := range results {
 		v := gates.Verdict(res.App)
@@ -61,7 +63,7 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 		if o.promotion != nil && slices.Contains(v.Gates, rollout.Applied) {
 			// Known in this run, revision or not (a user who may not
 			// write revisions): the next groups need not read it.
-			o.promotion.Note(cluster, res.App, rollout.Release{Exists: true, Revision: n, Digest: revision.Digest(res.Objects), Verification: v})
+			o.promotion.Note(cluster, res.App, rollout.Release{Exists: true, Revision: n, Digest: digest.Render(res.Objects, key), Key: key, Verification: v})
 		}
 		if !recorded {
 			continue // not applied in this run, or no revision recorded
@@ -117,17 +119,17 @@ func (o *ApplyOptions) promote(ctx context.Context, r *rendered) error {
 func promotionGroups(f *fleet.Fleet, results []render.Result) []rollout.Group {
 	var groups []rollout.Group
 	for _, g := range f.Groups {
-		rg := rollout.Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]string{}}
+		rg := rollout.Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]rollout.Render{}}
 		for _, res := range results {
 			c := res.Cluster.Name
 			if res.Cluster.Group != g.Name {
 				continue
 			}
 			if rg.Renders[c] == nil {
-				rg.Renders[c] = map[string]string{}
+				rg.Renders[c] = map[string]rollout.Render{}
 				rg.Clusters = append(rg.Clusters, c)
 			}
-			rg.Renders[c][res.App] = revision.Digest(res.Objects)
+			rg.Renders[c][res.App] = rollout.Objects(res.Objects)
 		}
 		groups = append(groups, rg)
 	}

@@ -378,7 +378,7 @@ type statusReader map[string][]status.App
 func (s statusReader) Release(_ context.Context, cluster, app string) (rollout.Release, error) {
 	for _, a := range s[cluster] {
 		if a.App == app {
-			r := rollout.Release{Exists: a.LastApplied != "" || a.Revision > 0, Revision: a.Revision, Digest: a.Digest}
+			r := rollout.Release{Exists: a.LastApplied != "" || a.Revision > 0, Revision: a.Revision, Digest: a.Digest, Key: a.Key}
 			if a.Verification != nil {
 				r.Verification = *a.Verification
 			}

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -108,6 +110,8 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		lists    sync.WaitGroup
 		set      = o.Set
 		others   *inventory.Neighbours
+		key      digest.Key
+		keyErr   error
 		err      error
 	)
 	skip := o.SkipUnchanged && !o.Force
@@ -115,13 +119,16 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
 		lists.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
 	}
+	if skip {
+		lists.Go(func() { key, keyErr = digest.KeyOf(ctx, c) })
+	}
 	if set == nil {
 		set, others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
 	} else {
 		others, err = inventory.LoadNeighbours(ctx, c, o.App)
 	}
 	lists.Wait()
-	if err != nil {
+	if err = cmp.Or(err, keyErr); err != nil {
 		return nil, err
 	}
 	crds := object.CRDKinds(objs)
@@ -142,7 +149,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 				return c
 			}
 			if skip {
-				if d, ok := unchanged(ctx, c, obj, set, &listings, o, claim); ok {
+				if d, ok := unchanged(ctx, c, obj, set, &listings, key, o, claim); ok {
 					out[i] = d
 					return
 				}
@@ -201,7 +208,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 // is the one the last apply recorded, and the live object's version, as
 // listed, has not moved since. Anything else (not listed, gone, a
 // create-only or ignoreDifferences object) is left to the dry run.
-func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
+func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, key digest.Key, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
 	if len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) {
 		return Object{}, false
 	}
@@ -215,7 +222,7 @@ func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructur
 		return Object{}, false
 	}
 	warning := claim(obj, live).Warning
-	if !set.Unchanged(object.Path(obj), inventory.Digest(obj), live, o.Version) {
+	if !set.Unchanged(object.Path(obj), digest.Object(obj, key), live, o.Version) {
 		return Object{}, false
 	}
 	current := &unstructured.Unstructured{}

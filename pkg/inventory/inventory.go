@@ -8,8 +8,6 @@ package inventory
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -665,16 +663,6 @@ func releasePatch(obj *unstructured.Unstructured, to, fieldManager string) ([]by
 		}
 	}
 	return json.Marshal(map[string]any{"metadata": md})
-}
-
-// Digest identifies an object as apply sends it: what Applied records.
-func Digest(obj *unstructured.Unstructured) string {
-	b, err := json.Marshal(obj.Object)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 // Unchanged reports whether an apply by this plugin version may skip the

@@ -44,6 +44,37 @@ type Client struct {
 	// Listable returns the namespaced resources the cluster serves and
 	// lets list (from discovery): what a namespace may hold.
 	Listable func() ([]schema.GroupVersionResource, error)
+	// DigestKey is the cluster's digest key (package digest), read once.
+	DigestKey Cached[[]byte]
+}
+
+// Cached is a value read from a cluster once per client: concurrent
+// callers wait for the first read; a failed read is tried again.
+type Cached[T any] struct {
+	mu  sync.Mutex
+	ok  bool
+	val T
+}
+
+// Get returns the value, reading it with read the first time.
+func (c *Cached[T]) Get(read func() (T, error)) (T, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok {
+		return c.val, nil
+	}
+	v, err := read()
+	if err == nil {
+		c.ok, c.val = true, v
+	}
+	return v, err
+}
+
+// Set replaces the value (one this client just wrote).
+func (c *Cached[T]) Set(v T) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ok, c.val = true, v
 }
 
 // DefaultRequestTimeout bounds each request to a cluster when

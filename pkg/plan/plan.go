@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -219,7 +220,11 @@ var ErrStale = errors.New("plan is stale")
 // Check compares an app's render and the cluster's live objects with its
 // plan; an error (ErrStale) names what moved. It only reads.
 func Check(ctx context.Context, c *kube.Client, planned *App, objs []*unstructured.Unstructured, concurrency int) error {
-	if d := revision.Digest(objs); d != planned.Digest {
+	key, err := digest.KeyOf(ctx, c)
+	if err != nil {
+		return err
+	}
+	if d := digest.Render(objs, key); d != planned.Digest {
 		return fmt.Errorf("%w: the render of app %s changed since the plan (digest %s, planned %s)", ErrStale, planned.App, revision.ShortDigest(d), revision.ShortDigest(planned.Digest))
 	}
 	moved := make([]string, len(planned.Objects))

@@ -14,9 +14,9 @@ import (
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 func TestLoadRefusesOtherFiles(t *testing.T) {
@@ -67,7 +67,7 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	planned := &App{App: "web", Digest: revision.Digest(render), Objects: objs}
+	planned := &App{App: "web", Digest: digest.Render(render, nil), Objects: objs}
 	if err := Check(ctx, c.Client, planned, render, 4); err != nil {
 		t.Fatalf("unchanged: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestCheckSet(t *testing.T) {
 		o.SetAnnotations(map[string]string{kubectlapply.ApplySetToolingAnnotation: inventory.ToolName + "/v1", "members": rv})
 		return o
 	}
-	planned := &App{App: "web", Digest: revision.Digest(nil), Set: &Set{}}
+	planned := &App{App: "web", Digest: digest.Render(nil, nil), Set: &Set{}}
 	if err := Check(ctx, c.Client, planned, nil, 4); err != nil {
 		t.Fatalf("no inventory, as planned: %v", err)
 	}

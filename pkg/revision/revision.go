@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -135,10 +136,10 @@ func chunkName(app string, n, chunk int) string {
 	return fmt.Sprintf("%s-%d", SecretName(app, n), chunk)
 }
 
-// Digest identifies a render: the SHA-256 of its objects' JSON, in an order
-// of their own, so that the same objects in another order have the same
-// digest.
-func Digest(objs []*unstructured.Unstructured) string {
+// legacyDigest is a render's digest as versions before the digest key
+// computed it (Secret values hashed in the clear): revisions recorded then
+// still load.
+func legacyDigest(objs []*unstructured.Unstructured) string {
 	lines := make([][]byte, 0, len(objs))
 	for _, o := range objs {
 		b, err := json.Marshal(o.Object) // maps marshal with sorted keys
@@ -271,7 +272,11 @@ func Load(ctx context.Context, c *kube.Client, app string, n int) (Revision, []*
 	if err != nil {
 		return r, nil, fmt.Errorf("revision %d of app %s: %w", n, app, err)
 	}
-	if d := Digest(objs); d != r.Digest {
+	key, err := digest.KeyOf(ctx, c)
+	if err != nil {
+		return r, nil, err
+	}
+	if d := digest.Render(objs, key); d != r.Digest && legacyDigest(objs) != r.Digest {
 		return r, nil, fmt.Errorf("revision %d of app %s: the stored objects do not match its digest (%s, recorded %s); refusing to use them", n, app, ShortDigest(d), ShortDigest(r.Digest))
 	}
 	return r, objs, nil

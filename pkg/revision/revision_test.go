@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 )
@@ -32,34 +33,19 @@ func newCluster(t *testing.T) *kubetest.Cluster {
 	return c
 }
 
-func TestDigestIgnoresOrderNotContent(t *testing.T) {
-	a, b := configMaps(3, "x"), configMaps(3, "x")
-	b[0], b[2] = b[2], b[0]
-	if Digest(a) != Digest(b) {
-		t.Error("the same objects in another order have another digest")
-	}
-	b[1].Object["data"] = map[string]any{"value": "y"}
-	if Digest(a) == Digest(b) {
-		t.Error("a changed value keeps the digest")
-	}
-	if !strings.HasPrefix(Digest(nil), "sha256:") || len(Digest(nil)) != len("sha256:")+64 {
-		t.Errorf("digest %q", Digest(nil))
-	}
-}
-
 func TestStoreListLoad(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t)
 	for n, value := range []string{"one", "two", "three"} {
 		objs := configMaps(2, value)
-		r := Revision{App: "web", Number: n + 1, Digest: Digest(objs), Description: "apply", Source: Source{Commit: "0123456789abcdef0123", Dirty: n == 2}, User: "alice"}
+		r := Revision{App: "web", Number: n + 1, Digest: digest.Render(objs, nil), Description: "apply", Source: Source{Commit: "0123456789abcdef0123", Dirty: n == 2}, User: "alice"}
 		if err := Store(ctx, c.Client, &r, objs); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another app's revision is not listed.
 	other := configMaps(1, "other")
-	if err := Store(ctx, c.Client, &Revision{App: "db", Number: 1, Digest: Digest(other)}, other); err != nil {
+	if err := Store(ctx, c.Client, &Revision{App: "db", Number: 1, Digest: digest.Render(other, nil)}, other); err != nil {
 		t.Fatal(err)
 	}
 	list, err := List(ctx, c.Client, "web")
@@ -106,7 +92,7 @@ func TestLargeRenderInSeveralSecrets(t *testing.T) {
 		return configMaps(1, b.String()) // ~1.9 KiB compressed: 2 Secrets
 	}
 	objs := random(1)
-	r := Revision{App: "web", Number: 1, Digest: Digest(objs)}
+	r := Revision{App: "web", Number: 1, Digest: digest.Render(objs, nil)}
 	if err := Store(ctx, c.Client, &r, objs); err != nil {
 		t.Fatal(err)
 	}
@@ -114,13 +100,13 @@ func TestLargeRenderInSeveralSecrets(t *testing.T) {
 		t.Fatalf("chunks %d, not stored %q", r.Chunks, r.NotStored)
 	}
 	_, back, err := Load(ctx, c.Client, "web", 1)
-	if err != nil || Digest(back) != r.Digest {
+	if err != nil || digest.Render(back, nil) != r.Digest {
 		t.Fatalf("read back: %v", err)
 	}
 	big := append(append(random(2), random(3)...), random(4)...) // ~5.7 KiB
 	big[1].SetName("b")
 	big[2].SetName("c")
-	r2 := Revision{App: "web", Number: 2, Digest: Digest(big)}
+	r2 := Revision{App: "web", Number: 2, Digest: digest.Render(big, nil)}
 	if err := Store(ctx, c.Client, &r2, big); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +140,7 @@ func TestLoadRefusesTamperedObjects(t *testing.T) {
 	ctx := context.Background()
 	c := newCluster(t)
 	objs := configMaps(1, "good")
-	r := Revision{App: "web", Number: 1, Digest: Digest(configMaps(1, "other"))}
+	r := Revision{App: "web", Number: 1, Digest: digest.Render(configMaps(1, "other"), nil)}
 	if err := Store(ctx, c.Client, &r, objs); err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +160,7 @@ func TestDeleteAll(t *testing.T) {
 	c := newCluster(t)
 	for n := 1; n <= 3; n++ {
 		objs := configMaps(1, fmt.Sprint(n))
-		if err := Store(ctx, c.Client, &Revision{App: "web", Number: n, Digest: Digest(objs)}, objs); err != nil {
+		if err := Store(ctx, c.Client, &Revision{App: "web", Number: n, Digest: digest.Render(objs, nil)}, objs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -200,12 +186,12 @@ func TestOrphanedParts(t *testing.T) {
 		b.WriteByte(byte('a' + rng.IntN(26)))
 	}
 	objs := configMaps(1, b.String()) // 2 Secrets
-	ok := Revision{App: "web", Number: 1, Digest: Digest(objs)}
+	ok := Revision{App: "web", Number: 1, Digest: digest.Render(objs, nil)}
 	if err := Store(ctx, c.Client, &ok, configMaps(1, "small")); err != nil {
 		t.Fatal(err)
 	}
 	c.Inject(kubetest.Fault{Verb: "patch", Resource: "secrets", Name: "fleet-web.v2", Err: errors.New("the process died")})
-	dead := Revision{App: "web", Number: 2, Digest: Digest(objs)}
+	dead := Revision{App: "web", Number: 2, Digest: digest.Render(objs, nil)}
 	if err := Store(ctx, c.Client, &dead, objs); err == nil {
 		t.Fatal("the fault did not stop the store")
 	}

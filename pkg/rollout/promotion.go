@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -23,7 +26,28 @@ type Release struct {
 	Digest   string
 	// Verification is what the gates said of the current revision.
 	Verification revision.Verification
+	// Key is the cluster's digest key, under which Digest was computed.
+	Key digest.Key
 }
+
+// A Render is an app's render for a cluster, as the promotion rule
+// compares it with the digest the cluster recorded: under that cluster's
+// digest key.
+type Render interface {
+	Digest(key digest.Key) string
+}
+
+// Objects is a render by its objects.
+type Objects []*unstructured.Unstructured
+
+// Digest is the render's digest under key.
+func (o Objects) Digest(key digest.Key) string { return digest.Render(o, key) }
+
+// RenderDigest is a render known by its digest, whatever the key.
+type RenderDigest string
+
+// Digest is d.
+func (d RenderDigest) Digest(digest.Key) string { return string(d) }
 
 // Reader reads what a cluster runs of an app: ClusterReader on real
 // clusters, a fake in tests.
@@ -39,8 +63,8 @@ type Group struct {
 	// Clusters are the group's clusters that something is rendered for,
 	// in fleet order.
 	Clusters []string
-	// Renders maps cluster, then app, to the digest of its render.
-	Renders map[string]map[string]string
+	// Renders maps cluster, then app, to its render.
+	Renders map[string]map[string]Render
 }
 
 // Promotion is the promotion rule: a wave (a group) starts only when
@@ -111,11 +135,11 @@ func (p *Promotion) unverified(ctx context.Context, g Group, apps []string) []st
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			for _, app := range apps {
-				digest, ok := g.Renders[cluster][app]
+				render, ok := g.Renders[cluster][app]
 				if !ok {
 					continue // the app does not go to this cluster
 				}
-				if why := p.why(ctx, cluster, app, digest); why != "" {
+				if why := p.why(ctx, cluster, app, render); why != "" {
 					reasons[i] = why
 					return
 				}
@@ -139,9 +163,9 @@ func (p *Promotion) parallel() int {
 	return 16
 }
 
-// why says why cluster does not run a verified revision of digest, or ""
+// why says why cluster does not run a verified revision of render, or ""
 // when it does, or when the Reader skipped the cluster.
-func (p *Promotion) why(ctx context.Context, cluster, app, digest string) string {
+func (p *Promotion) why(ctx context.Context, cluster, app string, render Render) string {
 	p.mu.Lock()
 	r, ok := p.known[cluster+"/"+app]
 	p.mu.Unlock()
@@ -157,7 +181,7 @@ func (p *Promotion) why(ctx context.Context, cluster, app, digest string) string
 		}
 		p.Note(cluster, app, r) // a later wave need not read it again
 	}
-	return Why(cluster, app, digest, r)
+	return Why(cluster, app, render.Digest(r.Key), r)
 }
 
 // Why says why a release r of app on cluster is not a verified revision
@@ -201,6 +225,9 @@ func ReleaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 		return Release{}, err
 	}
 	r := Release{Exists: set.Exists, Revision: set.Revision, Digest: set.Digest}
+	if r.Key, err = digest.KeyOf(ctx, client); err != nil {
+		return Release{}, err
+	}
 	if !set.Exists || set.Revision == 0 {
 		return r, nil
 	}

@@ -127,9 +127,9 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 	p := &Promotion{Reader: f}
 	plan := Plan{Parallel: 4, Apps: map[string][]string{}, Soaks: map[string]Soak{}, Promotion: p, Emit: ev.sink}
 	for _, g := range groups {
-		rg := Group{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]string{}}
+		rg := Group{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
 		for _, c := range g.clusters {
-			rg.Renders[c] = map[string]string{"web": f.render}
+			rg.Renders[c] = map[string]Render{"web": RenderDigest(f.render)}
 		}
 		p.Groups = append(p.Groups, rg)
 		if slices.Contains(selected, g.name) {

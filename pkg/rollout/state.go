@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -104,15 +105,21 @@ type StateReader interface {
 	Set(ctx context.Context, app string) (*inventory.Set, error)
 	Verification(ctx context.Context, app string, n int) (revision.Verification, error)
 	Drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error)
+	// Key is the cluster's digest key (package digest).
+	Key(ctx context.Context) (digest.Key, error)
 }
 
 // Check finds, for each app of a cluster's render, whether the render
 // changed and, if not, which objects drifted.
 func Check(ctx context.Context, cluster string, st StateReader, results []render.Result) ClusterCheck {
 	out := ClusterCheck{Cluster: cluster}
+	key, keyErr := st.Key(ctx)
 	for _, res := range results {
-		a := AppCheck{App: res.App, Render: revision.Digest(res.Objects)}
+		a := AppCheck{App: res.App, Render: digest.Render(res.Objects, key)}
 		set, err := st.Set(ctx, res.App)
+		if keyErr != nil {
+			err = keyErr
+		}
 		if err == nil {
 			a.Exists, a.Revision, a.Current = set.Exists, set.Revision, set.Digest
 			if !a.Changed() {
@@ -140,6 +147,9 @@ func (k KubeState) Set(ctx context.Context, app string) (*inventory.Set, error) 
 	return inventory.Load(ctx, k.Client, app)
 }
 
+// Key reads the cluster's digest key, once per client.
+func (k KubeState) Key(ctx context.Context) (digest.Key, error) { return digest.KeyOf(ctx, k.Client) }
+
 // Verification reads what the gates said of revision n of app.
 func (k KubeState) Verification(ctx context.Context, app string, n int) (revision.Verification, error) {
 	return revision.VerificationOf(ctx, k.Client, app, n)
@@ -151,7 +161,11 @@ func (k KubeState) Verification(ctx context.Context, app string, n int) (revisio
 // what it made them, and need no dry run (inventory.Set.Moved): a pass
 // over a cluster nobody touched lists metadata, and sends no object.
 func (k KubeState) Drifted(ctx context.Context, set *inventory.Set, app string, objs []*unstructured.Unstructured) ([]string, error) {
-	if objs = set.Moved(ctx, k.Client, objs, revision.Digest(objs), version.Get()); len(objs) == 0 {
+	key, err := k.Key(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if objs = set.Moved(ctx, k.Client, objs, digest.Render(objs, key), version.Get()); len(objs) == 0 {
 		return nil, nil
 	}
 	st, err := status.Run(ctx, k.Client, app, objs, k.Ignore(app), k.Concurrency)

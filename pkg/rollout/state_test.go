@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -154,6 +155,8 @@ func (f *fakeState) Verification(_ context.Context, app string, _ int) (revision
 	return revision.Verification{State: revision.Verified}, nil
 }
 
+func (f *fakeState) Key(context.Context) (digest.Key, error) { return nil, nil }
+
 func (f *fakeState) Drifted(_ context.Context, _ *inventory.Set, app string, _ []*unstructured.Unstructured) ([]string, error) {
 	f.checked = append(f.checked, app)
 	return f.drift[app], nil
@@ -165,7 +168,7 @@ func (f *fakeState) Drifted(_ context.Context, _ *inventory.Set, app string, _ [
 func TestReconcileDecide(t *testing.T) {
 	cm := reconcileCM("a", "1")
 	current := func(app string) *inventory.Set {
-		return &inventory.Set{App: app, Exists: true, Revision: 3, Digest: revision.Digest([]*unstructured.Unstructured{cm})}
+		return &inventory.Set{App: app, Exists: true, Revision: 3, Digest: digest.Render([]*unstructured.Unstructured{cm}, nil)}
 	}
 	for _, tt := range []struct {
 		name        string

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -50,8 +51,10 @@ type App struct {
 	// Source its source commit when it came from git.
 	Revision int    `json:"revision,omitempty"`
 	Source   string `json:"source,omitempty"`
-	// Digest is the current revision's render digest.
-	Digest string `json:"digest,omitempty"`
+	// Digest is the current revision's render digest, under Key, the
+	// cluster's digest key.
+	Digest string     `json:"digest,omitempty"`
+	Key    digest.Key `json:"-"`
 	// Verification is what the gates said of the current revision.
 	Verification *revision.Verification `json:"verification,omitempty"`
 	Objects      []Object               `json:"objects"`
@@ -94,6 +97,9 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 		return App{}, err
 	}
 	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
+	if out.Key, err = digest.KeyOf(ctx, c); err != nil {
+		return App{}, err
+	}
 	for _, d := range diffs {
 		if d.Kind == diff.Kept {
 			continue // leaves the app at its next apply --prune
@@ -136,6 +142,9 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, igno
 		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
 	}
 	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
+	if out.Key, err = digest.KeyOf(ctx, c); err != nil {
+		return App{}, err
+	}
 	for _, m := range members {
 		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
 		if res, err := object.Health(m); err != nil {

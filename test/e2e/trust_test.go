@@ -121,3 +121,45 @@ spec:
 		t.Error("someone else's custom resource went with the CRD")
 	}
 }
+
+// TestSecretDigestsAreKeyed: the digests the ApplySet parent keeps (a
+// ConfigMap anyone with view reads) hash a Secret's values under a key of
+// the cluster's own: the same Secret applied to two clusters has two
+// digests there, the same ConfigMap one, and the key is a Secret in
+// kubectl-fleet.
+func TestSecretDigestsAreKeyed(t *testing.T) {
+	app := namespaced("e2e-keyed", "apiVersion: v1\nkind: Secret\nmetadata: {name: db, namespace: e2e-keyed}\nstringData: {password: hunter2}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: e2e-keyed}\ndata: {a: \"1\"}\n")
+	dir := workdir(t, twoGroups+"apps:\n  - {name: keyed, manifests: app.yaml}\n", map[string]string{"app.yaml": app})
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-c", "stg", "-c", "prod-a"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	recorded := func(context string) map[string]string {
+		t.Helper()
+		out, _ := get(t, context, "configmap", "fleet-keyed", "-n", "kubectl-fleet", "-o", "jsonpath={.data.applied}")
+		m := map[string]string{}
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Fields(line); len(f) == 4 {
+				m[f[0]] = f[1]
+			}
+		}
+		return m
+	}
+	c1, c2 := recorded("fleet-c1"), recorded("fleet-c2")
+	const s, cm = "Secret/e2e-keyed/db", "ConfigMap/e2e-keyed/settings"
+	if c1[s] == "" || c1[cm] == "" {
+		t.Fatalf("the parent records no digests: %v", c1)
+	}
+	if c1[s] == c2[s] {
+		t.Errorf("the Secret has the same digest on two clusters (%s): not keyed", c1[s])
+	}
+	if c1[cm] != c2[cm] {
+		t.Errorf("the ConfigMap's digest differs between clusters: %s, %s", c1[cm], c2[cm])
+	}
+	if v, code := get(t, "fleet-c1", "secret", "fleet-digest-key", "-n", "kubectl-fleet", "-o", "jsonpath={.data.key}"); code != 0 || len(v) < 40 {
+		t.Errorf("no digest key on fleet-c1: %q", v)
+	}
+	// And the next apply still skips both: the key is the same.
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-c", "stg", "-o", "json"); code != 0 || strings.Count(out, `"action":"unchanged"`) != 3 {
+		t.Errorf("re-apply: exit %d\n%s%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,189 @@
+// Package digest identifies renders and objects by digests that are safe
+// to keep where anyone who may read ConfigMaps can see them (an app's
+// ApplySet parent) and in plan files: a Secret's values enter a digest only
+// as an HMAC keyed by the cluster's digest key, a random key kept in the
+// Secret kubectl-fleet/fleet-digest-key. A reader of the digest who may
+// not read that Secret cannot test guesses of a password against it; one
+// who may could read the revisions, which hold the values, anyway.
+package digest
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
+const (
+	// Namespace holds the key, beside the apps' inventories.
+	Namespace = "kubectl-fleet"
+	// KeySecret is the name of the Secret that holds the cluster's key.
+	KeySecret = "fleet-digest-key"
+	// keyField is the key's field in the Secret's data.
+	keyField = "key"
+)
+
+var (
+	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+)
+
+// Key keys the HMAC of Secret values. A nil Key leaves Secret values out
+// of digests altogether: a Secret that changes only in its values then
+// keeps its digest (a cluster whose key cannot be read, an offline render).
+type Key []byte
+
+// KeyOf reads the cluster's key, once per client: nil when there is none
+// yet, or when the user may not read it.
+func KeyOf(ctx context.Context, c *kube.Client) (Key, error) {
+	k, err := c.DigestKey.Get(func() ([]byte, error) { return read(ctx, c) })
+	return Key(k), err
+}
+
+func read(ctx context.Context, c *kube.Client) ([]byte, error) {
+	s, err := c.Dynamic.Resource(secretsGVR).Namespace(Namespace).Get(ctx, KeySecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading the digest key %s/%s: %w", Namespace, KeySecret, err)
+	}
+	return keyIn(s)
+}
+
+func keyIn(s *unstructured.Unstructured) ([]byte, error) {
+	enc, _, _ := unstructured.NestedString(s.Object, "data", keyField)
+	var k []byte
+	if err := json.Unmarshal([]byte(`"`+enc+`"`), &k); err != nil || len(k) < 16 {
+		return nil, fmt.Errorf("the digest key %s/%s holds no key of 16 bytes or more in data.%s", Namespace, KeySecret, keyField)
+	}
+	return k, nil
+}
+
+// Ensure returns the cluster's key, creating it (and its namespace) when
+// there is none: what a real apply does before it records any digest. A
+// user who may not read or create it gets nil, and digests without Secret
+// values.
+func Ensure(ctx context.Context, c *kube.Client, fieldManager string) (Key, error) {
+	if k, err := KeyOf(ctx, c); k != nil || err != nil {
+		return k, err
+	}
+	k := make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, err
+	}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+		"metadata": map[string]any{"name": KeySecret, "namespace": Namespace, "labels": map[string]any{"app.kubernetes.io/managed-by": "kubectl-fleet"}},
+		"data":     map[string]any{keyField: k},
+	}}
+	b, err := json.Marshal(secret.Object) // []byte marshals as base64, as data wants
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(b, &secret.Object); err != nil {
+		return nil, err
+	}
+	ri := c.Dynamic.Resource(secretsGVR).Namespace(Namespace)
+	created, err := ri.Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
+	if apierrors.IsNotFound(err) {
+		ns := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + Namespace + `"}}`)
+		force := true
+		if _, err := c.Dynamic.Resource(namespacesGVR).Patch(ctx, Namespace, types.ApplyPatchType, ns, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}); err != nil {
+			return nil, fmt.Errorf("creating namespace %s for the digest key: %w", Namespace, err)
+		}
+		created, err = ri.Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
+	}
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// Another run made it meanwhile: theirs is the key.
+		created, err = ri.Get(ctx, KeySecret, metav1.GetOptions{})
+	case apierrors.IsForbidden(err):
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating the digest key %s/%s: %w", Namespace, KeySecret, err)
+	}
+	kb, err := keyIn(created)
+	if err != nil {
+		return nil, err
+	}
+	c.DigestKey.Set(kb)
+	return kb, nil
+}
+
+// Render identifies a render: the SHA-256 of its objects' JSON (Secret
+// values keyed), in an order of their own, so that the same objects in
+// another order have the same digest.
+func Render(objs []*unstructured.Unstructured, key Key) string {
+	lines := make([][]byte, 0, len(objs))
+	for _, o := range objs {
+		b, err := json.Marshal(hashable(o, key).Object) // maps marshal with sorted keys
+		if err != nil {
+			b = []byte(fmt.Sprintf("%q", object.Path(o)))
+		}
+		lines = append(lines, b)
+	}
+	slices.SortFunc(lines, bytes.Compare)
+	h := sha256.New()
+	for _, l := range lines {
+		h.Write(l)
+		h.Write([]byte{'\n'})
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// Object identifies an object as apply sends it (Secret values keyed):
+// what the ApplySet parent records of each member.
+func Object(obj *unstructured.Unstructured, key Key) string {
+	b, err := json.Marshal(hashable(obj, key).Object)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+// hashable is obj as digests see it: a core Secret's data and stringData
+// values replaced by their HMAC under key (left out without a key).
+func hashable(obj *unstructured.Unstructured, key Key) *unstructured.Unstructured {
+	if obj.GetKind() != "Secret" || obj.GroupVersionKind().Group != "" {
+		return obj
+	}
+	out := obj.DeepCopy()
+	for _, field := range []string{"data", "stringData"} {
+		values, ok := out.Object[field].(map[string]any)
+		if !ok {
+			continue
+		}
+		for k, v := range values {
+			values[k] = key.mac(field, k, fmt.Sprint(v))
+		}
+	}
+	return out
+}
+
+// mac is the keyed HMAC-SHA256 of a Secret's value, bound to its field
+// and key; "" without a key.
+func (k Key) mac(field, name, value string) string {
+	if k == nil {
+		return ""
+	}
+	h := hmac.New(sha256.New, k)
+	fmt.Fprintf(h, "%s\x00%s\x00%s", field, name, value)
+	return "hmac-sha256:" + hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,107 @@
+package digest_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
+)
+
+func cm(name, value string) *unstructured.Unstructured {
+	o := kubetest.Object("v1", "ConfigMap", "web", name)
+	o.Object["data"] = map[string]any{"value": value}
+	return o
+}
+
+func secret(password string) *unstructured.Unstructured {
+	o := kubetest.Object("v1", "Secret", "web", "db")
+	o.Object["stringData"] = map[string]any{"password": password}
+	return o
+}
+
+func TestRenderIgnoresOrderNotContent(t *testing.T) {
+	a := []*unstructured.Unstructured{cm("a", "x"), cm("b", "x"), cm("c", "x")}
+	b := []*unstructured.Unstructured{cm("c", "x"), cm("b", "x"), cm("a", "x")}
+	if digest.Render(a, nil) != digest.Render(b, nil) {
+		t.Error("the same objects in another order have another digest")
+	}
+	b[1] = cm("b", "y")
+	if digest.Render(a, nil) == digest.Render(b, nil) {
+		t.Error("a changed value keeps the digest")
+	}
+	if d := digest.Render(nil, nil); !strings.HasPrefix(d, "sha256:") || len(d) != len("sha256:")+64 {
+		t.Errorf("digest %q", d)
+	}
+}
+
+// A Secret's values enter digests only through the key: someone who reads
+// the digest (in a ConfigMap, a plan file) and guesses a password cannot
+// check the guess without it. With the key a changed value still changes
+// the digest; without one (not readable) values are left out.
+func TestSecretValuesAreKeyed(t *testing.T) {
+	k1, k2 := digest.Key("0123456789abcdef0123456789abcdef"), digest.Key("fedcba9876543210fedcba9876543210")
+	hunter2 := []*unstructured.Unstructured{secret("hunter2"), cm("a", "x")}
+	other := []*unstructured.Unstructured{secret("letmein"), cm("a", "x")}
+	if digest.Render(hunter2, k1) == digest.Render(other, k1) || digest.Object(hunter2[0], k1) == digest.Object(other[0], k1) {
+		t.Error("with a key, a changed password keeps the digest")
+	}
+	if digest.Render(hunter2, k1) == digest.Render(hunter2, k2) || digest.Object(hunter2[0], k1) == digest.Object(hunter2[0], k2) {
+		t.Error("the digest does not depend on the key: a guess can be checked without it")
+	}
+	if digest.Render(hunter2, nil) != digest.Render(other, nil) {
+		t.Error("without a key, the password enters the digest")
+	}
+	// A ConfigMap's values are not keyed: its digest is the same under
+	// any key (renders without Secrets keep the digests they had).
+	if digest.Object(cm("a", "x"), k1) != digest.Object(cm("a", "x"), k2) || digest.Object(cm("a", "x"), nil) != digest.Object(cm("a", "x"), k1) {
+		t.Error("a ConfigMap's digest depends on the key")
+	}
+	// What is hashed does not hold the value: the object is not changed.
+	if v, _, _ := unstructured.NestedString(hunter2[0].Object, "stringData", "password"); v != "hunter2" {
+		t.Errorf("digest changed the object: %q", v)
+	}
+}
+
+// Ensure makes the key once (and its namespace); every later read gets
+// it; a user who may not read Secrets gets none, and no error.
+func TestEnsureAndKeyOf(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	if k, err := digest.KeyOf(ctx, c.Client); k != nil || err != nil {
+		t.Fatalf("before any apply: %v, %v", k, err)
+	}
+	k, err := digest.Ensure(ctx, c.Client, "kubectl-fleet")
+	if err != nil || len(k) != 32 {
+		t.Fatalf("Ensure: %d bytes, %v", len(k), err)
+	}
+	if c.Live(kubetest.Object("v1", "Namespace", "", digest.Namespace)) == nil || c.Live(kubetest.Object("v1", "Secret", digest.Namespace, digest.KeySecret)) == nil {
+		t.Fatal("the key or its namespace was not created")
+	}
+	again, err := digest.KeyOf(ctx, kubetest.New(t).Client)
+	if err != nil || again != nil {
+		t.Errorf("another cluster: %v, %v", again, err)
+	}
+	// Another client of the same cluster (the next run) reads it.
+	if read, err := digest.KeyOf(ctx, &kube.Client{Dynamic: c.Client.Dynamic}); err != nil || string(read) != string(k) {
+		t.Errorf("read back: %v", err)
+	}
+	k2, err := digest.Ensure(ctx, c.Client, "kubectl-fleet")
+	if err != nil || string(k2) != string(k) {
+		t.Errorf("a second Ensure made another key: %v", err)
+	}
+
+	d := kubetest.New(t)
+	d.Inject(kubetest.Fault{Verb: "get", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, digest.KeySecret, errors.New("RBAC"))})
+	d.Inject(kubetest.Fault{Verb: "create", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, digest.KeySecret, errors.New("RBAC"))})
+	if k, err := digest.Ensure(ctx, d.Client, "kubectl-fleet"); k != nil || err != nil {
+		t.Errorf("not allowed: %v, %v", k, err)
+	}
+}
