@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	// The auth providers kubectl ships (OIDC; exec credential plugins are
@@ -28,7 +27,10 @@ func run() int {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// Ctrl-C, SIGTERM (a CI runner cancelling the job) and SIGHUP (the
+	// terminal closed) all stop the run the same way: nothing new starts,
+	// and temporary kubeconfigs are removed.
+	ctx, stop := signal.NotifyContext(context.Background(), cmd.StopSignals...)
 	defer stop()
 	return cmd.Execute(ctx, genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, os.Args[1:])
 }

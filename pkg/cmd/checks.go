@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -57,21 +56,14 @@ func singleContextKubeconfig(g *GlobalOptions, f *fleet.Fleet, c *fleet.Cluster)
 		raw.Contexts[c.Context].Namespace = *ns
 	}
 	impersonate(&raw, c.Context, g.ConfigFlags)
-	tmp, err := os.CreateTemp("", "kubectl-fleet-check-*.kubeconfig")
+	// In the folder of the run's temporary kubeconfigs: removed when the
+	// check ends, and with the folder when the run ends or is interrupted
+	// (a second Ctrl-C, SIGTERM or SIGHUP included).
+	path, err := g.sources.WriteTemp(&raw)
 	if err != nil {
 		return "", nil, err
 	}
-	_ = tmp.Close()
-	cleanup := func() { _ = os.Remove(tmp.Name()) }
-	if err := clientcmd.WriteToFile(raw, tmp.Name()); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
-		cleanup()
-		return "", nil, err
-	}
-	return tmp.Name(), cleanup, nil
+	return path, func() { _ = os.Remove(path) }, nil
 }
 
 // impersonate writes --as, --as-uid and --as-group into the context's

@@ -141,6 +141,9 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 	return code
 }
 
+// StopSignals stop a run as Ctrl-C does: SIGINT, SIGTERM and SIGHUP.
+var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 // exitOnSecondInterrupt makes a second Ctrl-C end the process at once.
 // The first one cancels ctx: no new work starts, and requests in flight
 // are waited for (each bounded by --request-timeout, else
@@ -156,7 +159,7 @@ func exitOnSecondInterrupt(ctx context.Context, errOut io.Writer, cleanup func()
 		case <-ctx.Done():
 		}
 		again := make(chan os.Signal, 1)
-		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		signal.Notify(again, StopSignals...)
 		defer signal.Stop(again)
 		select {
 		case <-done:

@@ -150,7 +150,7 @@ func (s *KubeconfigSources) materialize(ctx context.Context, dir, key string, fr
 		m.err = fmt.Errorf("%s %w", describeSource(from), err)
 		return m
 	}
-	m.path, m.err = s.write(cfg)
+	m.path, m.err = s.WriteTemp(cfg)
 	if m.err != nil {
 		m.err = fmt.Errorf("%s: %w", describeSource(from), m.err)
 	}
@@ -274,8 +274,9 @@ func parseKubeconfig(content []byte, dir string) (*clientcmdapi.Config, error) {
 	return cfg, nil
 }
 
-// write stores a kubeconfig in a new file of mode 0600.
-func (s *KubeconfigSources) write(cfg *clientcmdapi.Config) (string, error) {
+// WriteTemp stores a kubeconfig in a new file of mode 0600 in the run's
+// folder of temporary kubeconfigs, removed by Cleanup (and Refresh).
+func (s *KubeconfigSources) WriteTemp(cfg *clientcmdapi.Config) (string, error) {
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return "", errors.New("cannot be written back as a kubeconfig")

@@ -185,7 +185,7 @@ echo "checked $FLEET_CLUSTER_NAME"
 	if _, code := get(t, "fleet-c3", "configmap", "checked", "-n", "e2e-checks"); code != 0 {
 		t.Error("production was not applied after the check passed")
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubectl-fleet-check-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubectl-fleet-kubeconfigs-*")); len(left) > 0 {
 		t.Errorf("temporary kubeconfigs left behind: %v", left)
 	}
 }

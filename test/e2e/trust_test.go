@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // managers lists the field managers of an object, one per line.
@@ -161,5 +164,66 @@ func TestSecretDigestsAreKeyed(t *testing.T) {
 	// And the next apply still skips both: the key is the same.
 	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-c", "stg", "-o", "json"); code != 0 || strings.Count(out, `"action":"unchanged"`) != 3 {
 		t.Errorf("re-apply: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestStopSignalsRemoveKubeconfigs: the kubeconfig a check gets (this
+// cluster's only) is removed when the run is stopped by SIGHUP (the
+// terminal closed) or SIGTERM (a CI runner cancelling), as by Ctrl-C, and
+// also when a second signal ends the process without waiting.
+func TestStopSignalsRemoveKubeconfigs(t *testing.T) {
+	seen := t.TempDir()
+	check := "#!/bin/sh\necho \"$KUBECONFIG\" > \"$1/path.tmp\" && mv \"$1/path.tmp\" \"$1/path\"\nsleep 60\n"
+	fleetYAML := strings.Replace(stgOnly, "  - {name: staging}\n", "  - name: staging\n    verify:\n      - {name: slow, command: [./slow.sh, "+seen+"], timeout: 2m}\n", 1) +
+		"apps:\n  - {name: signals, manifests: app.yaml}\n"
+	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": namespaced("e2e-signals", ""), "slow.sh": check})
+	if err := os.Chmod(filepath.Join(dir, "slow.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name    string
+		signals []syscall.Signal
+	}{
+		{"SIGHUP", []syscall.Signal{syscall.SIGHUP}},
+		{"SIGTERM twice", []syscall.Signal{syscall.SIGTERM, syscall.SIGTERM}},
+	} {
+		_ = os.Remove(filepath.Join(seen, "path"))
+		r := startFleet(t, dir, nil, "apply")
+		deadline := time.Now().Add(60 * time.Second)
+		var path []byte
+		for time.Now().Before(deadline) {
+			if b, err := os.ReadFile(filepath.Join(seen, "path")); err == nil {
+				path = b
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		kubeconfig := strings.TrimSpace(string(path))
+		if kubeconfig == "" {
+			out, errOut := r.output()
+			t.Fatalf("%s: the check never ran\n%s%s", tt.name, out, errOut)
+		}
+		if _, err := os.Stat(kubeconfig); err != nil {
+			t.Fatalf("%s: the check's kubeconfig is not there while it runs: %v", tt.name, err)
+		}
+		for _, sig := range tt.signals {
+			if err := r.cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if !r.exited(30 * time.Second) {
+			t.Fatalf("%s: still running", tt.name)
+		}
+		if r.code != 130 { // ExitInterrupted
+			out, errOut := r.output()
+			t.Errorf("%s: exit %d\n%s%s", tt.name, r.code, out, errOut)
+		}
+		if _, err := os.Stat(kubeconfig); !os.IsNotExist(err) {
+			t.Errorf("%s: the check's kubeconfig %s is left behind (%v)", tt.name, kubeconfig, err)
+		}
+		if _, err := os.Stat(filepath.Dir(kubeconfig)); !os.IsNotExist(err) {
+			t.Errorf("%s: the folder of temporary kubeconfigs is left behind", tt.name)
+		}
 	}
 }
