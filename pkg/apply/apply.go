@@ -498,6 +498,10 @@ func (p *pass) load(ctx context.Context) error {
 		wg     sync.WaitGroup
 	)
 	wg.Go(func() { p.key, keyErr = digest.KeyOf(ctx, p.c) })
+	if !p.cfg.DryRun {
+		// Read with the rest, for unchanged.
+		wg.Go(func() { p.c.AggregatedAPIs(ctx) })
+	}
 	set, others, err := inventory.LoadWithNeighbours(ctx, p.c, p.cfg.App)
 	wg.Wait()
 	if err = cmp.Or(err, keyErr); err != nil {
@@ -642,7 +646,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		return ch
 	}
 	sum := digest.Object(obj, p.key)
-	if p.unchanged(obj, sum, live, listed != nil && !ignored) {
+	if p.unchanged(ctx, obj, sum, live, listed != nil && !ignored) {
 		ch.Action = Unchanged
 		p.keep(live.UID)
 		p.record(obj, sum, live.ResourceVersion, live.UID)
@@ -760,9 +764,9 @@ type read struct {
 
 // unchanged reports whether an object needs no request (Set.Unchanged).
 // Any doubt is a real apply: a dry run, --force-conflicts, fields kept
-// from the live object (ignoreDifferences), no listing.
-func (p *pass) unchanged(obj *unstructured.Unstructured, sum string, live *metav1.ObjectMeta, listed bool) bool {
-	if p.cfg.DryRun || p.cfg.Force || !listed {
+// from the live object (ignoreDifferences), no listing, an aggregated API.
+func (p *pass) unchanged(ctx context.Context, obj *unstructured.Unstructured, sum string, live *metav1.ObjectMeta, listed bool) bool {
+	if p.cfg.DryRun || p.cfg.Force || !listed || p.c.Aggregated(ctx, obj.GroupVersionKind().GroupVersion()) {
 		return false
 	}
 	return p.last.Unchanged(object.Path(obj), sum, live, p.cfg.Version)

@@ -987,3 +987,36 @@ func TestDryRunSaysAdopted(t *testing.T) {
 		t.Errorf("a dry run wrote the parent: %v", err)
 	}
 }
+
+// TestAggregatedAPINeverSkipped: an object of a group an aggregated API
+// server serves (an APIService with a service) is applied every time: its
+// resourceVersion need not move when it changes. The ConfigMap beside it
+// is skipped.
+func TestAggregatedAPINeverSkipped(t *testing.T) {
+	objs := []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), kubetest.Object("policy.example.com/v1", "ClusterPolicy", "", "strict")}
+	for _, aggregated := range []bool{false, true} {
+		c := kubetest.New(t)
+		svc := kubetest.Object("apiregistration.k8s.io/v1", "APIService", "", "v1.policy.example.com")
+		svc.Object["spec"] = map[string]any{"group": "policy.example.com", "version": "v1"}
+		if aggregated {
+			svc.Object["spec"].(map[string]any)["service"] = map[string]any{"name": "policy", "namespace": "policy-system"}
+		}
+		c.Put(svc)
+		mustRun(t, c, apply.Config{Objects: objs})
+		before := len(c.Requests())
+		mustRun(t, c, apply.Config{Objects: objs})
+		var sent []string
+		for _, r := range c.Requests()[before:] {
+			if objectPatch(r) {
+				sent = append(sent, r.Resource+"/"+r.Name)
+			}
+		}
+		want := []string(nil)
+		if aggregated {
+			want = []string{"clusterpolicies/strict"}
+		}
+		if !slices.Equal(sent, want) {
+			t.Errorf("aggregated %v: the second apply sent %v, want %v", aggregated, sent, want)
+		}
+	}
+}

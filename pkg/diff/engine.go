@@ -121,6 +121,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	}
 	if skip {
 		lists.Go(func() { key, keyErr = digest.KeyOf(ctx, c) })
+		lists.Go(func() { c.AggregatedAPIs(ctx) })
 	}
 	if set == nil {
 		set, others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
@@ -209,7 +210,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 // listed, has not moved since. Anything else (not listed, gone, a
 // create-only or ignoreDifferences object) is left to the dry run.
 func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, key digest.Key, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
-	if len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) {
+	if len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) || c.Aggregated(ctx, obj.GroupVersionKind().GroupVersion()) {
 		return Object{}, false
 	}
 	_, m, err := c.Scope(obj)

@@ -704,7 +704,7 @@ func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Un
 		o = o.DeepCopy()
 		_, m, err := c.Scope(o)
 		rec, ok := s.Applied[object.Path(o)]
-		if err != nil || !ok {
+		if err != nil || !ok || c.Aggregated(ctx, o.GroupVersionKind().GroupVersion()) {
 			moved[i] = true
 			continue
 		}

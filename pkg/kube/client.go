@@ -46,6 +46,43 @@ type Client struct {
 	Listable func() ([]schema.GroupVersionResource, error)
 	// DigestKey is the cluster's digest key (package digest), read once.
 	DigestKey Cached[[]byte]
+	// aggregated are the group versions other servers serve behind this
+	// one (APIServices with a service), read once.
+	aggregated Cached[map[schema.GroupVersion]bool]
+}
+
+var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// Aggregated reports whether gv is served by an aggregated API server (an
+// APIService backed by a service, like metrics.k8s.io) rather than by the
+// cluster's API server from etcd: such a server's resourceVersions need
+// not move when its objects change, so nothing of it is skipped as
+// unchanged. The core group never is. A user who may not list
+// APIServices gets false for every group: CRDs, the common case, are
+// served from etcd.
+func (c *Client) Aggregated(ctx context.Context, gv schema.GroupVersion) bool {
+	return gv.Group != "" && c.AggregatedAPIs(ctx)[gv]
+}
+
+// AggregatedAPIs are the group versions aggregated API servers serve
+// (Aggregated), listed once per client.
+func (c *Client) AggregatedAPIs(ctx context.Context) map[schema.GroupVersion]bool {
+	m, _ := c.aggregated.Get(func() (map[schema.GroupVersion]bool, error) {
+		out := map[schema.GroupVersion]bool{}
+		list, err := c.Dynamic.Resource(apiServicesGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return out, nil // unknown: every group treated as served from etcd
+		}
+		for _, item := range list.Items {
+			if svc, _, _ := unstructured.NestedMap(item.Object, "spec", "service"); svc != nil {
+				group, _, _ := unstructured.NestedString(item.Object, "spec", "group")
+				version, _, _ := unstructured.NestedString(item.Object, "spec", "version")
+				out[schema.GroupVersion{Group: group, Version: version}] = true
+			}
+		}
+		return out, nil
+	})
+	return m
 }
 
 // Cached is a value read from a cluster once per client: concurrent
