@@ -368,6 +368,19 @@ spec:
 	if got != "5 nginx:2 shop" {
 		t.Errorf("replicas, image, annotation: %q, want 5 nginx:2 shop", got)
 	}
+	// An --atomic apply that fails puts the image back, and leaves the
+	// replica count the autoscaler's: the restore honours the rule too.
+	broken := deploy("nginx:3") + "---\napiVersion: v1\nkind: Service\nmetadata: {name: broken, namespace: e2e-ignore}\nspec:\n  ports: [{port: 0}]\n"
+	if err := writeFile(dir, "app/all.yaml", broken); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--atomic"); code != 1 || !strings.Contains(out, "rolled back to r") {
+		t.Fatalf("apply --atomic of a broken render: exit %d\n%s%s", code, out, errOut)
+	}
+	got, _ = get(t, "fleet-c1", "deployment", "web", "-n", "e2e-ignore", "-o", "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image}")
+	if got != "5 nginx:2" {
+		t.Errorf("after the atomic rollback: replicas and image %q, want 5 nginx:2", got)
+	}
 }
 
 // Two apps render the same Namespace: each is told, neither takes it from

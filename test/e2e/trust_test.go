@@ -227,3 +227,26 @@ func TestStopSignalsRemoveKubeconfigs(t *testing.T) {
 		}
 	}
 }
+
+// TestNamespaceWithOthersObjectsIsKept: deleting an app leaves the
+// Namespace it created while someone else's ConfigMap is in it, says so,
+// and releases it.
+func TestNamespaceWithOthersObjectsIsKept(t *testing.T) {
+	dir := workdir(t, stgOnly+"apps:\n  - {name: nsguard, manifests: app.yaml}\n", map[string]string{"app.yaml": namespaced("e2e-nsguard", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours, namespace: e2e-nsguard}\n")})
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 || !strings.Contains(out, "namespace/e2e-nsguard created") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := kubectl(t, "", "create", "configmap", "theirs", "-n", "e2e-nsguard", "--context", "fleet-c1"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, errOut, code := fleet(t, dir, "delete", "--yes")
+	if code != 0 || !strings.Contains(out, "namespace/e2e-nsguard kept: not deleted: 1 object that is not the app's remains: configmaps/theirs") || !strings.Contains(out, "configmap/ours deleted") {
+		t.Fatalf("delete: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, code := get(t, "fleet-c1", "configmap", "theirs", "-n", "e2e-nsguard"); code != 0 {
+		t.Error("someone else's ConfigMap went with the app")
+	}
+	if l, _ := get(t, "fleet-c1", "namespace", "e2e-nsguard", "-o", "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}"); l != "" {
+		t.Errorf("the kept namespace is still labelled %q", l)
+	}
+}
