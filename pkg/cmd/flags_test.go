@@ -93,6 +93,7 @@ func TestCheckKubeconfigImpersonates(t *testing.T) {
 			&clientcmdapi.AuthInfo{Token: "do-not-print-this-token", Impersonate: "jane", ImpersonateUID: "42", ImpersonateGroups: []string{"dev", "ops"}}, "web"},
 	} {
 		g := &GlobalOptions{ConfigFlags: kube.NewConfigFlags()}
+		t.Cleanup(g.sources.Cleanup) // as Execute does
 		root := &cobra.Command{}
 		g.addFlags(root)
 		if err := root.PersistentFlags().Parse(tt.flags); err != nil {
