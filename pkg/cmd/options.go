@@ -190,6 +190,13 @@ type SourceOptions struct {
 	Jsonnet   string
 	Manifests string
 	JPath     []string
+	// Chart is an ad hoc Helm chart (--chart), with ChartVersion, Repo,
+	// ValuesFiles (--values) and Set.
+	Chart        string
+	ChartVersion string
+	Repo         string
+	ValuesFiles  []string
+	Set          []string
 	// Name names an ad hoc source's app; default: the source's base name.
 	Name string
 	// Apps narrows the fleet file's apps.
@@ -206,7 +213,12 @@ func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
 	cmd.Flags().StringVarP(&s.Jsonnet, "jsonnet", "j", "", "render a jsonnet file, given the cluster as TLA and ext var 'cluster'")
 	cmd.Flags().StringVarP(&s.Manifests, "filename", "f", "", "plain YAML/JSON manifests: a file, a folder (recursive) or - for stdin")
 	cmd.Flags().StringSliceVarP(&s.JPath, "jpath", "J", nil, "jsonnet library folder (repeatable; the last wins; vendor/ beside the file is searched too)")
-	cmd.Flags().StringVar(&s.Name, "name", "", "app name of an ad hoc -k/-j/-f source (default: its base name)")
+	cmd.Flags().StringVar(&s.Chart, "chart", "", "render a Helm chart: a folder, a .tgz, oci://REF, or a chart name with --repo")
+	cmd.Flags().StringVar(&s.ChartVersion, "chart-version", "", "the --chart's version (required from a repository or registry)")
+	cmd.Flags().StringVar(&s.Repo, "repo", "", "the --chart's HTTP chart repository")
+	cmd.Flags().StringArrayVar(&s.ValuesFiles, "values", nil, "a values file for --chart (repeatable, merged in order; ${var} substituted per cluster)")
+	cmd.Flags().StringArrayVar(&s.Set, "set", nil, "a value for --chart, key=value as helm --set (repeatable, applied last)")
+	cmd.Flags().StringVar(&s.Name, "name", "", "app name of an ad hoc -k/-j/-f/--chart source (default: its base name)")
 	cmd.Flags().StringSliceVar(&s.Apps, "app", nil, "only these apps of the fleet file (repeatable)")
 	_ = cmd.MarkFlagDirname("kustomize")
 	_ = cmd.MarkFlagFilename("jsonnet", "jsonnet", "libsonnet")
@@ -221,18 +233,23 @@ func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
 
 func (s *SourceOptions) validate() error {
 	n := 0
-	for _, v := range []string{s.Kustomize, s.Jsonnet, s.Manifests} {
+	for _, v := range []string{s.Kustomize, s.Jsonnet, s.Manifests, s.Chart} {
 		if v != "" {
 			n++
 		}
 	}
+	helmOnly := s.ChartVersion != "" || s.Repo != "" || len(s.ValuesFiles) > 0 || len(s.Set) > 0
 	switch {
 	case n > 1:
-		return fmt.Errorf("-k/--kustomize, -j/--jsonnet and -f/--filename are mutually exclusive")
+		return fmt.Errorf("-k/--kustomize, -j/--jsonnet, -f/--filename and --chart are mutually exclusive")
 	case n == 1 && len(s.Apps) > 0:
-		return fmt.Errorf("--app selects apps of the fleet file; it does not go with -k, -j or -f")
+		return fmt.Errorf("--app selects apps of the fleet file; it does not go with -k, -j, -f or --chart")
 	case n == 0 && s.Name != "":
-		return fmt.Errorf("--name names an ad hoc source; give -k, -j or -f with it")
+		return fmt.Errorf("--name names an ad hoc source; give -k, -j, -f or --chart with it")
+	case helmOnly && s.Chart == "":
+		return fmt.Errorf("--chart-version, --repo, --values and --set go with --chart")
+	case (s.Repo != "" || strings.HasPrefix(s.Chart, "oci://")) && s.ChartVersion == "":
+		return fmt.Errorf("--chart-version is required for a chart from a repository or registry")
 	case len(s.JPath) > 0 && s.Jsonnet == "" && n > 0:
 		return fmt.Errorf("-J/--jpath only works with -j/--jsonnet")
 	}
@@ -285,6 +302,9 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 		}
 		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath)}
 		switch {
+		case a.Helm != nil:
+			src.Type, src.Helm = render.HelmChart, helmOf(f, a)
+			src.Path = src.Helm.Chart
 		case a.Kustomize != "":
 			src.Type, src.Path = render.Kustomize, f.ResolvePath(a.Kustomize)
 		case a.Jsonnet != "":
@@ -325,8 +345,31 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 		return render.Source{Type: render.Manifests, Path: "-"}, true
 	case s.Manifests != "":
 		return render.Source{Type: render.Manifests, Path: absPath(s.Manifests)}, true
+	case s.Chart != "":
+		h := &render.Helm{Chart: s.Chart, Repo: s.Repo, Version: s.ChartVersion, Values: make([]string, len(s.ValuesFiles)), Set: s.Set, IncludeCRDs: true}
+		if s.Repo == "" && !strings.HasPrefix(s.Chart, "oci://") {
+			h.Chart = absPath(s.Chart)
+		}
+		for i, v := range s.ValuesFiles {
+			h.Values[i] = absPath(v)
+		}
+		return render.Source{Type: render.HelmChart, Path: h.Chart, Helm: h}, true
 	}
 	return render.Source{}, false
+}
+
+// helmOf is the render's view of an app's chart: local paths resolved from
+// the fleet file's folder.
+func helmOf(f *fleet.Fleet, a *fleet.App) *render.Helm {
+	h := a.Helm
+	out := &render.Helm{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName, ValuesInline: h.ValuesInline, IncludeCRDs: h.IncludeCRDs == nil || *h.IncludeCRDs}
+	if h.Repo == "" && !strings.HasPrefix(h.Chart, "oci://") {
+		out.Chart = f.ResolvePath(h.Chart)
+	}
+	for _, v := range h.Values {
+		out.Values = append(out.Values, f.ResolvePath(v))
+	}
+	return out
 }
 
 // appName is --name, else the base name of the source without extension:
@@ -338,9 +381,9 @@ func (s *SourceOptions) appName() string {
 	if s.Manifests == "-" {
 		return "stdin"
 	}
-	p := s.Kustomize + s.Jsonnet + s.Manifests
+	p := s.Kustomize + s.Jsonnet + s.Manifests + s.Chart
 	base := filepath.Base(filepath.Clean(p))
-	if s.Jsonnet != "" || s.Manifests != "" {
+	if s.Jsonnet != "" || s.Manifests != "" || s.Chart != "" {
 		base = strings.TrimSuffix(base, filepath.Ext(base))
 	}
 	if base == "." || base == string(filepath.Separator) {

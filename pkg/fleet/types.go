@@ -162,6 +162,8 @@ type App struct {
 	Kustomize string `yaml:"kustomize"`
 	Jsonnet   string `yaml:"jsonnet"`
 	Manifests string `yaml:"manifests"`
+	// Helm is a Helm chart and its values.
+	Helm *Helm `yaml:"helm"`
 	// JPath lists extra jsonnet library folders.
 	JPath []string `yaml:"jpath"`
 	// Namespace is the default namespace for the app's namespaced objects.
@@ -176,6 +178,28 @@ type App struct {
 	Tests string `yaml:"tests"`
 	// DependsOn names apps applied and healthy first, on each cluster.
 	DependsOn []string `yaml:"dependsOn"`
+}
+
+// Helm is an app's Helm chart: where it comes from and its values.
+type Helm struct {
+	// Chart is a local folder or .tgz (relative to the fleet file's
+	// folder), an oci:// reference, or a chart's name in Repo.
+	Chart string `yaml:"chart"`
+	// Repo is an HTTP chart repository's URL.
+	Repo string `yaml:"repo"`
+	// Version is the chart's version (or a semver range); required for a
+	// chart from a repository or registry.
+	Version string `yaml:"version"`
+	// ReleaseName is .Release.Name; the app's name when empty.
+	ReleaseName string `yaml:"releaseName"`
+	// Values are values files (relative to the fleet file's folder),
+	// merged in order as helm's -f; paths and contents get the cluster's
+	// ${var} substitution.
+	Values []string `yaml:"values"`
+	// ValuesInline are values merged after the files, with substitution.
+	ValuesInline map[string]any `yaml:"valuesInline"`
+	// IncludeCRDs renders the chart's crds/ folder too (default true).
+	IncludeCRDs *bool `yaml:"includeCRDs"`
 }
 
 // IgnoreRules returns the ignore rules of an app: the fleet's, then the

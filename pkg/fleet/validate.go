@@ -281,6 +281,10 @@ func validateIgnoreRules(e *errs, p string, rules []object.IgnoreRule) {
 
 func (f *Fleet) validateSource(e *errs, p string, a *App) {
 	n := 0
+	if a.Helm != nil {
+		n++
+		f.validateHelm(e, p+".helm", a.Helm)
+	}
 	for _, s := range []struct{ field, value string }{{"kustomize", a.Kustomize}, {"jsonnet", a.Jsonnet}, {"manifests", a.Manifests}} {
 		if s.value == "" {
 			continue
@@ -292,12 +296,47 @@ func (f *Fleet) validateSource(e *errs, p string, a *App) {
 	}
 	switch {
 	case n == 0:
-		e.add(p, "one of kustomize, jsonnet or manifests is required")
+		e.add(p, "one of kustomize, jsonnet, manifests or helm is required")
 	case n > 1:
-		e.add(p, "only one of kustomize, jsonnet or manifests may be set")
+		e.add(p, "only one of kustomize, jsonnet, manifests or helm may be set")
 	}
 	if len(a.JPath) > 0 && a.Jsonnet == "" {
 		e.add(p+".jpath", "only applies to a jsonnet app")
+	}
+}
+
+// validateHelm checks an app's chart: a local one exists, a remote one is
+// pinned to a version, values files exist (unless their path holds a
+// ${var}, known per cluster).
+func (f *Fleet) validateHelm(e *errs, p string, h *Helm) {
+	remote := h.Repo != "" || strings.HasPrefix(h.Chart, "oci://")
+	switch {
+	case h.Chart == "":
+		e.add(p+".chart", "required: a local folder or .tgz, an oci:// reference, or a chart name with repo")
+	case h.Repo != "" && strings.HasPrefix(h.Chart, "oci://"):
+		e.add(p+".repo", "an oci:// chart takes no repo")
+	case h.Repo != "" && !strings.HasPrefix(h.Repo, "http://") && !strings.HasPrefix(h.Repo, "https://"):
+		e.add(p+".repo", "%q is not an http(s) URL of a chart repository", h.Repo)
+	case !remote:
+		if _, err := os.Stat(f.ResolvePath(h.Chart)); err != nil {
+			e.add(p+".chart", "%s does not exist (relative paths start at the fleet file's folder; a chart of a repository needs repo)", h.Chart)
+		}
+	}
+	if remote && h.Version == "" {
+		e.add(p+".version", "required for a chart from a repository or registry: a run must not pick up a new release unasked")
+	}
+	if h.ReleaseName != "" {
+		if msgs := validation.IsDNS1123Subdomain(h.ReleaseName); len(msgs) > 0 || len(h.ReleaseName) > 53 {
+			e.add(p+".releaseName", "%q is not a valid release name (a DNS subdomain of at most 53 characters)", h.ReleaseName)
+		}
+	}
+	for i, v := range h.Values {
+		if strings.Contains(v, "${") {
+			continue
+		}
+		if _, err := os.Stat(f.ResolvePath(v)); err != nil {
+			e.add(fmt.Sprintf("%s.values[%d]", p, i), "%s does not exist (relative paths start at the fleet file's folder)", v)
+		}
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -48,6 +50,7 @@ const (
 	Kustomize SourceType = "kustomize"
 	Jsonnet   SourceType = "jsonnet"
 	Manifests SourceType = "manifests"
+	HelmChart SourceType = "helm"
 )
 
 // Source is where an app's manifests come from.
@@ -58,8 +61,11 @@ type Source struct {
 	Path string
 	// JPath lists jsonnet library folders; the last one wins.
 	JPath []string
-	// Namespace is set on namespaced objects that have none.
+	// Namespace is set on namespaced objects that have none (and is a
+	// chart's .Release.Namespace).
 	Namespace string
+	// Helm is the chart of a HelmChart source.
+	Helm *Helm
 }
 
 // Target is one app to render for one cluster.
@@ -91,8 +97,13 @@ type Engine struct {
 	Stdin io.Reader
 	// Limits bound each render; the zero value is the defaults.
 	Limits Limits
+	// ChartCache is where charts from repositories and registries are
+	// kept; "" is helm's own cache.
+	ChartCache string
 
 	memo memo.Memo[string, []rawObject]
+	// charts are the Helm charts loaded, each once per run.
+	charts memo.Memo[string, *chart.Chart]
 	// perCluster memoizes jsonnet evaluations, which depend on the
 	// cluster, per cluster (see Release); released counts the
 	// evaluations of released clusters, for Renders.
@@ -214,13 +225,17 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 			}
 			return raws, nil
 		})
+	case HelmChart:
+		raws, err = bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
+			return e.renderHelm(ctx, t.Source.Helm, t.App, t.Source.Namespace, &t.Cluster, lim)
+		})
 	default:
 		return nil, "", fmt.Errorf("unknown source type %q", t.Source.Type)
 	}
 	if err != nil {
 		return nil, path, err
 	}
-	objs, err := substituteAll(raws, t.Source.Type != Jsonnet, VariablesOf(&t.Cluster), lim.MaxBytes)
+	objs, err := substituteAll(raws, t.Source.Type != Jsonnet && t.Source.Type != HelmChart, VariablesOf(&t.Cluster), lim.MaxBytes)
 	if err != nil {
 		return nil, path, err
 	}

@@ -1,0 +1,338 @@
+package render
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v4/pkg/action"
+	ci "helm.sh/helm/v4/pkg/chart"
+	"helm.sh/helm/v4/pkg/chart/common"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/registry"
+	release "helm.sh/helm/v4/pkg/release/v1"
+	"helm.sh/helm/v4/pkg/strvals"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+)
+
+// Helm is a Helm chart source: the chart, where it comes from, and the
+// values it is rendered with (package helm.sh/helm/v4, in process; no helm
+// binary).
+type Helm struct {
+	// Chart is a local folder or .tgz (an absolute path), an oci:// URL,
+	// or a chart's name in Repo.
+	Chart string
+	// Repo is an HTTP chart repository's URL, for a chart by name.
+	Repo string
+	// Version is the chart version (a semver range for a repository; ""
+	// is the latest).
+	Version string
+	// ReleaseName is .Release.Name; the app's name when empty.
+	ReleaseName string
+	// Values are values files, merged in order as helm's -f: absolute
+	// paths, which may hold ${var}; their content gets the cluster's
+	// substitution, typed.
+	Values []string
+	// ValuesInline are merged after the files, with substitution.
+	ValuesInline map[string]any
+	// Set are --set key=value pairs, merged last.
+	Set []string
+	// IncludeCRDs renders the chart's crds/ folder too.
+	IncludeCRDs bool
+}
+
+// The attributes that give a chart's templates the cluster's
+// .Capabilities when the render does not ask the cluster.
+const (
+	KubeVersionAttribute = "kubeVersion"
+	APIVersionsAttribute = "apiVersions"
+	// DefaultKubeVersion is .Capabilities.KubeVersion without the
+	// attribute: the Kubernetes version kubectl fleet is built against.
+	DefaultKubeVersion = "v1.37.0"
+)
+
+// HelmHookPhase is the phase a hook of these events runs in: before the
+// chart's other objects, or after them.
+func helmHookPhase(events []release.HookEvent) (phase int, ok bool) {
+	for _, e := range events {
+		switch e {
+		case release.HookPreInstall, release.HookPreUpgrade:
+			return -1, true
+		case release.HookPostInstall, release.HookPostUpgrade:
+			return 1, true
+		}
+	}
+	return 0, false
+}
+
+// helmEnv is how the helm CLI finds repositories, registries and their
+// credentials (HELM_* variables, ~/.config/helm), with the chart cache
+// kubectl fleet's own when CacheDir is set.
+func helmEnv(cacheDir string) *cli.EnvSettings {
+	s := cli.New()
+	if cacheDir != "" {
+		s.RepositoryCache = filepath.Join(cacheDir, "repository")
+		s.ContentCache = filepath.Join(cacheDir, "content")
+	}
+	return s
+}
+
+// locateChart returns the local path of h's chart: a local one as is, one
+// from a repository or registry downloaded into the cache.
+func (e *Engine) locateChart(h *Helm) (string, error) {
+	settings := helmEnv(e.ChartCache)
+	locate := action.NewInstall(&action.Configuration{})
+	locate.RepoURL, locate.Version = h.Repo, h.Version
+	if registry.IsOCI(h.Chart) {
+		rc, err := registry.NewClient(registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig), registry.ClientOptEnableCache(true))
+		if err != nil {
+			return "", err
+		}
+		locate.SetRegistryClient(rc)
+	}
+	if h.Repo == "" && !registry.IsOCI(h.Chart) {
+		if _, err := os.Stat(h.Chart); err != nil {
+			return "", fmt.Errorf("chart %s: %w", h.Chart, err)
+		}
+		return h.Chart, nil
+	}
+	return locate.LocateChart(h.Chart, settings)
+}
+
+// loadChart reads h's chart once per run, however many clusters render it.
+func (e *Engine) loadChart(h *Helm) (*chart.Chart, error) {
+	key := strings.Join([]string{h.Chart, h.Repo, h.Version}, "\x00")
+	ch, err := e.charts.Do(key, func() (*chart.Chart, error) {
+		path, err := e.locateChart(h)
+		if err != nil {
+			return nil, err
+		}
+		ch, err := loader.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("loading chart %s: %w", h.Chart, err)
+		}
+		if err := checkDependencies(ch); err != nil {
+			return nil, fmt.Errorf("chart %s: %w (vendor them into charts/, as helm dependency build does)", h.Chart, err)
+		}
+		return ch, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return copyChart(ch), nil
+}
+
+// checkDependencies refuses a chart whose Chart.yaml dependencies are not
+// in its charts/ folder.
+func checkDependencies(ch *chart.Chart) error {
+	ac, err := ci.NewAccessor(ch)
+	if err != nil {
+		return err
+	}
+	if req := ac.MetaDependencies(); len(req) > 0 {
+		return action.CheckDependencies(ch, req)
+	}
+	return nil
+}
+
+// copyChart copies what rendering changes of a chart (its metadata's
+// dependencies, its values, the tree of subcharts), so that clusters
+// render one loaded chart concurrently. Files are shared: nothing writes
+// them.
+func copyChart(c *chart.Chart) *chart.Chart {
+	out := *c
+	if c.Metadata != nil {
+		md := *c.Metadata
+		md.Dependencies = make([]*chart.Dependency, len(c.Metadata.Dependencies))
+		for i, d := range c.Metadata.Dependencies {
+			dc := *d
+			md.Dependencies[i] = &dc
+		}
+		out.Metadata = &md
+	}
+	out.Values = deepCopyMap(c.Values)
+	deps := make([]*chart.Chart, len(c.Dependencies()))
+	for i, d := range c.Dependencies() {
+		deps[i] = copyChart(d)
+	}
+	out.SetDependencies(deps...)
+	return &out
+}
+
+func deepCopyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = deepCopyValue(v)
+	}
+	return out
+}
+
+func deepCopyValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return deepCopyMap(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = deepCopyValue(x)
+		}
+		return out
+	}
+	return v
+}
+
+// helmValues merges h's values for one cluster, as helm merges -f files
+// then --set: each file read and substituted (typed: "${replicas}" alone
+// is the attribute's value, an integer stays one), then the inline
+// values, substituted the same way, then the --set pairs.
+func helmValues(h *Helm, vars Vars, max int64) (map[string]any, error) {
+	vals := map[string]any{}
+	for _, file := range h.Values {
+		path, err := Substitute(file, vars.Text)
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", file, err)
+		}
+		data, err := readFile(path, max)
+		if err != nil {
+			return nil, fmt.Errorf("values file: %w", err)
+		}
+		var m map[string]any
+		if err := yaml.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("values file %s: %w", displayPath(path), err)
+		}
+		expanded, err := vars.expand(m)
+		if err != nil {
+			return nil, fmt.Errorf("values file %s: %w", displayPath(path), err)
+		}
+		m, _ = expanded.(map[string]any)
+		vals = loader.MergeMaps(vals, m)
+	}
+	if len(h.ValuesInline) > 0 {
+		expanded, err := vars.expand(deepCopyMap(h.ValuesInline))
+		if err != nil {
+			return nil, fmt.Errorf("valuesInline: %w", err)
+		}
+		m, _ := expanded.(map[string]any)
+		vals = loader.MergeMaps(vals, m)
+	}
+	for _, kv := range h.Set {
+		if err := strvals.ParseInto(kv, vals); err != nil {
+			return nil, fmt.Errorf("--set %s: %w", kv, err)
+		}
+	}
+	return vals, nil
+}
+
+// capabilities are .Capabilities for a cluster from its attributes:
+// kubeVersion (else DefaultKubeVersion) and apiVersions, added to the
+// built-in API versions as helm template --api-versions adds them.
+func capabilities(c *Cluster) (*common.KubeVersion, []string, error) {
+	kv := DefaultKubeVersion
+	if v, ok := c.Attributes[KubeVersionAttribute]; ok {
+		kv = fmt.Sprint(v)
+	}
+	parsed, err := common.ParseKubeVersion(kv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("attribute %s: %w", KubeVersionAttribute, err)
+	}
+	var apis []string
+	switch v := c.Attributes[APIVersionsAttribute].(type) {
+	case nil:
+	case []any:
+		for _, a := range v {
+			apis = append(apis, fmt.Sprint(a))
+		}
+	case string:
+		apis = strings.Split(v, ",")
+	default:
+		return nil, nil, fmt.Errorf("attribute %s: want a list of group/version strings, got %T", APIVersionsAttribute, v)
+	}
+	return parsed, apis, nil
+}
+
+// renderHelm templates h's chart for one cluster as helm template does
+// (client only), in namespace ns. Hooks become objects of the phase
+// their events say (pre-install/pre-upgrade before the rest,
+// post-install/post-upgrade after), recreated when they change; test
+// hooks and the other events are left out. helm.sh/resource-policy: keep
+// means fleet.kubectl.io/prune: disabled.
+func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Cluster, lim Limits) ([]rawObject, error) {
+	ch, err := e.loadChart(h)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := helmValues(h, VariablesOf(c), lim.MaxBytes)
+	if err != nil {
+		return nil, err
+	}
+	kv, apis, err := capabilities(c)
+	if err != nil {
+		return nil, err
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRunStrategy = action.DryRunClient
+	install.Replace = true
+	install.ReleaseName = cmp.Or(h.ReleaseName, app)
+	install.Namespace = cmp.Or(ns, "default")
+	install.IncludeCRDs = h.IncludeCRDs
+	install.KubeVersion = kv
+	install.APIVersions = common.VersionSet(apis)
+	r, err := install.RunWithContext(ctx, ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", h.Chart, err)
+	}
+	rel, ok := r.(*release.Release)
+	if !ok {
+		return nil, fmt.Errorf("chart %s: an unexpected release type %T", h.Chart, r)
+	}
+	raws, err := parseDocuments([]byte(rel.Manifest), lim.MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s: %w", h.Chart, err)
+	}
+	for _, hook := range rel.Hooks {
+		phase, ok := helmHookPhase(hook.Events)
+		if !ok {
+			continue
+		}
+		objs, err := parseDocuments([]byte(hook.Manifest), lim.MaxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: hook %s: %w", h.Chart, hook.Path, err)
+		}
+		for _, o := range objs {
+			annotate(o.obj, map[string]string{object.PhaseAnnotation: strconv.Itoa(phase), object.ForceAnnotation: "enabled"})
+		}
+		raws = append(raws, objs...)
+	}
+	for _, r := range raws {
+		if r.obj.GetAnnotations()["helm.sh/resource-policy"] == "keep" {
+			annotate(r.obj, map[string]string{object.PruneAnnotation: "disabled"})
+		}
+		r.vars = false // values were substituted; what the chart renders is not
+	}
+	return raws, nil
+}
+
+func annotate(o interface {
+	GetAnnotations() map[string]string
+	SetAnnotations(map[string]string)
+}, add map[string]string) {
+	ann := o.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	maps.Copy(ann, add)
+	o.SetAnnotations(ann)
+}

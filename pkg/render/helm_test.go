@@ -1,0 +1,118 @@
+package render
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
+)
+
+func chartSource(values ...string) Source {
+	h := &Helm{Chart: abs("testdata/charts/web"), IncludeCRDs: true, ValuesInline: map[string]any{"image": "nginx:${tag}"}}
+	for _, v := range values {
+		h.Values = append(h.Values, abs("testdata/charts/values/"+v))
+	}
+	return Source{Type: HelmChart, Path: h.Chart, Namespace: "shop", Helm: h}
+}
+
+func abs(p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// A chart renders per cluster as helm template does: values files named
+// with ${FLEET_CLUSTER_GROUP}, contents substituted typed (replicas stays
+// an integer), inline values last; .Capabilities from the attributes;
+// .Release from the app and its namespace; crds/ included; hooks in the
+// phases their events say; resource-policy keep is prune: disabled; a
+// template's own "${HOME}" is left alone. Golden file:
+// testdata/golden/helm.yaml (-update).
+func TestHelmChart(t *testing.T) {
+	src := chartSource("common.yaml", "${FLEET_CLUSTER_GROUP}.yaml")
+	stg := cluster("stg-eu", "staging", map[string]any{"region": "eu", "tag": "1.29", "replicas": 1})
+	prod := cluster("prod-us", "production", map[string]any{"region": "us", "tag": "1.29", "replicas": 3, "kubeVersion": "v1.31.4", "apiVersions": []any{"gateway.networking.k8s.io/v1", "networking.k8s.io/v1/Ingress"}})
+	e := &Engine{}
+	results := e.Render(context.Background(), []Target{{Cluster: stg, App: "web", Source: src}, {Cluster: prod, App: "web", Source: src}})
+	for _, r := range results {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Cluster.Name, r.Err)
+		}
+	}
+	golden.Assert(t, "testdata/golden/helm.yaml", dump(results))
+
+	p := results[1].Objects
+	d := find(p, "Deployment", "web")
+	if n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); n != 3 || d.GetNamespace() != "shop" {
+		t.Errorf("production's deployment: replicas %d, namespace %q", n, d.GetNamespace())
+	}
+	info := find(p, "ConfigMap", "web-info")
+	if data, _, _ := unstructured.NestedStringMap(info.Object, "data"); data["kubeVersion"] != "v1.31.4" || data["hasGateway"] != "true" || data["namespace"] != "shop" || data["isInstall"] != "true" {
+		t.Errorf("capabilities and release: %v", data)
+	}
+	if info.GetAnnotations()["fleet.kubectl.io/prune"] != "disabled" {
+		t.Errorf("resource-policy keep: %v", info.GetAnnotations())
+	}
+	if find(results[0].Objects, "ConfigMap", "web-cache") != nil || find(p, "ConfigMap", "web-cache") == nil {
+		t.Error("the subchart's condition is not per cluster")
+	}
+	if find(p, "CustomResourceDefinition", "widgets.example.com") == nil {
+		t.Error("crds/ not rendered")
+	}
+	if job := find(p, "Job", "web-migrate"); job == nil || job.GetAnnotations()["fleet.kubectl.io/phase"] != "-1" || job.GetAnnotations()["fleet.kubectl.io/force"] != "enabled" {
+		t.Errorf("the pre-install hook: %v", job)
+	}
+	if done := find(p, "ConfigMap", "web-done"); done == nil || done.GetAnnotations()["fleet.kubectl.io/phase"] != "1" {
+		t.Errorf("the post-install hook: %v", done)
+	}
+	if find(p, "Pod", "web-test") != nil || find(p, "ConfigMap", "web-cleanup") != nil {
+		t.Error("a test or pre-delete hook is deployed")
+	}
+	if c, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers"); !strings.Contains(c[0].(map[string]any)["command"].([]any)[2].(string), "${HOME} shop") {
+		t.Errorf("the template's own ${HOME}: %v", c)
+	}
+	// The built-in API versions name no kinds, as in helm template: the
+	// Ingress is there only where the attribute says the kind is served.
+	if find(results[0].Objects, "Ingress", "web") != nil || find(p, "Ingress", "web") == nil {
+		t.Error("the Ingress does not follow the apiVersions attribute")
+	}
+	if e.charts.Len() != 1 {
+		t.Errorf("the chart was loaded %d times for two clusters", e.charts.Len())
+	}
+}
+
+// Bad values are errors that name the file and the field; a chart that
+// fails to render names the template.
+func TestHelmErrors(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		src   Source
+		attrs map[string]any
+		want  string
+	}{
+		{"undefined variable", chartSource("common.yaml"), map[string]any{"tag": "1"}, "values file testdata/charts/values/common.yaml: undefined variable ${region} in region"},
+		{"missing values file", chartSource("${FLEET_CLUSTER_GROUP}.yaml"), map[string]any{"tag": "1"}, "values file: "},
+		{"bad kubeVersion", chartSource(), map[string]any{"tag": "1", "kubeVersion": "banana"}, "attribute kubeVersion"},
+		{"no chart", Source{Type: HelmChart, Helm: &Helm{Chart: abs("testdata/charts/nope")}}, nil, "testdata/charts/nope"},
+	} {
+		r := (&Engine{}).RenderTarget(context.Background(), Target{Cluster: cluster("c1", "qa", tt.attrs), App: "web", Source: tt.src})
+		if r.Err == nil || !strings.Contains(r.Err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.name, r.Err, tt.want)
+		}
+	}
+}
