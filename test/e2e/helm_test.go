@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// helmChart writes a small chart into dir/chart: a Namespace (the
+// release's), a ConfigMap of values, a second one that an upgrade drops,
+// and a pre-install hook. Nothing in it needs controllers, so that every
+// phase is healthy on API servers alone.
+func helmChart(t *testing.T, dir string, withExtra bool) {
+	t.Helper()
+	files := map[string]string{
+		"chart/Chart.yaml":  "apiVersion: v2\nname: shop\nversion: 0.3.0\nappVersion: \"1.0\"\n",
+		"chart/values.yaml": "greeting: hello\nreplicas: 1\nregion: none\n",
+		"chart/templates/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: {{ .Release.Namespace }}}\n",
+		"chart/templates/settings.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata: {name: {{ .Release.Name }}-settings}
+data:
+  greeting: {{ .Values.greeting | quote }}
+  replicas: {{ .Values.replicas | quote }}
+  replicasKind: {{ kindOf .Values.replicas | quote }}
+  region: {{ .Values.region | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+`,
+		"chart/templates/hook.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-migrated
+  annotations: {helm.sh/hook: pre-install}
+data: {at: before}
+`,
+	}
+	if withExtra {
+		files["chart/templates/extra.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-extra}\n"
+	} else if err := os.Remove(filepath.Join(dir, "chart/templates/extra.yaml")); err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFile(dir, name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestHelmChartRollout: a local chart deployed through the fleet file,
+// with a values file per group and inline values per cluster (typed), to
+// staging then production; diffed clean; upgraded with a changed value
+// and a dropped template (pruned); rolled back; the pre-install hook's
+// object applied in its own phase, before the rest.
+func TestHelmChartRollout(t *testing.T) {
+	const ns = "e2e-helm"
+	fleetYAML := twoGroups + `apps:
+  - name: shop
+    namespace: ` + ns + `
+    helm:
+      chart: ./chart
+      releaseName: store
+      values:
+        - values/${FLEET_CLUSTER_GROUP}.yaml
+      valuesInline:
+        region: ${FLEET_CLUSTER_NAME}
+`
+	dir := workdir(t, fleetYAML, map[string]string{
+		"values/staging.yaml":    "greeting: hi staging\nreplicas: 1\n",
+		"values/production.yaml": "greeting: hi production\nreplicas: 3\n",
+	})
+	helmChart(t, dir, true)
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 0 || !strings.Contains(out, "[stg]    configmap/store-settings created") || !strings.Contains(out, "[prod-a] configmap/store-migrated created") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if i, j := strings.Index(out, "[stg]    configmap/store-migrated created"), strings.Index(out, "[stg]    configmap/store-settings created"); i < 0 || j < i {
+		t.Errorf("the pre-install hook was not applied before the rest:\n%s", out)
+	}
+	for ctx, want := range map[string]string{
+		"fleet-c1": "hi staging 1 float64 stg v1.37.0",
+		"fleet-c2": "hi production 3 float64 prod-a v1.37.0",
+	} {
+		got, _ := get(t, ctx, "configmap", "store-settings", "-n", ns, "-o", "jsonpath={.data.greeting} {.data.replicas} {.data.replicasKind} {.data.region} {.data.kube}")
+		if got != want {
+			t.Errorf("%s: settings %q, want %q", ctx, got, want)
+		}
+	}
+	if out, errOut, code := fleet(t, dir, "diff"); code != 0 || !strings.Contains(out, "0 to create, 0 to change, 0 to prune") {
+		t.Errorf("diff after apply: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Upgrade: a changed value, a template dropped.
+	helmChart(t, dir, false)
+	if err := writeFile(dir, "values/staging.yaml", "greeting: hello again\nreplicas: 1\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "--prune", "-c", "stg")
+	if code != 0 || !strings.Contains(out, "configmap/store-settings configured") || !strings.Contains(out, "configmap/store-extra pruned") {
+		t.Fatalf("upgrade: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "rollback", "--app", "shop", "--to-revision", "1", "-c", "stg", "--yes")
+	if code != 0 || !strings.Contains(out, "configmap/store-extra created") {
+		t.Fatalf("rollback: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := get(t, "fleet-c1", "configmap", "store-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "hi staging" {
+		t.Errorf("after the rollback: greeting %q", got)
+	}
+}
