@@ -362,7 +362,7 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 // the fleet file's folder.
 func helmOf(f *fleet.Fleet, a *fleet.App) *render.Helm {
 	h := a.Helm
-	out := &render.Helm{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName, ValuesInline: h.ValuesInline, IncludeCRDs: h.IncludeCRDs == nil || *h.IncludeCRDs}
+	out := &render.Helm{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName, ValuesInline: h.ValuesInline, IncludeCRDs: h.IncludeCRDs == nil || *h.IncludeCRDs, PlainHTTP: h.PlainHTTP}
 	if h.Repo == "" && !strings.HasPrefix(h.Chart, "oci://") {
 		out.Chart = f.ResolvePath(h.Chart)
 	}

@@ -200,6 +200,8 @@ type Helm struct {
 	ValuesInline map[string]any `yaml:"valuesInline"`
 	// IncludeCRDs renders the chart's crds/ folder too (default true).
 	IncludeCRDs *bool `yaml:"includeCRDs"`
+	// PlainHTTP reaches an OCI registry over HTTP (helm's --plain-http).
+	PlainHTTP bool `yaml:"plainHTTP"`
 }
 
 // IgnoreRules returns the ignore rules of an app: the fleet's, then the

@@ -49,6 +49,8 @@ type Helm struct {
 	Set []string
 	// IncludeCRDs renders the chart's crds/ folder too.
 	IncludeCRDs bool
+	// PlainHTTP talks to an OCI registry over HTTP (helm's --plain-http).
+	PlainHTTP bool
 }
 
 // The attributes that give a chart's templates the cluster's
@@ -92,9 +94,13 @@ func helmEnv(cacheDir string) *cli.EnvSettings {
 func (e *Engine) locateChart(h *Helm) (string, error) {
 	settings := helmEnv(e.ChartCache)
 	locate := action.NewInstall(&action.Configuration{})
-	locate.RepoURL, locate.Version = h.Repo, h.Version
+	locate.RepoURL, locate.Version, locate.PlainHTTP = h.Repo, h.Version, h.PlainHTTP
 	if registry.IsOCI(h.Chart) {
-		rc, err := registry.NewClient(registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig), registry.ClientOptEnableCache(true))
+		opts := []registry.ClientOption{registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig), registry.ClientOptEnableCache(true)}
+		if h.PlainHTTP {
+			opts = append(opts, registry.ClientOptPlainHTTP())
+		}
+		rc, err := registry.NewClient(opts...)
 		if err != nil {
 			return "", err
 		}
