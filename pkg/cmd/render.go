@@ -257,11 +257,18 @@ type renderPlan struct {
 	clusters []*fleet.Cluster
 	apps     []app
 	live     map[string]map[string]any
+	// caps are the discovered capabilities of the clusters Helm charts
+	// render for, when the command talks to clusters.
+	caps map[string]*render.Capabilities
 }
 
 // targets lists the (cluster, app) pairs to render, or their tests.
 func (p *renderPlan) targets(tests bool) []render.Target {
-	return targets(p.fleet, p.clusters, p.apps, p.live, tests)
+	out := targets(p.fleet, p.clusters, p.apps, p.live, tests)
+	for i := range out {
+		out[i].Cluster.Capabilities = p.caps[out[i].Cluster.Name]
+	}
+	return out
 }
 
 // plan loads the fleet, selects clusters, resolves apps and reads the
@@ -285,7 +292,13 @@ func (g *GlobalOptions) plan(ctx context.Context, sel fleet.Selection, src *Sour
 	if err != nil {
 		return nil, err
 	}
-	return &renderPlan{fleet: f, clusters: clusters, apps: apps, live: live}, nil
+	pl := &renderPlan{fleet: f, clusters: clusters, apps: apps, live: live}
+	if contexts {
+		if pl.caps, err = g.capabilities(ctx, f, clusters, apps); err != nil {
+			return nil, err
+		}
+	}
+	return pl, nil
 }
 
 // checkContexts materializes the clusters' kubeconfigFrom, then verifies,
@@ -336,6 +349,50 @@ func (g *GlobalOptions) liveAttributes(ctx context.Context, f *fleet.Fleet, clus
 	out := make(map[string]map[string]any, len(need))
 	for i, c := range need {
 		out[c.Name] = live[i]
+	}
+	return out, nil
+}
+
+// capabilities asks the discovery of every cluster a Helm chart renders
+// for what it serves (its .Capabilities), at once. A cluster skipped as
+// unreachable (--skip-unreachable) renders with its attributes, and is
+// skipped by the rollout anyway.
+func (g *GlobalOptions) capabilities(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, apps []app) (map[string]*render.Capabilities, error) {
+	var need []*fleet.Cluster
+	for _, c := range clusters {
+		if slices.ContainsFunc(apps, func(a app) bool { return a.source.Type == render.HelmChart && a.goesTo(c) }) {
+			need = append(need, c)
+		}
+	}
+	caps := make([]*render.Capabilities, len(need))
+	errs := make([]error, len(need))
+	var wg sync.WaitGroup
+	for i, c := range need {
+		wg.Go(func() {
+			client, err := g.connect(ctx, f, c)
+			var skip *runner.SkipError
+			if errors.As(err, &skip) {
+				return
+			}
+			if err == nil {
+				var cp render.Capabilities
+				cp.KubeVersion, cp.APIVersions, err = client.Capabilities()
+				caps[i] = &cp
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("cluster %s: %w", c.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	out := map[string]*render.Capabilities{}
+	for i, c := range need {
+		if caps[i] != nil {
+			out[c.Name] = caps[i]
+		}
 	}
 	return out, nil
 }

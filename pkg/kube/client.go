@@ -159,6 +159,35 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	}}, nil
 }
 
+// Capabilities reads what the cluster serves, as helm reads it for a
+// chart's .Capabilities: the server's version, and every group version
+// and group/version/Kind of its discovery (groups whose discovery failed
+// are left out).
+func (c *Client) Capabilities() (kubeVersion string, apiVersions []string, err error) {
+	dc, err := c.Flags.ToDiscoveryClient()
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", nil, fmt.Errorf("reading the server's version: %w", err)
+	}
+	_, lists, err := dc.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return "", nil, fmt.Errorf("reading the server's API versions: %w", err)
+	}
+	for _, l := range lists {
+		apiVersions = append(apiVersions, l.GroupVersion)
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				apiVersions = append(apiVersions, l.GroupVersion+"/"+r.Kind)
+			}
+		}
+	}
+	slices.Sort(apiVersions)
+	return v.GitVersion, slices.Compact(apiVersions), nil
+}
+
 // listable asks discovery for the namespaced resources that can be
 // listed; groups whose discovery failed (an aggregated API that is down)
 // are left out.

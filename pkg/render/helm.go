@@ -242,10 +242,19 @@ func helmValues(h *Helm, vars Vars, max int64) (map[string]any, error) {
 	return vals, nil
 }
 
-// capabilities are .Capabilities for a cluster from its attributes:
-// kubeVersion (else DefaultKubeVersion) and apiVersions, added to the
-// built-in API versions as helm template --api-versions adds them.
+// capabilities are .Capabilities for a cluster: the cluster's own when
+// known (diff, apply, status ask its discovery), else from its
+// attributes, kubeVersion (else DefaultKubeVersion) and apiVersions; the
+// API versions are added to the built-in ones, as helm template
+// --api-versions adds them.
 func capabilities(c *Cluster) (*common.KubeVersion, []string, error) {
+	if caps := c.Capabilities; caps != nil {
+		kv, err := common.ParseKubeVersion(caps.KubeVersion)
+		if err != nil {
+			return nil, nil, fmt.Errorf("the cluster's version %q: %w", caps.KubeVersion, err)
+		}
+		return kv, caps.APIVersions, nil
+	}
 	kv := DefaultKubeVersion
 	if v, ok := c.Attributes[KubeVersionAttribute]; ok {
 		kv = fmt.Sprint(v)

@@ -31,6 +31,18 @@ type Cluster struct {
 	Attributes map[string]any    `json:"attributes"`
 	// Fleet is the fleet's name, FLEET_NAME in substitutions.
 	Fleet string `json:"-"`
+	// Capabilities, when known, are the cluster's own (from its
+	// discovery): a chart's .Capabilities, before the attributes.
+	Capabilities *Capabilities `json:"-"`
+}
+
+// Capabilities are what a cluster serves, as a chart's templates see it.
+type Capabilities struct {
+	// KubeVersion is the server's version ("v1.37.1").
+	KubeVersion string
+	// APIVersions are its group versions, and group/version/Kind for each
+	// of their kinds, as helm reads them from discovery.
+	APIVersions []string
 }
 
 // ClusterOf builds the render view of a fleet cluster, attributes merged.

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,9 +81,20 @@ func TestHelmChartRollout(t *testing.T) {
 	if i, j := strings.Index(out, "[stg]    configmap/store-migrated created"), strings.Index(out, "[stg]    configmap/store-settings created"); i < 0 || j < i {
 		t.Errorf("the pre-install hook was not applied before the rest:\n%s", out)
 	}
+	// .Capabilities.KubeVersion is the cluster's own (its discovery), not
+	// the default render uses offline.
+	raw, _, _ := kubectl(t, "", "version", "--context", "fleet-c1", "-o", "json")
+	var v struct {
+		Server struct{ GitVersion string } `json:"serverVersion"`
+	}
+	_ = json.Unmarshal([]byte(raw), &v)
+	version := v.Server.GitVersion
+	if !strings.HasPrefix(version, "v1.") {
+		t.Fatalf("server version %q", version)
+	}
 	for ctx, want := range map[string]string{
-		"fleet-c1": "hi staging 1 float64 stg v1.37.0",
-		"fleet-c2": "hi production 3 float64 prod-a v1.37.0",
+		"fleet-c1": "hi staging 1 float64 stg " + version,
+		"fleet-c2": "hi production 3 float64 prod-a " + version,
 	} {
 		got, _ := get(t, ctx, "configmap", "store-settings", "-n", ns, "-o", "jsonpath={.data.greeting} {.data.replicas} {.data.replicasKind} {.data.region} {.data.kube}")
 		if got != want {
@@ -91,6 +103,9 @@ func TestHelmChartRollout(t *testing.T) {
 	}
 	if out, errOut, code := fleet(t, dir, "diff"); code != 0 || !strings.Contains(out, "0 to create, 0 to change, 0 to prune") {
 		t.Errorf("diff after apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "render", "-c", "stg"); code != 0 || !strings.Contains(out, "kube: v1.37.0") {
+		t.Errorf("render (offline: the kubeVersion attribute's default): exit %d\n%s%s", code, out, errOut)
 	}
 
 	// Upgrade: a changed value, a template dropped.
