@@ -15,8 +15,8 @@ import (
 func helmChart(t *testing.T, dir string, withExtra bool) {
 	t.Helper()
 	files := map[string]string{
-		"chart/Chart.yaml":  "apiVersion: v2\nname: shop\nversion: 0.3.0\nappVersion: \"1.0\"\n",
-		"chart/values.yaml": "greeting: hello\nreplicas: 1\nregion: none\n",
+		"chart/Chart.yaml":               "apiVersion: v2\nname: shop\nversion: 0.3.0\nappVersion: \"1.0\"\n",
+		"chart/values.yaml":              "greeting: hello\nreplicas: 1\nregion: none\n",
 		"chart/templates/namespace.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: {{ .Release.Namespace }}}\n",
 		"chart/templates/settings.yaml": `apiVersion: v1
 kind: ConfigMap
