@@ -9,6 +9,7 @@
 #       krew validate-krew-manifest                                     (sigs.k8s.io/krew)
 #       kustomize                           (sigs.k8s.io/kustomize/kustomize/v5, for make bench)
 #       envsubst                            (github.com/a8m/envsubst, for make bench)
+#       helm                                (helm.sh/helm/v4: the fidelity test's reference, and make bench)
 #   ${FLEET_CACHE:-<repo>/.cache}/k8s/<K8S_VERSION>/kwok-stages/
 #       kwok's stage configs (kustomize/stage/ of its module); use e.g.
 #       `kwok --config <dir>/kwok-stages/fast.yaml` (or the `fast` kustomize dir).
@@ -19,12 +20,12 @@
 #
 # Usage: hack/controlplane/build.sh [--print-dir|--print-stages-dir|--help] [component...]
 #   components: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
-#               kwok krew kustomize envsubst
+#               kwok krew kustomize envsubst helm
 #               (default: all; krew is skipped on failure unless named)
 # Progress goes to stderr; on success the bin dir is printed on stdout, so
 #   BIN=$(hack/controlplane/build.sh) works.
 # Environment: FLEET_CACHE, K8S_VERSION, ETCD_VERSION, KWOK_VERSION, KREW_VERSION,
-#   KUSTOMIZE_VERSION, ENVSUBST_VERSION.
+#   KUSTOMIZE_VERSION, ENVSUBST_VERSION, HELM_VERSION.
 set -euo pipefail
 
 # v1.37.1, not v1.37.2: the Go module proxy answers 403 "This module version is
@@ -37,6 +38,8 @@ KREW_VERSION=${KREW_VERSION:-v0.4.4}
 # kustomize v5.8.2 builds with Go 1.26 (later ones may want a newer Go).
 KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
 ENVSUBST_VERSION=${ENVSUBST_VERSION:-v1.4.3}
+# The Helm SDK version kubectl fleet is built with (go.mod).
+HELM_VERSION=${HELM_VERSION:-v4.3.1}
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_ROOT=${FLEET_CACHE:-$REPO_ROOT/.cache}
@@ -46,7 +49,7 @@ SRC=$BASE/src
 STAGES=$BASE/kwok-stages
 
 KUBE_CMDS=(kube-apiserver kubectl kube-controller-manager kube-scheduler)
-ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst)
+ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
 
@@ -325,6 +328,13 @@ fi
 if wanted envsubst; then
   if have envsubst; then log "envsubst: present"; else
     build_tool envsubst github.com/a8m/envsubst "$ENVSUBST_VERSION" github.com/a8m/envsubst/cmd/envsubst || die "envsubst build failed"
+  fi
+fi
+
+if wanted helm; then
+  if have helm; then log "helm: present"; else
+    build_tool helm helm.sh/helm/v4 "$HELM_VERSION" helm.sh/helm/v4/cmd/helm \
+      "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" || die "helm build failed"
   fi
 fi
 

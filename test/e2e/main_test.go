@@ -43,7 +43,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(work)
 
 	// The control plane: built from the Go module proxy when missing.
-	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kwok", "krew")
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kwok", "krew", "helm")
 	build.Stderr = os.Stderr
 	out, err := build.Output()
 	if err != nil {
