@@ -316,6 +316,12 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 			src.Namespace = namespace
 		}
 		ap := app{name: a.Name, source: src, clusters: targets}
+		if a.Helm != nil && a.Tests == "" {
+			// The chart's test hooks are the app's tests.
+			tests := *src.Helm
+			tests.Tests = true
+			ap.tests = &render.Source{Type: render.HelmChart, Path: src.Path, Namespace: src.Namespace, Helm: &tests}
+		}
 		if a.Tests != "" {
 			ap.tests = &render.Source{Type: render.Manifests, Path: f.ResolvePath(a.Tests), Namespace: src.Namespace}
 			if isKustomization(ap.tests.Path) {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/strvals"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -51,6 +53,10 @@ type Helm struct {
 	IncludeCRDs bool
 	// PlainHTTP talks to an OCI registry over HTTP (helm's --plain-http).
 	PlainHTTP bool
+	// Tests renders the chart's test hooks alone, as the app's tests: a
+	// test Pod becomes a Job of the same name, whose result the tests
+	// wait for.
+	Tests bool
 }
 
 // The attributes that give a chart's templates the cluster's
@@ -313,6 +319,9 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 	if !ok {
 		return nil, fmt.Errorf("chart %s: an unexpected release type %T", h.Chart, r)
 	}
+	if h.Tests {
+		return testHooks(rel, h, lim)
+	}
 	raws, err := parseDocuments([]byte(rel.Manifest), lim.MaxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %w", h.Chart, err)
@@ -338,6 +347,59 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 		r.vars = false // values were substituted; what the chart renders is not
 	}
 	return raws, nil
+}
+
+// testHooks are a release's test hooks, as an app's tests: Jobs as they
+// are, Pods as Jobs of the same name and template that run once.
+func testHooks(rel *release.Release, h *Helm, lim Limits) ([]rawObject, error) {
+	var out []rawObject
+	for _, hook := range rel.Hooks {
+		if !slices.Contains(hook.Events, release.HookTest) {
+			continue
+		}
+		objs, err := parseDocuments([]byte(hook.Manifest), lim.MaxBytes)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: test %s: %w", h.Chart, hook.Path, err)
+		}
+		for _, o := range objs {
+			if o.obj.GetKind() == "Pod" && o.obj.GroupVersionKind().Group == "" {
+				o.obj = podAsJob(o.obj)
+			}
+			o.vars = false
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// podAsJob wraps a Pod in a Job that runs it once (backoffLimit 0), with
+// the Pod's name, namespace, labels and annotations.
+func podAsJob(pod *unstructured.Unstructured) *unstructured.Unstructured {
+	spec, _, _ := unstructured.NestedMap(pod.Object, "spec")
+	if rp, _ := spec["restartPolicy"].(string); rp != "OnFailure" {
+		spec["restartPolicy"] = "Never"
+	}
+	template := map[string]any{"spec": spec}
+	if labels := pod.GetLabels(); len(labels) > 0 {
+		template["metadata"] = map[string]any{"labels": toAny(labels)}
+	}
+	job := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{"name": pod.GetName()},
+		"spec":     map[string]any{"backoffLimit": int64(0), "template": template},
+	}}
+	job.SetNamespace(pod.GetNamespace())
+	job.SetLabels(pod.GetLabels())
+	job.SetAnnotations(pod.GetAnnotations())
+	return job
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 func annotate(o interface {

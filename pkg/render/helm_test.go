@@ -116,3 +116,25 @@ func TestHelmErrors(t *testing.T) {
 		}
 	}
 }
+
+// A chart's test hooks, rendered as the app's tests: the test Pod becomes
+// a Job of its name that runs it once; nothing else is rendered.
+func TestHelmTests(t *testing.T) {
+	src := chartSource()
+	tests := *src.Helm
+	tests.Tests = true
+	src.Helm = &tests
+	r := (&Engine{}).RenderTarget(context.Background(), Target{Cluster: cluster("c1", "qa", map[string]any{"tag": "1"}), App: "web", Source: src})
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if len(r.Objects) != 1 {
+		t.Fatalf("%d test objects, want the one test hook", len(r.Objects))
+	}
+	job := r.Objects[0]
+	backoff, _, _ := unstructured.NestedInt64(job.Object, "spec", "backoffLimit")
+	restart, _, _ := unstructured.NestedString(job.Object, "spec", "template", "spec", "restartPolicy")
+	if job.GetKind() != "Job" || job.GetName() != "web-test" || job.GetNamespace() != "shop" || backoff != 0 || restart != "Never" {
+		t.Errorf("the test: %v", job.Object)
+	}
+}

@@ -124,4 +124,18 @@ func TestHelmChartRollout(t *testing.T) {
 	if got, _ := get(t, "fleet-c1", "configmap", "store-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "hi staging" {
 		t.Errorf("after the rollback: greeting %q", got)
 	}
+
+	// The chart's test hook (a Pod) is the app's test: run as a Job on
+	// staging (fleet-c1 runs workloads), passed, and removed.
+	test := "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {{ .Release.Name }}-test\n  annotations: {helm.sh/hook: test}\nspec:\n  containers: [{name: t, image: registry.example/smoke:1}]\n"
+	if err := writeFile(dir, "chart/templates/test.yaml", test); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-c", "stg", "--timeout", "2m")
+	if code != 0 || !strings.Contains(out, "test job.batch/store-test passed") || strings.Contains(out, "pod/store-test") {
+		t.Fatalf("apply with a test hook: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c1", "job", "store-test", "-n", ns) {
+		t.Error("the test Job was left in place after it passed")
+	}
 }
