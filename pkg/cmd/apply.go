@@ -688,7 +688,7 @@ func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
 func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *counts, withApp bool) *apply.Record {
 	rev, ok := o.rollback.recordOf(cluster, res.App)
 	if !ok {
-		rev.Description = "apply"
+		rev.Description, rev.Chart = "apply", res.Chart
 		rev.Source, _ = o.sources.Do(res.Source.Path, func() (revision.Source, error) {
 			return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
 		})

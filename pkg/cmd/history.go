@@ -3,7 +3,9 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -159,7 +161,19 @@ func (o *HistoryOptions) printTable(all []HistoryEntry) error {
 		return nil
 	}
 	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintln(w, "CLUSTER\tAPP\tREVISION\tSTATE\tUPDATED\tBY\tSOURCE\tOBJECTS\tDIGEST\tDESCRIPTION")
+	// A CHART column when a revision came from a Helm chart.
+	charts := slices.ContainsFunc(all, func(e HistoryEntry) bool { return e.Chart != "" })
+	chart := func(e HistoryEntry) string {
+		if !charts {
+			return ""
+		}
+		return dash(e.Chart) + "\t"
+	}
+	header := "CLUSTER\tAPP\tREVISION\tSTATE\tUPDATED\tBY\tSOURCE\tOBJECTS\tDIGEST\tDESCRIPTION"
+	if charts {
+		header = strings.Replace(header, "SOURCE\t", "SOURCE\tCHART\t", 1)
+	}
+	fmt.Fprintln(w, header)
 	for _, e := range all {
 		n := strconv.Itoa(e.Number)
 		if e.Current {
@@ -169,7 +183,7 @@ func (o *HistoryOptions) printTable(all []HistoryEntry) error {
 		if e.NotStored != "" {
 			objects += " (not stored)"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Cluster, e.App, n, e.Verification, e.Time.Local().Format(time.DateTime), dash(e.User), dash(e.Source.String()), objects, revision.ShortDigest(e.Digest), e.Description)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\t%s\n", e.Cluster, e.App, n, e.Verification, e.Time.Local().Format(time.DateTime), dash(e.User), dash(e.Source.String()), chart(e), objects, revision.ShortDigest(e.Digest), e.Description)
 	}
 	return w.Flush()
 }

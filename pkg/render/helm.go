@@ -121,10 +121,20 @@ func (e *Engine) locateChart(h *Helm) (string, error) {
 	return locate.LocateChart(h.Chart, settings)
 }
 
-// loadChart reads h's chart once per run, however many clusters render it.
+// loadChart reads h's chart once per run, however many clusters render
+// it, and returns a copy of its own for one render.
 func (e *Engine) loadChart(h *Helm) (*chart.Chart, error) {
+	ch, err := e.loaded(h)
+	if err != nil {
+		return nil, err
+	}
+	return copyChart(ch), nil
+}
+
+// loaded is h's chart as read, shared: never rendered as is.
+func (e *Engine) loaded(h *Helm) (*chart.Chart, error) {
 	key := strings.Join([]string{h.Chart, h.Repo, h.Version}, "\x00")
-	ch, err := e.charts.Do(key, func() (*chart.Chart, error) {
+	return e.charts.Do(key, func() (*chart.Chart, error) {
 		path, err := e.locateChart(h)
 		if err != nil {
 			return nil, err
@@ -138,10 +148,6 @@ func (e *Engine) loadChart(h *Helm) (*chart.Chart, error) {
 		}
 		return ch, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return copyChart(ch), nil
 }
 
 // checkDependencies refuses a chart whose Chart.yaml dependencies are not
@@ -155,6 +161,15 @@ func checkDependencies(ch *chart.Chart) error {
 		return action.CheckDependencies(ch, req)
 	}
 	return nil
+}
+
+// chartName is "name@version" of a chart loaded already.
+func (e *Engine) chartName(h *Helm) string {
+	ch, err := e.loaded(h)
+	if err != nil || ch.Metadata == nil {
+		return ""
+	}
+	return ch.Metadata.Name + "@" + ch.Metadata.Version
 }
 
 // copyChart copies what rendering changes of a chart (its metadata's

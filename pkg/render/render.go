@@ -96,6 +96,8 @@ type Result struct {
 	Objects []*unstructured.Unstructured
 	// Path is the kustomize folder or file that was rendered.
 	Path string
+	// Chart is the Helm chart rendered, "name@version", for a chart.
+	Chart string
 	Err  error
 }
 
@@ -166,6 +168,9 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 		}
 	}()
 	r.Objects, r.Path, r.Err = e.renderOne(ctx, t)
+	if t.Source.Type == HelmChart && r.Err == nil {
+		r.Chart = e.chartName(t.Source.Helm)
+	}
 	if r.Err != nil {
 		r.Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, r.Err)
 	}

@@ -104,6 +104,9 @@ type Revision struct {
 	// User is who applied it, as the cluster authenticated them.
 	User   string `json:"user,omitempty"`
 	Source Source `json:"source,omitzero"`
+	// Chart is the Helm chart it was rendered from, "name@version", for a
+	// chart's app.
+	Chart string `json:"chart,omitempty"`
 	// Digest identifies the rendered objects (Digest).
 	Digest string `json:"digest"`
 	// Objects is how many objects it has.

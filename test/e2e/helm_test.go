@@ -117,6 +117,10 @@ func TestHelmChartRollout(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "configmap/store-settings configured") || !strings.Contains(out, "configmap/store-extra pruned") {
 		t.Fatalf("upgrade: exit %d\n%s%s", code, out, errOut)
 	}
+	out, errOut, code = fleet(t, dir, "history", "-c", "stg")
+	if code != 0 || !strings.Contains(out, "CHART") || strings.Count(out, "shop@0.3.0") != 2 {
+		t.Errorf("history names the chart of each revision: exit %d\n%s%s", code, out, errOut)
+	}
 	out, errOut, code = fleet(t, dir, "rollback", "--app", "shop", "--to-revision", "1", "-c", "stg", "--yes")
 	if code != 0 || !strings.Contains(out, "configmap/store-extra created") {
 		t.Fatalf("rollback: exit %d\n%s%s", code, out, errOut)
