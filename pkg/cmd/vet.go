@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -146,12 +147,28 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		}
 		problems += len(messages)
 	}
+	printWarnings(o.Out, results)
 	if problems > 0 {
 		fmt.Fprintf(o.Out, "vet: %d problems\n", problems)
 		return &ExitError{Code: ExitFailed}
 	}
 	fmt.Fprintf(o.Out, "vet: %d clusters ok\n", len(clusters))
 	return nil
+}
+
+// printWarnings says each app's render warnings once, however many
+// clusters they came from.
+func printWarnings(w io.Writer, results []render.Result) {
+	seen := map[string]bool{}
+	for _, r := range results {
+		for _, warning := range r.Warnings {
+			line := "warning: app " + r.App + ": " + warning
+			if !seen[line] {
+				seen[line] = true
+				fmt.Fprintln(w, line)
+			}
+		}
+	}
 }
 
 func appList(names []string) string {

@@ -305,18 +305,18 @@ func capabilities(c *Cluster) (*common.KubeVersion, []string, error) {
 // post-install/post-upgrade after), recreated when they change; test
 // hooks and the other events are left out. helm.sh/resource-policy: keep
 // means fleet.kubectl.io/prune: disabled.
-func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Cluster, lim Limits) ([]rawObject, error) {
+func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Cluster, lim Limits) ([]rawObject, []string, error) {
 	ch, err := e.loadChart(h)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	vals, err := helmValues(h, VariablesOf(c), lim.MaxBytes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kv, apis, err := capabilities(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRunStrategy = action.DryRunClient
@@ -328,27 +328,32 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 	install.APIVersions = common.VersionSet(apis)
 	r, err := install.RunWithContext(ctx, ch, vals)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s: %w", h.Chart, err)
+		return nil, nil, fmt.Errorf("chart %s: %w", h.Chart, err)
 	}
 	rel, ok := r.(*release.Release)
 	if !ok {
-		return nil, fmt.Errorf("chart %s: an unexpected release type %T", h.Chart, r)
+		return nil, nil, fmt.Errorf("chart %s: an unexpected release type %T", h.Chart, r)
 	}
 	if h.Tests {
-		return testHooks(rel, h, lim)
+		raws, err := testHooks(rel, h, lim)
+		return raws, nil, err
 	}
 	raws, err := parseDocuments([]byte(rel.Manifest), lim.MaxBytes)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s: %w", h.Chart, err)
+		return nil, nil, fmt.Errorf("chart %s: %w", h.Chart, err)
 	}
+	var warnings []string
 	for _, hook := range rel.Hooks {
 		phase, ok := helmHookPhase(hook.Events)
 		if !ok {
+			if !slices.Contains(hook.Events, release.HookTest) {
+				warnings = append(warnings, fmt.Sprintf("chart hook %s (%s) is not run: kubectl fleet runs pre/post-install and -upgrade hooks, and test hooks as the app's tests", hook.Path, hookEvents(hook.Events)))
+			}
 			continue
 		}
 		objs, err := parseDocuments([]byte(hook.Manifest), lim.MaxBytes)
 		if err != nil {
-			return nil, fmt.Errorf("chart %s: hook %s: %w", h.Chart, hook.Path, err)
+			return nil, nil, fmt.Errorf("chart %s: hook %s: %w", h.Chart, hook.Path, err)
 		}
 		for _, o := range objs {
 			annotate(o.obj, map[string]string{object.PhaseAnnotation: strconv.Itoa(phase), object.ForceAnnotation: "enabled"})
@@ -361,7 +366,15 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 		}
 		r.vars = false // values were substituted; what the chart renders is not
 	}
-	return raws, nil
+	return raws, warnings, nil
+}
+
+func hookEvents(events []release.HookEvent) string {
+	s := make([]string, len(events))
+	for i, e := range events {
+		s[i] = string(e)
+	}
+	return strings.Join(s, ", ")
 }
 
 // testHooks are a release's test hooks, as an app's tests: Jobs as they

@@ -91,6 +91,9 @@ func TestHelmChart(t *testing.T) {
 	if find(results[0].Objects, "Ingress", "web") != nil || find(p, "Ingress", "web") == nil {
 		t.Error("the Ingress does not follow the apiVersions attribute")
 	}
+	if want := "chart hook web/templates/hooks.yaml (pre-delete) is not run"; len(results[0].Warnings) != 1 || !strings.HasPrefix(results[0].Warnings[0], want) {
+		t.Errorf("warnings %q, want one %q", results[0].Warnings, want)
+	}
 	if e.charts.Len() != 1 {
 		t.Errorf("the chart was loaded %d times for two clusters", e.charts.Len())
 	}

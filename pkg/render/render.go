@@ -98,7 +98,10 @@ type Result struct {
 	Path string
 	// Chart is the Helm chart rendered, "name@version", for a chart.
 	Chart string
-	Err  error
+	// Warnings are what the render left out that the user should know:
+	// a chart's hooks kubectl fleet does not run.
+	Warnings []string
+	Err      error
 }
 
 // Engine renders targets in parallel and renders identical inputs once: a
@@ -167,7 +170,7 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 			r.Err = fmt.Errorf("cluster %s: app %s: recovered from panic: %v", t.Cluster.Name, t.App, p)
 		}
 	}()
-	r.Objects, r.Path, r.Err = e.renderOne(ctx, t)
+	r.Objects, r.Path, r.Warnings, r.Err = e.renderOne(ctx, t)
 	if t.Source.Type == HelmChart && r.Err == nil {
 		r.Chart = e.chartName(t.Source.Helm)
 	}
@@ -206,17 +209,18 @@ func (e *Engine) clusterMemo(cluster string) *memo.Memo[string, []rawObject] {
 	return m
 }
 
-func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstructured, string, error) {
+func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstructured, string, []string, error) {
 	var (
-		raws []rawObject
-		path = t.Source.Path
-		lim  = e.Limits.orDefaults()
-		err  error
+		raws     []rawObject
+		path     = t.Source.Path
+		lim      = e.Limits.orDefaults()
+		warnings []string
+		err      error
 	)
 	switch t.Source.Type {
 	case Kustomize:
 		if path, err = KustomizeDir(t.Source.Path, &t.Cluster); err != nil {
-			return nil, "", err
+			return nil, "", nil, err
 		}
 		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) {
 			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) { return buildKustomize(path, lim.MaxBytes) })
@@ -230,7 +234,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 	case Jsonnet:
 		clusterJSON, jerr := json.Marshal(t.Cluster)
 		if jerr != nil {
-			return nil, "", jerr
+			return nil, "", nil, jerr
 		}
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
 		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
@@ -244,22 +248,24 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 		})
 	case HelmChart:
 		raws, err = bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
-			return e.renderHelm(ctx, t.Source.Helm, t.App, t.Source.Namespace, &t.Cluster, lim)
+			raws, w, err := e.renderHelm(ctx, t.Source.Helm, t.App, t.Source.Namespace, &t.Cluster, lim)
+			warnings = w
+			return raws, err
 		})
 	default:
-		return nil, "", fmt.Errorf("unknown source type %q", t.Source.Type)
+		return nil, "", nil, fmt.Errorf("unknown source type %q", t.Source.Type)
 	}
 	if err != nil {
-		return nil, path, err
+		return nil, path, warnings, err
 	}
 	objs, err := substituteAll(raws, t.Source.Type != Jsonnet && t.Source.Type != HelmChart, VariablesOf(&t.Cluster), lim.MaxBytes)
 	if err != nil {
-		return nil, path, err
+		return nil, path, warnings, err
 	}
 	setDefaultNamespace(objs, t.Source.Namespace)
 	err = errors.Join(duplicates(objs, raws), badPolicies(objs, raws))
 	Sort(objs)
-	return objs, path, err
+	return objs, path, warnings, err
 }
 
 // rawObject is a rendered object before substitution.

@@ -142,4 +142,12 @@ func TestHelmChartRollout(t *testing.T) {
 	if !absent(t, "fleet-c1", "job", "store-test", "-n", ns) {
 		t.Error("the test Job was left in place after it passed")
 	}
+	// A hook kubectl fleet does not run is named by vet, once.
+	if err := writeFile(dir, "chart/templates/cleanup.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cleanup\n  annotations: {helm.sh/hook: pre-delete}\n"); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "vet")
+	if code != 0 || strings.Count(out, "warning: app shop: chart hook shop/templates/cleanup.yaml (pre-delete) is not run") != 1 {
+		t.Errorf("vet: exit %d\n%s%s", code, out, errOut)
+	}
 }
