@@ -42,6 +42,7 @@ type options struct {
 	clusters, staging, objects, reps, concurrency int
 	rtt, long                                     time.Duration
 	render                                        []int
+	helmRender                                    int
 	tools                                         []string
 	out, jsonOut, binDir, cpuProfiles             string
 	keep                                          bool
@@ -57,6 +58,7 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 5, "repetitions of each run")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
 	flag.StringVar(&render, "render", "100,1000", "fleet sizes (clusters) to render, comma-separated; empty for none")
+	flag.IntVar(&o.helmRender, "helm-render", 100, "clusters to render a Helm chart for, against a helm template loop (0: none)")
 	flag.StringVar(&tools, "tools", "", "tools to time, comma-separated (fleet, loop, loop-par, floor; default all): -tools fleet,floor leaves the slow loops out while working on kubectl fleet")
 	flag.DurationVar(&o.long, "long", 20*time.Second, "a tool whose first run of a scenario takes longer is repeated at most 3 times")
 	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
@@ -171,6 +173,11 @@ func runBench(ctx context.Context, o options) (err error) {
 			return err
 		}
 	}
+	if o.helmRender > 0 {
+		if err := b.helmScenario(ctx, o.helmRender); err != nil {
+			return err
+		}
+	}
 	progress("starting %d clusters behind a %s RTT proxy", o.clusters, o.rtt)
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: o.clusters, ContextPrefix: "bench-c", Dir: filepath.Join(b.work, "clusters"), Latency: o.rtt / 2})
 	if err != nil {
@@ -218,7 +225,7 @@ func repoRoot() (string, error) {
 func (b *bench) build(ctx context.Context) error {
 	b.kbin = b.o.binDir
 	if b.kbin == "" {
-		cmd := exec.CommandContext(ctx, filepath.Join(b.repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst")
+		cmd := exec.CommandContext(ctx, filepath.Join(b.repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst", "helm")
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
 		if err != nil {
@@ -226,7 +233,7 @@ func (b *bench) build(ctx context.Context) error {
 		}
 		b.kbin = strings.TrimSpace(string(out))
 	}
-	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst"} {
+	for _, tool := range []string{"etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst", "helm"} {
 		if _, err := os.Stat(filepath.Join(b.kbin, tool)); err != nil {
 			return fmt.Errorf("%s is missing from %s (make controlplane builds it)", tool, b.kbin)
 		}
@@ -342,6 +349,42 @@ func (b *bench) renderScenario(ctx context.Context, n int) error {
 		}},
 		{id: "loop", command: "for each cluster: kustomize build | envsubst > /dev/null", prepare: func(int) (string, []string, error) {
 			return "bash", []string{b.loop, "bench", "render", "seq", list}, nil
+		}},
+	}, nil)
+}
+
+// helmScenario renders one Helm chart (the render tests' chart: a
+// Deployment, ConfigMaps, an Ingress, a CRD, hooks and a subchart) with
+// a values file per group for a fleet of n clusters: with kubectl fleet,
+// which loads the chart once and templates it per cluster, and with the
+// loop users write, one helm template per cluster.
+func (b *bench) helmScenario(ctx context.Context, n int) error {
+	cs := fleetClusters(n, min(max(b.o.staging, 1), n-1), "ctx-")
+	ff, err := b.fleetFile(cs, "bench")
+	if err != nil {
+		return err
+	}
+	list := filepath.Join(b.work, fmt.Sprintf("clusters-%d.txt", n))
+	if err := os.WriteFile(list, []byte(clustersTxt(cs)), 0o644); err != nil {
+		return err
+	}
+	chart := filepath.Join(b.repo, "pkg", "render", "testdata", "charts", "web")
+	values := filepath.Join(b.work, "helm-values")
+	for _, g := range groups {
+		if err := writeFile(filepath.Join(values, g+".yaml"), "image: nginx:1.29\nregion: "+g+"\ncache: {enabled: true}\n"); err != nil {
+			return err
+		}
+	}
+	script := filepath.Join(b.work, "helm-loop.sh")
+	if err := os.WriteFile(script, []byte(helmLoopScript), 0o755); err != nil {
+		return err
+	}
+	return b.scenario(ctx, fmt.Sprintf("helm-render-%d", n), []tool{
+		{id: "fleet", command: "kubectl-fleet render -F fleet.yaml --chart CHART --values values/${FLEET_CLUSTER_GROUP}.yaml > /dev/null", prepare: func(int) (string, []string, error) {
+			return filepath.Join(b.bin, "kubectl-fleet"), []string{"render", "-F", ff, "--chart", chart, "--name", "web", "-n", "web", "--values", filepath.Join(values, "${FLEET_CLUSTER_GROUP}.yaml")}, nil
+		}},
+		{id: "loop", command: "for each cluster: helm template web CHART -n web -f values/GROUP.yaml > /dev/null", prepare: func(int) (string, []string, error) {
+			return "bash", []string{script, chart, values, list}, nil
 		}},
 	}, nil)
 }

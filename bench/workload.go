@@ -200,6 +200,18 @@ for p in "${pids[@]}"; do wait "$p" || rc=1; done
 exit $rc
 `
 
+// helmLoopScript is the loop users write for a chart: one helm template
+// per cluster with its group's values file. Usage: helm-loop.sh CHART
+// VALUES-DIR CLUSTERS.
+const helmLoopScript = `#!/usr/bin/env bash
+set -uo pipefail
+chart=$1 values=$2 clusters=$3 rc=0
+while read -r name group replicas region context; do
+  helm template web "$chart" -n web -f "$values/$group.yaml" --include-crds >/dev/null || rc=1
+done <"$clusters"
+exit $rc
+`
+
 func writeFile(path, s string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
