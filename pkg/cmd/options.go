@@ -303,8 +303,11 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath)}
 		switch {
 		case a.Helm != nil:
-			src.Type, src.Helm = render.HelmChart, helmOf(f, a)
-			src.Path = src.Helm.Chart
+			h, err := helmOf(f, a)
+			if err != nil {
+				return nil, err
+			}
+			src.Type, src.Helm, src.Path = render.HelmChart, h, h.Chart
 		case a.Kustomize != "":
 			src.Type, src.Path = render.Kustomize, f.ResolvePath(a.Kustomize)
 		case a.Jsonnet != "":
@@ -365,8 +368,29 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 }
 
 // helmOf is the render's view of an app's chart: local paths resolved from
-// the fleet file's folder.
-func helmOf(f *fleet.Fleet, a *fleet.App) *render.Helm {
+// the fleet file's folder; a chart from a repository or registry pinned by
+// fleet.lock to its exact version and digest, when the lock has it.
+func helmOf(f *fleet.Fleet, a *fleet.App) (*render.Helm, error) {
+	out := unlockedHelmOf(f, a)
+	if !out.Remote() {
+		return out, nil
+	}
+	lock, err := fleet.LoadLock(f.Path)
+	if err != nil {
+		return nil, err
+	}
+	switch locked := lock.Of(a.Name); {
+	case locked == nil:
+	case !locked.Matches(a.Helm):
+		return nil, fmt.Errorf("app %s: %s pins chart %s %s (repo %q), but the fleet file asks for %s %s (repo %q): run kubectl fleet deps update", a.Name, fleet.LockFile, locked.Chart, locked.Version, locked.Repo, a.Helm.Chart, a.Helm.Version, a.Helm.Repo)
+	default:
+		out.Version, out.Digest = locked.Resolved, locked.Digest
+	}
+	return out, nil
+}
+
+// unlockedHelmOf is helmOf without the lock: what deps update resolves.
+func unlockedHelmOf(f *fleet.Fleet, a *fleet.App) *render.Helm {
 	h := a.Helm
 	out := &render.Helm{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName, ValuesInline: h.ValuesInline, IncludeCRDs: h.IncludeCRDs == nil || *h.IncludeCRDs, PlainHTTP: h.PlainHTTP}
 	if h.Repo == "" && !strings.HasPrefix(h.Chart, "oci://") {

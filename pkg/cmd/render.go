@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -219,6 +221,18 @@ func (r *rendered) of(cluster string) []render.Result {
 	return out
 }
 
+// engine is a render engine for this command: standard input for -f -,
+// and the chart cache (charts pinned by fleet.lock, under their digest):
+// $KUBECTL_FLEET_CHART_CACHE, else kubectl-fleet/charts in the user's
+// cache folder.
+func (g *GlobalOptions) engine() *render.Engine {
+	cache := os.Getenv("KUBECTL_FLEET_CHART_CACHE")
+	if dir, err := os.UserCacheDir(); cache == "" && err == nil {
+		cache = filepath.Join(dir, "kubectl-fleet", "charts")
+	}
+	return &render.Engine{Stdin: g.In, ChartCache: cache}
+}
+
 // render loads the fleet, selects clusters, resolves apps and renders them
 // all. With contexts, every selected cluster's context must exist first
 // (commands that talk to clusters). Any render error fails the whole
@@ -232,7 +246,7 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 	if src.warm != nil {
 		src.warm(ctx, f, clusters)
 	}
-	engine := &render.Engine{Stdin: g.In}
+	engine := g.engine()
 	results := engine.Render(ctx, pl.targets(false))
 	var tests []render.Result
 	if src.withTests {

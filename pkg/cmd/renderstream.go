@@ -43,7 +43,7 @@ func (o *RenderOptions) stream(ctx context.Context) error {
 	if err := o.outputDirsOurs(pl.clusters); err != nil {
 		return err
 	}
-	return o.streamTargets(ctx, pl.clusters, pl.targets(false), &render.Engine{Stdin: o.In}, runtime.GOMAXPROCS(0))
+	return o.streamTargets(ctx, pl.clusters, pl.targets(false), o.engine(), runtime.GOMAXPROCS(0))
 }
 
 // targetRenderer renders one target at a time; *render.Engine is one.

@@ -108,6 +108,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdUnlock(g),
 		NewCmdExec(g),
 		NewCmdVet(g),
+		NewCmdDeps(g),
 		NewCmdVersion(g),
 	)
 	return cmd

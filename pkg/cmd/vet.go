@@ -124,7 +124,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	engine := &render.Engine{Stdin: o.In}
+	engine := o.engine()
 	results := engine.Render(ctx, targets(f, clusters, apps, attrs, false))
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, targets(f, clusters, apps, attrs, true))

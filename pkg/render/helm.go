@@ -3,6 +3,8 @@ package render
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"maps"
@@ -53,6 +55,11 @@ type Helm struct {
 	IncludeCRDs bool
 	// PlainHTTP talks to an OCI registry over HTTP (helm's --plain-http).
 	PlainHTTP bool
+	// Digest, when set, is the sha256 the chart's archive must have
+	// ("sha256:<hex>", from fleet.lock): a chart from a repository or
+	// registry whose archive has another is an error, and one cached under
+	// its digest is used without the network.
+	Digest string
 	// Tests renders the chart's test hooks alone, as the app's tests: a
 	// test Pod becomes a Job of the same name, whose result the tests
 	// wait for.
@@ -95,9 +102,92 @@ func helmEnv(cacheDir string) *cli.EnvSettings {
 	return s
 }
 
-// locateChart returns the local path of h's chart: a local one as is, one
-// from a repository or registry downloaded into the cache.
+// Remote reports whether h's chart comes from a repository or a registry.
+func (h *Helm) Remote() bool { return h.Repo != "" || registry.IsOCI(h.Chart) }
+
+// locateChart returns the local path of h's chart: a local one as is; one
+// from a repository or registry downloaded, or, pinned by a digest, found
+// in the cache under it (no network) or downloaded and checked against it.
 func (e *Engine) locateChart(h *Helm) (string, error) {
+	if !h.Remote() {
+		if _, err := os.Stat(h.Chart); err != nil {
+			return "", fmt.Errorf("chart %s: %w", h.Chart, err)
+		}
+		return h.Chart, nil
+	}
+	if h.Digest == "" {
+		return e.Download(h)
+	}
+	cached := filepath.Join(e.ChartCache, "sha256", strings.TrimPrefix(h.Digest, "sha256:")+".tgz")
+	if e.ChartCache != "" {
+		if _, err := os.Stat(cached); err == nil {
+			return cached, nil
+		}
+	}
+	path, err := e.Download(h)
+	if err != nil {
+		return "", err
+	}
+	got, err := FileDigest(path)
+	if err != nil {
+		return "", err
+	}
+	if got != h.Digest {
+		return "", fmt.Errorf("chart %s %s: its archive's digest is %s, but fleet.lock pins %s: the chart changed under the same version; refusing it (kubectl fleet deps update accepts the new one)", h.Chart, h.Version, got, h.Digest)
+	}
+	if e.ChartCache == "" {
+		return path, nil
+	}
+	if err := copyFile(path, cached); err != nil {
+		return "", fmt.Errorf("caching chart %s: %w", h.Chart, err)
+	}
+	return cached, nil
+}
+
+// FileDigest is "sha256:<hex>" of a file's content.
+func FileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// copyFile copies src to dst (its folder made), through a temporary file
+// renamed into place, so that a reader never sees half of it.
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".chart-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+// Download fetches a chart from its repository or registry as the helm
+// CLI does, with its credentials, into helm's cache, and returns the
+// archive's path (what kubectl fleet deps update pins).
+func (e *Engine) Download(h *Helm) (string, error) {
 	settings := helmEnv(e.ChartCache)
 	locate := action.NewInstall(&action.Configuration{})
 	locate.RepoURL, locate.Version, locate.PlainHTTP = h.Repo, h.Version, h.PlainHTTP
@@ -111,12 +201,6 @@ func (e *Engine) locateChart(h *Helm) (string, error) {
 			return "", err
 		}
 		locate.SetRegistryClient(rc)
-	}
-	if h.Repo == "" && !registry.IsOCI(h.Chart) {
-		if _, err := os.Stat(h.Chart); err != nil {
-			return "", fmt.Errorf("chart %s: %w", h.Chart, err)
-		}
-		return h.Chart, nil
 	}
 	return locate.LocateChart(h.Chart, settings)
 }

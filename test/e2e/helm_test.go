@@ -2,10 +2,17 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	helmrepo "helm.sh/helm/v4/pkg/repo/v1"
 )
 
 // helmChart writes a small chart into dir/chart: a Namespace (the
@@ -149,5 +156,102 @@ func TestHelmChartRollout(t *testing.T) {
 	out, errOut, code = fleet(t, dir, "vet")
 	if code != 0 || strings.Count(out, "warning: app shop: chart hook shop/templates/cleanup.yaml (pre-delete) is not run") != 1 {
 		t.Errorf("vet: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// publish packages the chart in src into the repository folder repoDir
+// and indexes it, as a chart repository serves charts.
+func publish(t *testing.T, src, repoDir string) {
+	t.Helper()
+	ch, err := loader.Load(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chartutil.Save(ch, repoDir); err != nil {
+		t.Fatal(err)
+	}
+	index, err := helmrepo.IndexDirectory(repoDir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := index.WriteFile(filepath.Join(repoDir, "index.yaml"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHelmRepositoryAndLock: a chart from an HTTP chart repository (served
+// by the test), asked for by a version range, is pinned by deps update to
+// its exact version and digest in fleet.lock, and applied. Republished
+// under the same version with other content, it is not deployed: from the
+// chart cache the pinned one still renders (the repository down), and
+// with an empty cache the new archive is refused for its digest, until
+// deps update accepts it.
+func TestHelmRepositoryAndLock(t *testing.T) {
+	const ns = "e2e-helm-repo"
+	home := t.TempDir()
+	for k, v := range map[string]string{"HELM_CONFIG_HOME": "config", "HELM_CACHE_HOME": "cache", "HELM_DATA_HOME": "data", "KUBECTL_FLEET_CHART_CACHE": "charts"} {
+		t.Setenv(k, filepath.Join(home, v))
+	}
+	src, repoDir := t.TempDir(), t.TempDir()
+	helmChart(t, src, false)
+	publish(t, filepath.Join(src, "chart"), repoDir)
+	var down atomic.Bool // the repository answers 503 while set
+	files := http.FileServer(http.Dir(repoDir))
+	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		files.ServeHTTP(w, r)
+	}))
+	defer server.Close()
+
+	dir := workdir(t, stgOnly+"apps:\n  - name: shop\n    namespace: "+ns+"\n    helm: {chart: shop, repo: '"+server.URL+"', version: '~0.3.0'}\n", map[string]string{})
+	out, errOut, code := fleet(t, dir, "deps", "update")
+	if code != 0 || !strings.Contains(out, "shop: shop 0.3.0 sha256:") {
+		t.Fatalf("deps update: exit %d\n%s%s", code, out, errOut)
+	}
+	lock, err := os.ReadFile(filepath.Join(dir, "fleet.lock"))
+	if err != nil || !strings.Contains(string(lock), "resolved: 0.3.0") || !strings.Contains(string(lock), "version: ~0.3.0") {
+		t.Fatalf("fleet.lock: %v\n%s", err, lock)
+	}
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 || !strings.Contains(out, "configmap/shop-settings created") {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// The same version, republished with other content.
+	if err := writeFile(src, "chart/values.yaml", "greeting: tampered\nreplicas: 1\nregion: none\n"); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, filepath.Join(src, "chart"), repoDir)
+	down.Store(true)
+	out, errOut, code = fleet(t, dir, "diff")
+	if code != 0 || !strings.Contains(out, "0 to create, 0 to change") {
+		t.Errorf("diff from the cache (the pinned chart, the repository down): exit %d\n%s%s", code, out, errOut)
+	}
+	down.Store(false)
+	t.Setenv("KUBECTL_FLEET_CHART_CACHE", filepath.Join(home, "empty"))
+	out, errOut, code = fleet(t, dir, "apply")
+	if code == 0 || !strings.Contains(errOut, "fleet.lock pins sha256:") || strings.Contains(out, "configured") {
+		t.Fatalf("apply of a republished chart: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := get(t, "fleet-c1", "configmap", "shop-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "hello" {
+		t.Errorf("greeting %q: the republished chart was deployed", got)
+	}
+	if out, errOut, code := fleet(t, dir, "deps", "update"); code != 0 {
+		t.Fatalf("deps update again: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "apply"); code != 0 || !strings.Contains(out, "configmap/shop-settings configured") {
+		t.Fatalf("apply once accepted: exit %d\n%s%s", code, out, errOut)
+	}
+	// A fleet file that asks for another version than the lock pins is
+	// told to update the lock.
+	ff := filepath.Join(dir, "fleet.yaml")
+	data, _ := os.ReadFile(ff)
+	if err := os.WriteFile(ff, []byte(strings.Replace(string(data), "~0.3.0", "0.3.0", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := fleet(t, dir, "render"); code == 0 || !strings.Contains(errOut, "fleet.lock pins chart shop ~0.3.0") || !strings.Contains(errOut, "run kubectl fleet deps update") {
+		t.Errorf("render with a stale lock: exit %d\n%s%s", code, out, errOut)
 	}
 }
