@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 
+	yaml3 "gopkg.in/yaml.v3"
 	"helm.sh/helm/v4/pkg/action"
 	ci "helm.sh/helm/v4/pkg/chart"
 	"helm.sh/helm/v4/pkg/chart/common"
@@ -326,7 +328,7 @@ func helmValues(h *Helm, vars Vars, max int64) (map[string]any, error) {
 		}
 		expanded, err := vars.expand(m)
 		if err != nil {
-			return nil, fmt.Errorf("values file %s: %w", displayPath(path), err)
+			return nil, fmt.Errorf("values file %s%s: %w", displayPath(path), lineSuffix(data, err), err)
 		}
 		m, _ = expanded.(map[string]any)
 		vals = loader.MergeMaps(vals, m)
@@ -345,6 +347,77 @@ func helmValues(h *Helm, vars Vars, max int64) (map[string]any, error) {
 		}
 	}
 	return vals, nil
+}
+
+// lineSuffix is ":LINE" of the field a substitution error names in a
+// YAML document, "" when it cannot be found.
+func lineSuffix(data []byte, err error) string {
+	var (
+		undef  *UndefinedError
+		syntax *SyntaxError
+		field  string
+	)
+	switch {
+	case errors.As(err, &undef):
+		field = undef.Field
+	case errors.As(err, &syntax):
+		field = syntax.Field
+	}
+	var doc yaml3.Node
+	if field == "" || yaml3.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return ""
+	}
+	n := doc.Content[0]
+	for _, step := range fieldSteps(field) {
+		n = child(n, step)
+		if n == nil {
+			return ""
+		}
+	}
+	return ":" + strconv.Itoa(n.Line)
+}
+
+// fieldSteps splits a field path as substitution errors write it
+// ("a.b[0][x.y].c") into its steps.
+func fieldSteps(field string) []string {
+	var steps []string
+	for field != "" {
+		switch {
+		case field[0] == '.':
+			field = field[1:]
+		case field[0] == '[':
+			end := strings.IndexByte(field, ']')
+			if end < 0 {
+				return append(steps, field[1:])
+			}
+			steps, field = append(steps, field[1:end]), field[end+1:]
+		default:
+			end := strings.IndexAny(field, ".[")
+			if end < 0 {
+				end = len(field)
+			}
+			steps, field = append(steps, field[:end]), field[end:]
+		}
+	}
+	return steps
+}
+
+// child is a mapping's value under key, or a sequence's item at the
+// index step, nil when there is none.
+func child(n *yaml3.Node, step string) *yaml3.Node {
+	switch n.Kind {
+	case yaml3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == step {
+				return n.Content[i+1]
+			}
+		}
+	case yaml3.SequenceNode:
+		if i, err := strconv.Atoi(step); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i]
+		}
+	}
+	return nil
 }
 
 // capabilities are .Capabilities for a cluster: the cluster's own when

@@ -108,7 +108,7 @@ func TestHelmErrors(t *testing.T) {
 		attrs map[string]any
 		want  string
 	}{
-		{"undefined variable", chartSource("common.yaml"), map[string]any{"tag": "1"}, "values file testdata/charts/values/common.yaml: undefined variable ${region} in region"},
+		{"undefined variable", chartSource("common.yaml"), map[string]any{"tag": "1"}, "values file testdata/charts/values/common.yaml:2: undefined variable ${region} in region"},
 		{"missing values file", chartSource("${FLEET_CLUSTER_GROUP}.yaml"), map[string]any{"tag": "1"}, "values file: "},
 		{"bad kubeVersion", chartSource(), map[string]any{"tag": "1", "kubeVersion": "banana"}, "attribute kubeVersion"},
 		{"no chart", Source{Type: HelmChart, Helm: &Helm{Chart: abs("testdata/charts/nope")}}, nil, "testdata/charts/nope"},
@@ -139,5 +139,22 @@ func TestHelmTests(t *testing.T) {
 	restart, _, _ := unstructured.NestedString(job.Object, "spec", "template", "spec", "restartPolicy")
 	if job.GetKind() != "Job" || job.GetName() != "web-test" || job.GetNamespace() != "shop" || backoff != 0 || restart != "Never" {
 		t.Errorf("the test: %v", job.Object)
+	}
+}
+
+// A substitution error in a values file names the line of its field.
+func TestValuesErrorLine(t *testing.T) {
+	data := []byte("image: x\ncontroller:\n  annotations:\n    region.example.com/name: ok\n  args:\n    - a\n    - ${missing}\n")
+	for _, tt := range []struct {
+		field, want string
+	}{
+		{"controller.args[1]", ":7"},
+		{"controller.annotations[region.example.com/name]", ":4"},
+		{"image", ":1"},
+		{"nope.x", ""},
+	} {
+		if got := lineSuffix(data, &UndefinedError{Name: "missing", Field: tt.field}); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.field, got, tt.want)
+		}
 	}
 }
