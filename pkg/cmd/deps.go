@@ -40,7 +40,9 @@ archive no longer has the pinned digest (a version re-published with other
 content), rather than deploy it. A pinned chart found in the chart cache
 (KUBECTL_FLEET_CHART_CACHE, else kubectl-fleet/charts in the user's cache
 folder) needs no network. Local charts (folders, .tgz) are not pinned:
-they are in your repository.`,
+they are in your repository; a local chart folder whose Chart.yaml names
+dependencies that its charts/ folder lacks gets them fetched there, as
+helm dependency build does.`,
 		Example: `  kubectl fleet deps update
   kubectl fleet deps update --app ingress`,
 		Args: cobra.NoArgs,
@@ -71,6 +73,13 @@ func (g *GlobalOptions) depsUpdate(cmd *cobra.Command, apps []string) error {
 		}
 		h := unlockedHelmOf(f, a)
 		if !h.Remote() {
+			fetched, err := engine.BuildDependencies(h)
+			if err != nil {
+				return fmt.Errorf("app %s: %w", a.Name, err)
+			}
+			if fetched {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: fetched the dependencies of %s into its charts/\n", a.Name, a.Helm.Chart)
+			}
 			continue
 		}
 		path, err := engine.Download(h)

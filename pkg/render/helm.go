@@ -22,6 +22,8 @@ import (
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/cli"
+	"helm.sh/helm/v4/pkg/downloader"
+	"helm.sh/helm/v4/pkg/getter"
 	"helm.sh/helm/v4/pkg/registry"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/strvals"
@@ -184,6 +186,39 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), dst)
+}
+
+// BuildDependencies fetches the dependencies a local chart folder's
+// Chart.yaml names (and Chart.lock pins) into its charts/ folder, as helm
+// dependency build does, unless they are there already. It reports
+// whether it fetched anything.
+func (e *Engine) BuildDependencies(h *Helm) (bool, error) {
+	if h.Remote() {
+		return false, nil
+	}
+	if info, err := os.Stat(h.Chart); err != nil || !info.IsDir() {
+		return false, err // a .tgz carries its dependencies
+	}
+	ch, err := loader.Load(h.Chart)
+	if err != nil {
+		return false, err
+	}
+	if checkDependencies(ch) == nil {
+		return false, nil
+	}
+	settings := helmEnv(e.ChartCache)
+	rc, err := registry.NewClient(registry.ClientOptWriter(io.Discard), registry.ClientOptCredentialsFile(settings.RegistryConfig))
+	if err != nil {
+		return false, err
+	}
+	m := &downloader.Manager{
+		Out: io.Discard, ChartPath: h.Chart, Getters: getter.All(settings), RegistryClient: rc,
+		RepositoryConfig: settings.RepositoryConfig, RepositoryCache: settings.RepositoryCache, ContentCache: settings.ContentCache,
+	}
+	if err := m.Build(); err != nil {
+		return false, fmt.Errorf("chart %s: fetching its dependencies: %w", h.Chart, err)
+	}
+	return true, nil
 }
 
 // Download fetches a chart from its repository or registry as the helm

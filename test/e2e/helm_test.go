@@ -244,11 +244,40 @@ func TestHelmRepositoryAndLock(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "apply"); code != 0 || !strings.Contains(out, "configmap/shop-settings configured") {
 		t.Fatalf("apply once accepted: exit %d\n%s%s", code, out, errOut)
 	}
-	// A fleet file that asks for another version than the lock pins is
-	// told to update the lock.
+	// A local chart that depends on the repository's: deps update fetches
+	// the dependency into its charts/, as helm dependency build does, and
+	// the render has the dependency's objects.
+	umbrella := filepath.Join(dir, "umbrella")
+	for name, content := range map[string]string{
+		"Chart.yaml":          "apiVersion: v2\nname: umbrella\nversion: 1.0.0\ndependencies:\n  - {name: shop, version: 0.3.0, repository: '" + server.URL + "'}\n",
+		"templates/note.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: umbrella-note}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(umbrella, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFile(umbrella, name, content); err != nil {
+			t.Fatal(err)
+		}
+	}
 	ff := filepath.Join(dir, "fleet.yaml")
 	data, _ := os.ReadFile(ff)
-	if err := os.WriteFile(ff, []byte(strings.Replace(string(data), "~0.3.0", "0.3.0", 1)), 0o644); err != nil {
+	withUmbrella := string(data) + "  - name: umbrella\n    namespace: e2e-umbrella\n    helm: {chart: ./umbrella}\n"
+	if err := os.WriteFile(ff, []byte(withUmbrella), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := fleet(t, dir, "render", "--app", "umbrella"); code == 0 || !strings.Contains(errOut, "helm dependency build") {
+		t.Errorf("render of a chart whose dependency is missing: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "deps", "update"); code != 0 || !strings.Contains(out, "umbrella: fetched the dependencies of ./umbrella into its charts/") {
+		t.Fatalf("deps update of the umbrella chart: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "render", "--app", "umbrella"); code != 0 || !strings.Contains(out, "name: umbrella-note") || !strings.Contains(out, "name: umbrella-settings") {
+		t.Errorf("render of the umbrella chart: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// A fleet file that asks for another version than the lock pins is
+	// told to update the lock.
+	if err := os.WriteFile(ff, []byte(strings.Replace(withUmbrella, "~0.3.0", "0.3.0", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, errOut, code := fleet(t, dir, "render"); code == 0 || !strings.Contains(errOut, "fleet.lock pins chart shop ~0.3.0") || !strings.Contains(errOut, "run kubectl fleet deps update") {
