@@ -197,6 +197,7 @@ type SourceOptions struct {
 	Repo         string
 	ValuesFiles  []string
 	Set          []string
+	PlainHTTP    bool
 	// Name names an ad hoc source's app; default: the source's base name.
 	Name string
 	// Apps narrows the fleet file's apps.
@@ -218,6 +219,7 @@ func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
 	cmd.Flags().StringVar(&s.Repo, "repo", "", "the --chart's HTTP chart repository")
 	cmd.Flags().StringArrayVar(&s.ValuesFiles, "values", nil, "a values file for --chart (repeatable, merged in order; ${var} substituted per cluster)")
 	cmd.Flags().StringArrayVar(&s.Set, "set", nil, "a value for --chart, key=value as helm --set (repeatable, applied last)")
+	cmd.Flags().BoolVar(&s.PlainHTTP, "plain-http", false, "reach the --chart's OCI registry over HTTP, as helm --plain-http")
 	cmd.Flags().StringVar(&s.Name, "name", "", "app name of an ad hoc -k/-j/-f/--chart source (default: its base name)")
 	cmd.Flags().StringSliceVar(&s.Apps, "app", nil, "only these apps of the fleet file (repeatable)")
 	_ = cmd.MarkFlagDirname("kustomize")
@@ -238,7 +240,7 @@ func (s *SourceOptions) validate() error {
 			n++
 		}
 	}
-	helmOnly := s.ChartVersion != "" || s.Repo != "" || len(s.ValuesFiles) > 0 || len(s.Set) > 0
+	helmOnly := s.ChartVersion != "" || s.Repo != "" || len(s.ValuesFiles) > 0 || len(s.Set) > 0 || s.PlainHTTP
 	switch {
 	case n > 1:
 		return fmt.Errorf("-k/--kustomize, -j/--jsonnet, -f/--filename and --chart are mutually exclusive")
@@ -247,7 +249,7 @@ func (s *SourceOptions) validate() error {
 	case n == 0 && s.Name != "":
 		return fmt.Errorf("--name names an ad hoc source; give -k, -j, -f or --chart with it")
 	case helmOnly && s.Chart == "":
-		return fmt.Errorf("--chart-version, --repo, --values and --set go with --chart")
+		return fmt.Errorf("--chart-version, --repo, --values, --set and --plain-http go with --chart")
 	case (s.Repo != "" || strings.HasPrefix(s.Chart, "oci://")) && s.ChartVersion == "":
 		return fmt.Errorf("--chart-version is required for a chart from a repository or registry")
 	case len(s.JPath) > 0 && s.Jsonnet == "" && n > 0:
@@ -355,7 +357,7 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 	case s.Manifests != "":
 		return render.Source{Type: render.Manifests, Path: absPath(s.Manifests)}, true
 	case s.Chart != "":
-		h := &render.Helm{Chart: s.Chart, Repo: s.Repo, Version: s.ChartVersion, Values: make([]string, len(s.ValuesFiles)), Set: s.Set, IncludeCRDs: true}
+		h := &render.Helm{Chart: s.Chart, Repo: s.Repo, Version: s.ChartVersion, Values: make([]string, len(s.ValuesFiles)), Set: s.Set, IncludeCRDs: true, PlainHTTP: s.PlainHTTP}
 		if s.Repo == "" && !strings.HasPrefix(s.Chart, "oci://") {
 			h.Chart = absPath(s.Chart)
 		}

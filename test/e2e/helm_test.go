@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,8 +12,10 @@ import (
 	"sync/atomic"
 	"testing"
 
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/registry"
 	helmrepo "helm.sh/helm/v4/pkg/repo/v1"
 )
 
@@ -282,5 +286,73 @@ func TestHelmRepositoryAndLock(t *testing.T) {
 	}
 	if out, errOut, code := fleet(t, dir, "render"); code == 0 || !strings.Contains(errOut, "fleet.lock pins chart shop ~0.3.0") || !strings.Contains(errOut, "run kubectl fleet deps update") {
 		t.Errorf("render with a stale lock: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestHelmOCIAndAtomic: a chart pushed to an OCI registry (in process,
+// started by the test) is deployed from oci://, with --set given ad hoc;
+// an upgrade to a chart version the API server rejects, with --atomic,
+// is rolled back to the version before.
+func TestHelmOCIAndAtomic(t *testing.T) {
+	const ns = "e2e-helm-oci"
+	home := t.TempDir()
+	for k, v := range map[string]string{"HELM_CONFIG_HOME": "config", "HELM_CACHE_HOME": "cache", "HELM_DATA_HOME": "data", "KUBECTL_FLEET_CHART_CACHE": "charts"} {
+		t.Setenv(k, filepath.Join(home, v))
+	}
+	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	rc, err := registry.NewClient(registry.ClientOptPlainHTTP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	push := func(src, version string) {
+		t.Helper()
+		ch, err := loader.Load(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.Metadata.Version = version
+		tgz, err := chartutil.Save(ch, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(tgz)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rc.Push(data, host+"/charts/shop:"+version); err != nil {
+			t.Fatalf("push %s: %v", version, err)
+		}
+	}
+	src := t.TempDir()
+	helmChart(t, src, false)
+	push(filepath.Join(src, "chart"), "1.0.0")
+	if err := writeFile(src, "chart/templates/broken.yaml", "apiVersion: v1\nkind: Service\nmetadata: {name: broken}\nspec:\n  ports: [{port: 0}]\n"); err != nil {
+		t.Fatal(err)
+	}
+	push(filepath.Join(src, "chart"), "1.1.0")
+
+	dir := workdir(t, stgOnly, map[string]string{})
+	ref := "oci://" + host + "/charts/shop"
+	chart := func(version string, extra ...string) []string {
+		return append([]string{"apply", "--chart", ref, "--chart-version", version, "--plain-http", "--name", "shop", "-n", ns}, extra...)
+	}
+	out, errOut, code := fleet(t, dir, append(chart("1.0.0"), "--set", "greeting=from oci")...)
+	if code != 0 || !strings.Contains(out, "configmap/shop-settings created") {
+		t.Fatalf("apply from oci://: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := get(t, "fleet-c1", "configmap", "shop-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "from oci" {
+		t.Errorf("--set greeting: %q", got)
+	}
+	out, errOut, code = fleet(t, dir, append(chart("1.1.0"), "--atomic", "--set", "greeting=upgraded")...)
+	if code != 1 || !strings.Contains(out, "service/broken failed") || !strings.Contains(out, "rolled back to r1") {
+		t.Fatalf("apply --atomic of a rejected chart: exit %d\n%s%s", code, out, errOut)
+	}
+	if got, _ := get(t, "fleet-c1", "configmap", "shop-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "from oci" {
+		t.Errorf("after the atomic rollback: greeting %q", got)
+	}
+	if out, _, code := fleet(t, dir, "history", "--app", "shop"); code != 0 || !strings.Contains(out, "shop@1.0.0") {
+		t.Errorf("history:\n%s", out)
 	}
 }
