@@ -331,16 +331,22 @@ func (b *bench) scenario(ctx context.Context, name string, tools []tool, before 
 	return nil
 }
 
+// renderFleet writes the fleet file of n clusters that the render
+// scenarios render for, and the loops' list of them.
+func (b *bench) renderFleet(n int) (fleetFile, list string, err error) {
+	cs := fleetClusters(n, min(b.o.staging, n-1), "ctx-")
+	if fleetFile, err = b.fleetFile(cs, "bench"); err != nil {
+		return "", "", err
+	}
+	list = filepath.Join(b.work, fmt.Sprintf("clusters-%d.txt", n))
+	return fleetFile, list, os.WriteFile(list, []byte(clustersTxt(cs)), 0o644)
+}
+
 // renderScenario renders a fleet of n clusters with kubectl fleet and
 // with the loop.
 func (b *bench) renderScenario(ctx context.Context, n int) error {
-	cs := fleetClusters(n, min(b.o.staging, n-1), "ctx-")
-	ff, err := b.fleetFile(cs, "bench")
+	ff, list, err := b.renderFleet(n)
 	if err != nil {
-		return err
-	}
-	list := filepath.Join(b.work, fmt.Sprintf("clusters-%d.txt", n))
-	if err := os.WriteFile(list, []byte(clustersTxt(cs)), 0o644); err != nil {
 		return err
 	}
 	return b.scenario(ctx, fmt.Sprintf("render-%d", n), []tool{
@@ -359,13 +365,8 @@ func (b *bench) renderScenario(ctx context.Context, n int) error {
 // which loads the chart once and templates it per cluster, and with the
 // loop users write, one helm template per cluster.
 func (b *bench) helmScenario(ctx context.Context, n int) error {
-	cs := fleetClusters(n, min(max(b.o.staging, 1), n-1), "ctx-")
-	ff, err := b.fleetFile(cs, "bench")
+	ff, list, err := b.renderFleet(n)
 	if err != nil {
-		return err
-	}
-	list := filepath.Join(b.work, fmt.Sprintf("clusters-%d.txt", n))
-	if err := os.WriteFile(list, []byte(clustersTxt(cs)), 0o644); err != nil {
 		return err
 	}
 	chart := filepath.Join(b.repo, "pkg", "render", "testdata", "charts", "web")

@@ -130,9 +130,20 @@ func Ensure(ctx context.Context, c *kube.Client, fieldManager string) (Key, erro
 // values keyed), in an order of their own, so that the same objects in
 // another order have the same digest.
 func Render(objs []*unstructured.Unstructured, key Key) string {
+	return render(objs, func(o *unstructured.Unstructured) *unstructured.Unstructured { return hashable(o, key) })
+}
+
+// Unkeyed is a render's digest as versions before the digest key computed
+// it (Secret values hashed in the clear): what revisions recorded then
+// are checked against. Never kept anywhere new.
+func Unkeyed(objs []*unstructured.Unstructured) string {
+	return render(objs, func(o *unstructured.Unstructured) *unstructured.Unstructured { return o })
+}
+
+func render(objs []*unstructured.Unstructured, hashed func(*unstructured.Unstructured) *unstructured.Unstructured) string {
 	lines := make([][]byte, 0, len(objs))
 	for _, o := range objs {
-		b, err := json.Marshal(hashable(o, key).Object) // maps marshal with sorted keys
+		b, err := json.Marshal(hashed(o).Object) // maps marshal with sorted keys
 		if err != nil {
 			b = []byte(fmt.Sprintf("%q", object.Path(o)))
 		}

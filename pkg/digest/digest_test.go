@@ -64,6 +64,12 @@ func TestSecretValuesAreKeyed(t *testing.T) {
 	if digest.Object(cm("a", "x"), k1) != digest.Object(cm("a", "x"), k2) || digest.Object(cm("a", "x"), nil) != digest.Object(cm("a", "x"), k1) {
 		t.Error("a ConfigMap's digest depends on the key")
 	}
+	// The digest of earlier versions (revisions recorded then still load)
+	// is the keyed one for renders without Secrets.
+	cms := []*unstructured.Unstructured{cm("a", "x"), cm("b", "y")}
+	if digest.Unkeyed(cms) != digest.Render(cms, k1) || digest.Unkeyed(hunter2) == digest.Unkeyed(other) {
+		t.Error("Unkeyed")
+	}
 	// What is hashed does not hold the value: the object is not changed.
 	if v, _, _ := unstructured.NestedString(hunter2[0].Object, "stringData", "password"); v != "hunter2" {
 		t.Errorf("digest changed the object: %q", v)

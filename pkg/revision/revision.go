@@ -11,9 +11,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +31,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 const (
@@ -137,27 +134,6 @@ func chunkName(app string, n, chunk int) string {
 		return SecretName(app, n)
 	}
 	return fmt.Sprintf("%s-%d", SecretName(app, n), chunk)
-}
-
-// legacyDigest is a render's digest as versions before the digest key
-// computed it (Secret values hashed in the clear): revisions recorded then
-// still load.
-func legacyDigest(objs []*unstructured.Unstructured) string {
-	lines := make([][]byte, 0, len(objs))
-	for _, o := range objs {
-		b, err := json.Marshal(o.Object) // maps marshal with sorted keys
-		if err != nil {
-			b = []byte(fmt.Sprintf("%q", object.Path(o)))
-		}
-		lines = append(lines, b)
-	}
-	slices.SortFunc(lines, bytes.Compare)
-	h := sha256.New()
-	for _, l := range lines {
-		h.Write(l)
-		h.Write([]byte{'\n'})
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 
 // ShortDigest is a digest's first 12 hex digits.
@@ -279,7 +255,7 @@ func Load(ctx context.Context, c *kube.Client, app string, n int) (Revision, []*
 	if err != nil {
 		return r, nil, err
 	}
-	if d := digest.Render(objs, key); d != r.Digest && legacyDigest(objs) != r.Digest {
+	if d := digest.Render(objs, key); d != r.Digest && digest.Unkeyed(objs) != r.Digest {
 		return r, nil, fmt.Errorf("revision %d of app %s: the stored objects do not match its digest (%s, recorded %s); refusing to use them", n, app, ShortDigest(d), ShortDigest(r.Digest))
 	}
 	return r, objs, nil
