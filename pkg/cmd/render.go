@@ -222,15 +222,25 @@ func (r *rendered) of(cluster string) []render.Result {
 }
 
 // engine is a render engine for this command: standard input for -f -,
-// and the chart cache (charts pinned by fleet.lock, under their digest):
-// $KUBECTL_FLEET_CHART_CACHE, else kubectl-fleet/charts in the user's
-// cache folder.
+// and the chart cache (charts pinned by fleet.lock, under their digest).
 func (g *GlobalOptions) engine() *render.Engine {
-	cache := os.Getenv("KUBECTL_FLEET_CHART_CACHE")
-	if dir, err := os.UserCacheDir(); cache == "" && err == nil {
-		cache = filepath.Join(dir, "kubectl-fleet", "charts")
+	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache()}
+}
+
+// chartCache is where charts are cached: $KUBECTL_FLEET_CHART_CACHE, else
+// kubectl-fleet-charts in kubectl's --cache-dir when it is given, else
+// kubectl-fleet/charts in the user's cache folder (~/.cache on Linux).
+func (g *GlobalOptions) chartCache() string {
+	if dir := os.Getenv("KUBECTL_FLEET_CHART_CACHE"); dir != "" {
+		return dir
 	}
-	return &render.Engine{Stdin: g.In, ChartCache: cache}
+	if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != "" && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
+		return filepath.Join(*cf.CacheDir, "kubectl-fleet-charts")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "kubectl-fleet", "charts")
+	}
+	return ""
 }
 
 // render loads the fleet, selects clusters, resolves apps and renders them

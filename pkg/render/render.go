@@ -96,7 +96,8 @@ type Result struct {
 	Objects []*unstructured.Unstructured
 	// Path is the kustomize folder or file that was rendered.
 	Path string
-	// Chart is the Helm chart rendered, "name@version", for a chart.
+	// Chart is the Helm chart rendered, "name@version", and the short
+	// digest fleet.lock pins it to, if any.
 	Chart string
 	// Warnings are what the render left out that the user should know:
 	// a chart's hooks kubectl fleet does not run.
@@ -173,6 +174,9 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 	r.Objects, r.Path, r.Warnings, r.Err = e.renderOne(ctx, t)
 	if t.Source.Type == HelmChart && r.Err == nil {
 		r.Chart = e.chartName(t.Source.Helm)
+		if d := t.Source.Helm.Digest; d != "" && r.Chart != "" {
+			r.Chart += " " + d[:min(len(d), len("sha256:")+12)]
+		}
 	}
 	if r.Err != nil {
 		r.Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, r.Err)

@@ -101,8 +101,8 @@ type Revision struct {
 	// User is who applied it, as the cluster authenticated them.
 	User   string `json:"user,omitempty"`
 	Source Source `json:"source,omitzero"`
-	// Chart is the Helm chart it was rendered from, "name@version", for a
-	// chart's app.
+	// Chart is the Helm chart it was rendered from, "name@version" and,
+	// when fleet.lock pins it, its archive's short digest.
 	Chart string `json:"chart,omitempty"`
 	// Digest identifies the rendered objects (Digest).
 	Digest string `json:"digest"`

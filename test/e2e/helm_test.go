@@ -210,9 +210,10 @@ func TestHelmRepositoryAndLock(t *testing.T) {
 	}))
 	defer server.Close()
 
-	dir := workdir(t, stgOnly+"apps:\n  - name: shop\n    namespace: "+ns+"\n    helm: {chart: shop, repo: '"+server.URL+"', version: '~0.3.0'}\n", map[string]string{})
+	// Apps are named apart from the other tests' (an app's set is per name).
+	dir := workdir(t, stgOnly+"apps:\n  - name: shoprepo\n    namespace: "+ns+"\n    helm: {chart: shop, repo: '"+server.URL+"', version: '~0.3.0', releaseName: shop}\n", map[string]string{})
 	out, errOut, code := fleet(t, dir, "deps", "update")
-	if code != 0 || !strings.Contains(out, "shop: shop 0.3.0 sha256:") {
+	if code != 0 || !strings.Contains(out, "shoprepo: shop 0.3.0 sha256:") {
 		t.Fatalf("deps update: exit %d\n%s%s", code, out, errOut)
 	}
 	lock, err := os.ReadFile(filepath.Join(dir, "fleet.lock"))
@@ -221,6 +222,9 @@ func TestHelmRepositoryAndLock(t *testing.T) {
 	}
 	if out, errOut, code := fleet(t, dir, "apply"); code != 0 || !strings.Contains(out, "configmap/shop-settings created") {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, code := fleet(t, dir, "history"); code != 0 || !strings.Contains(out, "shop@0.3.0 sha256:") {
+		t.Errorf("history names the pinned chart and its digest:\n%s", out)
 	}
 
 	// The same version, republished with other content.
@@ -284,7 +288,7 @@ func TestHelmRepositoryAndLock(t *testing.T) {
 	if err := os.WriteFile(ff, []byte(strings.Replace(withUmbrella, "~0.3.0", "0.3.0", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := fleet(t, dir, "render"); code == 0 || !strings.Contains(errOut, "fleet.lock pins chart shop ~0.3.0") || !strings.Contains(errOut, "run kubectl fleet deps update") {
+	if out, errOut, code := fleet(t, dir, "render"); code == 0 || !strings.Contains(errOut, "app shoprepo: fleet.lock pins chart shop ~0.3.0") || !strings.Contains(errOut, "run kubectl fleet deps update") {
 		t.Errorf("render with a stale lock: exit %d\n%s%s", code, out, errOut)
 	}
 }
@@ -336,23 +340,23 @@ func TestHelmOCIAndAtomic(t *testing.T) {
 	dir := workdir(t, stgOnly, map[string]string{})
 	ref := "oci://" + host + "/charts/shop"
 	chart := func(version string, extra ...string) []string {
-		return append([]string{"apply", "--chart", ref, "--chart-version", version, "--plain-http", "--name", "shop", "-n", ns}, extra...)
+		return append([]string{"apply", "--chart", ref, "--chart-version", version, "--plain-http", "--name", "shopoci", "-n", ns}, extra...)
 	}
 	out, errOut, code := fleet(t, dir, append(chart("1.0.0"), "--set", "greeting=from oci")...)
-	if code != 0 || !strings.Contains(out, "configmap/shop-settings created") {
+	if code != 0 || !strings.Contains(out, "configmap/shopoci-settings created") {
 		t.Fatalf("apply from oci://: exit %d\n%s%s", code, out, errOut)
 	}
-	if got, _ := get(t, "fleet-c1", "configmap", "shop-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "from oci" {
+	if got, _ := get(t, "fleet-c1", "configmap", "shopoci-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "from oci" {
 		t.Errorf("--set greeting: %q", got)
 	}
 	out, errOut, code = fleet(t, dir, append(chart("1.1.0"), "--atomic", "--set", "greeting=upgraded")...)
 	if code != 1 || !strings.Contains(out, "service/broken failed") || !strings.Contains(out, "rolled back to r1") {
 		t.Fatalf("apply --atomic of a rejected chart: exit %d\n%s%s", code, out, errOut)
 	}
-	if got, _ := get(t, "fleet-c1", "configmap", "shop-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "from oci" {
+	if got, _ := get(t, "fleet-c1", "configmap", "shopoci-settings", "-n", ns, "-o", "jsonpath={.data.greeting}"); got != "from oci" {
 		t.Errorf("after the atomic rollback: greeting %q", got)
 	}
-	if out, _, code := fleet(t, dir, "history", "--app", "shop"); code != 0 || !strings.Contains(out, "shop@1.0.0") {
+	if out, _, code := fleet(t, dir, "history", "--app", "shopoci"); code != 0 || !strings.Contains(out, "shop@1.0.0") {
 		t.Errorf("history:\n%s", out)
 	}
 }
