@@ -51,9 +51,10 @@ func NewCmdStatus(g *GlobalOptions) *cobra.Command {
 rendered state (a dry-run apply would change it), members of the app's set
 that are no longer rendered, and when the app was last applied.
 
-By default a matrix, clusters by apps; each cell is the worst state and how
-many objects are in it ("Current 5/5", "Drifted 1/5", "NotFound 5/5" for an
-app never applied, "-" where the app does not go). -v lists every object.
+By default a matrix, clusters by apps; each cell is the worst health and how
+many objects have it, and how many drifted ("Current 5/5", "Drifted 1/5",
+"InProgress 2/5, 1 drifted", "NotFound 5/5" for an app never applied, "-"
+where the app does not go). -v lists every object.
 
 Exit codes:
   0  every object Current and in sync
@@ -207,8 +208,7 @@ func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]s
 			c.State, c.Failed = "error", true
 		}
 		for _, a := range results[oc.Cluster] {
-			state, n := a.Summary()
-			ra := report.App{Name: a.App, State: fmt.Sprintf("%s %d/%d", state, n, len(a.Objects)), Failed: !a.OK()}
+			ra := report.App{Name: a.App, State: a.Cell(), Failed: !a.OK()}
 			if a.Revision > 0 {
 				ra.State += " " + a.RevisionLabel()
 			}
@@ -314,8 +314,7 @@ func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, resu
 			cells[i] = "-"
 			for _, a := range results[oc.Cluster] {
 				if a.App == name {
-					state, n := a.Summary()
-					cells[i] = fmt.Sprintf("%s %d/%d", state, n, len(a.Objects))
+					cells[i] = a.Cell()
 					if a.Revision > 0 {
 						cells[i] += " " + a.RevisionLabel()
 					}
@@ -435,7 +434,6 @@ func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, resu
 			continue
 		}
 		for _, a := range results[oc.Cluster] {
-			state, n := a.Summary()
 			last := a.LastApplied
 			if last == "" {
 				last = "never"
@@ -450,7 +448,7 @@ func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, resu
 					rev += " from " + a.Source
 				}
 			}
-			fmt.Fprintf(w, "%s: %s %d/%d, %s, last applied %s\n", a.App, state, n, len(a.Objects), rev, last)
+			fmt.Fprintf(w, "%s: %s, %s, last applied %s\n", a.App, a.Cell(), rev, last)
 			for _, obj := range a.Objects {
 				line := fmt.Sprintf("  %s %s", obj.Ref, obj.Health)
 				if obj.Message != "" && obj.Health != status.Current {

@@ -182,6 +182,35 @@ func (a App) Summary() (state string, n int) {
 	return state, n
 }
 
+// Cell is the app's state in a line: the worst health and how many of its
+// objects have it, and how many drifted (orphans included), so that
+// neither hides the other ("InProgress 6/131, 2 drifted"); an app whose
+// objects are all Current but some drifted is "Drifted 2/131".
+func (a App) Cell() string {
+	health, n, drifted := Current, 0, 0
+	for _, o := range a.Objects {
+		if o.Drifted || o.Orphaned {
+			drifted++
+		}
+		if o.Orphaned {
+			continue // not rendered: its health is not the app's
+		}
+		switch {
+		case rank[o.Health] > rank[health]:
+			health, n = o.Health, 1
+		case o.Health == health:
+			n++
+		}
+	}
+	switch {
+	case health == Current && drifted > 0:
+		return fmt.Sprintf("Drifted %d/%d", drifted, len(a.Objects))
+	case drifted > 0:
+		return fmt.Sprintf("%s %d/%d, %d drifted", health, n, len(a.Objects), drifted)
+	}
+	return fmt.Sprintf("%s %d/%d", health, n, len(a.Objects))
+}
+
 // OK reports whether every object is Current and in sync.
 func (a App) OK() bool {
 	state, _ := a.Summary()

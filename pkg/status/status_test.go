@@ -116,3 +116,25 @@ func TestRun(t *testing.T) {
 		t.Errorf("with orphans: summary %s %d, want Drifted 3 (the orphans)", state, n)
 	}
 }
+
+// A cell says both the worst state and the drift it would hide: a cluster
+// with hand-edited objects differs from the untouched ones even while
+// something is rolling out.
+func TestCell(t *testing.T) {
+	obj := func(health string, drifted bool) status.Object {
+		return status.Object{Ref: "x", Health: health, Drifted: drifted}
+	}
+	for _, tt := range []struct {
+		objs []status.Object
+		want string
+	}{
+		{[]status.Object{obj(status.Current, false), obj(status.Current, false)}, "Current 2/2"},
+		{[]status.Object{obj(status.Current, true), obj(status.Current, false)}, "Drifted 1/2"},
+		{[]status.Object{obj(status.InProgress, false), obj(status.Current, true), obj(status.InProgress, true)}, "InProgress 2/3, 2 drifted"},
+		{[]status.Object{obj(status.Failed, false), {Ref: "y", Health: status.Current, Orphaned: true}}, "Failed 1/2, 1 drifted"},
+	} {
+		if got := (status.App{Objects: tt.objs}).Cell(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.objs, got, tt.want)
+		}
+	}
+}
