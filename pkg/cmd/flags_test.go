@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -141,5 +142,23 @@ func TestCheckKubectlArgs(t *testing.T) {
 		if err := checkKubectlArgs(tt.args); (err != nil) != tt.bad {
 			t.Errorf("%q: %v, want refused %v", tt.args, err, tt.bad)
 		}
+	}
+}
+
+// The same render error on many clusters is said once, with the clusters.
+func TestGroupErrors(t *testing.T) {
+	var errs []string
+	for i := 1; i <= 8; i++ {
+		errs = append(errs, fmt.Sprintf("cluster c%d: app web: undefined variable ${datasource}", i))
+	}
+	errs = append(errs, "cluster c2: app db: bad", "cluster c3: app db: bad", "cluster c4: app cache: worse", "a line of its own")
+	want := []string{
+		"clusters c1, c2, c3, c4, c5 and 3 more: app web: undefined variable ${datasource}",
+		"clusters c2 and c3: app db: bad",
+		"cluster c4: app cache: worse",
+		"a line of its own",
+	}
+	if diff := cmp.Diff(want, groupErrors(errs)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -269,9 +269,45 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(errs, "\n  "))
+		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(groupErrors(errs), "\n  "))
 	}
 	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
+}
+
+// groupErrors says each render error once, with the clusters it came
+// from: "cluster c1: app web: x" on 1,000 clusters is one line, "clusters
+// c1, c2, c3, c4, c5 and 995 more: app web: x", in the order the errors
+// first came.
+func groupErrors(errs []string) []string {
+	var (
+		order    []string
+		clusters = map[string][]string{}
+	)
+	for _, e := range errs {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(e, "cluster "), ": ")
+		if !ok || !strings.HasPrefix(e, "cluster ") {
+			name, rest = "", e
+		}
+		if _, seen := clusters[rest]; !seen {
+			order = append(order, rest)
+		}
+		clusters[rest] = append(clusters[rest], name)
+	}
+	out := make([]string, 0, len(order))
+	for _, rest := range order {
+		names := clusters[rest]
+		switch {
+		case names[0] == "":
+			out = append(out, rest)
+		case len(names) == 1:
+			out = append(out, "cluster "+names[0]+": "+rest)
+		case len(names) <= 5:
+			out = append(out, fmt.Sprintf("clusters %s and %s: %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1], rest))
+		default:
+			out = append(out, fmt.Sprintf("clusters %s and %d more: %s", strings.Join(names[:5], ", "), len(names)-5, rest))
+		}
+	}
+	return out
 }
 
 // renderPlan is what is rendered: the fleet, the selected clusters, the apps and
