@@ -302,7 +302,7 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 		if len(targets) == 0 {
 			continue
 		}
-		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath)}
+		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath), NoSubstitute: a.Substitute != nil && !*a.Substitute}
 		switch {
 		case a.Helm != nil:
 			h, err := helmOf(f, a)

@@ -247,6 +247,8 @@ func TestParseErrors(t *testing.T) {
 				`fleet.yaml:45: apps[5].helm.chart: x does not exist`}},
 		{"app unknown group and cluster", valid + "apps:\n  - name: web\n    manifests: .\n    groups: [prod]\n    clusters: [nope-*]\n    selector: 'a in (b'\n",
 			[]string{`fleet.yaml:36: apps[0].groups[0]: unknown group "prod"`, `fleet.yaml:37: apps[0].clusters[0]: no cluster matches "nope-*"`, `fleet.yaml:38: apps[0].selector: invalid label selector`}},
+		{"substitute on a jsonnet app", valid + "apps:\n  - name: web\n    jsonnet: .\n    substitute: false\n",
+			[]string{`fleet.yaml:36: apps[0].substitute: only applies to a kustomize or manifests app`}},
 		{"app missing folder", valid + "apps:\n  - name: web\n    kustomize: apps/nope\n",
 			[]string{`fleet.yaml:35: apps[0].kustomize: apps/nope does not exist`}},
 		{"soak and verify", replace("    maxFailures: 0\n", "    maxFailures: 0\n    soak: 10\n    verify:\n      - {name: smoke, command: [], timeout: -1m}\n      - {name: smoke, command: [./x], timeout: soon}\n"),

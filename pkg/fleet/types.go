@@ -178,6 +178,10 @@ type App struct {
 	Tests string `yaml:"tests"`
 	// DependsOn names apps applied and healthy first, on each cluster.
 	DependsOn []string `yaml:"dependsOn"`
+	// Substitute false leaves the ${...} of a kustomize or manifests app's
+	// objects alone (vendored manifests full of other tools' variables);
+	// default true.
+	Substitute *bool `yaml:"substitute"`
 }
 
 // Helm is an app's Helm chart: where it comes from and its values.

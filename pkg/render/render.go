@@ -78,6 +78,10 @@ type Source struct {
 	Namespace string
 	// Helm is the chart of a HelmChart source.
 	Helm *Helm
+	// NoSubstitute leaves every ${...} of the objects alone (the app's
+	// substitute: false: vendored manifests full of other tools'
+	// variables).
+	NoSubstitute bool
 }
 
 // Target is one app to render for one cluster.
@@ -262,7 +266,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 	if err != nil {
 		return nil, path, warnings, err
 	}
-	objs, err := substituteAll(raws, t.Source.Type != Jsonnet && t.Source.Type != HelmChart, VariablesOf(&t.Cluster), lim.MaxBytes)
+	objs, err := substituteAll(raws, t.Source.Type != Jsonnet && t.Source.Type != HelmChart && !t.Source.NoSubstitute, VariablesOf(&t.Cluster), lim.MaxBytes)
 	if err != nil {
 		return nil, path, warnings, err
 	}
@@ -288,6 +292,7 @@ type rawObject struct {
 func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(raws))
 	x := expansion{vars: vars, left: max, max: max}
+	var failed []string // every object that fails, so that one pass fixes them all
 	for _, r := range raws {
 		if !subst || !r.vars || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
 			out = append(out, r.obj.DeepCopy())
@@ -295,14 +300,25 @@ func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstr
 		}
 		x.redact = isSecret(r.obj.GetKind())
 		v, err := x.value(r.obj.Object)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ObjectRef(r.obj), err)
+		var limit *limitError
+		switch {
+		case errors.As(err, &limit):
+			return nil, fmt.Errorf("%s: %w", ObjectRef(r.obj), err) // too large: no point going on
+		case err != nil:
+			failed = append(failed, fmt.Sprintf("%s: %v", ObjectRef(r.obj), err))
+			continue
 		}
 		obj := &unstructured.Unstructured{Object: v.(map[string]any)}
 		coerceStrings(obj.Object)
 		out = append(out, obj)
 	}
-	return out, nil
+	switch len(failed) {
+	case 0:
+		return out, nil
+	case 1:
+		return nil, errors.New(failed[0])
+	}
+	return nil, fmt.Errorf("%d objects fail variable substitution (the annotation %s: disabled, or the app's substitute: false, leaves an object's ${...} alone):\n    %s", len(failed), SubstituteAnnotation, strings.Join(failed, "\n    "))
 }
 
 // isSecret tells the kinds whose values errors never quote: Secret, and

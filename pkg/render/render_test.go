@@ -138,11 +138,24 @@ func TestSubstitutionTypes(t *testing.T) {
 	}
 }
 
+// Every object that fails substitution is reported, not only the first,
+// so that one pass over a third-party stack fixes them all; the app's
+// substitute: false leaves them alone.
 func TestUndefinedVariable(t *testing.T) {
-	r := renderOne(t, Source{Type: Kustomize, Path: "testdata/lookup"}, cluster("staging-eu", "staging", map[string]any{"debug": false, "tags": "x"}))
-	want := "cluster staging-eu: app app: ConfigMap settings: undefined variable ${replicas}"
-	if r.Err == nil || !strings.HasPrefix(r.Err.Error(), want) {
-		t.Fatalf("error %v, want %q…", r.Err, want)
+	c := cluster("staging-eu", "staging", map[string]any{"debug": false, "tags": "x"})
+	r := renderOne(t, Source{Type: Kustomize, Path: "testdata/lookup"}, c)
+	for _, want := range []string{
+		"cluster staging-eu: app app: 2 objects fail variable substitution",
+		"\n    ConfigMap settings: undefined variable ${replicas} in data.replicas",
+		"\n    Deployment web: undefined variable ${replicas} in spec.replicas",
+	} {
+		if r.Err == nil || !strings.Contains(r.Err.Error(), want) {
+			t.Errorf("error %v, want %q", r.Err, want)
+		}
+	}
+	r = renderOne(t, Source{Type: Kustomize, Path: "testdata/lookup", NoSubstitute: true}, c)
+	if r.Err != nil || !strings.Contains(string(dump([]Result{r})), "${replicas}") {
+		t.Errorf("substitute: false: %v", r.Err)
 	}
 }
 
