@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e fuzz bench lint tidy-check dist clean controlplane
+.PHONY: all build run demo up test test-unit e2e fuzz bench lint tidy-check dist clean controlplane docs
 
 all: build
 
@@ -65,6 +65,12 @@ fuzz:
 ## (make test runs it once at a tiny size: TestBench in test/e2e.)
 bench: controlplane
 	$(GO) run ./bench -out bench/RESULTS.md $(BENCH_FLAGS)
+
+## docs: one page per command in docs/commands, generated from the
+## commands (TestCommandDocs fails when it is out of date)
+docs:
+	rm -rf docs/commands
+	$(GO) run ./hack/docs docs/commands
 
 ## lint: gofmt, go vet, and go.mod tidiness
 lint:
