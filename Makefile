@@ -90,18 +90,20 @@ tidy-check:
 DIST_VERSION ?= v0.1.0
 KREW_URI     ?= https://github.com/kubectl-fleet/kubectl-fleet/releases/download/$(DIST_VERSION)
 dist:
-	@rm -rf dist && mkdir -p dist
+	@rm -rf dist && mkdir -p dist/man
+	@$(GO) run ./hack/docs -man dist/man
 	@set -e; for p in $(PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 		d=dist/kubectl-fleet_$${os}_$${arch}; mkdir -p $$d; \
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X $(PKG)/pkg/version.Version=$(DIST_VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)" \
 			-o $$d/kubectl-fleet$$ext ./cmd/kubectl-fleet; \
-		cp LICENSE README.md $$d/; \
+		cp LICENSE README.md $$d/; cp -r dist/man $$d/man; \
 		if [ $$os = windows ]; then (cd $$d && zip -q -r ../kubectl-fleet_$${os}_$${arch}.zip .); \
 		else tar -C $$d -czf $$d.tar.gz .; fi; \
 		rm -rf $$d; echo "dist: $$p"; \
 	done
+	@rm -rf dist/man
 	@cd dist && sha256sum kubectl-fleet_* > checksums.txt && cat checksums.txt
 	$(GO) run ./hack/krew -template .krew.yaml -checksums dist/checksums.txt -version $(DIST_VERSION) -uri $(KREW_URI) -out dist/krew/fleet.yaml
 

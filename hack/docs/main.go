@@ -1,8 +1,10 @@
 // Command docs writes docs/commands: one Markdown page per kubectl fleet
-// command, generated from the commands (make docs).
+// command, generated from the commands (make docs); with -man, man pages
+// (make dist puts them in the release archives).
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 
@@ -10,16 +12,22 @@ import (
 )
 
 func main() {
+	man := flag.Bool("man", false, "write man pages (section 1) instead of Markdown")
+	flag.Parse()
 	dir := "docs/commands"
-	if len(os.Args) > 1 {
-		dir = os.Args[1]
+	if flag.NArg() > 0 {
+		dir = flag.Arg(0)
 	}
 	// Defaults that name the user's home folder read the same for everyone.
 	os.Setenv("HOME", "/home/you")
 	os.Unsetenv("KUBECACHEDIR")
 	os.Unsetenv("KUBECONFIG")
 	os.Unsetenv("KUBECTL_FLEET")
-	if err := cmd.GenerateDocs(dir); err != nil {
+	generate := cmd.GenerateDocs
+	if *man {
+		generate = cmd.GenerateManPages
+	}
+	if err := generate(dir); err != nil {
 		fmt.Fprintln(os.Stderr, "docs:", err)
 		os.Exit(1)
 	}

@@ -27,6 +27,18 @@ func GenerateDocs(dir string) error {
 	return doc.GenMarkdownTreeCustom(root, dir, prepend, link)
 }
 
+// GenerateManPages writes one man page (section 1) per command into dir,
+// from the same commands: what the release archives carry.
+func GenerateManPages(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	g := &GlobalOptions{IOStreams: genericiooptions.NewTestIOStreamsDiscard(), ConfigFlags: kube.NewConfigFlags()}
+	root := newCmdFleet(g)
+	disableAutoGenTag(root)
+	return doc.GenManTree(root, &doc.GenManHeader{Title: "KUBECTL-FLEET", Section: "1", Source: "kubectl fleet", Manual: "kubectl fleet"}, dir)
+}
+
 func disableAutoGenTag(cmd *cobra.Command) {
 	cmd.DisableAutoGenTag = true
 	for _, c := range cmd.Commands() {
