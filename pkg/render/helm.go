@@ -80,7 +80,7 @@ const (
 	DefaultKubeVersion = "v1.37.0"
 )
 
-// HelmHookPhase is the phase a hook of these events runs in: before the
+// helmHookPhase is the phase a hook of these events runs in: before the
 // chart's other objects, or after them.
 func helmHookPhase(events []release.HookEvent) (phase int, ok bool) {
 	for _, e := range events {
