@@ -104,32 +104,10 @@ type Options struct {
 // with the live object; members of the app's ApplySet that are no longer
 // rendered are prunes. objs are labelled as members, as apply would.
 func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options) ([]Object, error) {
-	// The inventories, and the metadata the skip needs, are read at once.
-	var (
-		listings kube.Listings
-		lists    sync.WaitGroup
-		set      = o.Set
-		others   *inventory.Neighbours
-		key      digest.Key
-		keyErr   error
-		err      error
-	)
 	skip := o.SkipUnchanged && !o.Force
-	if skip {
-		keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
-		lists.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
-	}
-	if skip {
-		lists.Go(func() { key, keyErr = digest.KeyOf(ctx, c) })
-		lists.Go(func() { c.AggregatedAPIs(ctx) })
-	}
-	if set == nil {
-		set, others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
-	} else {
-		others, err = inventory.LoadNeighbours(ctx, c, o.App)
-	}
-	lists.Wait()
-	if err = cmp.Or(err, keyErr); err != nil {
+	var listings kube.Listings
+	set, others, key, err := read(ctx, c, objs, o, skip, &listings)
+	if err != nil {
 		return nil, err
 	}
 	crds := object.CRDKinds(objs)
@@ -202,6 +180,29 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// read reads, at once, the app's inventory and its neighbours' and, when
+// unchanged objects are skipped, what the skip needs: the objects'
+// metadata (into listings), the digest key and the aggregated APIs.
+func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options, skip bool, listings *kube.Listings) (set *inventory.Set, others *inventory.Neighbours, key digest.Key, err error) {
+	var (
+		lists  sync.WaitGroup
+		keyErr error
+	)
+	if skip {
+		keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
+		lists.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
+		lists.Go(func() { key, keyErr = digest.KeyOf(ctx, c) })
+		lists.Go(func() { c.AggregatedAPIs(ctx) })
+	}
+	if set = o.Set; set == nil {
+		set, others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
+	} else {
+		others, err = inventory.LoadNeighbours(ctx, c, o.App)
+	}
+	lists.Wait()
+	return set, others, key, cmp.Or(err, keyErr)
 }
 
 // unchanged reports obj unchanged, without a request of its own, when
