@@ -115,6 +115,12 @@ func TestHelmChartRollout(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "diff"); code != 0 || !strings.Contains(out, "0 to create, 0 to change, 0 to prune") {
 		t.Errorf("diff after apply: exit %d\n%s%s", code, out, errOut)
 	}
+	// Production alone, in another run: the promotion rule renders staging
+	// again, with staging's own capabilities, and finds the release it
+	// verified.
+	if out, errOut, code := fleet(t, dir, "apply", "-g", "production", "--yes"); code != 0 || strings.Contains(out, "not started") || !strings.Contains(out, "[prod-a] configmap/store-settings unchanged") {
+		t.Errorf("apply -g production in a later run: exit %d\n%s%s", code, out, errOut)
+	}
 	if out, errOut, code := fleet(t, dir, "render", "-c", "stg"); code != 0 || !strings.Contains(out, "kube: v1.37.0") {
 		t.Errorf("render (offline: the kubeVersion attribute's default): exit %d\n%s%s", code, out, errOut)
 	}
