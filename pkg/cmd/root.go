@@ -54,9 +54,12 @@ const rootLong = `kubectl fleet deploys one set of manifests to many clusters sa
 A fleet file (--fleet/-F, else $KUBECTL_FLEET, else ./fleet.yaml) names the
 clusters, puts them in ordered groups (staging before production) and gives
 each cluster attributes. For every selected cluster, kubectl fleet renders
-kustomize, jsonnet or plain manifests with that cluster's attributes, then
-works on the cluster's own kubeconfig context. Every line of output starts
-with the cluster it belongs to.
+kustomize, jsonnet, plain manifests or a Helm chart with that cluster's
+attributes, then works on the cluster's own kubeconfig context. Every line
+of output starts with the cluster it belongs to.
+
+Every command's page, generated from this help:
+https://github.com/kubectl-fleet/kubectl-fleet/tree/main/docs/commands
 
 Exit codes:
   0    success
