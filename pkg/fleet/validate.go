@@ -33,6 +33,25 @@ func (f *Fleet) validate(e *errs) {
 	validateAttributesFrom(e, "defaults.attributesFrom", f.Defaults.AttributesFrom)
 	validateKubeconfig(e, "defaults", f.Defaults.Kubeconfig, f.Defaults.KubeconfigFrom)
 
+	groups := f.validateGroups(e)
+	f.validateClusters(e, groups)
+	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
+	apps := map[string]bool{}
+	for i := range f.Apps {
+		a := &f.Apps[i]
+		p := fmt.Sprintf("apps[%d]", i)
+		validateName(e, p+".name", a.Name)
+		if apps[a.Name] && a.Name != "" {
+			e.add(p+".name", "duplicate app name %q", a.Name)
+		}
+		apps[a.Name] = true
+		f.validateApp(e, p, a, groups)
+	}
+	f.validateDependencies(e)
+}
+
+// validateGroups checks the groups and returns their names.
+func (f *Fleet) validateGroups(e *errs) map[string]bool {
 	groups := map[string]bool{}
 	for i, g := range f.Groups {
 		p := fmt.Sprintf("groups[%d]", i)
@@ -53,7 +72,12 @@ func (f *Fleet) validate(e *errs) {
 		}
 		f.validateChecks(e, p+".verify", g.Verify)
 	}
+	return groups
+}
 
+// validateClusters checks the clusters (and numbers them), their groups
+// among groups.
+func (f *Fleet) validateClusters(e *errs, groups map[string]bool) {
 	clusters := map[string]bool{}
 	for i := range f.Clusters {
 		c := &f.Clusters[i]
@@ -89,48 +113,40 @@ func (f *Fleet) validate(e *errs) {
 		validateAttributesFrom(e, p+".attributesFrom", c.AttributesFrom)
 		validateKubeconfig(e, p, c.Kubeconfig, c.KubeconfigFrom)
 	}
+}
 
-	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
-	apps := map[string]bool{}
-	for i := range f.Apps {
-		a := &f.Apps[i]
-		p := fmt.Sprintf("apps[%d]", i)
-		validateName(e, p+".name", a.Name)
-		if apps[a.Name] && a.Name != "" {
-			e.add(p+".name", "duplicate app name %q", a.Name)
-		}
-		apps[a.Name] = true
-		f.validateSource(e, p, a)
-		if a.Namespace != "" {
-			if msgs := validation.IsDNS1123Label(a.Namespace); len(msgs) > 0 {
-				e.add(p+".namespace", "invalid namespace %q: %s", a.Namespace, strings.Join(msgs, "; "))
-			}
-		}
-		for j, g := range a.Groups {
-			if !groups[g] {
-				e.add(fmt.Sprintf("%s.groups[%d]", p, j), "unknown group %q (groups: %s)", g, strings.Join(f.groupNames(), ", "))
-			}
-		}
-		for j, pattern := range a.Clusters {
-			if _, err := path.Match(pattern, ""); err != nil {
-				e.add(fmt.Sprintf("%s.clusters[%d]", p, j), "invalid pattern %q", pattern)
-			} else if len(f.matchClusters(pattern)) == 0 {
-				e.add(fmt.Sprintf("%s.clusters[%d]", p, j), "no cluster matches %q", pattern)
-			}
-		}
-		if a.Selector != "" {
-			if _, err := labels.Parse(a.Selector); err != nil {
-				e.add(p+".selector", "invalid label selector %q: %v", a.Selector, err)
-			}
-		}
-		validateIgnoreRules(e, p+".ignoreDifferences", a.IgnoreDifferences)
-		if a.Tests != "" {
-			if _, err := os.Stat(f.ResolvePath(a.Tests)); err != nil {
-				e.add(p+".tests", "%s does not exist (relative paths start at the fleet file's folder)", a.Tests)
-			}
+// validateApp checks one app at p: its source, namespace, targets, ignore
+// rules and tests.
+func (f *Fleet) validateApp(e *errs, p string, a *App, groups map[string]bool) {
+	f.validateSource(e, p, a)
+	if a.Namespace != "" {
+		if msgs := validation.IsDNS1123Label(a.Namespace); len(msgs) > 0 {
+			e.add(p+".namespace", "invalid namespace %q: %s", a.Namespace, strings.Join(msgs, "; "))
 		}
 	}
-	f.validateDependencies(e)
+	for j, g := range a.Groups {
+		if !groups[g] {
+			e.add(fmt.Sprintf("%s.groups[%d]", p, j), "unknown group %q (groups: %s)", g, strings.Join(f.groupNames(), ", "))
+		}
+	}
+	for j, pattern := range a.Clusters {
+		if _, err := path.Match(pattern, ""); err != nil {
+			e.add(fmt.Sprintf("%s.clusters[%d]", p, j), "invalid pattern %q", pattern)
+		} else if len(f.matchClusters(pattern)) == 0 {
+			e.add(fmt.Sprintf("%s.clusters[%d]", p, j), "no cluster matches %q", pattern)
+		}
+	}
+	if a.Selector != "" {
+		if _, err := labels.Parse(a.Selector); err != nil {
+			e.add(p+".selector", "invalid label selector %q: %v", a.Selector, err)
+		}
+	}
+	validateIgnoreRules(e, p+".ignoreDifferences", a.IgnoreDifferences)
+	if a.Tests != "" {
+		if _, err := os.Stat(f.ResolvePath(a.Tests)); err != nil {
+			e.add(p+".tests", "%s does not exist (relative paths start at the fleet file's folder)", a.Tests)
+		}
+	}
 }
 
 func (f *Fleet) validateChecks(e *errs, p string, checks []Check) {
