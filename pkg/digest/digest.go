@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -37,10 +36,7 @@ const (
 	keyField = "key"
 )
 
-var (
-	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
-)
+var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
 // Key keys the HMAC of Secret values. A nil Key leaves Secret values out
 // of digests altogether: a Secret that changes only in its values then
@@ -101,9 +97,7 @@ func Ensure(ctx context.Context, c *kube.Client, fieldManager string) (Key, erro
 	ri := c.Dynamic.Resource(secretsGVR).Namespace(Namespace)
 	created, err := ri.Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})
 	if apierrors.IsNotFound(err) {
-		ns := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + Namespace + `"}}`)
-		force := true
-		if _, err := c.Dynamic.Resource(namespacesGVR).Patch(ctx, Namespace, types.ApplyPatchType, ns, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}); err != nil {
+		if err := c.EnsureNamespace(ctx, Namespace, fieldManager); err != nil {
 			return nil, fmt.Errorf("creating namespace %s for the digest key: %w", Namespace, err)
 		}
 		created, err = ri.Create(ctx, secret, metav1.CreateOptions{FieldManager: fieldManager})

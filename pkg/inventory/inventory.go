@@ -475,8 +475,7 @@ func (s *Set) Label(obj *unstructured.Unstructured) { Label(obj, s.ID) }
 func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents, lastApplied time.Time, fieldManager, version string) error {
 	// A parent that exists has its namespace.
 	if !s.Exists {
-		ns := map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": Namespace}}
-		if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", Namespace, ns, fieldManager); err != nil {
+		if err := c.EnsureNamespace(ctx, Namespace, fieldManager); err != nil {
 			return fmt.Errorf("creating namespace %s for the inventory: %w", Namespace, err)
 		}
 	}

@@ -159,6 +159,16 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	}}, nil
 }
 
+// EnsureNamespace creates the namespace name, if missing, with
+// server-side apply: the kubectl-fleet namespace the inventories, locks,
+// revisions and digest key live in.
+func (c *Client) EnsureNamespace(ctx context.Context, name, fieldManager string) error {
+	data := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + name + `"}}`)
+	force := true
+	_, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Patch(ctx, name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force})
+	return err
+}
+
 // Capabilities reads what the cluster serves, as helm reads it for a
 // chart's .Capabilities: the server's version, and every group version
 // and group/version/Kind of its discovery (groups whose discovery failed

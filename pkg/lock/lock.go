@@ -60,8 +60,7 @@ const (
 var ErrNoNamespace = errors.New("namespace " + Namespace + " does not exist")
 
 var (
-	leasesGVR     = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
 	// pollInterval is how often a waiting Acquire tries again.
 	pollInterval = time.Second
 )
@@ -339,8 +338,8 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 			if o.NoNamespace {
 				return nil, ErrNoNamespace
 			}
-			if err := ensureNamespace(ctx, c, o.FieldManager); err != nil {
-				return nil, err
+			if err := c.EnsureNamespace(ctx, Namespace, o.FieldManager); err != nil {
+				return nil, fmt.Errorf("creating namespace %s for the lock: %w", Namespace, err)
 			}
 			created, err = ri.Create(ctx, desired, metav1.CreateOptions{FieldManager: o.FieldManager})
 		}
@@ -476,17 +475,6 @@ func InfoOf(u *unstructured.Unstructured) (Info, error) {
 		i.Renewed = l.Spec.RenewTime.Time
 	}
 	return i, nil
-}
-
-// ensureNamespace creates the namespace of the leases, with server-side
-// apply, as the inventory does.
-func ensureNamespace(ctx context.Context, c *kube.Client, fieldManager string) error {
-	data := []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"` + Namespace + `"}}`)
-	force := true
-	if _, err := c.Dynamic.Resource(namespacesGVR).Patch(ctx, Namespace, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: fieldManager, Force: &force}); err != nil {
-		return fmt.Errorf("creating namespace %s for the lock: %w", Namespace, err)
-	}
-	return nil
 }
 
 // renew renews the lease every third of its duration until Release. A
