@@ -292,7 +292,10 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 			return nil, fmt.Errorf("--app %s: no such app in %s", name, f.Path)
 		}
 	}
-	var out []app
+	var (
+		out  []app
+		lock *fleet.Lock // read once, for the first chart it pins
+	)
 	for i := range f.Apps {
 		a := &f.Apps[i]
 		if len(s.Apps) > 0 && !slices.Contains(s.Apps, a.Name) {
@@ -305,7 +308,7 @@ func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespac
 		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath), NoSubstitute: a.Substitute != nil && !*a.Substitute}
 		switch {
 		case a.Helm != nil:
-			h, err := helmOf(f, a)
+			h, err := helmOf(f, a, &lock)
 			if err != nil {
 				return nil, err
 			}
@@ -371,17 +374,21 @@ func (s *SourceOptions) adhoc() (render.Source, bool) {
 
 // helmOf is the render's view of an app's chart: local paths resolved from
 // the fleet file's folder; a chart from a repository or registry pinned by
-// fleet.lock to its exact version and digest, when the lock has it.
-func helmOf(f *fleet.Fleet, a *fleet.App) (*render.Helm, error) {
+// fleet.lock to its exact version and digest, when the lock has it. lock
+// is the lock read so far (nil: not yet), read once for a whole fleet.
+func helmOf(f *fleet.Fleet, a *fleet.App, lock **fleet.Lock) (*render.Helm, error) {
 	out := unlockedHelmOf(f, a)
 	if !out.Remote() {
 		return out, nil
 	}
-	lock, err := fleet.LoadLock(f.Path)
-	if err != nil {
-		return nil, err
+	if *lock == nil {
+		l, err := fleet.LoadLock(f.Path)
+		if err != nil {
+			return nil, err
+		}
+		*lock = l
 	}
-	switch locked := lock.Of(a.Name); {
+	switch locked := (*lock).Of(a.Name); {
 	case locked == nil:
 	case !locked.Matches(a.Helm):
 		return nil, fmt.Errorf("app %s: %s pins chart %s %s (repo %q), but the fleet file asks for %s %s (repo %q): run kubectl fleet deps update", a.Name, fleet.LockFile, locked.Chart, locked.Version, locked.Repo, a.Helm.Chart, a.Helm.Version, a.Helm.Repo)
