@@ -262,10 +262,10 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 	if src.withTests {
 		tests = engine.Render(ctx, pl.targets(true))
 	}
-	var errs []string
+	var errs []error
 	for _, r := range slices.Concat(results, tests) {
 		if r.Err != nil {
-			errs = append(errs, r.Err.Error())
+			errs = append(errs, r.Err)
 		}
 	}
 	if len(errs) > 0 {
@@ -275,36 +275,40 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 }
 
 // groupErrors says each render error once, with the clusters it came
-// from: "cluster c1: app web: x" on 1,000 clusters is one line, "clusters
+// from: the same error of app web on 1,000 clusters is one line, "clusters
 // c1, c2, c3, c4, c5 and 995 more: app web: x", in the order the errors
-// first came.
-func groupErrors(errs []string) []string {
+// first came. An error that is not a target's is a line of its own.
+func groupErrors(errs []error) []string {
+	type key struct{ app, msg string }
 	var (
-		order    []string
-		clusters = map[string][]string{}
+		order    []key
+		clusters = map[key][]string{}
 	)
-	for _, e := range errs {
-		name, rest, ok := strings.Cut(strings.TrimPrefix(e, "cluster "), ": ")
-		if !ok || !strings.HasPrefix(e, "cluster ") {
-			name, rest = "", e
+	for _, err := range errs {
+		k := key{msg: err.Error()}
+		var te *render.TargetError
+		if errors.As(err, &te) {
+			k = key{app: te.App, msg: te.Err.Error()}
 		}
-		if _, seen := clusters[rest]; !seen {
-			order = append(order, rest)
+		if _, seen := clusters[k]; !seen {
+			order, clusters[k] = append(order, k), nil
 		}
-		clusters[rest] = append(clusters[rest], name)
+		if te != nil {
+			clusters[k] = append(clusters[k], te.Cluster)
+		}
 	}
 	out := make([]string, 0, len(order))
-	for _, rest := range order {
-		names := clusters[rest]
+	for _, k := range order {
+		names, what := clusters[k], "app "+k.app+": "+k.msg
 		switch {
-		case names[0] == "":
-			out = append(out, rest)
+		case k.app == "":
+			out = append(out, k.msg)
 		case len(names) == 1:
-			out = append(out, "cluster "+names[0]+": "+rest)
+			out = append(out, "cluster "+names[0]+": "+what)
 		case len(names) <= 5:
-			out = append(out, fmt.Sprintf("clusters %s and %s: %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1], rest))
+			out = append(out, fmt.Sprintf("clusters %s and %s: %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1], what))
 		default:
-			out = append(out, fmt.Sprintf("clusters %s and %d more: %s", strings.Join(names[:5], ", "), len(names)-5, rest))
+			out = append(out, fmt.Sprintf("clusters %s and %d more: %s", strings.Join(names[:5], ", "), len(names)-5, what))
 		}
 	}
 	return out

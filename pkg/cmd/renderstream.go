@@ -67,7 +67,7 @@ func (o *RenderOptions) streamTargets(ctx context.Context, clusters []*fleet.Clu
 		err   error
 	}
 	var (
-		errs    []string
+		errs    []error
 		printed int     // clusters printed
 		pending []chunk // the cluster being gathered
 		stopAt  = -1    // the first cluster not printed
@@ -80,7 +80,7 @@ func (o *RenderOptions) streamTargets(ctx context.Context, clusters []*fleet.Clu
 			if err == nil {
 				return done{chunk: c}
 			}
-			r.Err = fmt.Errorf("cluster %s: app %s: %w", ts[i].Cluster.Name, ts[i].App, err)
+			r.Err = &render.TargetError{Cluster: ts[i].Cluster.Name, App: ts[i].App, Err: err}
 		}
 		if r.Err != nil {
 			for f := firstFailed.Load(); int64(i) < f && !firstFailed.CompareAndSwap(f, int64(i)); f = firstFailed.Load() {
@@ -93,7 +93,7 @@ func (o *RenderOptions) streamTargets(ctx context.Context, clusters []*fleet.Clu
 			defer engine.Release(t.Cluster.Name)
 		}
 		if d.err != nil {
-			errs = append(errs, d.err.Error())
+			errs = append(errs, d.err)
 		}
 		if stopAt >= 0 {
 			return nil
@@ -125,7 +125,7 @@ func (o *RenderOptions) streamTargets(ctx context.Context, clusters []*fleet.Clu
 // the clusters left that nothing goes to when it went through, else the
 // error that says where the output stops (stopped: a render failed; errs
 // are the render errors, err emit's or the context's).
-func streamEnd(ctx context.Context, p *renderPrinter, clusters []*fleet.Cluster, printed int, stopped bool, errs []string, err error) error {
+func streamEnd(ctx context.Context, p *renderPrinter, clusters []*fleet.Cluster, printed int, stopped bool, errs []error, err error) error {
 	if err == nil && !stopped {
 		for ; printed < len(clusters); printed++ {
 			if err := p.flush(clusters[printed], nil); err != nil {

@@ -39,7 +39,7 @@ func (f *fakeEngine) RenderTarget(_ context.Context, t render.Target) render.Res
 		f.gate(i)
 	}
 	if f.fail[t.Cluster.Name] || f.fail[t.Cluster.Name+"/"+t.App] {
-		return render.Result{Target: t, Err: fmt.Errorf("cluster %s: app %s: boom", t.Cluster.Name, t.App)}
+		return render.Result{Target: t, Err: &render.TargetError{Cluster: t.Cluster.Name, App: t.App, Err: errors.New("boom")}} // as Engine.RenderTarget wraps
 	}
 	var objs []*unstructured.Unstructured
 	for _, name := range []string{"a", "b"} {

@@ -156,6 +156,16 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	return nil
 }
 
+// vetMessage is a render error as vet says it, under its cluster's prefix:
+// "app web: …".
+func vetMessage(r render.Result) string {
+	var te *render.TargetError
+	if errors.As(r.Err, &te) {
+		return "app " + te.App + ": " + te.Err.Error()
+	}
+	return r.Err.Error()
+}
+
 // printWarnings says each app's render warnings once, however many
 // clusters they came from.
 func printWarnings(w io.Writer, results []render.Result) {
@@ -216,7 +226,7 @@ func vetRender(cluster string, results, tests []render.Result, objects []*unstru
 		}
 		names = append(names, r.App)
 		if r.Err != nil {
-			messages = append(messages, strings.TrimPrefix(r.Err.Error(), "cluster "+cluster+": "))
+			messages = append(messages, vetMessage(r))
 		}
 	}
 	for _, e := range render.Validate(objects) {
@@ -227,7 +237,7 @@ func vetRender(cluster string, results, tests []render.Result, objects []*unstru
 			continue
 		}
 		if t.Err != nil {
-			messages = append(messages, "tests of "+strings.TrimPrefix(t.Err.Error(), "cluster "+cluster+": "))
+			messages = append(messages, "tests of "+vetMessage(t))
 			continue
 		}
 		for _, e := range render.Validate(t.Objects) {

@@ -172,7 +172,7 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.Objects = nil
-			r.Err = fmt.Errorf("cluster %s: app %s: recovered from panic: %v", t.Cluster.Name, t.App, p)
+			r.Err = &TargetError{Cluster: t.Cluster.Name, App: t.App, Err: fmt.Errorf("recovered from panic: %v", p)}
 		}
 	}()
 	r.Objects, r.Path, r.Warnings, r.Err = e.renderOne(ctx, t)
@@ -183,10 +183,24 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 		}
 	}
 	if r.Err != nil {
-		r.Err = fmt.Errorf("cluster %s: app %s: %w", t.Cluster.Name, t.App, r.Err)
+		r.Err = &TargetError{Cluster: t.Cluster.Name, App: t.App, Err: r.Err}
 	}
 	return r
 }
+
+// TargetError is why one target (an app for a cluster) did not render:
+// "cluster c1: app web: …".
+type TargetError struct {
+	Cluster, App string
+	Err          error
+}
+
+func (e *TargetError) Error() string {
+	return fmt.Sprintf("cluster %s: app %s: %v", e.Cluster, e.App, e.Err)
+}
+
+// Unwrap is the render's own error.
+func (e *TargetError) Unwrap() error { return e.Err }
 
 // Release forgets what the engine kept for one cluster: its jsonnet
 // evaluations, which depend on the cluster and so are kept per cluster.
