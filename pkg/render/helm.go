@@ -342,7 +342,7 @@ func podAsJob(pod *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	template := map[string]any{"spec": spec}
 	if labels := pod.GetLabels(); len(labels) > 0 {
-		template["metadata"] = map[string]any{"labels": toAny(labels)}
+		_ = unstructured.SetNestedStringMap(template, labels, "metadata", "labels")
 	}
 	job := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "batch/v1", "kind": "Job",
@@ -353,14 +353,6 @@ func podAsJob(pod *unstructured.Unstructured) *unstructured.Unstructured {
 	job.SetLabels(pod.GetLabels())
 	job.SetAnnotations(pod.GetAnnotations())
 	return job
-}
-
-func toAny(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func annotate(o interface {
