@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,10 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
+
+// ShardEnv is the environment variable --shard defaults to.
+const ShardEnv = "KUBECTL_FLEET_SHARD"
 
 // ReconcileOptions are the options of "kubectl fleet reconcile".
 type ReconcileOptions struct {
@@ -34,6 +39,10 @@ type ReconcileOptions struct {
 	MetricsAddr string
 	// LogFormat is text or json.
 	LogFormat string
+	// Shard is this replica's share of the selected clusters (--shard
+	// I/N); the zero Shard owns them all.
+	Shard     fleet.Shard
+	shardFlag string
 
 	metrics *reconcileMetrics
 	health  *health
@@ -80,6 +89,14 @@ CronJob). SIGTERM or Ctrl-C during a pass lets the pass finish, then exits 0
 second signal exits 130 at once. A failed pass is logged and counted in the
 metrics, and the next pass comes after --interval.
 
+--shard I/N splits the selected clusters between N replicas (a StatefulSet's
+pods: --shard ordinal/N): each checks and applies only its share, chosen by
+rendezvous hashing of the cluster names, so going from N to N+1 replicas
+moves about 1/(N+1) of the clusters. Every replica still renders the whole
+selection (a render error stops every replica), and a later group waits for
+the earlier groups' verified releases whichever replica applied them: each
+reads them from the clusters.
+
 --metrics-addr serves Prometheus metrics on /metrics, and /healthz: 200 while
 the loop runs, 503 once it stops or after 3 passes in a row failed before
 reaching any cluster (fleet file, render, protected group without --yes).
@@ -93,7 +110,8 @@ Exit codes (--once; the loop exits 0 when signalled):
   130  a second signal`,
 		Example: `  kubectl fleet reconcile --interval 5m --metrics-addr :8080 --log-format json --yes
   kubectl fleet reconcile --once --correct-drift -g staging
-  kubectl fleet reconcile --interval 1m -k overlays --name web`,
+  kubectl fleet reconcile --interval 1m -k overlays --name web
+  kubectl fleet reconcile --interval 5m --yes --shard ordinal/3   # in a StatefulSet of 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(cmd); err != nil {
@@ -114,6 +132,7 @@ Exit codes (--once; the loop exits 0 when signalled):
 	cmd.Flags().BoolVar(&o.CorrectDrift, "correct-drift", false, "apply clusters whose objects drifted, taking the drifted fields back; without it drift is only reported")
 	cmd.Flags().StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics on /metrics and a health check on /healthz at this address, e.g. :8080")
 	cmd.Flags().StringVar(&o.LogFormat, "log-format", "text", "text (lines prefixed with the cluster) or json (one JSON object per line: time, level, msg, ...)")
+	cmd.Flags().StringVar(&o.shardFlag, "shard", "", "I/N: check and apply only this replica's share of the selected clusters, the I-th of N (I from 0), by consistent hashing of the cluster names; ordinal/N takes I from a StatefulSet pod's name (default: $"+ShardEnv+")")
 	return cmd, o
 }
 
@@ -128,6 +147,16 @@ func (o *ReconcileOptions) Validate(cmd *cobra.Command) error {
 		return fmt.Errorf("--interval must be positive")
 	case o.LogFormat != "text" && o.LogFormat != "json":
 		return fmt.Errorf("--log-format %q: want text or json", o.LogFormat)
+	}
+	if o.shardFlag == "" {
+		o.shardFlag = os.Getenv(ShardEnv)
+	}
+	if o.shardFlag != "" {
+		s, err := fleet.ParseShard(o.shardFlag, fleet.Hostname())
+		if err != nil {
+			return fmt.Errorf("--shard: %w", err)
+		}
+		o.Shard = s
 	}
 	if o.MetricsAddr != "" {
 		if _, _, err := net.SplitHostPort(o.MetricsAddr); err != nil {
@@ -264,7 +293,11 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	g.verified.Reset()
 	defer g.sources.Refresh()
 	a := o.passOptions()
-	o.say(fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339)))
+	started := fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339))
+	if o.Shard.Sharded() {
+		started += fmt.Sprintf(" (shard %s)", o.Shard)
+	}
+	o.say(started)
 	r, err := a.render(ctx, a.Selection, &a.SourceOptions, true)
 	if err == nil {
 		err = refuseProtected(r, a.Yes)
@@ -273,7 +306,10 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	if err != nil {
 		return o.end(n, start, PassEvent{}, err)
 	}
-	ev, toApply, drifting := o.decideAll(ctx, n, a, r)
+	// A replica checks and applies its shard's clusters; the promotion
+	// rule below still sees them all, reading the other shards' release
+	// state from the clusters themselves.
+	ev, toApply, drifting := o.decideAll(ctx, n, a, o.mine(r))
 	if len(toApply) == 0 {
 		return o.end(n, start, ev, nil)
 	}
@@ -368,6 +404,20 @@ func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions
 	}
 	o.metrics.keepOnly(r)
 	return ev, toApply, drifting
+}
+
+// mine is the part of r that this replica's shard owns.
+func (o *ReconcileOptions) mine(r *rendered) *rendered {
+	if !o.Shard.Sharded() {
+		return r
+	}
+	owned := map[string]bool{}
+	for _, c := range r.clusters {
+		if o.Shard.Owns(c.Name) {
+			owned[c.Name] = true
+		}
+	}
+	return r.only(owned)
 }
 
 // refuseProtected refuses a pass whose selection includes a protected

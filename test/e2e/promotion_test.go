@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,5 +205,77 @@ func TestSoakOneGroup(t *testing.T) {
 	}
 	if _, code := get(t, "fleet-c1", "configmap", "extra-1", "-n", ns); code != 0 {
 		t.Error("the rollback did not bring back r1's extra-1")
+	}
+}
+
+// Two reconcile replicas, --shard 0/2 and 1/2, split the clusters: each
+// cluster is checked and applied by exactly one of them, and production
+// waits for staging although staging is the other replica's: each reads
+// the earlier group's release state from the clusters themselves.
+func TestReconcileShards(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("the loops are stopped with SIGTERM")
+	}
+	const ns = "e2e-reconcile-shards"
+	// Rendezvous hashing of these names over 2 replicas: shard-stg is
+	// replica 1's, shard-a and shard-b replica 0's (TestShardOwners in
+	// pkg/fleet would notice a change of the hash).
+	fleetYAML := strings.NewReplacer("pr-stg", "shard-stg", "pr-a", "shard-a", "pr-b", "shard-b").Replace(promotionFleet("shards", "0s"))
+	dir := promotionDir(t, "shards", ns, "1")
+	if err := writeFile(dir, "fleet.yaml", fleetYAML); err != nil {
+		t.Fatal(err)
+	}
+	owned := map[string][]string{"0/2": {"shard-a", "shard-b"}, "1/2": {"shard-stg"}}
+	replicas := map[string]*run{}
+	for shard := range owned {
+		replicas[shard] = startFleet(t, dir, nil, "reconcile", "--interval", "1s", "--yes", "--log-format", "json", "--shard", shard)
+	}
+	for pass := 1; pass <= 3; pass++ {
+		for shard, r := range replicas {
+			waitEvent(t, r, 90*time.Second, "a pass", passDone(float64(pass)))
+			for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
+				if !absent(t, ctx, "namespace", ns) {
+					out, errOut := r.output()
+					t.Fatalf("pass %d of %s: production (%s) got a release staging rejected\n%s%s", pass, shard, ctx, out, errOut)
+				}
+			}
+		}
+	}
+	out, _ := replicas["0/2"].output()
+	if !strings.Contains(out, "production not started: shard-stg runs shards r1, not verified (failed: check smoke: exit status 1)") {
+		t.Errorf("replica 0/2 does not say why production waits:\n%s", out)
+	}
+	if err := os.Remove(filepath.Join(dir, "fail")); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replicas {
+		waitEvent(t, r, 90*time.Second, "a pass that succeeds", func(ev map[string]any) bool {
+			return ev["type"] == "pass" && ev["result"] == "succeeded"
+		})
+	}
+	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
+		if v, code := get(t, ctx, "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); code != 0 || v != "1" {
+			t.Errorf("%s runs %q after staging verified", ctx, v)
+		}
+	}
+	for shard, r := range replicas {
+		_ = r.cmd.Process.Signal(syscall.SIGTERM)
+		if !r.exited(60 * time.Second) {
+			t.Fatalf("replica %s did not stop on SIGTERM", shard)
+		}
+		out, errOut := r.output()
+		if !strings.Contains(out, "(shard "+shard+")") {
+			t.Errorf("replica %s does not say its shard when a pass starts:\n%s", shard, out)
+		}
+		// Each replica checked and applied only its own clusters.
+		for _, ev := range jsonEvents(t, out) {
+			c, _ := ev["cluster"].(string)
+			if ev["type"] == "reconcile" && !slices.Contains(owned[shard], c) {
+				t.Errorf("replica %s checked %s, which is not its cluster: %v\n%s", shard, c, ev, errOut)
+			}
+			if ev["type"] == "object" && !slices.Contains(owned[shard], c) {
+				t.Errorf("replica %s applied an object on %s: %v", shard, c, ev)
+			}
+		}
 	}
 }
