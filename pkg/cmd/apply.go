@@ -748,62 +748,94 @@ func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
 // done is what the summary calls a cluster a verb went through on.
 var done = map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}
 
-// printSummary prints every cluster's outcome ("applied", or as state
-// says) and returns how many did not go through.
+// printSummary prints each cluster's outcome under "Summary:" (with -o
+// json, a ClusterResult each) and returns how many clusters failed or were
+// not started. With many clusters, identical outcomes are said once
+// ("812 clusters applied: 40 unchanged") and only the clusters that differ
+// are named.
 func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, state0 string) int {
 	failed := 0
-	if !p.json {
-		fmt.Fprintln(p.out, "Summary:")
-		for _, n := range p.notes {
-			fmt.Fprintln(p.out, n)
-		}
-	}
+	var lines [][2]string
 	for _, oc := range outcomes {
-		state := state0
-		if dryRun {
-			state += " (server dry run)"
+		if oc.State == runner.Failed || oc.State == runner.NotStarted {
+			failed++
 		}
 		var rolledBack *atomicError
 		errors.As(oc.Err, &rolledBack)
-		switch oc.State {
-		case runner.Failed:
-			state = "failed"
-			if rolledBack != nil {
-				state += ", " + rolledBack.note
-			}
-			failed++
-		case runner.NotStarted:
-			state = "not started"
-			failed++
-		case runner.Skipped:
-			state = "skipped"
-		}
-		revMap := tally.revisionsOf(oc.Cluster)
 		if p.json {
-			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Revisions: revMap, Error: errString(oc.Err)}
+			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Revisions: tally.revisionsOf(oc.Cluster), Error: errString(oc.Err)}
 			if rolledBack != nil {
 				res.Rollback = rolledBack.note
 			}
 			p.event(res)
 			continue
 		}
-		line := state
-		if c := tally.of(oc.Cluster); len(c) > 0 {
-			line += ": " + actionCounts(c)
+		lines = append(lines, [2]string{oc.Cluster, outcomeLine(oc, rolledBack, tally, dryRun, state0)})
+	}
+	if !p.json {
+		fmt.Fprintln(p.out, "Summary:")
+		for _, n := range p.notes {
+			fmt.Fprintln(p.out, n)
 		}
-		if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
-			line += "; " + strings.Join(g, ", ")
-		}
-		var blocked *rollout.BlockedError
-		switch {
-		case errors.As(oc.Err, &blocked):
-			line += ": the earlier groups have not verified this release (above)"
-		case oc.Err != nil:
-			line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
-		}
-		fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
+		p.outcomes(lines, len(outcomes) > p.many, " ")
 	}
 	return failed
+}
+
+// outcomeLine is what the summary says of a cluster: its state, its
+// objects' changes, its gates and its error.
+func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *counts, dryRun bool, state0 string) string {
+	state := state0
+	if dryRun {
+		state += " (server dry run)"
+	}
+	switch oc.State {
+	case runner.Failed:
+		state = "failed"
+		if rolledBack != nil {
+			state += ", " + rolledBack.note
+		}
+	case runner.NotStarted:
+		state = "not started"
+	case runner.Skipped:
+		state = "skipped"
+	}
+	line := state
+	if c := tally.of(oc.Cluster); len(c) > 0 {
+		line += ": " + actionCounts(c)
+	}
+	if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
+		line += "; " + strings.Join(g, ", ")
+	}
+	var blocked *rollout.BlockedError
+	switch {
+	case errors.As(oc.Err, &blocked):
+		line += ": the earlier groups have not verified this release (above)"
+	case oc.Err != nil:
+		line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
+	}
+	return line
+}
+
+// outcomes prints (cluster, line) pairs, each prefixed with its cluster;
+// grouped, a line shared by several clusters is printed once, where the
+// first of them would be, as "N clusters" sep line.
+func (p *printer) outcomes(lines [][2]string, grouped bool, sep string) {
+	shared := map[string]int{}
+	for _, l := range lines {
+		shared[l[1]]++
+	}
+	said := map[string]bool{}
+	for _, l := range lines {
+		cluster, line := l[0], l[1]
+		switch n := shared[line]; {
+		case !grouped || n == 1:
+			fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(cluster), line)
+		case !said[line]:
+			said[line] = true
+			fmt.Fprintf(p.out, "%d clusters%s%s\n", n, sep, line)
+		}
+	}
 }
 
 func actionCounts(c map[apply.Action]int) string {

@@ -28,10 +28,13 @@ type printer struct {
 	lines  map[string]*output.PrefixWriter
 	// notes are printed under the summary's heading.
 	notes []string
+	// many is how many clusters the summary names one by one at most;
+	// with more it groups identical outcomes.
+	many int
 }
 
 func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {
-	return &printer{out: output.NewSyncWriter(g.Out), json: jsonOut, prefix: g.prefixer(clusters), lines: map[string]*output.PrefixWriter{}}
+	return &printer{out: output.NewSyncWriter(g.Out), json: jsonOut, prefix: g.prefixer(clusters), lines: map[string]*output.PrefixWriter{}, many: g.manyClusters()}
 }
 
 // cluster returns the prefixed line writer of a cluster.

@@ -244,14 +244,20 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	res.outcomes = outcomes
 	p.close()
 	failed, differs := 0, false
+	var lines [][2]string
 	for _, oc := range outcomes {
 		s := summaries[oc.Cluster]
 		differs = differs || s.Differs()
 		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
 			failed++
 		}
-		o.printDiffSummary(p, oc, s)
+		if p.json {
+			p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
+			continue
+		}
+		lines = append(lines, [2]string{oc.Cluster, diffLine(oc, s)})
 	}
+	p.outcomes(lines, len(outcomes) > p.many, ": ")
 	if external != nil && differs {
 		if err := external.run(o.GlobalOptions); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}
@@ -424,11 +430,8 @@ func paint(line string, color bool) string {
 	return fmt.Sprintf("\x1b[%dm%s\x1b[0m\n", code, strings.TrimSuffix(line, "\n"))
 }
 
-func (o *DiffOptions) printDiffSummary(p *printer, oc runner.Outcome, s diff.Summary) {
-	if p.json {
-		p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
-		return
-	}
+// diffLine is what diff's summary says of a cluster.
+func diffLine(oc runner.Outcome, s diff.Summary) string {
 	line := fmt.Sprintf("%d to create, %d to change, %d to prune, %d unchanged", s.Create, s.Change, s.Prune, s.Unchanged)
 	if s.Conflicts > 0 {
 		line += fmt.Sprintf(" (apply needs --force-conflicts for %d)", s.Conflicts)
@@ -441,7 +444,7 @@ func (o *DiffOptions) printDiffSummary(p *printer, oc runner.Outcome, s diff.Sum
 	case oc.Err != nil:
 		line = "error: " + oc.Err.Error()
 	}
-	fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
+	return line
 }
 
 // externalDiff collects LIVE and MERGED folders for $KUBECTL_EXTERNAL_DIFF.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,48 +21,189 @@ import (
 // (stderr) it keeps one live line per cluster at the bottom: stage,
 // objects done of total, time elapsed (mpb draws them); elsewhere (CI) it
 // prints a plain prefixed line on stderr each time a cluster's stage
-// changes. A nil *progress does nothing.
+// changes. With more clusters than fit (manyClusters), it is compact: one
+// line per group (how many clusters are done, running, failed and
+// waiting, objects, elapsed, soak left) and, on a terminal, the clusters
+// running or failed; elsewhere the failures as they happen and each
+// group's line when it ends (and every plainEvery while it runs). A nil
+// *progress does nothing.
 type progress struct {
-	live   *mpb.Progress
-	plain  io.Writer
-	prefix *output.Prefixer
+	live    *mpb.Progress
+	plain   io.Writer
+	prefix  *output.Prefixer
+	compact bool
+	// lines is how many cluster lines compact live mode shows at most.
+	lines int
+	stop  chan struct{}
 
 	mu       sync.Mutex
 	clusters map[string]*clusterProgress
+	groups   []*groupProgress
+	shown    int
 }
 
 type clusterProgress struct {
-	bar   *mpb.Bar
-	stage string
-	done  int64
-	total int64
-	start time.Time
+	name   string
+	bar    *mpb.Bar
+	stage  string
+	done   int64
+	total  int64
+	start  time.Time
+	group  *groupProgress
+	ended  bool
+	failed bool
 }
+
+// groupProgress is a group's line in compact mode.
+type groupProgress struct {
+	name       string
+	members    []*clusterProgress
+	start, end time.Time
+	said       bool
+	bar        *mpb.Bar
+}
+
+// plainEvery is how often compact plain mode says the running groups'
+// lines.
+const plainEvery = 15 * time.Second
+
+// manyClusters is how many clusters need compact output: more than the
+// terminal (stderr) has rows for one line each, or, on a pipe, more than
+// manyOnPipe.
+func (g *GlobalOptions) manyClusters() int {
+	if f, ok := g.ErrOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if _, rows, err := term.GetSize(int(f.Fd())); err == nil && rows > 0 {
+			return max(rows-4, 4)
+		}
+	}
+	return manyOnPipe
+}
+
+// manyOnPipe is how many clusters a pipe (a CI log) gets one line each
+// for; more get compact output.
+const manyOnPipe = 30
 
 // newProgress starts the display for clusters; json output gets none.
 func (g *GlobalOptions) newProgress(clusters []*fleet.Cluster, json bool) *progress {
 	if json {
 		return nil
 	}
-	pr := &progress{prefix: g.prefixer(clusters), clusters: map[string]*clusterProgress{}, plain: output.NewSyncWriter(g.ErrOut)}
+	many := g.manyClusters()
+	pr := &progress{prefix: g.prefixer(clusters), clusters: map[string]*clusterProgress{}, plain: output.NewSyncWriter(g.ErrOut), compact: len(clusters) > many, lines: max(many-2, 3)}
 	if f, ok := g.ErrOut.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		pr.live = mpb.New(mpb.WithOutput(g.ErrOut), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
 	}
+	byGroup := map[string]*groupProgress{}
 	for _, c := range clusters {
-		cp := &clusterProgress{stage: "waiting", start: time.Now()}
+		cp := &clusterProgress{name: c.Name, stage: "waiting", start: time.Now()}
 		pr.clusters[c.Name] = cp
-		if pr.live != nil {
-			name := pr.prefix.Prefix(c.Name)
-			cp.bar = pr.live.New(0, mpb.NopStyle(),
-				mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return name }),
-					decor.Any(func(decor.Statistics) string { return pr.stageOf(c.Name) })),
-				mpb.AppendDecorators(decor.Any(func(s decor.Statistics) string {
-					return fmt.Sprintf(" %d/%d objects, %s", s.Current, s.Total, time.Since(cp.start).Round(time.Second))
-				})),
-				mpb.BarRemoveOnComplete())
+		gp := byGroup[c.Group]
+		if gp == nil {
+			gp = &groupProgress{name: c.Group}
+			byGroup[c.Group] = gp
+			pr.groups = append(pr.groups, gp)
+		}
+		gp.members = append(gp.members, cp)
+		cp.group = gp
+		if pr.live != nil && !pr.compact {
+			cp.bar = pr.clusterBar(cp)
+		}
+	}
+	if pr.compact {
+		pr.lines = max(pr.lines-len(pr.groups), 3)
+		for _, gp := range pr.groups {
+			if pr.live != nil {
+				gp.bar = pr.live.New(0, mpb.NopStyle(), mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return pr.groupLine(gp, false) })))
+			}
+		}
+		if pr.live == nil {
+			pr.stop = make(chan struct{})
+			go pr.tick()
 		}
 	}
 	return pr
+}
+
+// clusterBar is a cluster's live line.
+func (pr *progress) clusterBar(cp *clusterProgress) *mpb.Bar {
+	name := pr.prefix.Prefix(cp.name)
+	return pr.live.New(0, mpb.NopStyle(),
+		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return name }),
+			decor.Any(func(decor.Statistics) string { return pr.stageOf(cp.name) })),
+		mpb.AppendDecorators(decor.Any(func(s decor.Statistics) string {
+			return fmt.Sprintf(" %d/%d objects, %s", s.Current, s.Total, time.Since(cp.start).Round(time.Second))
+		})),
+		mpb.BarRemoveOnComplete())
+}
+
+// groupLine is a group's compact line: "[staging] 3 done, 2 running, 1
+// failed, 4 waiting, 120/400 objects, 12s, soak 25s left". Once the
+// command ends (final), the clusters still waiting are "not started".
+func (pr *progress) groupLine(gp *groupProgress, final bool) string {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	var done, running, failed, waiting int
+	var objects, total int64
+	soak := ""
+	for _, cp := range gp.members {
+		objects, total = objects+cp.done, total+cp.total
+		switch {
+		case cp.failed:
+			failed++
+		case cp.ended:
+			done++
+		case cp.stage == "waiting":
+			waiting++
+		default:
+			running++
+			if left, ok := strings.CutPrefix(cp.stage, "soak, "); ok && soak == "" {
+				soak = ", soak " + left
+			}
+		}
+	}
+	notRun := "waiting"
+	if final {
+		notRun = "not started"
+	}
+	var parts []string
+	for _, p := range []struct {
+		n    int
+		what string
+	}{{done, "done"}, {running, "running"}, {failed, "failed"}, {waiting, notRun}} {
+		if p.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", p.n, p.what))
+		}
+	}
+	elapsed := time.Duration(0)
+	if !gp.start.IsZero() {
+		end := gp.end
+		if end.IsZero() {
+			end = time.Now()
+		}
+		elapsed = end.Sub(gp.start).Round(time.Second)
+	}
+	return fmt.Sprintf("[%s] %s, %d/%d objects, %s%s", gp.name, strings.Join(parts, ", "), objects, total, elapsed, soak)
+}
+
+// tick says the running groups' lines every plainEvery, until finish.
+func (pr *progress) tick() {
+	t := time.NewTicker(plainEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-pr.stop:
+			return
+		case <-t.C:
+			for _, gp := range pr.groups {
+				pr.mu.Lock()
+				running := !gp.start.IsZero() && gp.end.IsZero()
+				pr.mu.Unlock()
+				if running {
+					fmt.Fprintln(pr.plain, pr.groupLine(gp, false))
+				}
+			}
+		}
+	}
 }
 
 // writer returns where stdout's lines go while the live lines are drawn:
@@ -92,10 +235,27 @@ func (pr *progress) stage(cluster, format string, args ...any) {
 	changed := cp != nil && cp.stage != s
 	if changed {
 		cp.stage = s
+		if gp := cp.group; gp.start.IsZero() {
+			gp.start = time.Now()
+		}
 	}
+	// Compact live mode shows a cluster once it runs, lines allowing.
+	show := changed && pr.compact && pr.live != nil && cp.bar == nil && !cp.ended && pr.shown < pr.lines
+	if show {
+		pr.shown++
+	}
+	done, total := cp.done, cp.total
 	pr.mu.Unlock()
-	if changed && pr.live == nil {
-		fmt.Fprintf(pr.plain, "%s%s (%d/%d objects, %s)\n", pr.prefix.Prefix(cluster), s, cp.done, cp.total, time.Since(cp.start).Round(time.Second))
+	switch {
+	case show:
+		bar := pr.clusterBar(cp)
+		bar.SetTotal(total, false)
+		bar.SetCurrent(done)
+		pr.mu.Lock()
+		cp.bar = bar
+		pr.mu.Unlock()
+	case changed && pr.live == nil && !pr.compact:
+		fmt.Fprintf(pr.plain, "%s%s (%d/%d objects, %s)\n", pr.prefix.Prefix(cluster), s, done, total, time.Since(cp.start).Round(time.Second))
 	}
 }
 
@@ -138,31 +298,82 @@ func (pr *progress) did(cluster string) {
 }
 
 // end closes a cluster's line with its outcome: done, or failed with err.
+// In compact mode a failed cluster's line stays (on a terminal) or is
+// said (elsewhere), and a group's line is said when its last cluster ends.
 func (pr *progress) end(cluster string, err error) {
 	if pr == nil {
 		return
 	}
+	outcome := "done"
 	if err != nil {
-		pr.stage(cluster, "failed")
-	} else {
-		pr.stage(cluster, "done")
+		outcome = "failed"
+	}
+	if !pr.compact {
+		pr.stage(cluster, "%s", outcome)
 	}
 	pr.mu.Lock()
 	cp := pr.clusters[cluster]
+	cp.stage, cp.ended, cp.failed = outcome, true, err != nil
+	gp := cp.group
+	if !slices.ContainsFunc(gp.members, func(m *clusterProgress) bool { return !m.ended }) {
+		gp.end = time.Now()
+	}
+	groupEnded := !gp.end.IsZero() && !gp.said
+	if pr.compact && pr.live == nil && groupEnded {
+		gp.said = true
+	}
+	bar, keep := cp.bar, pr.compact && err != nil
+	if bar != nil && !keep {
+		pr.shown--
+	}
+	done, total := cp.done, cp.total
 	pr.mu.Unlock()
-	if cp.bar != nil {
-		cp.bar.SetTotal(-1, true)
+	switch {
+	case bar != nil && !keep:
+		bar.SetTotal(-1, true)
+	case pr.compact && pr.live == nil:
+		if err != nil {
+			fmt.Fprintf(pr.plain, "%sfailed (%d/%d objects, %s)\n", pr.prefix.Prefix(cluster), done, total, time.Since(cp.start).Round(time.Second))
+		}
+		if groupEnded {
+			fmt.Fprintln(pr.plain, pr.groupLine(gp, false))
+		}
 	}
 }
 
-// finish removes the live lines.
+// finish removes the live lines; in compact plain mode it says the lines
+// of the groups not said yet (not started, or cut short).
 func (pr *progress) finish() {
-	if pr == nil || pr.live == nil {
+	if pr == nil {
 		return
 	}
-	for _, cp := range pr.clusters {
-		if cp.bar != nil && !cp.bar.Completed() {
-			cp.bar.Abort(true)
+	if pr.stop != nil {
+		close(pr.stop)
+		for _, gp := range pr.groups {
+			pr.mu.Lock()
+			said := gp.said
+			gp.said = true
+			pr.mu.Unlock()
+			if !said {
+				fmt.Fprintln(pr.plain, pr.groupLine(gp, true))
+			}
+		}
+	}
+	if pr.live == nil {
+		return
+	}
+	pr.mu.Lock()
+	var bars []*mpb.Bar
+	for _, gp := range pr.groups {
+		bars = append(bars, gp.bar)
+		for _, cp := range gp.members {
+			bars = append(bars, cp.bar)
+		}
+	}
+	pr.mu.Unlock()
+	for _, bar := range bars {
+		if bar != nil && !bar.Completed() {
+			bar.Abort(true)
 		}
 	}
 	pr.live.Wait()
