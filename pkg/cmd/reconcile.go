@@ -43,6 +43,8 @@ type ReconcileOptions struct {
 	// I/N); the zero Shard owns them all.
 	Shard     fleet.Shard
 	shardFlag string
+	// hostname is the host's name, for --shard ordinal/N (tests set it).
+	hostname func() string
 
 	metrics *reconcileMetrics
 	health  *health
@@ -57,7 +59,7 @@ func NewCmdReconcile(g *GlobalOptions) *cobra.Command {
 }
 
 func newCmdReconcile(g *GlobalOptions) (*cobra.Command, *ReconcileOptions) {
-	o := &ReconcileOptions{apply: &ApplyOptions{GlobalOptions: g}}
+	o := &ReconcileOptions{apply: &ApplyOptions{GlobalOptions: g}, hostname: fleet.Hostname}
 	a := o.apply
 	cmd := &cobra.Command{
 		Use:   "reconcile",
@@ -152,7 +154,7 @@ func (o *ReconcileOptions) Validate(cmd *cobra.Command) error {
 		o.shardFlag = os.Getenv(ShardEnv)
 	}
 	if o.shardFlag != "" {
-		s, err := fleet.ParseShard(o.shardFlag, fleet.Hostname())
+		s, err := fleet.ParseShard(o.shardFlag, o.hostname())
 		if err != nil {
 			return fmt.Errorf("--shard: %w", err)
 		}

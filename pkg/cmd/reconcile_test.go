@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
@@ -429,6 +430,7 @@ func TestReconcileExample(t *testing.T) {
 	if deployment == nil || len(configMaps) != 2 {
 		t.Fatalf("deployment %v, config maps %v", deployment != nil, configMaps)
 	}
+	statefulSet := shardedExample(t)
 	fleetFile, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -450,6 +452,7 @@ func TestReconcileExample(t *testing.T) {
 	}{
 		{"deployment", nested(deployment, "spec", "template", "spec"), false, true},
 		{"cronjob", nested(cj, "spec", "jobTemplate", "spec", "template", "spec"), true, false},
+		{"statefulset", nested(statefulSet, "spec", "template", "spec"), false, true},
 	} {
 		c := w.pod["containers"].([]any)[0].(map[string]any)
 		var args []string
@@ -458,6 +461,7 @@ func TestReconcileExample(t *testing.T) {
 		}
 		g := &GlobalOptions{ConfigFlags: kube.NewConfigFlags()}
 		cmd, o := newCmdReconcile(g)
+		o.hostname = func() string { return "kubectl-fleet-2" }
 		g.addFlags(cmd) // --fleet, the root's
 		if args[0] != "reconcile" {
 			t.Errorf("%s: args %v", w.name, args)
@@ -468,6 +472,15 @@ func TestReconcileExample(t *testing.T) {
 		}
 		if err := o.Validate(cmd); err != nil || o.Once != w.once || !o.apply.Yes || !o.CorrectDrift {
 			t.Errorf("%s: %v, once %v, yes %v", w.name, err, o.Once, o.apply.Yes)
+		}
+		if want := (fleet.Shard{}); w.name == "statefulset" {
+			want = fleet.Shard{Index: 2, Count: 3}
+			if n := nested(statefulSet, "spec")["replicas"]; n != float64(want.Count) {
+				t.Errorf("statefulset: %v replicas, --shard says %d", n, want.Count)
+			}
+			if o.Shard != want {
+				t.Errorf("statefulset: pod kubectl-fleet-2 is shard %v, want %v", o.Shard, want)
+			}
 		}
 		for _, v := range w.pod["volumes"].([]any) {
 			sources, _ := nested(v.(map[string]any), "projected")["sources"].([]any)
@@ -487,6 +500,33 @@ func TestReconcileExample(t *testing.T) {
 	if !bytes.Contains(fleetFile, []byte("kubeconfigFrom: {env: KUBECONFIG_STAGING_EU}")) {
 		t.Error("the example fleet file no longer shows kubeconfigFrom")
 	}
+}
+
+// shardedExample renders examples/reconcile-sharded and returns its
+// StatefulSet, which takes the place of ../reconcile's Deployment.
+func shardedExample(t *testing.T) map[string]any {
+	t.Helper()
+	out, errOut, code := run(t, "", "render", "-F", example, "-c", "staging-eu", "-k", "../../examples/reconcile-sharded", "-o", "json")
+	if code != 0 {
+		t.Fatalf("render the sharded example: exit %d\n%s", code, errOut)
+	}
+	var rc RenderedCluster
+	if err := json.Unmarshal([]byte(out), &rc); err != nil {
+		t.Fatal(err)
+	}
+	var sts map[string]any
+	for _, o := range rc.Objects {
+		switch (&unstructured.Unstructured{Object: o}).GetKind() {
+		case "Deployment":
+			t.Error("the sharded example keeps the Deployment beside its StatefulSet")
+		case "StatefulSet":
+			sts = o
+		}
+	}
+	if sts == nil {
+		t.Fatal("the sharded example has no StatefulSet")
+	}
+	return sts
 }
 
 func nested(m map[string]any, keys ...string) map[string]any {
