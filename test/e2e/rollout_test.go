@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -382,5 +383,49 @@ func TestSoakInterrupted(t *testing.T) {
 	}
 	if !absent(t, "fleet-c2", "namespace", "e2e-soak-int") {
 		t.Error("production was written after Ctrl-C during the soak")
+	}
+}
+
+// A fleet of 40 clusters through pipes, as CI logs get it: stderr has a
+// line per group, not a line per cluster and stage, and the summary says
+// the clusters' identical outcome once; diff's summary too. -o json stays
+// per cluster.
+func TestManyClustersThroughPipes(t *testing.T) {
+	const ns = "e2e-many"
+	var b strings.Builder
+	b.WriteString("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: e2e}\ngroups:\n  - {name: staging}\n  - {name: production}\nclusters:\n")
+	for i := range 40 {
+		group := "production"
+		if i < 4 {
+			group = "staging"
+		}
+		fmt.Fprintf(&b, "  - {name: many-%02d, group: %s, context: fleet-c%d}\n", i, group, i%3+1)
+	}
+	b.WriteString("apps:\n  - {name: many, manifests: app.yaml}\n")
+	dir := workdir(t, b.String(), map[string]string{
+		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: m, namespace: "+ns+"}\n"),
+	})
+	out, errOut, code := fleet(t, dir, "apply", "--dry-run=server")
+	if code != 0 {
+		t.Fatalf("apply --dry-run=server: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"[staging] 4 done, 8/8 objects", "[production] 36 done, 72/72 objects"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr has no %q:\n%s", want, errOut)
+		}
+	}
+	if strings.Contains(errOut, "connecting") || strings.Count(errOut, "\n") > 10 {
+		t.Errorf("stderr has a line per cluster and stage:\n%s", errOut)
+	}
+	if summary := out[strings.Index(out, "Summary:"):]; !strings.Contains(summary, "40 clusters applied (server dry run): 1 created, 1 skipped\n") || strings.Contains(summary, "[many-") {
+		t.Errorf("the summary names clusters whose outcome is the others':\n%s", summary)
+	}
+	out, errOut, code = fleet(t, dir, "diff")
+	if code != 1 || !strings.Contains(out, "40 clusters: 2 to create, 0 to change, 0 to prune, 0 unchanged\n") {
+		t.Errorf("diff: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--dry-run=server", "-o", "json")
+	if code != 0 || strings.Count(out, `"type":"cluster"`) != 40 {
+		t.Errorf("apply -o json: exit %d, %d cluster results\n%s", code, strings.Count(out, `"type":"cluster"`), errOut)
 	}
 }
