@@ -114,6 +114,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdDeps(g),
 		NewCmdVersion(g),
 	)
+	addHelpTopics(cmd)
 	return cmd
 }
 

@@ -10,18 +10,18 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// readmeBlock returns the first fenced block of the README after the line
-// that starts with after: the documentation under test.
-func readmeBlock(t *testing.T, after string) string {
+// docBlock returns the first fenced block of the page of docs/ after the
+// line that starts with after: the documentation under test.
+func docBlock(t *testing.T, page, after string) string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", page))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	i := strings.Index(s, "\n"+after)
 	if i < 0 {
-		t.Fatalf("README.md has no line starting %q", after)
+		t.Fatalf("docs/%s has no line starting %q", page, after)
 	}
 	s = s[i:]
 	start := strings.Index(s, "\n```")
@@ -33,15 +33,15 @@ func readmeBlock(t *testing.T, after string) string {
 	return s[:strings.Index(s, "\n```")+1]
 }
 
-// TestPlanCredentialIsDryRunOnly: the README's credential for the
+// TestPlanCredentialIsDryRunOnly: docs/ci.md's credential for the
 // pull-request job (a ServiceAccount, and a ValidatingAdmissionPolicy
 // that refuses its requests that are not dry runs), applied as written,
 // lets diff plan a change and refuses an apply of it, on a real API
 // server: the job that runs a pull request's code cannot write.
 func TestPlanCredentialIsDryRunOnly(t *testing.T) {
-	setup := "apiVersion: v1\nkind: Namespace\nmetadata: {name: kubectl-fleet}\n---\n" + readmeBlock(t, "The plan's ServiceAccount")
+	setup := "apiVersion: v1\nkind: Namespace\nmetadata: {name: kubectl-fleet}\n---\n" + docBlock(t, "ci.md", "The plan's ServiceAccount")
 	if _, errOut, code := kubectl(t, setup, "apply", "--context", "fleet-c1", "-f", "-"); code != 0 {
-		t.Fatalf("applying the README's ServiceAccount and policy: %s", errOut)
+		t.Fatalf("applying docs/ci.md's ServiceAccount and policy: %s", errOut)
 	}
 	t.Cleanup(func() {
 		kubectl(t, "", "delete", "--context", "fleet-c1", "validatingadmissionpolicybinding/fleet-plan-dry-run-only", "validatingadmissionpolicy/fleet-plan-dry-run-only", "clusterrolebinding/fleet-plan", "clusterrole/fleet-plan", "--ignore-not-found")
