@@ -98,7 +98,7 @@ dist:
 		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath \
 			-ldflags "-s -w -X $(PKG)/pkg/version.Version=$(DIST_VERSION) -X $(PKG)/pkg/version.Commit=$(COMMIT)" \
 			-o $$d/kubectl-fleet$$ext ./cmd/kubectl-fleet; \
-		cp LICENSE README.md $$d/; cp -r dist/man $$d/man; \
+		cp LICENSE README.md $$d/; cp -r dist/man $$d/man; cp -r docs $$d/docs; \
 		if [ $$os = windows ]; then (cd $$d && zip -q -r ../kubectl-fleet_$${os}_$${arch}.zip .); \
 		else tar -C $$d -czf $$d.tar.gz .; fi; \
 		rm -rf $$d; echo "dist: $$p"; \

@@ -32,9 +32,10 @@ func TestKrewInstall(t *testing.T) {
 	}
 	manifest := filepath.Join(repo, "dist", "krew", "fleet.yaml")
 	archive := filepath.Join(repo, "dist", "kubectl-fleet_"+runtime.GOOS+"_"+runtime.GOARCH+".tar.gz")
-	// The archive carries the man pages, generated from the commands.
-	if out, err := exec.Command("tar", "-tzf", archive).Output(); err != nil || !strings.Contains(string(out), "man/kubectl-fleet-apply.1") {
-		t.Errorf("the archive has no man pages: %v\n%s", err, out)
+	// The archive carries the man pages, generated from the commands, and
+	// docs/, where the README's links go.
+	if out, err := exec.Command("tar", "-tzf", archive).Output(); err != nil || !strings.Contains(string(out), "man/kubectl-fleet-apply.1") || !strings.Contains(string(out), "docs/fleet-file.md") {
+		t.Errorf("the archive has no man pages or docs: %v\n%s", err, out)
 	}
 
 	// The validator installs through "kubectl krew": krew as a kubectl plugin.
