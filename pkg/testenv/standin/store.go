@@ -115,16 +115,16 @@ func (s *store) plant(sd seed) error {
 // metadata.generation, moved by a change of anything but metadata and
 // status.
 var withGeneration = map[schema.GroupResource]bool{
-	{Group: "apps", Resource: "deployments"}:                           true,
-	{Group: "apps", Resource: "replicasets"}:                           true,
-	{Group: "apps", Resource: "statefulsets"}:                          true,
-	{Group: "apps", Resource: "daemonsets"}:                            true,
-	{Group: "batch", Resource: "jobs"}:                                 true,
-	{Group: "batch", Resource: "cronjobs"}:                             true,
-	{Group: "networking.k8s.io", Resource: "ingresses"}:                true,
-	{Group: "networking.k8s.io", Resource: "networkpolicies"}:          true,
-	{Group: "policy", Resource: "poddisruptionbudgets"}:                true,
-	{Group: "autoscaling", Resource: "horizontalpodautoscalers"}:       true,
+	{Group: "apps", Resource: "deployments"}:                               true,
+	{Group: "apps", Resource: "replicasets"}:                               true,
+	{Group: "apps", Resource: "statefulsets"}:                              true,
+	{Group: "apps", Resource: "daemonsets"}:                                true,
+	{Group: "batch", Resource: "jobs"}:                                     true,
+	{Group: "batch", Resource: "cronjobs"}:                                 true,
+	{Group: "networking.k8s.io", Resource: "ingresses"}:                    true,
+	{Group: "networking.k8s.io", Resource: "networkpolicies"}:              true,
+	{Group: "policy", Resource: "poddisruptionbudgets"}:                    true,
+	{Group: "autoscaling", Resource: "horizontalpodautoscalers"}:           true,
 	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}: true,
 }
 
@@ -132,18 +132,20 @@ var withGeneration = map[schema.GroupResource]bool{
 // subresource (a controller) writes: a write of the object keeps the
 // stored one. initialStatus is what a create starts with.
 var withStatus = map[schema.GroupResource]func(name string) map[string]any{
-	{Group: "apps", Resource: "deployments"}:  emptyStatus,
-	{Group: "apps", Resource: "replicasets"}:  emptyStatus,
-	{Group: "apps", Resource: "statefulsets"}: func(string) map[string]any { return map[string]any{"availableReplicas": int64(0), "replicas": int64(0)} },
+	{Group: "apps", Resource: "deployments"}: emptyStatus,
+	{Group: "apps", Resource: "replicasets"}: emptyStatus,
+	{Group: "apps", Resource: "statefulsets"}: func(string) map[string]any {
+		return map[string]any{"availableReplicas": int64(0), "replicas": int64(0)}
+	},
 	{Group: "apps", Resource: "daemonsets"}: func(string) map[string]any {
 		return map[string]any{"currentNumberScheduled": int64(0), "desiredNumberScheduled": int64(0), "numberMisscheduled": int64(0), "numberReady": int64(0)}
 	},
-	{Group: "batch", Resource: "jobs"}:      emptyStatus,
-	{Group: "batch", Resource: "cronjobs"}:  emptyStatus,
-	{Resource: "namespaces"}:                func(string) map[string]any { return map[string]any{"phase": "Active"} },
-	{Resource: "services"}:                  func(string) map[string]any { return map[string]any{"loadBalancer": map[string]any{}} },
-	{Resource: "pods"}:                      func(string) map[string]any { return map[string]any{"phase": "Pending", "qosClass": "BestEffort"} },
-	{Resource: "persistentvolumeclaims"}:    func(string) map[string]any { return map[string]any{"phase": "Pending"} },
+	{Group: "batch", Resource: "jobs"}:     emptyStatus,
+	{Group: "batch", Resource: "cronjobs"}: emptyStatus,
+	{Resource: "namespaces"}:               func(string) map[string]any { return map[string]any{"phase": "Active"} },
+	{Resource: "services"}:                 func(string) map[string]any { return map[string]any{"loadBalancer": map[string]any{}} },
+	{Resource: "pods"}:                     func(string) map[string]any { return map[string]any{"phase": "Pending", "qosClass": "BestEffort"} },
+	{Resource: "persistentvolumeclaims"}:   func(string) map[string]any { return map[string]any{"phase": "Pending"} },
 	{Group: "networking.k8s.io", Resource: "ingresses"}: func(string) map[string]any {
 		return map[string]any{"loadBalancer": map[string]any{}}
 	},
