@@ -51,6 +51,12 @@ type scaleRun struct {
 	rss                  int64
 	fds, goroutines      int
 	requests             int64
+	// connErrors are connections the stand-in saw fail (TLS handshakes
+	// the plugin gave up on, mostly).
+	connErrors int64
+	// failure is the end of the plugin's stderr when it exited with an
+	// unexpected code (some clusters failed), else "".
+	failure string
 }
 
 // scaleRow sums up the runs of one scenario at one size on one backend.
@@ -68,6 +74,12 @@ type scaleRow struct {
 	// RequestsPerCluster is the median of the requests the clusters
 	// answered during a run, divided by their number.
 	RequestsPerCluster float64 `json:"requestsPerCluster"`
+	// ConnErrors is the most connection errors the stand-in saw in a run.
+	ConnErrors int64 `json:"connErrors,omitempty"`
+	// Failed counts the runs in which the plugin exited with an error
+	// (some clusters failed); Failure is what the last of them said.
+	Failed  int    `json:"failed,omitempty"`
+	Failure string `json:"failure,omitempty"`
 }
 
 // scaleSetup is what one backend cost at one size.
@@ -91,9 +103,11 @@ type backend struct {
 	serverCPU func() time.Duration
 	// dropNamespace forgets a create run's namespace (stand-in only).
 	dropNamespace func(ns string)
-	stop          func()
-	setup         scaleSetup
-	pids          func() map[string]int
+	// connErrors counts connection errors so far (stand-in only).
+	connErrors func() int64
+	stop       func()
+	setup      scaleSetup
+	pids       func() map[string]int
 }
 
 // scaleScenarios runs the rollout at every -scale size.
@@ -140,8 +154,9 @@ func (b *bench) startBackend(ctx context.Context, kind string, n int) (*backend,
 					c.DropNamespace(ns)
 				}
 			},
-			stop:  env.Stop,
-			setup: scaleSetup{Backend: kind, Clusters: n, Start: time.Since(t0).Seconds()},
+			connErrors: env.ServerErrors,
+			stop:       env.Stop,
+			setup:      scaleSetup{Backend: kind, Clusters: n, Start: time.Since(t0).Seconds()},
 		}, nil
 	}
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: n, ContextPrefix: "scale-c", Dir: dir, Latency: b.o.rtt / 2, Ready: 10 * time.Minute})
@@ -166,6 +181,7 @@ func (b *bench) startBackend(ctx context.Context, kind string, n int) (*backend,
 			return sum
 		},
 		dropNamespace: func(string) {},
+		connErrors:    func() int64 { return 0 },
 		stop:          env.Stop,
 		setup:         scaleSetup{Backend: kind, Clusters: n, Start: time.Since(t0).Seconds()},
 		pids:          env.PIDs,
@@ -208,11 +224,18 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 		return []string{"apply", "-F", ff, "-k", src, "--name", app, "--parallel", par, "--concurrency", conc, "--yes"}
 	}
 	progress("scaling: applying the initial state on %d %s clusters (untimed, warming discovery caches)", n, kind)
-	if _, err := b.measured(ctx, be, fleetBin, applyArgs(steady, "scale"), env, "", nil); err != nil {
+	t0 := time.Now()
+	if r, err := b.measured(ctx, be, fleetBin, applyArgs(steady, "scale"), env, "", nil); err != nil {
 		return fmt.Errorf("initial state: %w", err)
+	} else {
+		progress("scaling: initial state on %d %s clusters in %.1fs, cpu %.2fs, %s, fds %d, goroutines %d", n, kind, time.Since(t0).Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines)
 	}
 	runs := map[string][]scaleRun{}
-	for rep := 0; rep < b.o.scaleReps; rep++ {
+	reps := b.o.scaleReps
+	if n > 100 {
+		reps = max(1, reps/3) // minutes per run: fewer repetitions
+	}
+	for rep := 0; rep < reps; rep++ {
 		ns := fmt.Sprintf("create-%d", rep)
 		ff, err := fleetFor(ns)
 		if err != nil {
@@ -247,8 +270,8 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 				return fmt.Errorf("%s: %w", st.id, err)
 			}
 			runs[st.id] = append(runs[st.id], r)
-			progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs", kind, n, st.id, rep+1, b.o.scaleReps,
-				r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, float64(r.requests)/float64(n), r.serverCPU.Seconds())
+			progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d", kind, n, st.id, rep+1, reps,
+				r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, float64(r.requests)/float64(n), r.serverCPU.Seconds(), r.connErrors)
 		}
 		be.dropNamespace(ns)
 	}
@@ -298,7 +321,7 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	if err != nil {
 		return scaleRun{}, err
 	}
-	cpu0 := be.serverCPU()
+	cpu0, conn0 := be.serverCPU(), be.connErrors()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = env
 	var stderr bytes.Buffer
@@ -331,12 +354,21 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	close(done)
 	fds := <-peakFDs
 	var exit *exec.ExitError
+	failure := ""
 	if err != nil && !(errors.As(err, &exit) && slices.Contains(ok, exit.ExitCode())) {
 		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 2000 {
-			msg = "…" + msg[len(msg)-2000:]
+		if exit == nil || ctx.Err() != nil {
+			if len(msg) > 2000 {
+				msg = "…" + msg[len(msg)-2000:]
+			}
+			return scaleRun{}, fmt.Errorf("%s %s: %w\n%s", bin, strings.Join(args, " "), err, msg)
 		}
-		return scaleRun{}, fmt.Errorf("%s %s: %w\n%s", bin, strings.Join(args, " "), err, msg)
+		// Some clusters failed: a finding, not the end of the run.
+		if len(msg) > 600 {
+			msg = "…" + msg[len(msg)-600:]
+		}
+		failure = fmt.Sprintf("exit %d: %s", exit.ExitCode(), msg)
+		progress("kubectl fleet %s failed on some clusters: %s", args[0], failure)
 	}
 	serverCPU := be.serverCPU() - cpu0
 	after, err := be.requests()
@@ -348,7 +380,7 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 		return scaleRun{}, fmt.Errorf("reading the plugin's %s: %w", fleetstats.Env, err)
 	}
 	ps := cmd.ProcessState
-	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: maxRSS(ps), fds: fds, goroutines: fig.PeakGoroutines, requests: after - before}, nil
+	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: maxRSS(ps), fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure}, nil
 }
 
 func summarizeScale(kind string, n int, scenario string, runs []scaleRun) scaleRow {
@@ -370,6 +402,13 @@ func summarizeScale(kind string, n int, scenario string, runs []scaleRun) scaleR
 	r.FDs = int(med(func(x scaleRun) float64 { return float64(x.fds) }))
 	r.Goroutines = int(med(func(x scaleRun) float64 { return float64(x.goroutines) }))
 	r.RequestsPerCluster = med(func(x scaleRun) float64 { return float64(x.requests) }) / float64(n)
+	for _, x := range runs {
+		r.ConnErrors = max(r.ConnErrors, x.connErrors)
+		if x.failure != "" {
+			r.Failed++
+			r.Failure = x.failure
+		}
+	}
 	return r
 }
 

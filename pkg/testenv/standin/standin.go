@@ -1,6 +1,7 @@
 package standin
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -10,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log"
 	"math/big"
 	"net"
 	"net/http"
@@ -17,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -90,6 +93,21 @@ type Env struct {
 	mu      sync.Mutex
 	servers []*http.Server
 	proxies []*testenv.Proxy
+	// serverErrors counts what the HTTP servers would log: mostly TLS
+	// handshakes a client gave up on (client-go's 10 s timeout).
+	serverErrors atomic.Int64
+}
+
+// ServerErrors is how many connection errors the servers saw (TLS
+// handshakes that clients gave up on, mostly), instead of logging them.
+func (e *Env) ServerErrors() int64 { return e.serverErrors.Load() }
+
+// countWriter counts the lines written to it.
+type countWriter struct{ n *atomic.Int64 }
+
+func (w countWriter) Write(p []byte) (int, error) {
+	w.n.Add(int64(bytes.Count(p, []byte("\n"))))
+	return len(p), nil
 }
 
 // Start serves opts.Clusters clusters on loopback and writes their
@@ -145,7 +163,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			ReadHeaderTimeout: time.Minute,
 			// kube-apiserver's --http2-max-streams-per-connection.
 			HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
-			ErrorLog: nil,
+			ErrorLog: log.New(countWriter{&env.serverErrors}, "", 0),
 		}
 		env.mu.Lock()
 		env.servers = append(env.servers, hs)
