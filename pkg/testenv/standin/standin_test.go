@@ -2,7 +2,9 @@ package standin
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -205,5 +207,23 @@ func TestServerSemantics(t *testing.T) {
 	}
 	if _, err := cms.Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("create in a terminating namespace: %v, want Forbidden", err)
+	}
+}
+
+// The stand-in measures; the e2e suite proves behaviour on real servers
+// only: no test there may import it.
+func TestNotUsedByTheE2ESuite(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "test", "e2e", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no e2e sources found (%v)", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), `"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv/standin"`) {
+			t.Errorf("%s imports the stand-in: the e2e proofs run on real API servers (package testenv)", f)
+		}
 	}
 }
