@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,6 +27,11 @@ type Figures struct {
 	PeakGoroutines int `json:"peakGoroutines"`
 	// Samples is how many times they were counted.
 	Samples int `json:"samples"`
+	// PeakRSS is the process's resident high-water mark in bytes (Linux
+	// VmHWM, read at exit; 0 elsewhere). Unlike the rusage a parent
+	// gets, it never counts the parent's memory, which a vfork'd child
+	// carries until it execs.
+	PeakRSS int64 `json:"peakRSS"`
 }
 
 // Start starts sampling when Env names a file, and returns the function
@@ -67,10 +74,26 @@ func Start() (stop func()) {
 		wg.Wait()
 		mu.Lock()
 		defer mu.Unlock()
+		f.PeakRSS = peakRSS()
 		if b, err := json.Marshal(f); err == nil {
 			_ = os.WriteFile(path, append(b, '\n'), 0o644)
 		}
 	}
+}
+
+// peakRSS is VmHWM from /proc/self/status, in bytes; 0 where there is none.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // Read reads the figures a run wrote to path.

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +24,9 @@ func TestStartWritesPeak(t *testing.T) {
 	f, err := Read(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" && f.PeakRSS <= 0 {
+		t.Errorf("figures %+v: no peak RSS", f)
 	}
 	if f.PeakGoroutines < 50 || f.Samples < 2 {
 		t.Errorf("figures %+v: want a peak of at least 50 goroutines over several samples", f)
