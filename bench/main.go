@@ -149,6 +149,8 @@ type bench struct {
 	// The scaling run's results (scale.go).
 	scaleRows   []scaleRow
 	scaleSetups []scaleSetup
+	// scaleStopped says where the scaling run stopped early, if it did.
+	scaleStopped string
 }
 
 // row is one tool in one scenario.

@@ -123,7 +123,14 @@ func (b *bench) scaleRuns(ctx context.Context) error {
 		}
 		for _, kind := range kinds {
 			if err := b.scaleSize(ctx, kind, n, src); err != nil {
-				return fmt.Errorf("scaling, %d clusters on %s: %w", n, kind, err)
+				if len(b.scaleRows) == 0 {
+					return fmt.Errorf("scaling, %d clusters on %s: %w", n, kind, err)
+				}
+				// Report the sizes done (a Ctrl-C during 1,000 clusters
+				// keeps the smaller ones).
+				b.scaleStopped = fmt.Sprintf("%d clusters on %s: %v", n, kind, err)
+				progress("scaling stopped at %s", b.scaleStopped)
+				return nil
 			}
 		}
 	}

@@ -50,6 +50,9 @@ func (b *bench) scaleMarkdown() string {
 	s.WriteString("Per cluster: the figure divided by the number of clusters, and its ratio to the 10-cluster figure (`×10`).\n\n")
 	fmt.Fprintf(&s, "**The stand-in** (`pkg/testenv/standin`) is a measuring tool, not an API server: per cluster an in-memory HTTPS/HTTP2 server on its own loopback port, behind the same latency proxy, with its own context in the kubeconfig, answering exactly what a rollout sends (discovery recorded from kube-apiserver %s, server-side apply through apimachinery's field manager, metadata lists in protobuf, Leases, Secrets, ConfigMaps, Namespaces, SelfSubjectReview) and counting requests. The e2e proofs of behaviour never use it. It stands in where real servers cannot go on this machine, after the validation below.\n\n", b.k8sVersion)
 
+	if b.scaleStopped != "" {
+		fmt.Fprintf(&s, "**This run stopped early**, at %s: the sizes before it are below.\n\n", strings.Join(strings.Fields(b.scaleStopped), " "))
+	}
 	for _, kind := range []string{backendStandin, backendReal} {
 		sizes := b.scaleSizes(kind)
 		if len(sizes) == 0 {
