@@ -44,7 +44,7 @@ func (b *bench) scaleMarkdown() string {
 	fmt.Fprintf(&s, "%s\n\n", scaleHeading)
 	fmt.Fprintf(&s, "Taken %s by `make bench` (`go run ./bench -scale %s`), kubectl-fleet %s, on the machine above (%s, %d cores, %s; load average %s at the end).\n\n",
 		b.started.Format("2006-01-02 15:04 MST"), joinInts(o.scale), orDash(b.pluginVers), m.CPU, m.Cores, m.Memory, orDash(m.Load))
-	fmt.Fprintf(&s, "**What runs:** per fleet size, the same rollout with kubectl fleet, %d times up to 100 clusters and %d times above (medians): **create** (a new namespace and app of 1 Namespace and %d objects, ConfigMaps and Deployments, per cluster), **no-op** (the steady app again), **change** (a fifth of its objects changed), **diff** (of the unchanged fleet) and **status**. ", o.scaleReps, max(1, o.scaleReps/3), o.objects)
+	fmt.Fprintf(&s, "**What runs:** per fleet size, the same rollout with kubectl fleet, %s up to 100 clusters and %s above (medians): **create** (a new namespace and app of 1 Namespace and %d objects, ConfigMaps and Deployments, per cluster), **no-op** (the steady app again), **change** (a fifth of its objects changed), **diff** (of the unchanged fleet) and **status**. ", times(o.scaleReps), times(max(1, o.scaleReps/3)), o.objects)
 	fmt.Fprintf(&s, "Every cluster is %s away (the same TCP latency proxy, %s each way), all at once (`--parallel N`, `--concurrency %d`); the plugin binary runs directly (not through kubectl), with a discovery cache per size warmed by an untimed first apply. ", o.rtt, o.rtt/2, o.concurrency)
 	s.WriteString("CPU is the plugin's user+system time (rusage), peak RSS its high-water mark (VmHWM, which the plugin reads at exit: the rusage a parent gets would count the bench's own memory, which serves the stand-in, because a vfork'd child shares it until it execs); fds is the peak of /proc/PID/fd sampled every 10 ms; goroutines the peak of runtime.NumGoroutine() sampled every 5 ms by the plugin itself (`KUBECTL_FLEET_STATS`, internal/stats); requests/cluster what the servers answered during the run (the stand-in counts them; real servers: `apiserver_request_total` from /metrics before and after, which also counts their own few requests to themselves); servers' CPU is the CPU the clusters used meanwhile (real: kube-apiservers and etcd; stand-in: the bench process, which serves them and their proxies). ")
 	s.WriteString("Per cluster: the figure divided by the number of clusters, and its ratio to the 10-cluster figure (`×10`).\n\n")
@@ -276,6 +276,14 @@ func trimPprof(out string) string {
 		}
 	}
 	return strings.Join(keep, "\n") + "\n"
+}
+
+// times says n times in words: "once", "3 times".
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return fmt.Sprintf("%d times", n)
 }
 
 func joinInts(xs []int) string {
