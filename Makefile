@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e fuzz bench lint tidy-check dist clean controlplane docs
+.PHONY: all build run demo up test test-unit e2e fuzz bench bench-scale lint tidy-check dist clean controlplane docs
 
 all: build
 
@@ -60,11 +60,21 @@ fuzz:
 ## clusters 50 ms away (apply create/no-op/rollout and diff vs
 ## the kustomize | envsubst | kubectl loop, sequential and parallel, and vs a
 ## minimal apply client, the floor; render of 100 and 1000 clusters vs a
-## kustomize loop, with peak RSS); medians, spreads and ratios on stdout and
-## in bench/RESULTS.md. Minutes; BENCH_FLAGS='-reps 3 -render 100' to trim.
-## (make test runs it once at a tiny size: TestBench in test/e2e.)
+## kustomize loop, with peak RSS); then the scaling run: the same rollout on
+## 10, 30, 100, 300 and 1000 clusters (real kube-apiservers up to 30, the
+## stand-in of pkg/testenv/standin at every size), kubectl fleet's wall time,
+## CPU, peak RSS, fds, goroutines and requests per cluster. Medians, spreads
+## and ratios on stdout and in bench/RESULTS.md. Tens of minutes;
+## BENCH_FLAGS='-reps 3 -render 100 -scale ""' to trim (-scale "" leaves the
+## scaling run out). (make test runs it once at a tiny size: TestBench.)
 bench: controlplane
 	$(GO) run ./bench -out bench/RESULTS.md $(BENCH_FLAGS)
+
+## bench-scale: only the scaling run of make bench, replacing its section of
+## bench/RESULTS.md (BENCH_FLAGS='-scale 10,100 -scale-real 10' to trim;
+## -cpuprofile DIR for profiles of every run, summed up in the report)
+bench-scale: controlplane
+	$(GO) run ./bench -compare=false -out bench/RESULTS.md $(BENCH_FLAGS)
 
 ## docs: one page per command in docs/commands, generated from the
 ## commands (TestCommandDocs fails when it is out of date)

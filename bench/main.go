@@ -46,11 +46,17 @@ type options struct {
 	tools                                         []string
 	out, jsonOut, binDir, cpuProfiles             string
 	keep                                          bool
+	// scale are the fleet sizes of the scaling run; scaleReal the largest
+	// of them also run on real kube-apiservers; compare runs the
+	// comparison with the loops and the floor (and the renders).
+	scale                []int
+	scaleReal, scaleReps int
+	compare              bool
 }
 
 func main() {
 	var o options
-	var render, tools string
+	var render, tools, scale string
 	flag.IntVar(&o.clusters, "clusters", 10, "clusters to start")
 	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the latency proxy adds in front of each cluster")
 	flag.IntVar(&o.staging, "staging", 0, "clusters in a staging group that kubectl fleet applies before the rest (0: one group, every cluster at once, as the loops and the floor go)")
@@ -66,17 +72,30 @@ func main() {
 	flag.StringVar(&o.binDir, "bin-dir", "", "kube-apiserver, etcd, kubectl, kustomize, envsubst (default: hack/controlplane/build.sh builds them when missing)")
 	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "write a CPU profile of every kubectl fleet run here, as <scenario>-<rep>.pprof (go tool pprof reads several at once)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work folder (sources, scripts, logs)")
+	flag.StringVar(&scale, "scale", "10,30,100,300,1000", "fleet sizes of the scaling run (the same rollout, kubectl fleet's cost per size), comma-separated; empty to leave it out")
+	flag.IntVar(&o.scaleReal, "scale-real", 30, "scaling sizes up to this many clusters also run on real kube-apiservers (≈ 270 MiB each), the rest only on the stand-in (pkg/testenv/standin); 0: stand-in only")
+	flag.IntVar(&o.scaleReps, "scale-reps", 3, "repetitions of the rollout per size in the scaling run up to 100 clusters, a third of them above (medians)")
+	flag.BoolVar(&o.compare, "compare", true, "run the comparison with the loops and the floor, and the renders; -compare=false runs only the scaling run and, with -out, replaces only its section of the file")
 	flag.Parse()
-	for _, f := range strings.Split(render, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
+	for _, sizes := range []struct {
+		flag, list string
+		into       *[]int
+	}{{"render", render, &o.render}, {"scale", scale, &o.scale}} {
+		for _, f := range strings.Split(sizes.list, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "bench: -%s: %q is not a fleet size\n", sizes.flag, f)
+				os.Exit(2)
+			}
+			*sizes.into = append(*sizes.into, n)
 		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			fmt.Fprintf(os.Stderr, "bench: -render: %q is not a fleet size\n", f)
-			os.Exit(2)
-		}
-		o.render = append(o.render, n)
+	}
+	if !o.compare && len(o.scale) == 0 {
+		fmt.Fprintln(os.Stderr, "bench: -compare=false with no -scale sizes: nothing to run")
+		os.Exit(2)
 	}
 	for _, t := range strings.Split(tools, ",") {
 		switch t = strings.TrimSpace(t); t {
@@ -88,7 +107,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if o.clusters < 1 || o.staging < 0 || o.staging >= o.clusters || o.objects < 1 || o.reps < 1 || o.concurrency < 1 {
+	if o.clusters < 1 || o.staging < 0 || o.staging >= o.clusters || o.objects < 1 || o.reps < 1 || o.concurrency < 1 || o.scaleReps < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -clusters, -objects, -reps and -concurrency must be at least 1")
 		os.Exit(2)
 	}
@@ -127,6 +146,11 @@ type bench struct {
 	loadStart              string
 	// floorRuns numbers the floor's input folders.
 	floorRuns int
+	// The scaling run's results (scale.go).
+	scaleRows   []scaleRow
+	scaleSetups []scaleSetup
+	// scaleStopped says where the scaling run stopped early, if it did.
+	scaleStopped string
 }
 
 // row is one tool in one scenario.
@@ -160,6 +184,23 @@ func runBench(ctx context.Context, o options) (err error) {
 	if err := b.build(ctx); err != nil {
 		return err
 	}
+	if o.compare {
+		if err := b.compareRuns(ctx); err != nil {
+			return err
+		}
+	}
+	if len(o.scale) > 0 {
+		if err := b.scaleRuns(ctx); err != nil {
+			return err
+		}
+	}
+	return b.report()
+}
+
+// compareRuns times kubectl fleet against the loops and the floor, on
+// -clusters real clusters, and renders.
+func (b *bench) compareRuns(ctx context.Context) error {
+	o := b.o
 	b.src, b.loop = filepath.Join(b.work, "src"), filepath.Join(b.work, "loop.sh")
 	if err := writeSource(b.src, o.objects); err != nil {
 		return err
@@ -199,7 +240,7 @@ func runBench(ctx context.Context, o options) (err error) {
 		return err
 	}
 	env.Stop()
-	return b.report()
+	return nil
 }
 
 // repoRoot is the folder of the plugin's go.mod, from the working folder up.
@@ -565,9 +606,30 @@ func keepOnly(dir string, names []string) error {
 }
 
 func (b *bench) report() error {
-	md := b.markdown()
+	var md string
+	if b.o.compare {
+		md = b.markdown()
+	}
+	if len(b.o.scale) > 0 {
+		md += b.scaleMarkdown()
+	}
 	fmt.Print(md)
 	if b.o.out != "" {
+		if !b.o.compare {
+			// Only the scaling section is new: keep the rest of the file.
+			old, err := os.ReadFile(b.o.out)
+			if err != nil && !os.IsNotExist(err) {
+				return err
+			}
+			prev := string(old)
+			if i := strings.Index(prev, "\n"+scaleHeading); i >= 0 {
+				prev = prev[:i+1]
+			}
+			if prev != "" && !strings.HasSuffix(prev, "\n\n") {
+				prev += "\n"
+			}
+			md = prev + md
+		}
 		if err := os.WriteFile(b.o.out, []byte(md), 0o644); err != nil {
 			return err
 		}
@@ -575,9 +637,11 @@ func (b *bench) report() error {
 	}
 	if b.o.jsonOut != "" {
 		j, err := json.MarshalIndent(struct {
-			Rows     []row     `json:"rows"`
-			Profiles []profile `json:"profiles"`
-		}{b.rows, b.profiles}, "", "  ")
+			Rows        []row        `json:"rows"`
+			Profiles    []profile    `json:"profiles"`
+			Scale       []scaleRow   `json:"scale,omitempty"`
+			ScaleSetups []scaleSetup `json:"scaleSetups,omitempty"`
+		}{b.rows, b.profiles, b.scaleRows, b.scaleSetups}, "", "  ")
 		if err != nil {
 			return err
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"runtime"
 	"syscall"
+	"time"
 )
 
 // ownGroup starts cmd in a process group of its own and makes cancelling
@@ -28,4 +29,14 @@ func maxRSS(ps *os.ProcessState) int64 {
 		return int64(ru.Maxrss) // bytes there
 	}
 	return int64(ru.Maxrss) * 1024 // KiB on Linux and the BSDs
+}
+
+// selfCPU is the user and system time of this process so far: make
+// bench's, whose goroutines serve the stand-in clusters.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

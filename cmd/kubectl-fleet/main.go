@@ -13,6 +13,7 @@ import (
 	// built into client-go), so that every kubeconfig kubectl accepts works.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/stats"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/cmd"
 )
 
@@ -27,6 +28,9 @@ func run() int {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	// KUBECTL_FLEET_STATS names a file for the peak goroutine count
+	// (make bench's scaling run).
+	defer stats.Start()()
 	// Ctrl-C, SIGTERM (a CI runner cancelling the job) and SIGHUP (the
 	// terminal closed) all stop the run the same way: nothing new starts,
 	// and temporary kubeconfigs are removed.

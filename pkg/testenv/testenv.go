@@ -380,6 +380,23 @@ func (e *Env) writeKubeconfig() error {
 	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
 }
 
+// PIDs are the process IDs of the running etcd and API servers (and of
+// the controllers of full clusters), by name: "etcd",
+// "kube-apiserver-c1", … make bench reads their memory and CPU.
+func (e *Env) PIDs() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range e.procs {
+		select {
+		case <-p.done:
+		default:
+			out[p.name] = p.cmd.Process.Pid
+		}
+	}
+	return out
+}
+
 // Stop closes the latency proxies, stops the API servers, then etcd: SIGTERM, then SIGKILL after 10s.
 // It only signals processes it started, and is safe to call twice.
 func (e *Env) Stop() {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +12,8 @@ import (
 )
 
 // TestBench runs make bench's program once at a tiny size (2 clusters, 5
-// objects, 1 repetition, a render and a chart render of 3 clusters), so
-// that it cannot rot:
+// objects, 1 repetition, a render and a chart render of 3 clusters, and
+// the scaling run on 2 and 3 stand-in clusters), so that it cannot rot:
 // every scenario must produce a row for every tool, with a time, and the
 // request profiles of kubectl fleet's no-op and rollout. No time is
 // judged here.
@@ -27,7 +28,8 @@ func TestBench(t *testing.T) {
 		t.Fatalf("build.sh put kustomize in %s, the control plane is in %s", dir, binDir)
 	}
 	results := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-helm-render", "3", "-json", results)
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-helm-render", "3",
+		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1", "-json", results)
 	cmd.Dir = repo
 	stdout, stderr, code := runCmd(t, cmd, "")
 	if code != 0 {
@@ -50,6 +52,20 @@ func TestBench(t *testing.T) {
 			Objects  int `json:"objectRequests"`
 			Waits    int
 			Steps    []string
+		}
+		Scale []struct {
+			Backend            string
+			Clusters           int
+			Scenario           string
+			Runs               int
+			Wall               float64 `json:"wallSeconds"`
+			CPU                float64 `json:"cpuSeconds"`
+			RSS                int64   `json:"peakRSSBytes"`
+			FDs                int     `json:"peakFDs"`
+			Goroutines         int     `json:"peakGoroutines"`
+			RequestsPerCluster float64 `json:"requestsPerCluster"`
+			Failed             int
+			Failure            string
 		}
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
@@ -101,7 +117,30 @@ func TestBench(t *testing.T) {
 	if n, ok := profiles["apply-change"]; !ok || n != 1 {
 		t.Errorf("rollout profile: %d requests for the app's objects (present: %v), want 1", n, ok)
 	}
-	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:"} {
+	// The scaling run: every step of the rollout at both sizes on the
+	// stand-in, with figures that say something.
+	scaled := map[string]bool{}
+	for _, r := range got.Scale {
+		id := fmt.Sprintf("%s/%d/%s", r.Backend, r.Clusters, r.Scenario)
+		scaled[id] = true
+		if r.Runs != 1 || r.Wall <= 0 || r.CPU <= 0 || r.Goroutines <= 0 || r.RequestsPerCluster <= 0 || r.Failed > 0 {
+			t.Errorf("scaling %s: %+v; want 1 run with a time, CPU, goroutines, requests and no failure", id, r)
+		}
+		if runtime.GOOS == "linux" && (r.RSS <= 0 || r.FDs <= 0) {
+			t.Errorf("scaling %s: peak RSS %d, fds %d", id, r.RSS, r.FDs)
+		}
+	}
+	for _, n := range []int{2, 3} {
+		for _, sc := range []string{"create", "noop", "change", "diff", "status"} {
+			if id := fmt.Sprintf("standin/%d/%s", n, sc); !scaled[id] {
+				t.Errorf("no scaling result for %s", id)
+			}
+		}
+	}
+	if len(got.Scale) != 10 {
+		t.Errorf("%d scaling rows, want 10 (stand-in only)", len(got.Scale))
+	}
+	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**Goals (issue 22):**"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("the report lacks %q:\n%s", s, stdout)
 		}

@@ -1,0 +1,107 @@
+// Package stats is make bench's hook into the plugin: with the hidden
+// environment variable KUBECTL_FLEET_STATS set to a file, the plugin
+// samples its goroutine count every few milliseconds while it runs and
+// writes the peak there, as JSON, when it exits. Nothing is sampled or
+// written without it. It measures; it changes nothing the plugin does.
+package stats
+
+import (
+	"encoding/json"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Env is the environment variable naming the file the figures go to.
+const Env = "KUBECTL_FLEET_STATS"
+
+// Interval is how often the goroutines are counted.
+const Interval = 5 * time.Millisecond
+
+// Figures are what one run writes.
+type Figures struct {
+	// PeakGoroutines is the most goroutines seen at once.
+	PeakGoroutines int `json:"peakGoroutines"`
+	// Samples is how many times they were counted.
+	Samples int `json:"samples"`
+	// PeakRSS is the process's resident high-water mark in bytes (Linux
+	// VmHWM, read at exit; 0 elsewhere). Unlike the rusage a parent
+	// gets, it never counts the parent's memory, which a vfork'd child
+	// carries until it execs.
+	PeakRSS int64 `json:"peakRSS"`
+}
+
+// Start starts sampling when Env names a file, and returns the function
+// that stops it and writes the figures (a no-op without Env).
+func Start() (stop func()) {
+	path := os.Getenv(Env)
+	if path == "" {
+		return func() {}
+	}
+	var (
+		mu   sync.Mutex
+		f    Figures
+		done = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	sample := func() {
+		n := runtime.NumGoroutine()
+		mu.Lock()
+		f.PeakGoroutines, f.Samples = max(f.PeakGoroutines, n), f.Samples+1
+		mu.Unlock()
+	}
+	sample()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(Interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				sample()
+			}
+		}
+	}()
+	return func() {
+		sample()
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		f.PeakRSS = peakRSS()
+		if b, err := json.Marshal(f); err == nil {
+			_ = os.WriteFile(path, append(b, '\n'), 0o644)
+		}
+	}
+}
+
+// peakRSS is VmHWM from /proc/self/status, in bytes; 0 where there is none.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
+
+// Read reads the figures a run wrote to path.
+func Read(path string) (Figures, error) {
+	var f Figures
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return f, err
+	}
+	return f, json.Unmarshal(b, &f)
+}
