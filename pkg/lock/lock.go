@@ -507,6 +507,9 @@ func (l *Lock) renew(ctx context.Context) {
 			l.mu.Lock()
 			l.lease = updated
 			l.mu.Unlock()
+		case apierrors.IsConflict(err) && l.ownRenewal(ctx):
+			// An earlier renewal that timed out here went through there:
+			// the lease is still this lock's, at a newer version.
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
 			return
@@ -515,6 +518,35 @@ func (l *Lock) renew(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// ownRenewal reports whether a lease that changed since this lock last
+// wrote it is still this lock's: same object (uid), same holder, same
+// acquisition. That is a renewal whose answer never came (timed out on a
+// slow server) but that the server applied; the lock then carries on from
+// the lease as it is. A takeover changes the holder and acquireTime, a
+// delete and create the uid.
+func (l *Lock) ownRenewal(ctx context.Context) bool {
+	rctx, cancel := context.WithTimeout(ctx, max(l.duration/3, time.Second))
+	defer cancel()
+	got, err := l.ri.Get(rctx, Name(l.app), metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, f := range []string{"holderIdentity", "acquireTime"} {
+		mine, _, _ := unstructured.NestedString(l.lease.Object, "spec", f)
+		theirs, _, _ := unstructured.NestedString(got.Object, "spec", f)
+		if mine != theirs || mine == "" {
+			return false
+		}
+	}
+	if got.GetUID() != l.lease.GetUID() {
+		return false
+	}
+	l.lease = got
+	return true
 }
 
 // lose records why the lock was lost and says so.
