@@ -167,14 +167,15 @@ func (o *ClustersOptions) check(ctx context.Context, f *fleet.Fleet, clusters []
 	if err := kube.CheckContexts(o.ConfigFlags, kcs, f, clusters); err != nil {
 		return err
 	}
-	flags := make([]*genericclioptions.ConfigFlags, len(clusters))
+	flags := make([]genericclioptions.RESTClientGetter, len(clusters))
 	pins := make([][2]string, len(clusters))
 	for i, c := range clusters {
-		flags[i] = kube.ForCluster(o.ConfigFlags, f, c)
-		if flags[i].Timeout == nil || *flags[i].Timeout == "" || *flags[i].Timeout == "0" {
+		cf := kube.ForCluster(o.ConfigFlags, f, c)
+		if cf.Timeout == nil || *cf.Timeout == "" || *cf.Timeout == "0" {
 			timeout := "10s"
-			flags[i].Timeout = &timeout
+			cf.Timeout = &timeout
 		}
+		flags[i] = kube.NewGetter(cf)
 		pins[i] = [2]string{c.Server, c.UID}
 	}
 	failed := 0

@@ -27,8 +27,9 @@ import (
 // config, REST mapper and discovery cache (kubectl's, on disk under
 // --cache-dir), never shared with another cluster.
 type Client struct {
-	// Flags are the cluster's own connection flags.
-	Flags *genericclioptions.ConfigFlags
+	// Flags are the cluster's own connection flags, read through the
+	// process's cache of parsed kubeconfigs (Getter).
+	Flags genericclioptions.RESTClientGetter
 	// Config is the REST config the flags give.
 	Config *rest.Config
 	// Mapper maps kinds to resources; Reset forgets what it learnt, after
@@ -128,13 +129,14 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 		timeout := DefaultRequestTimeout.String()
 		flags.Timeout = &timeout
 	}
-	cfg, err := flags.ToRESTConfig()
+	getter := NewGetter(flags)
+	cfg, err := getter.ToRESTConfig()
 	if err != nil {
 		return nil, err
 	}
 	// Objects of a cluster are applied concurrently: allow it.
 	cfg.QPS, cfg.Burst = 100, 200
-	mapper, err := flags.ToRESTMapper()
+	mapper, err := getter.ToRESTMapper()
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +152,12 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	ns, _, err := flags.ToRawKubeConfigLoader().Namespace()
+	ns, _, err := getter.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Flags: flags, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
-		return listable(flags)
+	return &Client{Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+		return listable(getter)
 	}}, nil
 }
 
@@ -201,7 +203,7 @@ func (c *Client) Capabilities() (kubeVersion string, apiVersions []string, err e
 // listable asks discovery for the namespaced resources that can be
 // listed; groups whose discovery failed (an aggregated API that is down)
 // are left out.
-func listable(flags *genericclioptions.ConfigFlags) ([]schema.GroupVersionResource, error) {
+func listable(flags genericclioptions.RESTClientGetter) ([]schema.GroupVersionResource, error) {
 	dc, err := flags.ToDiscoveryClient()
 	if err != nil {
 		return nil, err

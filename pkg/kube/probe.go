@@ -30,7 +30,7 @@ func (p Probe) OK() bool { return p.Reachable && len(p.Problems) == 0 }
 
 // ProbeCluster asks a cluster for its version and identity and compares
 // them with the fleet file's pins (empty pins are not checked).
-func ProbeCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, pinServer, pinUID string) Probe {
+func ProbeCluster(ctx context.Context, flags genericclioptions.RESTClientGetter, pinServer, pinUID string) Probe {
 	var p Probe
 	cfg, err := flags.ToRESTConfig()
 	if err != nil {
@@ -66,7 +66,7 @@ func ProbeCluster(ctx context.Context, flags *genericclioptions.ConfigFlags, pin
 
 // ProbeAll probes clusters in parallel, at most parallel at once; results
 // are in input order.
-func ProbeAll(ctx context.Context, parallel int, flags []*genericclioptions.ConfigFlags, pins [][2]string) []Probe {
+func ProbeAll(ctx context.Context, parallel int, flags []genericclioptions.RESTClientGetter, pins [][2]string) []Probe {
 	out := make([]Probe, len(flags))
 	if parallel <= 0 {
 		parallel = len(flags)
