@@ -350,6 +350,9 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	_, byName := index(r.clusters)
 	outcomes := rollout.Run(ctx, plan, func(ctx context.Context, name string) error {
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
+		if !o.soaking(r.fleet, byName[name]) {
+			o.locks.ReleaseCluster(ctx, name, o.ErrOut) // nothing more is written there
+		}
 		pr.end(name, err)
 		return err
 	})

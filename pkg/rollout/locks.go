@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 
 // Locks are the locks a writing command (apply, rollback, delete) takes:
 // one per app and cluster, taken before the first write of the app there,
-// held until the command ends, released then (on failure and Ctrl-C too).
+// held until the cluster's work is over (ReleaseCluster: its apps, gates,
+// verdicts and --atomic restore; a soaking group's after its soak) or the
+// command ends (Release, on failure and Ctrl-C too).
 type Locks struct {
 	// Duration is --lock-duration, Timeout --lock-timeout.
 	Duration, Timeout time.Duration
@@ -96,6 +99,24 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 // answers must not hold the command up; its lock expires on its own.
 const ReleaseTimeout = 3 * time.Second
 
+// ReleaseCluster releases the locks held on cluster, as Release does,
+// once nothing more will be written there: its renewals stop with its
+// work, and the unlock overlaps the other clusters' work instead of
+// holding the command's exit.
+func (l *Locks) ReleaseCluster(ctx context.Context, cluster string, errOut io.Writer) {
+	l.mu.Lock()
+	var mine []heldLock
+	l.held = slices.DeleteFunc(l.held, func(h heldLock) bool {
+		if h.cluster == cluster {
+			mine = append(mine, h)
+			return true
+		}
+		return false
+	})
+	l.mu.Unlock()
+	release(ctx, mine, errOut)
+}
+
 // Release releases every lock held, at once, and says on errOut what could
 // not be released cleanly (it then expires on its own, or is taken over at
 // once by the next run on this machine). After Ctrl-C (ctx done) nothing
@@ -105,6 +126,11 @@ func (l *Locks) Release(ctx context.Context, errOut io.Writer) {
 	held := l.held
 	l.held = nil
 	l.mu.Unlock()
+	release(ctx, held, errOut)
+}
+
+// release releases held, at once.
+func release(ctx context.Context, held []heldLock, errOut io.Writer) {
 	var wg sync.WaitGroup
 	errs := make([]error, len(held))
 	for i, h := range held {
