@@ -2,7 +2,10 @@
 // first caller of a key computes, the others wait for its result.
 package memo
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // Memo caches one result per key. The zero value is ready to use.
 type Memo[K comparable, V any] struct {
@@ -12,6 +15,7 @@ type Memo[K comparable, V any] struct {
 
 type entry[V any] struct {
 	once sync.Once
+	done atomic.Bool
 	val  V
 	err  error
 }
@@ -28,8 +32,24 @@ func (m *Memo[K, V]) Do(key K, fn func() (V, error)) (V, error) {
 		m.m[key] = e
 	}
 	m.mu.Unlock()
-	e.once.Do(func() { e.val, e.err = fn() })
+	e.once.Do(func() {
+		e.val, e.err = fn()
+		e.done.Store(true)
+	})
 	return e.val, e.err
+}
+
+// Peek returns key's value when it was computed without error, and never
+// computes it.
+func (m *Memo[K, V]) Peek(key K) (V, bool) {
+	m.mu.Lock()
+	e, ok := m.m[key]
+	m.mu.Unlock()
+	if !ok || !e.done.Load() || e.err != nil {
+		var zero V
+		return zero, false
+	}
+	return e.val, true
 }
 
 // Len is how many keys have been asked for.

@@ -1,6 +1,7 @@
 package memo
 
 import (
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,5 +41,20 @@ func TestReset(t *testing.T) {
 	m.Reset()
 	if v, _ := m.Do("a", fn); v != 2 || m.Len() != 1 {
 		t.Errorf("Do after Reset = %d (len %d), want a new run", v, m.Len())
+	}
+}
+
+func TestPeek(t *testing.T) {
+	var m Memo[string, int]
+	if _, ok := m.Peek("a"); ok {
+		t.Error("a value never computed")
+	}
+	_, _ = m.Do("a", func() (int, error) { return 1, nil })
+	_, _ = m.Do("b", func() (int, error) { return 0, errors.New("boom") })
+	if v, ok := m.Peek("a"); !ok || v != 1 {
+		t.Errorf("Peek(a) = %d, %v", v, ok)
+	}
+	if _, ok := m.Peek("b"); ok {
+		t.Error("a failed computation peeked")
 	}
 }

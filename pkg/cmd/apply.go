@@ -352,6 +352,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
 		if !o.soaking(r.fleet, byName[name]) {
 			o.locks.ReleaseCluster(ctx, name, o.ErrOut) // nothing more is written there
+			o.idle(name)
 		}
 		pr.end(name, err)
 		return err

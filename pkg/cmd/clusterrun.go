@@ -168,6 +168,15 @@ func (g *GlobalOptions) client(f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, 
 	})
 }
 
+// idle closes the idle connections of a cluster whose work is over
+// (kube.Client.CloseIdleConnections); a cluster never connected to has
+// none.
+func (g *GlobalOptions) idle(cluster string) {
+	if c, ok := g.clients.Peek(cluster); ok && c != nil {
+		c.CloseIdleConnections()
+	}
+}
+
 // everyCluster is one wave of all the named clusters that tolerates any
 // failure: for commands that only read.
 func everyCluster(names []string) []runner.Wave {

@@ -236,6 +236,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	names, byName := index(r.clusters)
 	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
+		o.idle(name)
 		mu.Lock()
 		summaries[name] = s
 		mu.Unlock()

@@ -448,6 +448,7 @@ func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *ren
 			c.Err = err
 		} else {
 			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.fleet.IgnoreRules, Concurrency: a.Concurrency}, r.of(name))
+			a.idle(name)
 		}
 		mu.Lock()
 		checks[slices.Index(names, name)] = c

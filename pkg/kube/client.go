@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -27,6 +29,7 @@ import (
 // config, REST mapper and discovery cache (kubectl's, on disk under
 // --cache-dir), never shared with another cluster.
 type Client struct {
+	http *http.Client
 	// Flags are the cluster's own connection flags, read through the
 	// process's cache of parsed kubeconfigs (Getter).
 	Flags genericclioptions.RESTClientGetter
@@ -144,11 +147,17 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if !ok {
 		return nil, fmt.Errorf("the REST mapper cannot be reset")
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	// One HTTP client (one connection) for reads and writes alike, which
+	// CloseIdleConnections closes once the cluster's work is over.
+	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, err
 	}
-	md, err := metadata.NewForConfig(cfg)
+	dyn, err := dynamic.NewForConfigAndClient(cfg, hc)
+	if err != nil {
+		return nil, err
+	}
+	md, err := metadata.NewForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -156,9 +165,20 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+	return &Client{http: hc, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
 		return listable(getter)
 	}}, nil
+}
+
+// CloseIdleConnections closes the client's connections that no request
+// uses, once the cluster's work is over: a fleet of N clusters does not
+// keep N connections, and their goroutines, open until the command ends.
+// A later request connects again.
+func (c *Client) CloseIdleConnections() {
+	if c.http != nil {
+		// Through client-go's wrappers (auth, user agent) to the transport.
+		utilnet.CloseIdleConnectionsFor(c.http.Transport)
+	}
 }
 
 // EnsureNamespace creates the namespace name, if missing, with
