@@ -507,10 +507,20 @@ func (l *Lock) renew(ctx context.Context) {
 			l.mu.Lock()
 			l.lease = updated
 			l.mu.Unlock()
-		case apierrors.IsConflict(err) && l.ownRenewal(ctx):
-			// An earlier renewal that timed out here went through there:
-			// the lease is still this lock's, at a newer version.
-		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err):
+			switch own, rerr := l.ownRenewal(ctx); {
+			case rerr != nil && l.clock.Since(renewed) >= l.duration:
+				l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s (%v)", l.app, Namespace, Name(l.app), l.clock.Since(renewed).Round(time.Millisecond), rerr))
+				return
+			case rerr != nil, own:
+				// Not read (tried again at the next tick), or an earlier
+				// renewal that timed out here went through there: the
+				// lease is still this lock's, at a newer version.
+			default:
+				l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
+				return
+			}
+		case apierrors.IsNotFound(err):
 			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
 			return
 		case l.clock.Since(renewed) >= l.duration:
@@ -521,17 +531,20 @@ func (l *Lock) renew(ctx context.Context) {
 }
 
 // ownRenewal reports whether a lease that changed since this lock last
-// wrote it is still this lock's: same object (uid), same holder, same
+// wrote it is still this lock's (an error: it could not be read): same object (uid), same holder, same
 // acquisition. That is a renewal whose answer never came (timed out on a
 // slow server) but that the server applied; the lock then carries on from
 // the lease as it is. A takeover changes the holder and acquireTime, a
 // delete and create the uid.
-func (l *Lock) ownRenewal(ctx context.Context) bool {
+func (l *Lock) ownRenewal(ctx context.Context) (bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, max(l.duration/3, time.Second))
 	defer cancel()
 	got, err := l.ri.Get(rctx, Name(l.app), metav1.GetOptions{})
-	if err != nil {
-		return false
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -539,14 +552,14 @@ func (l *Lock) ownRenewal(ctx context.Context) bool {
 		mine, _, _ := unstructured.NestedString(l.lease.Object, "spec", f)
 		theirs, _, _ := unstructured.NestedString(got.Object, "spec", f)
 		if mine != theirs || mine == "" {
-			return false
+			return false, nil
 		}
 	}
 	if got.GetUID() != l.lease.GetUID() {
-		return false
+		return false, nil
 	}
 	l.lease = got
-	return true
+	return true, nil
 }
 
 // lose records why the lock was lost and says so.
@@ -567,13 +580,25 @@ func (l *Lock) Release(ctx context.Context) error {
 	if !l.Abandon() {
 		return nil // released already
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.err != nil {
-		return l.err
+	del := func() error {
+		l.mu.Lock()
+		uid, rv := l.lease.GetUID(), l.lease.GetResourceVersion()
+		l.mu.Unlock()
+		return l.ri.Delete(ctx, Name(l.app), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
 	}
-	uid, rv := l.lease.GetUID(), l.lease.GetResourceVersion()
-	err := l.ri.Delete(ctx, Name(l.app), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})
+	l.mu.Lock()
+	lostErr := l.err
+	l.mu.Unlock()
+	if lostErr != nil {
+		return lostErr
+	}
+	err := del()
+	if apierrors.IsConflict(err) {
+		// A last renewal that timed out here but went through there.
+		if own, rerr := l.ownRenewal(ctx); rerr == nil && own {
+			err = del()
+		}
+	}
 	switch {
 	case err == nil:
 		return nil

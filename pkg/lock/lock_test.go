@@ -565,7 +565,13 @@ func TestRenewalThatLandedLate(t *testing.T) {
 	if got := live(t, c, "web"); got.Holder() != late.Holder() || !got.Since.Equal(late.Since) {
 		t.Errorf("the lease changed hands: %+v, then %+v", late, got)
 	}
+	// The last renewal lands late too: the release deletes the lease as
+	// that renewal left it.
+	c.Put(c.Live(leaseObject(t, "web", alice, time.Now(), time.Now(), 30*time.Second)))
 	if err := l.Release(ctx); err != nil {
 		t.Errorf("release: %v", err)
+	}
+	if got := live(t, c, "web"); got != nil {
+		t.Errorf("the lease is left: %+v", got)
 	}
 }
