@@ -288,7 +288,7 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 	if be.pids != nil {
 		var api []int64
 		for name, pid := range be.pids() {
-			hwm := procHWM(pid)
+			hwm := fleetstats.PeakRSSOf(strconv.Itoa(pid))
 			switch {
 			case name == "etcd":
 				be.setup.EtcdRSS = hwm
@@ -499,20 +499,4 @@ func procCPU(pid int) time.Duration {
 	ut, _ := strconv.ParseInt(f[11], 10, 64)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(ut+st) * time.Second / 100 // USER_HZ
-}
-
-// procHWM is the peak resident set of process pid (VmHWM; 0 where /proc
-// does not say).
-func procHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }

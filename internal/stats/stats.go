@@ -81,9 +81,13 @@ func Start() (stop func()) {
 	}
 }
 
-// peakRSS is VmHWM from /proc/self/status, in bytes; 0 where there is none.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
+// peakRSS is this process's peak resident set.
+func peakRSS() int64 { return PeakRSSOf("self") }
+
+// PeakRSSOf is the peak resident set of process pid ("self", or a number),
+// VmHWM in /proc/<pid>/status, in bytes; 0 where there is none.
+func PeakRSSOf(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}

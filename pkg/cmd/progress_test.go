@@ -106,19 +106,7 @@ func TestProgressCompactOnATerminal(t *testing.T) {
 	if err := testenv.SetPTYSize(terminal, 24, 100); err != nil {
 		t.Fatal(err)
 	}
-	read := make(chan string)
-	go func() {
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		for {
-			n, err := control.Read(buf)
-			b.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		read <- b.String()
-	}()
+	read := testenv.ReadPTY(control)
 	g := &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: terminal}, NoColor: true}
 	clusters := manyFleet(100, 200)
 	pr := g.newProgress(clusters, false)

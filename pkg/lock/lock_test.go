@@ -334,17 +334,8 @@ func TestRenewFailing(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Inject(kubetest.Fault{Verb: "update", Resource: "leases", Err: apierrors.NewServiceUnavailable("etcd is down")})
-	updates := func() int {
-		n := 0
-		for _, r := range c.Requests() {
-			if r.Verb == "update" && r.Resource == "leases" {
-				n++
-			}
-		}
-		return n
-	}
 	for i := 1; i <= 2; i++ {
-		step(t, fc, 10*time.Second, func() bool { return updates() == i })
+		step(t, fc, 10*time.Second, func() bool { return leaseUpdates(c) == i })
 		select {
 		case err := <-lost:
 			t.Fatalf("lost after %ds of failing renewals: %v", i*10, err)
@@ -544,15 +535,7 @@ func TestRenewalThatLandedLate(t *testing.T) {
 	late := live(t, c, "web")
 	for i := range 2 {
 		before := live(t, c, "web").ResourceVersion
-		step(t, fc, 10*time.Second, func() bool {
-			n := 0
-			for _, r := range c.Requests() {
-				if r.Verb == "update" && r.Resource == "leases" {
-					n++
-				}
-			}
-			return n == i+1
-		})
+		step(t, fc, 10*time.Second, func() bool { return leaseUpdates(c) == i+1 })
 		select {
 		case err := <-lost:
 			t.Fatalf("renewal %d: lost: %v", i+1, err)
@@ -574,4 +557,15 @@ func TestRenewalThatLandedLate(t *testing.T) {
 	if got := live(t, c, "web"); got != nil {
 		t.Errorf("the lease is left: %+v", got)
 	}
+}
+
+// leaseUpdates is how many lease updates (renewals) c has answered.
+func leaseUpdates(c *kubetest.Cluster) int {
+	n := 0
+	for _, r := range c.Requests() {
+		if r.Verb == "update" && r.Resource == "leases" {
+			n++
+		}
+	}
+	return n
 }

@@ -366,18 +366,22 @@ func tail(path string) string {
 	return string(bytes.TrimSpace(b))
 }
 
-func (e *Env) writeKubeconfig() error {
+func (e *Env) writeKubeconfig() error { return WriteKubeconfig(e.Kubeconfig, e.Token, e.Clusters) }
+
+// WriteKubeconfig writes a kubeconfig with a context per cluster, all
+// with the same admin token, the first one current.
+func WriteKubeconfig(path, token string, clusters []Cluster) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Token}
-	for i, c := range e.Clusters {
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
+	for i, c := range clusters {
 		name := "c" + strconv.Itoa(i+1)
 		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.Server, InsecureSkipTLSVerify: true}
 		cfg.Contexts[c.Context] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
 	}
-	if len(e.Clusters) > 0 {
-		cfg.CurrentContext = e.Clusters[0].Context
+	if len(clusters) > 0 {
+		cfg.CurrentContext = clusters[0].Context
 	}
-	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // PIDs are the process IDs of the running etcd and API servers (and of

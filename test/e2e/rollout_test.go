@@ -315,19 +315,7 @@ func TestProgress(t *testing.T) {
 	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
 	var stdout strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, terminal
-	read := make(chan string)
-	go func() {
-		var b strings.Builder
-		buf := make([]byte, 4096)
-		for {
-			n, err := control.Read(buf)
-			b.Write(buf[:n])
-			if err != nil {
-				break
-			}
-		}
-		read <- b.String()
-	}()
+	read := testenv.ReadPTY(control)
 	err = cmd.Run()
 	_ = terminal.Close()
 	_ = control.SetReadDeadline(time.Now().Add(2 * time.Second))

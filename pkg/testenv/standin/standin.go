@@ -22,8 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
@@ -187,17 +185,11 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 }
 
 func (e *Env) writeKubeconfig() error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Token}
+	cs := make([]testenv.Cluster, len(e.Clusters))
 	for i, c := range e.Clusters {
-		name := "c" + strconv.Itoa(i+1)
-		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.Server, InsecureSkipTLSVerify: true}
-		cfg.Contexts[c.Context] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+		cs[i] = testenv.Cluster{Context: c.Context, Server: c.Server}
 	}
-	if len(e.Clusters) > 0 {
-		cfg.CurrentContext = e.Clusters[0].Context
-	}
-	return clientcmd.WriteToFile(*cfg, e.Kubeconfig)
+	return testenv.WriteKubeconfig(e.Kubeconfig, e.Token, cs)
 }
 
 // Requests is how many requests every cluster has answered, in order.
