@@ -22,7 +22,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
