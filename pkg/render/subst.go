@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -208,18 +210,31 @@ func (x *expansion) value(v any) (any, error) {
 		return s, x.spend(int64(len(s)))
 	case map[string]any:
 		out := make(map[string]any, len(v))
-		for k, val := range v {
+		one := func(k string, val any) error {
 			nk, err := Substitute(k, x.vars.Text)
 			if err != nil {
-				return nil, x.located(err, fieldName(k))
+				return x.located(err, fieldName(k))
 			}
 			if nk != k {
 				if err := x.spend(int64(len(nk))); err != nil {
-					return nil, err
+					return err
 				}
 			}
 			if out[nk], err = x.value(val); err != nil {
-				return nil, x.located(err, fieldName(k))
+				return x.located(err, fieldName(k))
+			}
+			return nil
+		}
+		for k, val := range v {
+			if err := one(k, val); err != nil {
+				// Said the same every run: the first field, in order,
+				// that fails.
+				for _, k := range slices.Sorted(maps.Keys(v)) {
+					if err := one(k, v[k]); err != nil {
+						return nil, err
+					}
+				}
+				return nil, err
 			}
 		}
 		return out, nil

@@ -173,3 +173,24 @@ func TestExpandTypes(t *testing.T) {
 		t.Error("expand changed its input")
 	}
 }
+
+// An object with several fields that fail is said the same way every
+// run: its first field, in order, that fails.
+func TestSubstituteSaysTheSameFieldEveryRun(t *testing.T) {
+	obj := map[string]any{"data": map[string]any{"zeta": "${MISSING_Z}", "alpha": "${MISSING_A}", "mid": "${MISSING_M}", "ok": "fine"}}
+	var first string
+	for i := range 30 {
+		_, err := (Vars{Text: map[string]string{}, Typed: map[string]any{}}).expand(obj)
+		if err == nil {
+			t.Fatal("no error")
+		}
+		if i == 0 {
+			first = err.Error()
+			if !strings.Contains(first, "MISSING_A") {
+				t.Errorf("not the first field in order: %v", err)
+			}
+		} else if err.Error() != first {
+			t.Fatalf("run %d said %q, run 1 %q", i+1, err, first)
+		}
+	}
+}
