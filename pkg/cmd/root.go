@@ -63,7 +63,8 @@ https://github.com/kubectl-fleet/kubectl-fleet/tree/main/docs/commands
 
 Exit codes:
   0    success
-  1    an error, or problems found (vet)
+  1    an error, or problems found (vet); diff: differences found
+  2    diff: an error (kubectl diff's convention)
   3    done, except for clusters --skip-unreachable skipped
   130  interrupted (Ctrl-C)`
 
