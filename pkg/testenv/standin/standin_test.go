@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,7 +72,10 @@ func run(t *testing.T, c *kube.Client, version string, objs []*unstructured.Unst
 	t.Helper()
 	got := map[string]apply.Action{}
 	var errs []error
+	var mu sync.Mutex // Report is called from the engine's workers
 	err := apply.Run(t.Context(), c, apply.Config{App: "demo", Version: version, Objects: objs, Prune: true, Concurrency: 4, Report: func(ch apply.Change) {
+		mu.Lock()
+		defer mu.Unlock()
 		got[ch.Ref] = ch.Action
 		if ch.Err != nil {
 			errs = append(errs, ch.Err)
@@ -98,7 +103,9 @@ func TestApplyCreateNoOpChange(t *testing.T) {
 	}
 	want(run(t, c, "dev", objects(t, "1")), map[string]apply.Action{"namespace/app": apply.Created, "configmap/settings": apply.Created, "deployment.apps/web": apply.Created})
 	// A development build sends every object again: the server must
-	// answer the same resourceVersion.
+	// answer the same resourceVersion, in a later second too (the
+	// managedFields' times do not move).
+	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
 	want(run(t, c, "dev", objects(t, "1")), map[string]apply.Action{"namespace/app": apply.Unchanged, "configmap/settings": apply.Unchanged, "deployment.apps/web": apply.Unchanged})
 	deployments := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("app")
 	d, err := deployments.Get(t.Context(), "web", metav1.GetOptions{})

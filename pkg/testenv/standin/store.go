@@ -265,6 +265,7 @@ func (s *store) write(r *resource, k objKey, live *stored, next map[string]any, 
 	}
 	if live != nil {
 		u.SetResourceVersion(live.meta.ResourceVersion)
+		keepManagedTimes(u, &unstructured.Unstructured{Object: live.obj})
 		b, err := json.Marshal(next)
 		if err != nil {
 			return nil, err
@@ -288,6 +289,26 @@ func (s *store) write(r *resource, k objKey, live *stored, next map[string]any, 
 	}
 	s.objects[k] = o
 	return o, nil
+}
+
+// keepManagedTimes gives next's managedFields entries the times of live's
+// where nothing else of them changed, as kube-apiserver does (a field
+// manager's time moves only when its fields do): an apply that changes
+// nothing, in a later second, stays a no-op.
+func keepManagedTimes(next, live *unstructured.Unstructured) {
+	old := live.GetManagedFields()
+	entries := next.GetManagedFields()
+	for i := range entries {
+		for _, o := range old {
+			e := entries[i]
+			if e.Manager == o.Manager && e.Operation == o.Operation && e.Subresource == o.Subresource && e.APIVersion == o.APIVersion && e.FieldsV1 != nil && o.FieldsV1 != nil && bytes.Equal(e.FieldsV1.Raw, o.FieldsV1.Raw) {
+				entries[i].Time = o.Time
+			}
+		}
+	}
+	if len(entries) > 0 {
+		next.SetManagedFields(entries)
+	}
 }
 
 // remove deletes the object k, if live is still what is stored; a
