@@ -204,108 +204,146 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 	}
 	defer be.stop()
 	progress("scaling: %d %s clusters up in %.1fs", n, kind, be.setup.Start)
-	dir := filepath.Join(b.work, fmt.Sprintf("scale-%s-%d", kind, n))
-	home := filepath.Join(dir, "home") // a discovery cache per size
-	if err := os.MkdirAll(home, 0o755); err != nil {
-		return err
-	}
-	env := slices.DeleteFunc(slices.Clone(b.env), func(kv string) bool {
-		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "HOME=")
-	})
-	env = append(env, "KUBECONFIG="+be.kubeconfig, "HOME="+home)
-	cs := fleetClusters(n, 0, "scale-c")
-	fleetFor := func(ns string) (string, error) {
-		f := filepath.Join(dir, "fleet-"+ns+".yaml")
-		return f, os.WriteFile(f, []byte(fleetYAML(cs, ns)), 0o644)
-	}
-	steady, err := fleetFor("scale")
+	sr, err := b.newScaleRunner(be, kind, n, src)
 	if err != nil {
 		return err
 	}
 	if _, err := setRevision(src, b.o.objects, 1); err != nil {
 		return err
 	}
-	fleetBin := filepath.Join(b.bin, "kubectl-fleet")
-	par, conc := strconv.Itoa(n), strconv.Itoa(b.o.concurrency)
-	applyArgs := func(ff, app string) []string {
-		return []string{"apply", "-F", ff, "-k", src, "--name", app, "--parallel", par, "--concurrency", conc, "--yes"}
-	}
 	progress("scaling: applying the initial state on %d %s clusters (untimed, warming discovery caches)", n, kind)
 	t0 := time.Now()
-	if r, err := b.measured(ctx, be, fleetBin, applyArgs(steady, "scale"), env, "", nil); err != nil {
+	r, err := b.measured(ctx, be, sr.bin, sr.apply(sr.steady, "scale"), sr.env, "", nil)
+	if err != nil {
 		return fmt.Errorf("initial state: %w", err)
-	} else {
-		progress("scaling: initial state on %d %s clusters in %.1fs, cpu %.2fs, %s, fds %d, goroutines %d", n, kind, time.Since(t0).Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines)
 	}
+	progress("scaling: initial state on %d %s clusters in %.1fs, cpu %.2fs, %s, fds %d, goroutines %d", n, kind, time.Since(t0).Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines)
 	runs := map[string][]scaleRun{}
 	reps := b.o.scaleReps
 	if n > 100 {
 		reps = max(1, reps/3) // minutes per run: fewer repetitions
 	}
-	for rep := 0; rep < reps; rep++ {
-		ns := fmt.Sprintf("create-%d", rep)
-		ff, err := fleetFor(ns)
-		if err != nil {
+	for rep := range reps {
+		if err := b.scaleRep(ctx, sr, rep, reps, runs); err != nil {
 			return err
 		}
-		steps := []struct {
-			id     string
-			args   []string
-			ok     []int
-			before func() error
-		}{
-			{"create", applyArgs(ff, ns), nil, nil},
-			{"noop", applyArgs(steady, "scale"), nil, nil},
-			{"change", applyArgs(steady, "scale"), nil, func() error { _, err := setRevision(src, b.o.objects, rep+2); return err }},
-			{"diff", []string{"diff", "-F", steady, "-k", src, "--name", "scale", "--parallel", par, "--concurrency", conc}, nil, nil},
-			// Without controllers the Deployments never become
-			// available: status exits 1 (not every object Current).
-			{"status", []string{"status", "-F", steady, "-k", src, "--name", "scale", "--parallel", par, "--concurrency", conc}, []int{1}, nil},
-		}
-		for _, st := range steps {
-			if st.before != nil {
-				if err := st.before(); err != nil {
-					return err
-				}
-			}
-			profile := ""
-			if b.o.cpuProfiles != "" {
-				profile = filepath.Join(b.o.cpuProfiles, fmt.Sprintf("scale-%s-%d-%s-%d.pprof", kind, n, st.id, rep))
-			}
-			r, err := b.measured(ctx, be, fleetBin, st.args, env, profile, st.ok)
-			if err != nil {
-				return fmt.Errorf("%s: %w", st.id, err)
-			}
-			runs[st.id] = append(runs[st.id], r)
-			progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d", kind, n, st.id, rep+1, reps,
-				r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, float64(r.requests)/float64(n), r.serverCPU.Seconds(), r.connErrors)
-		}
-		be.dropNamespace(ns)
 	}
 	for _, sc := range scaleScenarios {
 		b.scaleRows = append(b.scaleRows, summarizeScale(kind, n, sc.id, runs[sc.id]))
 	}
-	if be.pids != nil {
-		var api []int64
-		for name, pid := range be.pids() {
-			hwm := fleetstats.PeakRSSOf(strconv.Itoa(pid))
-			switch {
-			case name == "etcd":
-				be.setup.EtcdRSS = hwm
-			case strings.HasPrefix(name, "kube-apiserver"):
-				api = append(api, hwm)
-			}
-		}
-		var sum int64
-		for _, x := range api {
-			sum += x
-		}
-		if len(api) > 0 {
-			be.setup.APIServerRSS = sum / int64(len(api))
-		}
-	}
+	recordServerRSS(be)
 	b.scaleSetups = append(b.scaleSetups, be.setup)
 	return nil
+}
+
+// scaleRunner is what the runs of one fleet size share: its clusters, the
+// plugin's environment (a discovery cache per size), the steady fleet file
+// and the plugin's arguments.
+type scaleRunner struct {
+	be          *backend
+	kind, src   string
+	n           int
+	dir, bin    string
+	env         []string
+	cs          []cluster
+	steady      string
+	par, conc   string
+	cpuProfiles string
+}
+
+func (b *bench) newScaleRunner(be *backend, kind string, n int, src string) (*scaleRunner, error) {
+	sr := &scaleRunner{be: be, kind: kind, n: n, src: src, dir: filepath.Join(b.work, fmt.Sprintf("scale-%s-%d", kind, n)), bin: filepath.Join(b.bin, "kubectl-fleet"),
+		cs: fleetClusters(n, 0, "scale-c"), par: strconv.Itoa(n), conc: strconv.Itoa(b.o.concurrency), cpuProfiles: b.o.cpuProfiles}
+	home := filepath.Join(sr.dir, "home")
+	if err := os.MkdirAll(home, 0o755); err != nil {
+		return nil, err
+	}
+	sr.env = slices.DeleteFunc(slices.Clone(b.env), func(kv string) bool {
+		return strings.HasPrefix(kv, "KUBECONFIG=") || strings.HasPrefix(kv, "HOME=")
+	})
+	sr.env = append(sr.env, "KUBECONFIG="+be.kubeconfig, "HOME="+home)
+	var err error
+	sr.steady, err = sr.fleetFor("scale")
+	return sr, err
+}
+
+// fleetFor writes the fleet file of the size's clusters with app ns.
+func (sr *scaleRunner) fleetFor(ns string) (string, error) {
+	f := filepath.Join(sr.dir, "fleet-"+ns+".yaml")
+	return f, os.WriteFile(f, []byte(fleetYAML(sr.cs, ns)), 0o644)
+}
+
+func (sr *scaleRunner) apply(ff, app string) []string {
+	return []string{"apply", "-F", ff, "-k", sr.src, "--name", app, "--parallel", sr.par, "--concurrency", sr.conc, "--yes"}
+}
+
+func (sr *scaleRunner) read(verb string) []string {
+	return []string{verb, "-F", sr.steady, "-k", sr.src, "--name", "scale", "--parallel", sr.par, "--concurrency", sr.conc}
+}
+
+// scaleRep runs repetition rep of the rollout, adding each step's run to
+// runs.
+func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, runs map[string][]scaleRun) error {
+	ns := fmt.Sprintf("create-%d", rep)
+	ff, err := sr.fleetFor(ns)
+	if err != nil {
+		return err
+	}
+	steps := []struct {
+		id     string
+		args   []string
+		ok     []int
+		before func() error
+	}{
+		{"create", sr.apply(ff, ns), nil, nil},
+		{"noop", sr.apply(sr.steady, "scale"), nil, nil},
+		{"change", sr.apply(sr.steady, "scale"), nil, func() error { _, err := setRevision(sr.src, b.o.objects, rep+2); return err }},
+		{"diff", sr.read("diff"), nil, nil},
+		// Without controllers the Deployments never become available:
+		// status exits 1 (not every object Current).
+		{"status", sr.read("status"), []int{1}, nil},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			if err := st.before(); err != nil {
+				return err
+			}
+		}
+		profile := ""
+		if sr.cpuProfiles != "" {
+			profile = filepath.Join(sr.cpuProfiles, fmt.Sprintf("scale-%s-%d-%s-%d.pprof", sr.kind, sr.n, st.id, rep))
+		}
+		r, err := b.measured(ctx, sr.be, sr.bin, st.args, sr.env, profile, st.ok)
+		if err != nil {
+			return fmt.Errorf("%s: %w", st.id, err)
+		}
+		runs[st.id] = append(runs[st.id], r)
+		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d", sr.kind, sr.n, st.id, rep+1, reps,
+			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors)
+	}
+	sr.be.dropNamespace(ns)
+	return nil
+}
+
+// recordServerRSS notes the peak memory of etcd and of the average API
+// server in the size's setup (real servers only).
+func recordServerRSS(be *backend) {
+	if be.pids == nil {
+		return
+	}
+	var sum, n int64
+	for name, pid := range be.pids() {
+		hwm := fleetstats.PeakRSSOf(strconv.Itoa(pid))
+		switch {
+		case name == "etcd":
+			be.setup.EtcdRSS = hwm
+		case strings.HasPrefix(name, "kube-apiserver"):
+			sum, n = sum+hwm, n+1
+		}
+	}
+	if n > 0 {
+		be.setup.APIServerRSS = sum / n
+	}
 }
 
 // measured runs the plugin once: wall time, CPU and peak RSS from its
@@ -338,44 +376,13 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	if err := cmd.Start(); err != nil {
 		return scaleRun{}, err
 	}
-	done := make(chan struct{})
-	peakFDs := make(chan int, 1)
-	go func() {
-		peak := 0
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			if es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid)); err == nil {
-				peak = max(peak, len(es))
-			}
-			select {
-			case <-done:
-				peakFDs <- peak
-				return
-			case <-t.C:
-			}
-		}
-	}()
+	peakFDs := sampleFDs(cmd.Process.Pid)
 	err = cmd.Wait()
 	wall := time.Since(t0)
-	close(done)
-	fds := <-peakFDs
-	var exit *exec.ExitError
-	failure := ""
-	if err != nil && !(errors.As(err, &exit) && slices.Contains(ok, exit.ExitCode())) {
-		msg := strings.TrimSpace(stderr.String())
-		if exit == nil || ctx.Err() != nil {
-			if len(msg) > 2000 {
-				msg = "…" + msg[len(msg)-2000:]
-			}
-			return scaleRun{}, fmt.Errorf("%s %s: %w\n%s", bin, strings.Join(args, " "), err, msg)
-		}
-		// Some clusters failed: a finding, not the end of the run.
-		if len(msg) > 600 {
-			msg = "…" + msg[len(msg)-600:]
-		}
-		failure = fmt.Sprintf("exit %d: %s", exit.ExitCode(), msg)
-		progress("kubectl fleet %s failed on some clusters: %s", args[0], failure)
+	fds := peakFDs()
+	failure, err := runFailure(ctx, bin, args, err, ok, stderr.String())
+	if err != nil {
+		return scaleRun{}, err
 	}
 	serverCPU := be.serverCPU() - cpu0
 	after, err := be.requests()
@@ -395,6 +402,58 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 		peak = maxRSS(ps)
 	}
 	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: peak, fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure}, nil
+}
+
+// sampleFDs counts process pid's open file descriptors every 10 ms until
+// the returned function is called, which returns the peak.
+func sampleFDs(pid int) func() int {
+	done := make(chan struct{})
+	peakFDs := make(chan int, 1)
+	go func() {
+		peak := 0
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid)); err == nil {
+				peak = max(peak, len(es))
+			}
+			select {
+			case <-done:
+				peakFDs <- peak
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-peakFDs
+	}
+}
+
+// runFailure sorts a run's exit: nil and the exit codes in ok are
+// success; an exit code otherwise is some clusters failing, a finding
+// returned as failure; anything else (not started, killed, interrupted)
+// is an error.
+func runFailure(ctx context.Context, bin string, args []string, err error, ok []int, stderr string) (failure string, _ error) {
+	var exit *exec.ExitError
+	if err == nil || errors.As(err, &exit) && slices.Contains(ok, exit.ExitCode()) {
+		return "", nil
+	}
+	msg := strings.TrimSpace(stderr)
+	if exit == nil || ctx.Err() != nil {
+		if len(msg) > 2000 {
+			msg = "…" + msg[len(msg)-2000:]
+		}
+		return "", fmt.Errorf("%s %s: %w\n%s", bin, strings.Join(args, " "), err, msg)
+	}
+	// Some clusters failed: a finding, not the end of the run.
+	if len(msg) > 600 {
+		msg = "…" + msg[len(msg)-600:]
+	}
+	failure = fmt.Sprintf("exit %d: %s", exit.ExitCode(), msg)
+	progress("kubectl fleet %s failed on some clusters: %s", args[0], failure)
+	return failure, nil
 }
 
 func summarizeScale(kind string, n int, scenario string, runs []scaleRun) scaleRow {

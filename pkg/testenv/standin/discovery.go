@@ -36,8 +36,8 @@ type discovery struct {
 	legacy map[string][]byte
 }
 
-// loadDiscovery reads the recorded documents; host is what /api names as
-// the server's address.
+// loadDiscovery reads the recorded documents, and makes the unaggregated
+// ones from them.
 func loadDiscovery() (*discovery, error) {
 	d := &discovery{resources: map[schema.GroupVersionResource]*resource{}, legacy: map[string][]byte{}}
 	var err error
@@ -62,24 +62,7 @@ func loadDiscovery() (*discovery, error) {
 			for _, v := range g.Versions {
 				gv := schema.GroupVersion{Group: g.Name, Version: v.Version}
 				group.Versions = append(group.Versions, metav1.GroupVersionForDiscovery{GroupVersion: gv.String(), Version: v.Version})
-				rl := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String(), APIResources: []metav1.APIResource{}}
-				for _, r := range v.Resources {
-					kind := ""
-					if r.ResponseKind != nil {
-						kind = r.ResponseKind.Kind
-					}
-					namespaced := r.Scope == apidiscoveryv2.ScopeNamespace
-					d.resources[gv.WithResource(r.Resource)] = &resource{gvr: gv.WithResource(r.Resource), kind: kind, namespaced: namespaced, verbs: r.Verbs}
-					rl.APIResources = append(rl.APIResources, metav1.APIResource{Name: r.Resource, SingularName: r.SingularResource, Namespaced: namespaced, Kind: kind, Verbs: r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories})
-					for _, sub := range r.Subresources {
-						sk := ""
-						if sub.ResponseKind != nil {
-							sk = sub.ResponseKind.Kind
-						}
-						rl.APIResources = append(rl.APIResources, metav1.APIResource{Name: r.Resource + "/" + sub.Subresource, Namespaced: namespaced, Kind: sk, Verbs: sub.Verbs})
-					}
-				}
-				b, err := json.Marshal(rl)
+				b, err := d.addVersion(gv, v.Resources)
 				if err != nil {
 					return nil, err
 				}
@@ -118,6 +101,29 @@ func loadDiscovery() (*discovery, error) {
 	}
 	d.legacy["apis"] = b
 	return d, nil
+}
+
+// addVersion records the resources of group version gv and returns its
+// unaggregated APIResourceList.
+func (d *discovery) addVersion(gv schema.GroupVersion, resources []apidiscoveryv2.APIResourceDiscovery) ([]byte, error) {
+	rl := metav1.APIResourceList{TypeMeta: metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"}, GroupVersion: gv.String(), APIResources: []metav1.APIResource{}}
+	for _, r := range resources {
+		kind := ""
+		if r.ResponseKind != nil {
+			kind = r.ResponseKind.Kind
+		}
+		namespaced := r.Scope == apidiscoveryv2.ScopeNamespace
+		d.resources[gv.WithResource(r.Resource)] = &resource{gvr: gv.WithResource(r.Resource), kind: kind, namespaced: namespaced, verbs: r.Verbs}
+		rl.APIResources = append(rl.APIResources, metav1.APIResource{Name: r.Resource, SingularName: r.SingularResource, Namespaced: namespaced, Kind: kind, Verbs: r.Verbs, ShortNames: r.ShortNames, Categories: r.Categories})
+		for _, sub := range r.Subresources {
+			sk := ""
+			if sub.ResponseKind != nil {
+				sk = sub.ResponseKind.Kind
+			}
+			rl.APIResources = append(rl.APIResources, metav1.APIResource{Name: r.Resource + "/" + sub.Subresource, Namespaced: namespaced, Kind: sk, Verbs: sub.Verbs})
+		}
+	}
+	return json.Marshal(rl)
 }
 
 func etag(b []byte) string {

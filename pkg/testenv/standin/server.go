@@ -72,17 +72,30 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, apierrors.NewUnauthorized("Unauthorized"))
 		return
 	}
+	res, ns, name, done := s.route(w, r)
+	if done {
+		return
+	}
+	if err := s.serveResource(w, r, res, ns, name); err != nil {
+		writeError(w, r, err)
+	}
+}
+
+// route answers the paths that are not a resource's (health, version,
+// discovery, unknown ones: done), and reads a resource's path into the
+// resource, its namespace and the object's name ("" for the collection).
+func (s *server) route(w http.ResponseWriter, r *http.Request) (res *resource, ns, name string, done bool) {
 	path := strings.Trim(r.URL.Path, "/")
 	switch path {
 	case "healthz", "readyz", "livez":
 		s.count(kindOther)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok")
-		return
+		return nil, "", "", true
 	case "version", "api", "apis":
 		s.count(kindDiscovery)
 		s.disc.serve(w, r, path)
-		return
+		return nil, "", "", true
 	}
 	parts := strings.Split(path, "/")
 	var gv schema.GroupVersion
@@ -90,70 +103,65 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case parts[0] == "api" && len(parts) >= 2:
 		gv, rest = schema.GroupVersion{Version: parts[1]}, parts[2:]
-	case parts[0] == "apis" && len(parts) == 2:
-		s.count(kindDiscovery)
-		s.disc.serve(w, r, path)
-		return
 	case parts[0] == "apis" && len(parts) >= 3:
 		gv, rest = schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:]
-	default:
+	case parts[0] != "apis" || len(parts) != 2:
 		s.count(kindOther)
 		writeError(w, r, apierrors.NewNotFound(schema.GroupResource{}, ""))
-		return
+		return nil, "", "", true
 	}
-	if len(rest) == 0 {
+	if len(rest) == 0 { // a group's or a group version's discovery
 		s.count(kindDiscovery)
 		s.disc.serve(w, r, path)
-		return
+		return nil, "", "", true
 	}
-	ns := ""
 	if len(rest) >= 3 && rest[0] == "namespaces" {
 		if res := s.disc.resource(gv.WithResource(rest[2])); res != nil && res.namespaced {
 			ns, rest = rest[1], rest[2:]
 		}
 	}
-	res := s.disc.resource(gv.WithResource(rest[0]))
+	res = s.disc.resource(gv.WithResource(rest[0]))
 	if res == nil || len(rest) > 2 || res.namespaced != (ns != "") && !(res.namespaced && len(rest) == 1 && r.Method == http.MethodGet) {
 		s.count(kindOther)
 		writeError(w, r, apierrors.NewNotFound(gv.WithResource(rest[0]).GroupResource(), ""))
-		return
+		return nil, "", "", true
 	}
-	name := ""
 	if len(rest) == 2 {
 		name = rest[1]
 	}
+	return res, ns, name, false
+}
+
+// serveResource answers a request for a resource's collection or object.
+func (s *server) serveResource(w http.ResponseWriter, r *http.Request, res *resource, ns, name string) error {
 	q := r.URL.Query()
 	dryRun := slices.Contains(q["dryRun"], metav1.DryRunAll)
-	var err error
+	k := objKey{res.gvr.GroupResource(), ns, name}
 	switch {
 	case r.Method == http.MethodGet && name != "":
 		s.count(kindGet)
-		err = s.get(w, r, res, objKey{res.gvr.GroupResource(), ns, name})
+		return s.get(w, r, res, k)
 	case r.Method == http.MethodGet && q.Get("watch") == "true":
 		s.count(kindOther)
-		err = apierrors.NewMethodNotSupported(res.gvr.GroupResource(), "watch")
+		return apierrors.NewMethodNotSupported(res.gvr.GroupResource(), "watch")
 	case r.Method == http.MethodGet:
 		s.count(kindList)
-		err = s.list(w, r, res, ns)
+		return s.list(w, r, res, ns)
 	case r.Method == http.MethodPost && name == "":
 		s.count(kindCreate)
-		err = s.create(w, r, res, ns, dryRun)
+		return s.create(w, r, res, ns, dryRun)
 	case r.Method == http.MethodPut && name != "":
 		s.count(kindUpdate)
-		err = s.update(w, r, res, objKey{res.gvr.GroupResource(), ns, name}, dryRun)
+		return s.update(w, r, res, k, dryRun)
 	case r.Method == http.MethodPatch && name != "":
 		s.count(kindPatch)
-		err = s.patch(w, r, res, objKey{res.gvr.GroupResource(), ns, name}, dryRun)
+		return s.patch(w, r, res, k, dryRun)
 	case r.Method == http.MethodDelete && name != "":
 		s.count(kindDelete)
-		err = s.delete(w, r, res, objKey{res.gvr.GroupResource(), ns, name}, dryRun)
-	default:
-		s.count(kindOther)
-		err = apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(r.Method))
+		return s.delete(w, r, res, k, dryRun)
 	}
-	if err != nil {
-		writeError(w, r, err)
-	}
+	s.count(kindOther)
+	return apierrors.NewMethodNotSupported(res.gvr.GroupResource(), strings.ToLower(r.Method))
 }
 
 // get answers one object, whole or its metadata only.

@@ -206,13 +206,67 @@ func (s *store) write(r *resource, k objKey, live *stored, next map[string]any, 
 		return nil, apierrors.NewAlreadyExists(k.gr, k.name)
 	}
 	if cur != live { // another write came between read and write
-		return nil, apierrors.NewConflict(k.gr, k.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		return nil, modified(k)
 	}
 	if live == nil && r.namespaced {
 		if err := s.namespaceUsable(k.namespace); err != nil {
 			return nil, err
 		}
 	}
+	u := serverFields(r, k, live, next)
+	if live != nil {
+		u.SetResourceVersion(live.meta.ResourceVersion)
+		keepManagedTimes(u, &unstructured.Unstructured{Object: live.obj})
+		b, err := json.Marshal(next)
+		if err != nil {
+			return nil, err
+		}
+		if bytes.Equal(b, live.json) {
+			return live, nil // nothing changed: nothing written
+		}
+	}
+	if dryRun {
+		// A dry run answers what would be stored; a create's version is
+		// empty, an update's the live one.
+		if live == nil {
+			u.SetResourceVersion("")
+		}
+		return newStored(next)
+	}
+	u.SetResourceVersion(s.nextRV())
+	o, err := newStored(next)
+	if err != nil {
+		return nil, err
+	}
+	s.objects[k] = o
+	return o, nil
+}
+
+// keepManagedTimes gives next's managedFields entries the times of live's
+// where nothing else of them changed, as kube-apiserver does (a field
+// manager's time moves only when its fields do): an apply that changes
+// nothing, in a later second, stays a no-op.
+func keepManagedTimes(next, live *unstructured.Unstructured) {
+	old := live.GetManagedFields()
+	entries := next.GetManagedFields()
+	for i := range entries {
+		for _, o := range old {
+			e := entries[i]
+			if e.Manager == o.Manager && e.Operation == o.Operation && e.Subresource == o.Subresource && e.APIVersion == o.APIVersion && e.FieldsV1 != nil && o.FieldsV1 != nil && bytes.Equal(e.FieldsV1.Raw, o.FieldsV1.Raw) {
+				entries[i].Time = o.Time
+			}
+		}
+	}
+	if len(entries) > 0 {
+		next.SetManagedFields(entries)
+	}
+}
+
+// serverFields sets what the server owns on next, the object k about to
+// be stored over live (nil for a create): type and name, defaults, uid,
+// creationTimestamp, generation (moved when more than metadata changed),
+// status, and a Namespace's name label and finalizer.
+func serverFields(r *resource, k objKey, live *stored, next map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: next}
 	u.SetAPIVersion(r.gvr.GroupVersion().String())
 	u.SetKind(r.kind)
@@ -263,52 +317,12 @@ func (s *store) write(r *resource, k objKey, live *stored, next map[string]any, 
 			next["spec"] = map[string]any{"finalizers": []any{"kubernetes"}}
 		}
 	}
-	if live != nil {
-		u.SetResourceVersion(live.meta.ResourceVersion)
-		keepManagedTimes(u, &unstructured.Unstructured{Object: live.obj})
-		b, err := json.Marshal(next)
-		if err != nil {
-			return nil, err
-		}
-		if bytes.Equal(b, live.json) {
-			return live, nil // nothing changed: nothing written
-		}
-	}
-	if dryRun {
-		// A dry run answers what would be stored; a create's version is
-		// empty, an update's the live one.
-		if live == nil {
-			u.SetResourceVersion("")
-		}
-		return newStored(next)
-	}
-	u.SetResourceVersion(s.nextRV())
-	o, err := newStored(next)
-	if err != nil {
-		return nil, err
-	}
-	s.objects[k] = o
-	return o, nil
+	return u
 }
 
-// keepManagedTimes gives next's managedFields entries the times of live's
-// where nothing else of them changed, as kube-apiserver does (a field
-// manager's time moves only when its fields do): an apply that changes
-// nothing, in a later second, stays a no-op.
-func keepManagedTimes(next, live *unstructured.Unstructured) {
-	old := live.GetManagedFields()
-	entries := next.GetManagedFields()
-	for i := range entries {
-		for _, o := range old {
-			e := entries[i]
-			if e.Manager == o.Manager && e.Operation == o.Operation && e.Subresource == o.Subresource && e.APIVersion == o.APIVersion && e.FieldsV1 != nil && o.FieldsV1 != nil && bytes.Equal(e.FieldsV1.Raw, o.FieldsV1.Raw) {
-				entries[i].Time = o.Time
-			}
-		}
-	}
-	if len(entries) > 0 {
-		next.SetManagedFields(entries)
-	}
+// modified is the Conflict of a write whose read of k is out of date.
+func modified(k objKey) error {
+	return apierrors.NewConflict(k.gr, k.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 }
 
 // remove deletes the object k, if live is still what is stored; a
@@ -318,7 +332,7 @@ func (s *store) remove(k objKey, live *stored, dryRun bool) (*stored, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.objects[k] != live {
-		return nil, apierrors.NewConflict(k.gr, k.name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		return nil, modified(k)
 	}
 	if k.gr != (schema.GroupResource{Resource: "namespaces"}) {
 		if !dryRun {
