@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -59,8 +58,10 @@ type groupProgress struct {
 	name       string
 	members    []*clusterProgress
 	start, end time.Time
-	said       bool
-	bar        *mpb.Bar
+	// ended is how many members have ended.
+	ended int
+	said  bool
+	bar   *mpb.Bar
 }
 
 // plainEvery is how often compact plain mode says the running groups'
@@ -313,9 +314,12 @@ func (pr *progress) end(cluster string, err error) {
 	}
 	pr.mu.Lock()
 	cp := pr.clusters[cluster]
-	cp.stage, cp.ended, cp.failed = outcome, true, err != nil
 	gp := cp.group
-	if !slices.ContainsFunc(gp.members, func(m *clusterProgress) bool { return !m.ended }) {
+	if !cp.ended {
+		gp.ended++
+	}
+	cp.stage, cp.ended, cp.failed = outcome, true, err != nil
+	if gp.ended == len(gp.members) {
 		gp.end = time.Now()
 	}
 	groupEnded := !gp.end.IsZero() && !gp.said
