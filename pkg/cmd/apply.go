@@ -781,7 +781,7 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		for _, n := range p.notes {
 			fmt.Fprintln(p.out, n)
 		}
-		p.outcomes(lines, len(outcomes) > p.many, " ")
+		p.outcomes(lines, " ")
 	}
 	return failed
 }
@@ -822,9 +822,10 @@ func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *counts, dryR
 }
 
 // outcomes prints (cluster, line) pairs, each prefixed with its cluster;
-// grouped, a line shared by several clusters is printed once, where the
-// first of them would be, as "N clusters" sep line.
-func (p *printer) outcomes(lines [][2]string, grouped bool, sep string) {
+// with more than p.many, a line shared by several clusters is printed
+// once, where the first of them would be, as "N clusters" sep line.
+func (p *printer) outcomes(lines [][2]string, sep string) {
+	grouped := len(lines) > p.many
 	shared := map[string]int{}
 	for _, l := range lines {
 		shared[l[1]]++

@@ -258,7 +258,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 		}
 		lines = append(lines, [2]string{oc.Cluster, diffLine(oc, s)})
 	}
-	p.outcomes(lines, len(outcomes) > p.many, ": ")
+	p.outcomes(lines, ": ")
 	if external != nil && differs {
 		if err := external.run(o.GlobalOptions); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}

@@ -198,8 +198,8 @@ func (c *kubeconfigCache) load(rules *clientcmd.ClientConfigLoadingRules) (*clie
 	return e.cfg, e.err
 }
 
-// stampOf is the size and modification time of each file ("-" when it
-// cannot be read).
+// stampOf is the modification time and size of each file (nothing for one
+// that cannot be read).
 func stampOf(files []string) string {
 	var b strings.Builder
 	for _, f := range files {
