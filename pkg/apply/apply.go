@@ -31,6 +31,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -1062,9 +1063,9 @@ func (p *pass) customResources(ctx context.Context, crd *unstructured.Unstructur
 	case n == 0:
 		return "", nil
 	case namespaces.Len() == 0:
-		return plural1(n, "custom resource") + verb, nil
+		return output.Plural(n, "custom resource") + verb, nil
 	}
-	return plural1(n, "custom resource") + verb + " in " + plural1(namespaces.Len(), "namespace"), nil
+	return output.Plural(n, "custom resource") + verb + " in " + output.Plural(namespaces.Len(), "namespace"), nil
 }
 
 // foreignIn says what namespace ns holds that this prune does not delete
@@ -1120,21 +1121,13 @@ func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
 	if len(foreign) == 1 {
 		verb = " that is not the app's remains: "
 	}
-	return plural1(len(foreign), "object") + verb + strings.Join(foreign[:min(3, len(foreign))], ", ") + map[bool]string{true: ", …"}[len(foreign) > 3], nil
+	return output.Plural(len(foreign), "object") + verb + strings.Join(foreign[:min(3, len(foreign))], ", ") + map[bool]string{true: ", …"}[len(foreign) > 3], nil
 }
 
 // clusterMade reports whether the cluster itself puts an object in every
 // namespace.
 func clusterMade(resource, name string) bool {
 	return resource == "serviceaccounts" && name == "default" || resource == "configmaps" && name == "kube-root-ca.crt"
-}
-
-// plural1 is "1 thing", "3 things".
-func plural1(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // isClosed reports whether ch is closed.

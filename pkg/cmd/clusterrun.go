@@ -235,10 +235,3 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, word)
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}

@@ -343,7 +343,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 	}
 	s := diff.Summarize(all)
 	if s.Errors > 0 {
-		return s, fmt.Errorf("%s failed", plural(s.Errors, "object"))
+		return s, fmt.Errorf("%s failed", output.Plural(s.Errors, "object"))
 	}
 	return s, nil
 }
