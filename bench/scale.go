@@ -360,7 +360,7 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	defer os.Remove(statsFile)
 	env = append(slices.Clone(env), fleetstats.Env+"="+statsFile)
 	if cpuProfile != "" {
-		env = append(env, "KUBECTL_FLEET_CPUPROFILE="+cpuProfile)
+		env = append(env, "KUBECTL_FLEET_CPUPROFILE="+cpuProfile, fleetstats.HeapEnv+"="+strings.TrimSuffix(cpuProfile, ".pprof")+".heap")
 	}
 	before, err := be.requests()
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"os"
 	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +19,12 @@ import (
 
 // Env is the environment variable naming the file the figures go to.
 const Env = "KUBECTL_FLEET_STATS"
+
+// HeapEnv names a file for a heap profile (go tool pprof reads it) taken
+// when the live heap peaks: written again each time the heap live after a
+// collection grows by a fifth over the last profile's. Sampled only with
+// Env set too.
+const HeapEnv = "KUBECTL_FLEET_HEAPPROFILE"
 
 // Interval is how often the goroutines are counted.
 const Interval = 5 * time.Millisecond
@@ -47,10 +55,12 @@ func Start() (stop func()) {
 		done = make(chan struct{})
 		wg   sync.WaitGroup
 	)
+	heap := heapProfiler(os.Getenv(HeapEnv))
 	sample := func() {
 		n := runtime.NumGoroutine()
 		mu.Lock()
 		f.PeakGoroutines, f.Samples = max(f.PeakGoroutines, n), f.Samples+1
+		heap()
 		mu.Unlock()
 	}
 	sample()
@@ -108,4 +118,27 @@ func Read(path string) (Figures, error) {
 		return f, err
 	}
 	return f, json.Unmarshal(b, &f)
+}
+
+// heapProfiler returns the sampler's step that writes a heap profile to
+// path whenever the live heap grew by a fifth since the last one (a no-op
+// without path).
+func heapProfiler(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var written uint64
+	return func() {
+		metrics.Read(sample)
+		live := sample[0].Value.Uint64()
+		if live < written+written/5 || live == 0 {
+			return
+		}
+		written = live
+		if out, err := os.Create(path); err == nil {
+			_ = pprof.WriteHeapProfile(out)
+			_ = out.Close()
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -36,4 +37,26 @@ func TestStartWritesPeak(t *testing.T) {
 func TestStartWithoutEnvIsANoOp(t *testing.T) {
 	t.Setenv(Env, "")
 	Start()()
+}
+
+func TestHeapProfileAtPeak(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(Env, filepath.Join(dir, "stats.json"))
+	t.Setenv(HeapEnv, filepath.Join(dir, "heap"))
+	stop := Start()
+	held := make([][]byte, 0, 64)
+	for range 64 {
+		held = append(held, make([]byte, 1<<20))
+		runtime.GC()
+		time.Sleep(Interval / 2)
+	}
+	stop()
+	runtime.KeepAlive(held)
+	info, err := os.Stat(filepath.Join(dir, "heap"))
+	if err != nil {
+		t.Fatalf("no heap profile: %v", err)
+	}
+	if info.Size() == 0 {
+		t.Error("empty heap profile")
+	}
 }
