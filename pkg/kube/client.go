@@ -26,8 +26,10 @@ import (
 )
 
 // Client talks to one cluster through its own ConfigFlags: its own REST
-// config, REST mapper and discovery cache (kubectl's, on disk under
-// --cache-dir), never shared with another cluster.
+// config and discovery cache (kubectl's, on disk under --cache-dir),
+// never shared with another cluster. Its REST mapper is built from its
+// own discovery and shared only with clusters whose discovery is the
+// same, byte for byte (sharedMapper).
 type Client struct {
 	http *http.Client
 	// Flags are the cluster's own connection flags, read through the

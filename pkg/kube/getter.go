@@ -114,14 +114,15 @@ func (g *Getter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error)
 	})
 }
 
-// ToRESTMapper is the cluster's REST mapper over its discovery, made once.
+// ToRESTMapper is the cluster's REST mapper over its discovery, made once
+// (shared with the clusters that serve the same API surface: sharedMapper).
 func (g *Getter) ToRESTMapper() (meta.RESTMapper, error) {
 	return g.mapper.Get(func() (meta.RESTMapper, error) {
 		dc, err := g.ToDiscoveryClient()
 		if err != nil {
 			return nil, err
 		}
-		return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(dc), dc, func(string) {}), nil
+		return restmapper.NewShortcutExpander(newSharedMapper(dc), dc, func(string) {}), nil
 	})
 }
 

@@ -1,0 +1,124 @@
+package kube
+
+import (
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// cachedFake is a cluster's discovery: fresh or read from a disk cache.
+type cachedFake struct {
+	*fakediscovery.FakeDiscovery
+	mu          sync.Mutex
+	fresh       bool
+	invalidated int
+	// after are the resources served once the cache is invalidated.
+	after []*metav1.APIResourceList
+}
+
+func (c *cachedFake) Fresh() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fresh
+}
+
+func (c *cachedFake) Invalidate() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.invalidated++
+	c.fresh = true
+	if c.after != nil {
+		c.Resources = c.after
+	}
+}
+
+func discoveryOf(fresh bool, lists ...*metav1.APIResourceList) *cachedFake {
+	return &cachedFake{FakeDiscovery: &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: lists}}, fresh: fresh}
+}
+
+var (
+	coreV1 = &metav1.APIResourceList{GroupVersion: "v1", APIResources: []metav1.APIResource{
+		{Name: "configmaps", Kind: "ConfigMap", Namespaced: true, Verbs: []string{"get", "list", "patch"}},
+		{Name: "namespaces", Kind: "Namespace", Verbs: []string{"get", "list", "patch"}},
+	}}
+	appsV1 = &metav1.APIResourceList{GroupVersion: "apps/v1", APIResources: []metav1.APIResource{
+		{Name: "deployments", Kind: "Deployment", Namespaced: true, Verbs: []string{"get", "list", "patch"}},
+	}}
+	widgetsV1 = &metav1.APIResourceList{GroupVersion: "example.com/v1", APIResources: []metav1.APIResource{
+		{Name: "widgets", Kind: "Widget", Namespaced: true, Verbs: []string{"get", "list", "patch"}},
+	}}
+)
+
+func TestClustersOfOneSurfaceShareTheirMapper(t *testing.T) {
+	a := newSharedMapper(discoveryOf(true, coreV1, appsV1))
+	b := newSharedMapper(discoveryOf(true, coreV1, appsV1))
+	c := newSharedMapper(discoveryOf(true, coreV1, appsV1, widgetsV1))
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	ma, err := a.RESTMapping(deploy, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := b.RESTMapping(deploy, "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ma != mb || a.delegate != b.delegate {
+		t.Error("two clusters serving the same API surface built a mapper each")
+	}
+	if ma.Resource.Resource != "deployments" || ma.Scope.Name() != "namespace" {
+		t.Errorf("mapping %+v, want namespaced deployments", ma)
+	}
+	if _, err := c.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}); err != nil {
+		t.Fatal(err)
+	}
+	if c.delegate == a.delegate {
+		t.Error("a cluster serving another kind got the mapper of a cluster that does not serve it")
+	}
+	if _, err := a.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}); err == nil {
+		t.Error("a cluster without widgets mapped one")
+	}
+	if m, err := a.RESTMapping(schema.GroupKind{Kind: "Namespace"}); err != nil || m.Scope.Name() != "root" {
+		t.Errorf("Namespace: %+v, %v; want a cluster-scoped mapping", m, err)
+	}
+}
+
+func TestSharedMapperDiscoversAgain(t *testing.T) {
+	widget := schema.GroupKind{Group: "example.com", Kind: "Widget"}
+	t.Run("a kind the disk cache predates", func(t *testing.T) {
+		dc := discoveryOf(false, coreV1)
+		dc.after = []*metav1.APIResourceList{coreV1, widgetsV1}
+		m := newSharedMapper(dc)
+		if _, err := m.RESTMapping(widget, "v1"); err != nil {
+			t.Fatalf("a kind served since the cache was written: %v", err)
+		}
+		if dc.invalidated != 1 {
+			t.Errorf("invalidated %d times, want 1", dc.invalidated)
+		}
+	})
+	t.Run("a fresh discovery is not asked again", func(t *testing.T) {
+		dc := discoveryOf(true, coreV1)
+		m := newSharedMapper(dc)
+		if _, err := m.RESTMapping(widget, "v1"); err == nil {
+			t.Fatal("mapped a kind the cluster does not serve")
+		}
+		if dc.invalidated != 0 {
+			t.Errorf("invalidated %d times, want 0", dc.invalidated)
+		}
+	})
+	t.Run("Reset, after new CRDs", func(t *testing.T) {
+		dc := discoveryOf(true, coreV1)
+		m := newSharedMapper(dc)
+		if _, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}); err != nil {
+			t.Fatal(err)
+		}
+		dc.Resources = []*metav1.APIResourceList{coreV1, widgetsV1}
+		m.Reset()
+		if _, err := m.RESTMapping(widget); err != nil {
+			t.Fatalf("after Reset: %v", err)
+		}
+	})
+}
