@@ -159,7 +159,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	}
 	objs := make([]*unstructured.Unstructured, len(cfg.Objects))
 	for i, o := range cfg.Objects {
-		objs[i] = o.DeepCopy()
+		objs[i] = object.CopyMeta(o) // the render is the run's, shared
 		if cfg.Namespace != "" && objs[i].GetNamespace() == "" {
 			objs[i].SetNamespace(cfg.Namespace) // stripped again from cluster-scoped kinds
 		}

@@ -72,12 +72,17 @@ func WithoutIgnored(o *unstructured.Unstructured, rules []IgnoreRule) *unstructu
 // live, as Argo CD's RespectIgnoreDifferences does: where both set a field
 // the live value is applied, and a field the live object no longer has is
 // not applied. Fields the render does not set are left alone, and a new
-// object (live nil) gets the rendered values. It changes obj in place.
+// object (live nil) gets the rendered values. It changes obj in place, on
+// a copy of its fields (obj may share them with others: CopyMeta).
 func KeepLive(obj, live *unstructured.Unstructured, rules []IgnoreRule) {
 	if live == nil {
 		return
 	}
-	for _, p := range pointersFor(obj, rules) {
+	pointers := pointersFor(obj, rules)
+	if len(pointers) > 0 {
+		obj.Object = runtime.DeepCopyJSON(obj.Object)
+	}
+	for _, p := range pointers {
 		if _, ok := get(obj.Object, p); !ok {
 			continue
 		}

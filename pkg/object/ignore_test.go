@@ -119,3 +119,23 @@ func TestKeepLive(t *testing.T) {
 		t.Error("KeepLive shares values with the live object")
 	}
 }
+
+// An apply works on CopyMeta's copy of the render, which shares the
+// render's fields: neither its metadata changes nor KeepLive reach the
+// render (other clusters', later reads').
+func TestCopyMetaLeavesTheRenderAlone(t *testing.T) {
+	rules := []IgnoreRule{{Kind: "Deployment", JSONPointers: []string{"/spec/replicas", "/spec/template/spec/containers/0/image"}}}
+	rendered := deployment(2, "web:2")
+	rendered.SetLabels(map[string]string{"app": "web"})
+	want := rendered.DeepCopy()
+	c := CopyMeta(rendered)
+	c.SetNamespace("prod")
+	c.SetLabels(map[string]string{"app": "web", "applyset.kubernetes.io/part-of": "x"})
+	KeepLive(c, deployment(7, "web:1"), rules)
+	if diff := cmp.Diff(want.Object, rendered.Object); diff != "" {
+		t.Errorf("the render changed (-want +got):\n%s", diff)
+	}
+	if r, _, _ := unstructured.NestedInt64(c.Object, "spec", "replicas"); r != 7 || c.GetNamespace() != "prod" {
+		t.Errorf("the copy: replicas %d, namespace %q; want 7, prod", r, c.GetNamespace())
+	}
+}

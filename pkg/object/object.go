@@ -6,10 +6,12 @@ package object
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
 	"sigs.k8s.io/yaml"
@@ -21,6 +23,19 @@ import (
 var serverAnnotations = []string{
 	"deployment.kubernetes.io/revision",
 	"kubectl.kubernetes.io/last-applied-configuration",
+}
+
+// CopyMeta returns a copy of o whose metadata is its own and whose other
+// fields are o's: for a caller that changes only the copy's metadata
+// (namespace, labels) and replaces, never changes, the rest (KeepLive
+// copies the object before it writes into it). A fleet's renders are not
+// copied whole per apply (a fifth of a 300-cluster no-op's live heap).
+func CopyMeta(o *unstructured.Unstructured) *unstructured.Unstructured {
+	out := maps.Clone(o.Object)
+	if m, ok := o.Object["metadata"]; ok {
+		out["metadata"] = runtime.DeepCopyJSONValue(m)
+	}
+	return &unstructured.Unstructured{Object: out}
 }
 
 // Normalize returns a copy of o without the fields that are noise in a
