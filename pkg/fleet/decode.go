@@ -28,13 +28,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	if v.Type() == durationType {
-		// Go's syntax only: a bare number would be nanoseconds.
-		dur, err := time.ParseDuration(n.Value)
-		if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || err != nil {
-			d.errs.add(path, "want a duration such as 90s, 10m or 1h30m, got %s", describe(n))
-			return
-		}
-		v.SetInt(int64(dur))
+		d.duration(n, v, path)
 		return
 	}
 	switch v.Kind() {
@@ -62,27 +56,9 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			d.decode(val, v.Field(i), p)
 		})
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			d.errs.add(path, "want a list, got %s", describe(n))
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
-		}
-		v.Set(s)
+		d.list(n, v, path)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			d.errs.add(path, "want a mapping, got %s", describe(n))
-			return
-		}
-		m := reflect.MakeMap(v.Type())
-		d.eachKey(n, path, func(key string, val *yaml.Node, p string) {
-			e := reflect.New(v.Type().Elem()).Elem()
-			d.decode(val, e, p)
-			m.SetMapIndex(reflect.ValueOf(key), e)
-		})
-		v.Set(m)
+		d.mapping(n, v, path)
 	case reflect.Interface:
 		var x any
 		if err := n.Decode(&x); err != nil {
@@ -102,6 +78,45 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 }
 
 var durationType = reflect.TypeOf(time.Duration(0))
+
+// duration decodes a duration in Go's syntax only: a bare number would be
+// nanoseconds.
+func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
+	dur, err := time.ParseDuration(n.Value)
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" || err != nil {
+		d.errs.add(path, "want a duration such as 90s, 10m or 1h30m, got %s", describe(n))
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// list decodes a sequence into the slice v.
+func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.errs.add(path, "want a list, got %s", describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+	}
+	v.Set(s)
+}
+
+// mapping decodes a mapping into the map v.
+func (d *decoder) mapping(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errs.add(path, "want a mapping, got %s", describe(n))
+		return
+	}
+	m := reflect.MakeMap(v.Type())
+	d.eachKey(n, path, func(key string, val *yaml.Node, p string) {
+		e := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, e, p)
+		m.SetMapIndex(reflect.ValueOf(key), e)
+	})
+	v.Set(m)
+}
 
 // eachKey walks a mapping's keys in order, refusing repeated keys.
 func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, val *yaml.Node, p string)) {

@@ -387,6 +387,28 @@ type analysis struct {
 	blockAllowed        bool
 }
 
+// isIndicator reports whether c, first in the scalar or not, between the
+// given neighbours, is a block indicator that keeps the scalar from being
+// plain.
+func isIndicator(c byte, first, precededByWhitespace, followedByWhitespace bool) bool {
+	if first {
+		switch c {
+		case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
+			return true
+		case '?', ':', '-':
+			return followedByWhitespace
+		}
+		return false
+	}
+	switch c {
+	case ':':
+		return followedByWhitespace
+	case '#':
+		return precededByWhitespace
+	}
+	return false
+}
+
 func analyze(value string) analysis {
 	if len(value) == 0 {
 		return analysis{blockPlainAllowed: true, singleQuotedAllowed: true}
@@ -408,36 +430,12 @@ func analyze(value string) analysis {
 		previousSpace        bool
 		previousBreak        bool
 	)
-	if len(value) >= 3 && (value[:3] == "---" || value[:3] == "...") {
-		blockIndicators = true
-	}
+	blockIndicators = len(value) >= 3 && (value[:3] == "---" || value[:3] == "...")
 	for i, w := 0, 0; i < len(value); i += w {
 		w = width(value[i])
 		followedByWhitespace = i+w >= len(value) || isBlank(value, i+w)
-		if i == 0 {
-			switch value[i] {
-			case '#', ',', '[', ']', '{', '}', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`':
-				blockIndicators = true
-			case '?', ':':
-				if followedByWhitespace {
-					blockIndicators = true
-				}
-			case '-':
-				if followedByWhitespace {
-					blockIndicators = true
-				}
-			}
-		} else {
-			switch value[i] {
-			case ':':
-				if followedByWhitespace {
-					blockIndicators = true
-				}
-			case '#':
-				if precededByWhitespace {
-					blockIndicators = true
-				}
-			}
+		if isIndicator(value[i], i == 0, precededByWhitespace, followedByWhitespace) {
+			blockIndicators = true
 		}
 		if !isPrintable(value, i) {
 			specialCharacters = true
@@ -470,26 +468,12 @@ func analyze(value string) analysis {
 		}
 		precededByWhitespace = isBlankz(value, i)
 	}
-	a := analysis{multiline: lineBreaks, blockPlainAllowed: true, singleQuotedAllowed: true, blockAllowed: true}
-	if leadingSpace || leadingBreak || trailingSpace || trailingBreak {
-		a.blockPlainAllowed = false
+	return analysis{
+		multiline:           lineBreaks,
+		blockPlainAllowed:   !(leadingSpace || leadingBreak || trailingSpace || trailingBreak || breakSpace || spaceBreak || specialCharacters || lineBreaks || blockIndicators),
+		singleQuotedAllowed: !(breakSpace || spaceBreak || specialCharacters),
+		blockAllowed:        !(trailingSpace || spaceBreak || specialCharacters),
 	}
-	if trailingSpace {
-		a.blockAllowed = false
-	}
-	if breakSpace {
-		a.blockPlainAllowed = false
-		a.singleQuotedAllowed = false
-	}
-	if spaceBreak || specialCharacters {
-		a.blockPlainAllowed = false
-		a.singleQuotedAllowed = false
-		a.blockAllowed = false
-	}
-	if lineBreaks || blockIndicators {
-		a.blockPlainAllowed = false
-	}
-	return a
 }
 
 func (e *yamlEmitter) writePlain(value string, allowBreaks bool) {
