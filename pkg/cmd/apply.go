@@ -21,6 +21,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
@@ -335,7 +336,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	pr := o.newProgress(r.clusters, p.json)
 	var tally counts
-	p.out = output.NewSyncWriter(pr.writer(o.Out))
+	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	o.events = consumers{p: p, tally: &tally, pr: pr, collected: o.collected, onChange: o.onChange}
 	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.events.emit}
 	if o.verifies() && !o.SkipGates {
@@ -354,10 +355,10 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 			o.locks.ReleaseCluster(ctx, name, o.ErrOut) // nothing more is written there
 			o.idle(name)
 		}
-		pr.end(name, err)
+		pr.End(name, err)
 		return err
 	})
-	pr.finish()
+	pr.Finish()
 	o.outcomes, o.tally = outcomes, &tally
 	err := finishRollout(ctx, p, outcomes, &tally, byName, dryRun, verb)
 	return o.ReportOptions.finish(o.GlobalOptions, func() report.Report {
@@ -448,11 +449,11 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 	return fmt.Errorf("not confirmed")
 }
 
-func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress, tally *counts, dryRun bool) error {
+func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress.Display, tally *counts, dryRun bool) error {
 	if err := o.rollback.failed(c.Name); err != nil {
 		return err
 	}
-	pr.stage(c.Name, "connecting")
+	pr.Stage(c.Name, "connecting")
 	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
 		return err
@@ -511,7 +512,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 // dependency order, each under its lock, and returns the errors and the
 // apps that failed. With --atomic it keeps each app's set as it was, for
 // rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress, tally *counts, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress.Display, tally *counts, dryRun bool, lost func(error)) ([]error, map[string]bool) {
 	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun, lost: lost}
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
@@ -521,7 +522,7 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 		// Every app is checked before anything is written, under its
 		// lock: what was reviewed cannot change before it is applied.
 		run.Check = func(ctx context.Context, app string) error {
-			pr.stage(c.Name, "checking the plan")
+			pr.Stage(c.Name, "checking the plan")
 			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), ops.result(app).Objects, o.Concurrency)
 		}
 	}
@@ -558,7 +559,7 @@ type clusterOps struct {
 	client  *kube.Client
 	results []render.Result
 	p       *printer
-	pr      *progress
+	pr      *progress.Display
 	tally   *counts
 	dryRun  bool
 	// before are the apps' sets before their apply (--atomic).
@@ -601,8 +602,8 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 	res := k.result(app.Name)
 	several := len(k.results) > 1
 	report := o.events.objects(c.Name, app.Name, label(app.Name, several), k.dryRun)
-	pr.expect(c.Name, len(res.Objects))
-	pr.stage(c.Name, "applying %s", app.Name)
+	pr.Expect(c.Name, len(res.Objects))
+	pr.Stage(c.Name, "applying %s", app.Name)
 	var record *apply.Record
 	if !k.dryRun {
 		record = o.record(ctx, k.r, c.Name, res, p, k.tally, several)
@@ -613,9 +614,9 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 	return apply.Run(ctx, k.client, apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: k.dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app.Name)),
 		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: k.r.fleet.IgnoreRules(app.Name), Namespace: rolledBack.Namespace, Wait: app.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
-		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app.Name, stage) },
+		OnStage: func(stage string) { pr.Stage(c.Name, "%s: %s", app.Name, stage) },
 		OnPhase: func(phase, objects int) {
-			pr.stage(c.Name, "applying %s, phase %d", app.Name, phase)
+			pr.Stage(c.Name, "applying %s, phase %d", app.Name, phase)
 			p.emit(rollout.PhaseEvent{Type: "phase", Cluster: c.Name, App: app.Name, Phase: phase, Objects: objects, DryRun: k.dryRun, Label: label(app.Name, several)})
 		},
 		Record: record,
@@ -624,7 +625,7 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 
 // Test runs the app's tests.
 func (k *clusterOps) Test(ctx context.Context, app rollout.App) error {
-	k.pr.stage(k.c.Name, "testing %s", app.Name)
+	k.pr.Stage(k.c.Name, "testing %s", app.Name)
 	// Test objects are said and counted, not progress, failures of the
 	// app's objects or metrics.
 	printed := consumers{p: k.p, tally: k.tally}.objects(k.c.Name, app.Name, label(app.Name, len(k.results) > 1), k.dryRun)
@@ -647,7 +648,7 @@ func (k *clusterOps) result(app string) render.Result {
 // clusterGates runs the gates of the cluster's group once its apps went
 // through (its checks; the soak comes after the group), or says in its
 // gates why they did not run.
-func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress, tally *counts) error {
+func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress.Display, tally *counts) error {
 	gates := o.gatesOf(c.Name)
 	switch {
 	case o.SkipGates:
@@ -666,7 +667,7 @@ func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.C
 // rollBack, with --atomic, puts a cluster that failed (err) back the way
 // it was before this apply, and says so in the error it returns. Ctrl-C
 // rolls nothing back: the user stopped the run.
-func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress, tally *counts) error {
+func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress.Display, tally *counts) error {
 	o.mu.Lock()
 	before := o.before[cluster]
 	o.mu.Unlock()
@@ -677,7 +678,7 @@ func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string
 	if cerr != nil {
 		return &atomicError{err: err, note: "rollback failed: " + cerr.Error()}
 	}
-	pr.stage(cluster, "rolling back")
+	pr.Stage(cluster, "rolling back")
 	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.fleet.IgnoreRules, p, p.cluster(cluster), tally)}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"golang.org/x/term"
@@ -75,7 +76,7 @@ func (p *printer) emit(ev rollout.Event) {
 type consumers struct {
 	p         *printer
 	tally     *counts
-	pr        *progress
+	pr        *progress.Display
 	collected *collector
 	// onChange is told every object's change (reconcile's metrics).
 	onChange func(cluster, app string, action apply.Action)
@@ -115,7 +116,7 @@ func (c consumers) object(ev rollout.ObjectEvent) {
 	switch action {
 	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
 		if c.pr != nil {
-			c.pr.did(ev.Cluster)
+			c.pr.Did(ev.Cluster)
 		}
 	}
 	if ev.Error != "" {
