@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
@@ -97,7 +97,7 @@ type ApplyOptions struct {
 	// events are the consumers of this run's events.
 	events   consumers
 	outcomes []runner.Outcome
-	tally    *counts
+	tally    *summary.Tally
 }
 
 // NewCmdApply returns the apply command.
@@ -201,70 +201,6 @@ func (o *ApplyOptions) Validate() error {
 	return o.SourceOptions.validate()
 }
 
-// counts tallies actions per cluster, and the gates each passed or
-// failed (tests, checks, soak).
-type counts struct {
-	mu    sync.Mutex
-	m     map[string]map[apply.Action]int
-	gates map[string][]string
-	// revisions are the current revision of each app, per cluster.
-	revisions map[string]map[string]int
-}
-
-// revision records the revision an app's apply left current.
-func (c *counts) revision(cluster, app string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.revisions == nil {
-		c.revisions = map[string]map[string]int{}
-	}
-	if c.revisions[cluster] == nil {
-		c.revisions[cluster] = map[string]int{}
-	}
-	c.revisions[cluster][app] = n
-}
-
-// revisionsOf is the current revision of each app of a cluster.
-func (c *counts) revisionsOf(cluster string) map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.revisions[cluster])
-}
-
-// gate records a gate's outcome for a cluster: "check smoke passed".
-func (c *counts) gate(cluster, outcome string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gates == nil {
-		c.gates = map[string][]string{}
-	}
-	c.gates[cluster] = append(c.gates[cluster], outcome)
-}
-
-func (c *counts) gatesOf(cluster string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gates[cluster]
-}
-
-func (c *counts) add(cluster string, a apply.Action) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]map[apply.Action]int{}
-	}
-	if c.m[cluster] == nil {
-		c.m[cluster] = map[apply.Action]int{}
-	}
-	c.m[cluster][a]++
-}
-
-func (c *counts) of(cluster string) map[apply.Action]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[cluster]
-}
-
 // Run applies.
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	o.SourceOptions.withTests = !o.SkipTests && !o.SkipGates
@@ -335,7 +271,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	pr := o.newProgress(r.clusters, p.json)
-	var tally counts
+	var tally summary.Tally
 	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	o.events = consumers{p: p, tally: &tally, pr: pr, collected: o.collected, onChange: o.onChange}
 	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.events.emit}
@@ -368,7 +304,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 
 // finishRollout prints the summary of a write rollout and turns it into
 // the exit code: 130 when interrupted, 1 when a cluster did not finish.
-func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
+func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
 	p.close()
 	failed := printSummary(p, outcomes, tally, byName, dryRun, done[verb])
 	switch {
@@ -449,7 +385,7 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 	return fmt.Errorf("not confirmed")
 }
 
-func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress.Display, tally *counts, dryRun bool) error {
+func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	if err := o.rollback.failed(c.Name); err != nil {
 		return err
 	}
@@ -512,7 +448,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 // dependency order, each under its lock, and returns the errors and the
 // apps that failed. With --atomic it keeps each app's set as it was, for
 // rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress.Display, tally *counts, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool, lost func(error)) ([]error, map[string]bool) {
 	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun, lost: lost}
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
@@ -560,7 +496,7 @@ type clusterOps struct {
 	results []render.Result
 	p       *printer
 	pr      *progress.Display
-	tally   *counts
+	tally   *summary.Tally
 	dryRun  bool
 	// before are the apps' sets before their apply (--atomic).
 	before []*inventory.Set
@@ -631,7 +567,7 @@ func (k *clusterOps) Test(ctx context.Context, app rollout.App) error {
 	printed := consumers{p: k.p, tally: k.tally}.objects(k.c.Name, app.Name, label(app.Name, len(k.results) > 1), k.dryRun)
 	testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 	err := apply.Test(ctx, k.client, apply.TestConfig{App: app.Name, Objects: k.r.testsOf(k.c.Name, app.Name), Timeout: k.o.Timeout, Keep: k.o.KeepTests, Report: testReport})
-	k.tally.gate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
+	k.tally.AddGate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
 	return err
 }
 
@@ -648,7 +584,7 @@ func (k *clusterOps) result(app string) render.Result {
 // clusterGates runs the gates of the cluster's group once its apps went
 // through (its checks; the soak comes after the group), or says in its
 // gates why they did not run.
-func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress.Display, tally *counts) error {
+func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress.Display, tally *summary.Tally) error {
 	gates := o.gatesOf(c.Name)
 	switch {
 	case o.SkipGates:
@@ -667,7 +603,7 @@ func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.C
 // rollBack, with --atomic, puts a cluster that failed (err) back the way
 // it was before this apply, and says so in the error it returns. Ctrl-C
 // rolls nothing back: the user stopped the run.
-func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress.Display, tally *counts) error {
+func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress.Display, tally *summary.Tally) error {
 	o.mu.Lock()
 	before := o.before[cluster]
 	o.mu.Unlock()
@@ -690,7 +626,7 @@ func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
 // history: the plugin version, the source's git commit, and what made it
 // (an apply, or a rollback to an earlier revision); the revision is
 // printed once known.
-func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *counts, withApp bool) *apply.Record {
+func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *summary.Tally, withApp bool) *apply.Record {
 	rev, ok := o.rollback.recordOf(cluster, res.App)
 	if !ok {
 		rev.Description, rev.Chart = "apply", res.Chart
@@ -704,12 +640,12 @@ func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, 
 // recorded makes rec say the revision an app's apply leaves current on a
 // cluster ("revision 3 recorded (rollback to 1)"), after label when not
 // empty, or why none could be recorded, and count it for the summary.
-func recorded(rec *apply.Record, cluster, app, label string, p *printer, tally *counts) *apply.Record {
+func recorded(rec *apply.Record, cluster, app, label string, p *printer, tally *summary.Tally) *apply.Record {
 	rec.Forbidden = func(err error) {
 		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
 	}
 	rec.Done = func(rev revision.Revision, isNew bool) {
-		tally.revision(cluster, app, rev.Number)
+		tally.SetRevision(cluster, app, rev.Number)
 		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label})
 	}
 	return rec
@@ -758,7 +694,7 @@ var done = map[string]string{"apply": "applied", "delete": "deleted", "roll back
 // not started. With many clusters, identical outcomes are said once
 // ("812 clusters applied: 40 unchanged") and only the clusters that differ
 // are named.
-func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, state0 string) int {
+func printSummary(p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, state0 string) int {
 	failed := 0
 	var lines [][2]string
 	for _, oc := range outcomes {
@@ -768,7 +704,7 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 		var rolledBack *atomicError
 		errors.As(oc.Err, &rolledBack)
 		if p.json {
-			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Revisions: tally.revisionsOf(oc.Cluster), Error: errString(oc.Err)}
+			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.Gates(oc.Cluster), Revisions: tally.Revisions(oc.Cluster), Error: errString(oc.Err)}
 			if rolledBack != nil {
 				res.Rollback = rolledBack.note
 			}
@@ -789,7 +725,7 @@ func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName m
 
 // outcomeLine is what the summary says of a cluster: its state, its
 // objects' changes, its gates and its error.
-func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *counts, dryRun bool, state0 string) string {
+func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *summary.Tally, dryRun bool, state0 string) string {
 	state := state0
 	if dryRun {
 		state += " (server dry run)"
@@ -806,10 +742,10 @@ func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *counts, dryR
 		state = "skipped"
 	}
 	line := state
-	if c := tally.of(oc.Cluster); len(c) > 0 {
+	if c := tally.Actions(oc.Cluster); len(c) > 0 {
 		line += ": " + actionCounts(c)
 	}
-	if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
+	if g := tally.Gates(oc.Cluster); len(g) > 0 {
 		line += "; " + strings.Join(g, ", ")
 	}
 	var blocked *rollout.BlockedError

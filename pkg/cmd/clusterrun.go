@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"golang.org/x/term"
 )
 
@@ -75,7 +76,7 @@ func (p *printer) emit(ev rollout.Event) {
 // may be nil.
 type consumers struct {
 	p         *printer
-	tally     *counts
+	tally     *summary.Tally
 	pr        *progress.Display
 	collected *collector
 	// onChange is told every object's change (reconcile's metrics).
@@ -89,11 +90,11 @@ func (c consumers) emit(ev rollout.Event) {
 		c.object(ev)
 	case rollout.CheckEvent:
 		if c.tally != nil {
-			c.tally.gate(ev.Cluster, "check "+ev.Check+" "+ev.State)
+			c.tally.AddGate(ev.Cluster, "check "+ev.Check+" "+ev.State)
 		}
 	case rollout.SoakEvent:
 		if c.tally != nil && (ev.State == "passed" || ev.State == "failed") {
-			c.tally.gate(ev.Cluster, "soak "+ev.State)
+			c.tally.AddGate(ev.Cluster, "soak "+ev.State)
 		}
 	case rollout.WaveEvent:
 		if !c.p.json { // said once, under the summary's heading
@@ -111,7 +112,7 @@ func (c consumers) emit(ev rollout.Event) {
 func (c consumers) object(ev rollout.ObjectEvent) {
 	action := apply.Action(ev.Action)
 	if c.tally != nil {
-		c.tally.add(ev.Cluster, action)
+		c.tally.Add(ev.Cluster, action)
 	}
 	switch action {
 	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // DeleteOptions are the options of "kubectl fleet delete".
@@ -94,7 +95,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	pr := o.newProgress(clusters, p.json)
 	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	_, byName := index(clusters)
-	var tally counts
+	var tally summary.Tally
 	defer o.locks.Release(ctx, o.ErrOut)
 	// The engine's waves, without a promotion rule: deleting waits for
 	// no verification.
@@ -107,7 +108,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
 }
 
-func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []app, p *printer, pr *progress.Display, tally *counts, dryRun bool) error {
+func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []app, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	name := c.Name
 	pr.Stage(name, "connecting")
 	client, err := o.connect(ctx, f, c)

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // manyFleet is n staging and m production clusters.
@@ -33,7 +34,7 @@ func TestSummaryGroupsIdenticalOutcomes(t *testing.T) {
 	clusters := manyFleet(2, 38)
 	byName := map[string]*fleet.Cluster{}
 	var outcomes []runner.Outcome
-	var tally counts
+	var tally summary.Tally
 	for _, c := range clusters {
 		byName[c.Name] = c
 		oc := runner.Outcome{Cluster: c.Name, State: runner.Succeeded}
@@ -44,7 +45,7 @@ func TestSummaryGroupsIdenticalOutcomes(t *testing.T) {
 			oc.State, oc.Err = runner.NotStarted, errors.New("staging failed")
 		}
 		for range 40 {
-			tally.add(c.Name, apply.Unchanged)
+			tally.Add(c.Name, apply.Unchanged)
 		}
 		outcomes = append(outcomes, oc)
 	}
