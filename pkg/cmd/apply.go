@@ -306,7 +306,15 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 // the exit code: 130 when interrupted, 1 when a cluster did not finish.
 func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
 	p.close()
-	failed := printSummary(p, outcomes, tally, byName, dryRun, done[verb])
+	s := summary.Rollout{Outcomes: outcomes, Tally: tally, Done: done[verb], DryRun: dryRun, Group: func(c string) string { return byName[c].Group }, RolledBack: rolledBack}
+	if p.json {
+		for _, res := range s.Results() {
+			p.event(res)
+		}
+	} else {
+		s.Print(p.out, p.prefix, p.many, p.notes)
+	}
+	failed := s.Failed()
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
@@ -688,105 +696,3 @@ func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
 
 // done is what the summary calls a cluster a verb went through on.
 var done = map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}
-
-// printSummary prints each cluster's outcome under "Summary:" (with -o
-// json, a ClusterResult each) and returns how many clusters failed or were
-// not started. With many clusters, identical outcomes are said once
-// ("812 clusters applied: 40 unchanged") and only the clusters that differ
-// are named.
-func printSummary(p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, state0 string) int {
-	failed := 0
-	var lines [][2]string
-	for _, oc := range outcomes {
-		if oc.State == runner.Failed || oc.State == runner.NotStarted {
-			failed++
-		}
-		var rolledBack *atomicError
-		errors.As(oc.Err, &rolledBack)
-		if p.json {
-			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.Gates(oc.Cluster), Revisions: tally.Revisions(oc.Cluster), Error: errString(oc.Err)}
-			if rolledBack != nil {
-				res.Rollback = rolledBack.note
-			}
-			p.event(res)
-			continue
-		}
-		lines = append(lines, [2]string{oc.Cluster, outcomeLine(oc, rolledBack, tally, dryRun, state0)})
-	}
-	if !p.json {
-		fmt.Fprintln(p.out, "Summary:")
-		for _, n := range p.notes {
-			fmt.Fprintln(p.out, n)
-		}
-		p.outcomes(lines, " ")
-	}
-	return failed
-}
-
-// outcomeLine is what the summary says of a cluster: its state, its
-// objects' changes, its gates and its error.
-func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *summary.Tally, dryRun bool, state0 string) string {
-	state := state0
-	if dryRun {
-		state += " (server dry run)"
-	}
-	switch oc.State {
-	case runner.Failed:
-		state = "failed"
-		if rolledBack != nil {
-			state += ", " + rolledBack.note
-		}
-	case runner.NotStarted:
-		state = "not started"
-	case runner.Skipped:
-		state = "skipped"
-	}
-	line := state
-	if c := tally.Actions(oc.Cluster); len(c) > 0 {
-		line += ": " + actionCounts(c)
-	}
-	if g := tally.Gates(oc.Cluster); len(g) > 0 {
-		line += "; " + strings.Join(g, ", ")
-	}
-	var blocked *rollout.BlockedError
-	switch {
-	case errors.As(oc.Err, &blocked):
-		line += ": the earlier groups have not verified this release (above)"
-	case oc.Err != nil:
-		line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
-	}
-	return line
-}
-
-// outcomes prints (cluster, line) pairs, each prefixed with its cluster;
-// with more than p.many, a line shared by several clusters is printed
-// once, where the first of them would be, as "N clusters" sep line.
-func (p *printer) outcomes(lines [][2]string, sep string) {
-	grouped := len(lines) > p.many
-	shared := map[string]int{}
-	for _, l := range lines {
-		shared[l[1]]++
-	}
-	said := map[string]bool{}
-	for _, l := range lines {
-		cluster, line := l[0], l[1]
-		switch n := shared[line]; {
-		case !grouped || n == 1:
-			fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(cluster), line)
-		case !said[line]:
-			said[line] = true
-			fmt.Fprintf(p.out, "%d clusters%s%s\n", n, sep, line)
-		}
-	}
-}
-
-func actionCounts(c map[apply.Action]int) string {
-	order := []apply.Action{apply.Created, apply.Configured, apply.Adopted, apply.Replaced, apply.Unchanged, apply.Pruned, apply.Deleted, apply.Kept, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
-	var parts []string
-	for _, a := range order {
-		if n := c[a]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, a))
-		}
-	}
-	return strings.Join(parts, ", ")
-}

@@ -208,23 +208,6 @@ func (g *GlobalOptions) connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cl
 	})
 }
 
-// ClusterResult is the JSON form of one cluster's outcome.
-type ClusterResult struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	Group   string `json:"group"`
-	State   string `json:"state"`
-	// Gates are the gates the cluster passed or failed: "tests of web
-	// passed", "check smoke failed", "soak passed".
-	Gates []string `json:"gates,omitempty"`
-	// Revisions are the apps' current revisions after the run.
-	Revisions map[string]int `json:"revisions,omitempty"`
-	// Rollback says what --atomic did for a failed cluster: "rolled back
-	// to r2", "rollback failed: …".
-	Rollback string `json:"rollback,omitempty"`
-	Error    string `json:"error,omitempty"`
-}
-
 // stdinIsTerminal reports whether confirmation can be asked for.
 func (g *GlobalOptions) stdinIsTerminal() bool {
 	f, ok := g.In.(*os.File)

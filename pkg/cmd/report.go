@@ -170,9 +170,8 @@ func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tal
 		switch oc.State {
 		case runner.Failed, runner.NotStarted:
 			c.Failed = true
-			var rolledBack *atomicError
-			if errors.As(oc.Err, &rolledBack) {
-				c.State += ", " + rolledBack.note
+			if note := rolledBack(oc.Err); note != "" {
+				c.State += ", " + note
 			}
 		case runner.Skipped:
 			c.Skipped = true

@@ -285,6 +285,16 @@ type atomicError struct {
 func (e *atomicError) Error() string { return e.err.Error() }
 func (e *atomicError) Unwrap() error { return e.err }
 
+// rolledBack is what --atomic did for a cluster that failed with err, or
+// "".
+func rolledBack(err error) string {
+	var a *atomicError
+	if errors.As(err, &a) {
+		return a.note
+	}
+	return ""
+}
+
 // restore puts each app of before back the way it was before this apply,
 // last applied first: its revision then re-applied with prune, or, for an
 // app this apply installed, every object of it deleted. It says what it
