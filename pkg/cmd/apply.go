@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -21,12 +20,14 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
@@ -96,7 +97,7 @@ type ApplyOptions struct {
 	// events are the consumers of this run's events.
 	events   consumers
 	outcomes []runner.Outcome
-	tally    *counts
+	tally    *summary.Tally
 }
 
 // NewCmdApply returns the apply command.
@@ -200,70 +201,6 @@ func (o *ApplyOptions) Validate() error {
 	return o.SourceOptions.validate()
 }
 
-// counts tallies actions per cluster, and the gates each passed or
-// failed (tests, checks, soak).
-type counts struct {
-	mu    sync.Mutex
-	m     map[string]map[apply.Action]int
-	gates map[string][]string
-	// revisions are the current revision of each app, per cluster.
-	revisions map[string]map[string]int
-}
-
-// revision records the revision an app's apply left current.
-func (c *counts) revision(cluster, app string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.revisions == nil {
-		c.revisions = map[string]map[string]int{}
-	}
-	if c.revisions[cluster] == nil {
-		c.revisions[cluster] = map[string]int{}
-	}
-	c.revisions[cluster][app] = n
-}
-
-// revisionsOf is the current revision of each app of a cluster.
-func (c *counts) revisionsOf(cluster string) map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.revisions[cluster])
-}
-
-// gate records a gate's outcome for a cluster: "check smoke passed".
-func (c *counts) gate(cluster, outcome string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gates == nil {
-		c.gates = map[string][]string{}
-	}
-	c.gates[cluster] = append(c.gates[cluster], outcome)
-}
-
-func (c *counts) gatesOf(cluster string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.gates[cluster]
-}
-
-func (c *counts) add(cluster string, a apply.Action) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[string]map[apply.Action]int{}
-	}
-	if c.m[cluster] == nil {
-		c.m[cluster] = map[apply.Action]int{}
-	}
-	c.m[cluster][a]++
-}
-
-func (c *counts) of(cluster string) map[apply.Action]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[cluster]
-}
-
 // Run applies.
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	o.SourceOptions.withTests = !o.SkipTests && !o.SkipGates
@@ -334,8 +271,8 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	}
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	pr := o.newProgress(r.clusters, p.json)
-	var tally counts
-	p.out = output.NewSyncWriter(pr.writer(o.Out))
+	var tally summary.Tally
+	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	o.events = consumers{p: p, tally: &tally, pr: pr, collected: o.collected, onChange: o.onChange}
 	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.events.emit}
 	if o.verifies() && !o.SkipGates {
@@ -354,10 +291,10 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 			o.locks.ReleaseCluster(ctx, name, o.ErrOut) // nothing more is written there
 			o.idle(name)
 		}
-		pr.end(name, err)
+		pr.End(name, err)
 		return err
 	})
-	pr.finish()
+	pr.Finish()
 	o.outcomes, o.tally = outcomes, &tally
 	err := finishRollout(ctx, p, outcomes, &tally, byName, dryRun, verb)
 	return o.ReportOptions.finish(o.GlobalOptions, func() report.Report {
@@ -367,9 +304,17 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 
 // finishRollout prints the summary of a write rollout and turns it into
 // the exit code: 130 when interrupted, 1 when a cluster did not finish.
-func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
+func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
 	p.close()
-	failed := printSummary(p, outcomes, tally, byName, dryRun, done[verb])
+	s := summary.Rollout{Outcomes: outcomes, Tally: tally, Done: done[verb], DryRun: dryRun, Group: func(c string) string { return byName[c].Group }, RolledBack: rolledBack}
+	if p.json {
+		for _, res := range s.Results() {
+			p.event(res)
+		}
+	} else {
+		s.Print(p.out, p.prefix, p.many, p.notes)
+	}
+	failed := s.Failed()
 	switch {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
@@ -448,11 +393,11 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 	return fmt.Errorf("not confirmed")
 }
 
-func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress, tally *counts, dryRun bool) error {
+func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	if err := o.rollback.failed(c.Name); err != nil {
 		return err
 	}
-	pr.stage(c.Name, "connecting")
+	pr.Stage(c.Name, "connecting")
 	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
 		return err
@@ -511,7 +456,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 // dependency order, each under its lock, and returns the errors and the
 // apps that failed. With --atomic it keeps each app's set as it was, for
 // rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress, tally *counts, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool, lost func(error)) ([]error, map[string]bool) {
 	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun, lost: lost}
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
@@ -521,7 +466,7 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 		// Every app is checked before anything is written, under its
 		// lock: what was reviewed cannot change before it is applied.
 		run.Check = func(ctx context.Context, app string) error {
-			pr.stage(c.Name, "checking the plan")
+			pr.Stage(c.Name, "checking the plan")
 			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), ops.result(app).Objects, o.Concurrency)
 		}
 	}
@@ -558,8 +503,8 @@ type clusterOps struct {
 	client  *kube.Client
 	results []render.Result
 	p       *printer
-	pr      *progress
-	tally   *counts
+	pr      *progress.Display
+	tally   *summary.Tally
 	dryRun  bool
 	// before are the apps' sets before their apply (--atomic).
 	before []*inventory.Set
@@ -601,8 +546,8 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 	res := k.result(app.Name)
 	several := len(k.results) > 1
 	report := o.events.objects(c.Name, app.Name, label(app.Name, several), k.dryRun)
-	pr.expect(c.Name, len(res.Objects))
-	pr.stage(c.Name, "applying %s", app.Name)
+	pr.Expect(c.Name, len(res.Objects))
+	pr.Stage(c.Name, "applying %s", app.Name)
 	var record *apply.Record
 	if !k.dryRun {
 		record = o.record(ctx, k.r, c.Name, res, p, k.tally, several)
@@ -613,9 +558,9 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 	return apply.Run(ctx, k.client, apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: k.dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app.Name)),
 		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: k.r.fleet.IgnoreRules(app.Name), Namespace: rolledBack.Namespace, Wait: app.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
-		OnStage: func(stage string) { pr.stage(c.Name, "%s: %s", app.Name, stage) },
+		OnStage: func(stage string) { pr.Stage(c.Name, "%s: %s", app.Name, stage) },
 		OnPhase: func(phase, objects int) {
-			pr.stage(c.Name, "applying %s, phase %d", app.Name, phase)
+			pr.Stage(c.Name, "applying %s, phase %d", app.Name, phase)
 			p.emit(rollout.PhaseEvent{Type: "phase", Cluster: c.Name, App: app.Name, Phase: phase, Objects: objects, DryRun: k.dryRun, Label: label(app.Name, several)})
 		},
 		Record: record,
@@ -624,13 +569,13 @@ func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
 
 // Test runs the app's tests.
 func (k *clusterOps) Test(ctx context.Context, app rollout.App) error {
-	k.pr.stage(k.c.Name, "testing %s", app.Name)
+	k.pr.Stage(k.c.Name, "testing %s", app.Name)
 	// Test objects are said and counted, not progress, failures of the
 	// app's objects or metrics.
 	printed := consumers{p: k.p, tally: k.tally}.objects(k.c.Name, app.Name, label(app.Name, len(k.results) > 1), k.dryRun)
 	testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
 	err := apply.Test(ctx, k.client, apply.TestConfig{App: app.Name, Objects: k.r.testsOf(k.c.Name, app.Name), Timeout: k.o.Timeout, Keep: k.o.KeepTests, Report: testReport})
-	k.tally.gate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
+	k.tally.AddGate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
 	return err
 }
 
@@ -647,7 +592,7 @@ func (k *clusterOps) result(app string) render.Result {
 // clusterGates runs the gates of the cluster's group once its apps went
 // through (its checks; the soak comes after the group), or says in its
 // gates why they did not run.
-func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress, tally *counts) error {
+func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress.Display, tally *summary.Tally) error {
 	gates := o.gatesOf(c.Name)
 	switch {
 	case o.SkipGates:
@@ -666,7 +611,7 @@ func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.C
 // rollBack, with --atomic, puts a cluster that failed (err) back the way
 // it was before this apply, and says so in the error it returns. Ctrl-C
 // rolls nothing back: the user stopped the run.
-func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress, tally *counts) error {
+func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress.Display, tally *summary.Tally) error {
 	o.mu.Lock()
 	before := o.before[cluster]
 	o.mu.Unlock()
@@ -677,7 +622,7 @@ func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string
 	if cerr != nil {
 		return &atomicError{err: err, note: "rollback failed: " + cerr.Error()}
 	}
-	pr.stage(cluster, "rolling back")
+	pr.Stage(cluster, "rolling back")
 	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.fleet.IgnoreRules, p, p.cluster(cluster), tally)}
 }
 
@@ -689,7 +634,7 @@ func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
 // history: the plugin version, the source's git commit, and what made it
 // (an apply, or a rollback to an earlier revision); the revision is
 // printed once known.
-func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *counts, withApp bool) *apply.Record {
+func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *summary.Tally, withApp bool) *apply.Record {
 	rev, ok := o.rollback.recordOf(cluster, res.App)
 	if !ok {
 		rev.Description, rev.Chart = "apply", res.Chart
@@ -703,12 +648,12 @@ func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, 
 // recorded makes rec say the revision an app's apply leaves current on a
 // cluster ("revision 3 recorded (rollback to 1)"), after label when not
 // empty, or why none could be recorded, and count it for the summary.
-func recorded(rec *apply.Record, cluster, app, label string, p *printer, tally *counts) *apply.Record {
+func recorded(rec *apply.Record, cluster, app, label string, p *printer, tally *summary.Tally) *apply.Record {
 	rec.Forbidden = func(err error) {
 		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
 	}
 	rec.Done = func(rev revision.Revision, isNew bool) {
-		tally.revision(cluster, app, rev.Number)
+		tally.SetRevision(cluster, app, rev.Number)
 		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label})
 	}
 	return rec
@@ -751,105 +696,3 @@ func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
 
 // done is what the summary calls a cluster a verb went through on.
 var done = map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}
-
-// printSummary prints each cluster's outcome under "Summary:" (with -o
-// json, a ClusterResult each) and returns how many clusters failed or were
-// not started. With many clusters, identical outcomes are said once
-// ("812 clusters applied: 40 unchanged") and only the clusters that differ
-// are named.
-func printSummary(p *printer, outcomes []runner.Outcome, tally *counts, byName map[string]*fleet.Cluster, dryRun bool, state0 string) int {
-	failed := 0
-	var lines [][2]string
-	for _, oc := range outcomes {
-		if oc.State == runner.Failed || oc.State == runner.NotStarted {
-			failed++
-		}
-		var rolledBack *atomicError
-		errors.As(oc.Err, &rolledBack)
-		if p.json {
-			res := ClusterResult{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: tally.gatesOf(oc.Cluster), Revisions: tally.revisionsOf(oc.Cluster), Error: errString(oc.Err)}
-			if rolledBack != nil {
-				res.Rollback = rolledBack.note
-			}
-			p.event(res)
-			continue
-		}
-		lines = append(lines, [2]string{oc.Cluster, outcomeLine(oc, rolledBack, tally, dryRun, state0)})
-	}
-	if !p.json {
-		fmt.Fprintln(p.out, "Summary:")
-		for _, n := range p.notes {
-			fmt.Fprintln(p.out, n)
-		}
-		p.outcomes(lines, " ")
-	}
-	return failed
-}
-
-// outcomeLine is what the summary says of a cluster: its state, its
-// objects' changes, its gates and its error.
-func outcomeLine(oc runner.Outcome, rolledBack *atomicError, tally *counts, dryRun bool, state0 string) string {
-	state := state0
-	if dryRun {
-		state += " (server dry run)"
-	}
-	switch oc.State {
-	case runner.Failed:
-		state = "failed"
-		if rolledBack != nil {
-			state += ", " + rolledBack.note
-		}
-	case runner.NotStarted:
-		state = "not started"
-	case runner.Skipped:
-		state = "skipped"
-	}
-	line := state
-	if c := tally.of(oc.Cluster); len(c) > 0 {
-		line += ": " + actionCounts(c)
-	}
-	if g := tally.gatesOf(oc.Cluster); len(g) > 0 {
-		line += "; " + strings.Join(g, ", ")
-	}
-	var blocked *rollout.BlockedError
-	switch {
-	case errors.As(oc.Err, &blocked):
-		line += ": the earlier groups have not verified this release (above)"
-	case oc.Err != nil:
-		line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
-	}
-	return line
-}
-
-// outcomes prints (cluster, line) pairs, each prefixed with its cluster;
-// with more than p.many, a line shared by several clusters is printed
-// once, where the first of them would be, as "N clusters" sep line.
-func (p *printer) outcomes(lines [][2]string, sep string) {
-	grouped := len(lines) > p.many
-	shared := map[string]int{}
-	for _, l := range lines {
-		shared[l[1]]++
-	}
-	said := map[string]bool{}
-	for _, l := range lines {
-		cluster, line := l[0], l[1]
-		switch n := shared[line]; {
-		case !grouped || n == 1:
-			fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(cluster), line)
-		case !said[line]:
-			said[line] = true
-			fmt.Fprintf(p.out, "%d clusters%s%s\n", n, sep, line)
-		}
-	}
-}
-
-func actionCounts(c map[apply.Action]int) string {
-	order := []apply.Action{apply.Created, apply.Configured, apply.Adopted, apply.Replaced, apply.Unchanged, apply.Pruned, apply.Deleted, apply.Kept, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
-	var parts []string
-	for _, a := range order {
-		if n := c[a]; n > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", n, a))
-		}
-	}
-	return strings.Join(parts, ", ")
-}

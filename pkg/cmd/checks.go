@@ -12,14 +12,16 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // runChecks runs the checks of the cluster's group (groups[].verify)
 // through rollout.Checks, each on this machine with a kubeconfig that
 // reaches only this cluster, and returns the first failure.
-func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress, tally *counts, gates *rollout.Gates) error {
+func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, gates *rollout.Gates) error {
 	grp := f.Group(c.Group)
 	if grp == nil || len(grp.Verify) == 0 {
 		return nil
@@ -36,7 +38,7 @@ func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.C
 	}
 	return rollout.Checks{
 		Dir: f.Dir, Checks: grp.Verify, Kubeconfig: kubeconfig, Env: rollout.CheckEnv(cluster), Secret: credentialEnvs(f), Out: out,
-		Emit: o.events.emit, Gates: gates, Stage: func(stage string) { pr.stage(c.Name, "%s", stage) },
+		Emit: o.events.emit, Gates: gates, Stage: func(stage string) { pr.Stage(c.Name, "%s", stage) },
 	}.Run(ctx, c.Name)
 }
 

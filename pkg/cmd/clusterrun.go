@@ -12,8 +12,10 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"golang.org/x/term"
 )
 
@@ -74,8 +76,8 @@ func (p *printer) emit(ev rollout.Event) {
 // may be nil.
 type consumers struct {
 	p         *printer
-	tally     *counts
-	pr        *progress
+	tally     *summary.Tally
+	pr        *progress.Display
 	collected *collector
 	// onChange is told every object's change (reconcile's metrics).
 	onChange func(cluster, app string, action apply.Action)
@@ -88,11 +90,11 @@ func (c consumers) emit(ev rollout.Event) {
 		c.object(ev)
 	case rollout.CheckEvent:
 		if c.tally != nil {
-			c.tally.gate(ev.Cluster, "check "+ev.Check+" "+ev.State)
+			c.tally.AddGate(ev.Cluster, "check "+ev.Check+" "+ev.State)
 		}
 	case rollout.SoakEvent:
 		if c.tally != nil && (ev.State == "passed" || ev.State == "failed") {
-			c.tally.gate(ev.Cluster, "soak "+ev.State)
+			c.tally.AddGate(ev.Cluster, "soak "+ev.State)
 		}
 	case rollout.WaveEvent:
 		if !c.p.json { // said once, under the summary's heading
@@ -110,12 +112,12 @@ func (c consumers) emit(ev rollout.Event) {
 func (c consumers) object(ev rollout.ObjectEvent) {
 	action := apply.Action(ev.Action)
 	if c.tally != nil {
-		c.tally.add(ev.Cluster, action)
+		c.tally.Add(ev.Cluster, action)
 	}
 	switch action {
 	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
 		if c.pr != nil {
-			c.pr.did(ev.Cluster)
+			c.pr.Did(ev.Cluster)
 		}
 	}
 	if ev.Error != "" {
@@ -204,23 +206,6 @@ func (g *GlobalOptions) connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cl
 		}
 		return client, nil
 	})
-}
-
-// ClusterResult is the JSON form of one cluster's outcome.
-type ClusterResult struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	Group   string `json:"group"`
-	State   string `json:"state"`
-	// Gates are the gates the cluster passed or failed: "tests of web
-	// passed", "check smoke failed", "soak passed".
-	Gates []string `json:"gates,omitempty"`
-	// Revisions are the apps' current revisions after the run.
-	Revisions map[string]int `json:"revisions,omitempty"`
-	// Rollback says what --atomic did for a failed cluster: "rolled back
-	// to r2", "rollback failed: …".
-	Rollback string `json:"rollback,omitempty"`
-	Error    string `json:"error,omitempty"`
 }
 
 // stdinIsTerminal reports whether confirmation can be asked for.

@@ -13,7 +13,9 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // DeleteOptions are the options of "kubectl fleet delete".
@@ -91,24 +93,24 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	}
 	p := o.newPrinter(clusters, o.Output == "json")
 	pr := o.newProgress(clusters, p.json)
-	p.out = output.NewSyncWriter(pr.writer(o.Out))
+	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	_, byName := index(clusters)
-	var tally counts
+	var tally summary.Tally
 	defer o.locks.Release(ctx, o.ErrOut)
 	// The engine's waves, without a promotion rule: deleting waits for
 	// no verification.
 	outcomes := rollout.Run(ctx, rollout.Plan{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
 		err := o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
-		pr.end(name, err)
+		pr.End(name, err)
 		return err
 	})
-	pr.finish()
+	pr.Finish()
 	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
 }
 
-func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []app, p *printer, pr *progress, tally *counts, dryRun bool) error {
+func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []app, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	name := c.Name
-	pr.stage(name, "connecting")
+	pr.Stage(name, "connecting")
 	client, err := o.connect(ctx, f, c)
 	if err != nil {
 		return err
@@ -128,7 +130,7 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 				continue
 			}
 		}
-		pr.stage(name, "deleting %s", a.name)
+		pr.Stage(name, "deleting %s", a.name)
 		found, err := apply.Delete(ctx, client, a.name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.name, a.name, dryRun))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))

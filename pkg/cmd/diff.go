@@ -27,6 +27,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
@@ -245,7 +246,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	res.outcomes = outcomes
 	p.close()
 	failed, differs := 0, false
-	var lines [][2]string
+	var lines []summary.Line
 	for _, oc := range outcomes {
 		s := summaries[oc.Cluster]
 		differs = differs || s.Differs()
@@ -256,9 +257,9 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 			p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
 			continue
 		}
-		lines = append(lines, [2]string{oc.Cluster, diffLine(oc, s)})
+		lines = append(lines, summary.Line{Cluster: oc.Cluster, Text: diffLine(oc, s)})
 	}
-	p.outcomes(lines, ": ")
+	summary.Lines(p.out, p.prefix, p.many, ": ", lines)
 	if external != nil && differs {
 		if err := external.run(o.GlobalOptions); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // gatesOf is what the gates of a cluster said so far in this run.
@@ -46,14 +47,14 @@ func (o *ApplyOptions) soaking(f *fleet.Fleet, c *fleet.Cluster) bool {
 // cluster, what the gates said of it (rollout.Gates.Verdict), says it, and
 // tells the promotion rule. Nothing is recorded after Ctrl-C: the gates
 // did not finish, and the revision stays as it was.
-func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rendered, cluster string, p *printer, tally *counts) {
+func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rendered, cluster string, p *printer, tally *summary.Tally) {
 	if o.dryRun() || ctx.Err() != nil {
 		return
 	}
 	gates := o.gatesOf(cluster)
 	results := r.of(cluster)
 	key, _ := digest.KeyOf(ctx, client) // read by the apply already
-	revs := tally.revisionsOf(cluster)
+	revs := tally.Revisions(cluster)
 	for _, res := range results {
 		v := gates.Verdict(res.App)
 		n, recorded := revs[res.App]

@@ -327,7 +327,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	now := time.Now()
 	for _, oc := range a.outcomes {
 		ok := oc.State == runner.Succeeded
-		revs := a.tally.revisionsOf(oc.Cluster)
+		revs := a.tally.Revisions(oc.Cluster)
 		for _, res := range sub.of(oc.Cluster) {
 			o.metrics.app(oc.Cluster, res.App, now, ok, revs[res.App])
 			if ok {

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // StepSummaryEnv names the file GitHub Actions shows as the job summary:
@@ -157,21 +158,20 @@ func appOutcome(app string, err error) report.App {
 
 // rolloutReport is the report of apply or rollback: each cluster's
 // outcome and counts, its apps, and its diff with --diff.
-func rolloutReport(command string, outcomes []runner.Outcome, tally *counts, group func(string) string, rc *collector, dryRun bool) report.Report {
+func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tally, group func(string) string, rc *collector, dryRun bool) report.Report {
 	rep := report.Report{Command: command}
 	if dryRun {
 		rep.Command += " (server dry run)"
 	}
 	for _, oc := range outcomes {
-		n := tally.of(oc.Cluster)
+		n := tally.Actions(oc.Cluster)
 		c := report.Cluster{Name: oc.Cluster, Group: group(oc.Cluster), State: string(oc.State), Error: errString(oc.Err),
 			Counts: &report.Counts{Create: n[apply.Created], Change: n[apply.Configured] + n[apply.Replaced] + n[apply.Adopted], Prune: n[apply.Pruned], Unchanged: n[apply.Unchanged]}}
 		switch oc.State {
 		case runner.Failed, runner.NotStarted:
 			c.Failed = true
-			var rolledBack *atomicError
-			if errors.As(oc.Err, &rolledBack) {
-				c.State += ", " + rolledBack.note
+			if note := rolledBack(oc.Err); note != "" {
+				c.State += ", " + note
 			}
 		case runner.Skipped:
 			c.Skipped = true

@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
@@ -284,11 +285,21 @@ type atomicError struct {
 func (e *atomicError) Error() string { return e.err.Error() }
 func (e *atomicError) Unwrap() error { return e.err }
 
+// rolledBack is what --atomic did for a cluster that failed with err, or
+// "".
+func rolledBack(err error) string {
+	var a *atomicError
+	if errors.As(err, &a) {
+		return a.note
+	}
+	return ""
+}
+
 // restore puts each app of before back the way it was before this apply,
 // last applied first: its revision then re-applied with prune, or, for an
 // app this apply installed, every object of it deleted. It says what it
 // did, for the summary.
-func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, ignore func(app string) []object.IgnoreRule, p *printer, w io.Writer, tally *counts) string {
+func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, ignore func(app string) []object.IgnoreRule, p *printer, w io.Writer, tally *summary.Tally) string {
 	var (
 		done, failed []string
 		target       string // with one app: what it went back to
@@ -316,7 +327,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
 					Record: rec,
 				})
-				if n := tally.revisionsOf(cluster)[app]; err == nil && n > set.Revision {
+				if n := tally.Revisions(cluster)[app]; err == nil && n > set.Revision {
 					rec.Revision.Verification = rev.Verification
 					o.writeVerdict(ctx, client, app, n, restored(rec.Revision))
 				}

@@ -9,8 +9,10 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // soakInterval is how often a soak reads the objects (tests shorten it).
@@ -22,7 +24,7 @@ var soakInterval = rollout.DefaultSoakInterval
 // the group's budget, the rollout; --atomic rolls it back). The last
 // group soaks too: nothing follows it, but its verdict, --atomic and the
 // exit code wait for the soak.
-func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *progress, tally *counts) map[string]rollout.Soak {
+func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *progress.Display, tally *summary.Tally) map[string]rollout.Soak {
 	out := map[string]rollout.Soak{}
 	for i := range ws {
 		g := r.fleet.Group(ws[i].Name)
@@ -34,7 +36,7 @@ func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *prog
 			Health: func(ctx context.Context, cluster string) error { return o.soakCheck(ctx, r, cluster) },
 			Gates:  o.gatesOf,
 			Emit:   o.events.emit,
-			Stage:  func(cluster, stage string) { pr.stage(cluster, "%s", stage) },
+			Stage:  func(cluster, stage string) { pr.Stage(cluster, "%s", stage) },
 			Ended: func(ctx context.Context, cluster string, err error) error {
 				o.settleSoak(ctx, r, cluster, p, tally)
 				return o.rollBack(ctx, r, cluster, err, p, pr, tally)
@@ -71,7 +73,7 @@ func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered, name string) 
 }
 
 // settleSoak records the verdict of a cluster whose soak ended.
-func (o *ApplyOptions) settleSoak(ctx context.Context, r *rendered, name string, p *printer, tally *counts) {
+func (o *ApplyOptions) settleSoak(ctx context.Context, r *rendered, name string, p *printer, tally *summary.Tally) {
 	client, err := o.connect(ctx, r.fleet, r.fleet.Cluster(name))
 	if err != nil {
 		return // soakCheck said so

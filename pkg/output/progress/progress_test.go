@@ -1,57 +1,67 @@
-package cmd
+package progress
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // manyFleet is n staging and m production clusters.
-func manyFleet(n, m int) []*fleet.Cluster {
-	var cs []*fleet.Cluster
+func manyFleet(n, m int) []string {
+	var names []string
 	for i := range n + m {
-		c := &fleet.Cluster{Name: fmt.Sprintf("stg-%03d", i), Group: "staging"}
-		if i >= n {
-			c = &fleet.Cluster{Name: fmt.Sprintf("prod-%03d", i-n), Group: "production"}
+		if i < n {
+			names = append(names, fmt.Sprintf("stg-%03d", i))
+		} else {
+			names = append(names, fmt.Sprintf("prod-%03d", i-n))
 		}
-		cs = append(cs, c)
 	}
-	return cs
+	return names
+}
+
+// group is a manyFleet cluster's group.
+func group(cluster string) string {
+	if strings.HasPrefix(cluster, "stg-") {
+		return "staging"
+	}
+	return "production"
+}
+
+// newDisplay starts the display of clusters on w, without colour.
+func newDisplay(w io.Writer, clusters []string) *Display {
+	return New(w, output.NewPrefixer(clusters, false), clusters, group)
 }
 
 // runStaging plays a staging group on pr: every cluster connects and
 // applies 4 objects; stg-003 fails after 2. Production never starts.
-func runStaging(pr *progress, clusters []*fleet.Cluster) {
+func runStaging(pr *Display, clusters []string) {
 	for _, c := range clusters {
-		if c.Group != "staging" {
+		if group(c) != "staging" {
 			continue
 		}
-		pr.stage(c.Name, "connecting")
-		pr.expect(c.Name, 4)
-		pr.stage(c.Name, "applying web")
+		pr.Stage(c, "connecting")
+		pr.Expect(c, 4)
+		pr.Stage(c, "applying web")
 		var err error
 		for i := range 4 {
-			if c.Name == "stg-003" && i == 2 {
+			if c == "stg-003" && i == 2 {
 				err = errors.New("boom")
 				break
 			}
-			pr.did(c.Name)
+			pr.Did(c)
 		}
-		pr.end(c.Name, err)
+		pr.End(c, err)
 	}
-	pr.finish()
+	pr.Finish()
 }
 
 // On a pipe, more clusters than manyOnPipe get no line per cluster and
@@ -75,9 +85,8 @@ func TestProgressCompactOnAPipe(t *testing.T) {
 		notWant: []string{"[staging]", "[production]"},
 	}} {
 		var errOut bytes.Buffer
-		g := &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: &errOut}, NoColor: true}
 		clusters := manyFleet(tc.staging, tc.production)
-		runStaging(g.newProgress(clusters, false), clusters)
+		runStaging(newDisplay(&errOut, clusters), clusters)
 		got := errOut.String()
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
@@ -107,29 +116,28 @@ func TestProgressCompactOnATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	read := testenv.ReadPTY(control)
-	g := &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &bytes.Buffer{}, ErrOut: terminal}, NoColor: true}
 	clusters := manyFleet(100, 200)
-	pr := g.newProgress(clusters, false)
+	pr := newDisplay(terminal, clusters)
 	if !pr.compact || pr.live == nil {
 		t.Fatalf("300 clusters on 24 rows: compact %v, live %v", pr.compact, pr.live != nil)
 	}
 	// 40 clusters running at once, then a refresh or two.
 	for _, c := range clusters[:40] {
-		pr.stage(c.Name, "applying web")
-		pr.expect(c.Name, 4)
+		pr.Stage(c, "applying web")
+		pr.Expect(c, 4)
 	}
-	pr.end("stg-003", errors.New("boom"))
+	pr.End("stg-003", errors.New("boom"))
 	time.Sleep(600 * time.Millisecond)
 	if got := pr.shown; got > 24 {
 		t.Errorf("%d cluster lines shown on a terminal of 24 rows", got)
 	}
 	for _, c := range clusters[:40] {
-		if c.Name != "stg-003" {
-			pr.end(c.Name, nil)
+		if c != "stg-003" {
+			pr.End(c, nil)
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
-	pr.finish()
+	pr.Finish()
 	_ = terminal.Close()
 	_ = control.SetReadDeadline(time.Now().Add(2 * time.Second))
 	shown := <-read
@@ -144,59 +152,5 @@ func TestProgressCompactOnATerminal(t *testing.T) {
 	}
 	if n := len(regexp.MustCompile(`\[prod-\d+\]`).FindAllString(shown, -1)); n > 0 {
 		t.Errorf("%d lines of production clusters that never started", n)
-	}
-}
-
-// With many clusters the summary says identical outcomes once and names
-// only the clusters that differ; -o json stays per cluster.
-func TestSummaryGroupsIdenticalOutcomes(t *testing.T) {
-	clusters := manyFleet(2, 38)
-	byName := map[string]*fleet.Cluster{}
-	var outcomes []runner.Outcome
-	var tally counts
-	for _, c := range clusters {
-		byName[c.Name] = c
-		oc := runner.Outcome{Cluster: c.Name, State: runner.Succeeded}
-		switch c.Name {
-		case "stg-001":
-			oc.State, oc.Err = runner.Failed, errors.New("boom")
-		case "prod-000", "prod-001", "prod-002":
-			oc.State, oc.Err = runner.NotStarted, errors.New("staging failed")
-		}
-		for range 40 {
-			tally.add(c.Name, apply.Unchanged)
-		}
-		outcomes = append(outcomes, oc)
-	}
-	for _, tc := range []struct {
-		many      int
-		json      bool
-		want      []string
-		lines     int
-		notWanted string
-	}{
-		{many: 30, want: []string{"36 clusters applied: 40 unchanged\n", "[stg-001]  failed: 40 unchanged: boom\n", "3 clusters not started: 40 unchanged: staging failed\n"}, lines: 4, notWanted: "[prod-010]"},
-		{many: 100, want: []string{"[prod-010] applied: 40 unchanged\n"}, lines: 41},
-		{many: 30, json: true, want: []string{`"cluster":"prod-010"`}, lines: 40},
-	} {
-		var out bytes.Buffer
-		g := &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}, NoColor: true}
-		p := g.newPrinter(clusters, tc.json)
-		p.many = tc.many
-		if failed := printSummary(p, outcomes, &tally, byName, false, "applied"); failed != 4 {
-			t.Errorf("%d failed, want 4", failed)
-		}
-		got := out.String()
-		for _, w := range tc.want {
-			if !strings.Contains(got, w) {
-				t.Errorf("many %d, json %v: no %q in\n%s", tc.many, tc.json, w, got)
-			}
-		}
-		if n := strings.Count(got, "\n"); n != tc.lines {
-			t.Errorf("many %d, json %v: %d lines, want %d:\n%s", tc.many, tc.json, n, tc.lines, got)
-		}
-		if tc.notWanted != "" && strings.Contains(got, tc.notWanted) {
-			t.Errorf("many %d: %q in\n%s", tc.many, tc.notWanted, got)
-		}
 	}
 }

@@ -1,0 +1,78 @@
+package summary
+
+import (
+	"maps"
+	"sync"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+)
+
+// Tally counts, per cluster, its objects' actions, the gates it passed or
+// failed (tests, checks, soak) and the revision each app's apply left
+// current. It is safe for concurrent use; the zero Tally counts nothing
+// yet.
+type Tally struct {
+	mu      sync.Mutex
+	actions map[string]map[apply.Action]int
+	gates   map[string][]string
+	// revisions are the current revision of each app, per cluster.
+	revisions map[string]map[string]int
+}
+
+// Add counts an object's action on a cluster.
+func (t *Tally) Add(cluster string, a apply.Action) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.actions == nil {
+		t.actions = map[string]map[apply.Action]int{}
+	}
+	if t.actions[cluster] == nil {
+		t.actions[cluster] = map[apply.Action]int{}
+	}
+	t.actions[cluster][a]++
+}
+
+// Actions is how many of a cluster's objects each action went to.
+func (t *Tally) Actions(cluster string) map[apply.Action]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.actions[cluster]
+}
+
+// AddGate records a gate's outcome for a cluster: "check smoke passed".
+func (t *Tally) AddGate(cluster, outcome string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gates == nil {
+		t.gates = map[string][]string{}
+	}
+	t.gates[cluster] = append(t.gates[cluster], outcome)
+}
+
+// Gates are the outcomes of a cluster's gates, in order.
+func (t *Tally) Gates(cluster string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gates[cluster]
+}
+
+// SetRevision records the revision an app's apply left current on a
+// cluster.
+func (t *Tally) SetRevision(cluster, app string, n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.revisions == nil {
+		t.revisions = map[string]map[string]int{}
+	}
+	if t.revisions[cluster] == nil {
+		t.revisions[cluster] = map[string]int{}
+	}
+	t.revisions[cluster][app] = n
+}
+
+// Revisions is the current revision of each app of a cluster.
+func (t *Tally) Revisions(cluster string) map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.revisions[cluster])
+}
