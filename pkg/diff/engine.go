@@ -116,7 +116,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	sem := make(chan struct{}, max(1, o.Concurrency))
 	var wg sync.WaitGroup
 	for i, obj := range objs {
-		obj = obj.DeepCopy()
+		obj = object.CopyMeta(obj) // the render is the run's, shared
 		set.Label(obj)
 		wg.Add(1)
 		sem <- struct{}{}
