@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
@@ -414,7 +415,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	case skip != nil && len(results) == 0:
 		return skip
 	}
-	errs, failed := o.applyApps(ctx, r, c, client, results, p, pr, tally, dryRun, lost)
+	errs, failed := o.applyApps(ctx, r, c, client, results, dryRun, lost)
 	if err := o.clusterGates(ctx, r, c, results, failed, p, pr, tally); err != nil {
 		errs = append(errs, err)
 	}
@@ -452,12 +453,25 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 	return skip, nil
 }
 
-// applyApps applies a cluster's apps through rollout.ClusterRun: in
-// dependency order, each under its lock, and returns the errors and the
-// apps that failed. With --atomic it keeps each app's set as it was, for
-// rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool, lost func(error)) ([]error, map[string]bool) {
-	ops := &clusterOps{o: o, r: r, c: c, client: client, results: results, p: p, pr: pr, tally: tally, dryRun: dryRun, lost: lost}
+// applyApps applies a cluster's apps through rollout.ClusterRun over
+// rollout.KubeApps: in dependency order, each under its lock, and returns
+// the errors and the apps that failed. With --atomic it keeps each app's
+// set as it was, for rollBack.
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+	ops := &rollout.KubeApps{
+		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Lost: lost,
+		Config: rollout.ApplyConfig{DryRun: dryRun, ForceConflicts: o.ForceConflicts, Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
+		Tests:  func(app string) []*unstructured.Unstructured { return r.testsOf(c.Name, app) },
+		Ignore: r.fleet.IgnoreRules,
+		Record: func(ctx context.Context, res render.Result) *apply.Record { return o.record(ctx, r, c.Name, res) },
+		Namespace: func(app string) string {
+			rolledBack, _ := o.rollback.recordOf(c.Name, app) // where objects without a namespace went then
+			return rolledBack.Namespace
+		},
+	}
+	if o.forceApp != nil {
+		ops.Force = func(app string) bool { return o.forceApp(c.Name, app) }
+	}
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
 		Done: func(app string, err error) { o.collected.app(c.Name, appOutcome(app, err)) },
@@ -466,8 +480,8 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 		// Every app is checked before anything is written, under its
 		// lock: what was reviewed cannot change before it is applied.
 		run.Check = func(ctx context.Context, app string) error {
-			pr.Stage(c.Name, "checking the plan")
-			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), ops.result(app).Objects, o.Concurrency)
+			o.events.emit(rollout.StageEvent{Cluster: c.Name, Stage: "checking the plan"})
+			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), resultOf(results, app).Objects, o.Concurrency)
 		}
 	}
 	for _, res := range inDependencyOrder(r.fleet, results) {
@@ -488,100 +502,15 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 		if o.before == nil {
 			o.before = map[string][]*inventory.Set{}
 		}
-		o.before[c.Name] = ops.before
+		o.before[c.Name] = ops.Before
 		o.mu.Unlock()
 	}
 	return errs, failed
 }
 
-// clusterOps are a cluster's rollout.AppOps: what apply does to a real
-// cluster.
-type clusterOps struct {
-	o       *ApplyOptions
-	r       *rendered
-	c       *fleet.Cluster
-	client  *kube.Client
-	results []render.Result
-	p       *printer
-	pr      *progress.Display
-	tally   *summary.Tally
-	dryRun  bool
-	// before are the apps' sets before their apply (--atomic).
-	before []*inventory.Set
-	// lost is told when a lock of the cluster is lost while held.
-	lost func(error)
-}
-
-// DependencyApplied refuses a dependency outside the run that was never
-// applied to the cluster.
-func (k *clusterOps) DependencyApplied(ctx context.Context, app string) error {
-	set, err := inventory.Load(ctx, k.client, app)
-	switch {
-	case err != nil:
-		return fmt.Errorf("not started: dependency %s: %w", app, err)
-	case !set.Exists:
-		return fmt.Errorf("not started: dependency %s was never applied to this cluster (select it too: --app %s)", app, app)
-	}
-	return nil
-}
-
-// Lock takes the app's lock, held until the command ends: an --atomic
-// rollback or a soak after this cluster's work is covered too.
-func (k *clusterOps) Lock(ctx context.Context, app string) error {
-	return acquire(ctx, &k.o.locks, k.client, k.c.Name, app, k.p, len(k.results) > 1, false, k.lost)
-}
-
-// Remember keeps the app's set as it is.
-func (k *clusterOps) Remember(ctx context.Context, app string) error {
-	set, err := inventory.Load(ctx, k.client, app)
-	if err == nil {
-		k.before = append(k.before, set)
-	}
-	return err
-}
-
-// Apply applies one app's objects, recorded as a revision.
-func (k *clusterOps) Apply(ctx context.Context, app rollout.App) error {
-	o, c, p, pr := k.o, k.c, k.p, k.pr
-	res := k.result(app.Name)
-	several := len(k.results) > 1
-	report := o.events.objects(c.Name, app.Name, label(app.Name, several), k.dryRun)
-	pr.Expect(c.Name, len(res.Objects))
-	pr.Stage(c.Name, "applying %s", app.Name)
-	var record *apply.Record
-	if !k.dryRun {
-		record = o.record(ctx, k.r, c.Name, res, p, k.tally, several)
-		record.User = o.locks.User(k.client, c.Name)
-	}
-	// A rollback puts objects without a namespace where they went then.
-	rolledBack, _ := o.rollback.recordOf(c.Name, app.Name)
-	return apply.Run(ctx, k.client, apply.Config{
-		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: k.dryRun, Force: o.ForceConflicts || (o.forceApp != nil && o.forceApp(c.Name, app.Name)),
-		Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, Ignore: k.r.fleet.IgnoreRules(app.Name), Namespace: rolledBack.Namespace, Wait: app.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: report,
-		OnStage: func(stage string) { pr.Stage(c.Name, "%s: %s", app.Name, stage) },
-		OnPhase: func(phase, objects int) {
-			pr.Stage(c.Name, "applying %s, phase %d", app.Name, phase)
-			p.emit(rollout.PhaseEvent{Type: "phase", Cluster: c.Name, App: app.Name, Phase: phase, Objects: objects, DryRun: k.dryRun, Label: label(app.Name, several)})
-		},
-		Record: record,
-	})
-}
-
-// Test runs the app's tests.
-func (k *clusterOps) Test(ctx context.Context, app rollout.App) error {
-	k.pr.Stage(k.c.Name, "testing %s", app.Name)
-	// Test objects are said and counted, not progress, failures of the
-	// app's objects or metrics.
-	printed := consumers{p: k.p, tally: k.tally}.objects(k.c.Name, app.Name, label(app.Name, len(k.results) > 1), k.dryRun)
-	testReport := func(ch apply.Change) { ch.Ref = "test " + ch.Ref; printed(ch) }
-	err := apply.Test(ctx, k.client, apply.TestConfig{App: app.Name, Objects: k.r.testsOf(k.c.Name, app.Name), Timeout: k.o.Timeout, Keep: k.o.KeepTests, Report: testReport})
-	k.tally.AddGate(k.c.Name, fmt.Sprintf("tests of %s %s", app.Name, rollout.Passed(err)))
-	return err
-}
-
-// result is the render of one app for the cluster.
-func (k *clusterOps) result(app string) render.Result {
-	for _, res := range k.results {
+// resultOf is the render of app among a cluster's results.
+func resultOf(results []render.Result, app string) render.Result {
+	for _, res := range results {
 		if res.App == app {
 			return res
 		}
@@ -632,9 +561,8 @@ func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
 
 // record says how an app's apply to a cluster is recorded in its
 // history: the plugin version, the source's git commit, and what made it
-// (an apply, or a rollback to an earlier revision); the revision is
-// printed once known.
-func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result, p *printer, tally *summary.Tally, withApp bool) *apply.Record {
+// (an apply, or a rollback to an earlier revision).
+func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result) *apply.Record {
 	rev, ok := o.rollback.recordOf(cluster, res.App)
 	if !ok {
 		rev.Description, rev.Chart = "apply", res.Chart
@@ -642,30 +570,7 @@ func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, 
 			return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
 		})
 	}
-	return recorded(&apply.Record{Revision: rev, Limit: o.HistoryLimit}, cluster, res.App, label(res.App, withApp), p, tally)
-}
-
-// recorded makes rec say the revision an app's apply leaves current on a
-// cluster ("revision 3 recorded (rollback to 1)"), after label when not
-// empty, or why none could be recorded, and count it for the summary.
-func recorded(rec *apply.Record, cluster, app, label string, p *printer, tally *summary.Tally) *apply.Record {
-	rec.Forbidden = func(err error) {
-		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
-	}
-	rec.Done = func(rev revision.Revision, isNew bool) {
-		tally.SetRevision(cluster, app, rev.Number)
-		p.emit(rollout.RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label})
-	}
-	return rec
-}
-
-// label is what a cluster's lines about app start with: the app, when the
-// cluster gets several.
-func label(app string, several bool) string {
-	if several {
-		return app
-	}
-	return ""
+	return &apply.Record{Revision: rev, Limit: o.HistoryLimit}
 }
 
 // inDependencyOrder orders a cluster's results so that every app comes

@@ -88,6 +88,23 @@ func (c consumers) emit(ev rollout.Event) {
 	switch ev := ev.(type) {
 	case rollout.ObjectEvent:
 		c.object(ev)
+	case rollout.StageEvent: // the live display's only
+		if c.pr != nil {
+			if ev.Objects > 0 {
+				c.pr.Expect(ev.Cluster, ev.Objects)
+			}
+			c.pr.Stage(ev.Cluster, "%s", ev.Stage)
+		}
+		return
+	case rollout.TestsEvent: // the summary's only
+		if c.tally != nil {
+			c.tally.AddGate(ev.Cluster, ev.Text())
+		}
+		return
+	case rollout.RevisionEvent:
+		if c.tally != nil && ev.Error == "" {
+			c.tally.SetRevision(ev.Cluster, ev.App, ev.Revision)
+		}
 	case rollout.CheckEvent:
 		if c.tally != nil {
 			c.tally.AddGate(ev.Cluster, "check "+ev.Check+" "+ev.State)
@@ -113,6 +130,9 @@ func (c consumers) object(ev rollout.ObjectEvent) {
 	action := apply.Action(ev.Action)
 	if c.tally != nil {
 		c.tally.Add(ev.Cluster, action)
+	}
+	if ev.Test {
+		return // said and counted, not the app's progress or failures
 	}
 	switch action {
 	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:

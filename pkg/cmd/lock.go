@@ -33,5 +33,5 @@ func validateLocks(l *rollout.Locks) error {
 // wait, a lock not taken, a lock lost) on p; lost is told when the lock is
 // lost while held.
 func acquire(ctx context.Context, l *rollout.Locks, client *kube.Client, cluster, app string, p *printer, withApp, noNamespace bool, lost func(error)) error {
-	return l.Acquire(ctx, client, cluster, app, label(app, withApp), noNamespace, p.emit, lost)
+	return l.Acquire(ctx, client, cluster, app, rollout.Label(app, withApp), noNamespace, p.emit, lost)
 }

@@ -70,7 +70,7 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 			continue // not applied in this run, or no revision recorded
 		}
 		err := o.writeVerdict(ctx, client, res.App, n, v)
-		p.emit(rollout.Verdict(cluster, res.App, label(res.App, len(results) > 1), n, v, err))
+		p.emit(rollout.Verdict(cluster, res.App, rollout.Label(res.App, len(results) > 1), n, v, err))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
@@ -320,7 +321,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 		default:
 			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
 			if err == nil {
-				rec := recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, p, tally)
+				rec := rollout.Recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, consumers{p: p, tally: tally}.emit)
 				rec.User = o.locks.User(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
 					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: ignore(app), Namespace: rev.Namespace,

@@ -46,6 +46,9 @@ type ObjectEvent struct {
 	// Label goes before the text line ("web", "web (rollback)") when a
 	// cluster gets several apps.
 	Label string `json:"-"`
+	// Test: a test object of the app, said and counted, but not the
+	// app's progress, failures or metrics.
+	Test bool `json:"-"`
 }
 
 // ObjectChanged is the event of an object's change.
@@ -92,6 +95,33 @@ func (e PhaseEvent) Where() string { return e.Cluster }
 func (e PhaseEvent) Text() string {
 	return labelled(e.Label, fmt.Sprintf("phase %d: %d objects", e.Phase, e.Objects))
 }
+
+// StageEvent is what a cluster's rollout is at ("applying web, phase
+// 2") and, when Objects is set, how many objects it goes through: for the
+// live progress display, never printed.
+type StageEvent struct {
+	Cluster, Stage string
+	Objects        int
+}
+
+// Where is the cluster.
+func (e StageEvent) Where() string { return e.Cluster }
+
+// Text is the stage.
+func (e StageEvent) Text() string { return e.Stage }
+
+// TestsEvent is the outcome of an app's tests on a cluster, for the
+// summary (each test object has its ObjectEvent).
+type TestsEvent struct {
+	Cluster, App string
+	Err          error
+}
+
+// Where is the cluster.
+func (e TestsEvent) Where() string { return e.Cluster }
+
+// Text is "tests of web passed".
+func (e TestsEvent) Text() string { return "tests of " + e.App + " " + Passed(e.Err) }
 
 // RevisionEvent is the revision an apply left current.
 type RevisionEvent struct {

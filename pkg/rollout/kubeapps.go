@@ -1,0 +1,161 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
+)
+
+// KubeApps are a cluster's AppOps on a real cluster: what apply does
+// there. Everything it does is said as events to Emit.
+type KubeApps struct {
+	Cluster string
+	Client  *kube.Client
+	// Results are the cluster's renders, an app each.
+	Results []render.Result
+	Config  ApplyConfig
+	Locks   *Locks
+	Emit    Sink
+	// Lost is told when a lock of the cluster is lost while held.
+	Lost func(error)
+	// Tests are an app's rendered tests, Ignore its ignoreDifferences.
+	Tests  func(app string) []*unstructured.Unstructured
+	Ignore func(app string) []object.IgnoreRule
+	// Record says how an app's apply is recorded in its history (not
+	// asked on a dry run); the revision is said as a RevisionEvent.
+	Record func(ctx context.Context, res render.Result) *apply.Record
+	// Namespace is where an app's objects without one go ("": the
+	// context's); Force whether its apply takes fields over (nil: no).
+	Namespace func(app string) string
+	Force     func(app string) bool
+	// Before are the apps' sets as they were before their apply
+	// (Remember), for --atomic to put back.
+	Before []*inventory.Set
+}
+
+// ApplyConfig are the flags every app's apply takes.
+type ApplyConfig struct {
+	DryRun, ForceConflicts, Prune, AllowEmpty, KeepTests bool
+	Timeout                                              time.Duration
+	Concurrency                                          int
+}
+
+var _ AppOps = (*KubeApps)(nil)
+
+// Label is what a cluster's lines about app start with: the app, when the
+// cluster gets several.
+func Label(app string, several bool) string {
+	if several {
+		return app
+	}
+	return ""
+}
+
+func (k *KubeApps) label(app string) string { return Label(app, len(k.Results) > 1) }
+
+func (k *KubeApps) stage(format string, args ...any) {
+	k.Emit(StageEvent{Cluster: k.Cluster, Stage: fmt.Sprintf(format, args...)})
+}
+
+// DependencyApplied refuses a dependency outside the run that was never
+// applied to the cluster.
+func (k *KubeApps) DependencyApplied(ctx context.Context, app string) error {
+	set, err := inventory.Load(ctx, k.Client, app)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not started: dependency %s: %w", app, err)
+	case !set.Exists:
+		return fmt.Errorf("not started: dependency %s was never applied to this cluster (select it too: --app %s)", app, app)
+	}
+	return nil
+}
+
+// Lock takes the app's lock, held until the cluster's work ends: an
+// --atomic rollback or a soak after it is covered too.
+func (k *KubeApps) Lock(ctx context.Context, app string) error {
+	return k.Locks.Acquire(ctx, k.Client, k.Cluster, app, k.label(app), false, k.Emit, k.Lost)
+}
+
+// Remember keeps the app's set as it is.
+func (k *KubeApps) Remember(ctx context.Context, app string) error {
+	set, err := inventory.Load(ctx, k.Client, app)
+	if err == nil {
+		k.Before = append(k.Before, set)
+	}
+	return err
+}
+
+// Apply applies one app's objects, recorded as a revision.
+func (k *KubeApps) Apply(ctx context.Context, app App) error {
+	res := k.result(app.Name)
+	label, dryRun := k.label(app.Name), k.Config.DryRun
+	k.Emit(StageEvent{Cluster: k.Cluster, Stage: "applying " + app.Name, Objects: len(res.Objects)})
+	var record *apply.Record
+	if !dryRun {
+		record = Recorded(k.Record(ctx, res), k.Cluster, app.Name, label, k.Emit)
+		record.User = k.Locks.User(k.Client, k.Cluster)
+	}
+	cfg := apply.Config{
+		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: k.Config.ForceConflicts || k.Force != nil && k.Force(app.Name),
+		Prune: k.Config.Prune, AllowEmpty: k.Config.AllowEmpty, Ignore: k.Ignore(app.Name), Wait: app.Wait, Timeout: k.Config.Timeout, Concurrency: k.Config.Concurrency,
+		Report:  func(ch apply.Change) { k.Emit(ObjectChanged(k.Cluster, app.Name, label, ch, dryRun)) },
+		OnStage: func(stage string) { k.stage("%s: %s", app.Name, stage) },
+		OnPhase: func(phase, objects int) {
+			k.stage("applying %s, phase %d", app.Name, phase)
+			k.Emit(PhaseEvent{Type: "phase", Cluster: k.Cluster, App: app.Name, Phase: phase, Objects: objects, DryRun: dryRun, Label: label})
+		},
+		Record: record,
+	}
+	if k.Namespace != nil {
+		cfg.Namespace = k.Namespace(app.Name)
+	}
+	return apply.Run(ctx, k.Client, cfg)
+}
+
+// Test runs the app's tests.
+func (k *KubeApps) Test(ctx context.Context, app App) error {
+	k.stage("testing %s", app.Name)
+	label, dryRun := k.label(app.Name), k.Config.DryRun
+	report := func(ch apply.Change) {
+		ch.Ref = "test " + ch.Ref
+		ev := ObjectChanged(k.Cluster, app.Name, label, ch, dryRun)
+		ev.Test = true
+		k.Emit(ev)
+	}
+	err := apply.Test(ctx, k.Client, apply.TestConfig{App: app.Name, Objects: k.Tests(app.Name), Timeout: k.Config.Timeout, Keep: k.Config.KeepTests, Report: report})
+	k.Emit(TestsEvent{Cluster: k.Cluster, App: app.Name, Err: err})
+	return err
+}
+
+// result is the render of one app for the cluster.
+func (k *KubeApps) result(app string) render.Result {
+	for _, res := range k.Results {
+		if res.App == app {
+			return res
+		}
+	}
+	return render.Result{}
+}
+
+// Recorded makes rec say, as a RevisionEvent, the revision an app's apply
+// leaves current on a cluster ("revision 3 recorded (rollback to 1)"),
+// after label when not empty, or why none could be recorded.
+func Recorded(rec *apply.Record, cluster, app, label string, emit Sink) *apply.Record {
+	rec.Forbidden = func(err error) {
+		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
+	}
+	rec.Done = func(rev revision.Revision, isNew bool) {
+		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label})
+	}
+	return rec
+}
