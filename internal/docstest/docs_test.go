@@ -100,9 +100,6 @@ func TestExamples(t *testing.T) {
 	e2e := e2eDocTests(t)
 	for _, p := range pages(t) {
 		for _, ex := range p.Examples() {
-			if ex.Marker == "example: needs clusters" {
-				continue // illustrative, for now
-			}
 			if !strings.HasPrefix(ex.Marker, "check:") {
 				t.Errorf("%s:%d: an example of a command and its output without a check: put <!-- check: offline --> (the unit tests run it) or <!-- check: e2e TestName --> (an e2e test runs it on the test bed) on the line before it", ex.Page, ex.Line)
 				continue
