@@ -72,6 +72,8 @@ type exampleFleet struct {
 	kubeconfig string
 }
 
+// startExampleFleet starts the clusters (stopped when the test ends, or on
+// Ctrl-C) and makes the copy of examples/.
 func startExampleFleet(t *testing.T) *exampleFleet {
 	t.Helper()
 	start := time.Now()
@@ -79,7 +81,16 @@ func startExampleFleet(t *testing.T) *exampleFleet {
 	if err != nil {
 		t.Fatal("starting the example fleet's clusters:", err)
 	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-stopping.Done(): // Ctrl-C: stop them even if a command hangs
+			bed.Stop()
+		case <-done:
+		}
+	}()
 	t.Cleanup(func() {
+		close(done)
 		stopped := time.Now()
 		bed.Stop()
 		t.Logf("clusters stopped in %s", time.Since(stopped).Round(time.Millisecond))
