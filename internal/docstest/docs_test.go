@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -88,32 +90,84 @@ func TestSlug(t *testing.T) {
 }
 
 // TestExamples: every example of README.md and docs/ that shows a
-// "$ kubectl fleet …" command is either marked <!-- check: offline -->,
-// and then the plugin, built from this tree, prints exactly the output the
-// block shows, or marked <!-- example: needs clusters --> (illustrative).
+// "$ kubectl fleet …" command is checked. Marked <!-- check: offline -->,
+// the plugin, built from this tree, prints exactly the output the block
+// shows; marked <!-- check: e2e TestName -->, TestName is a test of
+// test/e2e that checks the doc's blocks (it calls newDocChecks, and fails
+// when a block that names it was not run).
 func TestExamples(t *testing.T) {
-	var checked []Example
+	var offline []Example
+	e2e := e2eDocTests(t)
 	for _, p := range pages(t) {
 		for _, ex := range p.Examples() {
-			switch {
-			case strings.HasPrefix(ex.Marker, "check:"):
-				checked = append(checked, ex)
-			case ex.Marker == "example: needs clusters":
-			default:
-				t.Errorf("%s:%d: an example of a command and its output without a marker: put <!-- check: offline --> (the tests run it) or <!-- example: needs clusters --> on the line before it", ex.Page, ex.Line)
+			if !strings.HasPrefix(ex.Marker, "check:") {
+				t.Errorf("%s:%d: an example of a command and its output without a check: put <!-- check: offline --> (the unit tests run it) or <!-- check: e2e TestName --> (an e2e test runs it on the test bed) on the line before it", ex.Page, ex.Line)
+				continue
+			}
+			m, err := ParseMarker(ex.Marker)
+			if err != nil {
+				t.Errorf("%s:%d: marker %q: %v", ex.Page, ex.Line-1, ex.Marker, err)
+				continue
+			}
+			if _, err := Steps(ex); err != nil {
+				t.Errorf("%s: %v", ex.Page, err)
+				continue
+			}
+			switch checks, ok := e2e[m.E2E]; {
+			case m.Offline:
+				offline = append(offline, ex)
+			case !ok:
+				t.Errorf("%s:%d: check: e2e %s: test/e2e has no func %s(t *testing.T)", ex.Page, ex.Line-1, m.E2E, m.E2E)
+			case !checks:
+				t.Errorf("%s:%d: check: e2e %s: %s does not check the documentation's blocks (it never calls newDocChecks)", ex.Page, ex.Line-1, m.E2E, m.E2E)
 			}
 		}
 	}
-	if len(checked) < 5 {
-		t.Fatalf("only %d checked examples found", len(checked))
+	if len(offline) < 5 {
+		t.Fatalf("only %d offline examples found", len(offline))
 	}
 	plugin := buildPlugin(t)
-	for _, ex := range checked {
+	for _, ex := range offline {
 		t.Run(fmt.Sprintf("%s:%d", ex.Page, ex.Line), func(t *testing.T) {
 			t.Parallel()
 			checkExample(t, plugin, ex)
 		})
 	}
+}
+
+// e2eDocTests returns the tests of test/e2e, each with whether it calls
+// newDocChecks (and so checks the blocks that name it).
+func e2eDocTests(t *testing.T) map[string]bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, "test", "e2e", "*_test.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test/e2e files: %v", err)
+	}
+	tests := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range file.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Recv != nil || !strings.HasPrefix(fn.Name.Name, "Test") || fn.Body == nil {
+				continue
+			}
+			calls := false
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok {
+					if id, ok := c.Fun.(*ast.Ident); ok && id.Name == "newDocChecks" {
+						calls = true
+					}
+				}
+				return !calls
+			})
+			tests[fn.Name.Name] = calls
+		}
+	}
+	return tests
 }
 
 // buildPlugin builds cmd/kubectl-fleet into a temporary folder.
@@ -132,122 +186,19 @@ func buildPlugin(t *testing.T) string {
 	return out
 }
 
-// marker is what a "check:" marker asks for.
-type marker struct {
-	offline bool
-	dir     string
-	exit    int
-}
-
-func parseMarker(s string) (marker, error) {
-	m := marker{dir: "."}
-	for _, f := range strings.Fields(strings.TrimPrefix(s, "check:")) {
-		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "offline":
-			m.offline = true
-		case "dir":
-			m.dir = v
-		case "exit":
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return m, fmt.Errorf("exit=%s: %v", v, err)
-			}
-			m.exit = n
-		default:
-			return m, fmt.Errorf("unknown %q (want offline, dir=PATH, exit=N)", f)
-		}
-	}
-	if !m.offline {
-		return m, errors.New("only offline examples are checked here: check: offline")
-	}
-	return m, nil
-}
-
-// step is one command of an example and the output it shows.
-type step struct {
-	line int
-	args []string
-	want []string
-}
-
-func steps(ex Example) ([]step, error) {
-	var out []step
-	for i, l := range ex.Body {
-		if cmd, ok := strings.CutPrefix(l, "$ "); ok {
-			args, err := splitArgs(cmd)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %v", ex.Line+1+i, err)
-			}
-			if len(args) < 2 || args[0] != "kubectl" || args[1] != "fleet" {
-				return nil, fmt.Errorf("line %d: only kubectl fleet commands are run: %s", ex.Line+1+i, cmd)
-			}
-			out = append(out, step{line: ex.Line + 1 + i, args: args[2:]})
-			continue
-		}
-		if len(out) == 0 {
-			return nil, fmt.Errorf("line %d: output before the first $ command", ex.Line+1+i)
-		}
-		out[len(out)-1].want = append(out[len(out)-1].want, l)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no $ kubectl fleet command")
-	}
-	return out, nil
-}
-
-// splitArgs splits a command line as a shell would for the simple cases
-// the documentation has: spaces, single and double quotes, and a # comment.
-func splitArgs(s string) ([]string, error) {
-	var args []string
-	var cur strings.Builder
-	inArg := false
-	var quote rune
-	for _, r := range s {
-		switch {
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				cur.WriteRune(r)
-			}
-		case r == '\'' || r == '"':
-			quote, inArg = r, true
-		case r == ' ' || r == '\t':
-			if inArg {
-				args = append(args, cur.String())
-				cur.Reset()
-				inArg = false
-			}
-		case r == '#' && !inArg:
-			return args, nil
-		default:
-			cur.WriteRune(r)
-			inArg = true
-		}
-	}
-	if quote != 0 {
-		return nil, errors.New("unterminated quote")
-	}
-	if inArg {
-		args = append(args, cur.String())
-	}
-	return args, nil
-}
-
 func checkExample(t *testing.T, plugin string, ex Example) {
-	m, err := parseMarker(ex.Marker)
+	m, err := ParseMarker(ex.Marker)
 	if err != nil {
 		t.Fatalf("%s:%d: marker %q: %v", ex.Page, ex.Line-1, ex.Marker, err)
 	}
-	ss, err := steps(ex)
+	ss, err := Steps(ex)
 	if err != nil {
 		t.Fatalf("%s: %v", ex.Page, err)
 	}
 	home := t.TempDir()
 	for i, s := range ss {
-		cmd := exec.Command(plugin, s.args...)
-		cmd.Dir = filepath.Join(root, filepath.FromSlash(m.dir))
+		cmd := exec.Command(plugin, s.Args...)
+		cmd.Dir = filepath.Join(root, filepath.FromSlash(m.Dir))
 		// Nothing of the developer's environment: no kubeconfig, no
 		// fleet file, no colour.
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "NO_COLOR=1", "TMPDIR=" + t.TempDir()}
@@ -261,50 +212,37 @@ func checkExample(t *testing.T, plugin string, ex Example) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		got := normalise(out.String(), home)
-		if !match(s.want, got) {
-			t.Errorf("%s:%d: $ kubectl fleet %s\nthe page shows:\n%s\nthe plugin prints:\n%s", ex.Page, s.line, strings.Join(s.args, " "), strings.Join(s.want, "\n"), strings.Join(got, "\n"))
+		got := Lines(strings.ReplaceAll(out.String(), home, "/home/you"))
+		if !Match(s.Want, got) {
+			t.Errorf("%s:%d: $ kubectl fleet %s\nthe page shows:\n%s\nthe plugin prints:\n%s", ex.Page, s.Line, strings.Join(s.Args, " "), strings.Join(s.Want, "\n"), strings.Join(got, "\n"))
 		}
 		wantCode := 0
 		if i == len(ss)-1 {
-			wantCode = m.exit
+			wantCode = m.Exit
 		}
 		if code != wantCode {
-			t.Errorf("%s:%d: $ kubectl fleet %s: exit code %d, the page says %d (exit=N in the marker; it is the last command's)", ex.Page, s.line, strings.Join(s.args, " "), code, wantCode)
+			t.Errorf("%s:%d: $ kubectl fleet %s: exit code %d, the page says %d (exit=N in the marker; it is the last command's)", ex.Page, s.Line, strings.Join(s.Args, " "), code, wantCode)
 		}
 	}
 }
 
-// normalise turns output into lines without trailing blanks, the
-// temporary home folder written /home/you.
-func normalise(s, home string) []string {
-	s = strings.ReplaceAll(s, home, "/home/you")
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimRight(l, " \t")
-	}
-	if len(lines) == 1 && lines[0] == "" {
-		return nil
-	}
-	return lines
-}
-
-// match reports whether got is want, where a line "…" in want stands for
-// any number of lines.
-func match(want, got []string) bool {
-	for len(want) > 0 && strings.TrimRight(want[len(want)-1], " ") == "" {
-		want = want[:len(want)-1]
-	}
-	if len(want) == 0 {
-		return len(got) == 0
-	}
-	if strings.TrimSpace(want[0]) == "…" {
-		for i := 0; i <= len(got); i++ {
-			if match(want[1:], got[i:]) {
-				return true
-			}
+func TestParseMarker(t *testing.T) {
+	for text, want := range map[string]Marker{
+		"check: offline":                   {Offline: true, Dir: "."},
+		"check: offline dir=docs exit=1":   {Offline: true, Dir: "docs", Exit: 1},
+		"check: e2e TestDocsExampleFleet":  {E2E: "TestDocsExampleFleet", Dir: "."},
+		"check: e2e TestDocsUnlock exit=1": {E2E: "TestDocsUnlock", Dir: ".", Exit: 1},
+	} {
+		if got, err := ParseMarker(text); err != nil || got != want {
+			t.Errorf("ParseMarker(%q) = %+v, %v; want %+v", text, got, err, want)
 		}
-		return false
 	}
-	return len(got) > 0 && strings.TrimRight(want[0], " \t") == got[0] && match(want[1:], got[1:])
+	for _, text := range []string{
+		"check:", "check: e2e", "check: e2e exit=1", "check: offline e2e TestX",
+		"check: e2e TestX dir=docs", "check: offline exit=x", "check: online", "example: needs clusters",
+	} {
+		if m, err := ParseMarker(text); err == nil {
+			t.Errorf("ParseMarker(%q) = %+v, want an error", text, m)
+		}
+	}
 }

@@ -23,6 +23,11 @@ var (
 	repo    string
 	binDir  string
 	pathEnv string
+	// kwokStages is the kwok stage configuration of full clusters.
+	kwokStages string
+	// stopping ends when the suite is interrupted (Ctrl-C, SIGTERM): a
+	// test that starts clusters of its own stops them then.
+	stopping context.Context
 )
 
 func TestMain(m *testing.M) {
@@ -66,14 +71,16 @@ func runMain(m *testing.M) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stopping = ctx
 	stages, err := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "--print-stages-dir").Output()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "kwok stages:", err)
 		return 1
 	}
+	kwokStages = filepath.Join(strings.TrimSpace(string(stages)), "fast.yaml")
 	// Three clusters: fleet-c1 full (workloads become healthy), the others
 	// API servers only.
-	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 1, KwokStages: filepath.Join(strings.TrimSpace(string(stages)), "fast.yaml"), Dir: filepath.Join(work, "clusters")})
+	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 1, KwokStages: kwokStages, Dir: filepath.Join(work, "clusters")})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting clusters:", err)
 		return 1
