@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/discovery"
 	diskcached "k8s.io/client-go/discovery/cached/disk"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/homedir"
@@ -122,7 +121,7 @@ func (g *Getter) ToRESTMapper() (meta.RESTMapper, error) {
 		if err != nil {
 			return nil, err
 		}
-		return restmapper.NewShortcutExpander(newSharedMapper(dc), dc, func(string) {}), nil
+		return newMapper(dc), nil
 	})
 }
 

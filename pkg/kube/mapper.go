@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"runtime"
@@ -30,7 +31,9 @@ type sharedMapper struct {
 	delegate *surface
 }
 
-var _ meta.ResettableRESTMapper = (*sharedMapper)(nil)
+// A mapper without the context methods loses Reset in the wrapper
+// client-go puts around it (restmapper.NewShortcutExpander).
+var _ meta.ResettableRESTMapperWithContext = (*sharedMapper)(nil)
 
 // surface is the mapper of one API surface (a discovery digest), shared
 // by every cluster that serves it, with the mappings it gave.
@@ -90,6 +93,12 @@ func (s *surface) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RE
 		s.mappings.Store(key, m)
 	}
 	return m, err
+}
+
+// newMapper is the REST mapper of the cluster dc discovers, as kubectl's
+// (with its short names: "deploy"), shared by surface.
+func newMapper(dc discovery.CachedDiscoveryInterface) meta.RESTMapper {
+	return restmapper.NewShortcutExpander(newSharedMapper(dc), dc, func(string) {})
 }
 
 // newSharedMapper is the mapper of the cluster dc discovers.
@@ -167,3 +176,35 @@ func (d *sharedMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]
 func (d *sharedMapper) ResourceSingularizer(resource string) (string, error) {
 	return mapped(d, func(s *surface) (string, error) { return s.ResourceSingularizer(resource) })
 }
+
+// The context methods: discovery here takes no context.
+
+func (d *sharedMapper) KindForWithContext(_ context.Context, r schema.GroupVersionResource) (schema.GroupVersionKind, error) {
+	return d.KindFor(r)
+}
+
+func (d *sharedMapper) KindsForWithContext(_ context.Context, r schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
+	return d.KindsFor(r)
+}
+
+func (d *sharedMapper) ResourceForWithContext(_ context.Context, r schema.GroupVersionResource) (schema.GroupVersionResource, error) {
+	return d.ResourceFor(r)
+}
+
+func (d *sharedMapper) ResourcesForWithContext(_ context.Context, r schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
+	return d.ResourcesFor(r)
+}
+
+func (d *sharedMapper) RESTMappingWithContext(_ context.Context, gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	return d.RESTMapping(gk, versions...)
+}
+
+func (d *sharedMapper) RESTMappingsWithContext(_ context.Context, gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
+	return d.RESTMappings(gk, versions...)
+}
+
+func (d *sharedMapper) ResourceSingularizerWithContext(_ context.Context, resource string) (string, error) {
+	return d.ResourceSingularizer(resource)
+}
+
+func (d *sharedMapper) ResetWithContext(context.Context) { d.Reset() }

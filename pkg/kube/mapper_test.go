@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sync"
 	"testing"
 
@@ -111,12 +112,12 @@ func TestSharedMapperDiscoversAgain(t *testing.T) {
 	})
 	t.Run("Reset, after new CRDs", func(t *testing.T) {
 		dc := discoveryOf(true, coreV1)
-		m := newSharedMapper(dc)
+		m := newMapper(dc) // as the client has it: behind kubectl's short names
 		if _, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}); err != nil {
 			t.Fatal(err)
 		}
 		dc.Resources = []*metav1.APIResourceList{coreV1, widgetsV1}
-		m.Reset()
+		meta.MaybeResetRESTMapper(m) // as apply does, once the CRDs are established
 		if _, err := m.RESTMapping(widget); err != nil {
 			t.Fatalf("after Reset: %v", err)
 		}
