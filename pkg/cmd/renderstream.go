@@ -147,9 +147,9 @@ func streamEnd(ctx context.Context, p *renderPrinter, clusters []*fleet.Cluster,
 	case len(errs) == 0:
 		return err
 	case printed == 0:
-		return fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(groupErrors(errs), "\n  "))
+		return fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(render.GroupErrors(errs), "\n  "))
 	}
-	return errors.Join(fmt.Errorf("rendering failed: the output stops before cluster %s (%d of %d clusters printed):\n  %s", where, printed, len(clusters), strings.Join(groupErrors(errs), "\n  ")), err)
+	return errors.Join(fmt.Errorf("rendering failed: the output stops before cluster %s (%d of %d clusters printed):\n  %s", where, printed, len(clusters), strings.Join(render.GroupErrors(errs), "\n  ")), err)
 }
 
 // chunk is one target's objects, encoded on the worker that rendered them.
