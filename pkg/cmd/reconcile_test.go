@@ -29,6 +29,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 )
 
 // scrape gets the metrics and parses them with Prometheus's own text
@@ -410,7 +411,7 @@ func TestReconcileExample(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("render: exit %d\n%s", code, errOut)
 	}
-	var rc RenderedCluster
+	var rc stream.RenderedCluster
 	if err := json.Unmarshal([]byte(out), &rc); err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +511,7 @@ func shardedExample(t *testing.T) map[string]any {
 	if code != 0 {
 		t.Fatalf("render the sharded example: exit %d\n%s", code, errOut)
 	}
-	var rc RenderedCluster
+	var rc stream.RenderedCluster
 	if err := json.Unmarshal([]byte(out), &rc); err != nil {
 		t.Fatal(err)
 	}

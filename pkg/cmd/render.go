@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -118,15 +119,34 @@ func (o *RenderOptions) Run(ctx context.Context) error {
 	}
 	p := o.printer(r.clusters)
 	for i, c := range r.clusters {
-		ch, perr := p.encode(r.results[i].Objects)
-		if perr == nil {
-			perr = p.flush(c, []chunk{ch})
-		}
-		if perr != nil {
+		if perr := p.Print(c, r.results[i].Objects); perr != nil {
 			return perr
 		}
 	}
 	return err
+}
+
+// stream renders the selected clusters' apps on GOMAXPROCS workers, and
+// prints each cluster as soon as it and every cluster before it are
+// rendered, in fleet order (stream.Printer.Stream).
+func (o *RenderOptions) stream(ctx context.Context) error {
+	pl, err := o.plan(ctx, o.Selection, &o.SourceOptions, false)
+	if err != nil {
+		return err
+	}
+	if err := stream.CheckDir(o.OutputDir, pl.clusters); err != nil {
+		return err
+	}
+	return o.printer(pl.clusters).Stream(ctx, pl.clusters, pl.targets(false), o.engine(), runtime.GOMAXPROCS(0))
+}
+
+// printer prints the clusters as the flags say.
+func (o *RenderOptions) printer(clusters []*fleet.Cluster) *stream.Printer {
+	so := stream.Options{Out: o.Out, JSON: o.Output == "json", ShowSecrets: o.ShowSecrets, Dir: o.OutputDir, Progress: o.ErrOut}
+	if o.OutputDir != "" {
+		so.Prefix = o.prefixer(clusters)
+	}
+	return stream.NewPrinter(so)
 }
 
 // stored reads revision o.Revision of the app from every selected
@@ -432,27 +452,4 @@ func byCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]
 		out[r.Cluster.Name] = append(out[r.Cluster.Name], r.Objects...)
 	}
 	return out
-}
-
-// RenderedCluster is what "render -o json" prints for each cluster.
-type RenderedCluster struct {
-	Cluster string           `json:"cluster"`
-	Group   string           `json:"group"`
-	Objects []map[string]any `json:"objects"`
-}
-
-var unsafeFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// ObjectFileName names an object's file in --output-dir:
-// <kind>_<namespace>_<name>.yaml, or <kind>_<name>.yaml without namespace.
-func ObjectFileName(o *unstructured.Unstructured) string {
-	parts := []string{o.GetKind()}
-	if ns := o.GetNamespace(); ns != "" {
-		parts = append(parts, ns)
-	}
-	parts = append(parts, o.GetName())
-	for i, p := range parts {
-		parts[i] = unsafeFileChars.ReplaceAllString(strings.ToLower(p), "-")
-	}
-	return strings.Join(parts, "_") + ".yaml"
 }
