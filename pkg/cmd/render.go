@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -289,7 +288,7 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(render.GroupErrors(errs), "\n  "))
+		return nil, render.Failed(errs)
 	}
 	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
 }

@@ -206,10 +206,7 @@ func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]s
 			c.State, c.Failed = "error", true
 		}
 		for _, a := range results[oc.Cluster] {
-			ra := report.App{Name: a.App, State: a.Cell(), Failed: !a.OK()}
-			if a.Revision > 0 {
-				ra.State += " " + a.RevisionLabel()
-			}
+			ra := report.App{Name: a.App, State: a.CellWithRevision(), Failed: !a.OK()}
 			if ra.Failed && !c.Failed && !c.Skipped {
 				c.State, c.Failed = "not ok", true
 			}

@@ -46,3 +46,9 @@ func GroupErrors(errs []error) []string {
 	}
 	return out
 }
+
+// Failed is the error of a render that failed before anything was done
+// with it: every error, grouped (GroupErrors), on a line of its own.
+func Failed(errs []error) error {
+	return fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(GroupErrors(errs), "\n  "))
+}

@@ -75,13 +75,20 @@ func (c Cluster) cell(app string) string {
 	cell := "-"
 	for _, a := range c.Apps {
 		if a.App == app {
-			cell = a.Cell()
-			if a.Revision > 0 {
-				cell += " " + a.RevisionLabel()
-			}
+			cell = a.CellWithRevision()
 		}
 	}
 	return cell
+}
+
+// CellWithRevision is the app's Cell, then its RevisionLabel when a
+// revision is recorded: "Current 5/5 r8 verified", as the matrix and
+// reports show the app.
+func (a App) CellWithRevision() string {
+	if a.Revision > 0 {
+		return a.Cell() + " " + a.RevisionLabel()
+	}
+	return a.Cell()
 }
 
 // Skew says, for each group and app, when the clusters of the group run

@@ -130,7 +130,7 @@ func (p *Printer) end(ctx context.Context, clusters []*fleet.Cluster, printed in
 	case len(errs) == 0:
 		return err
 	case printed == 0:
-		return fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(render.GroupErrors(errs), "\n  "))
+		return render.Failed(errs)
 	}
 	return errors.Join(fmt.Errorf("rendering failed: the output stops before cluster %s (%d of %d clusters printed):\n  %s", where, printed, len(clusters), strings.Join(render.GroupErrors(errs), "\n  ")), err)
 }
