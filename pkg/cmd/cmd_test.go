@@ -14,6 +14,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 )
 
 const example = "../../examples/fleet.yaml"
@@ -57,7 +58,7 @@ func TestRenderJSONLines(t *testing.T) {
 	}
 	var clusters []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var rc RenderedCluster
+		var rc stream.RenderedCluster
 		if err := json.Unmarshal([]byte(line), &rc); err != nil {
 			t.Fatalf("not a JSON line: %v: %s", err, line)
 		}

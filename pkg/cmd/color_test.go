@@ -32,27 +32,6 @@ func openPTY(t *testing.T) (control, terminal *os.File) {
 	return control, terminal
 }
 
-// TestPaint: with colour on, additions are green, deletions red, file
-// headers bold and hunk headers cyan; context lines and everything with
-// colour off are left as they are.
-func TestPaint(t *testing.T) {
-	for _, tt := range []struct{ line, want string }{
-		{"--- live/stg/ConfigMap/web/a\n", "\x1b[1m--- live/stg/ConfigMap/web/a\x1b[0m\n"},
-		{"+++ merged/stg/ConfigMap/web/a\n", "\x1b[1m+++ merged/stg/ConfigMap/web/a\x1b[0m\n"},
-		{"@@ -1,3 +1,3 @@\n", "\x1b[36m@@ -1,3 +1,3 @@\x1b[0m\n"},
-		{"-  k: \"1\"\n", "\x1b[31m-  k: \"1\"\x1b[0m\n"},
-		{"+  k: \"2\"\n", "\x1b[32m+  k: \"2\"\x1b[0m\n"},
-		{"   data:\n", "   data:\n"},
-	} {
-		if got := paint(tt.line, true); got != tt.want {
-			t.Errorf("paint(%q, true) = %q, want %q", tt.line, got, tt.want)
-		}
-		if got := paint(tt.line, false); got != tt.line {
-			t.Errorf("paint(%q, false) = %q, want it unchanged", tt.line, got)
-		}
-	}
-}
-
 // TestDiffColorOnATerminal: a diff printed to a terminal is coloured,
 // unless --no-color or NO_COLOR; to anything else it is plain.
 func TestDiffColorOnATerminal(t *testing.T) {
@@ -61,7 +40,7 @@ func TestDiffColorOnATerminal(t *testing.T) {
 	show := func(out io.Writer, noColor bool) string {
 		var w bytes.Buffer
 		o := &DiffOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: out}, NoColor: noColor}}
-		o.printObjectDiff(&w, d)
+		diff.Print(&w, d, o.style())
 		return w.String()
 	}
 	t.Setenv("NO_COLOR", "")

@@ -6,14 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
-	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
-	"k8s.io/utils/exec"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
@@ -21,7 +17,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
@@ -112,21 +107,6 @@ func (o *DiffOptions) Validate() error {
 		return err
 	}
 	return o.SourceOptions.validate()
-}
-
-// DiffEvent is the JSON form of one object's difference.
-type DiffEvent struct {
-	Type      string `json:"type"`
-	Cluster   string `json:"cluster"`
-	App       string `json:"app"`
-	Object    string `json:"object"`
-	Namespace string `json:"namespace,omitempty"`
-	Action    string `json:"action"`
-	Diff      string `json:"diff,omitempty"`
-	Note      string `json:"note,omitempty"`
-	Warning   string `json:"warning,omitempty"`
-	Conflict  bool   `json:"conflict,omitempty"`
-	Error     string `json:"error,omitempty"`
 }
 
 // DiffSummary is the JSON form of one cluster's counts.
@@ -224,12 +204,12 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	res.r = r
 	p := o.newPrinter(r.clusters, o.Output == "json")
 	defer p.close()
-	var external *externalDiff
+	var external *diff.External
 	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.json {
-		if external, err = newExternalDiff(); err != nil {
+		if external, err = diff.NewExternal(); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}
 		}
-		defer external.remove()
+		defer external.Remove()
 		o.external = true
 	}
 	var mu sync.Mutex
@@ -261,7 +241,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	}
 	summary.Lines(p.out, p.prefix, p.many, ": ", lines)
 	if external != nil && differs {
-		if err := external.run(o.GlobalOptions); err != nil {
+		if err := external.Run(o.IOStreams); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}
 		}
 	}
@@ -281,7 +261,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	return nil
 }
 
-func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *externalDiff, run *diffRun) (diff.Summary, error) {
+func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *diff.External, run *diffRun) (diff.Summary, error) {
 	client, err := o.connect(ctx, r.fleet, c)
 	if err != nil {
 		return diff.Summary{}, err
@@ -334,7 +314,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 		if external != nil {
 			for _, d := range diffs {
 				if d.Err == nil {
-					if err := external.add(c.Name, d); err != nil {
+					if err := external.Add(c.Name, d); err != nil {
 						return diff.Summarize(all), err
 					}
 				}
@@ -352,84 +332,26 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 // printDiffs prints one app's diffs on a cluster: JSON events, or the
 // unified diffs on the cluster's prefixed writer.
 func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, diffs []diff.Object) {
+	style := o.style()
 	for _, d := range diffs {
-		if !p.json {
-			o.printObjectDiff(w, d)
+		if p.json {
+			p.event(diff.EventOf(cluster, app, d))
 			continue
 		}
-		ev := DiffEvent{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Note: d.Note, Warning: d.Warning, Conflict: d.Conflict, Error: errString(d.Err)}
-		switch {
-		case d.Merged != nil:
-			ev.Namespace = d.Merged.GetNamespace()
-		case d.Live != nil:
-			ev.Namespace = d.Live.GetNamespace()
-		case d.Current != nil:
-			ev.Namespace = d.Current.GetNamespace() // skipped as unchanged
-		}
-		p.event(ev)
+		diff.Print(w, d, style)
 	}
 }
 
-func (o *DiffOptions) printObjectDiff(w io.Writer, d diff.Object) {
-	writeObjectDiff(w, d, output.UseColor(o.Out, o.NoColor), o.external)
-}
-
-// writeObjectDiff writes one object's diff as diff prints it: notes and
-// warnings, then the unified diff (coloured with color; only the action
-// with external, whose tool shows the rest).
-func writeObjectDiff(w io.Writer, d diff.Object, color, external bool) {
-	if d.Warning != "" {
-		fmt.Fprintf(w, "%s: warning: %s\n", d.Ref, d.Warning)
-	}
+// style is how diffs are printed: only their action when
+// $KUBECTL_EXTERNAL_DIFF shows them, coloured on a terminal.
+func (o *DiffOptions) style() diff.Style {
 	switch {
-	case d.Err != nil:
-		fmt.Fprintf(w, "%s: error: %v\n", d.Ref, d.Err)
-		return
-	case d.Kind == diff.Unchanged:
-		return
-	case d.Kind == diff.AfterCRD:
-		fmt.Fprintf(w, "%s would be created after its CRD\n", d.Ref)
-	case d.Note != "":
-		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Note)
+	case o.external:
+		return diff.ActionOnly
+	case output.UseColor(o.Out, o.NoColor):
+		return diff.Colored
 	}
-	if d.Kind == diff.Kept {
-		return
-	}
-	if external {
-		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Kind)
-		return
-	}
-	var b strings.Builder
-	for _, line := range strings.SplitAfter(d.Text, "\n") {
-		if line == "" {
-			continue
-		}
-		b.WriteString(paint(line, color))
-	}
-	fmt.Fprint(w, b.String())
-}
-
-// paint colours a diff line on a terminal: additions green, deletions red,
-// hunk headers cyan.
-func paint(line string, color bool) string {
-	if !color {
-		return line
-	}
-	code := 0
-	switch {
-	case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
-		code = 1
-	case strings.HasPrefix(line, "+"):
-		code = 32
-	case strings.HasPrefix(line, "-"):
-		code = 31
-	case strings.HasPrefix(line, "@@"):
-		code = 36
-	}
-	if code == 0 {
-		return line
-	}
-	return fmt.Sprintf("\x1b[%dm%s\x1b[0m\n", code, strings.TrimSuffix(line, "\n"))
+	return diff.Plain
 }
 
 // diffLine is what diff's summary says of a cluster.
@@ -447,59 +369,4 @@ func diffLine(oc runner.Outcome, s diff.Summary) string {
 		line = "error: " + oc.Err.Error()
 	}
 	return line
-}
-
-// externalDiff collects LIVE and MERGED folders for $KUBECTL_EXTERNAL_DIFF.
-type externalDiff struct {
-	live, merged *kubectldiff.Directory
-}
-
-func newExternalDiff() (*externalDiff, error) {
-	live, err := kubectldiff.CreateDirectory("LIVE")
-	if err != nil {
-		return nil, err
-	}
-	merged, err := kubectldiff.CreateDirectory("MERGED")
-	if err != nil {
-		_ = live.Delete()
-		return nil, err
-	}
-	return &externalDiff{live: live, merged: merged}, nil
-}
-
-func (e *externalDiff) add(cluster string, d diff.Object) error {
-	name := filepath.Join(cluster, strings.ReplaceAll(d.Path, "/", "_")+".yaml")
-	live, err := object.ToYAML(d.Live)
-	if err != nil {
-		return err
-	}
-	merged, err := object.ToYAML(d.Merged)
-	if err != nil {
-		return err
-	}
-	for dir, text := range map[string]string{e.live.Name: live, e.merged.Name: merged} {
-		if err := os.MkdirAll(filepath.Join(dir, cluster), 0o700); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (e *externalDiff) run(g *GlobalOptions) error {
-	prog := &kubectldiff.DiffProgram{Exec: exec.New(), IOStreams: g.IOStreams}
-	err := prog.Run(e.live.Name, e.merged.Name)
-	if err != nil {
-		if ee, ok := err.(exec.ExitError); ok && ee.ExitStatus() == 1 {
-			return nil // differences, as expected
-		}
-	}
-	return err
-}
-
-func (e *externalDiff) remove() {
-	_ = e.live.Delete()
-	_ = e.merged.Delete()
 }

@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
 // A flag a command accepts takes effect, or the command refuses it and
@@ -144,26 +141,5 @@ func TestCheckKubectlArgs(t *testing.T) {
 		if err := checkKubectlArgs(tt.args); (err != nil) != tt.bad {
 			t.Errorf("%q: %v, want refused %v", tt.args, err, tt.bad)
 		}
-	}
-}
-
-// The same render error on many clusters is said once, with the clusters.
-func TestGroupErrors(t *testing.T) {
-	target := func(cluster, app, msg string) error {
-		return &render.TargetError{Cluster: cluster, App: app, Err: errors.New(msg)}
-	}
-	var errs []error
-	for i := 1; i <= 8; i++ {
-		errs = append(errs, target(fmt.Sprintf("c%d", i), "web", "undefined variable ${datasource}"))
-	}
-	errs = append(errs, target("c2", "db", "bad"), target("c3", "db", "bad"), target("c4", "cache", "worse"), errors.New("a line of its own"))
-	want := []string{
-		"clusters c1, c2, c3, c4, c5 and 3 more: app web: undefined variable ${datasource}",
-		"clusters c2 and c3: app db: bad",
-		"cluster c4: app cache: worse",
-		"a line of its own",
-	}
-	if diff := cmp.Diff(want, groupErrors(errs)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

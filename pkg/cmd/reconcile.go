@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -46,8 +47,8 @@ type ReconcileOptions struct {
 	// hostname is the host's name, for --shard ordinal/N (tests set it).
 	hostname func() string
 
-	metrics *reconcileMetrics
-	health  *health
+	metrics *metrics.Reconcile
+	health  *metrics.Health
 	// ready, when set, is told the metrics server's address (tests).
 	ready func(addr string)
 }
@@ -195,8 +196,8 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		g.Out, g.ErrOut = out, out
 		setupJSONLogging(g.LogLevel, out)
 	}
-	o.health = &health{}
-	o.metrics = newReconcileMetrics()
+	o.health = &metrics.Health{}
+	o.metrics = metrics.NewReconcile()
 	if o.MetricsAddr != "" {
 		stop, err := o.serve(o.MetricsAddr)
 		if err != nil {
@@ -204,7 +205,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		}
 		defer stop()
 	}
-	defer o.health.stop()
+	defer o.health.Stop()
 	for n := 1; ; n++ {
 		// The pass in flight is not cancelled by a signal: it finishes.
 		passDone := make(chan struct{})
@@ -304,7 +305,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	if err == nil {
 		err = refuseProtected(r, a.Yes)
 	}
-	o.health.passed(err == nil)
+	o.health.Passed(err == nil)
 	if err != nil {
 		return o.end(n, start, PassEvent{}, err)
 	}
@@ -322,16 +323,16 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	}
 	sub := r.only(toApply)
 	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
-	a.onChange = o.metrics.applied
+	a.onChange = o.metrics.Applied
 	err = a.rollout(ctx, sub, "apply")
 	now := time.Now()
 	for _, oc := range a.outcomes {
 		ok := oc.State == runner.Succeeded
 		revs := a.tally.Revisions(oc.Cluster)
 		for _, res := range sub.of(oc.Cluster) {
-			o.metrics.app(oc.Cluster, res.App, now, ok, revs[res.App])
+			o.metrics.App(oc.Cluster, res.App, now, ok, revs[res.App])
 			if ok {
-				o.metrics.drift(oc.Cluster, res.App, 0)
+				o.metrics.Drift(oc.Cluster, res.App, 0)
 			}
 		}
 	}
@@ -348,7 +349,7 @@ func (o *ReconcileOptions) end(n int, start time.Time, ev PassEvent, err error) 
 		ev.Result = "failed"
 	}
 	ev.Msg = fmt.Sprintf("pass %d %s in %s", n, ev.Result, time.Since(start).Round(time.Millisecond))
-	o.metrics.pass(time.Since(start), err == nil)
+	o.metrics.Pass(time.Since(start), err == nil)
 	if o.LogFormat == "json" {
 		writeEvent(g.Out, ev)
 		return err
@@ -395,16 +396,16 @@ func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions
 				drifting[c.Cluster+"/"+ac.App] = true
 			}
 			if ac.Err == nil && !ac.Changed() {
-				o.metrics.drift(c.Cluster, ac.App, len(ac.Drifted))
+				o.metrics.Drift(c.Cluster, ac.App, len(ac.Drifted))
 			}
 			if !doApply {
 				// Checked, nothing to do: the app is as rendered, or
 				// its drift is reported.
-				o.metrics.app(c.Cluster, ac.App, now, true, ac.Revision)
+				o.metrics.App(c.Cluster, ac.App, now, true, ac.Revision)
 			}
 		}
 	}
-	o.metrics.keepOnly(r)
+	o.metrics.KeepOnly(r.results)
 	return ev, toApply, drifting
 }
 

@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
+	"runtime"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -17,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -118,15 +118,34 @@ func (o *RenderOptions) Run(ctx context.Context) error {
 	}
 	p := o.printer(r.clusters)
 	for i, c := range r.clusters {
-		ch, perr := p.encode(r.results[i].Objects)
-		if perr == nil {
-			perr = p.flush(c, []chunk{ch})
-		}
-		if perr != nil {
+		if perr := p.Print(c, r.results[i].Objects); perr != nil {
 			return perr
 		}
 	}
 	return err
+}
+
+// stream renders the selected clusters' apps on GOMAXPROCS workers, and
+// prints each cluster as soon as it and every cluster before it are
+// rendered, in fleet order (stream.Printer.Stream).
+func (o *RenderOptions) stream(ctx context.Context) error {
+	pl, err := o.plan(ctx, o.Selection, &o.SourceOptions, false)
+	if err != nil {
+		return err
+	}
+	if err := stream.CheckDir(o.OutputDir, pl.clusters); err != nil {
+		return err
+	}
+	return o.printer(pl.clusters).Stream(ctx, pl.clusters, pl.targets(false), o.engine(), runtime.GOMAXPROCS(0))
+}
+
+// printer prints the clusters as the flags say.
+func (o *RenderOptions) printer(clusters []*fleet.Cluster) *stream.Printer {
+	so := stream.Options{Out: o.Out, JSON: o.Output == "json", ShowSecrets: o.ShowSecrets, Dir: o.OutputDir, Progress: o.ErrOut}
+	if o.OutputDir != "" {
+		so.Prefix = o.prefixer(clusters)
+	}
+	return stream.NewPrinter(so)
 }
 
 // stored reads revision o.Revision of the app from every selected
@@ -269,49 +288,9 @@ func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *So
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("rendering failed, nothing was done:\n  %s", strings.Join(groupErrors(errs), "\n  "))
+		return nil, render.Failed(errs)
 	}
 	return &rendered{fleet: f, clusters: clusters, results: results, tests: tests}, nil
-}
-
-// groupErrors says each render error once, with the clusters it came
-// from: the same error of app web on 1,000 clusters is one line, "clusters
-// c1, c2, c3, c4, c5 and 995 more: app web: x", in the order the errors
-// first came. An error that is not a target's is a line of its own.
-func groupErrors(errs []error) []string {
-	type key struct{ app, msg string }
-	var (
-		order    []key
-		clusters = map[key][]string{}
-	)
-	for _, err := range errs {
-		k := key{msg: err.Error()}
-		var te *render.TargetError
-		if errors.As(err, &te) {
-			k = key{app: te.App, msg: te.Err.Error()}
-		}
-		if _, seen := clusters[k]; !seen {
-			order, clusters[k] = append(order, k), nil
-		}
-		if te != nil {
-			clusters[k] = append(clusters[k], te.Cluster)
-		}
-	}
-	out := make([]string, 0, len(order))
-	for _, k := range order {
-		names, what := clusters[k], "app "+k.app+": "+k.msg
-		switch {
-		case k.app == "":
-			out = append(out, k.msg)
-		case len(names) == 1:
-			out = append(out, "cluster "+names[0]+": "+what)
-		case len(names) <= 5:
-			out = append(out, fmt.Sprintf("clusters %s and %s: %s", strings.Join(names[:len(names)-1], ", "), names[len(names)-1], what))
-		default:
-			out = append(out, fmt.Sprintf("clusters %s and %d more: %s", strings.Join(names[:5], ", "), len(names)-5, what))
-		}
-	}
-	return out
 }
 
 // renderPlan is what is rendered: the fleet, the selected clusters, the apps and
@@ -472,27 +451,4 @@ func byCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]
 		out[r.Cluster.Name] = append(out[r.Cluster.Name], r.Objects...)
 	}
 	return out
-}
-
-// RenderedCluster is what "render -o json" prints for each cluster.
-type RenderedCluster struct {
-	Cluster string           `json:"cluster"`
-	Group   string           `json:"group"`
-	Objects []map[string]any `json:"objects"`
-}
-
-var unsafeFileChars = regexp.MustCompile(`[^a-z0-9.-]+`)
-
-// ObjectFileName names an object's file in --output-dir:
-// <kind>_<namespace>_<name>.yaml, or <kind>_<name>.yaml without namespace.
-func ObjectFileName(o *unstructured.Unstructured) string {
-	parts := []string{o.GetKind()}
-	if ns := o.GetNamespace(); ns != "" {
-		parts = append(parts, ns)
-	}
-	parts = append(parts, o.GetName())
-	for i, p := range parts {
-		parts[i] = unsafeFileChars.ReplaceAllString(strings.ToLower(p), "-")
-	}
-	return strings.Join(parts, "_") + ".yaml"
 }

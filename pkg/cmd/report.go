@@ -131,7 +131,7 @@ func (c *collector) diff(cluster string, diffs []diff.Object) {
 		c.diffs[cluster] = b
 	}
 	for _, d := range diffs {
-		writeObjectDiff(b, d, false, false)
+		diff.Print(b, d, diff.Plain)
 	}
 }
 

@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
-	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -208,10 +206,7 @@ func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]s
 			c.State, c.Failed = "error", true
 		}
 		for _, a := range results[oc.Cluster] {
-			ra := report.App{Name: a.App, State: a.Cell(), Failed: !a.OK()}
-			if a.Revision > 0 {
-				ra.State += " " + a.RevisionLabel()
-			}
+			ra := report.App{Name: a.App, State: a.CellWithRevision(), Failed: !a.OK()}
 			if ra.Failed && !c.Failed && !c.Skipped {
 				c.State, c.Failed = "not ok", true
 			}
@@ -256,6 +251,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 			healthy = healthy && a.OK()
 		}
 	}
+	clusters := statusClusters(r, outcomes, results)
 	switch {
 	case p.json:
 		for _, oc := range outcomes {
@@ -268,15 +264,14 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 			}
 		}
 	case o.Verbose:
-		o.printDetails(p, outcomes, results)
+		status.WriteDetails(p.cluster, clusters)
 		p.close()
-		for _, s := range slices.Concat(skew(r, outcomes, results), promotion(r, results)) {
-			fmt.Fprintln(o.Out, s)
-		}
+		o.printNotes(r, clusters, results)
 	default:
-		if err := o.printMatrix(r, outcomes, results); err != nil {
+		if err := status.WriteMatrix(o.Out, o.ErrOut, renderedApps(r), clusters); err != nil {
 			return err
 		}
+		o.printNotes(r, clusters, results)
 	}
 	p.close()
 	if ctx.Err() != nil {
@@ -288,67 +283,36 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 	return skipped(outcomes, ExitFailed)
 }
 
-func (o *StatusOptions) printMatrix(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) error {
+// statusClusters is what status read of each cluster, in outcome order.
+func statusClusters(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) []status.Cluster {
+	out := make([]status.Cluster, len(outcomes))
+	for i, oc := range outcomes {
+		out[i] = status.Cluster{Name: oc.Cluster, Skipped: oc.State == runner.Skipped, Err: oc.Err, Apps: results[oc.Cluster]}
+		if c := r.fleet.Cluster(oc.Cluster); c != nil {
+			out[i].Group = c.Group
+		}
+	}
+	return out
+}
+
+// renderedApps are the apps rendered, in order: the matrix's first
+// columns.
+func renderedApps(r *rendered) []string {
 	var apps []string
 	for _, res := range r.results {
 		if !slices.Contains(apps, res.App) {
 			apps = append(apps, res.App)
 		}
 	}
-	for _, oc := range outcomes { // from the inventories
-		for _, a := range results[oc.Cluster] {
-			if !slices.Contains(apps, a.App) {
-				apps = append(apps, a.App)
-			}
-		}
-	}
-	if len(apps) == 0 {
-		fmt.Fprintln(o.ErrOut, "No apps found.")
-	}
-	w := printers.GetNewTabWriter(o.Out)
-	fmt.Fprintf(w, "CLUSTER\tGROUP\t%s\n", strings.ToUpper(strings.Join(apps, "\t")))
-	var errs []string
-	for _, oc := range outcomes {
-		cells := make([]string, len(apps))
-		for i, name := range apps {
-			cells[i] = "-"
-			for _, a := range results[oc.Cluster] {
-				if a.App == name {
-					cells[i] = a.Cell()
-					if a.Revision > 0 {
-						cells[i] += " " + a.RevisionLabel()
-					}
-				}
-			}
-			switch {
-			case oc.State == runner.Skipped:
-				cells[i] = "Skipped"
-			case oc.Err != nil:
-				cells[i] = "Error"
-			}
-		}
-		switch {
-		case oc.State == runner.Skipped:
-			errs = append(errs, fmt.Sprintf("skipped: %s: %v", oc.Cluster, oc.Err))
-		case oc.Err != nil:
-			errs = append(errs, fmt.Sprintf("error: %s: %v", oc.Cluster, oc.Err))
-		}
-		group := ""
-		if c := r.fleet.Cluster(oc.Cluster); c != nil {
-			group = c.Group
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", oc.Cluster, group, strings.Join(cells, "\t"))
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	for _, e := range errs {
-		fmt.Fprintln(o.ErrOut, e)
-	}
-	for _, s := range slices.Concat(skew(r, outcomes, results), promotion(r, results)) {
+	return apps
+}
+
+// printNotes says, under the status, the version skew within groups and
+// why the promotion rule would hold groups back.
+func (o *StatusOptions) printNotes(r *rendered, clusters []status.Cluster, results map[string][]status.App) {
+	for _, s := range slices.Concat(status.Skew(clusters), promotion(r, results)) {
 		fmt.Fprintln(o.Out, s)
 	}
-	return nil
 }
 
 // promotion says, for each group after the first, why an apply would not
@@ -359,7 +323,7 @@ func promotion(r *rendered, results map[string][]status.App) []string {
 	if len(r.results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
-	p := &rollout.Promotion{Groups: promotionGroups(r.fleet, r.results), Reader: statusReader(results)}
+	p := &rollout.Promotion{Groups: promotionGroups(r.fleet, r.results), Reader: rollout.StatusReader(results)}
 	var out []string
 	ws := waves(r.fleet, r.clusters)
 	for _, w := range ws[min(1, len(ws)):] {
@@ -368,103 +332,4 @@ func promotion(r *rendered, results map[string][]status.App) []string {
 		}
 	}
 	return out
-}
-
-// statusReader serves the releases status read.
-type statusReader map[string][]status.App
-
-// Release is what status found of app on cluster.
-func (s statusReader) Release(_ context.Context, cluster, app string) (rollout.Release, error) {
-	for _, a := range s[cluster] {
-		if a.App == app {
-			r := rollout.Release{Exists: a.LastApplied != "" || a.Revision > 0, Revision: a.Revision, Digest: a.Digest, Key: a.Key}
-			if a.Verification != nil {
-				r.Verification = *a.Verification
-			}
-			return r, nil
-		}
-	}
-	return rollout.Release{}, fmt.Errorf("status could not read it")
-}
-
-// skew says, for each group and app, when the clusters of the group run
-// different revisions of it (by number or source commit): version skew is
-// what people look for first in a fleet.
-func skew(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) []string {
-	type key struct{ group, app string }
-	seen := map[key][]string{}
-	versions := map[key]map[string]bool{}
-	var order []key
-	for _, oc := range outcomes {
-		c := r.fleet.Cluster(oc.Cluster)
-		if c == nil {
-			continue
-		}
-		for _, a := range results[oc.Cluster] {
-			k := key{c.Group, a.App}
-			if versions[k] == nil {
-				versions[k] = map[string]bool{}
-				order = append(order, k)
-			}
-			v := "none"
-			if a.Revision > 0 {
-				v = fmt.Sprintf("r%d", a.Revision)
-				if a.Source != "" {
-					v += " (" + a.Source + ")"
-				}
-			}
-			versions[k][v] = true
-			seen[k] = append(seen[k], oc.Cluster+" "+v)
-		}
-	}
-	var out []string
-	for _, k := range order {
-		if len(versions[k]) > 1 {
-			out = append(out, fmt.Sprintf("Skew: app %s differs within group %s: %s", k.app, k.group, strings.Join(seen[k], ", ")))
-		}
-	}
-	return out
-}
-
-func (o *StatusOptions) printDetails(p *printer, outcomes []runner.Outcome, results map[string][]status.App) {
-	for _, oc := range outcomes {
-		w := p.cluster(oc.Cluster)
-		if oc.Err != nil {
-			fmt.Fprintf(w, "error: %v\n", oc.Err)
-			continue
-		}
-		for _, a := range results[oc.Cluster] {
-			last := a.LastApplied
-			if last == "" {
-				last = "never"
-			}
-			rev := "no revision"
-			if a.Revision > 0 {
-				rev = fmt.Sprintf("revision %d", a.Revision)
-				if v := a.Verification; v != nil {
-					rev += " " + v.String()
-				}
-				if a.Source != "" {
-					rev += " from " + a.Source
-				}
-			}
-			fmt.Fprintf(w, "%s: %s, %s, last applied %s\n", a.App, a.Cell(), rev, last)
-			for _, obj := range a.Objects {
-				line := fmt.Sprintf("  %s %s", obj.Ref, obj.Health)
-				if obj.Message != "" && obj.Health != status.Current {
-					line += ": " + obj.Message
-				}
-				if obj.Drifted {
-					line += " (drifted)"
-				}
-				if obj.Orphaned {
-					line += " (no longer rendered: apply --prune deletes it)"
-				}
-				if obj.Error != "" {
-					line += " error: " + obj.Error
-				}
-				fmt.Fprintln(w, line)
-			}
-		}
-	}
 }

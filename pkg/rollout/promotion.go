@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 )
 
 // Release is what one cluster runs of one app.
@@ -216,6 +217,25 @@ func (k ClusterReader) Release(ctx context.Context, cluster, app string) (Releas
 		return Release{}, err
 	}
 	return ReleaseOf(ctx, client, app)
+}
+
+// StatusReader serves the releases a status read found, by cluster: what
+// "kubectl fleet status" says of the promotion rule without reading the
+// clusters again.
+type StatusReader map[string][]status.App
+
+// Release is what the status read found of app on cluster.
+func (s StatusReader) Release(_ context.Context, cluster, app string) (Release, error) {
+	for _, a := range s[cluster] {
+		if a.App == app {
+			r := Release{Exists: a.LastApplied != "" || a.Revision > 0, Revision: a.Revision, Digest: a.Digest, Key: a.Key}
+			if a.Verification != nil {
+				r.Verification = *a.Verification
+			}
+			return r, nil
+		}
+	}
+	return Release{}, fmt.Errorf("status could not read it")
 }
 
 // ReleaseOf reads what the cluster of client runs of app.

@@ -1,19 +1,16 @@
-package cmd
+package stream
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -89,9 +86,8 @@ func runStream(t *testing.T, f *fakeEngine, format string, parallel int) (string
 	for i, tg := range ts {
 		f.index[tg.Cluster.Name+"/"+tg.App] = i
 	}
-	var out, errOut bytes.Buffer
-	o := &RenderOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}, Output: format}
-	err := o.streamTargets(context.Background(), clusters, ts, f, parallel)
+	var out bytes.Buffer
+	err := NewPrinter(Options{Out: &out, JSON: format == "json"}).Stream(context.Background(), clusters, ts, f, parallel)
 	return out.String(), err
 }
 
@@ -243,8 +239,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 func TestStreamWriteError(t *testing.T) {
 	clusters, ts := streamFleet()
 	w := &failingWriter{}
-	o := &RenderOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: w, ErrOut: &bytes.Buffer{}}}, Output: "yaml"}
-	err := o.streamTargets(context.Background(), clusters, ts, &fakeEngine{}, 2)
+	err := NewPrinter(Options{Out: w}).Stream(context.Background(), clusters, ts, &fakeEngine{}, 2)
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("err %v, want the write's", err)
 	}
@@ -258,7 +253,6 @@ func TestStreamInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out bytes.Buffer
-	o := &RenderOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &bytes.Buffer{}}}, Output: "yaml"}
 	f := &fakeEngine{index: map[string]int{}}
 	for i, tg := range ts {
 		f.index[tg.Cluster.Name+"/"+tg.App] = i
@@ -268,41 +262,11 @@ func TestStreamInterrupted(t *testing.T) {
 			cancel()
 		}
 	}
-	err := o.streamTargets(ctx, clusters, ts, f, 1)
+	err := NewPrinter(Options{Out: &out}).Stream(ctx, clusters, ts, f, 1)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted: the output stops before cluster c2") {
 		t.Fatalf("err %v", err)
 	}
 	if strings.Contains(out.String(), "c2") || !strings.Contains(out.String(), "Cluster: c1") {
 		t.Errorf("output:\n%s", out.String())
-	}
-}
-
-// TestRenderStopsAtFailedCluster runs the command: c2 lacks the attribute
-// the manifest needs, c1 before it is printed, c3 after it is not.
-func TestRenderStopsAtFailedCluster(t *testing.T) {
-	dir := t.TempDir()
-	fleetFile := filepath.Join(dir, "fleet.yaml")
-	err := os.WriteFile(fleetFile, []byte(`apiVersion: fleet/v1alpha1
-kind: Fleet
-metadata: {name: stop}
-groups: [{name: all}]
-clusters:
-  - {name: c1, group: all, context: x, attributes: {color: blue}}
-  - {name: c2, group: all, context: x}
-  - {name: c3, group: all, context: x, attributes: {color: red}}
-`), 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: paint}\ndata: {color: '${color}'}\n"
-	out, errOut, code := run(t, in, "render", "-F", fleetFile, "-f", "-", "--name", "paint")
-	want := "# Cluster: c1\napiVersion: v1\ndata:\n  color: blue\nkind: ConfigMap\nmetadata:\n  name: paint\n# Rendering failed: the output stops before cluster c2.\n"
-	if code != 1 || out != want {
-		t.Errorf("exit %d, stdout:\n%s\nwant:\n%s", code, out, want)
-	}
-	for _, s := range []string{"rendering failed: the output stops before cluster c2 (1 of 3 clusters printed)", "cluster c2: app paint: ConfigMap paint: undefined variable ${color}"} {
-		if !strings.Contains(errOut, s) {
-			t.Errorf("stderr does not say %q:\n%s", s, errOut)
-		}
 	}
 }

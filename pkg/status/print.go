@@ -1,0 +1,180 @@
+package status
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"k8s.io/cli-runtime/pkg/printers"
+)
+
+// Cluster is what a status read found on one cluster: its apps' status,
+// or why there is none.
+type Cluster struct {
+	Name  string
+	Group string
+	// Skipped: the cluster was left out (unreachable, say); Err says why.
+	Skipped bool
+	// Err is why the cluster could not be read, or not whole.
+	Err  error
+	Apps []App
+}
+
+// WriteMatrix writes the clusters by apps to out, a table: each cell is
+// the app's Cell and revision, "-" where the app does not go, "Skipped"
+// or "Error" on a cluster that was not read. The columns are apps, then
+// any app found on a cluster that is not among them. Why clusters were
+// not read follows on errOut, after the table.
+func WriteMatrix(out, errOut io.Writer, apps []string, clusters []Cluster) error {
+	apps = slices.Clone(apps)
+	for _, c := range clusters {
+		for _, a := range c.Apps {
+			if !slices.Contains(apps, a.App) {
+				apps = append(apps, a.App)
+			}
+		}
+	}
+	if len(apps) == 0 {
+		fmt.Fprintln(errOut, "No apps found.")
+	}
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintf(w, "CLUSTER\tGROUP\t%s\n", strings.ToUpper(strings.Join(apps, "\t")))
+	var errs []string
+	for _, c := range clusters {
+		cells := make([]string, len(apps))
+		for i, name := range apps {
+			cells[i] = c.cell(name)
+		}
+		switch {
+		case c.Skipped:
+			errs = append(errs, fmt.Sprintf("skipped: %s: %v", c.Name, c.Err))
+		case c.Err != nil:
+			errs = append(errs, fmt.Sprintf("error: %s: %v", c.Name, c.Err))
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", c.Name, c.Group, strings.Join(cells, "\t"))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	for _, e := range errs {
+		fmt.Fprintln(errOut, e)
+	}
+	return nil
+}
+
+// cell is the matrix's cell of an app on c.
+func (c Cluster) cell(app string) string {
+	switch {
+	case c.Skipped:
+		return "Skipped"
+	case c.Err != nil:
+		return "Error"
+	}
+	cell := "-"
+	for _, a := range c.Apps {
+		if a.App == app {
+			cell = a.CellWithRevision()
+		}
+	}
+	return cell
+}
+
+// CellWithRevision is the app's Cell, then its RevisionLabel when a
+// revision is recorded: "Current 5/5 r8 verified", as the matrix and
+// reports show the app.
+func (a App) CellWithRevision() string {
+	if a.Revision > 0 {
+		return a.Cell() + " " + a.RevisionLabel()
+	}
+	return a.Cell()
+}
+
+// Skew says, for each group and app, when the clusters of the group run
+// different revisions of it (by number or source commit): version skew is
+// what people look for first in a fleet.
+func Skew(clusters []Cluster) []string {
+	type key struct{ group, app string }
+	seen := map[key][]string{}
+	versions := map[key]map[string]bool{}
+	var order []key
+	for _, c := range clusters {
+		for _, a := range c.Apps {
+			k := key{c.Group, a.App}
+			if versions[k] == nil {
+				versions[k] = map[string]bool{}
+				order = append(order, k)
+			}
+			v := "none"
+			if a.Revision > 0 {
+				v = fmt.Sprintf("r%d", a.Revision)
+				if a.Source != "" {
+					v += " (" + a.Source + ")"
+				}
+			}
+			versions[k][v] = true
+			seen[k] = append(seen[k], c.Name+" "+v)
+		}
+	}
+	var out []string
+	for _, k := range order {
+		if len(versions[k]) > 1 {
+			out = append(out, fmt.Sprintf("Skew: app %s differs within group %s: %s", k.app, k.group, strings.Join(seen[k], ", ")))
+		}
+	}
+	return out
+}
+
+// WriteDetails writes each cluster's apps, a line each, and their objects
+// under them, to the cluster's writer; a cluster not read says why.
+func WriteDetails(writer func(cluster string) io.Writer, clusters []Cluster) {
+	for _, c := range clusters {
+		w := writer(c.Name)
+		if c.Err != nil {
+			fmt.Fprintf(w, "error: %v\n", c.Err)
+			continue
+		}
+		for _, a := range c.Apps {
+			fmt.Fprintf(w, "%s: %s, %s, last applied %s\n", a.App, a.Cell(), a.revisionLine(), cmp.Or(a.LastApplied, "never"))
+			for _, obj := range a.Objects {
+				fmt.Fprintln(w, "  "+obj.line())
+			}
+		}
+	}
+}
+
+// revisionLine is the app's revision as WriteDetails says it: "revision
+// 8 verified from abc1234", "no revision".
+func (a App) revisionLine() string {
+	if a.Revision <= 0 {
+		return "no revision"
+	}
+	rev := fmt.Sprintf("revision %d", a.Revision)
+	if v := a.Verification; v != nil {
+		rev += " " + v.String()
+	}
+	if a.Source != "" {
+		rev += " from " + a.Source
+	}
+	return rev
+}
+
+// line is the object as WriteDetails says it: its health, why when it is
+// not Current, and whether it drifted, is no longer rendered or failed.
+func (o Object) line() string {
+	line := fmt.Sprintf("%s %s", o.Ref, o.Health)
+	if o.Message != "" && o.Health != Current {
+		line += ": " + o.Message
+	}
+	if o.Drifted {
+		line += " (drifted)"
+	}
+	if o.Orphaned {
+		line += " (no longer rendered: apply --prune deletes it)"
+	}
+	if o.Error != "" {
+		line += " error: " + o.Error
+	}
+	return line
+}
