@@ -653,7 +653,12 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		p.record(obj, sum, live.ResourceVersion, live.UID)
 		return ch
 	}
-	after, err := c.Patch(ctx, ri, obj, opts)
+	var after metav1.Object
+	if cfg.DryRun {
+		after, err = c.Patch(ctx, ri, obj, opts) // compared whole with before
+	} else {
+		after, err = c.PatchMetadata(ctx, m, obj, opts) // its version and UID are all it needs
+	}
 	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
 		return p.replace(ctx, ri, obj, ch, field)
 	}
@@ -666,7 +671,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 	switch {
 	case live == nil:
 		ch.Action = Created
-	case cfg.DryRun && object.Same(before, after), !cfg.DryRun && live.ResourceVersion == after.GetResourceVersion():
+	case cfg.DryRun && object.Same(before, after.(*unstructured.Unstructured)), !cfg.DryRun && live.ResourceVersion == after.GetResourceVersion():
 		ch.Action = Unchanged
 	default:
 		ch.Action = Configured

@@ -376,6 +376,27 @@ func (c *Client) Patch(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
 }
 
+// PatchMetadata server-side applies obj, of mapping m (as Scope gives
+// it), without reading it first, and returns only the metadata of the
+// result: a caller that needs its resourceVersion and UID spares the
+// server the whole object's encoding, and itself its decoding (as the
+// metadata lists do; a server that cannot answer metadata only sends the
+// object, which the client reads as metadata).
+func (c *Client) PatchMetadata(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured, o ApplyOptions) (*metav1.PartialObjectMetadata, error) {
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	po := metav1.PatchOptions{FieldManager: o.FieldManager, Force: &o.Force}
+	if o.DryRun {
+		po.DryRun = []string{metav1.DryRunAll}
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Metadata.Resource(m.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+	}
+	return c.Metadata.Resource(m.Resource).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+}
+
 // Listings asks ListMetadata once per resource and namespace, however
 // many objects (and goroutines) need it. The zero value is ready to use.
 type Listings struct {
