@@ -56,7 +56,8 @@ var surfaces = struct {
 }{m: map[[sha256.Size]byte]weak.Pointer[surface]{}}
 
 // surfaceOf returns the shared mapper of groups, making it if no cluster
-// holds one.
+// holds one. The digest covers the groups in their order, which sets the
+// mapper's preferences: servers list them in a stable order.
 func surfaceOf(groups []*restmapper.APIGroupResources) (*surface, error) {
 	b, err := json.Marshal(groups)
 	if err != nil {

@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"context"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,6 +22,14 @@ type cachedFake struct {
 	invalidated int
 	// after are the resources served once the cache is invalidated.
 	after []*metav1.APIResourceList
+}
+
+// ServerGroupsAndResourcesWithContext lists the groups in a stable order,
+// as API servers do (the fake's come from a map).
+func (c *cachedFake) ServerGroupsAndResourcesWithContext(ctx context.Context) ([]*metav1.APIGroup, []*metav1.APIResourceList, error) {
+	groups, resources, err := c.FakeDiscovery.ServerGroupsAndResourcesWithContext(ctx)
+	slices.SortFunc(groups, func(a, b *metav1.APIGroup) int { return strings.Compare(a.Name, b.Name) })
+	return groups, resources, err
 }
 
 func (c *cachedFake) Fresh() bool {
