@@ -459,7 +459,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 // set as it was, for rollBack.
 func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool, lost func(error)) ([]error, map[string]bool) {
 	ops := &rollout.KubeApps{
-		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Lost: lost,
+		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Lost: lost, Gates: o.gatesOf(c.Name),
 		Config: rollout.ApplyConfig{DryRun: dryRun, ForceConflicts: o.ForceConflicts, Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
 		Tests:  func(app string) []*unstructured.Unstructured { return r.testsOf(c.Name, app) },
 		Ignore: r.fleet.IgnoreRules,
@@ -494,6 +494,7 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 		// An app others depend on, or with tests, is waited for,
 		// --wait or not.
 		a.Wait = o.Wait || dependedOn(r.fleet, res.App, results) || len(r.testsOf(c.Name, res.App)) > 0
+		a.Final = !a.Tests && !a.SkippedTests && o.verifies() && !o.SkipGates && !o.soaking(r.fleet, c) && !o.checks(r.fleet, c)
 		run.Apps = append(run.Apps, a)
 	}
 	errs, failed := run.Run(ctx)

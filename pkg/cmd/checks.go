@@ -22,10 +22,10 @@ import (
 // through rollout.Checks, each on this machine with a kubeconfig that
 // reaches only this cluster, and returns the first failure.
 func (o *ApplyOptions) runChecks(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, cluster render.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, gates *rollout.Gates) error {
-	grp := f.Group(c.Group)
-	if grp == nil || len(grp.Verify) == 0 {
+	if !o.checks(f, c) {
 		return nil
 	}
+	grp := f.Group(c.Group)
 	kubeconfig, cleanup, err := singleContextKubeconfig(o.GlobalOptions, f, c)
 	if err != nil {
 		gates.Fail("", "checks: "+err.Error())

@@ -43,6 +43,12 @@ func (o *ApplyOptions) soaking(f *fleet.Fleet, c *fleet.Cluster) bool {
 	return o.verifies() && g != nil && g.Soak > 0 && !o.SkipGates
 }
 
+// checks reports whether cluster's group runs checks after its apply.
+func (o *ApplyOptions) checks(f *fleet.Fleet, c *fleet.Cluster) bool {
+	g := f.Group(c.Group)
+	return g != nil && len(g.Verify) > 0
+}
+
 // settle records, on the revision each app's apply left current on a
 // cluster, what the gates said of it (rollout.Gates.Verdict), says it, and
 // tells the promotion rule. Nothing is recorded after Ctrl-C: the gates
@@ -69,7 +75,10 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 		if !recorded {
 			continue // not applied in this run, or no revision recorded
 		}
-		err := o.writeVerdict(ctx, client, res.App, n, v)
+		var err error
+		if !gates.Recorded(res.App, v) { // else written with the revision
+			err = o.writeVerdict(ctx, client, res.App, n, v)
+		}
 		p.emit(rollout.Verdict(cluster, res.App, rollout.Label(res.App, len(results) > 1), n, v, err))
 	}
 }

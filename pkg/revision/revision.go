@@ -121,7 +121,8 @@ type Revision struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Verification is whether the release passed its gates on the
 	// cluster. It is kept in an annotation of its own
-	// (VerificationAnnotation), written after the gates ran, never in
+	// (VerificationAnnotation), written after the gates ran (with the
+	// revision itself when no gate follows its apply), never in
 	// InfoAnnotation.
 	Verification Verification `json:"verification,omitzero"`
 }
@@ -351,13 +352,23 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 	if err != nil {
 		return err
 	}
+	annotations := map[string]any{InfoAnnotation: string(info)}
+	if r.Verification.State != "" {
+		// Known when the revision is recorded (no gate follows the
+		// apply): one write, not two.
+		v, err := json.Marshal(r.Verification.stamped())
+		if err != nil {
+			return err
+		}
+		annotations[VerificationAnnotation] = string(v)
+	}
 	for i := len(parts) - 1; i >= 0; i-- {
 		labels := map[string]any{managedBy: fieldOwner, AppLabel: r.App, NumberLabel: strconv.Itoa(r.Number)}
 		meta := map[string]any{"name": chunkName(r.App, r.Number, i), "namespace": inventory.Namespace, "labels": labels}
 		if i > 0 {
 			labels[ChunkLabel] = strconv.Itoa(i)
 		} else {
-			meta["annotations"] = map[string]any{InfoAnnotation: string(info)}
+			meta["annotations"] = annotations
 		}
 		if err := applySecret(ctx, c, meta, parts[i]); err != nil {
 			return fmt.Errorf("recording revision %d of app %s: %w", r.Number, r.App, err)
@@ -366,7 +377,7 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 	if len(parts) == 0 {
 		meta := map[string]any{"name": SecretName(r.App, r.Number), "namespace": inventory.Namespace,
 			"labels":      map[string]any{managedBy: fieldOwner, AppLabel: r.App, NumberLabel: strconv.Itoa(r.Number)},
-			"annotations": map[string]any{InfoAnnotation: string(info)}}
+			"annotations": annotations}
 		if err := applySecret(ctx, c, meta, nil); err != nil {
 			return fmt.Errorf("recording revision %d of app %s: %w", r.Number, r.App, err)
 		}

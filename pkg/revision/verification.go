@@ -82,14 +82,19 @@ func verificationOf(m *metav1.ObjectMeta) Verification {
 	return v
 }
 
+// stamped is v with the time it was said, now unless set.
+func (v Verification) stamped() Verification {
+	if v.Time.IsZero() {
+		v.Time = time.Now().UTC().Truncate(time.Second)
+	}
+	return v
+}
+
 // Verify records v on revision n of an app: a merge patch of one
 // annotation of its first Secret, so that the next run, and any other
 // machine, sees whether this release passed its gates here.
 func Verify(ctx context.Context, c *kube.Client, app string, n int, v Verification) error {
-	if v.Time.IsZero() {
-		v.Time = time.Now().UTC().Truncate(time.Second)
-	}
-	info, err := json.Marshal(v)
+	info, err := json.Marshal(v.stamped())
 	if err != nil {
 		return err
 	}

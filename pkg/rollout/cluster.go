@@ -20,6 +20,20 @@ type App struct {
 	// Tests: its tests run after its apply. SkippedTests: it has tests,
 	// skipped (--skip-tests), so it cannot be verified.
 	Tests, SkippedTests bool
+	// Final: no gate follows its apply (no tests, and its cluster's group
+	// has no check or soak), so the verdict of a successful apply is
+	// known when its revision is recorded (OnApply), and is written with
+	// it.
+	Final bool
+}
+
+// OnApply is the gates a successful apply of app passes: applied, and
+// healthy when waited for.
+func OnApply(app App) []string {
+	if app.Wait {
+		return []string{Applied, "healthy"}
+	}
+	return []string{Applied}
 }
 
 // AppOps is what a cluster's rollout does to the cluster, app by app:
@@ -154,9 +168,8 @@ func (c ClusterRun) apply(ctx context.Context, app App) error {
 		c.Gates.Fail(app.Name, "apply: "+oneLine(err))
 		return err
 	}
-	c.Gates.Pass(app.Name, Applied)
-	if app.Wait {
-		c.Gates.Pass(app.Name, "healthy")
+	for _, gate := range OnApply(app) {
+		c.Gates.Pass(app.Name, gate)
 	}
 	if app.SkippedTests {
 		c.Gates.Unverified(app.Name, "tests skipped (--skip-tests)")

@@ -30,6 +30,28 @@ type Gates struct {
 	// unverified says why the gates of an app did not (all) run; ""
 	// holds the cluster's reason, for every app.
 	unverified map[string]string
+	// stored are the verdicts recorded with a revision this run created.
+	stored map[string]revision.Verification
+}
+
+// Stored records that the revision this run recorded for app carries v
+// already (App.Final).
+func (g *Gates) Stored(app string, v revision.Verification) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stored == nil {
+		g.stored = map[string]revision.Verification{}
+	}
+	g.stored[app] = v
+}
+
+// Recorded reports whether v is what the revision this run recorded for
+// app carries already, so that it need not be written again.
+func (g *Gates) Recorded(app string, v revision.Verification) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s, ok := g.stored[app]
+	return ok && s.State == v.State && s.Reason == v.Reason && slices.Equal(s.Gates, v.Gates)
 }
 
 // Pass records that a gate passed for app ("" for the whole cluster):

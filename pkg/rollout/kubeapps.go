@@ -38,6 +38,8 @@ type KubeApps struct {
 	// context's); Force whether its apply takes fields over (nil: no).
 	Namespace func(app string) string
 	Force     func(app string) bool
+	// Gates are told the verdict a Final app's revision is recorded with.
+	Gates *Gates
 	// Before are the apps' sets as they were before their apply
 	// (Remember), for --atomic to put back.
 	Before []*inventory.Set
@@ -104,6 +106,9 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	if !dryRun {
 		record = Recorded(k.Record(ctx, res), k.Cluster, app.Name, label, k.Emit)
 		record.User = k.Locks.User(k.Client, k.Cluster)
+		if app.Final {
+			k.verdictWith(record, app)
+		}
 	}
 	cfg := apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: k.Config.ForceConflicts || k.Force != nil && k.Force(app.Name),
@@ -120,6 +125,22 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 		cfg.Namespace = k.Namespace(app.Name)
 	}
 	return apply.Run(ctx, k.Client, cfg)
+}
+
+// verdictWith makes a Final app's revision carry its verdict, verified
+// through the gates an apply passes (it is recorded only when the apply
+// succeeded), and tells Gates once it is recorded. A failure after it
+// (the parent's write) fails the app, and its verdict is written then.
+func (k *KubeApps) verdictWith(record *apply.Record, app App) {
+	v := revision.Verification{State: revision.Verified, Gates: OnApply(app)}
+	record.Revision.Verification = v
+	done := record.Done
+	record.Done = func(rev revision.Revision, isNew bool) {
+		if isNew && k.Gates != nil {
+			k.Gates.Stored(app.Name, v)
+		}
+		done(rev, isNew)
+	}
 }
 
 // Test runs the app's tests.

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 // KubeApps on a cluster: every app locked, remembered for --atomic,
@@ -41,7 +42,10 @@ func TestKubeApps(t *testing.T) {
 		Namespace: func(app string) string { return map[string]string{"web": "shop"}[app] },
 	}
 	var gates Gates
-	run := ClusterRun{Cluster: "c1", Ops: ops, Gates: &gates, Write: true, Atomic: true, Apps: []App{{Name: "db"}, {Name: "web", DependsOn: []string{"db"}}}}
+	ops.Gates = &gates
+	// db's verdict is known when its revision is recorded (Final); web's
+	// is written once its gates ran.
+	run := ClusterRun{Cluster: "c1", Ops: ops, Gates: &gates, Write: true, Atomic: true, Apps: []App{{Name: "db", Final: true}, {Name: "web", DependsOn: []string{"db"}}}}
 	if errs, failed := run.Run(ctx); len(errs) > 0 || len(failed) > 0 {
 		t.Fatalf("errors %v, failed %v", errs, failed)
 	}
@@ -56,6 +60,13 @@ func TestKubeApps(t *testing.T) {
 	}
 	if c.Live(kubetest.Object("v1", "ConfigMap", "shop", "a")) == nil || c.Live(kubetest.Object("v1", "ConfigMap", "default", "c")) == nil {
 		t.Error("web's objects not in its namespace (shop), or db's not in the context's")
+	}
+	verified := revision.Verification{State: revision.Verified, Gates: []string{Applied}}
+	if v, err := revision.VerificationOf(ctx, c.Client, "db", 1); err != nil || v.State != revision.Verified || !gates.Recorded("db", verified) {
+		t.Errorf("db's revision: %+v, %v; want it recorded verified with the revision", v, err)
+	}
+	if v, err := revision.VerificationOf(ctx, c.Client, "web", 1); err != nil || v.State != revision.Unverified || gates.Recorded("web", verified) {
+		t.Errorf("web's revision: %+v, %v; want it unverified until its gates ran", v, err)
 	}
 	var stages []StageEvent
 	objects, revisions := 0, 0
