@@ -1,0 +1,69 @@
+package kube
+
+import (
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Requests sent at once to a server not yet connected to share the first
+// one's connection: one TLS handshake, not one each.
+func TestFirstConnectionIsShared(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(10 * time.Millisecond)
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	base := srv.Client().Transport.(*http.Transport).Clone()
+	base.ForceAttemptHTTP2 = true
+	client := &http.Client{Transport: newFirstConn(base)}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			resp, err := client.Get(srv.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.ProtoMajor != 2 {
+				t.Errorf("protocol %s, want HTTP/2", resp.Proto)
+			}
+		})
+	}
+	wg.Wait()
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for 20 requests sent at once, want 1", n)
+	}
+}
+
+// A first request that fails lets the others go: they connect themselves.
+func TestFirstConnectionFailing(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens
+	client := &http.Client{Transport: newFirstConn(http.DefaultTransport.(*http.Transport).Clone()), Timeout: 5 * time.Second}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() {
+			if _, err := client.Get("http://" + addr); err == nil {
+				t.Error("a request to nothing succeeded")
+			}
+		})
+	}
+	wg.Wait()
+}
