@@ -24,6 +24,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -217,9 +218,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 			return err
 		}
 		apps := map[string][]string{}
-		for _, c := range r.clusters {
+		for _, c := range r.Clusters {
 			apps[c.Name] = []string{}
-			for _, res := range r.of(c.Name) {
+			for _, res := range r.Of(c.Name) {
 				apps[c.Name] = append(apps[c.Name], res.App)
 			}
 		}
@@ -263,15 +264,15 @@ func (o *ApplyOptions) warm(ctx context.Context, f *fleet.Fleet, clusters []*fle
 
 // rollout writes r to its clusters group by group: apply's rollout, and
 // rollback's.
-func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) error {
+func (o *ApplyOptions) rollout(ctx context.Context, r *rendered.Set, verb string) error {
 	defer o.locks.Release(ctx, o.ErrOut)
 	dryRun := o.dryRun()
-	ws := waves(r.fleet, r.clusters)
-	if err := o.confirmations(ctx, r.fleet, ws, dryRun); err != nil {
+	ws := waves(r.Fleet, r.Clusters)
+	if err := o.confirmations(ctx, r.Fleet, ws, dryRun); err != nil {
 		return err
 	}
-	p := o.newPrinter(r.clusters, o.Output == "json")
-	pr := o.newProgress(r.clusters, p.json)
+	p := o.newPrinter(r.Clusters, o.Output == "json")
+	pr := o.newProgress(r.Clusters, p.json)
 	var tally summary.Tally
 	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	o.events = consumers{p: p, tally: &tally, pr: pr, collected: o.collected, onChange: o.onChange}
@@ -282,13 +283,13 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered, verb string) er
 	switch {
 	case o.SkipGates && o.verifies():
 		p.notes = append(p.notes, "Gates were skipped (--skip-gates): no test, check or soak ran, the earlier groups' verification was not required, and the revisions are unverified.")
-	case o.SkipTests && slices.ContainsFunc(r.fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }):
+	case o.SkipTests && slices.ContainsFunc(r.Fleet.Apps, func(a fleet.App) bool { return a.Tests != "" }):
 		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
 	}
-	_, byName := index(r.clusters)
+	_, byName := index(r.Clusters)
 	outcomes := rollout.Run(ctx, plan, func(ctx context.Context, name string) error {
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
-		if !o.soaking(r.fleet, byName[name]) {
+		if !o.soaking(r.Fleet, byName[name]) {
 			o.locks.ReleaseCluster(ctx, name, o.ErrOut) // nothing more is written there
 			o.idle(name)
 		}
@@ -394,12 +395,12 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 	return fmt.Errorf("not confirmed")
 }
 
-func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
+func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered.Set, c *fleet.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	if err := o.rollback.failed(c.Name); err != nil {
 		return err
 	}
 	pr.Stage(c.Name, "connecting")
-	client, err := o.connect(ctx, r.fleet, c)
+	client, err := o.connect(ctx, r.Fleet, c)
 	if err != nil {
 		return err
 	}
@@ -407,7 +408,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	// be writing there now. Nothing is rolled back or recorded then.
 	ctx, lost, stopped, done := rollout.StopOnLostLock(ctx)
 	defer done()
-	results := r.of(c.Name)
+	results := r.Of(c.Name)
 	skip, err := o.beforeWriting(ctx, r, c.Name, client, results, p)
 	switch {
 	case err != nil:
@@ -422,7 +423,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 	if err := stopped(); err != nil {
 		return err
 	}
-	if len(errs) > 0 || !o.soaking(r.fleet, c) {
+	if len(errs) > 0 || !o.soaking(r.Fleet, c) {
 		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
 	}
 	if len(errs) == 0 && skip != nil {
@@ -435,7 +436,7 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered, c *fleet.C
 // rollback says which apps it skips there (returned as skip); with
 // --diff, the diffs. (--plan is checked once the locks are taken:
 // rollout.ClusterRun.Check.)
-func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster string, client *kube.Client, results []render.Result, p *printer) (skip, err error) {
+func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered.Set, cluster string, client *kube.Client, results []render.Result, p *printer) (skip, err error) {
 	w := p.cluster(cluster)
 	skip = o.rollback.skipped(cluster, p, w)
 	if !o.Diff || skip != nil && len(results) == 0 {
@@ -443,7 +444,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 	}
 	d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
 	for _, res := range results {
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: cluster, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get()})
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: cluster, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get()})
 		if err != nil {
 			return skip, fmt.Errorf("app %s: diff: %w", res.App, err)
 		}
@@ -457,12 +458,12 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered, cluster s
 // rollout.KubeApps: in dependency order, each under its lock, and returns
 // the errors and the apps that failed. With --atomic it keeps each app's
 // set as it was, for rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool, lost func(error)) ([]error, map[string]bool) {
 	ops := &rollout.KubeApps{
 		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Lost: lost, Gates: o.gatesOf(c.Name),
 		Config: rollout.ApplyConfig{DryRun: dryRun, ForceConflicts: o.ForceConflicts, Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
-		Tests:  func(app string) []*unstructured.Unstructured { return r.testsOf(c.Name, app) },
-		Ignore: r.fleet.IgnoreRules,
+		Tests:  func(app string) []*unstructured.Unstructured { return r.TestsOf(c.Name, app) },
+		Ignore: r.Fleet.IgnoreRules,
 		Record: func(ctx context.Context, res render.Result) *apply.Record { return o.record(ctx, r, c.Name, res) },
 		Namespace: func(app string) string {
 			rolledBack, _ := o.rollback.recordOf(c.Name, app) // where objects without a namespace went then
@@ -484,17 +485,17 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered, c *fleet.Clus
 			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), resultOf(results, app).Objects, o.Concurrency)
 		}
 	}
-	for _, res := range inDependencyOrder(r.fleet, results) {
+	for _, res := range inDependencyOrder(r.Fleet, results) {
 		a := rollout.App{Name: res.App}
-		if fa := r.fleet.App(res.App); fa != nil {
+		if fa := r.Fleet.App(res.App); fa != nil {
 			a.DependsOn = fa.DependsOn
 			a.SkippedTests = fa.Tests != "" && (o.SkipTests || o.SkipGates)
 		}
-		a.Tests = len(r.testsOf(c.Name, res.App)) > 0 && !dryRun
+		a.Tests = len(r.TestsOf(c.Name, res.App)) > 0 && !dryRun
 		// An app others depend on, or with tests, is waited for,
 		// --wait or not.
-		a.Wait = o.Wait || dependedOn(r.fleet, res.App, results) || len(r.testsOf(c.Name, res.App)) > 0
-		a.Final = !a.Tests && !a.SkippedTests && o.verifies() && !o.SkipGates && !o.soaking(r.fleet, c) && !o.checks(r.fleet, c)
+		a.Wait = o.Wait || dependedOn(r.Fleet, res.App, results) || len(r.TestsOf(c.Name, res.App)) > 0
+		a.Final = !a.Tests && !a.SkippedTests && o.verifies() && !o.SkipGates && !o.soaking(r.Fleet, c) && !o.checks(r.Fleet, c)
 		run.Apps = append(run.Apps, a)
 	}
 	errs, failed := run.Run(ctx)
@@ -522,18 +523,18 @@ func resultOf(results []render.Result, app string) render.Result {
 // clusterGates runs the gates of the cluster's group once its apps went
 // through (its checks; the soak comes after the group), or says in its
 // gates why they did not run.
-func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress.Display, tally *summary.Tally) error {
+func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered.Set, c *fleet.Cluster, results []render.Result, failed map[string]bool, p *printer, pr *progress.Display, tally *summary.Tally) error {
 	gates := o.gatesOf(c.Name)
 	switch {
 	case o.SkipGates:
 		gates.Unverified("", "gates skipped (--skip-gates)")
 	case len(failed) > 0: // ClusterRun said so
 	case o.verifies() && ctx.Err() == nil:
-		cluster := render.ClusterOf(r.fleet, c)
+		cluster := render.ClusterOf(r.Fleet, c)
 		if len(results) > 0 {
 			cluster = results[0].Cluster // with the attributes read from it
 		}
-		return o.runChecks(ctx, r.fleet, c, cluster, p, pr, tally, gates)
+		return o.runChecks(ctx, r.Fleet, c, cluster, p, pr, tally, gates)
 	}
 	return nil
 }
@@ -541,19 +542,19 @@ func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered, c *fleet.C
 // rollBack, with --atomic, puts a cluster that failed (err) back the way
 // it was before this apply, and says so in the error it returns. Ctrl-C
 // rolls nothing back: the user stopped the run.
-func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered, cluster string, err error, p *printer, pr *progress.Display, tally *summary.Tally) error {
+func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered.Set, cluster string, err error, p *printer, pr *progress.Display, tally *summary.Tally) error {
 	o.mu.Lock()
 	before := o.before[cluster]
 	o.mu.Unlock()
 	if err == nil || len(before) == 0 || ctx.Err() != nil {
 		return err
 	}
-	client, cerr := o.connect(ctx, r.fleet, r.fleet.Cluster(cluster))
+	client, cerr := o.connect(ctx, r.Fleet, r.Fleet.Cluster(cluster))
 	if cerr != nil {
 		return &atomicError{err: err, note: "rollback failed: " + cerr.Error()}
 	}
 	pr.Stage(cluster, "rolling back")
-	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.fleet.IgnoreRules, p, p.cluster(cluster), tally)}
+	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.Fleet.IgnoreRules, p, p.cluster(cluster), tally)}
 }
 
 // pruning reports whether applies prune: --prune, or a rollback, which
@@ -563,12 +564,12 @@ func (o *ApplyOptions) pruning() bool { return o.Prune || o.rollback != nil }
 // record says how an app's apply to a cluster is recorded in its
 // history: the plugin version, the source's git commit, and what made it
 // (an apply, or a rollback to an earlier revision).
-func (o *ApplyOptions) record(ctx context.Context, r *rendered, cluster string, res render.Result) *apply.Record {
+func (o *ApplyOptions) record(ctx context.Context, r *rendered.Set, cluster string, res render.Result) *apply.Record {
 	rev, ok := o.rollback.recordOf(cluster, res.App)
 	if !ok {
 		rev.Description, rev.Chart = "apply", res.Chart
 		rev.Source, _ = o.sources.Do(res.Source.Path, func() (revision.Source, error) {
-			return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
+			return revision.SourceOf(ctx, res.Source.Path, r.Fleet.Path), nil
 		})
 	}
 	return &apply.Record{Revision: rev, Limit: o.HistoryLimit}

@@ -228,6 +228,16 @@ func (g *GlobalOptions) connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cl
 	})
 }
 
+// checkContexts materializes the clusters' kubeconfigFrom, then verifies,
+// before any request, that every cluster's context exists in its
+// kubeconfig.
+func checkContexts(ctx context.Context, g *GlobalOptions, f *fleet.Fleet, clusters []*fleet.Cluster) error {
+	if err := g.resolveKubeconfigs(ctx, f, clusters); err != nil {
+		return err
+	}
+	return kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters)
+}
+
 // stdinIsTerminal reports whether confirmation can be asked for.
 func (g *GlobalOptions) stdinIsTerminal() bool {
 	f, ok := g.In.(*os.File)

@@ -357,25 +357,6 @@ clusters:
 	}
 }
 
-func TestAppName(t *testing.T) {
-	for _, tt := range []struct {
-		src  SourceOptions
-		want string
-	}{
-		{SourceOptions{Kustomize: "apps/web"}, "web"},
-		{SourceOptions{Kustomize: "apps/web/"}, "web"},
-		{SourceOptions{Jsonnet: "dash/main.jsonnet"}, "main"},
-		{SourceOptions{Jsonnet: "Web_App.v2.jsonnet"}, "web-app-v2"},
-		{SourceOptions{Manifests: "deploy.yaml"}, "deploy"},
-		{SourceOptions{Manifests: "-"}, "stdin"},
-		{SourceOptions{Manifests: "x.yaml", Name: "named"}, "named"},
-	} {
-		if got := tt.src.appName(); got != tt.want {
-			t.Errorf("%+v: %q, want %q", tt.src, got, tt.want)
-		}
-	}
-}
-
 // vet renders and checks the apps' tests too, with their own errors.
 func TestVetChecksTests(t *testing.T) {
 	dir := t.TempDir()

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
@@ -78,7 +79,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	apps, err := o.apps(f, clusters, o.namespace())
+	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
 }
 
-func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []app, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
+func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []rendered.App, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	name := c.Name
 	pr.Stage(name, "connecting")
 	client, err := o.connect(ctx, f, c)
@@ -121,21 +122,21 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	var errs []error
 	// Dependents go before what they depend on.
 	for _, a := range reverseDependencyOrder(f, apps) {
-		if !a.goesTo(c) {
+		if !a.GoesTo(c) {
 			continue
 		}
 		if !dryRun {
-			if err := acquire(ctx, &o.locks, client, name, a.name, p, true, true, lost); err != nil {
-				errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
+			if err := acquire(ctx, &o.locks, client, name, a.Name, p, true, true, lost); err != nil {
+				errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
 				continue
 			}
 		}
-		pr.Stage(name, "deleting %s", a.name)
-		found, err := apply.Delete(ctx, client, a.name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.name, a.name, dryRun))
+		pr.Stage(name, "deleting %s", a.Name)
+		found, err := apply.Delete(ctx, client, a.Name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.Name, a.Name, dryRun))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("app %s: %w", a.name, err))
+			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
 		} else if !found && !p.json {
-			fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.name)
+			fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.Name)
 		}
 	}
 	if err := stopped(); err != nil {
@@ -144,11 +145,11 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	return errors.Join(errs...)
 }
 
-func (o *DeleteOptions) confirm(ctx context.Context, apps []app, clusters []*fleet.Cluster) error {
+func (o *DeleteOptions) confirm(ctx context.Context, apps []rendered.App, clusters []*fleet.Cluster) error {
 	names, _ := index(clusters)
 	appNames := make([]string, len(apps))
 	for i, a := range apps {
-		appNames[i] = a.name
+		appNames[i] = a.Name
 	}
 	what := fmt.Sprintf("app %s from %s", strings.Join(appNames, ", "), strings.Join(names, ", "))
 	if !o.stdinIsTerminal() {
@@ -159,16 +160,16 @@ func (o *DeleteOptions) confirm(ctx context.Context, apps []app, clusters []*fle
 
 // reverseDependencyOrder orders apps so that each comes before the apps it
 // depends on: the order to delete them in.
-func reverseDependencyOrder(f *fleet.Fleet, apps []app) []app {
+func reverseDependencyOrder(f *fleet.Fleet, apps []rendered.App) []rendered.App {
 	names := make([]string, len(apps))
-	byName := map[string]app{}
+	byName := map[string]rendered.App{}
 	for i, a := range apps {
-		names[i] = a.name
-		byName[a.name] = a
+		names[i] = a.Name
+		byName[a.Name] = a
 	}
 	order := f.DependencyOrder(names)
 	slices.Reverse(order)
-	out := make([]app, len(order))
+	out := make([]rendered.App, len(order))
 	for i, n := range order {
 		out[i] = byName[n]
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 )
 
 // NewCmdDeps returns the deps command: the fleet's Helm charts and their
@@ -71,7 +72,7 @@ func (g *GlobalOptions) depsUpdate(cmd *cobra.Command, apps []string) error {
 		if a.Helm == nil || len(apps) > 0 && !slices.Contains(apps, a.Name) {
 			continue
 		}
-		h := unlockedHelmOf(f, a)
+		h := rendered.ChartOf(f, a)
 		if !h.Remote() {
 			fetched, err := engine.BuildDependencies(h)
 			if err != nil {

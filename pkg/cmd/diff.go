@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -144,7 +145,7 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 
 // diffRun is what a diff found on every cluster.
 type diffRun struct {
-	r         *rendered
+	r         *rendered.Set
 	outcomes  []runner.Outcome
 	summaries map[string]diff.Summary
 
@@ -155,12 +156,12 @@ type diffRun struct {
 // writePlan writes what the diff saw as a plan (--out), when it saw every
 // selected cluster whole.
 func (o *DiffOptions) writePlan(res *diffRun) error {
-	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, Created: time.Now().UTC().Truncate(time.Second), Fleet: res.r.fleet.Metadata.Name}
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, Created: time.Now().UTC().Truncate(time.Second), Fleet: res.r.Fleet.Metadata.Name}
 	for _, oc := range res.outcomes {
 		if oc.State != runner.Succeeded {
 			return fmt.Errorf("no plan written: cluster %s was not diffed whole (%s)", oc.Cluster, oc.State)
 		}
-		p.Clusters = append(p.Clusters, plan.Cluster{Name: oc.Cluster, Group: res.r.fleet.Cluster(oc.Cluster).Group, Apps: res.plans[oc.Cluster]})
+		p.Clusters = append(p.Clusters, plan.Cluster{Name: oc.Cluster, Group: res.r.Fleet.Cluster(oc.Cluster).Group, Apps: res.plans[oc.Cluster]})
 	}
 	if err := p.Write(o.PlanFile); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -174,7 +175,7 @@ func (o *DiffOptions) report(res *diffRun) report.Report {
 	rep := report.Report{Command: "diff"}
 	for _, oc := range res.outcomes {
 		s := res.summaries[oc.Cluster]
-		c := report.Cluster{Name: oc.Cluster, Group: res.r.fleet.Cluster(oc.Cluster).Group, Counts: &report.Counts{Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged}, Error: errString(oc.Err)}
+		c := report.Cluster{Name: oc.Cluster, Group: res.r.Fleet.Cluster(oc.Cluster).Group, Counts: &report.Counts{Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged}, Error: errString(oc.Err)}
 		switch {
 		case oc.State == runner.Skipped:
 			c.State, c.Skipped = "skipped", true
@@ -202,7 +203,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 		return &ExitError{Code: ExitDiffError, Err: err}
 	}
 	res.r = r
-	p := o.newPrinter(r.clusters, o.Output == "json")
+	p := o.newPrinter(r.Clusters, o.Output == "json")
 	defer p.close()
 	var external *diff.External
 	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.json {
@@ -214,7 +215,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	}
 	var mu sync.Mutex
 	summaries := res.summaries
-	names, byName := index(r.clusters)
+	names, byName := index(r.Clusters)
 	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
 		o.idle(name)
@@ -261,14 +262,14 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	return nil
 }
 
-func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Cluster, p *printer, external *diff.External, run *diffRun) (diff.Summary, error) {
-	client, err := o.connect(ctx, r.fleet, c)
+func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet.Cluster, p *printer, external *diff.External, run *diffRun) (diff.Summary, error) {
+	client, err := o.connect(ctx, r.Fleet, c)
 	if err != nil {
 		return diff.Summary{}, err
 	}
 	w := p.cluster(c.Name)
 	var all []diff.Object
-	for _, res := range r.of(c.Name) {
+	for _, res := range r.Of(c.Name) {
 		var set *inventory.Set
 		if o.PlanFile != "" {
 			// Read before the objects: an apply after this makes the
@@ -279,7 +280,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 		}
 		// An external diff program is given every object, as kubectl diff
 		// gives it: nothing is skipped.
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get()})
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get()})
 		if err != nil {
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}
@@ -290,7 +291,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered, c *fleet.Clu
 				return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 			}
 			src, _ := o.sources.Do(res.Source.Path, func() (revision.Source, error) {
-				return revision.SourceOf(ctx, res.Source.Path, r.fleet.Path), nil
+				return revision.SourceOf(ctx, res.Source.Path, r.Fleet.Path), nil
 			})
 			key, err := digest.KeyOf(ctx, client)
 			if err != nil {

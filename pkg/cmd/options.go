@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +17,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 )
 
 // GlobalOptions are the flags every command shares.
@@ -183,30 +182,14 @@ func (g *GlobalOptions) complete(names func(*fleet.Fleet) []string) cobra.Comple
 	}
 }
 
-// SourceOptions say what to render: an ad hoc source (-k, -j or -f) or the
-// fleet file's apps.
+// SourceOptions are the flags that say what to render (a rendered.Source:
+// an ad hoc -k, -j, -f or --chart source, or the fleet file's apps).
 type SourceOptions struct {
-	Kustomize string
-	Jsonnet   string
-	Manifests string
-	JPath     []string
-	// Chart is an ad hoc Helm chart (--chart), with ChartVersion, Repo,
-	// ValuesFiles (--values) and Set.
-	Chart        string
-	ChartVersion string
-	Repo         string
-	ValuesFiles  []string
-	Set          []string
-	PlainHTTP    bool
-	// Name names an ad hoc source's app; default: the source's base name.
-	Name string
-	// Apps narrows the fleet file's apps.
-	Apps []string
-	// withTests renders the apps' tests too.
+	rendered.Source
+	// withTests and warm are no flags: apply and reconcile set them for
+	// their render (rendered.Config's Tests and Warm).
 	withTests bool
-	// warm, when set, is started once the clusters are selected, to run
-	// beside the render (apply: the first requests to the clusters).
-	warm func(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster)
+	warm      func(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster)
 }
 
 func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
@@ -263,186 +246,6 @@ func (s *SourceOptions) validate() error {
 	return nil
 }
 
-// app is one named source with the clusters it goes to.
-type app struct {
-	name     string
-	source   render.Source
-	clusters []*fleet.Cluster
-	// tests is the app's test source (apps[].tests), if any.
-	tests *render.Source
-}
-
-// goesTo reports whether the app is deployed to c.
-func (a app) goesTo(c *fleet.Cluster) bool { return slices.Contains(a.clusters, c) }
-
-// apps resolves what to render for the selected clusters: the ad hoc source
-// for all of them, or the fleet file's apps for the clusters each targets.
-func (s *SourceOptions) apps(f *fleet.Fleet, clusters []*fleet.Cluster, namespace string) ([]app, error) {
-	if adhoc, ok := s.adhoc(); ok {
-		if namespace != "" {
-			adhoc.Namespace = namespace
-		}
-		return []app{{name: s.appName(), source: adhoc, clusters: clusters}}, nil
-	}
-	if len(f.Apps) == 0 {
-		return nil, fmt.Errorf("nothing to render: give -k DIR, -j FILE or -f PATH, or define apps in %s", f.Path)
-	}
-	for _, name := range s.Apps {
-		if f.App(name) == nil {
-			return nil, fmt.Errorf("--app %s: no such app in %s", name, f.Path)
-		}
-	}
-	var (
-		out  []app
-		lock *fleet.Lock // read once, for the first chart it pins
-	)
-	for i := range f.Apps {
-		a := &f.Apps[i]
-		if len(s.Apps) > 0 && !slices.Contains(s.Apps, a.Name) {
-			continue
-		}
-		targets := a.Targets(clusters)
-		if len(targets) == 0 {
-			continue
-		}
-		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath), NoSubstitute: a.Substitute != nil && !*a.Substitute}
-		switch {
-		case a.Helm != nil:
-			h, err := helmOf(f, a, &lock)
-			if err != nil {
-				return nil, err
-			}
-			src.Type, src.Helm, src.Path = render.HelmChart, h, h.Chart
-		case a.Kustomize != "":
-			src.Type, src.Path = render.Kustomize, f.ResolvePath(a.Kustomize)
-		case a.Jsonnet != "":
-			src.Type, src.Path = render.Jsonnet, f.ResolvePath(a.Jsonnet)
-		default:
-			src.Type, src.Path = render.Manifests, f.ResolvePath(a.Manifests)
-		}
-		if namespace != "" {
-			src.Namespace = namespace
-		}
-		ap := app{name: a.Name, source: src, clusters: targets}
-		if a.Helm != nil && a.Tests == "" {
-			// The chart's test hooks are the app's tests.
-			tests := *src.Helm
-			tests.Tests = true
-			ap.tests = &render.Source{Type: render.HelmChart, Path: src.Path, Namespace: src.Namespace, Helm: &tests}
-		}
-		if a.Tests != "" {
-			ap.tests = &render.Source{Type: render.Manifests, Path: f.ResolvePath(a.Tests), Namespace: src.Namespace}
-			if isKustomization(ap.tests.Path) {
-				ap.tests.Type = render.Kustomize
-			}
-		}
-		out = append(out, ap)
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no app of %s deploys to the selected clusters", f.Path)
-	}
-	return out, nil
-}
-
-// adhoc returns the -k/-j/-f source, if one was given.
-func (s *SourceOptions) adhoc() (render.Source, bool) {
-	switch {
-	case s.Kustomize != "":
-		return render.Source{Type: render.Kustomize, Path: absPath(s.Kustomize)}, true
-	case s.Jsonnet != "":
-		jpath := make([]string, len(s.JPath))
-		for i, p := range s.JPath {
-			jpath[i] = absPath(p)
-		}
-		return render.Source{Type: render.Jsonnet, Path: absPath(s.Jsonnet), JPath: jpath}, true
-	case s.Manifests == "-":
-		return render.Source{Type: render.Manifests, Path: "-"}, true
-	case s.Manifests != "":
-		return render.Source{Type: render.Manifests, Path: absPath(s.Manifests)}, true
-	case s.Chart != "":
-		h := &render.Helm{Chart: s.Chart, Repo: s.Repo, Version: s.ChartVersion, Values: make([]string, len(s.ValuesFiles)), Set: s.Set, IncludeCRDs: true, PlainHTTP: s.PlainHTTP}
-		if s.Repo == "" && !strings.HasPrefix(s.Chart, "oci://") {
-			h.Chart = absPath(s.Chart)
-		}
-		for i, v := range s.ValuesFiles {
-			h.Values[i] = absPath(v)
-		}
-		return render.Source{Type: render.HelmChart, Path: h.Chart, Helm: h}, true
-	}
-	return render.Source{}, false
-}
-
-// helmOf is the render's view of an app's chart: local paths resolved from
-// the fleet file's folder; a chart from a repository or registry pinned by
-// fleet.lock to its exact version and digest, when the lock has it. lock
-// is the lock read so far (nil: not yet), read once for a whole fleet.
-func helmOf(f *fleet.Fleet, a *fleet.App, lock **fleet.Lock) (*render.Helm, error) {
-	out := unlockedHelmOf(f, a)
-	if !out.Remote() {
-		return out, nil
-	}
-	if *lock == nil {
-		l, err := fleet.LoadLock(f.Path)
-		if err != nil {
-			return nil, err
-		}
-		*lock = l
-	}
-	switch locked := (*lock).Of(a.Name); {
-	case locked == nil:
-	case !locked.Matches(a.Helm):
-		return nil, fmt.Errorf("app %s: %s pins chart %s %s (repo %q), but the fleet file asks for %s %s (repo %q): run kubectl fleet deps update", a.Name, fleet.LockFile, locked.Chart, locked.Version, locked.Repo, a.Helm.Chart, a.Helm.Version, a.Helm.Repo)
-	default:
-		out.Version, out.Digest = locked.Resolved, locked.Digest
-	}
-	return out, nil
-}
-
-// unlockedHelmOf is helmOf without the lock: what deps update resolves.
-func unlockedHelmOf(f *fleet.Fleet, a *fleet.App) *render.Helm {
-	h := a.Helm
-	out := &render.Helm{Chart: h.Chart, Repo: h.Repo, Version: h.Version, ReleaseName: h.ReleaseName, ValuesInline: h.ValuesInline, IncludeCRDs: h.IncludeCRDs == nil || *h.IncludeCRDs, PlainHTTP: h.PlainHTTP}
-	if h.Repo == "" && !strings.HasPrefix(h.Chart, "oci://") {
-		out.Chart = f.ResolvePath(h.Chart)
-	}
-	for _, v := range h.Values {
-		out.Values = append(out.Values, f.ResolvePath(v))
-	}
-	return out
-}
-
-// appName is --name, else the base name of the source without extension:
-// -k apps/web → web, -j web.jsonnet → web, -f - → stdin.
-func (s *SourceOptions) appName() string {
-	if s.Name != "" {
-		return s.Name
-	}
-	if s.Manifests == "-" {
-		return "stdin"
-	}
-	p := s.Kustomize + s.Jsonnet + s.Manifests + s.Chart
-	base := filepath.Base(filepath.Clean(p))
-	if s.Jsonnet != "" || s.Manifests != "" || s.Chart != "" {
-		base = strings.TrimSuffix(base, filepath.Ext(base))
-	}
-	if base == "." || base == string(filepath.Separator) {
-		if wd, err := os.Getwd(); err == nil {
-			base = filepath.Base(wd)
-		}
-	}
-	// Made a DNS label: it names the app's inventory.
-	name := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(base), "-"), "-")
-	if len(name) > 63 {
-		name = strings.TrimRight(name[:63], "-")
-	}
-	if name == "" {
-		name = "app"
-	}
-	return name
-}
-
-var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
-
 func validateAppName(name string) error {
 	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
 		return fmt.Errorf("%q is not a valid app name: %s", name, strings.Join(msgs, "; "))
@@ -450,52 +253,57 @@ func validateAppName(name string) error {
 	return nil
 }
 
-func resolveAll(f *fleet.Fleet, paths []string) []string {
-	out := make([]string, len(paths))
-	for i, p := range paths {
-		out[i] = f.ResolvePath(p)
+// render renders what src says for the selected clusters, all or nothing
+// (rendered.Render). With contexts, the command talks to clusters: every
+// selected cluster's context must exist first.
+func (g *GlobalOptions) render(ctx context.Context, sel fleet.Selection, src *SourceOptions, contexts bool) (*rendered.Set, error) {
+	c, err := g.renderConfig(sel, src, contexts)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	return rendered.Render(ctx, c)
 }
 
-func absPath(p string) string {
-	p = fleet.ExpandHome(p)
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
+// renderConfig loads the fleet file and says what to render of it: the
+// flags', with this command's clusters, -n and render engine.
+func (g *GlobalOptions) renderConfig(sel fleet.Selection, src *SourceOptions, contexts bool) (rendered.Config, error) {
+	f, err := g.loadFleet()
+	if err != nil {
+		return rendered.Config{}, err
 	}
-	return p
+	return rendered.Config{Fleet: f, Selection: sel, Source: src.Source, Namespace: g.namespace(), Contexts: contexts, Connector: connector{g}, Engine: g.engine(), Tests: src.withTests, Warm: src.warm}, nil
 }
 
-// targets lists every (cluster, app) pair to render, cluster by cluster in
-// fleet order, apps in fleet order within a cluster. live holds attributes
-// read from clusters; they override the fleet file's.
-// With tests, the targets are the apps' tests instead.
-func targets(f *fleet.Fleet, clusters []*fleet.Cluster, apps []app, live map[string]map[string]any, tests bool) []render.Target {
-	var out []render.Target
-	for _, c := range clusters {
-		rc := render.ClusterOf(f, c)
-		for k, v := range live[c.Name] {
-			rc.Attributes[k] = v
-		}
-		for _, a := range apps {
-			switch {
-			case !a.goesTo(c):
-			case !tests:
-				out = append(out, render.Target{Cluster: rc, App: a.name, Source: a.source})
-			case a.tests != nil:
-				out = append(out, render.Target{Cluster: rc, App: a.name, Source: *a.tests})
-			}
-		}
-	}
-	return out
+// connector is how a render reaches the clusters: the command's
+// kubeconfigs and clients.
+type connector struct{ g *GlobalOptions }
+
+func (c connector) CheckContexts(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) error {
+	return checkContexts(ctx, c.g, f, clusters)
 }
 
-// isKustomization reports whether dir holds a kustomization.
-func isKustomization(dir string) bool {
-	for _, name := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			return true
-		}
+func (c connector) Connect(ctx context.Context, f *fleet.Fleet, cl *fleet.Cluster) (*kube.Client, error) {
+	return c.g.connect(ctx, f, cl)
+}
+
+// engine is a render engine for this command: standard input for -f -,
+// and the chart cache (charts pinned by fleet.lock, under their digest).
+func (g *GlobalOptions) engine() *render.Engine {
+	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache()}
+}
+
+// chartCache is where charts are cached: $KUBECTL_FLEET_CHART_CACHE, else
+// kubectl-fleet-charts in kubectl's --cache-dir when it is given, else
+// kubectl-fleet/charts in the user's cache folder (~/.cache on Linux).
+func (g *GlobalOptions) chartCache() string {
+	if dir := os.Getenv("KUBECTL_FLEET_CHART_CACHE"); dir != "" {
+		return dir
 	}
-	return false
+	if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != "" && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
+		return filepath.Join(*cf.CacheDir, "kubectl-fleet-charts")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "kubectl-fleet", "charts")
+	}
+	return ""
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -53,12 +54,12 @@ func (o *ApplyOptions) checks(f *fleet.Fleet, c *fleet.Cluster) bool {
 // cluster, what the gates said of it (rollout.Gates.Verdict), says it, and
 // tells the promotion rule. Nothing is recorded after Ctrl-C: the gates
 // did not finish, and the revision stays as it was.
-func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rendered, cluster string, p *printer, tally *summary.Tally) {
+func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rendered.Set, cluster string, p *printer, tally *summary.Tally) {
 	if o.dryRun() || ctx.Err() != nil {
 		return
 	}
 	gates := o.gatesOf(cluster)
-	results := r.of(cluster)
+	results := r.Of(cluster)
 	key, _ := digest.KeyOf(ctx, client) // read by the apply already
 	revs := tally.Revisions(cluster)
 	for _, res := range results {
@@ -110,7 +111,7 @@ func restored(rec revision.Revision) revision.Verification {
 // groups that are not selected rendered too (a render error stops the
 // command before anything is written). Dry runs, rollbacks and
 // --skip-gates have none.
-func (o *ApplyOptions) promote(ctx context.Context, r *rendered) error {
+func (o *ApplyOptions) promote(ctx context.Context, r *rendered.Set) error {
 	if !o.verifies() || o.SkipGates {
 		return nil
 	}
@@ -118,8 +119,8 @@ func (o *ApplyOptions) promote(ctx context.Context, r *rendered) error {
 	if err != nil {
 		return err
 	}
-	o.promotion = &rollout.Promotion{Groups: promotionGroups(r.fleet, slices.Concat(r.results, upstream)), Parallel: o.Parallel, Reader: rollout.ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
-		return o.connect(ctx, r.fleet, r.fleet.Cluster(name))
+	o.promotion = &rollout.Promotion{Groups: promotionGroups(r.Fleet, slices.Concat(r.Results, upstream)), Parallel: o.Parallel, Reader: rollout.ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
+		return o.connect(ctx, r.Fleet, r.Fleet.Cluster(name))
 	}}}
 	return nil
 }
@@ -149,19 +150,19 @@ func promotionGroups(f *fleet.Fleet, results []render.Result) []rollout.Group {
 // renderUpstream renders the run's apps for the clusters of the groups
 // before the last selected one that are not selected: what they must
 // have verified before a selected group gets the release.
-func (o *ApplyOptions) renderUpstream(ctx context.Context, r *rendered) ([]render.Result, error) {
-	ws := waves(r.fleet, r.clusters)
+func (o *ApplyOptions) renderUpstream(ctx context.Context, r *rendered.Set) ([]render.Result, error) {
+	ws := waves(r.Fleet, r.Clusters)
 	if len(ws) == 0 {
 		return nil, nil
 	}
-	last := groupIndex(r.fleet, ws[len(ws)-1].Name)
+	last := groupIndex(r.Fleet, ws[len(ws)-1].Name)
 	var names []string
-	for i := range r.fleet.Clusters {
-		c := &r.fleet.Clusters[i]
-		if groupIndex(r.fleet, c.Group) >= last || slices.ContainsFunc(r.clusters, func(s *fleet.Cluster) bool { return s.Name == c.Name }) {
+	for i := range r.Fleet.Clusters {
+		c := &r.Fleet.Clusters[i]
+		if groupIndex(r.Fleet, c.Group) >= last || slices.ContainsFunc(r.Clusters, func(s *fleet.Cluster) bool { return s.Name == c.Name }) {
 			continue
 		}
-		if _, err := o.SourceOptions.apps(r.fleet, []*fleet.Cluster{c}, o.namespace()); err == nil {
+		if _, err := o.SourceOptions.Resolve(r.Fleet, []*fleet.Cluster{c}, o.namespace()); err == nil {
 			names = append(names, c.Name) // an app of the run goes there
 		}
 	}
@@ -177,7 +178,7 @@ func (o *ApplyOptions) renderUpstream(ctx context.Context, r *rendered) ([]rende
 	if err != nil {
 		return nil, fmt.Errorf("checking what the earlier groups verified (--skip-gates does not): %w", err)
 	}
-	return up.results, nil
+	return up.Results, nil
 }
 
 // groupIndex is the position of a group in the fleet file.
@@ -186,11 +187,11 @@ func groupIndex(f *fleet.Fleet, name string) int {
 }
 
 // appsByWave lists the apps each wave deploys.
-func appsByWave(r *rendered, ws []runner.Wave) map[string][]string {
+func appsByWave(r *rendered.Set, ws []runner.Wave) map[string][]string {
 	out := map[string][]string{}
 	for _, w := range ws {
 		for _, c := range w.Clusters {
-			for _, res := range r.of(c) {
+			for _, res := range r.Of(c) {
 				if !slices.Contains(out[w.Name], res.App) {
 					out[w.Name] = append(out[w.Name], res.App)
 				}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -166,7 +167,7 @@ func (o *ReconcileOptions) Validate(cmd *cobra.Command) error {
 			return fmt.Errorf("--metrics-addr %q: want host:port or :port: %w", o.MetricsAddr, err)
 		}
 	}
-	if _, adhoc := a.adhoc(); adhoc && a.Manifests == "-" {
+	if _, adhoc := a.Adhoc(); adhoc && a.Manifests == "-" {
 		return fmt.Errorf("-f - reads standard input once; reconcile renders again every pass: give a file or folder")
 	}
 	return a.Validate()
@@ -321,7 +322,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	if err := a.promote(ctx, r); err != nil {
 		return o.end(n, start, ev, err)
 	}
-	sub := r.only(toApply)
+	sub := r.Only(toApply)
 	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
 	a.onChange = o.metrics.Applied
 	err = a.rollout(ctx, sub, "apply")
@@ -329,7 +330,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	for _, oc := range a.outcomes {
 		ok := oc.State == runner.Succeeded
 		revs := a.tally.Revisions(oc.Cluster)
-		for _, res := range sub.of(oc.Cluster) {
+		for _, res := range sub.Of(oc.Cluster) {
 			o.metrics.App(oc.Cluster, res.App, now, ok, revs[res.App])
 			if ok {
 				o.metrics.Drift(oc.Cluster, res.App, 0)
@@ -373,9 +374,9 @@ func (o *ReconcileOptions) end(n int, start time.Time, ev PassEvent, err error) 
 // decideAll checks every selected cluster, says what the pass does with
 // each, and returns the pass's lists, the clusters to apply, and the
 // cluster/app pairs to apply with force (--correct-drift).
-func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions, r *rendered) (ev PassEvent, toApply, drifting map[string]bool) {
+func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions, r *rendered.Set) (ev PassEvent, toApply, drifting map[string]bool) {
 	checks := o.checkAll(ctx, a, r)
-	p := a.newPrinter(r.clusters, a.Output == "json")
+	p := a.newPrinter(r.Clusters, a.Output == "json")
 	defer p.close()
 	toApply, drifting = map[string]bool{}, map[string]bool{}
 	now := time.Now()
@@ -405,32 +406,32 @@ func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions
 			}
 		}
 	}
-	o.metrics.KeepOnly(r.results)
+	o.metrics.KeepOnly(r.Results)
 	return ev, toApply, drifting
 }
 
 // mine is the part of r that this replica's shard owns.
-func (o *ReconcileOptions) mine(r *rendered) *rendered {
+func (o *ReconcileOptions) mine(r *rendered.Set) *rendered.Set {
 	if !o.Shard.Sharded() {
 		return r
 	}
 	owned := map[string]bool{}
-	for _, c := range r.clusters {
+	for _, c := range r.Clusters {
 		if o.Shard.Owns(c.Name) {
 			owned[c.Name] = true
 		}
 	}
-	return r.only(owned)
+	return r.Only(owned)
 }
 
 // refuseProtected refuses a pass whose selection includes a protected
 // group, unless --yes: reconcile has no terminal to ask on.
-func refuseProtected(r *rendered, yes bool) error {
+func refuseProtected(r *rendered.Set, yes bool) error {
 	if yes {
 		return nil
 	}
-	for _, w := range waves(r.fleet, r.clusters) {
-		if g := r.fleet.Group(w.Name); g != nil && g.Protected {
+	for _, w := range waves(r.Fleet, r.Clusters) {
+		if g := r.Fleet.Group(w.Name); g != nil && g.Protected {
 			return fmt.Errorf("group %s is protected (%s) and reconcile never asks: pass --yes to let it write there, or select other groups (-g)", w.Name, strings.Join(w.Clusters, ", "))
 		}
 	}
@@ -438,17 +439,17 @@ func refuseProtected(r *rendered, yes bool) error {
 }
 
 // checkAll checks every selected cluster, --parallel at once.
-func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *rendered) []rollout.ClusterCheck {
-	names, byName := index(r.clusters)
+func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *rendered.Set) []rollout.ClusterCheck {
+	names, byName := index(r.Clusters)
 	checks := make([]rollout.ClusterCheck, len(names))
 	var mu sync.Mutex
 	runner.Run(ctx, everyCluster(names), a.Parallel, func(ctx context.Context, name string) error {
 		c := rollout.ClusterCheck{Cluster: name}
-		client, err := a.connect(ctx, r.fleet, byName[name])
+		client, err := a.connect(ctx, r.Fleet, byName[name])
 		if err != nil {
 			c.Err = err
 		} else {
-			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.fleet.IgnoreRules, Concurrency: a.Concurrency}, r.of(name))
+			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: a.Concurrency}, r.Of(name))
 			a.idle(name)
 		}
 		mu.Lock()

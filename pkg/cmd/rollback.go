@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -109,7 +110,7 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	}
 	plan, results := o.plan(ctx, f, clusters)
 	o.rollback = plan
-	return o.rollout(ctx, &rendered{fleet: f, clusters: clusters, results: results}, "roll back")
+	return o.rollout(ctx, &rendered.Set{Fleet: f, Clusters: clusters, Results: results}, "roll back")
 }
 
 // rollbackPlan is what a rollback found in each cluster before writing

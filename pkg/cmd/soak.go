@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
@@ -24,10 +25,10 @@ var soakInterval = rollout.DefaultSoakInterval
 // the group's budget, the rollout; --atomic rolls it back). The last
 // group soaks too: nothing follows it, but its verdict, --atomic and the
 // exit code wait for the soak.
-func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *progress.Display, tally *summary.Tally) map[string]rollout.Soak {
+func (o *ApplyOptions) soaks(r *rendered.Set, ws []runner.Wave, p *printer, pr *progress.Display, tally *summary.Tally) map[string]rollout.Soak {
 	out := map[string]rollout.Soak{}
 	for i := range ws {
-		g := r.fleet.Group(ws[i].Name)
+		g := r.Fleet.Group(ws[i].Name)
 		if g == nil || g.Soak <= 0 {
 			continue
 		}
@@ -49,13 +50,13 @@ func (o *ApplyOptions) soaks(r *rendered, ws []runner.Wave, p *printer, pr *prog
 
 // soakCheck reads every object applied to a cluster and returns an error
 // for the first one that is not healthy.
-func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered, name string) error {
-	c := r.fleet.Cluster(name)
-	client, err := o.connect(ctx, r.fleet, c)
+func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered.Set, name string) error {
+	c := r.Fleet.Cluster(name)
+	client, err := o.connect(ctx, r.Fleet, c)
 	if err != nil {
 		return err
 	}
-	for _, res := range r.of(name) {
+	for _, res := range r.Of(name) {
 		for _, obj := range res.Objects {
 			obj = obj.DeepCopy()
 			h, err := apply.Health(context.WithoutCancel(ctx), client, obj)
@@ -73,8 +74,8 @@ func (o *ApplyOptions) soakCheck(ctx context.Context, r *rendered, name string) 
 }
 
 // settleSoak records the verdict of a cluster whose soak ended.
-func (o *ApplyOptions) settleSoak(ctx context.Context, r *rendered, name string, p *printer, tally *summary.Tally) {
-	client, err := o.connect(ctx, r.fleet, r.fleet.Cluster(name))
+func (o *ApplyOptions) settleSoak(ctx context.Context, r *rendered.Set, name string, p *printer, tally *summary.Tally) {
+	client, err := o.connect(ctx, r.Fleet, r.Fleet.Cluster(name))
 	if err != nil {
 		return // soakCheck said so
 	}

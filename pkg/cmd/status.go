@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -146,8 +147,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 // rendered renders the source or the fleet file's apps; with neither, the
 // report comes from what each cluster's inventory records (inventory),
 // and nothing is rendered.
-func (o *StatusOptions) rendered(ctx context.Context) (*rendered, error) {
-	if _, adhoc := o.adhoc(); !adhoc {
+func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
+	if _, adhoc := o.Adhoc(); !adhoc {
 		f, clusters, err := o.selected(o.Selection)
 		if err != nil {
 			return nil, err
@@ -157,7 +158,7 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered, error) {
 				return nil, err
 			}
 			o.inventory = true
-			return &rendered{fleet: f, clusters: clusters}, nil
+			return &rendered.Set{Fleet: f, Clusters: clusters}, nil
 		}
 	}
 	return o.render(ctx, o.Selection, &o.SourceOptions, true)
@@ -165,7 +166,7 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered, error) {
 
 // appsOf computes the status of each app of a cluster: of its render, or
 // of what the cluster records.
-func (o *StatusOptions) appsOf(ctx context.Context, r *rendered, client *kube.Client, cluster string) ([]status.App, error) {
+func (o *StatusOptions) appsOf(ctx context.Context, r *rendered.Set, client *kube.Client, cluster string) ([]status.App, error) {
 	var out []status.App
 	if o.inventory {
 		sets, err := inventory.LoadAll(ctx, client)
@@ -176,7 +177,7 @@ func (o *StatusOptions) appsOf(ctx context.Context, r *rendered, client *kube.Cl
 			if len(o.Apps) > 0 && !slices.Contains(o.Apps, set.App) {
 				continue
 			}
-			app, err := status.FromInventory(ctx, client, set, r.fleet.IgnoreRules(set.App), o.Concurrency)
+			app, err := status.FromInventory(ctx, client, set, r.Fleet.IgnoreRules(set.App), o.Concurrency)
 			if err != nil {
 				return nil, fmt.Errorf("app %s: %w", set.App, err)
 			}
@@ -184,8 +185,8 @@ func (o *StatusOptions) appsOf(ctx context.Context, r *rendered, client *kube.Cl
 		}
 		return out, nil
 	}
-	for _, res := range r.of(cluster) {
-		app, err := status.Run(ctx, client, res.App, res.Objects, r.fleet.IgnoreRules(res.App), o.Concurrency)
+	for _, res := range r.Of(cluster) {
+		app, err := status.Run(ctx, client, res.App, res.Objects, r.Fleet.IgnoreRules(res.App), o.Concurrency)
 		if err != nil {
 			return nil, fmt.Errorf("app %s: %w", res.App, err)
 		}
@@ -195,10 +196,10 @@ func (o *StatusOptions) appsOf(ctx context.Context, r *rendered, client *kube.Cl
 }
 
 // statusReport is status's report: each cluster's apps and their state.
-func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) report.Report {
+func statusReport(r *rendered.Set, outcomes []runner.Outcome, results map[string][]status.App) report.Report {
 	rep := report.Report{Command: "status"}
 	for _, oc := range outcomes {
-		c := report.Cluster{Name: oc.Cluster, Group: r.fleet.Cluster(oc.Cluster).Group, State: "ok", Error: errString(oc.Err)}
+		c := report.Cluster{Name: oc.Cluster, Group: r.Fleet.Cluster(oc.Cluster).Group, State: "ok", Error: errString(oc.Err)}
 		switch {
 		case oc.State == runner.Skipped:
 			c.State, c.Skipped = "skipped", true
@@ -218,15 +219,15 @@ func statusReport(r *rendered, outcomes []runner.Outcome, results map[string][]s
 }
 
 // report reads the status of every selected cluster once and prints it.
-func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
+func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
 	var (
 		mu      sync.Mutex
 		results = map[string][]status.App{}
 	)
-	names, byName := index(r.clusters)
+	names, byName := index(r.Clusters)
 	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
-		client, err := o.connect(ctx, r.fleet, c)
+		client, err := o.connect(ctx, r.Fleet, c)
 		if err != nil {
 			return err
 		}
@@ -241,7 +242,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 			err = o.finish(o.GlobalOptions, func() report.Report { return statusReport(r, outcomes, results) }, err)
 		}()
 	}
-	p := o.newPrinter(r.clusters, o.Output == "json")
+	p := o.newPrinter(r.Clusters, o.Output == "json")
 	healthy := true
 	for _, oc := range outcomes {
 		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
@@ -284,11 +285,11 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered) (err error) {
 }
 
 // statusClusters is what status read of each cluster, in outcome order.
-func statusClusters(r *rendered, outcomes []runner.Outcome, results map[string][]status.App) []status.Cluster {
+func statusClusters(r *rendered.Set, outcomes []runner.Outcome, results map[string][]status.App) []status.Cluster {
 	out := make([]status.Cluster, len(outcomes))
 	for i, oc := range outcomes {
 		out[i] = status.Cluster{Name: oc.Cluster, Skipped: oc.State == runner.Skipped, Err: oc.Err, Apps: results[oc.Cluster]}
-		if c := r.fleet.Cluster(oc.Cluster); c != nil {
+		if c := r.Fleet.Cluster(oc.Cluster); c != nil {
 			out[i].Group = c.Group
 		}
 	}
@@ -297,9 +298,9 @@ func statusClusters(r *rendered, outcomes []runner.Outcome, results map[string][
 
 // renderedApps are the apps rendered, in order: the matrix's first
 // columns.
-func renderedApps(r *rendered) []string {
+func renderedApps(r *rendered.Set) []string {
 	var apps []string
-	for _, res := range r.results {
+	for _, res := range r.Results {
 		if !slices.Contains(apps, res.App) {
 			apps = append(apps, res.App)
 		}
@@ -309,7 +310,7 @@ func renderedApps(r *rendered) []string {
 
 // printNotes says, under the status, the version skew within groups and
 // why the promotion rule would hold groups back.
-func (o *StatusOptions) printNotes(r *rendered, clusters []status.Cluster, results map[string][]status.App) {
+func (o *StatusOptions) printNotes(r *rendered.Set, clusters []status.Cluster, results map[string][]status.App) {
 	for _, s := range slices.Concat(status.Skew(clusters), promotion(r, results)) {
 		fmt.Fprintln(o.Out, s)
 	}
@@ -319,13 +320,13 @@ func (o *StatusOptions) printNotes(r *rendered, clusters []status.Cluster, resul
 // start it now (rollout.Promotion, over what status read of the selected
 // clusters): "Promotion: production not started: staging-eu runs web r8,
 // not verified (failed: check smoke: exit status 1)".
-func promotion(r *rendered, results map[string][]status.App) []string {
-	if len(r.results) == 0 {
+func promotion(r *rendered.Set, results map[string][]status.App) []string {
+	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
-	p := &rollout.Promotion{Groups: promotionGroups(r.fleet, r.results), Reader: rollout.StatusReader(results)}
+	p := &rollout.Promotion{Groups: promotionGroups(r.Fleet, r.Results), Reader: rollout.StatusReader(results)}
 	var out []string
-	ws := waves(r.fleet, r.clusters)
+	ws := waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
 		if err := p.Check(context.Background(), w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
 			out = append(out, "Promotion: "+err.Error())

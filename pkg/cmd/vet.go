@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 )
 
 // VetOptions are the options of "kubectl fleet vet".
@@ -114,20 +115,21 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			problems += len(lines)
 		}
 	}
-	apps, err := o.apps(f, clusters, o.namespace())
+	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
 	if err != nil {
 		return err
 	}
 	attrs := placeholders(f, clusters)
 	if o.Server && problems == 0 {
-		if attrs, err = o.liveAttributes(ctx, f, clusters, apps); err != nil {
+		if attrs, err = rendered.LiveAttributes(ctx, connector{o.GlobalOptions}, f, clusters, apps); err != nil {
 			return err
 		}
 	}
+	pl := rendered.Plan{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
 	engine := o.engine()
-	results := engine.Render(ctx, targets(f, clusters, apps, attrs, false))
+	results := engine.Render(ctx, pl.Targets(false))
 	// The apps' tests are rendered and checked too (not sent to a server).
-	tests := engine.Render(ctx, targets(f, clusters, apps, attrs, true))
+	tests := engine.Render(ctx, pl.Targets(true))
 	objects := byCluster(clusters, results)
 	p := o.prefixer(clusters)
 	for _, c := range clusters {
@@ -264,6 +266,15 @@ func placeholders(f *fleet.Fleet, clusters []*fleet.Cluster) map[string]map[stri
 				out[c.Name][name] = fmt.Sprintf("<from %s %s>", a.Kind, ref)
 			}
 		}
+	}
+	return out
+}
+
+// byCluster gathers each cluster's objects over its apps.
+func byCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]*unstructured.Unstructured {
+	out := make(map[string][]*unstructured.Unstructured, len(clusters))
+	for _, r := range results {
+		out[r.Cluster.Name] = append(out[r.Cluster.Name], r.Objects...)
 	}
 	return out
 }
