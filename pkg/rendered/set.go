@@ -3,6 +3,7 @@ package rendered
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -11,13 +12,19 @@ import (
 )
 
 // Set is a run's render: the fleet, the selected clusters and every
-// rendered (cluster, app) pair, in cluster then app order.
+// rendered (cluster, app) pair, in cluster then app order. Of and TestsOf
+// index Results and Tests on their first call: the fields are set before,
+// and not changed after.
 type Set struct {
 	Fleet    *fleet.Fleet
 	Clusters []*fleet.Cluster
 	Results  []render.Result
 	// Tests are the apps' rendered tests, when asked for (Config.Tests).
 	Tests []render.Result
+
+	once  sync.Once
+	of    map[string][]render.Result
+	tests map[[2]string][]*unstructured.Unstructured
 }
 
 // Render plans (NewPlan), starts c.Warm, and renders every target, and
@@ -50,12 +57,8 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 
 // TestsOf returns the rendered tests of an app on a cluster, or nil.
 func (s *Set) TestsOf(cluster, app string) []*unstructured.Unstructured {
-	for _, t := range s.Tests {
-		if t.Cluster.Name == cluster && t.App == app {
-			return t.Objects
-		}
-	}
-	return nil
+	s.once.Do(s.index)
+	return s.tests[[2]string{cluster, app}]
 }
 
 // Only is s for the named clusters alone.
@@ -79,13 +82,38 @@ func (s *Set) Only(names map[string]bool) *Set {
 	return sub
 }
 
-// Of returns the results of one cluster.
+// Of returns the results of one cluster, in app order. They are Results'
+// own: not to be changed.
 func (s *Set) Of(cluster string) []render.Result {
-	var out []render.Result
-	for _, res := range s.Results {
-		if res.Cluster.Name == cluster {
-			out = append(out, res)
+	s.once.Do(s.index)
+	return s.of[cluster]
+}
+
+// index indexes Results by cluster and Tests by cluster and app, once:
+// commands ask for every cluster's, several times. A cluster's results
+// are a run of Results (cluster then app order), shared, not copied.
+func (s *Set) index() {
+	s.of = make(map[string][]render.Result, len(s.Clusters))
+	for i := 0; i < len(s.Results); {
+		name := s.Results[i].Cluster.Name
+		j := i + 1
+		for j < len(s.Results) && s.Results[j].Cluster.Name == name {
+			j++
+		}
+		run := s.Results[i:j:j]
+		if prev, ok := s.of[name]; ok {
+			// Out of order (not Render's): the runs are gathered in a
+			// copy (a run's capacity ends with it, so append copies).
+			run = append(prev, run...)
+		}
+		s.of[name] = run
+		i = j
+	}
+	s.tests = make(map[[2]string][]*unstructured.Unstructured, len(s.Tests))
+	for _, t := range s.Tests {
+		k := [2]string{t.Cluster.Name, t.App}
+		if _, ok := s.tests[k]; !ok {
+			s.tests[k] = t.Objects
 		}
 	}
-	return out
 }

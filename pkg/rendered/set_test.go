@@ -1,0 +1,65 @@
+package rendered
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+func result(cluster, app string) render.Result {
+	return render.Result{Target: render.Target{Cluster: render.Cluster{Name: cluster}, App: app}}
+}
+
+// apps lists the apps of results, in order.
+func apps(results []render.Result) []string {
+	var out []string
+	for _, r := range results {
+		out = append(out, r.Cluster.Name+"/"+r.App)
+	}
+	return out
+}
+
+func TestOf(t *testing.T) {
+	s := &Set{Results: []render.Result{result("a", "web"), result("a", "db"), result("b", "web"), result("c", "db"), result("b", "db")}}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() { s.Of("a") }) // indexed once, whoever asks first
+	}
+	wg.Wait()
+	for cluster, want := range map[string][]string{
+		"a": {"a/web", "a/db"},
+		"b": {"b/web", "b/db"}, // out of order: gathered
+		"c": {"c/db"},
+		"d": nil,
+	} {
+		if diff := cmp.Diff(want, apps(s.Of(cluster))); diff != "" {
+			t.Errorf("Of(%s) (-want +got):\n%s", cluster, diff)
+		}
+	}
+	// A caller's append does not reach the next cluster's results.
+	_ = append(s.Of("a"), result("a", "extra"))
+	if got := apps(s.Of("b")); got[0] != "b/web" || s.Results[2].App != "web" {
+		t.Errorf("an append to a's results wrote over b's: %v", got)
+	}
+}
+
+func TestTestsOfAndOnly(t *testing.T) {
+	smoke := []*unstructured.Unstructured{{Object: map[string]any{"kind": "Job"}}}
+	tests := result("b", "web")
+	tests.Objects = smoke
+	s := &Set{Results: []render.Result{result("a", "web"), result("b", "web")}, Tests: []render.Result{tests}}
+	if got := s.TestsOf("b", "web"); len(got) != 1 || got[0] != smoke[0] {
+		t.Errorf("TestsOf(b, web) = %v", got)
+	}
+	if got := s.TestsOf("a", "web"); got != nil {
+		t.Errorf("TestsOf(a, web) = %v, want none", got)
+	}
+	sub := s.Only(map[string]bool{"b": true})
+	if diff := cmp.Diff([]string{"b/web"}, apps(sub.Results)); diff != "" || len(sub.Tests) != 1 || sub.Of("a") != nil {
+		t.Errorf("Only(b): results (-want +got):\n%s, tests %d, a's %v", diff, len(sub.Tests), sub.Of("a"))
+	}
+}
