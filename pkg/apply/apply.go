@@ -653,12 +653,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		p.record(obj, sum, live.ResourceVersion, live.UID)
 		return ch
 	}
-	var after metav1.Object
-	if cfg.DryRun {
-		after, err = c.Patch(ctx, ri, obj, opts) // compared whole with before
-	} else {
-		after, err = c.PatchMetadata(ctx, m, obj, opts) // its version and UID are all it needs
-	}
+	after, err := p.patch(ctx, ri, m, obj, opts)
 	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
 		return p.replace(ctx, ri, obj, ch, field)
 	}
@@ -677,6 +672,16 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		ch.Action = Configured
 	}
 	return ch
+}
+
+// patch applies obj and returns the result: whole for a dry run, which
+// compares it with the live object; else its metadata only (its version
+// and UID are all a real apply reads of it).
+func (p *pass) patch(ctx context.Context, ri dynamic.ResourceInterface, m *meta.RESTMapping, obj *unstructured.Unstructured, opts kube.ApplyOptions) (metav1.Object, error) {
+	if opts.DryRun {
+		return p.c.Patch(ctx, ri, obj, opts)
+	}
+	return p.c.PatchMetadata(ctx, m, obj, opts)
 }
 
 // adopted reports an object taken over as adopted, unless it failed.
