@@ -286,6 +286,9 @@ func (c connector) Connect(ctx context.Context, f *fleet.Fleet, cl *fleet.Cluste
 	return c.g.connect(ctx, f, cl)
 }
 
+// Idle closes a cluster's idle connections (reconcile's checks).
+func (c connector) Idle(cluster string) { c.g.idle(cluster) }
+
 // engine is a render engine for this command: standard input for -f -,
 // and the chart cache (charts pinned by fleet.lock, under their digest).
 func (g *GlobalOptions) engine() *render.Engine {

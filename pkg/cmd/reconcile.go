@@ -2,25 +2,17 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
-	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/reconcile"
 )
 
 // ShardEnv is the environment variable --shard defaults to.
@@ -193,7 +185,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 	if o.LogFormat == "json" {
 		// Everything, ours, apply's and client-go's, one JSON object per
 		// line on standard output.
-		out := newJSONLog(g.Out, time.Now)
+		out := reconcile.NewJSONLog(g.Out, time.Now)
 		g.Out, g.ErrOut = out, out
 		setupJSONLogging(g.LogLevel, out)
 	}
@@ -213,7 +205,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		go func() {
 			select {
 			case <-ctx.Done():
-				o.say(fmt.Sprintf("signalled: pass %d finishes, then reconcile exits (a second signal exits at once)", n))
+				o.log().Say(reconcile.Note(fmt.Sprintf("signalled: pass %d finishes, then reconcile exits (a second signal exits at once)", n)))
 			case <-passDone:
 			}
 		}()
@@ -231,58 +223,17 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			o.say("stopping: signalled")
+			o.log().Say(reconcile.Note("stopping: signalled"))
 			return nil
 		case <-time.After(o.Interval):
 		}
 	}
 }
 
-// say prints one line of the loop's own (not a cluster's).
-func (o *ReconcileOptions) say(msg string) {
-	g := o.apply.GlobalOptions
-	if o.LogFormat == "json" {
-		writeEvent(g.Out, LoopEvent{Type: "reconcile", Msg: msg})
-		return
-	}
-	fmt.Fprintln(g.ErrOut, msg)
-}
-
-// LoopEvent is the JSON form of a line the loop says.
-type LoopEvent struct {
-	Type string `json:"type"`
-	Msg  string `json:"msg"`
-	Addr string `json:"addr,omitempty"`
-}
-
-// ReconcileEvent is the JSON form of what a pass found on one cluster (and
-// app): decision "unchanged", "changed", "drifted" or "error", and what it
-// does about it.
-type ReconcileEvent struct {
-	Type     string `json:"type"`
-	Msg      string `json:"msg"`
-	Pass     int    `json:"pass"`
-	Cluster  string `json:"cluster"`
-	App      string `json:"app,omitempty"`
-	Decision string `json:"decision"`
-	// Apply says whether the cluster is applied in this pass.
-	Apply    bool     `json:"apply"`
-	Revision int      `json:"revision,omitempty"`
-	Drifted  []string `json:"drifted,omitempty"`
-	Error    string   `json:"error,omitempty"`
-}
-
-// PassEvent is the JSON form of a pass's end.
-type PassEvent struct {
-	Type      string   `json:"type"`
-	Msg       string   `json:"msg"`
-	Pass      int      `json:"pass"`
-	Result    string   `json:"result"`
-	Seconds   float64  `json:"seconds"`
-	Applied   []string `json:"applied,omitempty"`
-	Unchanged []string `json:"unchanged,omitempty"`
-	Drifted   []string `json:"drifted,omitempty"`
-	Error     string   `json:"error,omitempty"`
+// log is where the loop says its own lines: standard error, or with
+// --log-format json standard output (Run makes both the JSON log).
+func (o *ReconcileOptions) log() reconcile.Log {
+	return reconcile.Log{W: o.apply.ErrOut, JSON: o.LogFormat == "json"}
 }
 
 // pass does one pass: render, check each cluster, apply those that need
@@ -301,223 +252,44 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	if o.Shard.Sharded() {
 		started += fmt.Sprintf(" (shard %s)", o.Shard)
 	}
-	o.say(started)
+	o.log().Say(reconcile.Note(started))
 	r, err := a.render(ctx, a.Selection, &a.SourceOptions, true)
 	if err == nil {
-		err = refuseProtected(r, a.Yes)
+		err = reconcile.RefuseProtected(r.Fleet, waves(r.Fleet, r.Clusters), a.Yes)
 	}
 	o.health.Passed(err == nil)
 	if err != nil {
-		return o.end(n, start, PassEvent{}, err)
+		return o.end(n, start, reconcile.PassEvent{}, err)
 	}
 	// A replica checks and applies its shard's clusters; the promotion
 	// rule below still sees them all, reading the other shards' release
 	// state from the clusters themselves.
-	ev, toApply, drifting := o.decideAll(ctx, n, a, o.mine(r))
-	if len(toApply) == 0 {
-		return o.end(n, start, ev, nil)
+	mine := reconcile.Owned(r, o.Shard)
+	p := a.newPrinter(mine.Clusters, a.Output == "json")
+	cfg := reconcile.Config{Pass: n, CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency}
+	d := reconcile.Decide(ctx, cfg, mine, connector{g}, o.metrics, p.emit)
+	p.close()
+	if len(d.Apply) == 0 {
+		return o.end(n, start, d.Pass, nil)
 	}
 	// The promotion rule sees every selected cluster, those this pass
 	// skips too: a later group waits for what they have verified.
 	if err := a.promote(ctx, r); err != nil {
-		return o.end(n, start, ev, err)
+		return o.end(n, start, d.Pass, err)
 	}
-	sub := r.Only(toApply)
-	a.forceApp = func(cluster, app string) bool { return drifting[cluster+"/"+app] }
+	sub := r.Only(d.Apply)
+	a.forceApp = d.Forced
 	a.onChange = o.metrics.Applied
 	err = a.rollout(ctx, sub, "apply")
-	now := time.Now()
-	for _, oc := range a.outcomes {
-		ok := oc.State == runner.Succeeded
-		revs := a.tally.Revisions(oc.Cluster)
-		for _, res := range sub.Of(oc.Cluster) {
-			o.metrics.App(oc.Cluster, res.App, now, ok, revs[res.App])
-			if ok {
-				o.metrics.Drift(oc.Cluster, res.App, 0)
-			}
-		}
-	}
-	return o.end(n, start, ev, err)
+	reconcile.Applied(o.metrics, sub, a.outcomes, a.tally.Revisions, time.Now())
+	return o.end(n, start, d.Pass, err)
 }
 
 // end says how pass n, started at start, ended, counts it in the metrics
 // and returns err.
-func (o *ReconcileOptions) end(n int, start time.Time, ev PassEvent, err error) error {
-	g := o.apply.GlobalOptions
-	ev.Type, ev.Pass, ev.Seconds = "pass", n, time.Since(start).Seconds()
-	ev.Result, ev.Error = "succeeded", errString(err)
-	if err != nil {
-		ev.Result = "failed"
-	}
-	ev.Msg = fmt.Sprintf("pass %d %s in %s", n, ev.Result, time.Since(start).Round(time.Millisecond))
-	o.metrics.Pass(time.Since(start), err == nil)
-	if o.LogFormat == "json" {
-		writeEvent(g.Out, ev)
-		return err
-	}
-	line := ev.Msg
-	for _, part := range []struct {
-		what  string
-		names []string
-	}{{"rolled out to", ev.Applied}, {"unchanged", ev.Unchanged}, {"drifted, not corrected", ev.Drifted}} {
-		if len(part.names) > 0 {
-			line += fmt.Sprintf("; %s: %s", part.what, strings.Join(part.names, ", "))
-		}
-	}
-	if err != nil {
-		line += ": " + strings.ReplaceAll(err.Error(), "\n", "; ")
-	}
-	fmt.Fprintln(g.ErrOut, line)
+func (o *ReconcileOptions) end(n int, start time.Time, ev reconcile.PassEvent, err error) error {
+	d := time.Since(start)
+	o.metrics.Pass(d, err == nil)
+	o.log().Say(ev.Ended(n, d, err))
 	return err
-}
-
-// decideAll checks every selected cluster, says what the pass does with
-// each, and returns the pass's lists, the clusters to apply, and the
-// cluster/app pairs to apply with force (--correct-drift).
-func (o *ReconcileOptions) decideAll(ctx context.Context, n int, a *ApplyOptions, r *rendered.Set) (ev PassEvent, toApply, drifting map[string]bool) {
-	checks := o.checkAll(ctx, a, r)
-	p := a.newPrinter(r.Clusters, a.Output == "json")
-	defer p.close()
-	toApply, drifting = map[string]bool{}, map[string]bool{}
-	now := time.Now()
-	for _, c := range checks {
-		decision, doApply := c.Decide(o.CorrectDrift, !a.SkipGates && !a.SkipTests)
-		o.report(p, n, c, decision, doApply)
-		switch {
-		case doApply:
-			toApply[c.Cluster] = true
-			ev.Applied = append(ev.Applied, c.Cluster)
-		case decision == rollout.DecDrifted:
-			ev.Drifted = append(ev.Drifted, c.Cluster)
-		default:
-			ev.Unchanged = append(ev.Unchanged, c.Cluster)
-		}
-		for _, ac := range c.Apps {
-			if len(ac.Drifted) > 0 && doApply && o.CorrectDrift {
-				drifting[c.Cluster+"/"+ac.App] = true
-			}
-			if ac.Err == nil && !ac.Changed() {
-				o.metrics.Drift(c.Cluster, ac.App, len(ac.Drifted))
-			}
-			if !doApply {
-				// Checked, nothing to do: the app is as rendered, or
-				// its drift is reported.
-				o.metrics.App(c.Cluster, ac.App, now, true, ac.Revision)
-			}
-		}
-	}
-	o.metrics.KeepOnly(r.Results)
-	return ev, toApply, drifting
-}
-
-// mine is the part of r that this replica's shard owns.
-func (o *ReconcileOptions) mine(r *rendered.Set) *rendered.Set {
-	if !o.Shard.Sharded() {
-		return r
-	}
-	owned := map[string]bool{}
-	for _, c := range r.Clusters {
-		if o.Shard.Owns(c.Name) {
-			owned[c.Name] = true
-		}
-	}
-	return r.Only(owned)
-}
-
-// refuseProtected refuses a pass whose selection includes a protected
-// group, unless --yes: reconcile has no terminal to ask on.
-func refuseProtected(r *rendered.Set, yes bool) error {
-	if yes {
-		return nil
-	}
-	for _, w := range waves(r.Fleet, r.Clusters) {
-		if g := r.Fleet.Group(w.Name); g != nil && g.Protected {
-			return fmt.Errorf("group %s is protected (%s) and reconcile never asks: pass --yes to let it write there, or select other groups (-g)", w.Name, strings.Join(w.Clusters, ", "))
-		}
-	}
-	return nil
-}
-
-// checkAll checks every selected cluster, --parallel at once.
-func (o *ReconcileOptions) checkAll(ctx context.Context, a *ApplyOptions, r *rendered.Set) []rollout.ClusterCheck {
-	names, byName := index(r.Clusters)
-	checks := make([]rollout.ClusterCheck, len(names))
-	var mu sync.Mutex
-	runner.Run(ctx, everyCluster(names), a.Parallel, func(ctx context.Context, name string) error {
-		c := rollout.ClusterCheck{Cluster: name}
-		client, err := a.connect(ctx, r.Fleet, byName[name])
-		if err != nil {
-			c.Err = err
-		} else {
-			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: a.Concurrency}, r.Of(name))
-			a.idle(name)
-		}
-		mu.Lock()
-		checks[slices.Index(names, name)] = c
-		mu.Unlock()
-		return nil
-	})
-	return checks
-}
-
-// report prints what a pass found on a cluster and what it does about it.
-func (o *ReconcileOptions) report(p *printer, n int, c rollout.ClusterCheck, decision string, doApply bool) {
-	w := p.cluster(c.Cluster)
-	say := func(ev ReconcileEvent, line string) {
-		ev.Type, ev.Pass, ev.Cluster, ev.Decision, ev.Apply = "reconcile", n, c.Cluster, decision, doApply
-		if p.json {
-			ev.Msg = line
-			p.event(ev)
-			return
-		}
-		fmt.Fprintln(w, line)
-	}
-	if c.Err != nil {
-		say(ReconcileEvent{Error: c.Err.Error()}, "cannot be checked, applying: "+c.Err.Error())
-		return
-	}
-	var current []string
-	for _, ac := range c.Apps {
-		ev := ReconcileEvent{App: ac.App, Revision: ac.Revision, Drifted: ac.Drifted}
-		switch {
-		case ac.Err != nil:
-			ev.Error = ac.Err.Error()
-			say(ev, fmt.Sprintf("%s: cannot be checked: %v", ac.App, ac.Err))
-		case !ac.Exists:
-			say(ev, fmt.Sprintf("%s: never applied", ac.App))
-		case ac.Revision == 0:
-			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
-		case ac.Changed():
-			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
-		case ac.Unverified() && decision == rollout.DecUnverified:
-			say(ev, fmt.Sprintf("%s: r%d %s; running its gates again", ac.App, ac.Revision, ac.Verification))
-		case len(ac.Drifted) > 0:
-			what := "not corrected (--correct-drift corrects it)"
-			if o.CorrectDrift {
-				what = "correcting"
-			}
-			for _, d := range ac.Drifted {
-				say(ReconcileEvent{App: ac.App, Revision: ac.Revision, Drifted: []string{d}}, fmt.Sprintf("%s: %s drifted: %s", ac.App, d, what))
-			}
-		default:
-			current = append(current, fmt.Sprintf("%s r%d", ac.App, ac.Revision))
-		}
-	}
-	switch {
-	case doApply:
-		say(ReconcileEvent{}, "applying")
-	case decision == rollout.DecDrifted:
-		say(ReconcileEvent{}, "drifted, not applied")
-	default:
-		say(ReconcileEvent{}, fmt.Sprintf("unchanged, skipped (%s)", strings.Join(current, ", ")))
-	}
-}
-
-// writeEvent writes v as one JSON line.
-func writeEvent(w io.Writer, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	_, _ = w.Write(append(b, '\n'))
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/reconcile"
 )
 
 // serve starts the metrics server on addr; stop shuts it down.
@@ -15,11 +16,7 @@ func (o *ReconcileOptions) serve(addr string) (stop func(), err error) {
 	}
 	stop = metrics.Serve(ln, o.metrics, o.health)
 	msg := fmt.Sprintf("serving metrics on http://%s/metrics and health on /healthz", ln.Addr())
-	if o.LogFormat == "json" {
-		writeEvent(o.apply.Out, LoopEvent{Type: "reconcile", Msg: msg, Addr: ln.Addr().String()})
-	} else {
-		fmt.Fprintln(o.apply.ErrOut, msg)
-	}
+	o.log().Say(reconcile.LoopEvent{Type: "reconcile", Msg: msg, Addr: ln.Addr().String()})
 	if o.ready != nil {
 		o.ready(ln.Addr().String())
 	}

@@ -1,4 +1,4 @@
-package cmd
+package reconcile
 
 import (
 	"bytes"
@@ -11,7 +11,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
-// jsonLog turns every line written to it into one JSON object on a line
+// JSONLog turns every line written to it into one JSON object on a line
 // of its own, starting with "time", "level" and "msg", for log
 // collectors: a line that is a JSON object (apply's -o json events) keeps
 // its fields after those three (its own msg, if any, is the msg), any
@@ -19,19 +19,20 @@ import (
 // is "error" for an event with an error or a line starting with "error:",
 // "warning" for a reported drift or a "warning:" line, else "info". It is
 // safe for concurrent use; partial lines wait for their end.
-type jsonLog struct {
+type JSONLog struct {
 	mu  sync.Mutex
 	w   io.Writer
 	now func() time.Time
 	buf []byte
 }
 
-func newJSONLog(w io.Writer, now func() time.Time) *jsonLog {
-	return &jsonLog{w: w, now: now}
+// NewJSONLog is a JSONLog on w, its times from now.
+func NewJSONLog(w io.Writer, now func() time.Time) *JSONLog {
+	return &JSONLog{w: w, now: now}
 }
 
 // Write implements io.Writer.
-func (l *jsonLog) Write(p []byte) (int, error) {
+func (l *JSONLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.buf = append(l.buf, p...)
@@ -52,7 +53,7 @@ func (l *jsonLog) Write(p []byte) (int, error) {
 }
 
 // decorate makes one JSON line of line.
-func (l *jsonLog) decorate(line []byte) []byte {
+func (l *JSONLog) decorate(line []byte) []byte {
 	head := map[string]string{"time": l.now().UTC().Format(time.RFC3339Nano)}
 	var fields map[string]json.RawMessage
 	trimmed := bytes.TrimSpace(line)
@@ -128,6 +129,7 @@ func joinJSON(head map[string]string, rest []byte) []byte {
 	return b.Bytes()
 }
 
+// textLevel is a text line's level.
 func textLevel(line string) string {
 	switch {
 	case strings.HasPrefix(line, "error:"):
