@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // StatusOptions are the options of "kubectl fleet status".
@@ -177,7 +178,7 @@ func (o *StatusOptions) appsOf(ctx context.Context, r *rendered.Set, client *kub
 			if len(o.Apps) > 0 && !slices.Contains(o.Apps, set.App) {
 				continue
 			}
-			app, err := status.FromInventory(ctx, client, set, r.Fleet.IgnoreRules(set.App), o.Concurrency)
+			app, err := status.FromInventory(ctx, client, set, status.Options{Ignore: r.Fleet.IgnoreRules(set.App), Concurrency: o.Concurrency, Version: version.Get()})
 			if err != nil {
 				return nil, fmt.Errorf("app %s: %w", set.App, err)
 			}
@@ -186,7 +187,7 @@ func (o *StatusOptions) appsOf(ctx context.Context, r *rendered.Set, client *kub
 		return out, nil
 	}
 	for _, res := range r.Of(cluster) {
-		app, err := status.Run(ctx, client, res.App, res.Objects, r.Fleet.IgnoreRules(res.App), o.Concurrency)
+		app, err := status.Run(ctx, client, res.App, res.Objects, status.Options{Ignore: r.Fleet.IgnoreRules(res.App), Concurrency: o.Concurrency, Version: version.Get()})
 		if err != nil {
 			return nil, fmt.Errorf("app %s: %w", res.App, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +48,9 @@ const (
 )
 
 // Object is the difference for one object. Live and Merged are normalized
-// and, unless asked otherwise, masked; either may be nil.
+// and, unless asked otherwise, masked; either may be nil. With
+// Options.Health, Live is nil, and Current and Merged hold only the
+// object's type and identity (keepHealth).
 type Object struct {
 	Ref    string
 	Path   string
@@ -70,6 +73,11 @@ type Object struct {
 	// metadata the list returned.
 	Current *unstructured.Unstructured
 	Err     error
+	// Health is the live object's health by kstatus rules (object.Health),
+	// with Options.Health: nil when there is no live object, or when its
+	// health could not be computed (HealthErr).
+	Health    *kstatus.Result
+	HealthErr error
 }
 
 // Options configure a diff.
@@ -92,11 +100,25 @@ type Options struct {
 	// SkipUnchanged reports an object unchanged without a dry run when
 	// apply would skip it (inventory.Set.Unchanged: what the last apply
 	// of this Version sent, and not changed on the cluster since), read
-	// from one metadata list per resource and namespace. Not with Force,
-	// nor for fields of Ignore.
+	// from one metadata list per resource and namespace. Not for fields
+	// of Ignore, nor with Force unless with Health: apply
+	// --force-conflicts sends every object, and diff shows what apply
+	// would send.
 	SkipUnchanged bool
 	// Version is the plugin version, for SkipUnchanged.
 	Version string
+	// Health is for status, which needs of each object its health and
+	// whether it differs, not its contents: as each object is diffed, its
+	// Health is computed from the live object and only its identity is
+	// kept (keepHealth), so that a cluster's objects are let go as they
+	// are done, not when all are. With SkipUnchanged, the live objects
+	// of those skipped are read from the lists of the app's members that
+	// Run sends anyway (for prunes) rather than from a request each, and
+	// they are skipped with Force too: Force only makes a field another
+	// manager set since our apply drift rather than a conflict, and an
+	// object whose resourceVersion has not moved since our apply has no
+	// such field; its dry run would answer unchanged.
+	Health bool
 }
 
 // Run computes, for one app on one cluster, what apply --prune would do:
@@ -104,9 +126,7 @@ type Options struct {
 // with the live object; members of the app's ApplySet that are no longer
 // rendered are prunes. objs are labelled as members, as apply would.
 func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options) ([]Object, error) {
-	skip := o.SkipUnchanged && !o.Force
-	var listings kube.Listings
-	set, others, key, err := read(ctx, c, objs, o, skip, &listings)
+	r, err := read(ctx, c, objs, o)
 	if err != nil {
 		return nil, err
 	}
@@ -117,36 +137,46 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	var wg sync.WaitGroup
 	for i, obj := range objs {
 		obj = object.CopyMeta(obj) // the render is the run's, shared
-		set.Label(obj)
+		r.set.Label(obj)
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
-				c := others.Claim(set, object.Path(obj), live)
+				c := r.others.Claim(r.set, object.Path(obj), live)
 				inventory.Label(obj, c.PartOf)
 				return c
 			}
-			if skip {
-				if d, ok := unchanged(ctx, c, obj, set, &listings, key, o, claim); ok {
-					out[i] = d
-					return
-				}
+			d, skipped := Object{}, false
+			if r.skip {
+				d, skipped = unchanged(ctx, c, obj, r, o, claim)
 			}
-			out[i] = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) inventory.Claim {
-				var meta *metav1.ObjectMeta
-				if live != nil {
-					meta = &metav1.ObjectMeta{Labels: live.GetLabels()}
-				}
-				return claim(obj, meta)
-			})
+			if !skipped {
+				d = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) inventory.Claim {
+					var meta *metav1.ObjectMeta
+					if live != nil {
+						meta = &metav1.ObjectMeta{Labels: live.GetLabels()}
+					}
+					return claim(obj, meta)
+				})
+			}
+			if o.Health {
+				keepHealth(&d)
+			}
+			out[i] = d
 		}()
 	}
 	wg.Wait()
 
-	if !set.Exists {
+	if !r.set.Exists {
 		return out, nil
 	}
+	return prunes(ctx, c, objs, out, r, o)
+}
+
+// prunes adds to out, the rendered objects' differences, the members of
+// the app's set that are no longer rendered.
+func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, out []Object, r *reads, o Options) ([]Object, error) {
 	// A member is still rendered if the server matched a rendered object to
 	// it (same UID), whatever namespace the render guessed. An object the
 	// server could not even read is matched by its path, so that an error
@@ -161,18 +191,26 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		}
 	}
 	rendered := inventory.ContentsOf(objs)
-	members, err := set.Members(ctx, c, rendered)
-	if err != nil {
-		return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
+	members := r.members
+	if r.byPath == nil { // not listed before the objects
+		var err error
+		if members, err = r.set.Members(ctx, c, rendered); err != nil {
+			return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
+		}
 	}
 	members = slices.DeleteFunc(members, func(m *unstructured.Unstructured) bool {
 		return uids.Has(m.GetUID()) || failed.Has(object.Path(m))
 	})
-	inUse := others.NamespacesInUse(set, rendered.Namespaces, members)
+	inUse := r.others.NamespacesInUse(r.set, rendered.Namespaces, members)
 	for _, m := range members {
-		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Live: object.Normalize(m), Current: m}
-		if keep, _, reason := others.Keep(set, m, inUse); keep {
+		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Current: m}
+		if keep, _, reason := r.others.Keep(r.set, m, inUse); keep {
 			d.Kind, d.Note = Kept, "no longer rendered; kept: "+reason
+		}
+		if o.Health {
+			keepHealth(&d)
+		} else {
+			d.Live = object.Normalize(m)
 		}
 		if err := finish(&d, o); err != nil {
 			return nil, err
@@ -182,27 +220,88 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	return out, nil
 }
 
+// reads is what Run reads of the cluster before it diffs the objects.
+type reads struct {
+	set    *inventory.Set
+	others *inventory.Neighbours
+	// skip: objects apply would skip are unchanged without a dry run
+	// (Options.SkipUnchanged), by the cluster's digest key.
+	skip bool
+	key  digest.Key
+	// listings are the objects' metadata, for skip without Health.
+	listings kube.Listings
+	// members are the app's members as listed before the objects, with
+	// Health (byPath is then not nil): the skipped objects' live state,
+	// and the candidates for prunes.
+	members []*unstructured.Unstructured
+	byPath  map[string]*unstructured.Unstructured
+}
+
 // read reads, at once, the app's inventory and its neighbours' and, when
 // unchanged objects are skipped, what the skip needs: the objects'
-// metadata (into listings), the digest key and the aggregated APIs.
-func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options, skip bool, listings *kube.Listings) (set *inventory.Set, others *inventory.Neighbours, key digest.Key, err error) {
+// metadata (or with Health, the app's members), the digest key and the
+// aggregated APIs.
+func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, o Options) (*reads, error) {
+	r := &reads{skip: o.SkipUnchanged && (!o.Force || o.Health)}
 	var (
 		lists  sync.WaitGroup
 		keyErr error
 	)
-	if skip {
-		keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
-		lists.Go(func() { listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
-		lists.Go(func() { key, keyErr = digest.KeyOf(ctx, c) })
+	if r.skip {
+		if !o.Health {
+			keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
+			lists.Go(func() { r.listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
+		}
+		lists.Go(func() { r.key, keyErr = digest.KeyOf(ctx, c) })
 		lists.Go(func() { c.AggregatedAPIs(ctx) })
 	}
-	if set = o.Set; set == nil {
-		set, others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
+	var err error
+	if r.set = o.Set; r.set == nil {
+		r.set, r.others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
 	} else {
-		others, err = inventory.LoadNeighbours(ctx, c, o.App)
+		r.others, err = inventory.LoadNeighbours(ctx, c, o.App)
+	}
+	if err == nil && o.Health {
+		err = r.listMembers(ctx, c, objs, o.App)
 	}
 	lists.Wait()
-	return set, others, key, cmp.Or(err, keyErr)
+	return r, cmp.Or(err, keyErr)
+}
+
+// listMembers lists the app's members (one list per kind and namespace),
+// by path.
+func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, app string) error {
+	r.byPath = map[string]*unstructured.Unstructured{}
+	if !r.set.Exists {
+		return nil
+	}
+	members, err := r.set.Members(ctx, c, inventory.ContentsOf(objs))
+	if err != nil {
+		return fmt.Errorf("listing the members of app %s: %w", app, err)
+	}
+	r.members = members
+	for _, m := range members {
+		r.byPath[object.Path(m)] = m
+	}
+	return nil
+}
+
+// listed is obj's live metadata as listed (nil if it was not), and with
+// Health the whole live object: a member of the app listed in obj's
+// version, whose health is the one a read of obj would give.
+func (r *reads) listed(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, m *meta.RESTMapping) (*metav1.ObjectMeta, *unstructured.Unstructured) {
+	if r.byPath == nil {
+		listed, err := r.listings.Of(ctx, c, m, obj.GetNamespace())
+		if err != nil {
+			return nil, nil
+		}
+		return listed[obj.GetName()], nil
+	}
+	live := r.byPath[object.Path(obj)]
+	if live == nil || live.GetAPIVersion() != obj.GetAPIVersion() {
+		return nil, nil
+	}
+	return &metav1.ObjectMeta{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}, live
 }
 
 // unchanged reports obj unchanged, without a request of its own, when
@@ -210,32 +309,61 @@ func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured
 // is the one the last apply recorded, and the live object's version, as
 // listed, has not moved since. Anything else (not listed, gone, a
 // create-only or ignoreDifferences object) is left to the dry run.
-func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, set *inventory.Set, listings *kube.Listings, key digest.Key, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
-	if len(set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) || c.Aggregated(ctx, obj.GroupVersionKind().GroupVersion()) {
+func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, r *reads, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
+	if len(r.set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) || c.Aggregated(ctx, obj.GroupVersionKind().GroupVersion()) {
 		return Object{}, false
 	}
 	_, m, err := c.Scope(obj)
 	if err != nil {
 		return Object{}, false
 	}
-	listed, err := listings.Of(ctx, c, m, obj.GetNamespace())
-	live := listed[obj.GetName()]
-	if err != nil || live == nil {
+	live, current := r.listed(ctx, c, obj, m)
+	if live == nil {
 		return Object{}, false
 	}
 	warning := claim(obj, live).Warning
-	if !set.Unchanged(object.Path(obj), digest.Object(obj, key), live, o.Version) {
+	if !r.set.Unchanged(object.Path(obj), digest.Object(obj, r.key), live, o.Version) {
 		return Object{}, false
 	}
-	current := &unstructured.Unstructured{}
-	current.SetAPIVersion(obj.GetAPIVersion())
-	current.SetKind(obj.GetKind())
-	current.SetNamespace(obj.GetNamespace())
-	current.SetName(obj.GetName())
-	current.SetUID(live.UID)
-	current.SetResourceVersion(live.ResourceVersion)
-	current.SetLabels(live.Labels)
+	if current == nil {
+		current = identity(obj)
+		current.SetUID(live.UID)
+		current.SetResourceVersion(live.ResourceVersion)
+		current.SetLabels(live.Labels)
+	}
 	return Object{Ref: object.Ref(obj), Path: object.Path(obj), Kind: Unchanged, Warning: warning, Current: current}, true
+}
+
+// keepHealth computes d's health from the live object (Current), and
+// keeps of d only what status reports: no contents, no text, and of the
+// live and merged objects their type and identity.
+func keepHealth(d *Object) {
+	if d.Current != nil {
+		if d.Health, d.HealthErr = object.Health(d.Current); d.HealthErr != nil {
+			d.Health = nil
+		}
+	}
+	d.Current, d.Merged, d.Live, d.Text = identity(d.Current), identity(d.Merged), nil, ""
+}
+
+// identity is a new object of o's type, namespace, name, uid and
+// resourceVersion; nil for nil.
+func identity(o *unstructured.Unstructured) *unstructured.Unstructured {
+	if o == nil {
+		return nil
+	}
+	id := &unstructured.Unstructured{}
+	id.SetAPIVersion(o.GetAPIVersion())
+	id.SetKind(o.GetKind())
+	id.SetNamespace(o.GetNamespace())
+	id.SetName(o.GetName())
+	if uid := o.GetUID(); uid != "" {
+		id.SetUID(uid)
+	}
+	if rv := o.GetResourceVersion(); rv != "" {
+		id.SetResourceVersion(rv)
+	}
+	return id
 }
 
 // one diffs one object. claim, given the live object, labels obj with the
@@ -289,8 +417,10 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 		d.Kind, d.Merged = Create, object.Normalize(after)
 	default:
 		live, merged := object.WithoutIgnored(before, o.Ignore), object.WithoutIgnored(after, o.Ignore)
-		d.Live, d.Merged = object.Normalize(live), object.Normalize(merged)
-		d.Kind = Change
+		d.Kind, d.Merged = Change, merged
+		if !o.Health { // keepHealth keeps the identity of Merged alone
+			d.Live, d.Merged = object.Normalize(live), object.Normalize(merged)
+		}
 		if object.Same(live, merged) {
 			d.Kind, d.Note, d.Conflict = Unchanged, "", false
 		}
@@ -340,8 +470,12 @@ func conflictNote(err error) string {
 	return "conflicts with " + who + ": apply needs --force-conflicts to take these fields back"
 }
 
-// finish masks Secrets and computes the text diff.
+// finish masks Secrets and computes the text diff; with Health, which
+// needs neither, it does nothing.
 func finish(d *Object, o Options) error {
+	if o.Health {
+		return nil
+	}
 	if !o.ShowSecrets {
 		var err error
 		if d.Live, d.Merged, err = object.Mask(d.Live, d.Merged); err != nil {

@@ -226,3 +226,55 @@ func TestRunSkipsWhatApplySkips(t *testing.T) {
 		t.Errorf("the edited object: %s", diffs["a"].Kind)
 	}
 }
+
+// TestRunHealth: with Health (status), each object keeps its health and
+// identity, not its contents, whether it was dry-run, skipped as
+// unchanged (even with Force) or is a prune.
+func TestRunHealth(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	render := []*unstructured.Unstructured{ns("web"), obj("ConfigMap", "web", "same", "k=1"), obj("ConfigMap", "web", "changed", "k=1"), obj("Secret", "web", "gone", "k=YQ==")}
+	if err := apply.Run(ctx, c.Client, apply.Config{App: "web", Version: "test", Objects: render, Concurrency: 4, Report: func(apply.Change) {}}); err != nil {
+		t.Fatal(err)
+	}
+	render[2] = obj("ConfigMap", "web", "changed", "k=2")
+	sent := len(c.Requests())
+	diffs, err := diff.Run(ctx, c.Client, render[:3], diff.Options{App: "web", FieldManager: "kubectl-fleet", Force: true, Concurrency: 4, Cluster: "c1", SkipUnchanged: true, Version: "test", Health: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dryRuns []string
+	for _, r := range c.Requests()[sent:] {
+		if r.Verb == "patch" {
+			dryRuns = append(dryRuns, r.Name)
+		}
+	}
+	if !slices.Equal(dryRuns, []string{"changed"}) {
+		t.Errorf("dry runs of %v, want [changed] (the rest are unchanged since the apply, Force or not)", dryRuns)
+	}
+	got := map[string]diff.Kind{}
+	for _, d := range diffs {
+		got[d.Path] = d.Kind
+		if d.Err != nil || d.HealthErr != nil || d.Health == nil || d.Health.Status != "Current" {
+			t.Errorf("%s: error %v, health %v (%v)", d.Path, d.Err, d.Health, d.HealthErr)
+		}
+		if d.Live != nil || d.Text != "" {
+			t.Errorf("%s: kept its live object or text", d.Path)
+		}
+		for _, o := range []*unstructured.Unstructured{d.Current, d.Merged} {
+			if o == nil {
+				continue
+			}
+			if o.GetName() == "" || len(o.Object) != 3 || len(o.Object["metadata"].(map[string]any)) > 4 {
+				t.Errorf("%s: kept more than its type and identity: %v", d.Path, o.Object)
+			}
+		}
+		if d.Current == nil || d.Current.GetUID() != c.Live(d.Current).GetUID() {
+			t.Errorf("%s: current %v", d.Path, d.Current)
+		}
+	}
+	want := map[string]diff.Kind{"Namespace/web": diff.Unchanged, "ConfigMap/web/same": diff.Unchanged, "ConfigMap/web/changed": diff.Change, "Secret/web/gone": diff.Prune}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("kinds (-want +got):\n%s", d)
+	}
+}

@@ -168,7 +168,7 @@ func (k KubeState) Drifted(ctx context.Context, set *inventory.Set, app string, 
 	if objs = set.Moved(ctx, k.Client, objs, digest.Render(objs, key), version.Get()); len(objs) == 0 {
 		return nil, nil
 	}
-	st, err := status.Run(ctx, k.Client, app, objs, k.Ignore(app), k.Concurrency)
+	st, err := status.Run(ctx, k.Client, app, objs, status.Options{Ignore: k.Ignore(app), Concurrency: k.Concurrency, Version: version.Get()})
 	if err != nil {
 		return nil, err
 	}

@@ -85,14 +85,31 @@ func verificationOf(ctx context.Context, c *kube.Client, set *inventory.Set) *re
 	return &v
 }
 
-// Run computes the status of one app's rendered objects on a cluster.
-func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.Unstructured, ignore []object.IgnoreRule, concurrency int) (App, error) {
+// Options configure a status.
+type Options struct {
+	// Ignore names fields whose differences are not drift.
+	Ignore []object.IgnoreRule
+	// Concurrency bounds the object requests in flight.
+	Concurrency int
+	// Version is the plugin's version: an object the last apply of this
+	// version made, and nobody changed since, cannot have drifted and
+	// needs no dry run (diff.Options.SkipUnchanged).
+	Version string
+}
+
+// Run computes the status of one app's rendered objects on a cluster:
+// drift by a dry-run apply of each object but those the last apply made
+// and nobody changed since, health from the live objects (read with the
+// dry runs, or listed with the app's members).
+func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.Unstructured, o Options) (App, error) {
 	set, err := inventory.Load(ctx, c, app)
 	if err != nil {
 		return App{}, err
 	}
-	// Force: a field someone else changed by hand is drift, not a conflict.
-	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: concurrency, Set: set, Ignore: ignore})
+	// Force: a field someone else changed by hand is drift, not a
+	// conflict. Health: only what status reports is kept of each object.
+	diffs, err := diff.Run(ctx, c, objs, diff.Options{App: app, FieldManager: "kubectl-fleet", Force: true, Concurrency: o.Concurrency, Set: set, Ignore: o.Ignore,
+		SkipUnchanged: true, Version: o.Version, Health: true})
 	if err != nil {
 		return App{}, err
 	}
@@ -104,37 +121,40 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 		if d.Kind == diff.Kept {
 			continue // leaves the app at its next apply --prune
 		}
-		o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change || d.Kind == diff.Adopt, Orphaned: d.Kind == diff.Prune}
-		switch {
-		case d.Err != nil:
-			o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()
-		case d.Current == nil:
-			o.Health = NotFound
-		default:
-			o.Namespace = d.Current.GetNamespace()
-			res, err := object.Health(d.Current)
-			if err != nil {
-				o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
-			} else {
-				o.Health, o.Message = string(res.Status), res.Message
-			}
-		}
-		if o.Namespace == "" && d.Merged != nil {
-			o.Namespace = d.Merged.GetNamespace()
-		}
-		out.Objects = append(out.Objects, o)
+		out.Objects = append(out.Objects, objectOf(d))
 	}
 	return out, nil
+}
+
+// objectOf is the status of one object diffed with diff.Options.Health.
+func objectOf(d diff.Object) Object {
+	o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change || d.Kind == diff.Adopt, Orphaned: d.Kind == diff.Prune}
+	switch {
+	case d.Err != nil:
+		o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()
+	case d.Current == nil:
+		o.Health = NotFound
+	case d.HealthErr != nil:
+		o.Namespace = d.Current.GetNamespace()
+		o.Health, o.Error = string(kstatus.UnknownStatus), d.HealthErr.Error()
+	default:
+		o.Namespace = d.Current.GetNamespace()
+		o.Health, o.Message = string(d.Health.Status), d.Health.Message
+	}
+	if o.Namespace == "" && d.Merged != nil {
+		o.Namespace = d.Merged.GetNamespace()
+	}
+	return o
 }
 
 // FromInventory computes the status of an app from what the cluster
 // records alone, without a render: the current revision's objects stand
 // for the render when they were stored (so drift is reported too), else
 // the set's live members are reported by health alone.
-func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, ignore []object.IgnoreRule, concurrency int) (App, error) {
+func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Options) (App, error) {
 	if set.Revision > 0 {
 		if _, objs, err := revision.Load(ctx, c, set.App, set.Revision); err == nil {
-			return Run(ctx, c, set.App, objs, ignore, concurrency)
+			return Run(ctx, c, set.App, objs, o)
 		}
 	}
 	members, err := set.Members(ctx, c, inventory.ContentsOf(nil))

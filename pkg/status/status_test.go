@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -71,7 +73,7 @@ func TestRun(t *testing.T) {
 		kubetest.Object("v1", "Namespace", "", "web"), configMap("current", "1"), configMap("edited", "1"), configMap("missing", "1"),
 		deployment("ready", nil), deployment("rolling", nil),
 	}
-	app, err := status.Run(context.Background(), c.Client, "web", render, nil, 4)
+	app, err := status.Run(context.Background(), c.Client, "web", render, status.Options{Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestRun(t *testing.T) {
 	// A field an ignore rule names is not drift; members no longer
 	// rendered are orphans, and count as drifted (but not the kept one).
 	ignore := []object.IgnoreRule{{Kind: "ConfigMap", Name: "edited", JSONPointers: []string{"/data/k"}}}
-	app, err = status.Run(context.Background(), c.Client, "web", render[:3], ignore, 4)
+	app, err = status.Run(context.Background(), c.Client, "web", render[:3], status.Options{Ignore: ignore, Concurrency: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,5 +138,101 @@ func TestCell(t *testing.T) {
 		if got := (status.App{Objects: tt.objs}).Cell(); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.objs, got, tt.want)
 		}
+	}
+}
+
+// TestRunSkipsUnchanged: an object the last apply made, and nobody changed
+// since (its resourceVersion has not moved), cannot have drifted: status
+// sends it no dry run and no read of its own, and takes its health from
+// the list of the app's members. Its health is still the live one (a
+// Deployment rolling out or failed is not Current for being unchanged),
+// and an object edited by hand or deleted since is still found out.
+func TestRunSkipsUnchanged(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	render := []*unstructured.Unstructured{
+		kubetest.Object("v1", "Namespace", "", "web"), configMap("a", "1"), configMap("b", "1"), configMap("c", "1"),
+		deployment("ready", nil), deployment("rolling", nil), deployment("stuck", nil),
+	}
+	applyAll := func() {
+		t.Helper()
+		if err := apply.Run(ctx, c.Client, apply.Config{App: "web", Version: "test", Objects: render, Concurrency: 4, Report: func(apply.Change) {}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	applyAll()
+	// The controller's word, and an apply after it (which records the
+	// versions the status updates gave).
+	failed := map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded"}}}
+	for name, st := range map[string]map[string]any{"ready": rollout(2, 2), "rolling": rollout(1, 1), "stuck": failed} {
+		live := c.Live(deployment(name, nil))
+		live.Object["status"] = st
+		c.Put(live)
+	}
+	applyAll()
+
+	// run runs status with version, and returns the app's objects it sent
+	// a dry run or a read of their own (not the inventory's), and how many
+	// requests it sent in all.
+	run := func(version string) (status.App, []string, int) {
+		t.Helper()
+		sent := len(c.Requests())
+		app, err := status.Run(ctx, c.Client, "web", render, status.Options{Concurrency: 4, Version: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, r := range c.Requests()[sent:] {
+			if r.Name != "" && r.Namespace != inventory.Namespace && (r.Verb == "patch" || r.Verb == "get") {
+				if r.Verb == "patch" && !r.DryRun {
+					t.Errorf("status wrote: %+v", r)
+				}
+				names = append(names, r.Name)
+			}
+		}
+		slices.Sort(names)
+		return app, slices.Compact(names), len(c.Requests()) - sent
+	}
+	want := []status.Object{
+		{Ref: "namespace/web", Health: status.Current},
+		{Ref: "configmap/a", Namespace: "web", Health: status.Current},
+		{Ref: "configmap/b", Namespace: "web", Health: status.Current},
+		{Ref: "configmap/c", Namespace: "web", Health: status.Current},
+		{Ref: "deployment.apps/ready", Namespace: "web", Health: status.Current},
+		{Ref: "deployment.apps/rolling", Namespace: "web", Health: status.InProgress},
+		{Ref: "deployment.apps/stuck", Namespace: "web", Health: status.Failed},
+	}
+	check := func(step string, app status.App, want []status.Object) {
+		t.Helper()
+		if d := cmp.Diff(want, app.Objects, cmpopts.IgnoreFields(status.Object{}, "Message")); d != "" {
+			t.Errorf("%s: objects (-want +got):\n%s", step, d)
+		}
+	}
+
+	app, objects, dryRun := run("other")
+	check("another plugin version", app, want)
+	if len(objects) != len(render) {
+		t.Errorf("another plugin version: dry runs of %v, want every object", objects)
+	}
+	app, objects, skipped := run("test")
+	check("nothing changed", app, want)
+	if len(objects) != 0 {
+		t.Errorf("nothing changed: dry runs or reads of %v, want none", objects)
+	}
+	if skipped > dryRun-2*len(render) {
+		t.Errorf("nothing changed: %d requests, against %d with a dry run and a read of each of the %d objects", skipped, dryRun, len(render))
+	}
+	t.Logf("requests: %d with a dry run of every object, %d skipping the unchanged", dryRun, skipped)
+
+	edited := c.Live(configMap("a", ""))
+	edited.Object["data"] = map[string]any{"k": "by hand"}
+	c.Put(edited)
+	c.Remove(configMap("b", ""))
+	app, objects, _ = run("test")
+	want[1].Drifted = true
+	want[2].Health = status.NotFound
+	check("an edit and a deletion behind our back", app, want)
+	if !slices.Equal(objects, []string{"a", "b"}) {
+		t.Errorf("an edit and a deletion behind our back: dry runs or reads of %v, want [a b]", objects)
 	}
 }

@@ -173,3 +173,49 @@ func TestDiffSkipsUnchanged(t *testing.T) {
 	_, sent = diff(1, "-f", b.v1, "--force-conflicts")
 	b.check("--force-conflicts", sent, "a", "b", "c", b.ns)
 }
+
+// TestStatusSkipsUnchanged: status sends no dry run, and no read of its
+// own, for an object the last apply made and nobody changed since (its
+// health comes from the list of the app's members); an object edited by
+// hand is still drifted, and one deleted behind our back NotFound.
+func TestStatusSkipsUnchanged(t *testing.T) {
+	b := newSkipBed(t, "e2e-status-skip")
+	b.run(0, "apply", "--name", "status-skip", "-f", b.v1)
+	// status returns its output and the app's objects it sent a request
+	// of their own (a read or a dry run), sorted.
+	status := func(want int) (string, []string) {
+		t.Helper()
+		before := len(b.proxy.Requests())
+		out, _ := b.run(want, "status", "--name", "status-skip", "-f", b.v1, "-v")
+		nsPath := "/api/v1/namespaces/" + b.ns
+		var names []string
+		for _, r := range b.proxy.Requests()[before:] {
+			switch {
+			case r.Path == nsPath:
+				names = append(names, b.ns)
+			case strings.HasPrefix(r.Path, nsPath+"/configmaps/"):
+				names = append(names, r.Path[strings.LastIndex(r.Path, "/")+1:])
+			}
+		}
+		sort.Strings(names)
+		return out, slices.Compact(names)
+	}
+	out, sent := status(0)
+	b.check("nothing changed", sent)
+	if !strings.Contains(out, "Current 4/4") {
+		t.Errorf("status of what was applied:\n%s", out)
+	}
+	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c2", "-n", b.ns, "configmap", "a", "-p", `{"data":{"k":"by-hand"}}`); code != 0 {
+		t.Fatal(errOut)
+	}
+	if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c2", "-n", b.ns, "configmap", "c"); code != 0 {
+		t.Fatal(errOut)
+	}
+	out, sent = status(1)
+	b.check("an edit and a deletion behind our back", sent, "a", "c")
+	for _, want := range []string{"configmap/a Current (drifted)", "configmap/c NotFound", "configmap/b Current\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status after an edit and a deletion: no %q in\n%s", want, out)
+		}
+	}
+}
