@@ -52,9 +52,25 @@ func (p *Proxy) serve() {
 		if !p.track(in, out) {
 			return
 		}
-		p.wg.Add(2)
-		go p.pipe(out, in)
-		go p.pipe(in, out)
+		p.wg.Add(1)
+		go p.relay(in, out)
+	}
+}
+
+// relay pipes both ways between in and out, and closes both once both
+// directions are done: a fleet of 1,000 clusters opens thousands of
+// connections over a run, which must not stay open until Close.
+func (p *Proxy) relay(in, out net.Conn) {
+	defer p.wg.Done()
+	var both sync.WaitGroup
+	both.Go(func() { p.pipe(out, in) })
+	both.Go(func() { p.pipe(in, out) })
+	both.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range []net.Conn{in, out} {
+		_ = c.Close()
+		delete(p.conns, c)
 	}
 }
 
@@ -80,7 +96,6 @@ type chunk struct {
 
 // pipe copies src to dst, each chunk delayed by p.delay.
 func (p *Proxy) pipe(dst, src net.Conn) {
-	defer p.wg.Done()
 	queue := make(chan chunk, 1024)
 	go func() {
 		defer close(queue)
