@@ -482,7 +482,7 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.
 		// lock: what was reviewed cannot change before it is applied.
 		run.Check = func(ctx context.Context, app string) error {
 			o.events.emit(rollout.StageEvent{Cluster: c.Name, Stage: "checking the plan"})
-			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), resultOf(results, app).Objects, o.Concurrency)
+			return plan.Check(ctx, client, o.plan.Cluster(c.Name).App(app), rollout.ResultOf(results, app).Objects, o.Concurrency)
 		}
 	}
 	for _, res := range inDependencyOrder(r.Fleet, results) {
@@ -508,16 +508,6 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.
 		o.mu.Unlock()
 	}
 	return errs, failed
-}
-
-// resultOf is the render of app among a cluster's results.
-func resultOf(results []render.Result, app string) render.Result {
-	for _, res := range results {
-		if res.App == app {
-			return res
-		}
-	}
-	return render.Result{}
 }
 
 // clusterGates runs the gates of the cluster's group once its apps went

@@ -159,8 +159,11 @@ func (k *KubeApps) Test(ctx context.Context, app App) error {
 }
 
 // result is the render of one app for the cluster.
-func (k *KubeApps) result(app string) render.Result {
-	for _, res := range k.Results {
+func (k *KubeApps) result(app string) render.Result { return ResultOf(k.Results, app) }
+
+// ResultOf is the render of app among a cluster's results.
+func ResultOf(results []render.Result, app string) render.Result {
+	for _, res := range results {
 		if res.App == app {
 			return res
 		}
