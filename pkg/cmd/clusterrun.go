@@ -199,12 +199,6 @@ func (g *GlobalOptions) idle(cluster string) {
 	}
 }
 
-// everyCluster is one wave of all the named clusters that tolerates any
-// failure: for commands that only read.
-func everyCluster(names []string) []runner.Wave {
-	return []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}
-}
-
 // connect returns a cluster's client once the cluster's identity pins
 // (server, uid) are verified. Every command that reads or writes a
 // cluster's state goes through here: reading the wrong cluster is as

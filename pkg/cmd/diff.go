@@ -216,7 +216,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	var mu sync.Mutex
 	summaries := res.summaries
 	names, byName := index(r.Clusters)
-	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
 		o.idle(name)
 		mu.Lock()

@@ -95,7 +95,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		entries = map[string][]HistoryEntry{}
 	)
 	names, byName := index(clusters)
-	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.connect(ctx, f, c)
 		if err != nil {

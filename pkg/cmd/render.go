@@ -161,7 +161,7 @@ func (o *RenderOptions) stored(ctx context.Context) (*rendered.Set, error) {
 	app := o.Apps[0]
 	results := make([]render.Result, len(clusters))
 	names, byName := index(clusters)
-	outcomes := runner.Run(ctx, everyCluster(names), 10, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), 10, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.connect(ctx, f, c)
 		if err != nil {

@@ -226,7 +226,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 		results = map[string][]status.App{}
 	)
 	names, byName := index(r.Clusters)
-	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.connect(ctx, r.Fleet, c)
 		if err != nil {

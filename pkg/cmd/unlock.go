@@ -133,7 +133,7 @@ func (o *UnlockOptions) readLocks(ctx context.Context, f *fleet.Fleet, clusters 
 		found = map[string]map[string]*lock.Info{} // by cluster, app
 	)
 	now := time.Now()
-	read := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
+	read := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
 		client, err := o.connect(ctx, f, byName[name])
 		if err != nil {
 			return err
@@ -186,7 +186,7 @@ func (o *UnlockOptions) removeLocks(ctx context.Context, f *fleet.Fleet, cluster
 	names, byName := index(clusters)
 	states := map[string]string{}
 	var mu sync.Mutex
-	outcomes := runner.Run(ctx, everyCluster(names), o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
 		for _, oc := range read {
 			if oc.Cluster == name && oc.Err != nil {
 				return oc.Err

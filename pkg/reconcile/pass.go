@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -108,14 +107,14 @@ func Decide(ctx context.Context, cfg Config, r *rendered.Set, clients Clients, m
 // checkAll checks every cluster of r, cfg.Parallel at once, in r's order.
 func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients) []rollout.ClusterCheck {
 	names := make([]string, len(r.Clusters))
+	at := make(map[string]int, len(r.Clusters))
 	for i, c := range r.Clusters {
-		names[i] = c.Name
+		names[i], at[c.Name] = c.Name, i
 	}
 	checks := make([]rollout.ClusterCheck, len(names))
 	var mu sync.Mutex
-	all := []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}
-	runner.Run(ctx, all, cfg.Parallel, func(ctx context.Context, name string) error {
-		i := slices.Index(names, name)
+	runner.Run(ctx, runner.Every(names), cfg.Parallel, func(ctx context.Context, name string) error {
+		i := at[name]
 		c := rollout.ClusterCheck{Cluster: name}
 		client, err := clients.Connect(ctx, r.Fleet, r.Clusters[i])
 		if err != nil {

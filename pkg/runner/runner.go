@@ -10,6 +10,12 @@ import (
 	"sync"
 )
 
+// Every is one wave of all the named clusters that tolerates any failure:
+// for commands that only read.
+func Every(names []string) []Wave {
+	return []Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}
+}
+
 // Wave is one group's clusters and rollout policy.
 type Wave struct {
 	Name     string
