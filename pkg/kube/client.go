@@ -366,15 +366,30 @@ func (c *Client) Apply(ctx context.Context, obj *unstructured.Unstructured, o Ap
 
 // Patch server-side applies obj through ri, without reading it first.
 func (c *Client) Patch(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, o ApplyOptions) (*unstructured.Unstructured, error) {
-	data, err := obj.MarshalJSON()
+	data, po, err := o.patch(obj)
 	if err != nil {
 		return nil, err
 	}
+	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+}
+
+// patch is obj's server-side apply request: its body and options.
+func (o ApplyOptions) patch(obj *unstructured.Unstructured) ([]byte, metav1.PatchOptions, error) {
 	po := metav1.PatchOptions{FieldManager: o.FieldManager, Force: &o.Force}
 	if o.DryRun {
 		po.DryRun = []string{metav1.DryRunAll}
 	}
-	return ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+	data, err := obj.MarshalJSON()
+	return data, po, err
+}
+
+// metadataOf is the metadata client of m's resource, in namespace when m
+// is namespaced.
+func (c *Client) metadataOf(m *meta.RESTMapping, namespace string) metadata.ResourceInterface {
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		return c.Metadata.Resource(m.Resource).Namespace(namespace)
+	}
+	return c.Metadata.Resource(m.Resource)
 }
 
 // PatchMetadata server-side applies obj, of mapping m (as Scope gives
@@ -384,18 +399,11 @@ func (c *Client) Patch(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 // metadata lists do; a server that cannot answer metadata only sends the
 // object, which the client reads as metadata).
 func (c *Client) PatchMetadata(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured, o ApplyOptions) (*metav1.PartialObjectMetadata, error) {
-	data, err := obj.MarshalJSON()
+	data, po, err := o.patch(obj)
 	if err != nil {
 		return nil, err
 	}
-	po := metav1.PatchOptions{FieldManager: o.FieldManager, Force: &o.Force}
-	if o.DryRun {
-		po.DryRun = []string{metav1.DryRunAll}
-	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		return c.Metadata.Resource(m.Resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
-	}
-	return c.Metadata.Resource(m.Resource).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
+	return c.metadataOf(m, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, data, po)
 }
 
 // Listings asks ListMetadata once per resource and namespace, however
@@ -463,15 +471,7 @@ func (l *Listings) Prefetch(stop, ctx context.Context, c *Client, keys []ListKey
 // namespace ("" for cluster-scoped or all), by name: one request instead of
 // a read per object.
 func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
-	var (
-		list *metav1.PartialObjectMetadataList
-		err  error
-	)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		list, err = c.Metadata.Resource(m.Resource).Namespace(namespace).List(ctx, metav1.ListOptions{})
-	} else {
-		list, err = c.Metadata.Resource(m.Resource).List(ctx, metav1.ListOptions{})
-	}
+	list, err := c.metadataOf(m, namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
