@@ -485,16 +485,21 @@ func finish(d *Object, o Options) error {
 	if d.Kind == Unchanged {
 		return nil
 	}
-	live, err := object.ToYAML(d.Live)
-	if err != nil {
-		return err
-	}
-	merged, err := object.ToYAML(d.Merged)
+	live, merged, err := d.yaml()
 	if err != nil {
 		return err
 	}
 	d.Text = Unified("live/"+o.Cluster+"/"+d.Path, "merged/"+o.Cluster+"/"+d.Path, live, merged, o.Context)
 	return nil
+}
+
+// yaml is the object's live and merged forms as YAML.
+func (d Object) yaml() (live, merged string, err error) {
+	if live, err = object.ToYAML(d.Live); err != nil {
+		return "", "", err
+	}
+	merged, err = object.ToYAML(d.Merged)
+	return live, merged, err
 }
 
 // Summary counts a cluster's differences.

@@ -8,8 +8,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
 	"k8s.io/utils/exec"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // External gathers what an external diff program ($KUBECTL_EXTERNAL_DIFF)
@@ -37,11 +35,7 @@ func NewExternal() (*External, error) {
 // cluster's folders.
 func (e *External) Add(cluster string, d Object) error {
 	name := filepath.Join(cluster, strings.ReplaceAll(d.Path, "/", "_")+".yaml")
-	live, err := object.ToYAML(d.Live)
-	if err != nil {
-		return err
-	}
-	merged, err := object.ToYAML(d.Merged)
+	live, merged, err := d.yaml()
 	if err != nil {
 		return err
 	}
