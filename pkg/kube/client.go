@@ -141,7 +141,7 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	}
 	// Objects of a cluster are applied concurrently: allow it.
 	cfg.QPS, cfg.Burst = 100, 200
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return newFirstConn(rt) })
+	cfg.Wrap(newConnGate().wrap) // one gate for every client made from cfg
 	mapper, err := getter.ToRESTMapper()
 	if err != nil {
 		return nil, err

@@ -13,35 +13,46 @@ import (
 // would each open a connection of their own, N handshakes of which all
 // but one are thrown away (at 1,000 clusters, 5 handshakes each made
 // diff's time out). Once connected, requests go through untouched.
+// The gate is the cluster's, shared by every HTTP client made from its
+// REST config (reads, writes, the identity check), since they share the
+// transport underneath too.
 type firstConn struct {
-	rt    http.RoundTripper
+	rt   http.RoundTripper
+	gate *connGate
+}
+
+// connGate is one cluster's: its first request, and when it connected.
+type connGate struct {
 	once  sync.Once
 	ready chan struct{}
 	close sync.Once
 }
 
-func newFirstConn(rt http.RoundTripper) *firstConn {
-	return &firstConn{rt: rt, ready: make(chan struct{})}
-}
+func newConnGate() *connGate { return &connGate{ready: make(chan struct{})} }
+
+func (g *connGate) wrap(rt http.RoundTripper) http.RoundTripper { return &firstConn{rt: rt, gate: g} }
+
+func newFirstConn(rt http.RoundTripper) *firstConn { return &firstConn{rt: rt, gate: newConnGate()} }
 
 func (f *firstConn) RoundTrip(req *http.Request) (*http.Response, error) {
+	g := f.gate
 	first := false
-	f.once.Do(func() { first = true })
+	g.once.Do(func() { first = true })
 	if !first {
 		select {
-		case <-f.ready:
+		case <-g.ready:
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
 		}
 		return f.rt.RoundTrip(req)
 	}
 	// Whatever becomes of the first request, the others wait no longer.
-	defer f.connected()
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { f.connected() }}
+	defer g.connected()
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { g.connected() }}
 	return f.rt.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
 }
 
-func (f *firstConn) connected() { f.close.Do(func() { close(f.ready) }) }
+func (g *connGate) connected() { g.close.Do(func() { close(g.ready) }) }
 
 // WrappedRoundTripper lets client-go close the idle connections of the
 // transport underneath (utilnet.CloseIdleConnectionsFor).

@@ -10,8 +10,9 @@ import (
 	"time"
 )
 
-// Requests sent at once to a server not yet connected to share the first
-// one's connection: one TLS handshake, not one each.
+// Requests sent at once to a server not yet connected to, from any
+// client of the cluster, share the first one's connection: one TLS
+// handshake, not one each.
 func TestFirstConnectionIsShared(t *testing.T) {
 	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,11 +28,14 @@ func TestFirstConnectionIsShared(t *testing.T) {
 	defer srv.Close()
 	base := srv.Client().Transport.(*http.Transport).Clone()
 	base.ForceAttemptHTTP2 = true
-	client := &http.Client{Transport: newFirstConn(base)}
+	// Two clients of one cluster (as its REST config makes them: reads,
+	// the identity check) share its gate and transport.
+	gate := newConnGate()
+	clients := []*http.Client{{Transport: gate.wrap(base)}, {Transport: gate.wrap(base)}}
 	var wg sync.WaitGroup
-	for range 20 {
+	for i := range 20 {
 		wg.Go(func() {
-			resp, err := client.Get(srv.URL)
+			resp, err := clients[i%2].Get(srv.URL)
 			if err != nil {
 				t.Error(err)
 				return
