@@ -575,15 +575,23 @@ func (b *bench) profile(ctx context.Context, scenario string, fleetApply func(ns
 	cmd.Env = b.env
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	start := time.Now()
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("profiling %s: %w\n%s", scenario, err, stderr.String())
 	}
+	end := time.Now()
 	p := parseProfile(scenario, stderr.String(), "bench-fleet")
 	if p.Requests == 0 {
 		return fmt.Errorf("profiling %s: no request in kubectl fleet's --v=6 log", scenario)
 	}
+	// klog's times are of the day, in the local zone.
+	ofDay := func(t time.Time) time.Time {
+		d, _ := time.Parse("15:04:05.000000", t.Format("15:04:05.000000"))
+		return d
+	}
+	p.BeforeMS, p.AfterMS = int(p.first.Sub(ofDay(start)).Milliseconds()), int(ofDay(end).Sub(p.last).Milliseconds())
 	b.profiles = append(b.profiles, p)
-	progress("%s on %s: %d requests in %d waits: %s", scenario, b.cs[0].name, p.Requests, p.Waits, strings.Join(p.Steps, ", "))
+	progress("%s on %s: %d requests in %d waits: %s; %d ms before the first, waits of %v ms, %d ms after the last", scenario, b.cs[0].name, p.Requests, p.Waits, strings.Join(p.Steps, ", "), p.BeforeMS, p.WaitMS, p.AfterMS)
 	return nil
 }
 

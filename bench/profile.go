@@ -21,6 +21,16 @@ type profile struct {
 	Objects  int      `json:"objectRequests"`
 	Waits    int      `json:"waits"`
 	Steps    []string `json:"steps"`
+	// WaitMS is how long each wait took, from its first request's start
+	// to the end of the last one in it, in milliseconds.
+	WaitMS []int `json:"waitMilliseconds"`
+	// BeforeMS is the time from the command's start to its first
+	// request, AfterMS from the last response to its exit.
+	BeforeMS int `json:"beforeMilliseconds"`
+	AfterMS  int `json:"afterMilliseconds"`
+	// first and last are the first request's start and the last one's end
+	// (as times of day, of year 0).
+	first, last time.Time
 }
 
 // responseLine matches client-go's request log at --v=6.
@@ -55,9 +65,16 @@ func parseProfile(scenario, log, appNS string) profile {
 	}
 	p := profile{Scenario: scenario, Requests: len(reqs)}
 	slices.SortStableFunc(reqs, func(a, b request) int { return a.start.Compare(b.start) })
-	var last time.Time
-	var prev string
-	n := 0
+	var (
+		last, waitStart time.Time
+		prev            string
+		n               int
+	)
+	endWait := func() {
+		if p.Waits > 0 {
+			p.WaitMS = append(p.WaitMS, int(last.Sub(waitStart).Milliseconds()))
+		}
+	}
 	flush := func() {
 		if n > 0 {
 			if n > 1 {
@@ -71,7 +88,9 @@ func parseProfile(scenario, log, appNS string) profile {
 		// A request that started after all before it had ended (with a
 		// little slack for the log's own delay) is one more wait.
 		if i == 0 || !r.start.Before(last.Add(-5*time.Millisecond)) {
+			endWait()
 			p.Waits++
+			waitStart = r.start
 		}
 		if i == 0 || r.end.After(last) { // (parsed times are of year 0, before the zero Time)
 			last = r.end
@@ -88,6 +107,10 @@ func parseProfile(scenario, log, appNS string) profile {
 		prev, n = step, 1
 	}
 	flush()
+	endWait()
+	if len(reqs) > 0 {
+		p.first, p.last = reqs[0].start, last
+	}
 	return p
 }
 

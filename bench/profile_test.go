@@ -2,10 +2,12 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // TestParseProfile reads a real --v=6 log of a rollout that changed one
@@ -34,8 +36,11 @@ func TestParseProfile(t *testing.T) {
 		"PATCH configmaps/fleet-bench (kubectl-fleet)",
 		"DELETE leases/fleet-bench (kubectl-fleet)",
 	}}
-	if diff := cmp.Diff(want, p); diff != "" {
+	if diff := cmp.Diff(want, p, cmpopts.IgnoreUnexported(profile{}), cmpopts.IgnoreFields(profile{}, "WaitMS")); diff != "" {
 		t.Errorf("profile (-want +got):\n%s", diff)
+	}
+	if len(p.WaitMS) != p.Waits || slices.ContainsFunc(p.WaitMS, func(ms int) bool { return ms < 50 }) {
+		t.Errorf("waits of %v ms: want %d, each at least the 50 ms round trip", p.WaitMS, p.Waits)
 	}
 }
 
@@ -48,8 +53,8 @@ func TestShortenCollapses(t *testing.T) {
 	}
 	log.WriteString(`I1123 11:10:17.663527   30198 round_trippers.go:632] "Response" verb="PATCH" url="https://h/api/v1/namespaces/app" status="200 OK" milliseconds=50` + "\n")
 	p := parseProfile("x", log.String(), "app")
-	want := profile{Scenario: "x", Requests: 4, Objects: 4, Waits: 2, Steps: []string{"3× PATCH configmaps of the app", "PATCH the app's namespace"}}
-	if diff := cmp.Diff(want, p); diff != "" {
+	want := profile{Scenario: "x", Requests: 4, Objects: 4, Waits: 2, Steps: []string{"3× PATCH configmaps of the app", "PATCH the app's namespace"}, WaitMS: []int{50, 50}}
+	if diff := cmp.Diff(want, p, cmpopts.IgnoreUnexported(profile{})); diff != "" {
 		t.Errorf("profile (-want +got):\n%s", diff)
 	}
 }

@@ -173,6 +173,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	var lists sync.WaitGroup
 	defer lists.Wait()
 	p := newPass(c, cfg)
+	defer p.history.Wait() // read in case a revision is recorded
 	if !cfg.DryRun {
 		keys := c.ListKeys(objs, func(o *unstructured.Unstructured) bool { return object.Ignored(o, cfg.Ignore) })
 		lists.Go(func() { p.listed.Prefetch(stop, ctx, c, keys, cfg.Concurrency) })
@@ -181,20 +182,12 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	waited, err := p.applyStages(stop, ctx, objs)
+	// The revision is stored while the objects are applied; the parent
+	// names it only once they are, and it is removed if they are not.
+	p.storeRevision(ctx)
+	waited, err := p.write(stop, ctx, objs, contents)
 	if err != nil {
-		return err
-	}
-	if cfg.Prune {
-		cfg.stage("pruning")
-		if err := p.prune(stop, ctx, contents); err != nil {
-			return err
-		}
-	}
-	if err := stop.Err(); err != nil {
-		// Interrupted: nothing more is sent, and the parent keeps the
-		// union recorded first, so no member is forgotten.
-		return err
+		return p.unstore(ctx, err)
 	}
 	if !cfg.DryRun {
 		if err := p.finish(ctx, objs); err != nil {
@@ -206,6 +199,23 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
 	}
 	return nil
+}
+
+// write applies the objects and prunes what the app no longer renders.
+func (p *pass) write(stop, ctx context.Context, objs []*unstructured.Unstructured, contents inventory.Contents) (map[*unstructured.Unstructured]bool, error) {
+	waited, err := p.applyStages(stop, ctx, objs)
+	if err != nil {
+		return nil, err
+	}
+	if p.cfg.Prune {
+		p.cfg.stage("pruning")
+		if err := p.prune(stop, ctx, contents); err != nil {
+			return nil, err
+		}
+	}
+	// Interrupted: nothing more is sent, and the parent keeps the union
+	// recorded first, so no member is forgotten.
+	return waited, stop.Err()
 }
 
 // begin reads the app's inventory, labels the objects as its members,
@@ -233,9 +243,6 @@ func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructure
 	contents := inventory.ContentsOf(objs)
 	if err := stop.Err(); err != nil {
 		return inventory.Contents{}, err // Ctrl-C while the inventory was read: nothing written
-	}
-	if !cfg.DryRun && p.newRevision() {
-		p.readHistory(ctx)
 	}
 	if !cfg.DryRun {
 		p.set.Adopted = p.set.Adopted.Union(p.adopting(ctx, objs))
@@ -313,7 +320,7 @@ func (p *pass) finish(ctx context.Context, objs []*unstructured.Unstructured) er
 	// What this apply sent, for the next one to skip what is the same.
 	p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
 	prev := p.set.Revision
-	history, err := p.recordRevision(ctx)
+	history, err := p.recordRevision()
 	if err != nil {
 		return err
 	}
@@ -350,10 +357,54 @@ func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, 
 	return nil
 }
 
-// recordRevision stores the apply as the app's next revision, unless its render
-// is the current revision's, and returns the history with it (nil when
-// nothing was recorded).
-func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) {
+// storeRevision starts storing the apply as the app's next revision,
+// unless its render is the current revision's, while the objects are
+// applied (the history it numbers it from was read with the inventory).
+// Until the parent names it, a revision is no release: recordRevision
+// waits for it once the objects are applied, and unstore removes it when
+// they are not.
+func (p *pass) storeRevision(ctx context.Context) {
+	rec, st := p.cfg.Record, &p.stored
+	if p.cfg.DryRun || !p.newRevision() {
+		return
+	}
+	st.Go(func() {
+		p.history.Wait()
+		r, history, err := rec.Revision, p.history.revisions, p.history.err
+		if r.User == "" {
+			r.User = p.history.user
+		}
+		if err != nil {
+			st.err = err
+			return
+		}
+		r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), p.renderDigest
+		r.Namespace = cmp.Or(p.cfg.Namespace, p.c.Namespace) // where objects without one went
+		if r.Version == "" {
+			r.Version = p.cfg.Version
+		}
+		st.err = revision.Store(ctx, p.c, &r, p.cfg.Objects)
+		st.revision, st.history = r, append(history, r)
+	})
+}
+
+// unstore removes the revision storeRevision stored for an apply that
+// failed (err), once it is written: the parent never names it.
+func (p *pass) unstore(ctx context.Context, err error) error {
+	st := &p.stored
+	st.Wait()
+	if st.revision.Number == 0 || st.err != nil {
+		return err
+	}
+	if rerr := revision.Remove(ctx, p.c, st.revision); rerr != nil {
+		return fmt.Errorf("%w (revision %d, stored while the objects were applied, is left unapplied: %v)", err, st.revision.Number, rerr)
+	}
+	return err
+}
+
+// recordRevision waits for the revision storeRevision stores, and returns
+// the history with it (nil when nothing was recorded).
+func (p *pass) recordRevision() ([]revision.Revision, error) {
 	rec := p.cfg.Record
 	if rec == nil {
 		return nil, nil
@@ -363,44 +414,25 @@ func (p *pass) recordRevision(ctx context.Context) ([]revision.Revision, error) 
 			rec.Done(r, isNew)
 		}
 	}
-	sum := p.renderDigest
 	if !p.newRevision() {
-		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: sum, Objects: len(p.cfg.Objects)}, false)
+		done(revision.Revision{App: p.cfg.App, Number: p.set.Revision, Digest: p.renderDigest, Objects: len(p.cfg.Objects)}, false)
 		return nil, nil
 	}
-	forbidden := func(err error) bool {
-		if !apierrors.IsForbidden(err) {
-			return false
-		}
+	st := &p.stored
+	st.Wait()
+	if apierrors.IsForbidden(st.err) {
 		if rec.Forbidden != nil {
-			rec.Forbidden(err)
+			rec.Forbidden(st.err)
 		}
-		return true
-	}
-	p.history.Wait() // readHistory started it with the objects' apply
-	r, history, err := rec.Revision, p.history.revisions, p.history.err
-	if r.User == "" {
-		r.User = p.history.user
-	}
-	if forbidden(err) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
+	if st.err != nil {
+		return nil, st.err
 	}
-	r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), sum
-	r.Namespace = cmp.Or(p.cfg.Namespace, p.c.Namespace) // where objects without one went
-	if r.Version == "" {
-		r.Version = p.cfg.Version
-	}
-	if err := revision.Store(ctx, p.c, &r, p.cfg.Objects); forbidden(err) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
-	}
-	p.set.Revision, p.set.Digest, p.set.Source = r.Number, sum, r.Source.String()
+	r := st.revision
+	p.set.Revision, p.set.Digest, p.set.Source = r.Number, r.Digest, r.Source.String()
 	done(r, true)
-	return append(history, r), nil
+	return st.history, nil
 }
 
 // phase is the objects of one phase.
@@ -464,6 +496,14 @@ type pass struct {
 		user    string
 		err     error
 	}
+	// stored is the revision storeRevision stores while the objects are
+	// applied, and the history with it.
+	stored struct {
+		sync.WaitGroup
+		revision revision.Revision
+		history  []revision.Revision
+		err      error
+	}
 }
 
 // newRevision reports whether this apply records a revision: its render
@@ -472,9 +512,9 @@ func (p *pass) newRevision() bool {
 	return p.cfg.Record != nil && !(p.set.Revision > 0 && p.renderDigest == p.set.Digest)
 }
 
-// readHistory starts reading what recordRevision needs (the app's
+// readHistory starts reading what storeRevision needs (the app's
 // revisions, and who applies when the caller does not say) while the
-// objects are applied, so that recording costs no round trip of its own.
+// inventory is read, so that recording costs no round trip of its own.
 func (p *pass) readHistory(ctx context.Context) {
 	h, rec := &p.history, p.cfg.Record
 	if rec.Revision.User == "" {
@@ -502,6 +542,11 @@ func (p *pass) load(ctx context.Context) error {
 	if !p.cfg.DryRun {
 		// Read with the rest, for unchanged.
 		wg.Go(func() { p.c.AggregatedAPIs(ctx) })
+	}
+	if !p.cfg.DryRun && p.cfg.Record != nil {
+		// Read with the rest, in case the render is new: its revision is
+		// then stored while the objects are applied.
+		p.readHistory(ctx)
 	}
 	set, others, err := inventory.LoadWithNeighbours(ctx, p.c, p.cfg.App)
 	wg.Wait()

@@ -8,7 +8,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -1018,5 +1020,64 @@ func TestAggregatedAPINeverSkipped(t *testing.T) {
 		if !slices.Equal(sent, want) {
 			t.Errorf("aggregated %v: the second apply sent %v, want %v", aggregated, sent, want)
 		}
+	}
+}
+
+// TestRevisionStoredWhileApplying: a new render's revision is written
+// while its objects are, not after them (a round trip less), and the
+// parent names it once they are applied; an apply that fails leaves no
+// revision: the one stored meanwhile is removed, and the parent still
+// names the one before.
+func TestRevisionStoredWhileApplying(t *testing.T) {
+	c := kubetest.New(t)
+	v := func(value string) []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{ns("web"), cm("web", "conf", "v="+value)}
+	}
+	record := func() *apply.Record { return &apply.Record{Revision: revision.Revision{User: "alice"}} }
+	mustRun(t, c, apply.Config{Objects: v("1"), Record: record()})
+
+	// The ConfigMap's write waits for the revision's (or 10 s).
+	gate := make(chan struct{})
+	var (
+		once    sync.Once
+		timeout atomic.Bool
+	)
+	timer := time.AfterFunc(10*time.Second, func() { timeout.Store(true); once.Do(func() { close(gate) }) })
+	defer timer.Stop()
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "secrets", Name: revision.SecretName("web", 2), Hook: func() { once.Do(func() { close(gate) }) }})
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: "conf", Before: gate})
+	mustRun(t, c, apply.Config{Objects: v("2"), Record: record()})
+	if timeout.Load() {
+		t.Errorf("the revision was not written while the objects were: the ConfigMap waited 10 s for it")
+	}
+	set, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil || set.Revision != 2 {
+		t.Fatalf("parent after the apply: %+v, %v; want revision 2", set, err)
+	}
+
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: "conf", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "conf", errors.New("RBAC"))})
+	if changes, err := run(t, c, apply.Config{Objects: v("3"), Record: record()}); err == nil || !apierrors.IsForbidden(changes["configmap/conf"].Err) {
+		t.Fatalf("apply: %v, configmap/conf %+v; want the ConfigMap refused", err, changes["configmap/conf"])
+	}
+	stored, removed := false, false
+	for _, r := range c.Requests() {
+		if r.Resource == "secrets" && r.Name == revision.SecretName("web", 3) {
+			stored = stored || r.Verb == "patch"
+			removed = removed || r.Verb == "delete"
+		}
+	}
+	if !stored || !removed {
+		t.Errorf("revision 3: stored %v, removed %v; want both", stored, removed)
+	}
+	list, err := revision.List(context.Background(), c.Client, "web")
+	var numbers []int
+	for _, r := range list {
+		numbers = append(numbers, r.Number)
+	}
+	if err != nil || !slices.Equal(numbers, []int{1, 2}) {
+		t.Errorf("revisions after the failed apply: %v, %v; want 1 and 2", numbers, err)
+	}
+	if set, err := inventory.Load(context.Background(), c.Client, "web"); err != nil || set.Revision != 2 {
+		t.Errorf("parent after the failed apply: revision %d, %v; want 2", set.Revision, err)
 	}
 }

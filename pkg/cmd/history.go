@@ -112,6 +112,11 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 			}
 			mu.Lock()
 			for _, r := range list {
+				if set.Revision > 0 && r.Number > set.Revision {
+					// Stored while its objects were applied, never named
+					// current: whatever it carries, it is no release.
+					r.Verification = revision.Verification{State: revision.Unverified, Reason: "its apply did not finish"}
+				}
 				entries[name] = append(entries[name], HistoryEntry{Type: "revision", Cluster: name, Group: c.Group, Current: r.Number == set.Revision, Revision: r})
 			}
 			mu.Unlock()

@@ -305,6 +305,12 @@ spec:
 	if !strings.Contains(out, "atomic (rollback): configmap/b pruned") {
 		t.Errorf("the rollback's work is not shown:\n%s", out)
 	}
+	// The failed apply's revision, stored while its objects were
+	// applied, is gone: the history is v1's, restored.
+	var all strings.Builder
+	if got := historyOf(t, &all, dir, "--app", "atomic", "-c", "stg")["stg"]; len(got) != 1 || !strings.HasPrefix(got[0], "1 apply 2") || !strings.HasSuffix(got[0], " current") {
+		t.Errorf("stg's history after the failed apply: %q\n%s", got, all.String())
+	}
 	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
 		if v, _ := get(t, ctx, "configmap", "a", "-n", ns, "-o", "jsonpath={.data.v}"); v != "one" {
 			t.Errorf("%s: configmap a has v=%q, want one", ctx, v)

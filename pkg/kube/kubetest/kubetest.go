@@ -96,13 +96,20 @@ type Request struct {
 // requests from the Inject call on: only the Nth fails (1 is the next);
 // 0 fails every one. Hook, when set, runs as the fault fires (a Ctrl-C
 // during that request: it must not call the Cluster); with a nil Err the
-// request is then answered.
+// request is then answered. Before, when set, holds every matching
+// request until it is closed, without holding the Cluster, so that other
+// requests are answered meanwhile: what must happen before the request.
 type Fault struct {
 	Verb, Resource, Name string
 	Nth                  int
 	Err                  error
 	Hook                 func()
+	Before               <-chan struct{}
 	seen                 int
+}
+
+func (f *Fault) matches(r Request) bool {
+	return (f.Verb == "" || f.Verb == r.Verb) && (f.Resource == "" || f.Resource == r.Resource) && (f.Name == "" || f.Name == r.Name)
 }
 
 // Cluster is the in-memory cluster. Client talks to it; Put, Live and
@@ -278,10 +285,11 @@ func (c *Cluster) keyOf(o *unstructured.Unstructured) (key, error) {
 
 // serve answers one request of either client from the store.
 func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	gvr := a.GetResource()
 	r := requestOf(a)
+	c.before(r)
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.log = append(c.log, r)
 	if err := c.fault(r); err != nil {
 		return nil, err
@@ -334,11 +342,27 @@ func requestOf(a clienttesting.Action) Request {
 	return r
 }
 
+// before holds r until the Before of every fault that matches it is
+// closed.
+func (c *Cluster) before(r Request) {
+	c.mu.Lock()
+	var waits []<-chan struct{}
+	for _, f := range c.faults {
+		if f.Before != nil && f.matches(r) {
+			waits = append(waits, f.Before)
+		}
+	}
+	c.mu.Unlock()
+	for _, w := range waits {
+		<-w
+	}
+}
+
 // fault fires the faults that match r, and returns the error of the
 // first that has one.
 func (c *Cluster) fault(r Request) error {
 	for _, f := range c.faults {
-		if (f.Verb == "" || f.Verb == r.Verb) && (f.Resource == "" || f.Resource == r.Resource) && (f.Name == "" || f.Name == r.Name) {
+		if f.matches(r) {
 			if f.seen++; f.Nth != 0 && f.seen != f.Nth {
 				continue
 			}
