@@ -146,6 +146,8 @@ type bench struct {
 	loadStart              string
 	// floorRuns numbers the floor's input folders.
 	floorRuns int
+	// serverCPU is the CPU the API servers and etcd have used so far.
+	serverCPU func() time.Duration
 	// The scaling run's results (scale.go).
 	scaleRows   []scaleRow
 	scaleSetups []scaleSetup
@@ -231,6 +233,13 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	}()
 	b.kubeconfig = env.Kubeconfig
 	b.env = append(b.env, "KUBECONFIG="+env.Kubeconfig)
+	b.serverCPU = func() time.Duration {
+		var sum time.Duration
+		for _, pid := range env.PIDs() {
+			sum += procCPU(pid)
+		}
+		return sum
+	}
 	b.cs = fleetClusters(o.clusters, o.staging, "bench-c")
 	b.clustersFile = filepath.Join(b.work, "clusters.txt")
 	if err := os.WriteFile(b.clustersFile, []byte(clustersTxt(b.cs)), 0o644); err != nil {
@@ -355,15 +364,22 @@ func (b *bench) scenario(ctx context.Context, name string, tools []tool, before 
 			if b.o.cpuProfiles != "" && tools[i].id == "fleet" {
 				env = append(slices.Clone(env), "KUBECTL_FLEET_CPUPROFILE="+filepath.Join(b.o.cpuProfiles, fmt.Sprintf("%s-%d.pprof", name, rep)))
 			}
+			var cpu0 time.Duration
+			if b.serverCPU != nil {
+				cpu0 = b.serverCPU()
+			}
 			r, err := timed(ctx, bin, args, env)
 			if err != nil {
 				return fmt.Errorf("%s, %s: %w", name, tools[i].id, err)
+			}
+			if b.serverCPU != nil {
+				r.serverCPU = b.serverCPU() - cpu0
 			}
 			if rep == 0 && r.wall > b.o.long {
 				limit[i] = min(limit[i], 3)
 			}
 			runs[i] = append(runs[i], r)
-			progress("%s %d/%d: %-9s %6.2fs  cpu %5.2fs  %s", name, rep+1, b.o.reps, tools[i].id, r.wall.Seconds(), r.cpu.Seconds(), rss(r.maxRSS))
+			progress("%s %d/%d: %-9s %6.2fs  cpu %5.2fs  servers %5.2fs  %s", name, rep+1, b.o.reps, tools[i].id, r.wall.Seconds(), r.cpu.Seconds(), r.serverCPU.Seconds(), rss(r.maxRSS))
 		}
 	}
 	for i, t := range tools {

@@ -19,6 +19,8 @@ type run struct {
 	// cpu is the user and system time of the process and of the children
 	// it waited for (a loop's kubectl and kustomize).
 	cpu time.Duration
+	// serverCPU is what the API servers and etcd used meanwhile.
+	serverCPU time.Duration
 }
 
 // timed runs cmd (stdout discarded, stderr kept for errors) and times it
@@ -48,6 +50,7 @@ type stats struct {
 	Median, Min, Max float64 // seconds
 	MaxRSS           int64   // bytes, the largest of the runs; 0 if unknown
 	CPU              float64 // seconds of CPU, the median of the runs
+	ServerCPU        float64 // seconds of the servers' CPU meanwhile, the median
 	Runs             int
 }
 
@@ -55,14 +58,14 @@ func summarize(runs []run) stats {
 	if len(runs) == 0 {
 		return stats{}
 	}
-	s, cpu := make([]float64, len(runs)), make([]float64, len(runs))
+	s, cpu, server := make([]float64, len(runs)), make([]float64, len(runs)), make([]float64, len(runs))
 	var rss int64
 	for i, r := range runs {
-		s[i], cpu[i] = r.wall.Seconds(), r.cpu.Seconds()
+		s[i], cpu[i], server[i] = r.wall.Seconds(), r.cpu.Seconds(), r.serverCPU.Seconds()
 		rss = max(rss, r.maxRSS)
 	}
 	med := median(s) // sorts s
-	return stats{Median: med, Min: s[0], Max: s[len(s)-1], MaxRSS: rss, CPU: median(cpu), Runs: len(s)}
+	return stats{Median: med, Min: s[0], Max: s[len(s)-1], MaxRSS: rss, CPU: median(cpu), ServerCPU: median(server), Runs: len(s)}
 }
 
 // median of xs, which it sorts.

@@ -52,8 +52,8 @@ func (b *bench) markdown() string {
 		groups = fmt.Sprintf("A fleet of two groups (staging: %d clusters, production: %d), which kubectl fleet rolls out one after the other while the loops and the floor go at once", o.staging, o.clusters-o.staging)
 	}
 	fmt.Fprintf(&s, "**Setup:** %d kube-apiservers (one etcd, no controllers), each behind a TCP proxy adding %s each way (%s round trip). %s. The app: a kustomize base of 1 Namespace and %d objects (ConfigMaps and Deployments, alternating) with `${VARS}` for each cluster's values, and an overlay per group. ", o.clusters, o.rtt/2, o.rtt, groups, o.objects)
-	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. CPU is the median user and system time of the tool and every process it started (a loop's kustomize, envsubst and kubectl). Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
-	s.WriteString("| scenario | tool | median | min–max | runs | CPU | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
+	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. CPU is the median user and system time of the tool and every process it started (a loop's kustomize, envsubst and kubectl); servers' CPU is what the API servers and etcd used meanwhile. Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
+	s.WriteString("| scenario | tool | median | min–max | runs | CPU | servers' CPU | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
 	scenarios := titles
 	var renders []struct{ id, title string }
 	for _, n := range o.render {
@@ -70,7 +70,7 @@ func (b *bench) markdown() string {
 			if first {
 				title, first = "**"+sc.title+"**", false
 			}
-			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %.2f s | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, r.CPU, rss(r.MaxRSS), b.ratio(r))
+			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %.2f s | %.2f s | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, r.CPU, r.ServerCPU, rss(r.MaxRSS), b.ratio(r))
 		}
 	}
 	s.WriteString("\n**Tools:**\n\n")
