@@ -187,7 +187,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	p.storeRevision(ctx)
 	waited, err := p.write(stop, ctx, objs, contents)
 	if err != nil {
-		return p.unstore(ctx, err)
+		return p.unstore(stop, ctx, err)
 	}
 	if !cfg.DryRun {
 		if err := p.finish(ctx, objs); err != nil {
@@ -389,11 +389,13 @@ func (p *pass) storeRevision(ctx context.Context) {
 }
 
 // unstore removes the revision storeRevision stored for an apply that
-// failed (err), once it is written: the parent never names it.
-func (p *pass) unstore(ctx context.Context, err error) error {
+// failed (err), once it is written: the parent never names it. After
+// Ctrl-C (stop done) nothing more is sent: the revision stays, never
+// named current (history says its apply did not finish).
+func (p *pass) unstore(stop, ctx context.Context, err error) error {
 	st := &p.stored
 	st.Wait()
-	if st.revision.Number == 0 || st.err != nil {
+	if st.revision.Number == 0 || st.err != nil || stop.Err() != nil {
 		return err
 	}
 	if rerr := revision.Remove(ctx, p.c, st.revision); rerr != nil {

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
@@ -190,7 +189,7 @@ func TestPruneOnlyTheObjectListed(t *testing.T) {
 	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "gone")}})
 	listed := c.Live(cm("web", "gone")).GetUID()
 	recreated := false
-	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	c.DynamicFake().PrependReactor("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if d, ok := a.(clienttesting.DeleteAction); ok && d.GetName() == "gone" && !recreated {
 			recreated = true
 			c.Remove(cm("web", "gone"))

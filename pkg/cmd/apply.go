@@ -208,6 +208,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	o.SourceOptions.withTests = !o.SkipTests && !o.SkipGates
 	if !o.dryRun() {
 		o.SourceOptions.warm = o.warm
+		defer o.locks.Release(ctx, o.ErrOut) // the early ones, when the render fails
 	}
 	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
 	if err != nil {
@@ -237,14 +238,19 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 // warm connects to the clusters of the first wave and asks each who the
 // user is (for its locks and revisions) while the sources render, so that
 // the TLS handshake and that read overlap the render instead of
-// following it. Nothing is written; an error is the cluster's own
-// connect's, met again when its apply starts. Later waves connect when
-// they start: a cluster that is down now may be up by then.
-func (o *ApplyOptions) warm(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) {
+// following it; unless a protected group's confirmation comes first, it
+// starts taking their locks too (rollout.Locks.Early), released unused
+// if the render fails. Nothing else is written; an error is the
+// cluster's own connect's, met again when its apply starts. Later waves
+// connect when they start: a cluster that is down now may be up by then.
+func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
+	f, clusters := pl.Fleet, pl.Clusters
 	ws := waves(f, clusters)
 	if len(ws) == 0 {
 		return
 	}
+	g := f.Group(ws[0].Name)
+	lockEarly := o.Yes || g == nil || !g.Protected
 	_, byName := index(clusters)
 	n := o.Parallel
 	if m := ws[0].MaxParallel; m > 0 {
@@ -256,6 +262,9 @@ func (o *ApplyOptions) warm(ctx context.Context, f *fleet.Fleet, clusters []*fle
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			if client, err := o.connect(ctx, f, byName[name]); err == nil {
+				if lockEarly {
+					o.locks.Early(ctx, client, name, rendered.AppsOf(pl.Apps, byName[name]))
+				}
 				o.locks.User(client, name)(ctx)
 			}
 		}()

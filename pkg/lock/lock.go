@@ -119,6 +119,10 @@ type Options struct {
 	// NoNamespace leaves a missing namespace missing: Acquire then
 	// returns ErrNoNamespace (for delete: no app has anything there).
 	NoNamespace bool
+	// NoWait makes Acquire one attempt: a lease another holds is a
+	// *HeldError at once, even one that looks abandoned (its takeover
+	// needs it watched).
+	NoWait bool
 	// Waiting, when set, is told once that Acquire waits for the holder.
 	Waiting func(*HeldError)
 	// Clock measures how long a lease was seen unchanged, and paces the
@@ -262,6 +266,8 @@ type Lock struct {
 	done  chan struct{}
 	// cancel ends a renewal in flight.
 	cancel context.CancelFunc
+	// annotating is SetClusterUser's update.
+	annotating sync.WaitGroup
 }
 
 // Acquire takes the lock of app on the cluster c: it creates the lease
@@ -294,7 +300,7 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 			return l, nil
 		}
 		var held *HeldError
-		if !errors.As(err, &held) {
+		if !errors.As(err, &held) || o.NoWait {
 			return nil, err
 		}
 		// Wait for the holder (Timeout), or as long as a lease that looks
@@ -562,6 +568,36 @@ func (l *Lock) ownRenewal(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// SetClusterUser records on the lease who the cluster says the holder is,
+// for a lock taken before the cluster said (rollout.Locks.Early), in the
+// background: it is what others are told, so a failure only leaves it
+// unsaid. Release waits for it.
+func (l *Lock) SetClusterUser(ctx context.Context, user string) {
+	if user == "" {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || l.lease.GetAnnotations()[ClusterUserAnnotation] == user {
+		return
+	}
+	next := l.lease.DeepCopy()
+	l.annotating.Go(func() {
+		next.SetAnnotations(merged(next.GetAnnotations(), map[string]string{ClusterUserAnnotation: user}))
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.duration/3, time.Second))
+		defer cancel()
+		updated, err := l.ri.Update(rctx, next, metav1.UpdateOptions{})
+		if err != nil {
+			return // a renewal came first, or the lease is gone: the renewals say so
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.lease.GetResourceVersion() == next.GetResourceVersion() {
+			l.lease = updated
+		}
+	})
+}
+
 // lose records why the lock was lost and says so.
 func (l *Lock) lose(err error) {
 	l.mu.Lock()
@@ -580,6 +616,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	if !l.Abandon() {
 		return nil // released already
 	}
+	l.annotating.Wait()
 	del := func() error {
 		l.mu.Lock()
 		uid, rv := l.lease.GetUID(), l.lease.GetResourceVersion()

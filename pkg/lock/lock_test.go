@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -200,7 +199,7 @@ func TestExpiryByObservedTime(t *testing.T) {
 	behind := time.Now().Add(-time.Hour)
 	c.Put(leaseObject(t, "web", alice, behind, behind, 20*time.Second))
 	renewals := 0
-	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+	c.DynamicFake().PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
 		renewals++ // alice renews between any two reads, an hour behind
 		c.Put(leaseObject(t, "web", alice, behind, behind.Add(time.Duration(renewals)*time.Second), 20*time.Second))
 		return false, nil, nil
@@ -252,7 +251,7 @@ func TestTakeoverConflict(t *testing.T) {
 	c.Put(leaseObject(t, "web", alice, time.Now().Add(-time.Hour), time.Now().Add(-time.Hour), time.Minute))
 	carol := Holder{User: "carol", Host: "ci", PID: 99}
 	raced := false
-	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+	c.DynamicFake().PrependReactor("update", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
 		if raced {
 			return false, nil, nil
 		}
@@ -501,7 +500,7 @@ func TestGoneLocalHolder(t *testing.T) {
 	// (another container with the same host name).
 	c.Put(leaseObject(t, "web", dead, time.Now(), time.Now(), time.Minute))
 	renewals := 0
-	c.Client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
+	c.DynamicFake().PrependReactor("get", "leases", func(clienttesting.Action) (bool, runtime.Object, error) {
 		renewals++
 		if renewals%5 == 0 { // every 5s of polling, as a holder with a 15s lease renews
 			c.Put(leaseObject(t, "web", dead, time.Now(), time.Now(), time.Minute))
@@ -568,4 +567,40 @@ func leaseUpdates(c *kubetest.Cluster) int {
 		}
 	}
 	return n
+}
+
+// TestNoWaitAndSetClusterUser: NoWait is one attempt, even at a lease
+// that looks abandoned; a lock taken before the cluster said who the user
+// is records it after, and is still released cleanly.
+func TestNoWaitAndSetClusterUser(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	early := alice
+	early.ClusterUser = ""
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: early, FieldManager: "kubectl-fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetClusterUser(ctx, "alice@example.com")
+	for deadline := time.Now().Add(5 * time.Second); live(t, c, "web").ClusterUser == "" && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := live(t, c, "web"); got.ClusterUser != "alice@example.com" || got.HolderID != "alice@build-7 pid 4242" {
+		t.Errorf("lease after SetClusterUser: %+v", got)
+	}
+	l.Abandon() // its holder is gone: a lease that looks abandoned
+	start := time.Now()
+	_, err = Acquire(ctx, c.Client, "web", Options{Holder: bob, NoWait: true, Timeout: time.Minute})
+	var held *HeldError
+	if !errors.As(err, &held) || time.Since(start) > 2*time.Second {
+		t.Errorf("NoWait at a held lease: %v after %s, want a HeldError at once", err, time.Since(start))
+	}
+	l2, err := Acquire(ctx, c.Client, "api", Options{Holder: early, FieldManager: "kubectl-fleet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l2.SetClusterUser(ctx, "alice@example.com")
+	if err := l2.Release(ctx); err != nil || live(t, c, "api") != nil {
+		t.Errorf("release after SetClusterUser: %v, lease %+v", err, live(t, c, "api"))
+	}
 }

@@ -44,10 +44,10 @@ type Config struct {
 	Engine *render.Engine
 	// Tests renders the apps' tests too (Render only).
 	Tests bool
-	// Warm, when set, is started once the clusters are selected, to run
-	// beside the render (Render only; apply: the first requests to the
-	// clusters).
-	Warm func(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster)
+	// Warm, when set, is started once the clusters are selected and the
+	// apps resolved, to run beside the render (Render only; apply: the
+	// first requests to the clusters).
+	Warm func(ctx context.Context, pl *Plan)
 }
 
 // Plan is what is rendered: the fleet, the selected clusters, the apps

@@ -36,7 +36,7 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 		return nil, err
 	}
 	if c.Warm != nil {
-		c.Warm(ctx, pl.Fleet, pl.Clusters)
+		c.Warm(ctx, pl)
 	}
 	results := c.Engine.Render(ctx, pl.Targets(false))
 	var tests []render.Result

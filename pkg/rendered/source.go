@@ -45,6 +45,17 @@ type App struct {
 	Tests *render.Source
 }
 
+// AppsOf names the apps that go to c, in order.
+func AppsOf(apps []App, c *fleet.Cluster) []string {
+	var out []string
+	for _, a := range apps {
+		if a.GoesTo(c) {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
 // GoesTo reports whether the app is deployed to c.
 func (a App) GoesTo(c *fleet.Cluster) bool { return slices.Contains(a.Clusters, c) }
 

@@ -31,6 +31,8 @@ type Locks struct {
 	holder lock.Holder
 	// users is who each cluster says the user is.
 	users memo.Memo[string, string]
+	// early are the locks Early takes.
+	early earlyLocks
 	mu    sync.Mutex
 	held  []heldLock
 }
@@ -61,6 +63,16 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	say := func(state, holder string, err error, line string) {
 		emit(LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
 	}
+	if lk := l.early.take(cluster, app, func(err error) {
+		say("lost", "", err, "error: "+err.Error())
+		if lost != nil {
+			lost(err)
+		}
+	}); lk != nil {
+		lk.SetClusterUser(ctx, l.User(client, cluster)(ctx))
+		l.hold(cluster, app, lk)
+		return nil
+	}
 	h := l.holder
 	h.ClusterUser = l.User(client, cluster)(ctx)
 	lk, err := lock.Acquire(ctx, client, app, lock.Options{
@@ -89,10 +101,158 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	if err != nil {
 		return err
 	}
+	l.hold(cluster, app, lk)
+	return nil
+}
+
+func (l *Locks) hold(cluster, app string, lk *lock.Lock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held = append(l.held, heldLock{cluster: cluster, app: app, lock: lk})
-	return nil
+}
+
+// Early starts taking the locks of apps on cluster before its rollout
+// gets there, while the sources render and the cluster is asked who the
+// user is, so that the lock costs the rollout no round trip of its own:
+// one attempt each, in the background, that neither waits for another
+// holder nor creates the namespace kubectl-fleet. Acquire uses a lock
+// taken so, and takes it the usual way when the attempt failed. Only for
+// a run that writes to cluster without asking first (a protected group's
+// confirmation comes before any lock).
+func (l *Locks) Early(ctx context.Context, client *kube.Client, cluster string, apps []string) {
+	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
+	for _, app := range apps {
+		e := l.early.start(cluster, app)
+		if e == nil {
+			continue
+		}
+		go func() {
+			lk, err := lock.Acquire(ctx, client, app, lock.Options{
+				Holder: l.holder, Duration: l.Duration, FieldManager: apply.FieldManager, NoNamespace: true, NoWait: true, Lost: e.lose,
+			})
+			e.done(lk, err)
+		}()
+	}
+}
+
+// earlyLocks are the locks Early takes, by cluster and app, until
+// Acquire takes them over or they are released unused: nil from then on,
+// and for a lock Acquire asked for first, so that no Early comes after.
+type earlyLocks struct {
+	mu    sync.Mutex
+	locks map[[2]string]*earlyLock
+	// over are the clusters whose work is over (ReleaseCluster), and all
+	// are once the command's is (Release): no Early starts there then.
+	over map[string]bool
+	all  bool
+}
+
+// earlyLock is one lock Early takes.
+type earlyLock struct {
+	ready chan struct{}
+	lock  *lock.Lock // nil when the attempt failed
+
+	mu   sync.Mutex
+	lost func(error) // Acquire's, once it takes the lock over
+	err  error       // why the lock was lost before that
+}
+
+func (e *earlyLocks) start(cluster, app string) *earlyLock {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k := [2]string{cluster, app}
+	if _, seen := e.locks[k]; seen || e.all || e.over[cluster] {
+		return nil // started, Acquire came first, or too late
+	}
+	if e.locks == nil {
+		e.locks = map[[2]string]*earlyLock{}
+	}
+	el := &earlyLock{ready: make(chan struct{})}
+	e.locks[k] = el
+	return el
+}
+
+func (el *earlyLock) done(lk *lock.Lock, err error) {
+	if err == nil {
+		el.lock = lk
+	}
+	close(el.ready)
+}
+
+// lose is the lock's Lost: Acquire's once it took the lock over.
+func (el *earlyLock) lose(err error) {
+	el.mu.Lock()
+	lost := el.lost
+	if lost == nil {
+		el.err = err
+	}
+	el.mu.Unlock()
+	if lost != nil {
+		lost(err)
+	}
+}
+
+// take waits for the early attempt at app's lock on cluster and returns
+// the lock if it was taken and is still held, which lost is then told
+// about; nil otherwise (the lock is then taken the usual way).
+func (e *earlyLocks) take(cluster, app string, lost func(error)) *lock.Lock {
+	e.mu.Lock()
+	k := [2]string{cluster, app}
+	el := e.locks[k]
+	if e.locks == nil {
+		e.locks = map[[2]string]*earlyLock{}
+	}
+	e.locks[k] = nil // an Early that comes later takes nothing
+	e.mu.Unlock()
+	if el == nil {
+		return nil
+	}
+	<-el.ready
+	if el.lock == nil {
+		return nil
+	}
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if el.err != nil {
+		el.lock.Abandon()
+		return nil
+	}
+	el.lost = lost
+	return el.lock
+}
+
+// unused removes the early locks of cluster (every cluster's when
+// cluster is empty) that Acquire never took, once their attempts are
+// over.
+func (e *earlyLocks) unused(cluster string) []heldLock {
+	e.mu.Lock()
+	if cluster == "" {
+		e.all = true
+	} else {
+		if e.over == nil {
+			e.over = map[string]bool{}
+		}
+		e.over[cluster] = true
+	}
+	var out []heldLock
+	var wait []*earlyLock
+	for k, el := range e.locks {
+		if el != nil && (cluster == "" || k[0] == cluster) {
+			e.locks[k] = nil
+			out = append(out, heldLock{cluster: k[0], app: k[1]})
+			wait = append(wait, el)
+		}
+	}
+	e.mu.Unlock()
+	kept := out[:0]
+	for i, el := range wait {
+		<-el.ready
+		if el.lock != nil {
+			out[i].lock = el.lock
+			kept = append(kept, out[i])
+		}
+	}
+	return kept
 }
 
 // ReleaseTimeout bounds the release of one lock: a cluster that no longer
@@ -114,18 +274,22 @@ func (l *Locks) ReleaseCluster(ctx context.Context, cluster string, errOut io.Wr
 		return false
 	})
 	l.mu.Unlock()
-	release(ctx, mine, errOut)
+	release(ctx, append(mine, l.early.unused(cluster)...), errOut)
 }
 
 // Release releases every lock held, at once, and says on errOut what could
 // not be released cleanly (it then expires on its own, or is taken over at
 // once by the next run on this machine). After Ctrl-C (ctx done) nothing
-// is sent: the locks are only no longer renewed.
+// is sent: the locks are only no longer renewed; but those Early took
+// that no write used.
 func (l *Locks) Release(ctx context.Context, errOut io.Writer) {
 	l.mu.Lock()
 	held := l.held
 	l.held = nil
 	l.mu.Unlock()
+	// Locks taken early and never used guarded no write: they go even
+	// after Ctrl-C, rather than block other runs until they expire.
+	release(context.WithoutCancel(ctx), l.early.unused(""), errOut)
 	release(ctx, held, errOut)
 }
 

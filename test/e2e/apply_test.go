@@ -535,6 +535,9 @@ func TestRenderFailureWritesNothing(t *testing.T) {
 	f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, attributes: {tier: gold}}", 1)
 	f = strings.Replace(f, "{name: prod-a, group: production, context: fleet-c2}", "{name: prod-a, group: production, context: fleet-c2, attributes: {tier: gold}}", 1)
 	dir := workdir(t, f, map[string]string{"renderfail/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-renderfail, labels: {tier: '${tier}'}}\n"})
+	// With its namespace there, stg's lock is taken while the sources
+	// render.
+	kubectl(t, "", "--context", "fleet-c1", "create", "namespace", "kubectl-fleet")
 	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "renderfail"), "--yes")
 	if code != 1 || !strings.Contains(errOut, "rendering failed, nothing was done") || !strings.Contains(errOut, "cluster prod-b: app renderfail: Namespace e2e-renderfail: undefined variable ${tier}") {
 		t.Fatalf("exit %d\n%s%s", code, out, errOut)
@@ -542,6 +545,10 @@ func TestRenderFailureWritesNothing(t *testing.T) {
 	for _, ctx := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
 		if !absent(t, ctx, "namespace", "e2e-renderfail") {
 			t.Errorf("%s was written to although a render failed", ctx)
+		}
+		// A lock taken while the sources rendered goes with the run.
+		if !absent(t, ctx, "lease", "fleet-renderfail", "-n", "kubectl-fleet") {
+			t.Errorf("%s: the lock of app renderfail is still held after its render failed", ctx)
 		}
 	}
 }

@@ -39,6 +39,7 @@
 package kubetest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -56,7 +57,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -96,9 +99,10 @@ type Request struct {
 // requests from the Inject call on: only the Nth fails (1 is the next);
 // 0 fails every one. Hook, when set, runs as the fault fires (a Ctrl-C
 // during that request: it must not call the Cluster); with a nil Err the
-// request is then answered. Before, when set, holds every matching
-// request until it is closed, without holding the Cluster, so that other
-// requests are answered meanwhile: what must happen before the request.
+// request is then answered. Before, when set, holds every matching patch
+// (of either client) until it is closed, before it reaches the fake
+// (which answers one request at a time), so that other requests are
+// answered meanwhile: what must happen before that patch.
 type Fault struct {
 	Verb, Resource, Name string
 	Nth                  int
@@ -126,7 +130,12 @@ type Cluster struct {
 	uids    int
 	faults  []*Fault
 	log     []Request
+	dynamic *dynamicfake.FakeDynamicClient
 }
+
+// DynamicFake is the fake behind Client.Dynamic, for reactors of a test's
+// own.
+func (c *Cluster) DynamicFake() *dynamicfake.FakeDynamicClient { return c.dynamic }
 
 type key struct {
 	gvr             schema.GroupVersionResource
@@ -170,7 +179,8 @@ func New(t testing.TB) *Cluster {
 		}
 		return true, asMetadata(obj), nil
 	})
-	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: dyn, Metadata: md, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
+	c.dynamic = dyn
+	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: gated{dyn, c}, Metadata: gatedMetadata{md, c}, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
 		var out []schema.GroupVersionResource
 		for _, k := range kinds {
 			if k.namespaced {
@@ -287,7 +297,6 @@ func (c *Cluster) keyOf(o *unstructured.Unstructured) (key, error) {
 func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 	gvr := a.GetResource()
 	r := requestOf(a)
-	c.before(r)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.log = append(c.log, r)
@@ -340,6 +349,82 @@ func requestOf(a clienttesting.Action) Request {
 		r.Name, r.DryRun = objectName(a.Object), len(a.UpdateOptions.DryRun) > 0
 	}
 	return r
+}
+
+// gated is the Dynamic client, whose patches wait for the faults' Before
+// first.
+type gated struct {
+	dynamic.Interface
+	c *Cluster
+}
+
+type gatedResource struct {
+	dynamic.NamespaceableResourceInterface
+	c   *Cluster
+	gvr schema.GroupVersionResource
+}
+
+type gatedNamespace struct {
+	dynamic.ResourceInterface
+	c   *Cluster
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+func (g gated) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return gatedResource{g.Interface.Resource(gvr), g.c, gvr}
+}
+
+func (r gatedResource) Namespace(ns string) dynamic.ResourceInterface {
+	return gatedNamespace{r.NamespaceableResourceInterface.Namespace(ns), r.c, r.gvr, ns}
+}
+
+func (r gatedResource) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
+	r.c.before(Request{Verb: "patch", Resource: r.gvr.Resource, Name: name})
+	return r.NamespaceableResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func (r gatedNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*unstructured.Unstructured, error) {
+	r.c.before(Request{Verb: "patch", Resource: r.gvr.Resource, Namespace: r.ns, Name: name})
+	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+// gatedMetadata is the Metadata client, whose patches wait for the
+// faults' Before first.
+type gatedMetadata struct {
+	metadata.Interface
+	c *Cluster
+}
+
+type gatedGetter struct {
+	metadata.Getter
+	c   *Cluster
+	gvr schema.GroupVersionResource
+}
+
+type gatedMetadataNamespace struct {
+	metadata.ResourceInterface
+	c   *Cluster
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+func (g gatedMetadata) Resource(gvr schema.GroupVersionResource) metadata.Getter {
+	return gatedGetter{g.Interface.Resource(gvr), g.c, gvr}
+}
+
+func (r gatedGetter) Namespace(ns string) metadata.ResourceInterface {
+	return gatedMetadataNamespace{r.Getter.Namespace(ns), r.c, r.gvr, ns}
+}
+
+func (r gatedGetter) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
+	r.c.before(Request{Verb: "patch", Resource: r.gvr.Resource, Name: name})
+	return r.Getter.Patch(ctx, name, pt, data, opts, sub...)
+}
+
+func (r gatedMetadataNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
+	r.c.before(Request{Verb: "patch", Resource: r.gvr.Resource, Namespace: r.ns, Name: name})
+	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
 }
 
 // before holds r until the Before of every fault that matches it is
