@@ -134,6 +134,11 @@ type Record struct {
 	// revisions (RBAC on Secrets in the kubectl-fleet namespace): the
 	// apply stands, without a revision.
 	Forbidden func(err error)
+	// Verified, when set, is told that a new revision's verdict, known
+	// before the apply (Revision.Verification: no gate follows it), was
+	// recorded: written once the objects are applied, with the parent
+	// that names the revision.
+	Verified func(v revision.Verification)
 }
 
 func (cfg Config) stage(s string) {
@@ -346,6 +351,16 @@ func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, 
 		trim    sync.WaitGroup
 	)
 	trim.Go(func() { trimmed = revision.Remove(ctx, p.c, expired...) })
+	if v := p.stored.verdict; history != nil && v.State != "" {
+		// Written beside the parent: each alone is safe (a verdict on a
+		// revision no parent names is no release; a revision named without
+		// it is unverified, and the caller writes it again).
+		trim.Go(func() {
+			if revision.Verify(ctx, p.c, p.cfg.App, p.set.Revision, v) == nil && p.cfg.Record.Verified != nil {
+				p.cfg.Record.Verified(v)
+			}
+		})
+	}
 	err := p.set.WriteParent(ctx, p.c, record, time.Now(), FieldManager, p.cfg.Version)
 	trim.Wait()
 	if err != nil {
@@ -378,6 +393,9 @@ func (p *pass) storeRevision(ctx context.Context) {
 			st.err = err
 			return
 		}
+		// Stored before the objects are applied, it says no verdict: one
+		// is written with the parent, once they are.
+		st.verdict, r.Verification = r.Verification, revision.Verification{}
 		r.App, r.Number, r.Time, r.Digest = p.cfg.App, revision.Next(slices.Concat(history, p.history.orphans), p.set.Revision), time.Now().UTC().Truncate(time.Second), p.renderDigest
 		r.Namespace = cmp.Or(p.cfg.Namespace, p.c.Namespace) // where objects without one went
 		if r.Version == "" {
@@ -505,6 +523,8 @@ type pass struct {
 		revision revision.Revision
 		history  []revision.Revision
 		err      error
+		// verdict is the one written with the parent (Record.Verified).
+		verdict revision.Verification
 	}
 }
 

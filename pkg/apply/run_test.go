@@ -1032,7 +1032,12 @@ func TestRevisionStoredWhileApplying(t *testing.T) {
 	v := func(value string) []*unstructured.Unstructured {
 		return []*unstructured.Unstructured{ns("web"), cm("web", "conf", "v="+value)}
 	}
-	record := func() *apply.Record { return &apply.Record{Revision: revision.Revision{User: "alice"}} }
+	var verified []string
+	record := func() *apply.Record {
+		// A verdict known before the apply (rollout's Final apps).
+		return &apply.Record{Revision: revision.Revision{User: "alice", Verification: revision.Verification{State: revision.Verified, Gates: []string{"applied"}}},
+			Verified: func(v revision.Verification) { verified = append(verified, string(v.State)) }}
+	}
 	mustRun(t, c, apply.Config{Objects: v("1"), Record: record()})
 
 	// The ConfigMap's write waits for the revision's (or 10 s).
@@ -1052,6 +1057,9 @@ func TestRevisionStoredWhileApplying(t *testing.T) {
 	set, err := inventory.Load(context.Background(), c.Client, "web")
 	if err != nil || set.Revision != 2 {
 		t.Fatalf("parent after the apply: %+v, %v; want revision 2", set, err)
+	}
+	if v, err := revision.VerificationOf(context.Background(), c.Client, "web", 2); err != nil || v.State != revision.Verified || !slices.Equal(verified, []string{"verified", "verified"}) {
+		t.Errorf("revision 2's verdict %+v, %v; told %v; want verified, told twice", v, err, verified)
 	}
 
 	c.Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: "conf", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "conf", errors.New("RBAC"))})
@@ -1078,5 +1086,19 @@ func TestRevisionStoredWhileApplying(t *testing.T) {
 	}
 	if set, err := inventory.Load(context.Background(), c.Client, "web"); err != nil || set.Revision != 2 {
 		t.Errorf("parent after the failed apply: revision %d, %v; want 2", set.Revision, err)
+	}
+
+	// One that cannot be removed says no verdict: it was written before
+	// the objects were applied.
+	c.Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: "conf", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "conf", errors.New("RBAC"))})
+	c.Inject(kubetest.Fault{Verb: "delete", Resource: "secrets", Err: apierrors.NewServiceUnavailable("down")})
+	if _, err := run(t, c, apply.Config{Objects: v("4"), Record: record()}); err == nil || !strings.Contains(err.Error(), "is left unapplied") {
+		t.Fatalf("apply: %v, want the revision said left", err)
+	}
+	if v, err := revision.VerificationOf(context.Background(), c.Client, "web", 3); err != nil || v.State != revision.Unverified {
+		t.Errorf("revision 3, left by a failed apply: %+v, %v; want unverified", v, err)
+	}
+	if len(verified) != 2 {
+		t.Errorf("told verified %d times, want 2 (the failed applies' never)", len(verified))
 	}
 }

@@ -106,7 +106,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	if !dryRun {
 		record = Recorded(k.Record(ctx, res), k.Cluster, app.Name, label, k.Emit)
 		record.User = k.Locks.User(k.Client, k.Cluster)
-		if app.Final {
+		if app.Final && !app.Wait {
 			k.verdictWith(record, app)
 		}
 	}
@@ -127,19 +127,18 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	return apply.Run(ctx, k.Client, cfg)
 }
 
-// verdictWith makes a Final app's revision carry its verdict, verified
-// through the gates an apply passes (it is recorded only when the apply
-// succeeded), and tells Gates once it is recorded. A failure after it
-// (the parent's write) fails the app, and its verdict is written then.
+// verdictWith makes a Final app's new revision carry its verdict,
+// verified through the gates an apply passes (written with the parent,
+// once the objects are applied: apply.Record.Verified), and tells Gates
+// once it is recorded. A failure after it (the parent's write) fails the
+// app, and its verdict is written then. An app that waits until healthy
+// is not verified so: its health comes after the parent.
 func (k *KubeApps) verdictWith(record *apply.Record, app App) {
-	v := revision.Verification{State: revision.Verified, Gates: OnApply(app)}
-	record.Revision.Verification = v
-	done := record.Done
-	record.Done = func(rev revision.Revision, isNew bool) {
-		if isNew && k.Gates != nil {
+	record.Revision.Verification = revision.Verification{State: revision.Verified, Gates: OnApply(app)}
+	record.Verified = func(v revision.Verification) {
+		if k.Gates != nil {
 			k.Gates.Stored(app.Name, v)
 		}
-		done(rev, isNew)
 	}
 }
 
