@@ -639,20 +639,27 @@ func (b *bench) report() error {
 	}
 	fmt.Print(md)
 	if b.o.out != "" {
-		if !b.o.compare {
+		old, err := os.ReadFile(b.o.out)
+		if err != nil && !os.IsNotExist(err) {
+			return err
+		}
+		prev, scaling := string(old), ""
+		if i := strings.Index(prev, "\n"+scaleHeading); i >= 0 {
+			prev, scaling = prev[:i+1], prev[i+1:]
+		}
+		switch {
+		case !b.o.compare:
 			// Only the scaling section is new: keep the rest of the file.
-			old, err := os.ReadFile(b.o.out)
-			if err != nil && !os.IsNotExist(err) {
-				return err
-			}
-			prev := string(old)
-			if i := strings.Index(prev, "\n"+scaleHeading); i >= 0 {
-				prev = prev[:i+1]
-			}
 			if prev != "" && !strings.HasSuffix(prev, "\n\n") {
 				prev += "\n"
 			}
 			md = prev + md
+		case len(b.o.scale) == 0 && scaling != "":
+			// Only the comparison is new: keep the last scaling run.
+			if !strings.HasSuffix(md, "\n\n") {
+				md += "\n"
+			}
+			md += scaling
 		}
 		if err := os.WriteFile(b.o.out, []byte(md), 0o644); err != nil {
 			return err

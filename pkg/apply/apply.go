@@ -561,7 +561,7 @@ func (p *pass) load(ctx context.Context) error {
 		wg     sync.WaitGroup
 	)
 	wg.Go(func() { p.key, keyErr = digest.KeyOf(ctx, p.c) })
-	if !p.cfg.DryRun {
+	if !p.cfg.DryRun && kube.AnyAggregated(p.cfg.Objects) {
 		// Read with the rest, for unchanged.
 		wg.Go(func() { p.c.AggregatedAPIs(ctx) })
 	}

@@ -1102,3 +1102,20 @@ func TestRevisionStoredWhileApplying(t *testing.T) {
 		t.Errorf("told verified %d times, want 2 (the failed applies' never)", len(verified))
 	}
 }
+
+// TestBuiltInKindsNeedNoAPIServices: a render of Kubernetes' own kinds
+// only is never served by an aggregated API server, so the APIServices
+// are not listed; one with another group's kind lists them.
+func TestBuiltInKindsNeedNoAPIServices(t *testing.T) {
+	listed := func(objs []*unstructured.Unstructured) bool {
+		c := kubetest.New(t)
+		mustRun(t, c, apply.Config{Objects: objs})
+		return slices.ContainsFunc(c.Requests(), func(r kubetest.Request) bool { return r.Resource == "apiservices" })
+	}
+	if listed([]*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), kubetest.Object("apps/v1", "Deployment", "web", "d")}) {
+		t.Error("built-in kinds only: the APIServices were listed")
+	}
+	if !listed([]*unstructured.Unstructured{ns("web"), kubetest.Object("policy.example.com/v1", "ClusterPolicy", "", "strict")}) {
+		t.Error("a kind of another group: the APIServices were not listed")
+	}
+}

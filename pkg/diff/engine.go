@@ -253,7 +253,9 @@ func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured
 			lists.Go(func() { r.listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
 		}
 		lists.Go(func() { r.key, keyErr = digest.KeyOf(ctx, c) })
-		lists.Go(func() { c.AggregatedAPIs(ctx) })
+		if kube.AnyAggregated(objs) {
+			lists.Go(func() { c.AggregatedAPIs(ctx) })
+		}
 	}
 	var err error
 	if r.set = o.Set; r.set == nil {

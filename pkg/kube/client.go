@@ -19,6 +19,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -67,7 +68,24 @@ var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io"
 // APIServices gets false for every group: CRDs, the common case, are
 // served from etcd.
 func (c *Client) Aggregated(ctx context.Context, gv schema.GroupVersion) bool {
-	return gv.Group != "" && c.AggregatedAPIs(ctx)[gv]
+	return MayBeAggregated(gv.Group) && c.AggregatedAPIs(ctx)[gv]
+}
+
+// MayBeAggregated reports whether group may be served by an aggregated API
+// server: not the core group nor Kubernetes' own groups (those client-go
+// knows), which the API server serves itself (its APIServices for them
+// are its own, and kept so).
+func MayBeAggregated(group string) bool {
+	return group != "" && !kubescheme.Scheme.IsGroupRegistered(group)
+}
+
+// AnyAggregated reports whether any of objs may be served by an
+// aggregated API server (MayBeAggregated): only then is AggregatedAPIs
+// worth reading.
+func AnyAggregated(objs []*unstructured.Unstructured) bool {
+	return slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+		return MayBeAggregated(o.GroupVersionKind().Group)
+	})
 }
 
 // AggregatedAPIs are the group versions aggregated API servers serve
