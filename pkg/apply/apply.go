@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -408,16 +409,17 @@ func (p *pass) storeRevision(ctx context.Context) {
 
 // unstore removes the revision storeRevision stored for an apply that
 // failed (err), once it is written: the parent never names it. After
-// Ctrl-C (stop done) nothing more is sent: the revision stays, never
-// named current (history says its apply did not finish).
+// Ctrl-C (stop done), or from a cluster that stopped answering, nothing
+// more is sent: the revision stays, never named current (history says
+// its apply did not finish), as it does when its removal fails.
 func (p *pass) unstore(stop, ctx context.Context, err error) error {
 	st := &p.stored
 	st.Wait()
-	if st.revision.Number == 0 || st.err != nil || stop.Err() != nil {
+	if st.revision.Number == 0 || st.err != nil || stop.Err() != nil || kube.IsUnreachable(err) {
 		return err
 	}
 	if rerr := revision.Remove(ctx, p.c, st.revision); rerr != nil {
-		return fmt.Errorf("%w (revision %d, stored while the objects were applied, is left unapplied: %v)", err, st.revision.Number, rerr)
+		klog.V(2).InfoS("revision stored while the objects were applied is left unapplied", "app", p.cfg.App, "revision", st.revision.Number, "err", rerr)
 	}
 	return err
 }

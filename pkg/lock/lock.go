@@ -264,8 +264,10 @@ type Lock struct {
 	err   error                      // why the lock was lost, if it was
 	stop  chan struct{}
 	done  chan struct{}
-	// cancel ends a renewal in flight.
-	cancel context.CancelFunc
+	// renewing is the context of the renewals (and SetClusterUser's
+	// update); cancel ends it, and so a request in flight.
+	renewing context.Context
+	cancel   context.CancelFunc
 	// annotating is SetClusterUser's update.
 	annotating sync.WaitGroup
 }
@@ -295,7 +297,7 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 		lease, err := try(ctx, c, ri, app, o, seen)
 		if err == nil {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, clock: o.Clock, lease: lease, stop: make(chan struct{}), done: make(chan struct{}), cancel: cancel}
+			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, clock: o.Clock, lease: lease, stop: make(chan struct{}), done: make(chan struct{}), renewing: rctx, cancel: cancel}
 			go l.renew(rctx)
 			return l, nil
 		}
@@ -571,8 +573,8 @@ func (l *Lock) ownRenewal(ctx context.Context) (bool, error) {
 // SetClusterUser records on the lease who the cluster says the holder is,
 // for a lock taken before the cluster said (rollout.Locks.Early), in the
 // background: it is what others are told, so a failure only leaves it
-// unsaid. Release waits for it.
-func (l *Lock) SetClusterUser(ctx context.Context, user string) {
+// unsaid. Release ends it, as it ends a renewal.
+func (l *Lock) SetClusterUser(user string) {
 	if user == "" {
 		return
 	}
@@ -584,7 +586,7 @@ func (l *Lock) SetClusterUser(ctx context.Context, user string) {
 	next := l.lease.DeepCopy()
 	l.annotating.Go(func() {
 		next.SetAnnotations(merged(next.GetAnnotations(), map[string]string{ClusterUserAnnotation: user}))
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.duration/3, time.Second))
+		rctx, cancel := context.WithTimeout(l.renewing, max(l.duration/3, time.Second))
 		defer cancel()
 		updated, err := l.ri.Update(rctx, next, metav1.UpdateOptions{})
 		if err != nil {

@@ -581,7 +581,7 @@ func TestNoWaitAndSetClusterUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.SetClusterUser(ctx, "alice@example.com")
+	l.SetClusterUser("alice@example.com")
 	for deadline := time.Now().Add(5 * time.Second); live(t, c, "web").ClusterUser == "" && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -599,7 +599,7 @@ func TestNoWaitAndSetClusterUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l2.SetClusterUser(ctx, "alice@example.com")
+	l2.SetClusterUser("alice@example.com")
 	if err := l2.Release(ctx); err != nil || live(t, c, "api") != nil {
 		t.Errorf("release after SetClusterUser: %v, lease %+v", err, live(t, c, "api"))
 	}

@@ -69,7 +69,7 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 			lost(err)
 		}
 	}); lk != nil {
-		lk.SetClusterUser(ctx, l.User(client, cluster)(ctx))
+		lk.SetClusterUser(l.User(client, cluster)(ctx))
 		l.hold(cluster, app, lk)
 		return nil
 	}
