@@ -59,21 +59,21 @@ func (l *Locks) User(client *kube.Client, cluster string) func(context.Context) 
 // noNamespace (delete), a cluster without the namespace kubectl-fleet
 // holds nothing to lock, and gets no namespace either.
 func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, label string, noNamespace bool, emit Sink, lost func(error)) error {
-	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
 	say := func(state, holder string, err error, line string) {
 		emit(LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
 	}
-	if lk := l.early.take(cluster, app, func(err error) {
+	onLost := func(err error) {
 		say("lost", "", err, "error: "+err.Error())
 		if lost != nil {
 			lost(err)
 		}
-	}); lk != nil {
+	}
+	if lk := l.early.take(cluster, app, onLost); lk != nil {
 		lk.SetClusterUser(l.User(client, cluster)(ctx))
 		l.hold(cluster, app, lk)
 		return nil
 	}
-	h := l.holder
+	h := l.me()
 	h.ClusterUser = l.User(client, cluster)(ctx)
 	lk, err := lock.Acquire(ctx, client, app, lock.Options{
 		Holder: h, Duration: l.Duration, Timeout: l.Timeout, FieldManager: apply.FieldManager, NoNamespace: noNamespace,
@@ -84,12 +84,7 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 			}
 			say("waiting", held.Holder(), nil, line)
 		},
-		Lost: func(err error) {
-			say("lost", "", err, "error: "+err.Error())
-			if lost != nil {
-				lost(err)
-			}
-		},
+		Lost: onLost,
 	})
 	if errors.Is(err, lock.ErrNoNamespace) {
 		return nil
@@ -103,6 +98,12 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	}
 	l.hold(cluster, app, lk)
 	return nil
+}
+
+// me is this process, as the holder of its locks.
+func (l *Locks) me() lock.Holder {
+	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
+	return l.holder
 }
 
 func (l *Locks) hold(cluster, app string, lk *lock.Lock) {
@@ -120,7 +121,7 @@ func (l *Locks) hold(cluster, app string, lk *lock.Lock) {
 // a run that writes to cluster without asking first (a protected group's
 // confirmation comes before any lock).
 func (l *Locks) Early(ctx context.Context, client *kube.Client, cluster string, apps []string) {
-	l.once.Do(func() { l.holder = lock.Local(time.Now()) })
+	me := l.me()
 	for _, app := range apps {
 		e := l.early.start(cluster, app)
 		if e == nil {
@@ -128,7 +129,7 @@ func (l *Locks) Early(ctx context.Context, client *kube.Client, cluster string, 
 		}
 		go func() {
 			lk, err := lock.Acquire(ctx, client, app, lock.Options{
-				Holder: l.holder, Duration: l.Duration, FieldManager: apply.FieldManager, NoNamespace: true, NoWait: true, Lost: e.lose,
+				Holder: me, Duration: l.Duration, FieldManager: apply.FieldManager, NoNamespace: true, NoWait: true, Lost: e.lose,
 			})
 			e.done(lk, err)
 		}()
@@ -234,25 +235,24 @@ func (e *earlyLocks) unused(cluster string) []heldLock {
 		}
 		e.over[cluster] = true
 	}
-	var out []heldLock
-	var wait []*earlyLock
+	var started []heldLock
+	var attempts []*earlyLock
 	for k, el := range e.locks {
 		if el != nil && (cluster == "" || k[0] == cluster) {
 			e.locks[k] = nil
-			out = append(out, heldLock{cluster: k[0], app: k[1]})
-			wait = append(wait, el)
+			started = append(started, heldLock{cluster: k[0], app: k[1]})
+			attempts = append(attempts, el)
 		}
 	}
 	e.mu.Unlock()
-	kept := out[:0]
-	for i, el := range wait {
-		<-el.ready
-		if el.lock != nil {
-			out[i].lock = el.lock
-			kept = append(kept, out[i])
+	var taken []heldLock
+	for i, el := range attempts {
+		if <-el.ready; el.lock != nil {
+			started[i].lock = el.lock
+			taken = append(taken, started[i])
 		}
 	}
-	return kept
+	return taken
 }
 
 // ReleaseTimeout bounds the release of one lock: a cluster that no longer
