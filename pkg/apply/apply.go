@@ -594,6 +594,33 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 	return first, rest
 }
 
+// slot waits for one of the cluster's slots (sem, --concurrency) and
+// then one of the process's (kube.TakeSlot), taken before the goroutine
+// that uses them, so that a thousand clusters at once do not start 32
+// goroutines each to wait (kube.MaxRequests). It is not ok once stop is
+// done (Ctrl-C) or the cluster unreachable, even if a slot was free too:
+// nothing more may start then (TestFaultInterruptStopsRequests).
+func slot(stop context.Context, sem, unreachable chan struct{}) (release func(), ok bool) {
+	select {
+	case sem <- struct{}{}:
+	case <-stop.Done():
+		return nil, false
+	case <-unreachable:
+		return nil, false
+	}
+	process, err := kube.TakeSlot(stop)
+	if err != nil {
+		<-sem
+		return nil, false
+	}
+	release = func() { process(); <-sem }
+	if stop.Err() != nil || isClosed(unreachable) {
+		release()
+		return nil, false
+	}
+	return release, true
+}
+
 // applyAll applies objects concurrently. Objects of a kind in pending, and
 // (dry run) objects in a namespace of newNS, are reported skipped: a dry
 // run cannot apply instances of a CRD or into a namespace it did not
@@ -615,20 +642,14 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
 			continue
 		}
-		select {
-		case sem <- struct{}{}:
-		case <-stop.Done():
-		case <-unreachable:
-		}
-		// The select may have returned on Ctrl-C without a slot: start
-		// nothing more (TestFaultInterruptStopsRequests).
-		if stop.Err() != nil || isClosed(unreachable) {
+		release, ok := slot(stop, sem, unreachable)
+		if !ok {
 			rest = objs[i:]
 			break
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { release(); wg.Done() }()
 			ch := p.applyOne(ctx, obj)
 			if p.cfg.DryRun && ch.Err != nil && kube.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
 				ch = Change{Ref: ch.Ref, Namespace: ch.Namespace, Action: Skipped, Reason: "its namespace is created by this apply; not validated by the server"}

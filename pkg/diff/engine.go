@@ -138,10 +138,18 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	for i, obj := range objs {
 		obj = object.CopyMeta(obj) // the render is the run's, shared
 		r.set.Label(obj)
-		wg.Add(1)
 		sem <- struct{}{}
+		// One of the process's slots too (kube.MaxRequests), before the
+		// goroutine.
+		release, err := kube.TakeSlot(ctx)
+		if err != nil {
+			<-sem
+			out[i] = Object{Ref: object.Ref(obj), Err: err}
+			continue
+		}
+		wg.Add(1)
 		go func() {
-			defer func() { <-sem; wg.Done() }()
+			defer func() { release(); <-sem; wg.Done() }()
 			claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
 				c := r.others.Claim(r.set, object.Path(obj), live)
 				inventory.Label(obj, c.PartOf)

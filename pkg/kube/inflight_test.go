@@ -1,0 +1,45 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestTakeSlotBoundsTheProcess(t *testing.T) {
+	var held []func()
+	t.Cleanup(func() {
+		for _, release := range held {
+			release()
+		}
+	})
+	for range MaxRequests {
+		release, err := TakeSlot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, release)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := TakeSlot(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("slot %d: %v; want to wait until the context is done", MaxRequests+1, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		release, err := TakeSlot(context.Background())
+		if err == nil {
+			release()
+		}
+		got <- err
+	}()
+	held[0]()
+	held[0]() // released twice gives back one slot
+	if err := <-got; err != nil {
+		t.Fatalf("slot after one was given back: %v", err)
+	}
+	if len(inFlight.slots) != MaxRequests-1 {
+		t.Errorf("%d slots taken, want %d: a release given twice gave back two", len(inFlight.slots), MaxRequests-1)
+	}
+}
