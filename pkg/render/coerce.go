@@ -2,6 +2,8 @@ package render
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -12,74 +14,139 @@ import (
 // text in the fields the Kubernetes API types as strings: label, annotation
 // and selector maps, ConfigMap data, Secret stringData, and containers'
 // image, command, args and env values.
-func coerceStrings(obj map[string]any) {
-	if kind, _ := obj["kind"].(string); kind == "ConfigMap" {
-		stringifyMap(obj["data"])
-	} else if kind == "Secret" {
-		stringifyMap(obj["stringData"])
+//
+// It writes nothing it was given: the maps and lists on the way to a
+// value it turns into text are copies, and the rest is obj's, which other
+// clusters' renders may share (expansion.value).
+func coerceStrings(obj map[string]any) map[string]any {
+	out, copied := walk(obj)
+	m := cow{m: out.(map[string]any), copied: copied}
+	field := map[string]string{"ConfigMap": "data", "Secret": "stringData"}[kindOf(obj)]
+	if v, changed := stringified(m.m[field]); field != "" && changed {
+		m.set(field, v)
 	}
-	walk(obj)
+	return m.m
 }
 
-func walk(v any) {
+func kindOf(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	return kind
+}
+
+// cow is a map written copy on write: its first change copies it.
+type cow struct {
+	m      map[string]any
+	copied bool
+}
+
+func (c *cow) set(k string, v any) {
+	if !c.copied {
+		c.m, c.copied = maps.Clone(c.m), true
+	}
+	c.m[k] = v
+}
+
+// walk coerces the string fields found anywhere under v, and reports
+// whether any was (v is then a copy on the way to them).
+func walk(v any) (any, bool) {
 	switch x := v.(type) {
 	case map[string]any:
+		m := cow{m: x}
 		for k, child := range x {
+			nv, changed := walk(child)
 			switch k {
 			case "labels", "annotations", "matchLabels", "nodeSelector":
-				stringifyMap(child)
+				if s, ok := stringified(nv); ok {
+					nv, changed = s, true
+				}
 			case "containers", "initContainers", "ephemeralContainers":
-				if list, ok := child.([]any); ok {
-					for _, c := range list {
-						coerceContainer(c)
-					}
+				if s, ok := eachItem(nv, coerceContainer); ok {
+					nv, changed = s, true
 				}
 			}
-			walk(child)
+			if changed {
+				m.set(k, nv)
+			}
 		}
+		return m.m, m.copied
 	case []any:
-		for _, child := range x {
-			walk(child)
-		}
+		return eachItem(x, walk)
 	}
+	return v, false
 }
 
-func coerceContainer(v any) {
+// eachItem applies f to each item of a list, copying the list at the
+// first item f changes.
+func eachItem(v any, f func(any) (any, bool)) (any, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		return v, false
+	}
+	var out []any
+	for i, item := range list {
+		if nv, changed := f(item); changed {
+			if out == nil {
+				out = slices.Clone(list)
+			}
+			out[i] = nv
+		}
+	}
+	if out == nil {
+		return v, false
+	}
+	return out, true
+}
+
+func coerceContainer(v any) (any, bool) {
 	c, ok := v.(map[string]any)
 	if !ok {
-		return
+		return v, false
 	}
+	m := cow{m: c}
 	if img, ok := c["image"]; ok && !isString(img) {
-		c["image"] = text(img)
+		m.set("image", text(img))
 	}
 	for _, k := range []string{"command", "args"} {
-		if list, ok := c[k].([]any); ok {
-			for i := range list {
-				list[i] = text(list[i])
-			}
+		if list, changed := eachItem(c[k], textItem); changed {
+			m.set(k, list)
 		}
 	}
-	if env, ok := c["env"].([]any); ok {
-		for _, e := range env {
-			if m, ok := e.(map[string]any); ok {
-				if val, ok := m["value"]; ok && !isString(val) {
-					m["value"] = text(val)
-				}
-			}
+	env, changed := eachItem(c["env"], func(e any) (any, bool) {
+		em, ok := e.(map[string]any)
+		if val, has := em["value"]; !ok || !has || isString(val) {
+			return e, false
 		}
+		out := maps.Clone(em)
+		out["value"] = text(em["value"])
+		return out, true
+	})
+	if changed {
+		m.set("env", env)
 	}
+	return m.m, m.copied
 }
 
-func stringifyMap(v any) {
+func textItem(v any) (any, bool) {
+	if isString(v) {
+		return v, false
+	}
+	return text(v), true
+}
+
+// stringified is a map whose values that are not strings are turned into
+// text, copied, or v as it is when there are none (or it is no map).
+func stringified(v any) (any, bool) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return
+		return v, false
 	}
+	c := cow{m: m}
 	for k, val := range m {
-		if !isString(val) { // strings are left as they are, unwritten
-			m[k] = text(val)
+		if !isString(val) {
+			c.set(k, text(val))
 		}
 	}
+	return c.m, c.copied
 }
 
 func isString(v any) bool {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -290,6 +291,17 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 	return objs, path, warnings, err
 }
 
+// ownMeta is obj with a top level and metadata of its own (those are
+// what a render's readers change, on their copy: object.CopyMeta), and
+// the rest shared.
+func ownMeta(obj map[string]any) *unstructured.Unstructured {
+	out := maps.Clone(obj)
+	if m, ok := obj["metadata"]; ok {
+		out["metadata"] = deepCopyValue(m)
+	}
+	return &unstructured.Unstructured{Object: out}
+}
+
 // rawObject is a rendered object before substitution.
 type rawObject struct {
 	obj *unstructured.Unstructured
@@ -300,16 +312,19 @@ type rawObject struct {
 	source string
 }
 
-// substituteAll returns a fresh copy of every object, with variables
-// expanded when subst is set and the object does not opt out; the
-// substituted text of all objects together may not pass max bytes.
+// substituteAll returns every object, with variables expanded when subst
+// is set and the object does not opt out; the substituted text of all
+// objects together may not pass max bytes. Each object's top level and
+// metadata are its own; the rest may be shared with the other clusters'
+// renders of the same source, where variables change nothing: it is
+// replaced, never changed (object.CopyMeta).
 func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstructured.Unstructured, error) {
 	out := make([]*unstructured.Unstructured, 0, len(raws))
 	x := expansion{vars: vars, left: max, max: max}
 	var failed []string // every object that fails, so that one pass fixes them all
 	for _, r := range raws {
 		if !subst || !r.vars || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
-			out = append(out, r.obj.DeepCopy())
+			out = append(out, ownMeta(r.obj.Object))
 			continue
 		}
 		x.redact = isSecret(r.obj.GetKind())
@@ -322,9 +337,7 @@ func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstr
 			failed = append(failed, fmt.Sprintf("%s: %v", ObjectRef(r.obj), err))
 			continue
 		}
-		obj := &unstructured.Unstructured{Object: v.(map[string]any)}
-		coerceStrings(obj.Object)
-		out = append(out, obj)
+		out = append(out, ownMeta(coerceStrings(v.(map[string]any))))
 	}
 	switch len(failed) {
 	case 0:

@@ -184,71 +184,120 @@ type expansion struct {
 }
 
 // value substitutes variables in every string (and map key) of a value
-// parsed from YAML, returning a copy. A string that is one variable
-// reference and nothing else takes the variable's YAML type, so
-// `replicas: ${replicas}` with replicas: 4 gives the integer 4, as the same
-// text substituted and read as YAML would; a default's text is read as a
-// YAML scalar. Any other string stays a string. Errors name the field.
+// parsed from YAML. A string that is one variable reference and nothing
+// else takes the variable's YAML type, so `replicas: ${replicas}` with
+// replicas: 4 gives the integer 4, as the same text substituted and read
+// as YAML would; a default's text is read as a YAML scalar. Any other
+// string stays a string. Errors name the field.
+//
+// It writes nothing: a map or list in which nothing changed is returned
+// as it is, and one in which something did is a copy that shares its
+// unchanged children. A thousand clusters' renders of one source so
+// share what their variables do not change (a fleet's renders are read,
+// never changed: object.CopyMeta).
 func (x *expansion) value(v any) (any, error) {
+	out, _, err := x.changed(v)
+	return out, err
+}
+
+// changed is value, and whether the result differs from v.
+func (x *expansion) changed(v any) (any, bool, error) {
 	switch v := v.(type) {
 	case string:
 		if !strings.Contains(v, "${") {
-			return v, nil
+			return v, false, nil
 		}
 		if name, def, hasDefault, ok := wholeReference(v); ok {
 			if val, ok := x.vars.Typed[name]; ok {
-				return normalize(val), x.spend(int64(len(x.vars.Text[name])))
+				return normalize(val), true, x.spend(int64(len(x.vars.Text[name])))
 			}
 			if hasDefault {
-				return scalarOf(def), nil
+				return scalarOf(def), true, nil
 			}
 		}
 		s, err := Substitute(v, x.vars.Text)
 		if err != nil {
-			return nil, x.located(err, "")
+			return nil, false, x.located(err, "")
 		}
-		return s, x.spend(int64(len(s)))
+		return s, s != v, x.spend(int64(len(s)))
 	case map[string]any:
-		out := make(map[string]any, len(v))
-		one := func(k string, val any) error {
-			nk, err := Substitute(k, x.vars.Text)
+		return x.mapValue(v)
+	case []any:
+		var out []any // nil until an item changes
+		for i, val := range v {
+			nv, changed, err := x.changed(val)
 			if err != nil {
-				return x.located(err, fieldName(k))
+				return nil, false, x.located(err, fmt.Sprintf("[%d]", i))
 			}
-			if nk != k {
-				if err := x.spend(int64(len(nk))); err != nil {
-					return err
+			if changed {
+				if out == nil {
+					out = slices.Clone(v)
 				}
+				out[i] = nv
 			}
-			if out[nk], err = x.value(val); err != nil {
-				return x.located(err, fieldName(k))
-			}
+		}
+		if out == nil {
+			return v, false, nil
+		}
+		return out, true, nil
+	}
+	return v, false, nil
+}
+
+// mapValue is changed for a map, whose keys are substituted too.
+func (x *expansion) mapValue(v map[string]any) (any, bool, error) {
+	var (
+		out     map[string]any // nil until a key or a value changes
+		renamed [][2]string    // keys substituted: old, new
+	)
+	one := func(k string, val any) error {
+		nk, err := Substitute(k, x.vars.Text)
+		if err != nil {
+			return x.located(err, fieldName(k))
+		}
+		nv, changed, err := x.changed(val)
+		if err != nil {
+			return x.located(err, fieldName(k))
+		}
+		if nk == k && !changed {
 			return nil
 		}
-		for k, val := range v {
-			if err := one(k, val); err != nil {
-				// Said the same every run: the first field, in order,
-				// that fails.
-				for _, k := range slices.Sorted(maps.Keys(v)) {
-					if err := one(k, v[k]); err != nil {
-						return nil, err
-					}
-				}
-				return nil, err
-			}
+		if out == nil {
+			out = maps.Clone(v)
 		}
-		return out, nil
-	case []any:
-		out := make([]any, len(v))
-		for i, val := range v {
-			var err error
-			if out[i], err = x.value(val); err != nil {
-				return nil, x.located(err, fmt.Sprintf("[%d]", i))
-			}
+		out[k] = nv
+		if nk != k {
+			renamed = append(renamed, [2]string{k, nk})
+			return x.spend(int64(len(nk)))
 		}
-		return out, nil
+		return nil
 	}
-	return v, nil
+	for k, val := range v {
+		if err := one(k, val); err != nil {
+			// Said the same every run: the first field, in order, that
+			// fails.
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				if err := one(k, v[k]); err != nil {
+					return nil, false, err
+				}
+			}
+			return nil, false, err
+		}
+	}
+	if out == nil {
+		return v, false, nil
+	}
+	// Every old key goes before any new one is set: a new key may be
+	// another's old one.
+	vals := make([]any, len(renamed))
+	for i, r := range renamed {
+		vals[i] = out[r[0]]
+		delete(out, r[0])
+	}
+	for i, r := range renamed {
+		out[r[1]] = vals[i]
+	}
+	return out, true, nil
 }
 
 // spend takes n bytes of substituted text from what is left.
