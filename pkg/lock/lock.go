@@ -634,7 +634,12 @@ func (l *Lock) Release(ctx context.Context) error {
 	err := del()
 	if apierrors.IsConflict(err) {
 		// A last renewal that timed out here but went through there.
-		if own, rerr := l.ownRenewal(ctx); rerr == nil && own {
+		own, rerr := l.ownRenewal(ctx)
+		switch {
+		case rerr != nil:
+			// Not known to be lost: it could not be read.
+			return fmt.Errorf("releasing lease %s/%s (it expires on its own): it changed, and reading it failed: %w", Namespace, Name(l.app), rerr)
+		case own:
 			err = del()
 		}
 	}

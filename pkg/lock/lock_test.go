@@ -300,6 +300,22 @@ func TestReleaseOnlyOurs(t *testing.T) {
 	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "lost") {
 		t.Errorf("release of a lease removed: %v", err)
 	}
+
+	// Changed (a renewal that timed out here but went through there) and
+	// then not read: not known to be lost, left to expire.
+	l, err = Acquire(ctx, c.Client, "api", Options{Holder: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed := c.Live(leaseObject(t, "api", alice, time.Now(), time.Now(), time.Minute))
+	if err := unstructured.SetNestedField(renewed.Object, metav1.NewMicroTime(time.Now().Add(time.Second)).UTC().Format(metav1.RFC3339Micro), "spec", "renewTime"); err != nil {
+		t.Fatal(err)
+	}
+	c.Put(renewed)
+	c.Inject(kubetest.Fault{Verb: "get", Resource: "leases", Err: apierrors.NewServiceUnavailable("busy")})
+	if err := l.Release(ctx); err == nil || strings.Contains(err.Error(), "lost") || !strings.Contains(err.Error(), "expires on its own") {
+		t.Errorf("release of a lease changed and then not read: %v; want it left to expire, not lost", err)
+	}
 }
 
 // step moves fc forward by d once the lock's renewal loop waits on it,
