@@ -49,8 +49,11 @@ const (
 type scaleRun struct {
 	wall, cpu, serverCPU time.Duration
 	rss                  int64
-	fds, goroutines      int
-	requests             int64
+	// heap and stacks are the plugin's peaks of Go heap objects and of
+	// goroutine stacks (its KUBECTL_FLEET_STATS hook): what its RSS is.
+	heap, stacks    uint64
+	fds, goroutines int
+	requests        int64
 	// connErrors are connections the stand-in saw fail (TLS handshakes
 	// the plugin gave up on, mostly).
 	connErrors int64
@@ -71,6 +74,10 @@ type scaleRow struct {
 	RSS        int64   `json:"peakRSSBytes"`
 	FDs        int     `json:"peakFDs"`
 	Goroutines int     `json:"peakGoroutines"`
+	// Heap and Stacks are the peaks of the Go heap's objects and of the
+	// goroutines' stacks, in bytes (medians).
+	Heap   int64 `json:"peakHeapBytes"`
+	Stacks int64 `json:"peakStackBytes"`
 	// RequestsPerCluster is the median of the requests the clusters
 	// answered during a run, divided by their number.
 	RequestsPerCluster float64 `json:"requestsPerCluster"`
@@ -318,8 +325,8 @@ func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, ru
 			return fmt.Errorf("%s: %w", st.id, err)
 		}
 		runs[st.id] = append(runs[st.id], r)
-		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d", sr.kind, sr.n, st.id, rep+1, reps,
-			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors)
+		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d", sr.kind, sr.n, st.id, rep+1, reps,
+			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors)
 	}
 	sr.be.dropNamespace(ns)
 	return nil
@@ -380,6 +387,13 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	err = cmd.Wait()
 	wall := time.Since(t0)
 	fds := peakFDs()
+	if b.o.keep {
+		if f, ferr := os.CreateTemp(b.work, "stderr-*.txt"); ferr == nil {
+			_, _ = f.Write(stderr.Bytes())
+			_ = f.Close()
+			progress("%s %s: its stderr is in %s", filepath.Base(bin), strings.Join(args, " "), f.Name())
+		}
+	}
 	failure, err := runFailure(ctx, bin, args, err, ok, stderr.String())
 	if err != nil {
 		return scaleRun{}, err
@@ -401,7 +415,7 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	if peak <= 0 {
 		peak = maxRSS(ps)
 	}
-	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: peak, fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure}, nil
+	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: peak, heap: fig.PeakHeap, stacks: fig.PeakStacks, fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure}, nil
 }
 
 // sampleFDs counts process pid's open file descriptors every 10 ms until
@@ -474,6 +488,8 @@ func summarizeScale(kind string, n int, scenario string, runs []scaleRun) scaleR
 	r.RSS = int64(med(func(x scaleRun) float64 { return float64(x.rss) }))
 	r.FDs = int(med(func(x scaleRun) float64 { return float64(x.fds) }))
 	r.Goroutines = int(med(func(x scaleRun) float64 { return float64(x.goroutines) }))
+	r.Heap = int64(med(func(x scaleRun) float64 { return float64(x.heap) }))
+	r.Stacks = int64(med(func(x scaleRun) float64 { return float64(x.stacks) }))
 	r.RequestsPerCluster = med(func(x scaleRun) float64 { return float64(x.requests) }) / float64(n)
 	for _, x := range runs {
 		r.ConnErrors = max(r.ConnErrors, x.connErrors)

@@ -40,6 +40,12 @@ type Figures struct {
 	// gets, it never counts the parent's memory, which a vfork'd child
 	// carries until it execs.
 	PeakRSS int64 `json:"peakRSS"`
+	// PeakHeap is the most memory the Go heap's objects held at once
+	// (live and not yet collected), in bytes, as sampled.
+	PeakHeap uint64 `json:"peakHeap"`
+	// PeakStacks is the most memory goroutine stacks held at once, in
+	// bytes, as sampled.
+	PeakStacks uint64 `json:"peakStacks"`
 }
 
 // Start starts sampling when Env names a file, and returns the function
@@ -56,10 +62,13 @@ func Start() (stop func()) {
 		wg   sync.WaitGroup
 	)
 	heap := heapProfiler(os.Getenv(HeapEnv))
+	mem := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	sample := func() {
 		n := runtime.NumGoroutine()
+		metrics.Read(mem)
 		mu.Lock()
 		f.PeakGoroutines, f.Samples = max(f.PeakGoroutines, n), f.Samples+1
+		f.PeakHeap, f.PeakStacks = max(f.PeakHeap, mem[0].Value.Uint64()), max(f.PeakStacks, mem[1].Value.Uint64())
 		heap()
 		mu.Unlock()
 	}

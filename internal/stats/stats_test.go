@@ -52,6 +52,13 @@ func TestHeapProfileAtPeak(t *testing.T) {
 	}
 	stop()
 	runtime.KeepAlive(held)
+	f, err := Read(filepath.Join(dir, "stats.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.PeakHeap < 64<<20 || f.PeakStacks == 0 {
+		t.Errorf("figures %+v: want a heap peak of at least the 64 MiB held, and some stacks", f)
+	}
 	info, err := os.Stat(filepath.Join(dir, "heap"))
 	if err != nil {
 		t.Fatalf("no heap profile: %v", err)
