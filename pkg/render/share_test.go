@@ -30,7 +30,9 @@ func sharedRaws() []rawObject {
 	}
 }
 
-func same(a, b any) bool { return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() }
+func same(a, b any) bool {
+	return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
 
 func TestRendersShareWhatVariablesDoNotChange(t *testing.T) {
 	raws := sharedRaws()
