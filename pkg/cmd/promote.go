@@ -89,7 +89,7 @@ func (o *ApplyOptions) settle(ctx context.Context, client *kube.Client, r *rende
 // for --request-timeout, and a verdict not recorded leaves the revision
 // as it was.
 func (o *ApplyOptions) writeVerdict(ctx context.Context, client *kube.Client, app string, n int, v revision.Verification) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollout.ReleaseTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kube.WriteTimeout(client))
 	defer cancel()
 	return revision.Verify(wctx, client, app, n, v)
 }

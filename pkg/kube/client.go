@@ -56,6 +56,8 @@ type Client struct {
 	// aggregated are the group versions other servers serve behind this
 	// one (APIServices with a service), read once.
 	aggregated Cached[map[schema.GroupVersion]bool]
+	// slowest is the longest a request took to be answered (Slowest).
+	slowest *slowest
 }
 
 var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -159,6 +161,8 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	}
 	// Objects of a cluster are applied concurrently: allow it.
 	cfg.QPS, cfg.Burst = 100, 200
+	slow := &slowest{}
+	cfg.Wrap(slow.wrap)          // timed inside the gate: its wait is not the cluster's
 	cfg.Wrap(newConnGate().wrap) // one gate for every client made from cfg
 	mapper, err := getter.ToRESTMapper()
 	if err != nil {
@@ -186,7 +190,7 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{http: hc, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+	return &Client{http: hc, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
 		return listable(getter)
 	}}, nil
 }

@@ -107,6 +107,9 @@ func TestCloseIdleConnections(t *testing.T) {
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections for the reads of one cluster, want 1", n)
 	}
+	if c.Slowest() <= 0 {
+		t.Error("the client's answers were not timed (Slowest)")
+	}
 	c.CloseIdleConnections()
 	read()
 	if n := conns.Load(); n != 2 {

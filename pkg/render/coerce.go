@@ -16,16 +16,17 @@ import (
 // image, command, args and env values.
 //
 // It writes nothing it was given: the maps and lists on the way to a
-// value it turns into text are copies, and the rest is obj's, which other
-// clusters' renders may share (expansion.value).
-func coerceStrings(obj map[string]any) map[string]any {
+// value it turns into text are copies (and it says whether obj was), and
+// the rest is obj's, which other clusters' renders may share
+// (expansion.value).
+func coerceStrings(obj map[string]any) (map[string]any, bool) {
 	out, copied := walk(obj)
 	m := cow{m: out.(map[string]any), copied: copied}
 	field := map[string]string{"ConfigMap": "data", "Secret": "stringData"}[kindOf(obj)]
 	if v, changed := stringified(m.m[field]); field != "" && changed {
 		m.set(field, v)
 	}
-	return m.m
+	return m.m, m.copied
 }
 
 func kindOf(obj map[string]any) string {

@@ -291,15 +291,18 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 	return objs, path, warnings, err
 }
 
-// ownMeta is obj with a top level and metadata of its own (those are
-// what a render's readers change, on their copy: object.CopyMeta), and
-// the rest shared.
-func ownMeta(obj map[string]any) *unstructured.Unstructured {
-	out := maps.Clone(obj)
-	if m, ok := obj["metadata"]; ok {
-		out["metadata"] = deepCopyValue(m)
+// ownMeta is obj with a top level and a metadata map of its own, which
+// the render still writes (its namespace); fresh says obj's top level is
+// already a copy. The rest is shared: readers change metadata on a deep
+// copy of their own (object.CopyMeta) and replace, never change, the rest.
+func ownMeta(obj map[string]any, fresh bool) *unstructured.Unstructured {
+	if !fresh {
+		obj = maps.Clone(obj)
 	}
-	return &unstructured.Unstructured{Object: out}
+	if m, ok := obj["metadata"].(map[string]any); ok {
+		obj["metadata"] = maps.Clone(m)
+	}
+	return &unstructured.Unstructured{Object: obj}
 }
 
 // rawObject is a rendered object before substitution.
@@ -324,11 +327,11 @@ func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstr
 	var failed []string // every object that fails, so that one pass fixes them all
 	for _, r := range raws {
 		if !subst || !r.vars || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
-			out = append(out, ownMeta(r.obj.Object))
+			out = append(out, ownMeta(r.obj.Object, false))
 			continue
 		}
 		x.redact = isSecret(r.obj.GetKind())
-		v, err := x.value(r.obj.Object)
+		v, fresh, err := x.changed(r.obj.Object)
 		var limit *limitError
 		switch {
 		case errors.As(err, &limit):
@@ -337,7 +340,8 @@ func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstr
 			failed = append(failed, fmt.Sprintf("%s: %v", ObjectRef(r.obj), err))
 			continue
 		}
-		out = append(out, ownMeta(coerceStrings(v.(map[string]any))))
+		m, coerced := coerceStrings(v.(map[string]any))
+		out = append(out, ownMeta(m, fresh || coerced))
 	}
 	switch len(failed) {
 	case 0:

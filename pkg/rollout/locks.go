@@ -40,6 +40,9 @@ type Locks struct {
 type heldLock struct {
 	cluster, app string
 	lock         *lock.Lock
+	// client is the cluster's, whose answers so far bound the release
+	// (kube.WriteTimeout).
+	client *kube.Client
 }
 
 // User is who cluster says the user is, asked once: the lock's holder
@@ -70,7 +73,7 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	}
 	if lk := l.early.take(cluster, app, onLost); lk != nil {
 		lk.SetClusterUser(l.User(client, cluster)(ctx))
-		l.hold(cluster, app, lk)
+		l.hold(cluster, app, lk, client)
 		return nil
 	}
 	h := l.me()
@@ -96,7 +99,7 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	if err != nil {
 		return err
 	}
-	l.hold(cluster, app, lk)
+	l.hold(cluster, app, lk, client)
 	return nil
 }
 
@@ -106,10 +109,10 @@ func (l *Locks) me() lock.Holder {
 	return l.holder
 }
 
-func (l *Locks) hold(cluster, app string, lk *lock.Lock) {
+func (l *Locks) hold(cluster, app string, lk *lock.Lock, client *kube.Client) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.held = append(l.held, heldLock{cluster: cluster, app: app, lock: lk})
+	l.held = append(l.held, heldLock{cluster: cluster, app: app, lock: lk, client: client})
 }
 
 // Early starts taking the locks of apps on cluster before its rollout
@@ -123,7 +126,7 @@ func (l *Locks) hold(cluster, app string, lk *lock.Lock) {
 func (l *Locks) Early(ctx context.Context, client *kube.Client, cluster string, apps []string) {
 	me := l.me()
 	for _, app := range apps {
-		e := l.early.start(cluster, app)
+		e := l.early.start(cluster, app, client)
 		if e == nil {
 			continue
 		}
@@ -150,15 +153,16 @@ type earlyLocks struct {
 
 // earlyLock is one lock Early takes.
 type earlyLock struct {
-	ready chan struct{}
-	lock  *lock.Lock // nil when the attempt failed
+	ready  chan struct{}
+	lock   *lock.Lock // nil when the attempt failed
+	client *kube.Client
 
 	mu   sync.Mutex
 	lost func(error) // Acquire's, once it takes the lock over
 	err  error       // why the lock was lost before that
 }
 
-func (e *earlyLocks) start(cluster, app string) *earlyLock {
+func (e *earlyLocks) start(cluster, app string, client *kube.Client) *earlyLock {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	k := [2]string{cluster, app}
@@ -168,7 +172,7 @@ func (e *earlyLocks) start(cluster, app string) *earlyLock {
 	if e.locks == nil {
 		e.locks = map[[2]string]*earlyLock{}
 	}
-	el := &earlyLock{ready: make(chan struct{})}
+	el := &earlyLock{ready: make(chan struct{}), client: client}
 	e.locks[k] = el
 	return el
 }
@@ -240,7 +244,7 @@ func (e *earlyLocks) unused(cluster string) []heldLock {
 	for k, el := range e.locks {
 		if el != nil && (cluster == "" || k[0] == cluster) {
 			e.locks[k] = nil
-			started = append(started, heldLock{cluster: k[0], app: k[1]})
+			started = append(started, heldLock{cluster: k[0], app: k[1], client: el.client})
 			attempts = append(attempts, el)
 		}
 	}
@@ -254,16 +258,6 @@ func (e *earlyLocks) unused(cluster string) []heldLock {
 	}
 	return taken
 }
-
-// ReleaseTimeout bounds the release of one lock: a cluster that no longer
-// answers must not hold the command up; its lock expires on its own. It
-// is not shorter because a lease left behind costs more than the wait: a
-// slow cluster's next run waits for it (a third of --lock-duration from
-// this machine, all of it from another). 3 s left tens of leases at 300
-// clusters at once on two cores (make bench), where a release waits
-// behind thousands of applies; a cluster that answers does it in one
-// round trip.
-const ReleaseTimeout = 10 * time.Second
 
 // ReleaseCluster releases the locks held on cluster, as Release does,
 // once nothing more will be written there: its renewals stop with its
@@ -311,7 +305,7 @@ func release(ctx context.Context, held []heldLock, errOut io.Writer) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kube.WriteTimeout(h.client))
 			defer cancel()
 			errs[i] = h.lock.Release(ctx)
 		}()
