@@ -60,6 +60,10 @@ type scaleRun struct {
 	// failure is the end of the plugin's stderr when it exited with an
 	// unexpected code (some clusters failed), else "".
 	failure string
+	// warnings are the lines of the plugin's stderr that begin
+	// "warning:" (a lock it could not release, say), and the first one.
+	warnings     int
+	firstWarning string
 }
 
 // scaleRow sums up the runs of one scenario at one size on one backend.
@@ -224,7 +228,7 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 	if err != nil {
 		return fmt.Errorf("initial state: %w", err)
 	}
-	progress("scaling: initial state on %d %s clusters in %.1fs, cpu %.2fs, %s, fds %d, goroutines %d", n, kind, time.Since(t0).Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines)
+	progress("scaling: initial state on %d %s clusters in %.1fs, cpu %.2fs, %s, fds %d, goroutines %d, warnings %d%s", n, kind, time.Since(t0).Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, r.warnings, r.firstWarning)
 	runs := map[string][]scaleRun{}
 	reps := b.o.scaleReps
 	if n > 100 {
@@ -325,8 +329,8 @@ func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, ru
 			return fmt.Errorf("%s: %w", st.id, err)
 		}
 		runs[st.id] = append(runs[st.id], r)
-		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d", sr.kind, sr.n, st.id, rep+1, reps,
-			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors)
+		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d  warnings %d%s", sr.kind, sr.n, st.id, rep+1, reps,
+			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors, r.warnings, r.firstWarning)
 	}
 	sr.be.dropNamespace(ns)
 	return nil
@@ -394,6 +398,7 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 			progress("%s %s: its stderr is in %s", filepath.Base(bin), strings.Join(args, " "), f.Name())
 		}
 	}
+	warnings, first := countWarnings(stderr.String())
 	failure, err := runFailure(ctx, bin, args, err, ok, stderr.String())
 	if err != nil {
 		return scaleRun{}, err
@@ -415,7 +420,20 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	if peak <= 0 {
 		peak = maxRSS(ps)
 	}
-	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: peak, heap: fig.PeakHeap, stacks: fig.PeakStacks, fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure}, nil
+	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: peak, heap: fig.PeakHeap, stacks: fig.PeakStacks, fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure, warnings: warnings, firstWarning: first}, nil
+}
+
+// countWarnings counts the lines of stderr that begin "warning:", and
+// returns the first (after ": ", for a progress line).
+func countWarnings(stderr string) (n int, first string) {
+	for l := range strings.Lines(stderr) {
+		if strings.HasPrefix(l, "warning:") {
+			if n++; n == 1 {
+				first = ", the first: " + strings.TrimSpace(l)
+			}
+		}
+	}
+	return n, first
 }
 
 // sampleFDs counts process pid's open file descriptors every 10 ms until
