@@ -50,6 +50,8 @@ const (
 	HostAnnotation    = "fleet.kubectl.io/lock-host"
 	PIDAnnotation     = "fleet.kubectl.io/lock-pid"
 	StartedAnnotation = "fleet.kubectl.io/lock-started"
+	// MachineAnnotation is the holder's Machine.
+	MachineAnnotation = "fleet.kubectl.io/lock-machine"
 	// ClusterUserAnnotation is who the cluster says the holder is, when it
 	// says.
 	ClusterUserAnnotation = "fleet.kubectl.io/lock-cluster-user"
@@ -81,12 +83,16 @@ type Holder struct {
 	// ClusterUser is who the cluster says the user is ("" when it does not
 	// say).
 	ClusterUser string
+	// Machine names the kernel's boot and the pid namespace the process
+	// runs in (Linux; "" elsewhere): a lock whose holder has this
+	// process's Machine and no longer runs is certainly abandoned.
+	Machine string
 }
 
 // Local is the holder this process is: the user, the host, the pid, and
 // started as the start time.
 func Local(started time.Time) Holder {
-	h := Holder{User: os.Getenv("USER"), PID: os.Getpid(), Started: started.UTC().Truncate(time.Second)}
+	h := Holder{User: os.Getenv("USER"), PID: os.Getpid(), Started: started.UTC().Truncate(time.Second), Machine: machine()}
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		h.User = u.Username
 	}
@@ -180,8 +186,8 @@ type Info struct {
 	App string
 	// HolderID is the lease's spec.holderIdentity.
 	HolderID string
-	// User, Host and PID are the holder's, from the annotations.
-	User, Host, PID string
+	// User, Host, PID and Machine are the holder's, from the annotations.
+	User, Host, PID, Machine string
 	// ClusterUser is who the cluster said the holder was.
 	ClusterUser string
 	// Started is when the holder's command started.
@@ -216,10 +222,14 @@ func (i Info) Holder() string {
 // gone reports whether the holder is a process of me's machine that no
 // longer runs (a run whose cluster died before it could release, then
 // started again here): its lease is taken over once seen unchanged past
-// its renewal interval (staleAfter), not only once it expired.
-func (i Info) gone(me Holder) bool {
+// its renewal interval (staleAfter), not only once it expired. certain
+// says the holder ran where me runs (the same Machine: the same kernel
+// boot and pid namespace), which sees all its processes: then it is taken
+// over at once.
+func (i Info) gone(me Holder) (gone, certain bool) {
 	pid, err := strconv.Atoi(i.PID)
-	return err == nil && i.Host == me.Host && pid != me.PID && pid > 0 && !alive(pid)
+	gone = err == nil && i.Host == me.Host && pid != me.PID && pid > 0 && !alive(pid)
+	return gone, gone && i.Machine != "" && i.Machine == me.Machine
 }
 
 // Expires is when the lease expires unless renewed.
@@ -237,8 +247,12 @@ func (i Info) Expired(now time.Time) bool { return !now.Before(i.Expires()) }
 // it looks abandoned (its timestamps say it expired at now, or its holder
 // is gone); 0 when it does not look abandoned.
 func (i Info) takeover(me Holder, unchanged time.Duration, now time.Time) (ok bool, watch time.Duration) {
-	after, gone := i.Duration, i.gone(me)
-	if gone {
+	after := i.Duration
+	gone, certain := i.gone(me)
+	switch {
+	case certain:
+		after = 0
+	case gone:
 		after = staleAfter(i.Duration)
 	}
 	switch {
@@ -426,9 +440,12 @@ func leaseFor(app string, o Options, t time.Time, live *unstructured.Unstructure
 		PIDAnnotation:         strconv.Itoa(o.Holder.PID),
 		StartedAnnotation:     o.Holder.Started.UTC().Format(time.RFC3339),
 		ClusterUserAnnotation: o.Holder.ClusterUser,
+		MachineAnnotation:     o.Holder.Machine,
 	})
-	if o.Holder.ClusterUser == "" {
-		delete(lease.Annotations, ClusterUserAnnotation)
+	for k, v := range map[string]string{ClusterUserAnnotation: o.Holder.ClusterUser, MachineAnnotation: o.Holder.Machine} {
+		if v == "" {
+			delete(lease.Annotations, k)
+		}
 	}
 	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(lease)
 	if err != nil {
@@ -457,7 +474,7 @@ func InfoOf(u *unstructured.Unstructured) (Info, error) {
 	}
 	a := l.Annotations
 	i := Info{
-		User: a[UserAnnotation], Host: a[HostAnnotation], PID: a[PIDAnnotation], ClusterUser: a[ClusterUserAnnotation],
+		User: a[UserAnnotation], Host: a[HostAnnotation], PID: a[PIDAnnotation], Machine: a[MachineAnnotation], ClusterUser: a[ClusterUserAnnotation],
 		UID: l.UID, ResourceVersion: l.ResourceVersion,
 	}
 	if l.Labels != nil {

@@ -478,19 +478,21 @@ func TestGoneLocalHolder(t *testing.T) {
 	if err := ended.Run(); err != nil {
 		t.Skip("no true command:", err)
 	}
-	me := Holder{Host: "build-7", PID: os.Getpid()}
+	me := Holder{Host: "build-7", PID: os.Getpid(), Machine: "boot-1 pid:[1]"}
 	for _, tt := range []struct {
-		info Info
-		gone bool
+		info          Info
+		gone, certain bool
 	}{
-		{Info{Host: "build-7", PID: strconv.Itoa(ended.Process.Pid)}, true},
-		{Info{Host: "build-7", PID: strconv.Itoa(os.Getppid())}, false},
-		{Info{Host: "build-7", PID: strconv.Itoa(os.Getpid())}, false},
-		{Info{Host: "elsewhere", PID: strconv.Itoa(ended.Process.Pid)}, false},
-		{Info{Host: "build-7", PID: ""}, false},
+		{Info{Host: "build-7", PID: strconv.Itoa(ended.Process.Pid)}, true, false},
+		{Info{Host: "build-7", PID: strconv.Itoa(ended.Process.Pid), Machine: "boot-1 pid:[1]"}, true, true},
+		{Info{Host: "build-7", PID: strconv.Itoa(ended.Process.Pid), Machine: "boot-2 pid:[1]"}, true, false},
+		{Info{Host: "build-7", PID: strconv.Itoa(os.Getppid()), Machine: "boot-1 pid:[1]"}, false, false},
+		{Info{Host: "build-7", PID: strconv.Itoa(os.Getpid()), Machine: "boot-1 pid:[1]"}, false, false},
+		{Info{Host: "elsewhere", PID: strconv.Itoa(ended.Process.Pid), Machine: "boot-1 pid:[1]"}, false, false},
+		{Info{Host: "build-7", PID: ""}, false, false},
 	} {
-		if got := tt.info.gone(me); got != tt.gone {
-			t.Errorf("%+v: gone %v, want %v", tt.info, got, tt.gone)
+		if gone, certain := tt.info.gone(me); gone != tt.gone || certain != tt.certain {
+			t.Errorf("%+v: gone %v, certain %v; want %v, %v", tt.info, gone, certain, tt.gone, tt.certain)
 		}
 	}
 
@@ -509,6 +511,20 @@ func TestGoneLocalHolder(t *testing.T) {
 	}
 	if took := fc.Since(began); took < 21*time.Second || took > 23*time.Second {
 		t.Errorf("taken over after %s, want 21s", took)
+	}
+	release(t, l)
+
+	// ...or at once when it ran where this process runs (the same
+	// kernel boot and pid namespace), which sees every process it could
+	// be...
+	c.Put(leaseObject(t, "web", Holder{User: "alice", Host: "build-7", PID: ended.Process.Pid, Machine: me.Machine}, time.Now(), time.Now(), time.Minute))
+	fc = ticking(t)
+	began = fc.Now()
+	if l, err = Acquire(ctx, c.Client, "web", Options{Holder: me, Clock: fc}); err != nil {
+		t.Fatalf("a gone holder of this machine's lease: %v", err)
+	}
+	if took := fc.Since(began); took != 0 {
+		t.Errorf("taken over after %s, want at once", took)
 	}
 	release(t, l)
 
@@ -618,5 +634,15 @@ func TestNoWaitAndSetClusterUser(t *testing.T) {
 	l2.SetClusterUser("alice@example.com")
 	if err := l2.Release(ctx); err != nil || live(t, c, "api") != nil {
 		t.Errorf("release after SetClusterUser: %v, lease %+v", err, live(t, c, "api"))
+	}
+}
+
+func TestLocalMachine(t *testing.T) {
+	a, b := Local(time.Now()), Local(time.Now())
+	if goruntime.GOOS == "linux" && (a.Machine == "" || !strings.Contains(a.Machine, "pid:[")) {
+		t.Errorf("machine %q: want the boot id and the pid namespace", a.Machine)
+	}
+	if a.Machine != b.Machine {
+		t.Errorf("machine %q, then %q", a.Machine, b.Machine)
 	}
 }
