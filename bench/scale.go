@@ -242,6 +242,11 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 	for _, sc := range scaleScenarios {
 		b.scaleRows = append(b.scaleRows, summarizeScale(kind, n, sc.id, runs[sc.id]))
 	}
+	if kind == backendStandin && n == slices.Max(b.o.scale) && len(b.o.scale) > 1 {
+		if err := b.scaleDefaultParallel(ctx, sr); err != nil {
+			return err
+		}
+	}
 	recordServerRSS(be)
 	b.scaleSetups = append(b.scaleSetups, be.setup)
 	return nil
@@ -331,6 +336,36 @@ func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, ru
 		runs[st.id] = append(runs[st.id], r)
 		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d  warnings %d%s", sr.kind, sr.n, st.id, rep+1, reps,
 			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors, r.warnings, r.firstWarning)
+	}
+	sr.be.dropNamespace(ns)
+	return nil
+}
+
+// defaultParallel is the suffix of the scenarios run at the largest size
+// with the plugin's default --parallel, as a user who does not set it
+// runs them.
+const defaultParallel = "-default-parallel"
+
+// scaleDefaultParallel runs create and a no-op once more at sr's size
+// without --parallel: the plugin's default, not every cluster at once.
+func (b *bench) scaleDefaultParallel(ctx context.Context, sr *scaleRunner) error {
+	ns := "create-default"
+	ff, err := sr.fleetFor(ns)
+	if err != nil {
+		return err
+	}
+	for _, st := range []struct{ id, ff, app string }{{"create", ff, ns}, {"noop", sr.steady, "scale"}} {
+		args := sr.apply(st.ff, st.app)
+		if i := slices.Index(args, "--parallel"); i >= 0 {
+			args = slices.Delete(args, i, i+2)
+		}
+		r, err := b.measured(ctx, sr.be, sr.bin, args, sr.env, "", nil)
+		if err != nil {
+			return fmt.Errorf("%s, default --parallel: %w", st.id, err)
+		}
+		progress("scaling %s %d %s, default --parallel: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  goroutines %d  warnings %d%s", sr.kind, sr.n, st.id,
+			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.goroutines, r.warnings, r.firstWarning)
+		b.scaleRows = append(b.scaleRows, summarizeScale(sr.kind, sr.n, st.id+defaultParallel, []scaleRun{r}))
 	}
 	sr.be.dropNamespace(ns)
 	return nil

@@ -100,6 +100,7 @@ func (b *bench) scaleMarkdown() string {
 	if len(conn) > 0 {
 		fmt.Fprintf(&s, "**Connections that failed** (the stand-in's servers saw TLS handshakes abandoned by the plugin, whose client gives up after 10 s; client-go then retries): at most, per run: %s.\n\n", strings.Join(conn, "; "))
 	}
+	b.scaleDefault(&s)
 	b.scaleGrowth(&s)
 	b.scaleValidation(&s)
 	b.scaleRealLimit(&s)
@@ -111,6 +112,35 @@ func (b *bench) scaleMarkdown() string {
 	b.scaleProfiles(&s)
 	return s.String()
 }
+
+// defaultRows are the largest stand-in size's runs with the plugin's
+// default --parallel (scaleDefaultParallel).
+func (b *bench) defaultRows() []scaleRow {
+	var out []scaleRow
+	for _, r := range b.scaleRows {
+		if r.Backend == backendStandin && strings.HasSuffix(r.Scenario, defaultParallel) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// scaleDefault reports the runs with the default --parallel.
+func (b *bench) scaleDefault(s *strings.Builder) {
+	rows := b.defaultRows()
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintf(s, "**With the default `--parallel`** (%d clusters at once, as a user who does not set it runs them), at %d clusters, once each:\n\n", defaultParallelClusters, rows[0].Clusters)
+	s.WriteString("| scenario | wall | CPU | peak RSS | Go heap's peak | goroutine stacks' peak | goroutines |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
+	for _, r := range rows {
+		fmt.Fprintf(s, "| %s | %.2f s | %.2f s | %s | %s | %s | %d |\n", strings.TrimSuffix(r.Scenario, defaultParallel), r.Wall, r.CPU, rss(r.RSS), rss(r.Heap), rss(r.Stacks), r.Goroutines)
+	}
+	s.WriteString("\n")
+}
+
+// defaultParallelClusters is the plugin's default --parallel for apply.
+const defaultParallelClusters = 10
 
 // scaleGrowth says what each added cluster costs between the smallest
 // and the largest stand-in size: the slope, which fixed costs do not
@@ -238,6 +268,15 @@ func (b *bench) scaleGoals() []string {
 		}
 		out = append(out, fmt.Sprintf("peak RSS under 1 GiB at 1,000 clusters (every scenario): %s (%s; the Go heap's objects peaked at %s, goroutine stacks at %s): %s",
 			rss(worst.RSS), worst.Scenario, rss(worst.Heap), rss(worst.Stacks), verdict(worst.RSS > 0 && worst.RSS < 1<<30)))
+		var dflt scaleRow
+		for _, r := range b.defaultRows() {
+			if r.Clusters == 1000 && r.RSS > dflt.RSS {
+				dflt = r
+			}
+		}
+		if dflt.RSS > 0 {
+			out = append(out, fmt.Sprintf("the same with the default `--parallel` (%d clusters at once): %s (%s): %s", defaultParallelClusters, rss(dflt.RSS), strings.TrimSuffix(dflt.Scenario, defaultParallel), verdict(dflt.RSS < 1<<30)))
+		}
 	} else {
 		out = append(out, "the 1,000-cluster goals need -scale up to 1000")
 	}

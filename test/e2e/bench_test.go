@@ -137,10 +137,16 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Scale) != 10 {
-		t.Errorf("%d scaling rows, want 10 (stand-in only)", len(got.Scale))
+	// The largest size again with the default --parallel.
+	for _, sc := range []string{"create", "noop"} {
+		if id := "standin/3/" + sc + "-default-parallel"; !scaled[id] {
+			t.Errorf("no scaling result for %s", id)
+		}
 	}
-	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**Goals (issue 22):**"} {
+	if len(got.Scale) != 12 {
+		t.Errorf("%d scaling rows, want 12 (stand-in only)", len(got.Scale))
+	}
+	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issue 22):**"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("the report lacks %q:\n%s", s, stdout)
 		}
