@@ -243,6 +243,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 // if the render fails. Nothing else is written; an error is the
 // cluster's own connect's, met again when its apply starts. Later waves
 // connect when they start: a cluster that is down now may be up by then.
+// So do the first wave's clusters past the first --parallel (its
+// maxParallel): at 1,000 clusters ten at a time, the rest would hold a
+// connection and a lock, renewed, for minutes before their turn.
 func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
 	f, clusters := pl.Fleet, pl.Clusters
 	ws := waves(f, clusters)
@@ -252,15 +255,8 @@ func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
 	g := f.Group(ws[0].Name)
 	lockEarly := o.Yes || g == nil || !g.Protected
 	_, byName := index(clusters)
-	n := o.Parallel
-	if m := ws[0].MaxParallel; m > 0 {
-		n = min(n, m)
-	}
-	sem := make(chan struct{}, max(1, n))
-	for _, name := range ws[0].Clusters {
+	for _, name := range startFirst(ws[0], o.Parallel) {
 		go func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
 			if client, err := o.connect(ctx, f, byName[name]); err == nil {
 				if lockEarly {
 					o.locks.Early(ctx, client, name, rendered.AppsOf(pl.Apps, byName[name]))
@@ -269,6 +265,15 @@ func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
 			}
 		}()
 	}
+}
+
+// startFirst are the clusters of wave w that start at once with
+// --parallel: the first parallel of them, or of its maxParallel.
+func startFirst(w runner.Wave, parallel int) []string {
+	if w.MaxParallel > 0 {
+		parallel = min(parallel, w.MaxParallel)
+	}
+	return w.Clusters[:min(max(1, parallel), len(w.Clusters))]
 }
 
 // rollout writes r to its clusters group by group: apply's rollout, and
