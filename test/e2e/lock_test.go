@@ -189,14 +189,19 @@ func TestLockKilledHolder(t *testing.T) {
 
 // TestLockGoneLocalHolder: a lock whose holder was a process of this
 // machine that is gone (killed, or its cluster died before it could
-// release) is taken over once seen unrenewed past its renewal interval
-// (a third of its duration and a second), not after it expires.
+// release) is taken over at once when the lease says the holder ran in
+// this process's pid namespace, else once seen unrenewed past its
+// renewal interval (a third of its duration and a second), not after it
+// expires.
 func TestLockGoneLocalHolder(t *testing.T) {
 	const ns, app = "e2e-lock-gone", "e2e-lock-gone"
 	dir := workdir(t, lockFleet, map[string]string{
 		"hold/all.yaml": holdingApp(ns, "e2e-lock-never=true"),
 		"next/all.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: next, namespace: "+ns+"}\n"),
 	})
+	// Killed where this process runs (the same kernel boot and pid
+	// namespace, which the lease names): certainly gone, taken over at
+	// once.
 	pid := killedLocalHolder(t, dir, app, "--lock-duration", "30s")
 	if h := leaseHolder(t, app); !strings.HasSuffix(h, fmt.Sprintf(" pid %d", pid)) {
 		t.Fatalf("lease holder %q, want the killed apply's pid %d", h, pid)
@@ -204,7 +209,24 @@ func TestLockGoneLocalHolder(t *testing.T) {
 	start := time.Now()
 	out, errOut, code := fleet(t, dir, "apply", "-f", filepath.Join(dir, "next"), "--name", app)
 	took := time.Since(start)
-	if code != 0 || strings.Contains(out, "locked by") || !strings.Contains(out, "[stg] configmap/next created") || !strings.Contains(out, "taking it over unless it changes within 11s") {
+	if code != 0 || strings.Contains(out, "locked by") || strings.Contains(out, "taking it over") || !strings.Contains(out, "[stg] configmap/next created") {
+		t.Errorf("apply after the holder was killed here: exit %d\n%s%s", code, out, errOut)
+	}
+	if took > 8*time.Second {
+		t.Errorf("took %s to take over the lease of a holder gone from this machine; want at once", took)
+	}
+
+	// Killed on this host but not known to be in this pid namespace (an
+	// older plugin, or another container of the same host name): gone by
+	// its pid, taken over once seen unrenewed past its renewal interval.
+	killedLocalHolder(t, dir, app, "--lock-duration", "30s")
+	if _, errOut, code := kubectl(t, "", "annotate", "--context", "fleet-c1", "-n", "kubectl-fleet", "lease", "fleet-"+app, "fleet.kubectl.io/lock-machine-"); code != 0 {
+		t.Fatal(errOut)
+	}
+	start = time.Now()
+	out, errOut, code = fleet(t, dir, "apply", "-f", filepath.Join(dir, "next"), "--name", app)
+	took = time.Since(start)
+	if code != 0 || strings.Contains(out, "locked by") || !strings.Contains(out, "taking it over unless it changes within 11s") {
 		t.Errorf("apply after the local holder was killed: exit %d\n%s%s", code, out, errOut)
 	}
 	if took < 10*time.Second || took > 25*time.Second {
