@@ -594,33 +594,6 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 	return first, rest
 }
 
-// slot waits for one of the cluster's slots (sem, --concurrency) and
-// then one of the process's (kube.TakeSlot), taken before the goroutine
-// that uses them, so that a thousand clusters at once do not start 32
-// goroutines each to wait (kube.MaxRequests). It is not ok once stop is
-// done (Ctrl-C) or the cluster unreachable, even if a slot was free too:
-// nothing more may start then (TestFaultInterruptStopsRequests).
-func slot(stop context.Context, sem, unreachable chan struct{}) (release func(), ok bool) {
-	select {
-	case sem <- struct{}{}:
-	case <-stop.Done():
-		return nil, false
-	case <-unreachable:
-		return nil, false
-	}
-	process, err := kube.TakeSlot(stop)
-	if err != nil {
-		<-sem
-		return nil, false
-	}
-	release = func() { process(); <-sem }
-	if stop.Err() != nil || isClosed(unreachable) {
-		release()
-		return nil, false
-	}
-	return release, true
-}
-
 // applyAll applies objects concurrently. Objects of a kind in pending, and
 // (dry run) objects in a namespace of newNS, are reported skipped: a dry
 // run cannot apply instances of a CRD or into a namespace it did not
@@ -629,21 +602,24 @@ func slot(stop context.Context, sem, unreachable chan struct{}) (release func(),
 // unreachable: the objects not attempted are reported skipped.
 func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstructured, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
 	var (
-		wg          sync.WaitGroup
-		failed      atomic.Int32
-		unreachable = make(chan struct{})
-		cut         sync.Once
-		cause       error
-		rest        []*unstructured.Unstructured
+		wg     sync.WaitGroup
+		failed atomic.Int32
+		cut    sync.Once
+		cause  error
+		rest   []*unstructured.Unstructured
 	)
-	sem := make(chan struct{}, max(1, p.cfg.Concurrency))
+	// start ends with Ctrl-C, or once a request found the cluster
+	// unreachable: no object starts after.
+	start, unreachable := context.WithCancel(stop)
+	defer unreachable()
+	slots := kube.NewSlots(p.cfg.Concurrency)
 	for i, obj := range objs {
 		if pending[obj.GroupVersionKind().GroupKind()] {
 			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
 			continue
 		}
-		release, ok := slot(stop, sem, unreachable)
-		if !ok {
+		release, err := slots.Take(start)
+		if err != nil {
 			rest = objs[i:]
 			break
 		}
@@ -657,7 +633,7 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 			if ch.Err != nil {
 				failed.Add(1)
 				if kube.IsUnreachable(ch.Err) {
-					cut.Do(func() { cause = fmt.Errorf("%s: %w", ch.Ref, ch.Err); close(unreachable) })
+					cut.Do(func() { cause = fmt.Errorf("%s: %w", ch.Ref, ch.Err); unreachable() })
 				}
 			}
 			p.cfg.Report(ch)
@@ -1228,16 +1204,6 @@ func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
 // namespace.
 func clusterMade(resource, name string) bool {
 	return resource == "serviceaccounts" && name == "default" || resource == "configmaps" && name == "kube-root-ca.crt"
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // waitHealthy polls objects until kstatus calls every one Current, one

@@ -133,23 +133,19 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	crds := object.CRDKinds(objs)
 	newNS := object.Namespaces(objs)
 	out := make([]Object, len(objs))
-	sem := make(chan struct{}, max(1, o.Concurrency))
+	slots := kube.NewSlots(o.Concurrency)
 	var wg sync.WaitGroup
 	for i, obj := range objs {
 		obj = object.CopyMeta(obj) // the render is the run's, shared
 		r.set.Label(obj)
-		sem <- struct{}{}
-		// One of the process's slots too (kube.MaxRequests), before the
-		// goroutine.
-		release, err := kube.TakeSlot(ctx)
+		release, err := slots.Take(ctx)
 		if err != nil {
-			<-sem
 			out[i] = Object{Ref: object.Ref(obj), Err: err}
 			continue
 		}
 		wg.Add(1)
 		go func() {
-			defer func() { release(); <-sem; wg.Done() }()
+			defer func() { release(); wg.Done() }()
 			claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
 				c := r.others.Claim(r.set, object.Path(obj), live)
 				inventory.Label(obj, c.PartOf)

@@ -18,36 +18,58 @@ import (
 // not bounded here.
 const MaxRequests = 1024
 
-// inFlight is the process's bound on requests in flight (MaxRequests).
-var inFlight = newLimiter(MaxRequests)
+// inFlight is the process's slots for object requests (MaxRequests).
+var inFlight = make(chan struct{}, MaxRequests)
 
-// limiter is a counting semaphore whose waits end with the request's
-// context.
-type limiter struct{ slots chan struct{} }
-
-func newLimiter(n int) *limiter { return &limiter{slots: make(chan struct{}, n)} }
-
-func (l *limiter) acquire(ctx context.Context) error {
+// take waits for a slot of slots until ctx is done.
+func take(ctx context.Context, slots chan struct{}) error {
 	select {
-	case l.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 }
 
-func (l *limiter) release() { <-l.slots }
-
-// TakeSlot takes one of the process's slots for requests in flight
-// (MaxRequests), waiting until one is free or ctx is done, for work that
-// sends its requests one after another (one object's apply). release
-// gives it back. Taking it before starting the goroutine that sends them
-// bounds the goroutines too. Work that holds a slot must never wait for
-// another.
+// TakeSlot takes one of the process's slots for object requests
+// (MaxRequests), waiting until one is free or ctx is done. release gives
+// it back, once however often it is called. Work that holds a slot must
+// never wait for another.
 func TakeSlot(ctx context.Context) (release func(), err error) {
-	if err := inFlight.acquire(ctx); err != nil {
+	if err := take(ctx, inFlight); err != nil {
 		return nil, err
 	}
 	var once sync.Once
-	return func() { once.Do(inFlight.release) }, nil
+	return func() { once.Do(func() { <-inFlight }) }, nil
+}
+
+// Slots bound one cluster's object requests (its --concurrency) inside
+// the process's (MaxRequests), for work that sends one object's requests
+// one after another.
+type Slots struct{ cluster chan struct{} }
+
+// NewSlots are the slots of a cluster that sends n object requests at
+// once at most (1 when n is less).
+func NewSlots(n int) *Slots { return &Slots{cluster: make(chan struct{}, max(1, n))} }
+
+// Take waits for one of the cluster's slots and then one of the
+// process's; taken before the goroutine that uses them, it bounds the
+// goroutines too (a thousand clusters at once do not start 32 each to
+// wait). It fails once ctx is done, even with both slots free: nothing may
+// start then (Ctrl-C; TestFaultInterruptStopsRequests).
+func (s *Slots) Take(ctx context.Context) (release func(), err error) {
+	if err := take(ctx, s.cluster); err != nil {
+		return nil, err
+	}
+	process, err := TakeSlot(ctx)
+	if err != nil {
+		<-s.cluster
+		return nil, err
+	}
+	release = func() { process(); <-s.cluster }
+	if err := ctx.Err(); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
 }

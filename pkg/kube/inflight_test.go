@@ -39,7 +39,32 @@ func TestTakeSlotBoundsTheProcess(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatalf("slot after one was given back: %v", err)
 	}
-	if len(inFlight.slots) != MaxRequests-1 {
-		t.Errorf("%d slots taken, want %d: a release given twice gave back two", len(inFlight.slots), MaxRequests-1)
+	if len(inFlight) != MaxRequests-1 {
+		t.Errorf("%d slots taken, want %d: a release given twice gave back two", len(inFlight), MaxRequests-1)
+	}
+}
+
+func TestSlotsBoundTheCluster(t *testing.T) {
+	s := NewSlots(1)
+	release, err := s.Take(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := s.Take(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second slot of a cluster with --concurrency 1: %v; want to wait", err)
+	}
+	release()
+	if len(inFlight) != 0 {
+		t.Errorf("%d process slots still taken after the release", len(inFlight))
+	}
+	done, stop := context.WithCancel(context.Background())
+	stop()
+	if _, err := s.Take(done); err == nil {
+		t.Error("a slot taken after Ctrl-C, with both free")
+	}
+	if len(inFlight) != 0 || len(s.cluster) != 0 {
+		t.Errorf("slots left taken by a refused Take: process %d, cluster %d", len(inFlight), len(s.cluster))
 	}
 }
