@@ -22,17 +22,16 @@ import (
 func coerceStrings(obj map[string]any) (map[string]any, bool) {
 	out, copied := walk(obj)
 	m := cow{m: out.(map[string]any), copied: copied}
-	field := map[string]string{"ConfigMap": "data", "Secret": "stringData"}[kindOf(obj)]
-	if v, changed := stringified(m.m[field]); field != "" && changed {
-		m.set(field, v)
+	if field := textFields[obj["kind"]]; field != "" {
+		if v, changed := stringified(m.m[field]); changed {
+			m.set(field, v)
+		}
 	}
 	return m.m, m.copied
 }
 
-func kindOf(obj map[string]any) string {
-	kind, _ := obj["kind"].(string)
-	return kind
-}
+// textFields are the kinds whose one field is a map of text.
+var textFields = map[any]string{"ConfigMap": "data", "Secret": "stringData"}
 
 // cow is a map written copy on write: its first change copies it.
 type cow struct {

@@ -153,9 +153,9 @@ type earlyLocks struct {
 
 // earlyLock is one lock Early takes.
 type earlyLock struct {
-	ready  chan struct{}
-	lock   *lock.Lock // nil when the attempt failed
-	client *kube.Client
+	ready chan struct{}
+	// held is the lock once taken (its lock nil when the attempt failed).
+	held heldLock
 
 	mu   sync.Mutex
 	lost func(error) // Acquire's, once it takes the lock over
@@ -172,14 +172,14 @@ func (e *earlyLocks) start(cluster, app string, client *kube.Client) *earlyLock 
 	if e.locks == nil {
 		e.locks = map[[2]string]*earlyLock{}
 	}
-	el := &earlyLock{ready: make(chan struct{}), client: client}
+	el := &earlyLock{ready: make(chan struct{}), held: heldLock{cluster: cluster, app: app, client: client}}
 	e.locks[k] = el
 	return el
 }
 
 func (el *earlyLock) done(lk *lock.Lock, err error) {
 	if err == nil {
-		el.lock = lk
+		el.held.lock = lk
 	}
 	close(el.ready)
 }
@@ -213,17 +213,17 @@ func (e *earlyLocks) take(cluster, app string, lost func(error)) *lock.Lock {
 		return nil
 	}
 	<-el.ready
-	if el.lock == nil {
+	if el.held.lock == nil {
 		return nil
 	}
 	el.mu.Lock()
 	defer el.mu.Unlock()
 	if el.err != nil {
-		el.lock.Abandon()
+		el.held.lock.Abandon()
 		return nil
 	}
 	el.lost = lost
-	return el.lock
+	return el.held.lock
 }
 
 // unused removes the early locks of cluster (every cluster's when
@@ -239,21 +239,18 @@ func (e *earlyLocks) unused(cluster string) []heldLock {
 		}
 		e.over[cluster] = true
 	}
-	var started []heldLock
 	var attempts []*earlyLock
 	for k, el := range e.locks {
 		if el != nil && (cluster == "" || k[0] == cluster) {
 			e.locks[k] = nil
-			started = append(started, heldLock{cluster: k[0], app: k[1], client: el.client})
 			attempts = append(attempts, el)
 		}
 	}
 	e.mu.Unlock()
 	var taken []heldLock
-	for i, el := range attempts {
-		if <-el.ready; el.lock != nil {
-			started[i].lock = el.lock
-			taken = append(taken, started[i])
+	for _, el := range attempts {
+		if <-el.ready; el.held.lock != nil {
+			taken = append(taken, el.held)
 		}
 	}
 	return taken
