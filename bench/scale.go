@@ -223,12 +223,11 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 		return err
 	}
 	progress("scaling: applying the initial state on %d %s clusters (untimed, warming discovery caches)", n, kind)
-	t0 := time.Now()
 	r, err := b.measured(ctx, be, sr.bin, sr.apply(sr.steady, "scale"), sr.env, "", nil)
 	if err != nil {
 		return fmt.Errorf("initial state: %w", err)
 	}
-	progress("scaling: initial state on %d %s clusters in %.1fs, cpu %.2fs, %s, fds %d, goroutines %d, warnings %d%s", n, kind, time.Since(t0).Seconds(), r.cpu.Seconds(), rss(r.rss), r.fds, r.goroutines, r.warnings, r.firstWarning)
+	progress("scaling: initial state on %d %s clusters: %s", n, kind, r.describe(n))
 	runs := map[string][]scaleRun{}
 	reps := b.o.scaleReps
 	if n > 100 {
@@ -289,8 +288,16 @@ func (sr *scaleRunner) fleetFor(ns string) (string, error) {
 	return f, os.WriteFile(f, []byte(fleetYAML(sr.cs, ns)), 0o644)
 }
 
-func (sr *scaleRunner) apply(ff, app string) []string {
-	return []string{"apply", "-F", ff, "-k", sr.src, "--name", app, "--parallel", sr.par, "--concurrency", sr.conc, "--yes"}
+func (sr *scaleRunner) apply(ff, app string) []string { return sr.applyWith(ff, app, true) }
+
+// applyWith is apply's arguments, every cluster at once (--parallel N)
+// when all, else with the plugin's default --parallel.
+func (sr *scaleRunner) applyWith(ff, app string, all bool) []string {
+	args := []string{"apply", "-F", ff, "-k", sr.src, "--name", app, "--concurrency", sr.conc, "--yes"}
+	if all {
+		args = append(args, "--parallel", sr.par)
+	}
+	return args
 }
 
 func (sr *scaleRunner) read(verb string) []string {
@@ -334,8 +341,7 @@ func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, ru
 			return fmt.Errorf("%s: %w", st.id, err)
 		}
 		runs[st.id] = append(runs[st.id], r)
-		progress("scaling %s %d %s %d/%d: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d  warnings %d%s", sr.kind, sr.n, st.id, rep+1, reps,
-			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.fds, r.goroutines, float64(r.requests)/float64(sr.n), r.serverCPU.Seconds(), r.connErrors, r.warnings, r.firstWarning)
+		progress("scaling %s %d %s %d/%d: %s", sr.kind, sr.n, st.id, rep+1, reps, r.describe(sr.n))
 	}
 	sr.be.dropNamespace(ns)
 	return nil
@@ -355,16 +361,11 @@ func (b *bench) scaleDefaultParallel(ctx context.Context, sr *scaleRunner) error
 		return err
 	}
 	for _, st := range []struct{ id, ff, app string }{{"create", ff, ns}, {"noop", sr.steady, "scale"}} {
-		args := sr.apply(st.ff, st.app)
-		if i := slices.Index(args, "--parallel"); i >= 0 {
-			args = slices.Delete(args, i, i+2)
-		}
-		r, err := b.measured(ctx, sr.be, sr.bin, args, sr.env, "", nil)
+		r, err := b.measured(ctx, sr.be, sr.bin, sr.applyWith(st.ff, st.app, false), sr.env, "", nil)
 		if err != nil {
 			return fmt.Errorf("%s, default --parallel: %w", st.id, err)
 		}
-		progress("scaling %s %d %s, default --parallel: %6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  goroutines %d  warnings %d%s", sr.kind, sr.n, st.id,
-			r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.goroutines, r.warnings, r.firstWarning)
+		progress("scaling %s %d %s, default --parallel: %s", sr.kind, sr.n, st.id, r.describe(sr.n))
 		b.scaleRows = append(b.scaleRows, summarizeScale(sr.kind, sr.n, st.id+defaultParallel, []scaleRun{r}))
 	}
 	sr.be.dropNamespace(ns)
@@ -456,6 +457,12 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 		peak = maxRSS(ps)
 	}
 	return scaleRun{wall: wall, cpu: ps.UserTime() + ps.SystemTime(), serverCPU: serverCPU, rss: peak, heap: fig.PeakHeap, stacks: fig.PeakStacks, fds: fds, goroutines: fig.PeakGoroutines, requests: after - before, connErrors: be.connErrors() - conn0, failure: failure, warnings: warnings, firstWarning: first}, nil
+}
+
+// describe is the run's figures on n clusters, for a progress line.
+func (r scaleRun) describe(n int) string {
+	return fmt.Sprintf("%6.2fs  cpu %5.2fs  %s (heap %s, stacks %s)  fds %d  goroutines %d  %.1f req/cluster  servers' cpu %.2fs  connection errors %d  warnings %d%s",
+		r.wall.Seconds(), r.cpu.Seconds(), rss(r.rss), rss(int64(r.heap)), rss(int64(r.stacks)), r.fds, r.goroutines, float64(r.requests)/float64(n), r.serverCPU.Seconds(), r.connErrors, r.warnings, r.firstWarning)
 }
 
 // countWarnings counts the lines of stderr that begin "warning:", and
