@@ -255,7 +255,7 @@ func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
 	g := f.Group(ws[0].Name)
 	lockEarly := o.Yes || g == nil || !g.Protected
 	_, byName := index(clusters)
-	for _, name := range startFirst(ws[0], o.Parallel) {
+	for _, name := range ws[0].Clusters[:ws[0].AtOnce(o.Parallel)] {
 		go func() {
 			if client, err := o.connect(ctx, f, byName[name]); err == nil {
 				if lockEarly {
@@ -265,15 +265,6 @@ func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
 			}
 		}()
 	}
-}
-
-// startFirst are the clusters of wave w that start at once with
-// --parallel: the first parallel of them, or of its maxParallel.
-func startFirst(w runner.Wave, parallel int) []string {
-	if w.MaxParallel > 0 {
-		parallel = min(parallel, w.MaxParallel)
-	}
-	return w.Clusters[:min(max(1, parallel), len(w.Clusters))]
 }
 
 // rollout writes r to its clusters group by group: apply's rollout, and

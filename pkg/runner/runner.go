@@ -104,16 +104,23 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 	return out
 }
 
-// runWave runs one wave and reports whether the rollout must stop.
-func runWave(ctx context.Context, w Wave, parallel int, fn func(context.Context, string) error, outcomes []Outcome) bool {
-	limit := len(w.Clusters)
+// AtOnce is how many of the wave's clusters run at once with parallel
+// (none past its MaxParallel, nor past parallel when it is positive): the
+// first AtOnce of its Clusters start together.
+func (w Wave) AtOnce(parallel int) int {
+	n := len(w.Clusters)
 	if w.MaxParallel > 0 {
-		limit = min(limit, w.MaxParallel)
+		n = min(n, w.MaxParallel)
 	}
 	if parallel > 0 {
-		limit = min(limit, parallel)
+		n = min(n, parallel)
 	}
-	sem := make(chan struct{}, max(1, limit))
+	return n
+}
+
+// runWave runs one wave and reports whether the rollout must stop.
+func runWave(ctx context.Context, w Wave, parallel int, fn func(context.Context, string) error, outcomes []Outcome) bool {
+	sem := make(chan struct{}, max(1, w.AtOnce(parallel)))
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
