@@ -16,10 +16,9 @@ import (
 // image, command, args and env values.
 //
 // It writes nothing it was given: the maps and lists on the way to a
-// value it turns into text are copies (and it says whether obj was), and
-// the rest is obj's, which other clusters' renders may share
-// (expansion.value).
-func coerceStrings(obj map[string]any) (map[string]any, bool) {
+// value it turns into text are copies, and the rest is obj's, which
+// other clusters' renders may share (expansion.value).
+func coerceStrings(obj map[string]any) map[string]any {
 	out, copied := walk(obj)
 	m := cow{m: out.(map[string]any), copied: copied}
 	if field := textFields[obj["kind"]]; field != "" {
@@ -27,7 +26,7 @@ func coerceStrings(obj map[string]any) (map[string]any, bool) {
 			m.set(field, v)
 		}
 	}
-	return m.m, m.copied
+	return m.m
 }
 
 // textFields are the kinds whose one field is a map of text.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -291,18 +292,25 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 	return objs, path, warnings, err
 }
 
-// ownMeta is obj with a top level and a metadata map of its own, which
-// the render still writes (its namespace); fresh says obj's top level is
-// already a copy. The rest is shared: readers change metadata on a deep
-// copy of their own (object.CopyMeta) and replace, never change, the rest.
-func ownMeta(obj map[string]any, fresh bool) *unstructured.Unstructured {
-	if !fresh {
+// ownMeta is obj, a render of raw, with a top level and a metadata map
+// of its own, which the render still writes (its namespace): each is
+// copied unless substitution already did (it is not raw's). The rest is
+// shared: readers change metadata on a deep copy of their own
+// (object.CopyMeta) and replace, never change, the rest.
+func ownMeta(obj, raw map[string]any) *unstructured.Unstructured {
+	if sameMap(obj, raw) {
 		obj = maps.Clone(obj)
 	}
-	if m, ok := obj["metadata"].(map[string]any); ok {
+	if m, ok := obj["metadata"].(map[string]any); ok && sameMap(m, raw["metadata"]) {
 		obj["metadata"] = maps.Clone(m)
 	}
 	return &unstructured.Unstructured{Object: obj}
+}
+
+// sameMap reports whether m is the very map v holds.
+func sameMap(m map[string]any, v any) bool {
+	o, ok := v.(map[string]any)
+	return ok && reflect.ValueOf(m).UnsafePointer() == reflect.ValueOf(o).UnsafePointer()
 }
 
 // rawObject is a rendered object before substitution.
@@ -327,11 +335,11 @@ func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstr
 	var failed []string // every object that fails, so that one pass fixes them all
 	for _, r := range raws {
 		if !subst || !r.vars || r.obj.GetAnnotations()[SubstituteAnnotation] == "disabled" {
-			out = append(out, ownMeta(r.obj.Object, false))
+			out = append(out, ownMeta(r.obj.Object, r.obj.Object))
 			continue
 		}
 		x.redact = isSecret(r.obj.GetKind())
-		v, fresh, err := x.changed(r.obj.Object)
+		v, err := x.value(r.obj.Object)
 		var limit *limitError
 		switch {
 		case errors.As(err, &limit):
@@ -340,8 +348,7 @@ func substituteAll(raws []rawObject, subst bool, vars Vars, max int64) ([]*unstr
 			failed = append(failed, fmt.Sprintf("%s: %v", ObjectRef(r.obj), err))
 			continue
 		}
-		m, coerced := coerceStrings(v.(map[string]any))
-		out = append(out, ownMeta(m, fresh || coerced))
+		out = append(out, ownMeta(coerceStrings(v.(map[string]any)), r.obj.Object))
 	}
 	switch len(failed) {
 	case 0:
