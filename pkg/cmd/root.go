@@ -15,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	// Before the kubectl packages: they read no message catalog.
+	_ "github.com/kubectl-fleet/kubectl-fleet/internal/untranslated"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 

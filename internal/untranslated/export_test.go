@@ -1,0 +1,4 @@
+package untranslated
+
+// Loaded is loaded, for the test of the init order.
+func Loaded() bool { return loaded }
