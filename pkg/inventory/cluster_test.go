@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
@@ -52,36 +53,51 @@ func write(t *testing.T, c *kubetest.Cluster, app string, members ...string) {
 	}
 }
 
+// loaders read an app's set, alone or with its neighbours.
+var loaders = map[string]func(context.Context, *kube.Client, string) (*inventory.Set, error){
+	"Load": inventory.Load,
+	"LoadWithNeighbours": func(ctx context.Context, c *kube.Client, app string) (*inventory.Set, error) {
+		set, _, err := inventory.LoadWithNeighbours(ctx, c, app)
+		return set, err
+	},
+}
+
 // TestLoadRefusesForeignParent: a parent another tool made, or one with
-// another set's ID, is never adopted.
+// another set's ID or none, is never adopted, whether read alone or with
+// the neighbours' parents.
 func TestLoadRefusesForeignParent(t *testing.T) {
-	for _, tt := range []struct {
-		name    string
-		tooling string
-		id      string
-		wantErr string
-	}{
-		{"another tool", "kubectl/v1.37.1", inventory.ID("web"), "ApplySet parent of another tool"},
-		{"no tooling", "", inventory.ID("web"), "ApplySet parent of another tool"},
-		{"another set's ID", "kubectl-fleet/v0.1.0", inventory.ID("api"), "has ApplySet ID"},
-		{"ours", "kubectl-fleet/v0.1.0", inventory.ID("web"), ""},
-	} {
-		c := kubetest.New(t)
-		p := parent("web")
-		p.SetLabels(map[string]string{apply.ApplySetParentIDLabel: tt.id})
-		p.SetAnnotations(map[string]string{apply.ApplySetToolingAnnotation: tt.tooling})
-		c.Put(p)
-		set, err := inventory.Load(context.Background(), c.Client, "web")
-		switch {
-		case tt.wantErr == "" && (err != nil || !set.Exists):
-			t.Errorf("%s: %v, %+v", tt.name, err, set)
-		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-			t.Errorf("%s: %v, want an error saying %q", tt.name, err, tt.wantErr)
+	for name, load := range loaders {
+		for _, tt := range []struct {
+			name    string
+			tooling string
+			id      string
+			wantErr string
+		}{
+			{"another tool", "kubectl/v1.37.1", inventory.ID("web"), "ApplySet parent of another tool"},
+			{"no tooling", "", inventory.ID("web"), "ApplySet parent of another tool"},
+			{"another set's ID", "kubectl-fleet/v0.1.0", inventory.ID("api"), "has ApplySet ID"},
+			{"no set ID", "kubectl-fleet/v0.1.0", "", "has ApplySet ID"},
+			{"ours", "kubectl-fleet/v0.1.0", inventory.ID("web"), ""},
+		} {
+			c := kubetest.New(t)
+			p := parent("web")
+			if tt.id != "" {
+				p.SetLabels(map[string]string{apply.ApplySetParentIDLabel: tt.id})
+			}
+			p.SetAnnotations(map[string]string{apply.ApplySetToolingAnnotation: tt.tooling})
+			c.Put(p)
+			set, err := load(context.Background(), c.Client, "web")
+			switch {
+			case tt.wantErr == "" && (err != nil || !set.Exists):
+				t.Errorf("%s: %s: %v, %+v", name, tt.name, err, set)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("%s: %s: %v, want an error saying %q", name, tt.name, err, tt.wantErr)
+			}
 		}
-	}
-	set, err := inventory.Load(context.Background(), kubetest.New(t).Client, "web")
-	if err != nil || set.Exists || set.ID != inventory.ID("web") {
-		t.Errorf("no parent: %v, %+v", err, set)
+		set, err := load(context.Background(), kubetest.New(t).Client, "web")
+		if err != nil || set.Exists || set.ID != inventory.ID("web") {
+			t.Errorf("%s: no parent: %v, %+v", name, err, set)
+		}
 	}
 }
 
@@ -191,27 +207,41 @@ func TestLoadNeighbours(t *testing.T) {
 	c.Put(stray)
 
 	web := &inventory.Set{App: "web", ID: inventory.ID("web")}
+	check := func(name string, n *inventory.Neighbours) {
+		t.Helper()
+		for _, tt := range []struct {
+			obj    *unstructured.Unstructured
+			keep   bool
+			to     string
+			reason string
+		}{
+			{kubetest.Object("v1", "Namespace", "", "shared"), true, "api", "shared with app api, which still applies it; left to it"},
+			{kubetest.Object("v1", "ConfigMap", "shared", "web-only"), false, "", ""},
+			{kubetest.Object("v1", "ConfigMap", "api", "config"), true, "api", "shared with app api, which still applies it; left to it"},
+			{kubetest.Object("v1", "Namespace", "", "db"), true, "", "app db has objects in it; left in place and no longer part of app web"},
+		} {
+			if keep, to, reason := n.Keep(web, tt.obj, nil); keep != tt.keep || to != tt.to || reason != tt.reason {
+				t.Errorf("%s: Keep(%s) = %v, %q, %q", name, object.Path(tt.obj), keep, to, reason)
+			}
+		}
+		if warning := n.Claim(web, "ConfigMap/db/config", &metav1.ObjectMeta{Labels: map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}}).Warning; warning != "shared with app db, which applies it too (the last apply wins)" {
+			t.Errorf("%s: Claim of db's object warned %q", name, warning)
+		}
+	}
 	n, err := inventory.LoadNeighbours(ctx, c.Client, "web")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tt := range []struct {
-		obj    *unstructured.Unstructured
-		keep   bool
-		to     string
-		reason string
-	}{
-		{kubetest.Object("v1", "Namespace", "", "shared"), true, "api", "shared with app api, which still applies it; left to it"},
-		{kubetest.Object("v1", "ConfigMap", "shared", "web-only"), false, "", ""},
-		{kubetest.Object("v1", "ConfigMap", "api", "config"), true, "api", "shared with app api, which still applies it; left to it"},
-		{kubetest.Object("v1", "Namespace", "", "db"), true, "", "app db has objects in it; left in place and no longer part of app web"},
-	} {
-		if keep, to, reason := n.Keep(web, tt.obj, nil); keep != tt.keep || to != tt.to || reason != tt.reason {
-			t.Errorf("Keep(%s) = %v, %q, %q", object.Path(tt.obj), keep, to, reason)
-		}
+	check("LoadNeighbours", n)
+	// With the app's own set, from the same one list.
+	sent := len(c.Requests())
+	set, n, err := inventory.LoadWithNeighbours(ctx, c.Client, "web")
+	if err != nil || !set.Exists || !set.Contents.Members.Has("ConfigMap/shared/web-only") {
+		t.Fatalf("LoadWithNeighbours: %v, %+v", err, set)
 	}
-	if warning := n.Claim(web, "ConfigMap/db/config", &metav1.ObjectMeta{Labels: map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}}).Warning; warning != "shared with app db, which applies it too (the last apply wins)" {
-		t.Errorf("Claim of db's object warned %q", warning)
+	check("LoadWithNeighbours", n)
+	if got := c.Requests()[sent:]; len(got) != 1 {
+		t.Errorf("LoadWithNeighbours sent %d requests, want one list: %+v", len(got), got)
 	}
 
 	c.Inject(kubetest.Fault{Verb: "list", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC"))})
@@ -221,6 +251,15 @@ func TestLoadNeighbours(t *testing.T) {
 	}
 	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared"), nil); keep {
 		t.Error("not allowed to list, yet neighbours known")
+	}
+	// Not allowed to list, the set is read alone.
+	c.Inject(kubetest.Fault{Verb: "list", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC"))})
+	set, n, err = inventory.LoadWithNeighbours(ctx, c.Client, "web")
+	if err != nil || !set.Exists {
+		t.Fatalf("LoadWithNeighbours not allowed to list: %v, %+v", err, set)
+	}
+	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared"), nil); keep {
+		t.Error("LoadWithNeighbours not allowed to list, yet neighbours known")
 	}
 }
 

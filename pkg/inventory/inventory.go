@@ -6,7 +6,6 @@
 package inventory
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -201,20 +200,33 @@ func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 }
 
 // LoadWithNeighbours reads an app's set (Load) and what the cluster's
-// other apps hold (LoadNeighbours) at once: two reads, one round trip.
+// other apps hold (LoadNeighbours) in one request: a list of every
+// ConfigMap of the namespace, its parent among them (found by name, so
+// that another tool's ConfigMap of that name is refused as Load refuses
+// it). A user who may not list them gets the set alone, and no warnings.
 func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, *Neighbours, error) {
-	var (
-		others *Neighbours
-		oErr   error
-		wg     sync.WaitGroup
-	)
-	wg.Go(func() { others, oErr = LoadNeighbours(ctx, c, app) })
-	set, err := Load(ctx, c, app)
-	wg.Wait()
-	if err = cmp.Or(err, oErr); err != nil {
-		return nil, nil, err
+	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{})
+	if apierrors.IsForbidden(err) {
+		set, err := Load(ctx, c, app)
+		return set, neighboursOf(nil, app), err
 	}
-	return set, others, nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the inventories: %w", err)
+	}
+	set := &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}
+	parents := make([]*unstructured.Unstructured, 0, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.GetName() == ParentName(app) {
+			if set, err = setOf(app, p); err != nil {
+				return nil, nil, err
+			}
+		}
+		if _, ok := p.GetLabels()[apply.ApplySetParentIDLabel]; ok {
+			parents = append(parents, p)
+		}
+	}
+	return set, neighboursOf(parents, app), nil
 }
 
 // LoadAll reads the sets of every app kubectl fleet applied to the
@@ -312,16 +324,24 @@ type Neighbours struct {
 // LoadNeighbours reads the parents of every other app of the cluster: one
 // list. A user who may not list them gets no warnings, not an error.
 func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
-	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
 	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
-		return n, nil
+		return neighboursOf(nil, app), nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the other apps' inventories: %w", err)
 	}
+	parents := make([]*unstructured.Unstructured, len(list.Items))
 	for i := range list.Items {
-		p := &list.Items[i]
+		parents[i] = &list.Items[i]
+	}
+	return neighboursOf(parents, app), nil
+}
+
+// neighboursOf is what the parents of apps other than app hold.
+func neighboursOf(parents []*unstructured.Unstructured, app string) *Neighbours {
+	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
+	for _, p := range parents {
 		other := p.GetAnnotations()[AppAnnotation]
 		if other == "" || other == app || p.GetName() != ParentName(other) {
 			continue
@@ -344,7 +364,7 @@ func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbour
 			sort.Strings(m[k])
 		}
 	}
-	return n, nil
+	return n
 }
 
 // Keep decides whether a member of set s that is no longer rendered (or
