@@ -131,10 +131,10 @@ func TestSecondInterruptCleansUp(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("signals")
 	}
-	marker := filepath.Join(t.TempDir(), "cleaned")
 	if os.Getenv("KUBECTL_FLEET_TEST_INTERRUPT") != "" {
 		// The child: the first Ctrl-C happened (ctx is done); the next
-		// ones come until the process ends.
+		// ones come until the process ends. It makes no t.TempDir: its
+		// os.Exit would leave it behind.
 		keep := make(chan os.Signal, 1)
 		signal.Notify(keep, os.Interrupt) // the default action would end the process
 		ctx, cancel := context.WithCancel(context.Background())
@@ -145,6 +145,7 @@ func TestSecondInterruptCleansUp(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	marker := filepath.Join(t.TempDir(), "cleaned")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondInterruptCleansUp$")
 	cmd.Env = append(os.Environ(), "KUBECTL_FLEET_TEST_INTERRUPT="+marker)
 	out, err := cmd.CombinedOutput()
