@@ -54,6 +54,7 @@ fuzz:
 	$(GO) test ./pkg/fleet -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzSubstitute$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzParseDocuments$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzNodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME)
 
 ## bench: kubectl fleet against what users run instead, on 10 apiserver-only

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -43,22 +45,27 @@ var krustyMu sync.Mutex
 // at most max bytes, with aliases that expand it no further (limitedFS), and
 // so is its output.
 func buildKustomize(dir string, max int64) ([]rawObject, error) {
-	krustyMu.Lock()
-	defer krustyMu.Unlock()
-	fsys := &limitedFS{FileSystem: filesys.MakeFsOnDisk(), max: max}
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(fsys, dir)
+	resMap, err := runKustomize(dir, max)
 	if err != nil {
-		if fsys.err != nil {
-			return nil, fsys.err
-		}
-		return nil, kustomizeError(err)
+		return nil, err
 	}
 	var (
 		raws  []rawObject
 		total int64
 	)
 	for _, res := range resMap.Resources() {
+		if obj, size, vars, ok := nodeObject(res.YNode()); ok {
+			if total += size; total > max {
+				return nil, overLimit("output", max)
+			}
+			u := &unstructured.Unstructured{Object: obj}
+			if err := checkObject(u); err != nil {
+				return nil, fmt.Errorf("%s: %w", res.CurId(), err)
+			}
+			raws = append(raws, rawObject{obj: u, vars: vars})
+			continue
+		}
+		// What the node does not say as its YAML would: the YAML.
 		text, err := res.AsYAML()
 		if err != nil {
 			return nil, err
@@ -73,6 +80,23 @@ func buildKustomize(dir string, max int64) ([]rawObject, error) {
 		raws = append(raws, objs...)
 	}
 	return raws, nil
+}
+
+// runKustomize is kustomize's build of dir, one at a time (krustyMu);
+// what it built is read outside the lock.
+func runKustomize(dir string, max int64) (resmap.ResMap, error) {
+	krustyMu.Lock()
+	defer krustyMu.Unlock()
+	fsys := &limitedFS{FileSystem: filesys.MakeFsOnDisk(), max: max}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(fsys, dir)
+	if err != nil {
+		if fsys.err != nil {
+			return nil, fsys.err
+		}
+		return nil, kustomizeError(err)
+	}
+	return resMap, nil
 }
 
 // outsideRoot matches kustomize's refusal to read a file outside the
