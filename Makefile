@@ -48,7 +48,8 @@ e2e: controlplane
 	$(GO) test -count=1 -timeout 30m ./test/e2e $(E2E_FLAGS)
 
 ## fuzz: fuzz the fleet parser, the substitution engine, the manifest
-## splitter and the diff formatter, FUZZTIME each (FUZZTIME=5m make fuzz)
+## splitter, the reading of kustomize output and the diff formatter,
+## FUZZTIME each (FUZZTIME=5m make fuzz)
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/fleet -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -189,7 +190,7 @@ func (c Contents) Union(d Contents) Contents {
 // Load reads an app's ApplySet parent. A parent written by another tool is
 // an error: its set is not ours to change.
 func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
-	p, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
+	p, err := c.Core.ConfigMaps(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}, nil
 	}
@@ -205,7 +206,7 @@ func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 // that another tool's ConfigMap of that name is refused as Load refuses
 // it). A user who may not list them gets the set alone, and no warnings.
 func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, *Neighbours, error) {
-	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{})
+	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
 		set, err := Load(ctx, c, app)
 		return set, neighboursOf(nil, app), err
@@ -214,7 +215,7 @@ func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, 
 		return nil, nil, fmt.Errorf("reading the inventories: %w", err)
 	}
 	set := &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}
-	parents := make([]*unstructured.Unstructured, 0, len(list.Items))
+	parents := make([]*corev1.ConfigMap, 0, len(list.Items))
 	for i := range list.Items {
 		p := &list.Items[i]
 		if p.GetName() == ParentName(app) {
@@ -232,7 +233,7 @@ func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, 
 // LoadAll reads the sets of every app kubectl fleet applied to the
 // cluster (their parents), by app name: one list.
 func LoadAll(ctx context.Context, c *kube.Client) ([]*Set, error) {
-	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
+	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
 	if err != nil {
 		return nil, fmt.Errorf("reading the inventories: %w", err)
 	}
@@ -254,7 +255,7 @@ func LoadAll(ctx context.Context, c *kube.Client) ([]*Set, error) {
 }
 
 // setOf reads a parent object of app, refusing one of another tool.
-func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
+func setOf(app string, p *corev1.ConfigMap) (*Set, error) {
 	s := &Set{App: app, ID: ID(app), Adopted: adoptedOf(p)}
 	ann := p.GetAnnotations()
 	tooling := ann[apply.ApplySetToolingAnnotation]
@@ -272,7 +273,7 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 	s.Source = ann[SourceAnnotation]
 	_, s.Version, _ = strings.Cut(tooling, "/")
 	s.AppliedDigest = ann[AppliedDigestAnnotation]
-	applied, _, _ := unstructured.NestedString(p.Object, "data", AppliedKey)
+	applied := p.Data[AppliedKey]
 	s.Applied = map[string]Applied{}
 	if ann[AppliedFormatAnnotation] == AppliedFormat {
 		s.Applied = appliedOf(applied)
@@ -281,9 +282,8 @@ func setOf(app string, p *unstructured.Unstructured) (*Set, error) {
 }
 
 // adoptedOf reads the paths a parent records as adopted.
-func adoptedOf(parent *unstructured.Unstructured) sets.Set[string] {
-	data, _, _ := unstructured.NestedString(parent.Object, "data", AdoptedKey)
-	return sets.New(splitLines(data)...)
+func adoptedOf(parent *corev1.ConfigMap) sets.Set[string] {
+	return sets.New(splitLines(parent.Data[AdoptedKey])...)
 }
 
 func splitLines(s string) []string {
@@ -296,15 +296,14 @@ func splitLines(s string) []string {
 	return out
 }
 
-func contentsOf(parent *unstructured.Unstructured) Contents {
+func contentsOf(parent *corev1.ConfigMap) Contents {
 	c := ContentsOf(nil)
 	ann := parent.GetAnnotations()
 	for _, gk := range splitList(ann[apply.ApplySetGKsAnnotation]) {
 		c.GroupKinds.Insert(schema.ParseGroupKind(gk))
 	}
 	c.Namespaces.Insert(splitList(ann[apply.ApplySetAdditionalNamespacesAnnotation])...)
-	members, _, _ := unstructured.NestedString(parent.Object, "data", MembersKey)
-	c.Members.Insert(splitLines(members)...)
+	c.Members.Insert(splitLines(parent.Data[MembersKey])...)
 	return c
 }
 
@@ -324,14 +323,14 @@ type Neighbours struct {
 // LoadNeighbours reads the parents of every other app of the cluster: one
 // list. A user who may not list them gets no warnings, not an error.
 func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
-	list, err := c.Dynamic.Resource(parentGVR).Namespace(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
+	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
 	switch {
 	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
 		return neighboursOf(nil, app), nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the other apps' inventories: %w", err)
 	}
-	parents := make([]*unstructured.Unstructured, len(list.Items))
+	parents := make([]*corev1.ConfigMap, len(list.Items))
 	for i := range list.Items {
 		parents[i] = &list.Items[i]
 	}
@@ -339,7 +338,7 @@ func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbour
 }
 
 // neighboursOf is what the parents of apps other than app hold.
-func neighboursOf(parents []*unstructured.Unstructured, app string) *Neighbours {
+func neighboursOf(parents []*corev1.ConfigMap, app string) *Neighbours {
 	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
 	for _, p := range parents {
 		other := p.GetAnnotations()[AppAnnotation]

@@ -3,6 +3,7 @@ package inventory
 import (
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -98,7 +99,7 @@ func TestKeep(t *testing.T) {
 func TestContentsRoundTrip(t *testing.T) {
 	objs := []*unstructured.Unstructured{obj("Namespace", "", "web", nil), obj("ConfigMap", "web", "settings", nil)}
 	c := ContentsOf(objs)
-	parent := &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{MembersKey: "ConfigMap/web/settings\nNamespace/web", AdoptedKey: "Namespace/web\n"}}}
+	parent := &corev1.ConfigMap{Data: map[string]string{MembersKey: "ConfigMap/web/settings\nNamespace/web", AdoptedKey: "Namespace/web\n"}}
 	parent.SetAnnotations(map[string]string{apply.ApplySetGKsAnnotation: "ConfigMap,Namespace", apply.ApplySetAdditionalNamespacesAnnotation: "web"})
 	got := contentsOf(parent)
 	if !got.Members.Equal(c.Members) || !got.Namespaces.Equal(c.Namespaces) || !got.GroupKinds.Equal(c.GroupKinds) {

@@ -14,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
@@ -45,6 +47,10 @@ type Client struct {
 	Dynamic dynamic.Interface
 	// Metadata lists objects' metadata only.
 	Metadata metadata.Interface
+	// Core reads built-in core objects whole, in protobuf: about a
+	// quarter of JSON's cost to decode (and less for the server to
+	// encode), for what is read on every run, such as the apps' parents.
+	Core corev1client.CoreV1Interface
 	// Namespace is the one namespaced objects without one go to: -n, else
 	// the context's, else "default", as kubectl does.
 	Namespace string
@@ -186,11 +192,17 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	pb := rest.CopyConfig(cfg)
+	pb.ContentType, pb.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
+	core, err := corev1client.NewForConfigAndClient(pb, hc)
+	if err != nil {
+		return nil, err
+	}
 	ns, _, err := getter.ToRawKubeConfigLoader().Namespace()
 	if err != nil {
 		return nil, err
 	}
-	return &Client{http: hc, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+	return &Client{http: hc, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Core: core, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
 		return listable(getter)
 	}}, nil
 }

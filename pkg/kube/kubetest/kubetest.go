@@ -1,9 +1,10 @@
 // Package kubetest is an in-memory cluster for unit tests of the engines:
-// a *kube.Client whose Dynamic and Metadata clients are client-go's fakes
-// (dynamic/fake, metadata/fake) answered from one store by reactors that
-// behave enough like an API server for apply, prune, inventory, diff and
-// status. It is a test helper: production code never imports it, and the
-// e2e suite on real API servers stays the proof.
+// a *kube.Client whose Dynamic, Metadata and Core clients are client-go's
+// fakes (dynamic/fake, metadata/fake, the typed core/v1 fake, for reads)
+// answered from one store by reactors that behave enough like an API
+// server for apply, prune, inventory, diff and status. It is a test
+// helper: production code never imports it, and the e2e suite on real API
+// servers stays the proof.
 //
 // What it does as a server does: a server-side apply (types.ApplyPatchType)
 // creates a missing object, in an existing namespace only, and merges into
@@ -59,6 +60,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubescheme "k8s.io/client-go/kubernetes/scheme"
+	corev1fake "k8s.io/client-go/kubernetes/typed/core/v1/fake"
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -179,8 +182,17 @@ func New(t testing.TB) *Cluster {
 		}
 		return true, asMetadata(obj), nil
 	})
+	core := &corev1fake.FakeCoreV1{Fake: &clienttesting.Fake{}}
+	core.AddReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj, err := c.serve(a)
+		if err != nil {
+			return true, nil, err
+		}
+		obj, err = asTyped(obj, a.GetResource(), mapper)
+		return true, obj, err
+	})
 	c.dynamic = dyn
-	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: gated{dyn, c}, Metadata: gatedMetadata{md, c}, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
+	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: gated{dyn, c}, Metadata: gatedMetadata{md, c}, Core: core, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
 		var out []schema.GroupVersionResource
 		for _, k := range kinds {
 			if k.namespaced {
@@ -683,6 +695,27 @@ func roundTrip(obj map[string]any) (map[string]any, error) {
 	}
 	var out map[string]any
 	return out, utiljson.Unmarshal(b, &out)
+}
+
+// asTyped is the typed object (or list) the Core client reads of what the
+// store answered for gvr.
+func asTyped(obj runtime.Object, gvr schema.GroupVersionResource, mapper meta.RESTMapper) (runtime.Object, error) {
+	u, ok := obj.(runtime.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil {
+		return nil, err
+	}
+	if _, list := obj.(*unstructured.UnstructuredList); list {
+		gvk.Kind += "List"
+	}
+	typed, err := kubescheme.Scheme.New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("kubetest: the Core client reads no %s: %w", gvk, err)
+	}
+	return typed, runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), typed)
 }
 
 // asMetadata turns what serve returned into the metadata client's types.
