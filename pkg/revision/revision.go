@@ -282,7 +282,7 @@ func encode(objs []*unstructured.Unstructured) ([]byte, error) {
 		items[i] = o.Object
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
 		return nil, err
 	}
