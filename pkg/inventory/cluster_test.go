@@ -205,6 +205,10 @@ func TestLoadNeighbours(t *testing.T) {
 	stray.SetLabels(map[string]string{apply.ApplySetParentIDLabel: "applyset-xyz-v1"})
 	stray.Object["data"] = map[string]any{inventory.MembersKey: "ConfigMap/api/config"}
 	c.Put(stray)
+	ghost := parent("ghost") // an app's name and data, but no ApplySet ID: no parent
+	ghost.SetAnnotations(map[string]string{inventory.AppAnnotation: "ghost"})
+	ghost.Object["data"] = map[string]any{inventory.MembersKey: "ConfigMap/ghost/x"}
+	c.Put(ghost)
 
 	web := &inventory.Set{App: "web", ID: inventory.ID("web")}
 	check := func(name string, n *inventory.Neighbours) {
@@ -219,6 +223,7 @@ func TestLoadNeighbours(t *testing.T) {
 			{kubetest.Object("v1", "ConfigMap", "shared", "web-only"), false, "", ""},
 			{kubetest.Object("v1", "ConfigMap", "api", "config"), true, "api", "shared with app api, which still applies it; left to it"},
 			{kubetest.Object("v1", "Namespace", "", "db"), true, "", "app db has objects in it; left in place and no longer part of app web"},
+			{kubetest.Object("v1", "ConfigMap", "ghost", "x"), false, "", ""},
 		} {
 			if keep, to, reason := n.Keep(web, tt.obj, nil); keep != tt.keep || to != tt.to || reason != tt.reason {
 				t.Errorf("%s: Keep(%s) = %v, %q, %q", name, object.Path(tt.obj), keep, to, reason)

@@ -192,7 +192,7 @@ func (c Contents) Union(d Contents) Contents {
 func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 	p, err := c.Core.ConfigMaps(Namespace).Get(ctx, ParentName(app), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}, nil
+		return newSet(app), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the inventory of app %s: %w", app, err)
@@ -214,20 +214,20 @@ func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the inventories: %w", err)
 	}
-	set := &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}
-	parents := make([]*corev1.ConfigMap, 0, len(list.Items))
+	set := newSet(app)
 	for i := range list.Items {
-		p := &list.Items[i]
-		if p.GetName() == ParentName(app) {
+		if p := &list.Items[i]; p.Name == ParentName(app) {
 			if set, err = setOf(app, p); err != nil {
 				return nil, nil, err
 			}
 		}
-		if _, ok := p.GetLabels()[apply.ApplySetParentIDLabel]; ok {
-			parents = append(parents, p)
-		}
 	}
-	return set, neighboursOf(parents, app), nil
+	return set, neighboursOf(list.Items, app), nil
+}
+
+// newSet is the set of an app that has no parent yet.
+func newSet(app string) *Set {
+	return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}
 }
 
 // LoadAll reads the sets of every app kubectl fleet applied to the
@@ -330,19 +330,17 @@ func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbour
 	case err != nil:
 		return nil, fmt.Errorf("reading the other apps' inventories: %w", err)
 	}
-	parents := make([]*corev1.ConfigMap, len(list.Items))
-	for i := range list.Items {
-		parents[i] = &list.Items[i]
-	}
-	return neighboursOf(parents, app), nil
+	return neighboursOf(list.Items, app), nil
 }
 
-// neighboursOf is what the parents of apps other than app hold.
-func neighboursOf(parents []*corev1.ConfigMap, app string) *Neighbours {
+// neighboursOf is what the parents among configMaps of apps other than
+// app hold: those with an ApplySet ID, an app, and its parent's name.
+func neighboursOf(configMaps []corev1.ConfigMap, app string) *Neighbours {
 	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
-	for _, p := range parents {
-		other := p.GetAnnotations()[AppAnnotation]
-		if other == "" || other == app || p.GetName() != ParentName(other) {
+	for i := range configMaps {
+		p := &configMaps[i]
+		other := p.Annotations[AppAnnotation]
+		if _, parent := p.Labels[apply.ApplySetParentIDLabel]; !parent || other == "" || other == app || p.Name != ParentName(other) {
 			continue
 		}
 		n.apps[ID(other)] = other
@@ -538,7 +536,7 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 		},
 		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: applied, AdoptedKey: strings.Join(sets.List(adopted), "\n")},
 	}
-	if err := applyRaw(ctx, c, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
+	if err := applyRaw(ctx, c, parentGVR, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
 	}
 	s.Exists, s.Contents, s.Version, s.Adopted = true, contents, version, adopted
