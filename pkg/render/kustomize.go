@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/kustomize/api/konfig"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/resmap"
+	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -54,32 +55,32 @@ func buildKustomize(dir string, max int64) ([]rawObject, error) {
 		total int64
 	)
 	for _, res := range resMap.Resources() {
-		if obj, size, vars, ok := nodeObject(res.YNode()); ok {
-			if total += size; total > max {
-				return nil, overLimit("output", max)
-			}
-			u := &unstructured.Unstructured{Object: obj}
-			if err := checkObject(u); err != nil {
-				return nil, fmt.Errorf("%s: %w", res.CurId(), err)
-			}
-			raws = append(raws, rawObject{obj: u, vars: vars})
-			continue
-		}
-		// What the node does not say as its YAML would: the YAML.
-		text, err := res.AsYAML()
-		if err != nil {
-			return nil, err
-		}
-		if total += int64(len(text)); total > max {
+		objs, size, err := objectsOf(res)
+		if total += size; total > max {
 			return nil, overLimit("output", max)
 		}
-		objs, err := parseDocument(text)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", res.CurId(), err)
 		}
 		raws = append(raws, objs...)
 	}
 	return raws, nil
+}
+
+// objectsOf is what kustomize built of one resource, and about its size
+// in bytes: read from its YAML node, or, for what the node does not say
+// as its YAML would, from the YAML printed.
+func objectsOf(res *resource.Resource) ([]rawObject, int64, error) {
+	if obj, size, vars, ok := nodeObject(res.YNode()); ok {
+		u := &unstructured.Unstructured{Object: obj}
+		return []rawObject{{obj: u, vars: vars}}, size, checkObject(u)
+	}
+	text, err := res.AsYAML()
+	if err != nil {
+		return nil, 0, err
+	}
+	objs, err := parseDocument(text)
+	return objs, int64(len(text)), err
 }
 
 // runKustomize is kustomize's build of dir, one at a time (krustyMu);

@@ -34,11 +34,6 @@ type nodeDecoder struct {
 
 func (d *nodeDecoder) value(n *yaml.Node) (any, bool) {
 	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) != 1 {
-			return nil, false
-		}
-		return d.value(n.Content[0])
 	case yaml.MappingNode:
 		return d.mapping(n)
 	case yaml.SequenceNode:
@@ -54,7 +49,7 @@ func (d *nodeDecoder) value(n *yaml.Node) (any, bool) {
 	case yaml.ScalarNode:
 		return d.scalar(n)
 	}
-	return nil, false // an alias
+	return nil, false // an alias (kustomize gives no document node)
 }
 
 func (d *nodeDecoder) mapping(n *yaml.Node) (any, bool) {

@@ -2,12 +2,15 @@ package render
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	gocmp "github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -48,6 +51,28 @@ func TestNodeObjectAsItsYAML(t *testing.T) {
 		if read := checkNodeObjects(t, dir); read == 0 {
 			t.Errorf("%s: no object read from its node", dir)
 		}
+	}
+}
+
+// TestNodeObjectCorpus is TestNodeObjectAsItsYAML on every manifest file
+// of testdata/corpus (Kubernetes' own e2e manifests and add-ons, CRDs with
+// large schemas, the API's round-trip fixtures of every core kind, whose
+// values are random unicode) that kustomize builds, or of $CORPUS.
+func TestNodeObjectCorpus(t *testing.T) {
+	root := cmp.Or(os.Getenv("CORPUS"), filepath.Join("..", "..", "testdata", "corpus"))
+	read := 0
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "alias") || strings.Contains(p, "bomb") {
+			return nil
+		}
+		if data, err := os.ReadFile(p); err == nil && len(data) < 300_000 {
+			read += checkNodeObjects(t, docDir(t, string(data)))
+		}
+		return nil
+	})
+	t.Logf("%d objects read from their nodes", read)
+	if os.Getenv("CORPUS") == "" && read < 250 {
+		t.Errorf("only %d objects read from their nodes in %s: is the corpus there?", read, root)
 	}
 }
 
@@ -106,7 +131,7 @@ func checkNodeObjects(t *testing.T, dir string) (read int) {
 			t.Errorf("%s: %s: read from its node, but its YAML parses to %d objects", dir, res.CurId(), len(want))
 			continue
 		}
-		if diff := cmp.Diff(want[0].obj.Object, obj); diff != "" {
+		if diff := gocmp.Diff(want[0].obj.Object, obj); diff != "" {
 			t.Errorf("%s: %s: read from its node (+), from its YAML (-):\n%s", dir, res.CurId(), diff)
 		}
 		if vars != want[0].vars && !bytes.Contains(text, []byte("#")) {
