@@ -2,40 +2,19 @@ package output
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/corpus"
 )
 
 // TestCorpus compares AppendYAML and AppendJSON with yaml.Marshal and
-// json.Marshal on every YAML and JSON document of a corpus of real-world
-// manifests: testdata/corpus (Kubernetes' own e2e manifests and cluster
-// add-ons, CRDs with large schemas, and the API's round-trip fixtures of
-// every core kind, whose values are random unicode), or any folder named
-// by $CORPUS, for instance the module cache:
-//
-//	CORPUS=$(go env GOMODCACHE) go test ./pkg/output -run Corpus -v
-//
-// Documents whose keys go-yaml cannot order consistently are left out.
+// json.Marshal on every YAML and JSON document of the corpus of
+// real-world manifests (package corpus). Documents whose keys go-yaml
+// cannot order consistently are left out.
 func TestCorpus(t *testing.T) {
-	root := os.Getenv("CORPUS")
-	if root == "" {
-		root = filepath.Join("..", "..", "testdata", "corpus")
-	}
 	docs, files := 0, 0
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !manifestFile.MatchString(p) || strings.Contains(p, "alias") || strings.Contains(p, "bomb") {
-			return nil
-		}
-		if info, err := d.Info(); err != nil || info.Size() > 300_000 {
-			return nil
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return nil
-		}
+	own := corpus.Walk(filepath.Join("..", ".."), func(p string, data []byte) {
 		files++
 		for i, obj := range documents(data) {
 			if !orderedKeysDeep(obj) {
@@ -45,11 +24,10 @@ func TestCorpus(t *testing.T) {
 			assertSameJSON(t, fmt.Sprintf("%s document %d", p, i+1), obj)
 			docs++
 		}
-		return nil
 	})
 	t.Logf("%d files, %d documents", files, docs)
-	if os.Getenv("CORPUS") == "" && docs < 250 {
-		t.Errorf("only %d documents in %s: is the corpus there?", docs, root)
+	if own && docs < 250 {
+		t.Errorf("only %d documents in the corpus: is it there?", docs)
 	}
 }
 

@@ -2,9 +2,7 @@ package render
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +10,8 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/corpus"
 )
 
 // nodeDocs are resources whose scalars YAML and JSON read in ways of their
@@ -54,25 +54,19 @@ func TestNodeObjectAsItsYAML(t *testing.T) {
 	}
 }
 
-// TestNodeObjectCorpus is TestNodeObjectAsItsYAML on every manifest file
-// of testdata/corpus (Kubernetes' own e2e manifests and add-ons, CRDs with
-// large schemas, the API's round-trip fixtures of every core kind, whose
-// values are random unicode) that kustomize builds, or of $CORPUS.
+// TestNodeObjectCorpus is TestNodeObjectAsItsYAML on every YAML file of
+// the corpus of real-world manifests (package corpus) that kustomize
+// builds.
 func TestNodeObjectCorpus(t *testing.T) {
-	root := cmp.Or(os.Getenv("CORPUS"), filepath.Join("..", "..", "testdata", "corpus"))
 	read := 0
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".yaml") || strings.Contains(p, "alias") || strings.Contains(p, "bomb") {
-			return nil
-		}
-		if data, err := os.ReadFile(p); err == nil && len(data) < 300_000 {
+	own := corpus.Walk(filepath.Join("..", ".."), func(p string, data []byte) {
+		if !strings.HasSuffix(p, ".json") {
 			read += checkNodeObjects(t, docDir(t, string(data)))
 		}
-		return nil
 	})
 	t.Logf("%d objects read from their nodes", read)
-	if os.Getenv("CORPUS") == "" && read < 250 {
-		t.Errorf("only %d objects read from their nodes in %s: is the corpus there?", read, root)
+	if own && read < 250 {
+		t.Errorf("only %d objects read from their nodes in the corpus: is it there?", read)
 	}
 }
 
