@@ -5,6 +5,10 @@
 // Secret kubectl-fleet/fleet-digest-key. A reader of the digest who may
 // not read that Secret cannot test guesses of a password against it; one
 // who may could read the revisions, which hold the values, anyway.
+//
+// Without the key nothing that holds a Secret's values compares equal: a
+// digest that left them out would call a rotated password unchanged.
+// Such an object's digest is "", such a render's a random NoKey digest.
 package digest
 
 import (
@@ -17,6 +21,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,10 +43,21 @@ const (
 
 var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 
-// Key keys the HMAC of Secret values. A nil Key leaves Secret values out
-// of digests altogether: a Secret that changes only in its values then
-// keeps its digest (a cluster whose key cannot be read, an offline render).
+// Key keys the HMAC of Secret values. Without one (nil: a cluster whose
+// key cannot be read, an offline render) a Secret's values cannot enter a
+// digest: Object and Render then give digests equal to none (NoKey).
 type Key []byte
+
+// ID names the key in what is recorded with it (a revision says which key
+// its digest was made with): the first 8 bytes of a SHA-256 of the key,
+// in hex, which tell nothing of it. "" for no key.
+func (k Key) ID() string {
+	if k == nil {
+		return ""
+	}
+	sum := sha256.Sum256(append([]byte("kubectl-fleet digest key ID\x00"), k...))
+	return hex.EncodeToString(sum[:8])
+}
 
 // KeyOf reads the cluster's key, once per client: nil when there is none
 // yet, or when the user may not read it.
@@ -120,18 +136,59 @@ func Ensure(ctx context.Context, c *kube.Client, fieldManager string) (Key, erro
 	return kb, nil
 }
 
+// NoKey begins the digest Render gives, without a key, a render holding
+// a Secret's values: random after it, so that it equals no other digest,
+// not even the next one of the same render. Nothing is skipped as
+// unchanged, and nothing is taken for a render it may not be.
+const NoKey = "nokey:"
+
+// Comparable reports whether a render's digest d may be compared with
+// another: not a NoKey digest.
+func Comparable(d string) bool { return !strings.HasPrefix(d, NoKey) }
+
 // Render identifies a render: the SHA-256 of its objects' JSON (Secret
 // values keyed), in an order of their own, so that the same objects in
-// another order have the same digest.
+// another order have the same digest. Without a key, a render holding a
+// Secret's values gets a NoKey digest instead, equal to none.
 func Render(objs []*unstructured.Unstructured, key Key) string {
+	if key == nil && Keyed(objs) {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b) // never fails (crypto/rand)
+		return NoKey + hex.EncodeToString(b)
+	}
 	return render(objs, func(o *unstructured.Unstructured) *unstructured.Unstructured { return hashable(o, key) })
 }
 
-// Unkeyed is a render's digest as versions before the digest key computed
-// it (Secret values hashed in the clear): what revisions recorded then
-// are checked against. Never kept anywhere new.
+// Keyed reports whether a render's digest depends on the key: it holds a
+// core Secret with values.
+func Keyed(objs []*unstructured.Unstructured) bool {
+	return slices.ContainsFunc(objs, hasValues)
+}
+
+// Unkeyed is a render's digest with Secret values hashed in the clear, as
+// versions before the digest key computed it. A revision keeps it, in its
+// own Secret, as the digest of its objects that does not depend on the
+// key (whoever reads it can read the values it hashes): loading the
+// revision checks the objects against it, whatever became of the key.
+// Never kept where the Secrets it hashes cannot be read.
 func Unkeyed(objs []*unstructured.Unstructured) string {
 	return render(objs, func(o *unstructured.Unstructured) *unstructured.Unstructured { return o })
+}
+
+// WithoutValues is a render's digest as versions before this one computed
+// it without a key: Secret values left out. Revisions recorded then by a
+// user who could not read the key are checked against it. Never kept
+// anywhere new, and never compared with a render's: a Secret whose values
+// changed keeps it.
+func WithoutValues(objs []*unstructured.Unstructured) string {
+	return render(objs, func(o *unstructured.Unstructured) *unstructured.Unstructured { return hashable(o, nil) })
+}
+
+// UnkeyedJSON is Unkeyed of objects already marshalled, each the JSON
+// of its map (json.Marshal of Object): for a caller that marshals them
+// anyway (a revision, to store them).
+func UnkeyedJSON(objs [][]byte) string {
+	return sum(slices.Clone(objs))
 }
 
 func render(objs []*unstructured.Unstructured, hashed func(*unstructured.Unstructured) *unstructured.Unstructured) string {
@@ -143,6 +200,11 @@ func render(objs []*unstructured.Unstructured, hashed func(*unstructured.Unstruc
 		}
 		lines = append(lines, b)
 	}
+	return sum(lines)
+}
+
+// sum is the digest of objects' JSON lines, sorted in place.
+func sum(lines [][]byte) string {
 	slices.SortFunc(lines, bytes.Compare)
 	h := sha256.New()
 	for _, l := range lines {
@@ -153,8 +215,13 @@ func render(objs []*unstructured.Unstructured, hashed func(*unstructured.Unstruc
 }
 
 // Object identifies an object as apply sends it (Secret values keyed):
-// what the ApplySet parent records of each member.
+// what the ApplySet parent records of each member. Without a key, a
+// Secret with values has none: "", which inventory.Set.Unchanged never
+// takes for unchanged.
 func Object(obj *unstructured.Unstructured, key Key) string {
+	if key == nil && hasValues(obj) {
+		return ""
+	}
 	b, err := json.Marshal(hashable(obj, key).Object)
 	if err != nil {
 		return ""
@@ -163,14 +230,32 @@ func Object(obj *unstructured.Unstructured, key Key) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// hashable is obj as digests see it: a core Secret's data and stringData
-// values replaced by their HMAC under key (left out without a key).
-func hashable(obj *unstructured.Unstructured, key Key) *unstructured.Unstructured {
+// secretFields are the fields of a core Secret that hold its values.
+var secretFields = []string{"data", "stringData"}
+
+// hasValues reports whether obj is a core Secret with values in its data
+// or stringData.
+func hasValues(obj *unstructured.Unstructured) bool {
 	if obj.GetKind() != "Secret" || obj.GroupVersionKind().Group != "" {
+		return false
+	}
+	for _, field := range secretFields {
+		if values, ok := obj.Object[field].(map[string]any); ok && len(values) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hashable is obj as digests see it: a core Secret's data and stringData
+// values replaced by their HMAC under key ("" without a key, as
+// WithoutValues wants).
+func hashable(obj *unstructured.Unstructured, key Key) *unstructured.Unstructured {
+	if !hasValues(obj) {
 		return obj
 	}
 	out := obj.DeepCopy()
-	for _, field := range []string{"data", "stringData"} {
+	for _, field := range secretFields {
 		values, ok := out.Object[field].(map[string]any)
 		if !ok {
 			continue

@@ -2,6 +2,7 @@ package digest_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"testing"
@@ -56,8 +57,8 @@ func TestSecretValuesAreKeyed(t *testing.T) {
 	if digest.Render(hunter2, k1) == digest.Render(hunter2, k2) || digest.Object(hunter2[0], k1) == digest.Object(hunter2[0], k2) {
 		t.Error("the digest does not depend on the key: a guess can be checked without it")
 	}
-	if digest.Render(hunter2, nil) != digest.Render(other, nil) {
-		t.Error("without a key, the password enters the digest")
+	if digest.Render(hunter2, nil) == digest.Render(hunter2, k1) || digest.Object(hunter2[0], nil) == digest.Object(hunter2[0], k1) {
+		t.Error("without a key, the digest is the keyed one")
 	}
 	// A ConfigMap's values are not keyed: its digest is the same under
 	// any key (renders without Secrets keep the digests they had).
@@ -109,5 +110,48 @@ func TestEnsureAndKeyOf(t *testing.T) {
 	d.Inject(kubetest.Fault{Verb: "create", Resource: "secrets", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, digest.KeySecret, errors.New("RBAC"))})
 	if k, err := digest.Ensure(ctx, d.Client, "kubectl-fleet"); k != nil || err != nil {
 		t.Errorf("not allowed: %v, %v", k, err)
+	}
+}
+
+// Without a key a Secret's values cannot enter a digest safely, and a
+// digest without them would call a rotated password unchanged: apply,
+// diff and reconcile would skip it. So nothing holding a Secret's values
+// compares equal without a key: its object digest is "" (never
+// unchanged), its render's digest is NoKey and random, equal to no other,
+// not even the next one of the same render. Objects without Secret values
+// keep their digests.
+func TestNoKeyComparesNothing(t *testing.T) {
+	render := []*unstructured.Unstructured{secret("hunter2"), cm("a", "x")}
+	if d := digest.Object(render[0], nil); d != "" {
+		t.Errorf("a Secret's digest without a key: %q", d)
+	}
+	a, b := digest.Render(render, nil), digest.Render(render, nil)
+	if a == b || !strings.HasPrefix(a, digest.NoKey) || digest.Comparable(a) {
+		t.Errorf("the same render without a key: %q, %q", a, b)
+	}
+	if !digest.Comparable(digest.Render(render, digest.Key("0123456789abcdef0123456789abcdef"))) || !digest.Keyed(render) {
+		t.Error("a keyed digest is not comparable, or the render's digest does not depend on the key")
+	}
+	empty := kubetest.Object("v1", "Secret", "web", "empty")
+	empty.Object["data"] = map[string]any{}
+	plain := []*unstructured.Unstructured{empty, cm("a", "x")}
+	if digest.Object(empty, nil) == "" || digest.Render(plain, nil) != digest.Render(plain, nil) || digest.Keyed(plain) {
+		t.Error("a Secret without values lost its digest without a key")
+	}
+	// Renders recorded by earlier versions without a key left the values
+	// out: WithoutValues is that digest, for revisions recorded then.
+	if digest.WithoutValues(render) != digest.WithoutValues([]*unstructured.Unstructured{secret("letmein"), cm("a", "x")}) || digest.WithoutValues(plain) != digest.Render(plain, nil) {
+		t.Error("WithoutValues")
+	}
+}
+
+// A key's ID names it in what is recorded with it, and says nothing of it.
+func TestKeyID(t *testing.T) {
+	k1, k2 := digest.Key("0123456789abcdef0123456789abcdef"), digest.Key("fedcba9876543210fedcba9876543210")
+	if digest.Key(nil).ID() != "" || k1.ID() == "" || k1.ID() == k2.ID() || k1.ID() != digest.Key(string(k1)).ID() {
+		t.Errorf("IDs: %q %q", k1.ID(), k2.ID())
+	}
+	if strings.Contains(k1.ID(), hex.EncodeToString(k1[:6])) || len(k1.ID()) > 24 {
+		t.Errorf("ID %q", k1.ID())
 	}
 }

@@ -9,6 +9,7 @@ package revision
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"context"
 	"encoding/base64"
@@ -19,6 +20,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +48,10 @@ const (
 	// InfoAnnotation holds the revision's record (Revision) as JSON on
 	// its first Secret.
 	InfoAnnotation = "fleet.kubectl.io/revision-info"
+	// ObjectsDigestAnnotation holds, on a revision's first Secret, the
+	// digest of its stored objects that does not depend on the digest
+	// key (Revision.ObjectsDigest).
+	ObjectsDigestAnnotation = "fleet.kubectl.io/objects-digest"
 	// ObjectsKey is the data key of the compressed objects (a gzipped JSON
 	// array, split across the Secrets in order).
 	ObjectsKey = "objects"
@@ -104,8 +110,20 @@ type Revision struct {
 	// Chart is the Helm chart it was rendered from, "name@version" and,
 	// when fleet.lock pins it, its archive's short digest.
 	Chart string `json:"chart,omitempty"`
-	// Digest identifies the rendered objects (Digest).
+	// Digest identifies the rendered objects (digest.Render) under the
+	// digest key KeyID names: what the ApplySet parent records.
 	Digest string `json:"digest"`
+	// KeyID names the digest key Digest was made with (digest.Key.ID;
+	// "" for none, and in revisions recorded before it was kept).
+	KeyID string `json:"keyID,omitempty"`
+	// ObjectsDigest is the digest of the stored objects that does not
+	// depend on the key (digest.Unkeyed: Secret values hashed in the
+	// clear): loading the revision checks its objects against it,
+	// whatever became of the key. It is kept in an annotation of its own
+	// (ObjectsDigestAnnotation), on the Secret that holds those values,
+	// and is never printed with the rest ("" in revisions recorded before
+	// it was kept, or without their objects).
+	ObjectsDigest string `json:"-"`
 	// Objects is how many objects it has.
 	Objects int `json:"objects"`
 	// Description says what made it: "apply", "rollback to 3".
@@ -137,10 +155,11 @@ func chunkName(app string, n, chunk int) string {
 	return fmt.Sprintf("%s-%d", SecretName(app, n), chunk)
 }
 
-// ShortDigest is a digest's first 12 hex digits.
+// ShortDigest is a digest's first 12 hex digits, with its prefix
+// ("sha256:", digest.NoKey).
 func ShortDigest(d string) string {
-	if len(d) > len("sha256:")+12 {
-		return d[:len("sha256:")+12]
+	if n := strings.IndexByte(d, ':') + 1 + 12; len(d) > n {
+		return d[:n]
 	}
 	return d
 }
@@ -205,6 +224,7 @@ func infoOf(m *metav1.ObjectMeta) (Revision, error) {
 		return r, fmt.Errorf("secret %s/%s: label %s=%q does not match its record (revision %d)", inventory.Namespace, m.Name, NumberLabel, m.Labels[NumberLabel], r.Number)
 	}
 	r.Verification = verificationOf(m)
+	r.ObjectsDigest = m.Annotations[ObjectsDigestAnnotation]
 	return r, nil
 }
 
@@ -212,8 +232,8 @@ func infoOf(m *metav1.ObjectMeta) (Revision, error) {
 var ErrNotFound = errors.New("no such revision")
 
 // Load reads revision n of an app and its objects. A revision recorded
-// without its objects, or whose stored objects do not match its digest,
-// is an error that says so.
+// without its objects, or whose stored objects do not match its digest
+// (verify), is an error that says so.
 func Load(ctx context.Context, c *kube.Client, app string, n int) (Revision, []*unstructured.Unstructured, error) {
 	ri := c.Dynamic.Resource(secrets).Namespace(inventory.Namespace)
 	first, err := ri.Get(ctx, SecretName(app, n), metav1.GetOptions{})
@@ -256,10 +276,74 @@ func Load(ctx context.Context, c *kube.Client, app string, n int) (Revision, []*
 	if err != nil {
 		return r, nil, err
 	}
-	if d := digest.Render(objs, key); d != r.Digest && digest.Unkeyed(objs) != r.Digest {
-		return r, nil, fmt.Errorf("revision %d of app %s: the stored objects do not match its digest (%s, recorded %s); refusing to use them", n, app, ShortDigest(d), ShortDigest(r.Digest))
+	if err := verify(ctx, c, r, objs, key); err != nil {
+		return r, nil, fmt.Errorf("revision %d of app %s: %w", n, app, err)
 	}
 	return r, objs, nil
+}
+
+// verify checks the objects loaded of revision r against what it
+// recorded of them, under key, the cluster's digest key now:
+//
+//   - Recorded with ObjectsDigest (this version on): the objects must
+//     match it, whatever the key; and when r was recorded with this very
+//     key (KeyID), its Digest too. A key deleted or replaced since does
+//     not matter.
+//   - Recorded before (no ObjectsDigest): the objects must match Digest,
+//     under key, in the clear (before the key) or without Secret values
+//     (by a user without the key). A render holding a Secret's values
+//     recorded under a key that is gone cannot be checked: it is refused,
+//     saying that the key was replaced, or cannot be read.
+//
+// What it protects against is accidents (a Secret edited by hand), not an
+// adversary who may write the Secret, digests and all.
+func verify(ctx context.Context, c *kube.Client, r Revision, objs []*unstructured.Unstructured, key digest.Key) error {
+	mismatch := func(d, recorded string) error {
+		return fmt.Errorf("the stored objects do not match its digest (%s, recorded %s); refusing to use them", ShortDigest(d), ShortDigest(recorded))
+	}
+	if r.ObjectsDigest != "" {
+		if d := digest.Unkeyed(objs); d != r.ObjectsDigest {
+			return mismatch(d, r.ObjectsDigest)
+		}
+		if r.KeyID == key.ID() && digest.Comparable(r.Digest) {
+			if d := digest.Render(objs, key); d != r.Digest {
+				return mismatch(d, r.Digest)
+			}
+		}
+		return nil
+	}
+	d := digest.Render(objs, key)
+	if d == r.Digest || digest.Unkeyed(objs) == r.Digest {
+		return nil
+	}
+	if !digest.Keyed(objs) {
+		return mismatch(d, r.Digest)
+	}
+	if digest.WithoutValues(objs) == r.Digest {
+		return nil // recorded without the key by an earlier version
+	}
+	// Recorded by a version that kept no digest of the objects but this
+	// one, whose Secret values are keyed: without its key it cannot be
+	// checked.
+	unchecked := fmt.Sprintf("recorded by plugin version %s, before revisions kept a digest of their objects that needs no key, it can only be checked with the key it was recorded with: refusing to use it (restoring that key's Secret lets it load)", cmp.Or(r.Version, "unknown"))
+	if key == nil {
+		return fmt.Errorf("the digest key %s/%s it was recorded with cannot be read (deleted, or not allowed); %s", digest.Namespace, digest.KeySecret, unchecked)
+	}
+	if made, ok := keyMade(ctx, c); ok && !r.Time.IsZero() && made.After(r.Time) {
+		return fmt.Errorf("the digest key %s/%s was replaced since this revision was recorded (the key was made %s, the revision %s); %s",
+			digest.Namespace, digest.KeySecret, made.UTC().Format(time.RFC3339), r.Time.UTC().Format(time.RFC3339), unchecked)
+	}
+	return mismatch(d, r.Digest)
+}
+
+// keyMade is when the cluster's digest key was made, from its Secret's
+// metadata; false when that cannot be read.
+func keyMade(ctx context.Context, c *kube.Client) (time.Time, bool) {
+	m, err := c.Metadata.Resource(secrets).Namespace(digest.Namespace).Get(ctx, digest.KeySecret, metav1.GetOptions{})
+	if err != nil || m.CreationTimestamp.IsZero() {
+		return time.Time{}, false
+	}
+	return m.CreationTimestamp.Time, true
 }
 
 // dataOf returns the objects' part a revision Secret holds (its data are
@@ -276,23 +360,35 @@ func dataOf(s *unstructured.Unstructured) ([]byte, error) {
 	return b, nil
 }
 
-func encode(objs []*unstructured.Unstructured) ([]byte, error) {
-	items := make([]map[string]any, len(objs))
+// encode compresses objs as a JSON list, and returns with it their
+// digest.Unkeyed, from the same JSON.
+func encode(objs []*unstructured.Unstructured) ([]byte, string, error) {
+	lines := make([][]byte, len(objs))
 	for i, o := range objs {
-		items[i] = o.Object
+		b, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, "", err
+		}
+		lines[i] = b
 	}
 	var buf bytes.Buffer
 	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	if err := json.NewEncoder(zw).Encode(items); err != nil {
-		return nil, err
+	// A gzip.Writer keeps its first error, and Close returns it.
+	_, _ = zw.Write([]byte{'['})
+	for i, b := range lines {
+		if i > 0 {
+			_, _ = zw.Write([]byte{','})
+		}
+		_, _ = zw.Write(b)
 	}
+	_, _ = zw.Write([]byte("]\n"))
 	if err := zw.Close(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), digest.UnkeyedJSON(lines), nil
 }
 
 func decode(compressed []byte) ([]*unstructured.Unstructured, error) {
@@ -323,12 +419,19 @@ func decode(compressed []byte) ([]*unstructured.Unstructured, error) {
 // that a revision is never listed before it is whole. A render too large
 // for MaxChunks Secrets is recorded without its objects (r.NotStored says
 // why). The kubectl-fleet namespace must exist. r.User, when empty, is
-// filled in from the cluster (User).
+// filled in from the cluster (User). r.Digest must have been made with
+// the cluster's digest key as c read it (digest.KeyOf, digest.Ensure):
+// Store sets r.KeyID to name that key, and r.ObjectsDigest from objs.
 func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructured.Unstructured) error {
-	compressed, err := encode(objs)
+	compressed, objectsDigest, err := encode(objs)
 	if err != nil {
 		return fmt.Errorf("encoding revision %d of app %s: %w", r.Number, r.App, err)
 	}
+	key, err := digest.KeyOf(ctx, c) // read by the apply already
+	if err != nil {
+		return fmt.Errorf("recording revision %d of app %s: %w", r.Number, r.App, err)
+	}
+	r.KeyID = key.ID()
 	var parts [][]byte
 	for len(compressed) > 0 {
 		n := min(len(compressed), ChunkSize)
@@ -338,6 +441,10 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 	if len(parts) > MaxChunks {
 		r.NotStored = fmt.Sprintf("the compressed render is %.1f MiB, more than %d Secrets of %d KiB hold", float64(len(parts)-1)*float64(ChunkSize)/(1<<20), MaxChunks, ChunkSize>>10)
 		parts = nil
+	}
+	r.ObjectsDigest = ""
+	if parts != nil {
+		r.ObjectsDigest = objectsDigest
 	}
 	if r.User == "" {
 		r.User = User(ctx, c)
@@ -353,6 +460,9 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 		return err
 	}
 	annotations := map[string]any{InfoAnnotation: string(info)}
+	if r.ObjectsDigest != "" {
+		annotations[ObjectsDigestAnnotation] = r.ObjectsDigest
+	}
 	if r.Verification.State != "" {
 		// Known when the revision is recorded (no gate follows the
 		// apply): one write, not two.

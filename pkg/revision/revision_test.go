@@ -2,18 +2,22 @@ package revision
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 )
 
@@ -209,5 +213,148 @@ func TestOrphanedParts(t *testing.T) {
 		if o.GetKind() == "Secret" {
 			t.Errorf("%s left after DeleteAll", o.GetName())
 		}
+	}
+}
+
+func withSecret(password string) []*unstructured.Unstructured {
+	s := kubetest.Object("v1", "Secret", "web", "db")
+	s.Object["stringData"] = map[string]any{"password": password}
+	return append(configMaps(1, "x"), s)
+}
+
+// nextRun is another run's client of the cluster: the digest key is read
+// again.
+func nextRun(c *kubetest.Cluster) *kube.Client {
+	return &kube.Client{Mapper: c.Client.Mapper, Dynamic: c.Client.Dynamic, Metadata: c.Client.Metadata, Core: c.Client.Core, Namespace: c.Client.Namespace}
+}
+
+func removeKey(c *kubetest.Cluster) {
+	c.Remove(kubetest.Object("v1", "Secret", digest.Namespace, digest.KeySecret))
+}
+
+// TestLoadAfterTheKeyIsReplaced: a revision records which key its digest
+// was made with and a digest of its objects that needs no key, so it
+// still loads once the key was deleted (and another made by the next
+// apply, or none yet); objects edited by hand are still refused.
+func TestLoadAfterTheKeyIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	key, err := digest.Ensure(ctx, c.Client, "kubectl-fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := withSecret("hunter2")
+	r := Revision{App: "web", Number: 1, Time: time.Now().UTC(), Digest: digest.Render(objs, key)}
+	if err := Store(ctx, c.Client, &r, objs); err != nil {
+		t.Fatal(err)
+	}
+	if r.KeyID != key.ID() || r.ObjectsDigest != digest.Unkeyed(objs) {
+		t.Fatalf("recorded key %q (want %q), objects digest %q", r.KeyID, key.ID(), r.ObjectsDigest)
+	}
+	if list, err := List(ctx, c.Client, "web"); err != nil || len(list) != 1 || list[0].KeyID != key.ID() || list[0].ObjectsDigest != r.ObjectsDigest {
+		t.Fatalf("listed: %+v, %v", list, err)
+	}
+	removeKey(c)
+	if _, _, err := Load(ctx, nextRun(c), "web", 1); err != nil {
+		t.Errorf("with no key: %v", err)
+	}
+	next := nextRun(c)
+	if k2, err := digest.Ensure(ctx, next, "kubectl-fleet"); err != nil || string(k2) == string(key) {
+		t.Fatalf("another key: %v", err)
+	}
+	_, back, err := Load(ctx, next, "web", 1)
+	if err != nil {
+		t.Fatalf("with another key: %v", err)
+	}
+	if diff := cmp.Diff(objs, back); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	// Edited by hand: refused, under whatever key.
+	tampered, _, err := encode(withSecret("letmein"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := c.Live(kubetest.Object("v1", "Secret", inventory.Namespace, SecretName("web", 1)))
+	s.Object["data"] = map[string]any{ObjectsKey: base64.StdEncoding.EncodeToString(tampered)}
+	c.Put(s)
+	if _, _, err := Load(ctx, nextRun(c), "web", 1); err == nil || !strings.Contains(err.Error(), "do not match its digest") {
+		t.Errorf("edited by hand: %v", err)
+	}
+}
+
+// legacy makes revision n as versions before the objects digest recorded
+// it: no key ID, no digest of the objects.
+func legacy(t *testing.T, c *kubetest.Cluster, n int) {
+	t.Helper()
+	s := c.Live(kubetest.Object("v1", "Secret", inventory.Namespace, SecretName("web", n)))
+	ann := s.GetAnnotations()
+	delete(ann, ObjectsDigestAnnotation)
+	var info map[string]any
+	if err := json.Unmarshal([]byte(ann[InfoAnnotation]), &info); err != nil {
+		t.Fatal(err)
+	}
+	delete(info, "keyID")
+	b, _ := json.Marshal(info)
+	ann[InfoAnnotation] = string(b)
+	s.SetAnnotations(ann)
+	c.Put(s)
+}
+
+// TestLoadLegacyRevisionAfterTheKeyIsReplaced: a revision recorded before
+// revisions kept a digest of their objects, holding a Secret, cannot be
+// checked once its key is gone: refused, saying so, not "do not match".
+// With its key, or recorded without one, or without Secret values, it
+// loads as it did.
+func TestLoadLegacyRevisionAfterTheKeyIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	c := newCluster(t)
+	key, err := digest.Ensure(ctx, c.Client, "kubectl-fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Recorded before the key was made (the fake makes every object on
+	// 2026-01-01) and so, after the key is replaced, before that one.
+	before := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	store := func(n int, objs []*unstructured.Unstructured, d string) {
+		t.Helper()
+		if err := Store(ctx, c.Client, &Revision{App: "web", Number: n, Time: before, Digest: d}, objs); err != nil {
+			t.Fatal(err)
+		}
+		legacy(t, c, n)
+	}
+	store(1, withSecret("hunter2"), digest.Render(withSecret("hunter2"), key))
+	store(2, withSecret("hunter2"), digest.WithoutValues(withSecret("hunter2"))) // by a user without the key
+	store(3, configMaps(2, "x"), digest.Render(configMaps(2, "x"), key))
+	for n := 1; n <= 3; n++ {
+		if _, _, err := Load(ctx, nextRun(c), "web", n); err != nil {
+			t.Errorf("revision %d with its key: %v", n, err)
+		}
+	}
+	removeKey(c)
+	if _, _, err := Load(ctx, nextRun(c), "web", 1); err == nil || !strings.Contains(err.Error(), "the digest key kubectl-fleet/fleet-digest-key it was recorded with cannot be read") {
+		t.Errorf("without a key: %v", err)
+	}
+	next := nextRun(c)
+	if _, err := digest.Ensure(ctx, next, "kubectl-fleet"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Load(ctx, next, "web", 1)
+	if err == nil || !strings.Contains(err.Error(), "revision 1 of app web: the digest key kubectl-fleet/fleet-digest-key was replaced since this revision was recorded") || strings.Contains(err.Error(), "do not match") {
+		t.Errorf("with another key: %v", err)
+	}
+	for n := 2; n <= 3; n++ {
+		if _, _, err := Load(ctx, next, "web", n); err != nil {
+			t.Errorf("revision %d with another key: %v", n, err)
+		}
+	}
+	// Recorded after the key was made: a mismatch is an edit.
+	objs := withSecret("hunter2")
+	key2, _ := digest.KeyOf(ctx, next)
+	if err := Store(ctx, next, &Revision{App: "web", Number: 4, Time: time.Now().UTC(), Digest: digest.Render(withSecret("letmein"), key2)}, objs); err != nil {
+		t.Fatal(err)
+	}
+	legacy(t, c, 4)
+	if _, _, err := Load(ctx, next, "web", 4); err == nil || !strings.Contains(err.Error(), "do not match its digest") {
+		t.Errorf("edited: %v", err)
 	}
 }
