@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
+	applyset "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -85,7 +86,11 @@ type Change struct {
 
 // Config is one app's apply to one cluster.
 type Config struct {
-	App     string
+	App string
+	// Fleet is the name of the fleet the app is of (metadata.name): the
+	// app's set on the cluster belongs to it, and an app of that name
+	// another fleet applied is refused (inventory.Set.Fleet).
+	Fleet   string
 	Version string
 	Objects []*unstructured.Unstructured
 	DryRun  bool
@@ -115,6 +120,10 @@ type Config struct {
 	// Record, when set, records a real apply as a revision of the app
 	// (package revision), unless the render is the current revision's.
 	Record *Record
+	// Others are the renders of the other apps of this run on the
+	// cluster, by app: an object one of them renders is never pruned,
+	// but handed to that app, whatever order the apps run in.
+	Others map[string][]*unstructured.Unstructured
 }
 
 // Record says how an apply is recorded in the app's history.
@@ -155,8 +164,7 @@ var ErrEmptyPrune = errors.New("the render is empty: --prune would delete every 
 // When ctx is cancelled (Ctrl-C) no new request starts; requests in flight
 // finish or time out (--request-timeout), and Run returns ctx's error.
 func Run(ctx context.Context, c *kube.Client, cfg Config) error {
-	stop := ctx
-	ctx = context.WithoutCancel(ctx)
+	stop, ctx := detach(ctx)
 	if len(cfg.Objects) == 0 && cfg.Prune && !cfg.AllowEmpty {
 		return ErrEmptyPrune
 	}
@@ -322,6 +330,9 @@ func (p *pass) finish(ctx context.Context, objs []*unstructured.Unstructured) er
 	record := inventory.ContentsOf(objs)
 	if !p.cfg.Prune {
 		record = p.set.Contents.Union(record)
+	} else {
+		// Members the prune could not decide on stay recorded.
+		record = record.Union(p.retained)
 	}
 	// What this apply sent, for the next one to skip what is the same.
 	p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
@@ -501,8 +512,13 @@ type pass struct {
 	// rendered are the paths of the objects rendered: never pruned,
 	// however the listing saw them.
 	rendered map[string]bool
-	// doomed are the members this prune deletes.
+	// doomed are the members this prune deletes and has not kept so far:
+	// what a CRD's or a Namespace's deletion may take along.
 	doomed sets.Set[types.UID]
+	// retained are the members the prune neither deleted nor released
+	// because an input of its decision could not be read: they stay
+	// recorded, for the next prune to decide.
+	retained inventory.Contents
 	// got are reads of live objects adopting made, by path, for applyOne.
 	got map[string]read
 	// key is the cluster's digest key.
@@ -552,7 +568,7 @@ func (p *pass) readHistory(ctx context.Context) {
 }
 
 func newPass(c *kube.Client, cfg Config) *pass {
-	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, got: map[string]read{}}
+	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, got: map[string]read{}, retained: inventory.ContentsOf(nil)}
 }
 
 // load reads the app's parent, its neighbours' and the cluster's digest
@@ -577,8 +593,12 @@ func (p *pass) load(ctx context.Context) error {
 	if err = cmp.Or(err, keyErr); err != nil {
 		return err
 	}
+	if err := set.OwnedBy(p.cfg.Fleet); err != nil {
+		return err
+	}
 	// A snapshot: writing the parent changes the set's Version.
 	p.set, p.others, p.last = set, others, *set
+	p.others.Rendering(p.c, p.cfg.Others)
 	return nil
 }
 
@@ -721,7 +741,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 	}
 	after, err := p.patch(ctx, ri, m, obj, opts)
 	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
-		return p.replace(ctx, ri, obj, ch, field)
+		return p.replace(ctx, ri, obj, ch, field, live.UID)
 	}
 	if err != nil {
 		return fail(err)
@@ -729,6 +749,14 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 	// A dry run's UID is the live object's, or a new one no member has.
 	p.keep(after.GetUID())
 	p.record(obj, sum, after.GetResourceVersion(), after.GetUID())
+	if live == nil && !cfg.DryRun && !claim.Adopt && madeByOthers(after) {
+		// Created by someone else since it was listed: what the apply
+		// answers says so (another manager's fields). Adopted, so that
+		// prune, delete and --atomic release it rather than delete it.
+		p.adopt(object.Path(obj))
+		ch.Action = Adopted
+		return ch
+	}
 	switch {
 	case live == nil:
 		ch.Action = Created
@@ -748,6 +776,13 @@ func (p *pass) patch(ctx context.Context, ri dynamic.ResourceInterface, m *meta.
 		return p.c.Patch(ctx, ri, obj, opts)
 	}
 	return p.c.PatchMetadata(ctx, m, obj, opts)
+}
+
+// madeByOthers reports whether an object, as an apply answered it, has
+// fields of another manager than kubectl fleet: it existed before the
+// apply, made by someone else.
+func madeByOthers(o metav1.Object) bool {
+	return slices.ContainsFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager != FieldManager })
 }
 
 // adopted reports an object taken over as adopted, unless it failed.
@@ -870,7 +905,7 @@ func (p *pass) keep(uid types.UID) {
 // again, as fleet.kubectl.io/force: enabled asks, the way kubectl replace
 // --force does: its dependents are deleted in the background (a Job's
 // pods, a Deployment's ReplicaSets), and it is created once it is gone.
-func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, ch Change, field string) Change {
+func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, ch Change, field string, uid types.UID) Change {
 	ch.Reason = object.Replacement(field, p.cfg.DryRun)
 	if p.cfg.DryRun {
 		ch.Action = Replaced
@@ -880,7 +915,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 		ch.Action, ch.Err, ch.Reason = Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", object.ImmutableChange(field), object.ForceAnnotation, err), ""
 		return ch
 	}
-	if err := deleteAndWait(ctx, ri, obj.GetName(), p.cfg.Timeout); err != nil {
+	if err := deleteAndWait(ctx, ri, obj.GetName(), uid, p.cfg.Timeout); err != nil {
 		return fail(err)
 	}
 	after, err := p.c.Patch(ctx, ri, obj, kube.ApplyOptions{FieldManager: FieldManager, Force: p.cfg.Force})
@@ -893,11 +928,16 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	return ch
 }
 
-// deleteAndWait deletes an object, its dependents in the background, and
-// waits until it is gone, finalizers included.
-func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, name string, timeout time.Duration) error {
+// deleteAndWait deletes the object name with uid (the one read: never
+// one re-created under its name since), its dependents in the
+// background, and waits until it is gone, finalizers included.
+func deleteAndWait(ctx context.Context, ri dynamic.ResourceInterface, name string, uid types.UID, timeout time.Duration) error {
 	bg := metav1.DeletePropagationBackground
-	if err := ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+	err := ri.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg, Preconditions: &metav1.Preconditions{UID: &uid}})
+	switch {
+	case apierrors.IsConflict(err):
+		return fmt.Errorf("not deleted: another object of its name (another uid) was created since it was read")
+	case err != nil && !apierrors.IsNotFound(err):
 		return err
 	}
 	return waitGone(ctx, ri, name, timeout)
@@ -1001,9 +1041,12 @@ func conditionTrue(o *unstructured.Unstructured, condType string) bool {
 
 // prune deletes the set's live members that this apply did not just apply,
 // known by the UIDs the server returned (never by names the render guessed),
-// in reverse dependency order, never anything outside the set. A member
-// another app still records is handed to that app instead, and one whose
-// prune is disabled is left in place, out of the set.
+// in reverse dependency order, never anything outside the set. What
+// happens to each is the ownership rule's (inventory.Neighbours.Decide):
+// a member another app renders in this run or still records is handed to
+// that app, one whose prune is disabled or that the app adopted is left
+// in place, out of the set, and one whose decision cannot be made (an
+// input could not be read) stays in the set untouched.
 func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error {
 	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
@@ -1023,9 +1066,14 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 		return boolInt(object.IsFirst(a)) - boolInt(object.IsFirst(b))
 	})
 	inUse := p.others.NamespacesInUse(p.set, extra.Namespaces, doomed)
+	// What a CRD's or a Namespace's deletion may take along is only what
+	// this prune deletes: a member it keeps (prune: disabled, handed
+	// over, adopted) counts as remaining.
 	p.doomed = sets.New[types.UID]()
 	for _, m := range doomed {
-		p.doomed.Insert(m.GetUID())
+		if !p.others.Decide(p.set, m, inUse).Keep() {
+			p.doomed.Insert(m.GetUID())
+		}
 	}
 	var errs []error
 	for _, m := range doomed {
@@ -1033,6 +1081,9 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 			return err
 		}
 		ch := p.pruneOne(ctx, m, inUse)
+		if ch.Action != Pruned {
+			p.doomed.Delete(m.GetUID()) // still there
+		}
 		if ch.Err != nil {
 			errs = append(errs, ch.Err)
 		}
@@ -1044,58 +1095,92 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 	return nil
 }
 
+// retain leaves a member in the set, untouched, for the next prune to
+// decide: reason says which input of the decision could not be read.
+func (p *pass) retain(ch Change, m *unstructured.Unstructured, reason string) Change {
+	p.mu.Lock()
+	p.retained = p.retained.Union(inventory.ContentsOf([]*unstructured.Unstructured{m}))
+	p.mu.Unlock()
+	ch.Action, ch.Reason = Kept, reason
+	return ch
+}
+
 func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse map[string]string) Change {
 	ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
 	ri, _, err := p.c.Resource(m)
 	if err != nil {
-		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
-		return ch
+		return p.retain(ch, m, fmt.Sprintf("not deleted: its kind cannot be mapped (%v); left in app %s", err, p.cfg.App))
 	}
-	keep, to, reason := p.others.Keep(p.set, m, inUse)
-	if !keep && m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1" && !object.PruneAlways(m) {
-		// Deleting a Namespace deletes everything in it: one that holds
-		// objects no app owns is left, released.
-		foreign, err := p.foreignIn(ctx, m.GetName())
-		if err != nil {
-			ch.Action, ch.Err = Failed, fmt.Errorf("prune: listing what it holds: %w", err)
-			return ch
-		}
-		keep, reason = foreign != "", "not deleted: "+foreign+"; left in place, no longer the app's"
-	}
-	if !keep && m.GetKind() == "CustomResourceDefinition" && !object.PruneAlways(m) {
-		// Deleting a CRD deletes every custom resource of its kind, the
-		// app's or not: one that still has others' is left, released.
-		remain, err := p.customResources(ctx, m)
-		if err != nil {
-			ch.Action, ch.Err = Failed, fmt.Errorf("prune: counting its custom resources: %w", err)
-			return ch
-		}
-		keep, reason = remain != "", "not deleted: "+remain+"; left in place, no longer the app's"
-	}
-	if keep {
-		ch.Action, ch.Reason = Kept, reason
-		if !p.cfg.DryRun {
-			if err := p.set.Release(ctx, ri, m, to, FieldManager); err != nil {
-				ch.Action, ch.Err = Failed, err
+	for attempt := 0; ; attempt++ {
+		d := p.others.Decide(p.set, m, inUse)
+		if d.Delete && m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1" && !object.PruneAlways(m) {
+			// Deleting a Namespace deletes everything in it: one that holds
+			// objects no app owns is left, released.
+			foreign, err := p.foreignIn(ctx, m.GetName())
+			if err != nil {
+				return p.retain(ch, m, fmt.Sprintf("not deleted: what it holds could not be listed (%v); left in app %s", err, p.cfg.App))
+			}
+			if foreign != "" {
+				d = inventory.Decision{Reason: "not deleted: " + foreign + "; left in place, no longer the app's"}
 			}
 		}
-		return ch
+		if d.Delete && m.GetKind() == "CustomResourceDefinition" && !object.PruneAlways(m) {
+			// Deleting a CRD deletes every custom resource of its kind, the
+			// app's or not: one that still has others' is left, released.
+			remain, err := p.customResources(ctx, m)
+			if err != nil {
+				return p.retain(ch, m, fmt.Sprintf("not deleted: its custom resources could not be counted (%v); left in app %s", err, p.cfg.App))
+			}
+			if remain != "" {
+				d = inventory.Decision{Reason: "not deleted: " + remain + "; left in place, no longer the app's"}
+			}
+		}
+		switch {
+		case d.Retain:
+			return p.retain(ch, m, d.Reason)
+		case !d.Delete:
+			ch.Action, ch.Reason = Kept, d.Reason
+			if !p.cfg.DryRun {
+				if err := p.set.Release(ctx, ri, m, d.To, FieldManager); err != nil {
+					ch.Action, ch.Err = Failed, err
+				}
+			}
+			return ch
+		}
+		// The object listed, in the version listed: not one re-created
+		// under its name since, nor one changed since (a policy added
+		// after the listing is read, and decided on, again).
+		uid, rv := m.GetUID(), m.GetResourceVersion()
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}}
+		if p.cfg.DryRun {
+			opts.DryRun = []string{metav1.DryRunAll}
+		}
+		err = ri.Delete(ctx, m.GetName(), opts)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return ch
+		case !apierrors.IsConflict(err):
+			ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
+			return ch
+		}
+		// Changed since it was listed: read it again and decide again.
+		live, gerr := ri.Get(ctx, m.GetName(), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(gerr):
+			return ch
+		case gerr != nil:
+			return p.retain(ch, m, fmt.Sprintf("not deleted: changed since it was listed, and could not be read again (%v); left in app %s", gerr, p.cfg.App))
+		case live.GetUID() != uid:
+			ch.Action, ch.Reason = Skipped, "not deleted: re-created since it was listed (another uid)"
+			return ch
+		case live.GetLabels()[applyset.ApplysetPartOfLabel] != p.set.ID:
+			ch.Action, ch.Reason = Skipped, "not deleted: no longer labelled as the app's since it was listed"
+			return ch
+		case attempt == 2:
+			return p.retain(ch, m, fmt.Sprintf("not deleted: it kept changing while it was pruned; left in app %s", p.cfg.App))
+		}
+		m = live
 	}
-	// The object listed, not one re-created under its name since.
-	uid := m.GetUID()
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	if p.cfg.DryRun {
-		opts.DryRun = []string{metav1.DryRunAll}
-	}
-	err = ri.Delete(ctx, m.GetName(), opts)
-	switch {
-	case err == nil, apierrors.IsNotFound(err):
-	case apierrors.IsConflict(err):
-		ch.Action, ch.Reason = Skipped, "not deleted: re-created since it was listed (another uid)"
-	default:
-		ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
-	}
-	return ch
 }
 
 // customResources says how many custom resources of crd's kind the
@@ -1145,22 +1230,30 @@ func (p *pass) customResources(ctx context.Context, crd *unstructured.Unstructur
 }
 
 // foreignIn says what namespace ns holds that this prune does not delete
-// and no object owns ("2 objects that are not the app's remain:
-// configmaps/x, secrets/y"); "" when nothing. What the cluster makes
-// itself (the default ServiceAccount, kube-root-ca.crt, Events,
-// Endpoints, metrics) does not count.
+// ("2 objects that are not the app's remain: configmaps/x, secrets/y");
+// "" when nothing. What the cluster makes itself (the default
+// ServiceAccount, kube-root-ca.crt, Events, Endpoints, metrics) does not
+// count, nor an object whose owner is in the namespace (the owner
+// counts) or is deleted by this prune. It fails closed: a resource that
+// cannot be listed (forbidden, discovery failed) is an error, and the
+// Namespace is kept.
 func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
 	if p.c.Listable == nil {
-		return "", nil
+		return "", errors.New("the cluster's resources cannot be discovered")
 	}
 	resources, err := p.c.Listable()
 	if err != nil {
 		return "", err
 	}
+	type item struct {
+		ref    string
+		uid    types.UID
+		owners []metav1.OwnerReference
+	}
 	var (
-		mu      sync.Mutex
-		foreign []string
-		g       errgroup.Group
+		mu    sync.Mutex
+		items []item
+		g     errgroup.Group
 	)
 	g.SetLimit(8)
 	for _, gvr := range resources {
@@ -1169,25 +1262,35 @@ func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
 		}
 		g.Go(func() error {
 			list, err := p.c.Metadata.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) {
-				return nil
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil // no longer served: none of it is there
+			case err != nil:
+				return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
 			}
-			if err != nil {
-				return err
-			}
-			for _, item := range list.Items {
-				if p.doomed.Has(item.GetUID()) || len(item.GetOwnerReferences()) > 0 || clusterMade(gvr.Resource, item.GetName()) {
-					continue
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range list.Items {
+				if !clusterMade(gvr.Resource, it.GetName()) {
+					items = append(items, item{strings.ToLower(gvr.Resource) + "/" + it.GetName(), it.GetUID(), it.GetOwnerReferences()})
 				}
-				mu.Lock()
-				foreign = append(foreign, strings.ToLower(gvr.Resource)+"/"+item.GetName())
-				mu.Unlock()
 			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return "", err
+	}
+	present := sets.New[types.UID]()
+	for _, it := range items {
+		present.Insert(it.uid)
+	}
+	var foreign []string
+	for _, it := range items {
+		if p.doomed.Has(it.uid) || slices.ContainsFunc(it.owners, func(o metav1.OwnerReference) bool { return present.Has(o.UID) || p.doomed.Has(o.UID) }) {
+			continue
+		}
+		foreign = append(foreign, it.ref)
 	}
 	if len(foreign) == 0 {
 		return "", nil

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -18,10 +20,13 @@ const Deleted Action = "deleted"
 
 // Delete removes every member of an app's ApplySet from the cluster, in
 // reverse dependency order (Namespaces and CRDs last), then the set's
-// parent and the app's revisions. Only members are touched. An app never applied is reported, not
-// an error.
-func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report func(Change)) (found bool, err error) {
-	cfg := Config{App: app, DryRun: dryRun, Report: func(ch Change) {
+// parent and the app's revisions. Only members are touched, each as the
+// ownership rule decides (inventory.Neighbours.Decide). An app never
+// applied is reported, not an error; one another fleet applied (fleet,
+// when not empty, is this one's name) is refused. Members the rule could
+// not decide on stay in the parent, which is kept, with an error.
+func Delete(ctx context.Context, c *kube.Client, fleet, app string, dryRun bool, report func(Change)) (found bool, err error) {
+	cfg := Config{App: app, Fleet: fleet, DryRun: dryRun, Report: func(ch Change) {
 		if ch.Action == Pruned {
 			ch.Action = Deleted
 		}
@@ -33,6 +38,14 @@ func Delete(ctx context.Context, c *kube.Client, app string, dryRun bool, report
 	}
 	if err := p.prune(ctx, ctx, inventory.ContentsOf(nil)); err != nil {
 		return true, err
+	}
+	if n := p.retained.Members.Len(); n > 0 {
+		if !dryRun {
+			if err := p.set.WriteParent(ctx, c, p.retained, time.Time{}, FieldManager, p.set.Version); err != nil {
+				return true, err
+			}
+		}
+		return true, fmt.Errorf("%s of app %s not deleted: what decides it could not be read (said above); the app's inventory keeps them, for delete to try again", output.Plural(n, "object"), app)
 	}
 	opts := metav1.DeleteOptions{}
 	if dryRun {

@@ -579,7 +579,7 @@ func TestDelete(t *testing.T) {
 	c.Put(stranger)
 	var order []string
 	var mu sync.Mutex
-	found, err := apply.Delete(context.Background(), c.Client, "web", false, func(ch apply.Change) {
+	found, err := apply.Delete(context.Background(), c.Client, "", "web", false, func(ch apply.Change) {
 		mu.Lock()
 		defer mu.Unlock()
 		order = append(order, ch.Ref+" "+string(ch.Action))
@@ -601,7 +601,7 @@ func TestDelete(t *testing.T) {
 	if c.Live(parent) != nil {
 		t.Error("the parent is still there")
 	}
-	if found, err := apply.Delete(context.Background(), c.Client, "never", false, func(apply.Change) {}); found || err != nil {
+	if found, err := apply.Delete(context.Background(), c.Client, "", "never", false, func(apply.Change) {}); found || err != nil {
 		t.Errorf("an app never applied: %v, %v", found, err)
 	}
 	// A Namespace that holds only the app's objects, and what the
@@ -609,7 +609,7 @@ func TestDelete(t *testing.T) {
 	mustRun(t, c, apply.Config{App: "solo", Objects: []*unstructured.Unstructured{ns("solo"), cm("solo", "a")}})
 	c.Put(cm("solo", "kube-root-ca.crt"))
 	got := map[string]apply.Action{}
-	if _, err := apply.Delete(context.Background(), c.Client, "solo", false, func(ch apply.Change) { got[ch.Ref] = ch.Action }); err != nil {
+	if _, err := apply.Delete(context.Background(), c.Client, "", "solo", false, func(ch apply.Change) { got[ch.Ref] = ch.Action }); err != nil {
 		t.Fatal(err)
 	}
 	if got["namespace/solo"] != apply.Deleted || c.Live(ns("solo")) != nil {
@@ -728,7 +728,7 @@ func TestRecordRevisions(t *testing.T) {
 		t.Errorf("revision 2: %v %v", objs, err)
 	}
 	// Delete takes the history with it.
-	if _, err := apply.Delete(context.Background(), c.Client, "web", false, func(apply.Change) {}); err != nil {
+	if _, err := apply.Delete(context.Background(), c.Client, "", "web", false, func(apply.Change) {}); err != nil {
 		t.Fatal(err)
 	}
 	if list, err := revision.List(context.Background(), c.Client, "web"); err != nil || len(list) != 0 {
@@ -947,7 +947,7 @@ func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
 	}
 
 	reasons := map[string]string{}
-	if _, err := apply.Delete(context.Background(), c.Client, "web", false, func(ch apply.Change) { reasons[ch.Ref] = string(ch.Action) + ": " + ch.Reason }); err != nil {
+	if _, err := apply.Delete(context.Background(), c.Client, "", "web", false, func(ch apply.Change) { reasons[ch.Ref] = string(ch.Action) + ": " + ch.Reason }); err != nil {
 		t.Fatal(err)
 	}
 	const released = "kept: adopted: it existed before app web applied it; released, not deleted (fleet.kubectl.io/prune: always deletes it)"
@@ -968,7 +968,7 @@ func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
 		t.Errorf("app x: %v", got)
 	}
 	reasons = map[string]string{}
-	if _, err := apply.Delete(context.Background(), c.Client, "x", false, func(ch apply.Change) { reasons[ch.Ref] = string(ch.Action) }); err != nil {
+	if _, err := apply.Delete(context.Background(), c.Client, "", "x", false, func(ch apply.Change) { reasons[ch.Ref] = string(ch.Action) }); err != nil {
 		t.Fatal(err)
 	}
 	if reasons["configmap/grafana"] != "deleted" || c.Live(always) != nil {

@@ -132,7 +132,7 @@ func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fl
 			}
 		}
 		pr.Stage(name, "deleting %s", a.Name)
-		found, err := apply.Delete(ctx, client, a.Name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.Name, a.Name, dryRun))
+		found, err := apply.Delete(ctx, client, f.Metadata.Name, a.Name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.Name, a.Name, dryRun))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
 		} else if !found && !p.json {

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
@@ -280,7 +281,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet
 		}
 		// An external diff program is given every object, as kubectl diff
 		// gives it: nothing is skipped.
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get()})
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get(), Others: rollout.OthersOf(r.Of(c.Name), res.App), Fleet: r.Fleet.Metadata.Name})
 		if err != nil {
 			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
 		}

@@ -15,7 +15,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -301,7 +300,7 @@ func rolledBack(err error) string {
 // last applied first: its revision then re-applied with prune, or, for an
 // app this apply installed, every object of it deleted. It says what it
 // did, for the summary.
-func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, ignore func(app string) []object.IgnoreRule, p *printer, w io.Writer, tally *summary.Tally) string {
+func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, f *fleet.Fleet, p *printer, w io.Writer, tally *summary.Tally) string {
 	var (
 		done, failed []string
 		target       string // with one app: what it went back to
@@ -312,7 +311,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 		printed := consumers{p: p}.objects(cluster, label, label, false) // not counted: the summary counts this apply's objects
 		switch {
 		case !set.Exists:
-			if _, err := apply.Delete(ctx, client, app, false, printed); err != nil {
+			if _, err := apply.Delete(ctx, client, f.Metadata.Name, app, false, printed); err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", app, err))
 			} else {
 				done, target = append(done, app+" removed"), ": "+app+" removed"
@@ -325,7 +324,7 @@ func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster
 				rec := rollout.Recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, consumers{p: p, tally: tally}.emit)
 				rec.User = o.locks.User(client, cluster)
 				err = apply.Run(ctx, client, apply.Config{
-					App: app, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: ignore(app), Namespace: rev.Namespace,
+					App: app, Fleet: f.Metadata.Name, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: f.IgnoreRules(app), Namespace: rev.Namespace,
 					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
 					Record: rec,
 				})

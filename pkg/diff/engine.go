@@ -92,6 +92,13 @@ type Options struct {
 	Context int
 	// Cluster names the cluster in diff headers.
 	Cluster string
+	// Fleet is the fleet's name: an app of another fleet's is refused,
+	// as apply refuses it (inventory.Set.OwnedBy).
+	Fleet string
+	// Others are the renders of the other apps of the run on the
+	// cluster, by app: what they render is handed to them, not pruned
+	// (inventory.Neighbours.Rendering), as apply does.
+	Others map[string][]*unstructured.Unstructured
 	// Set is the app's inventory, if the caller has read it already.
 	Set *inventory.Set
 	// Ignore names fields whose differences are not shown, and whose live
@@ -208,8 +215,8 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 	inUse := r.others.NamespacesInUse(r.set, rendered.Namespaces, members)
 	for _, m := range members {
 		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Current: m}
-		if keep, _, reason := r.others.Keep(r.set, m, inUse); keep {
-			d.Kind, d.Note = Kept, "no longer rendered; kept: "+reason
+		if dec := r.others.Decide(r.set, m, inUse); dec.Keep() {
+			d.Kind, d.Note = Kept, "no longer rendered; kept: "+dec.Reason
 		}
 		if o.Health {
 			keepHealth(&d)
@@ -266,6 +273,12 @@ func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured
 		r.set, r.others, err = inventory.LoadWithNeighbours(ctx, c, o.App)
 	} else {
 		r.others, err = inventory.LoadNeighbours(ctx, c, o.App)
+	}
+	if err == nil {
+		err = r.set.OwnedBy(o.Fleet)
+	}
+	if err == nil {
+		r.others.Rendering(c, o.Others)
 	}
 	if err == nil && o.Health {
 		err = r.listMembers(ctx, c, objs, o.App)

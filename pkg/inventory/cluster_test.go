@@ -149,14 +149,16 @@ func TestWriteParentLoadRoundTrip(t *testing.T) {
 	}
 }
 
-// TestMembers: the live members are the objects with the set's label, of
-// the kinds and in the namespaces recorded (or given as extra); kinds the
+// TestMembers: the live members are the objects the parent (or extra)
+// records that carry the set's label, of the kinds and in the namespaces
+// recorded; a labelled object recorded nowhere is no member; kinds the
 // cluster does not serve are skipped.
 func TestMembers(t *testing.T) {
 	c := kubetest.New(t)
 	web := inventory.ID("web")
 	c.Put(
 		labelled(kubetest.Object("v1", "ConfigMap", "web", "member"), web),
+		labelled(kubetest.Object("v1", "ConfigMap", "web", "copy-of-member"), web),
 		labelled(kubetest.Object("v1", "ConfigMap", "elsewhere", "unrecorded-namespace"), web),
 		kubetest.Object("v1", "ConfigMap", "web", "unlabelled"),
 		labelled(kubetest.Object("v1", "ConfigMap", "web", "other-set"), inventory.ID("api")),
@@ -174,8 +176,10 @@ func TestMembers(t *testing.T) {
 		want  []string
 	}{
 		{"recorded", inventory.ContentsOf(nil), []string{"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/web/member"}},
-		{"and extra", contents("Secret/web/s", "ConfigMap/elsewhere/x"), []string{
-			"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/elsewhere/unrecorded-namespace", "ConfigMap/web/member", "Secret/web/unrecorded-kind",
+		// Labelled but recorded nowhere (a user's copy of a member, a
+		// controller that copies labels): no member.
+		{"and extra", contents("Secret/web/unrecorded-kind", "ConfigMap/elsewhere/x"), []string{
+			"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/web/member", "Secret/web/unrecorded-kind",
 		}},
 	} {
 		members, err := set.Members(context.Background(), c.Client, tt.extra)
@@ -225,7 +229,7 @@ func TestLoadNeighbours(t *testing.T) {
 			{kubetest.Object("v1", "Namespace", "", "db"), true, "", "app db has objects in it; left in place and no longer part of app web"},
 			{kubetest.Object("v1", "ConfigMap", "ghost", "x"), false, "", ""},
 		} {
-			if keep, to, reason := n.Keep(web, tt.obj, nil); keep != tt.keep || to != tt.to || reason != tt.reason {
+			if keep, to, reason := keepOf(n, web, tt.obj, nil); keep != tt.keep || to != tt.to || reason != tt.reason {
 				t.Errorf("%s: Keep(%s) = %v, %q, %q", name, object.Path(tt.obj), keep, to, reason)
 			}
 		}
@@ -254,8 +258,10 @@ func TestLoadNeighbours(t *testing.T) {
 	if err != nil {
 		t.Fatalf("not allowed to list: %v", err)
 	}
-	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared"), nil); keep {
-		t.Error("not allowed to list, yet neighbours known")
+	// Not knowing the other apps, nothing is deleted: the member stays in
+	// the set, for a prune that can read them to decide.
+	if d := n.Decide(web, kubetest.Object("v1", "ConfigMap", "shared", "web-only"), nil); !d.Retain || !strings.Contains(d.Reason, "the other apps' inventories could not be read") {
+		t.Errorf("not allowed to list, yet decided: %+v", d)
 	}
 	// Not allowed to list, the set is read alone.
 	c.Inject(kubetest.Fault{Verb: "list", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC"))})
@@ -263,8 +269,8 @@ func TestLoadNeighbours(t *testing.T) {
 	if err != nil || !set.Exists {
 		t.Fatalf("LoadWithNeighbours not allowed to list: %v, %+v", err, set)
 	}
-	if keep, _, _ := n.Keep(web, kubetest.Object("v1", "Namespace", "", "shared"), nil); keep {
-		t.Error("LoadWithNeighbours not allowed to list, yet neighbours known")
+	if d := n.Decide(web, kubetest.Object("v1", "ConfigMap", "shared", "web-only"), nil); !d.Retain {
+		t.Errorf("LoadWithNeighbours not allowed to list, yet decided: %+v", d)
 	}
 }
 
@@ -344,4 +350,10 @@ func TestMoved(t *testing.T) {
 			t.Errorf("%s: moved (-want +got):\n%s", tt.name, diff)
 		}
 	}
+}
+
+// keepOf is Decide's answer as keep, to and reason.
+func keepOf(n *inventory.Neighbours, s *inventory.Set, m *unstructured.Unstructured, inUse map[string]string) (bool, string, string) {
+	d := n.Decide(s, m, inUse)
+	return d.Keep(), d.To, d.Reason
 }

@@ -8,6 +8,7 @@ package inventory
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -41,6 +42,10 @@ const (
 	LastAppliedAnnotation = "fleet.kubectl.io/last-applied"
 	// AppAnnotation on the parent names the app.
 	AppAnnotation = "fleet.kubectl.io/app"
+	// FleetAnnotation on the parent names the fleet (its metadata.name)
+	// whose app the set is: another fleet's app of the same name is
+	// refused, not merged into it.
+	FleetAnnotation = "fleet.kubectl.io/fleet"
 	// RevisionAnnotation on the parent is the app's current revision
 	// (package revision).
 	RevisionAnnotation = "fleet.kubectl.io/revision"
@@ -112,6 +117,9 @@ type Set struct {
 	Source string
 	// Version is the plugin version that wrote the parent.
 	Version string
+	// Fleet is the fleet whose app the set is (FleetAnnotation); "" for
+	// a parent an earlier version wrote, which the next apply claims.
+	Fleet string
 	// Applied is what the last apply sent, by object.Path (AppliedKey),
 	// and AppliedDigest the digest of the render it sent.
 	Applied       map[string]Applied
@@ -204,12 +212,13 @@ func Load(ctx context.Context, c *kube.Client, app string) (*Set, error) {
 // other apps hold (LoadNeighbours) in one request: a list of every
 // ConfigMap of the namespace, its parent among them (found by name, so
 // that another tool's ConfigMap of that name is refused as Load refuses
-// it). A user who may not list them gets the set alone, and no warnings.
+// it). A user who may not list them gets the set alone, and neighbours
+// that are unknown: nothing is deleted (Decide).
 func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, *Neighbours, error) {
 	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{})
 	if apierrors.IsForbidden(err) {
-		set, err := Load(ctx, c, app)
-		return set, neighboursOf(nil, app), err
+		set, lerr := Load(ctx, c, app)
+		return set, unknownNeighbours(app, err), lerr
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the inventories: %w", err)
@@ -271,6 +280,7 @@ func setOf(app string, p *corev1.ConfigMap) (*Set, error) {
 	s.Revision, _ = strconv.Atoi(ann[RevisionAnnotation])
 	s.Digest = ann[DigestAnnotation]
 	s.Source = ann[SourceAnnotation]
+	s.Fleet = ann[FleetAnnotation]
 	_, s.Version, _ = strings.Cut(tooling, "/")
 	s.AppliedDigest = ann[AppliedDigestAnnotation]
 	applied := p.Data[AppliedKey]
@@ -308,7 +318,7 @@ func contentsOf(parent *corev1.ConfigMap) Contents {
 }
 
 // Neighbours is what the other apps of a cluster hold, as their parents
-// record it.
+// record it, and what the other apps of this run render there.
 type Neighbours struct {
 	// holders maps an object.Path to the other apps whose records list it.
 	holders map[string][]string
@@ -318,19 +328,51 @@ type Neighbours struct {
 	inNamespace map[string][]string
 	// adopted maps other apps' names to the members they adopted.
 	adopted map[string]sets.Set[string]
+	// unknown, when not nil, is why the other apps' parents could not
+	// be read: nothing is deleted then (Decide).
+	unknown error
+	// rendering maps an object.Path to the other app of this run that
+	// renders it on the cluster (Rendering).
+	rendering map[string]string
 }
 
 // LoadNeighbours reads the parents of every other app of the cluster: one
-// list. A user who may not list them gets no warnings, not an error.
+// list. A user who may not list them gets neighbours that are unknown
+// (Decide deletes nothing then), not an error.
 func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
 	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
 	switch {
-	case apierrors.IsNotFound(err), apierrors.IsForbidden(err):
+	case apierrors.IsNotFound(err):
 		return neighboursOf(nil, app), nil
+	case apierrors.IsForbidden(err):
+		return unknownNeighbours(app, err), nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the other apps' inventories: %w", err)
 	}
 	return neighboursOf(list.Items, app), nil
+}
+
+// unknownNeighbours are the neighbours of an app whose list could not be
+// read (err): none known, and nothing deleted.
+func unknownNeighbours(app string, err error) *Neighbours {
+	n := neighboursOf(nil, app)
+	n.unknown = err
+	return n
+}
+
+// Rendering tells the neighbours what the other apps of this run render
+// on the cluster (others, by app; their objects are not changed): an
+// object one of them renders is never deleted by this app's prune but
+// handed to that app, whatever order the apps run in.
+func (n *Neighbours) Rendering(c *kube.Client, others map[string][]*unstructured.Unstructured) {
+	n.rendering = map[string]string{}
+	for app, objs := range others {
+		for _, o := range objs {
+			o = object.CopyMeta(o)
+			_, _, _ = c.Scope(o) // kinds not served yet keep the render's namespace
+			n.rendering[object.Path(o)] = app
+		}
+	}
 }
 
 // neighboursOf is what the parents among configMaps of apps other than
@@ -364,33 +406,129 @@ func neighboursOf(configMaps []corev1.ConfigMap, app string) *Neighbours {
 	return n
 }
 
-// Keep decides whether a member of set s that is no longer rendered (or
-// whose app is deleted) must stay: another app still applies it (it is
-// handed to that app: to names it), it is a Namespace other apps have
-// objects in, or it asks never to be pruned. Kept objects leave the set.
-// reason says why; keep false means delete it.
+// Decision is the ownership rule's answer for a member of an app's set
+// that the app no longer renders (or whose app is deleted): delete it,
+// hand it to another app, release it, or leave it in the set.
+type Decision struct {
+	// Delete: nothing else claims it, nothing asks to keep it.
+	Delete bool
+	// To, when not empty, is the app it is handed to (it joins that
+	// app's set); else a member not deleted is released (out of every
+	// set, left as it is), unless Retain.
+	To string
+	// Retain: an input of the decision could not be read; the member is
+	// neither deleted nor released but stays in the app's set, so that a
+	// later prune decides again.
+	Retain bool
+	// Reason says why it is not deleted.
+	Reason string
+}
+
+// Keep reports whether the member stays (not deleted).
+func (d Decision) Keep() bool { return !d.Delete }
+
+// Decide is the one ownership rule every delete of kubectl fleet asks
+// (prune, delete, rollback, --atomic, and diff's prediction of them), for
+// a member m of set s no longer rendered. It fails closed: when it cannot
+// tell, the answer is keep, with the reason. In order:
+//
+//   - the other apps' records could not be read: retained;
+//   - another app of this run renders it: handed to that app (an adopted
+//     member is released instead, for that app to adopt in turn);
+//   - another app still records it: handed to that app;
+//   - the app adopted it (it existed before the app): released, unless
+//     fleet.kubectl.io/prune: always;
+//   - a Namespace with other apps' objects in it (recorded, or rendered
+//     by this run), or in inUse: released;
+//   - a CustomResourceDefinition of a kind another app of this run
+//     renders: released;
+//   - fleet.kubectl.io/prune: disabled: released;
+//   - else: deleted. What the cluster holds beyond the records (objects
+//     no app owns in a Namespace, custom resources of a CRD) is checked
+//     by the caller, which reads the cluster, before it deletes.
 //
 // inUse are the namespaces the prune must not delete, with why: those of
-// objects the app still applies and of members it keeps (NamespacesInUse).
-func (n *Neighbours) Keep(s *Set, m *unstructured.Unstructured, inUse map[string]string) (keep bool, to, reason string) {
-	if apps := n.holders[object.Path(m)]; len(apps) > 0 {
-		return true, apps[0], fmt.Sprintf("shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
+// objects the app still applies and of members it keeps
+// (NamespacesInUse).
+func (n *Neighbours) Decide(s *Set, m *unstructured.Unstructured, inUse map[string]string) Decision {
+	path := object.Path(m)
+	keep := func(to, format string, args ...any) Decision {
+		return Decision{To: to, Reason: fmt.Sprintf(format, args...)}
 	}
-	if s.Adopted.Has(object.Path(m)) && !object.PruneAlways(m) {
-		return true, "", fmt.Sprintf("adopted: it existed before app %s applied it; released, not deleted (%s: always deletes it)", s.App, object.PruneAnnotation)
+	if n.unknown != nil {
+		return Decision{Retain: true, Reason: fmt.Sprintf("not deleted: the other apps' inventories could not be read (%v); left in app %s, decided again at its next prune", n.unknown, s.App)}
+	}
+	adopted := s.Adopted.Has(path) && !object.PruneAlways(m)
+	if app := n.rendering[path]; app != "" {
+		if adopted {
+			return keep("", "rendered by app %s in this run; released for it to adopt (it existed before app %s applied it)", app, s.App)
+		}
+		return keep(app, "rendered by app %s in this run; handed to it, not deleted", app)
+	}
+	if apps := n.holders[path]; len(apps) > 0 {
+		return keep(apps[0], "shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
+	}
+	if adopted {
+		return keep("", "adopted: it existed before app %s applied it; released, not deleted (%s: always deletes it)", s.App, object.PruneAnnotation)
 	}
 	if m.GetKind() == "Namespace" && m.GroupVersionKind().Group == "" {
 		if apps := n.inNamespace[m.GetName()]; len(apps) > 0 {
-			return true, "", fmt.Sprintf("app %s has objects in it; left in place and no longer part of app %s", strings.Join(apps, ", "), s.App)
+			return keep("", "app %s has objects in it; left in place and no longer part of app %s", strings.Join(apps, ", "), s.App)
+		}
+		if app := n.renderingIn(m.GetName()); app != "" {
+			return keep("", "app %s renders objects in it in this run; left in place and no longer part of app %s", app, s.App)
 		}
 		if why := inUse[m.GetName()]; why != "" {
-			return true, "", fmt.Sprintf("%s; left in place and no longer part of app %s", why, s.App)
+			return keep("", "%s; left in place and no longer part of app %s", why, s.App)
+		}
+	}
+	if m.GetKind() == "CustomResourceDefinition" && m.GroupVersionKind().Group == "apiextensions.k8s.io" {
+		if app := n.renderingKind(m); app != "" {
+			return keep("", "app %s renders custom resources of its kind in this run; left in place and no longer part of app %s", app, s.App)
 		}
 	}
 	if object.PruneDisabled(m) {
-		return true, "", fmt.Sprintf("%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, s.App)
+		return keep("", "%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, s.App)
 	}
-	return false, "", ""
+	return Decision{Delete: true}
+}
+
+// renderingIn is an app of this run that renders objects in namespace ns
+// ("" for none), the first by name.
+func (n *Neighbours) renderingIn(ns string) string {
+	var apps []string
+	for path, app := range n.rendering {
+		if parts := strings.Split(path, "/"); len(parts) == 3 && parts[1] == ns {
+			apps = append(apps, app)
+		}
+	}
+	slices.Sort(apps)
+	if len(apps) == 0 {
+		return ""
+	}
+	return apps[0]
+}
+
+// renderingKind is an app of this run that renders custom resources of
+// crd's kind ("" for none), the first by name.
+func (n *Neighbours) renderingKind(crd *unstructured.Unstructured) string {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	if kind == "" {
+		return ""
+	}
+	prefix := kind + "." + group + "/"
+	var apps []string
+	for path, app := range n.rendering {
+		if strings.HasPrefix(path, prefix) {
+			apps = append(apps, app)
+		}
+	}
+	slices.Sort(apps)
+	if len(apps) == 0 {
+		return ""
+	}
+	return apps[0]
 }
 
 // NamespacesInUse are the namespaces a prune of set s must not delete:
@@ -407,7 +545,7 @@ func (n *Neighbours) NamespacesInUse(s *Set, applied sets.Set[string], doomed []
 		if _, done := inUse[ns]; done || ns == "" {
 			continue
 		}
-		if keep, _, _ := n.Keep(s, m, nil); keep {
+		if n.Decide(s, m, nil).Keep() {
 			inUse[ns] = fmt.Sprintf("%s, which is kept, is in it", object.Ref(m))
 		}
 	}
@@ -486,6 +624,26 @@ func splitList(s string) []string {
 // Label marks obj as a member of the set.
 func (s *Set) Label(obj *unstructured.Unstructured) { Label(obj, s.ID) }
 
+// ErrOtherFleet refuses a set another fleet owns.
+var ErrOtherFleet = errors.New("the app belongs to another fleet")
+
+// OwnedBy claims the set for fleet (its metadata.name), or refuses it
+// when another fleet's parent records it: two fleets with an app of one
+// name on a cluster would otherwise share one set, and each prune the
+// other's objects. A parent an earlier version wrote names no fleet: the
+// next apply claims it (its members, adoptions and revisions unchanged).
+// An empty fleet (a caller with no fleet file) claims nothing.
+func (s *Set) OwnedBy(fleet string) error {
+	switch {
+	case fleet == "":
+		return nil
+	case s.Exists && s.Fleet != "" && s.Fleet != fleet:
+		return fmt.Errorf("%w: app %s on this cluster is fleet %s's (configmap %s/%s, %s=%s), not fleet %s's; refusing to change it: rename the app in one of the fleets, or delete it with fleet %s first", ErrOtherFleet, s.App, s.Fleet, Namespace, ParentName(s.App), FleetAnnotation, s.Fleet, fleet, s.Fleet)
+	}
+	s.Fleet = fleet
+	return nil
+}
+
 // WriteParent records the set's contents in the parent object (creating
 // the kubectl-fleet namespace if needed), with server-side apply.
 // lastApplied, when not zero, is recorded too.
@@ -506,6 +664,9 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 		apply.ApplySetGKsAnnotation:                  strings.Join(kinds, ","),
 		apply.ApplySetAdditionalNamespacesAnnotation: strings.Join(sets.List(contents.Namespaces.Clone().Delete(Namespace)), ","),
 		AppAnnotation: s.App,
+	}
+	if s.Fleet != "" {
+		ann[FleetAnnotation] = s.Fleet
 	}
 	adopted := s.Adopted.Intersection(contents.Members)
 	if s.Revision > 0 {
@@ -560,8 +721,12 @@ func applyRaw(ctx context.Context, c *kube.Client, gvr schema.GroupVersionResour
 
 // Members lists the live members of the set: every object of its kinds, in
 // its namespaces (or cluster-wide for cluster-scoped kinds), and of extra's,
-// that carries the set's part-of label. Kinds the cluster no longer serves
-// are skipped.
+// that carries the set's part-of label and that the parent (or extra)
+// records as a member. Membership is the record; the label is a check:
+// an object that carries the label without being recorded (a user's copy
+// of a member under another name, a controller copying labels) is no
+// member, and nothing kubectl fleet deletes. Kinds the cluster no longer
+// serves are skipped.
 func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*unstructured.Unstructured, error) {
 	selector := apply.ApplysetPartOfLabel + "=" + s.ID
 	gks := s.GroupKinds.Union(extra.GroupKinds)
@@ -600,7 +765,11 @@ func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*u
 	}
 	var out []*unstructured.Unstructured
 	for _, list := range results {
-		out = append(out, items(list)...)
+		for _, item := range items(list) {
+			if path := object.Path(item); s.Contents.Members.Has(path) || extra.Members.Has(path) {
+				out = append(out, item)
+			}
+		}
 	}
 	return out, nil
 }

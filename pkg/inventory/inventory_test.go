@@ -84,14 +84,14 @@ func TestKeep(t *testing.T) {
 		{obj("ConfigMap", "x", "adopted", map[string]string{"fleet.kubectl.io/prune": "enabled"}), true, "", "adopted: it existed before app a applied it; released, not deleted (fleet.kubectl.io/prune: always deletes it)"},
 		{obj("ConfigMap", "x", "adopted", map[string]string{"fleet.kubectl.io/prune": "always"}), false, "", ""},
 	} {
-		keep, to, reason := n.Keep(a, tt.obj, nil)
+		keep, to, reason := keepOf(n, a, tt.obj, nil)
 		if keep != tt.keep || to != tt.to || reason != tt.reason {
 			t.Errorf("%s %s: Keep = %v, %q, %q", tt.obj.GetKind(), tt.obj.GetName(), keep, to, reason)
 		}
 	}
 	// A Namespace b has objects in, that b itself does not record.
 	n.holders = map[string][]string{}
-	if keep, _, reason := n.Keep(a, obj("Namespace", "", "shared", nil), nil); !keep || reason != "app b has objects in it; left in place and no longer part of app a" {
+	if keep, _, reason := keepOf(n, a, obj("Namespace", "", "shared", nil), nil); !keep || reason != "app b has objects in it; left in place and no longer part of app a" {
 		t.Errorf("a Namespace with b's objects: %v, %q", keep, reason)
 	}
 }
@@ -130,7 +130,7 @@ func TestNamespacesInUse(t *testing.T) {
 		{"data", true, "persistentvolumeclaim/db, which is kept, is in it; left in place and no longer part of app a"},
 		{"gone", false, ""},
 	} {
-		keep, _, reason := n.Keep(a, obj("Namespace", "", tt.ns, nil), inUse)
+		keep, _, reason := keepOf(n, a, obj("Namespace", "", tt.ns, nil), inUse)
 		if keep != tt.keep || reason != tt.reason {
 			t.Errorf("namespace %s: keep %v, %q", tt.ns, keep, reason)
 		}
@@ -169,4 +169,10 @@ func TestReleasePatch(t *testing.T) {
 			t.Errorf("%s:\n got %s, %v\nwant %s", tt.name, got, err, tt.want)
 		}
 	}
+}
+
+// keepOf is Decide's answer as keep, to and reason.
+func keepOf(n *Neighbours, s *Set, m *unstructured.Unstructured, inUse map[string]string) (bool, string, string) {
+	d := n.Decide(s, m, inUse)
+	return d.Keep(), d.To, d.Reason
 }

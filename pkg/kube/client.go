@@ -265,9 +265,13 @@ func listable(flags genericclioptions.RESTClientGetter) ([]schema.GroupVersionRe
 	if err != nil {
 		return nil, err
 	}
+	// Fresh, not the discovery cached on disk for hours: a CRD installed
+	// since is listed too. A group whose discovery failed is an error,
+	// not a group with nothing in it (what is listed decides a delete).
+	dc.Invalidate()
 	lists, err := dc.ServerPreferredNamespacedResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
-		return nil, err
+	if err != nil {
+		return nil, fmt.Errorf("discovering the cluster's resources: %w", err)
 	}
 	var out []schema.GroupVersionResource
 	for _, l := range lists {

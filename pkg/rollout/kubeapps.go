@@ -19,6 +19,8 @@ import (
 // KubeApps are a cluster's AppOps on a real cluster: what apply does
 // there. Everything it does is said as events to Emit.
 type KubeApps struct {
+	// Fleet is the fleet's name: the apps' sets on the cluster are its.
+	Fleet   string
 	Cluster string
 	Client  *kube.Client
 	// Results are the cluster's renders, an app each.
@@ -119,7 +121,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 			k.stage("applying %s, phase %d", app.Name, phase)
 			k.Emit(PhaseEvent{Type: "phase", Cluster: k.Cluster, App: app.Name, Phase: phase, Objects: objects, DryRun: dryRun, Label: label})
 		},
-		Record: record,
+		Record: record, Fleet: k.Fleet, Others: OthersOf(k.Results, app.Name),
 	}
 	if k.Namespace != nil {
 		cfg.Namespace = k.Namespace(app.Name)
@@ -168,6 +170,18 @@ func ResultOf(results []render.Result, app string) render.Result {
 		}
 	}
 	return render.Result{}
+}
+
+// OthersOf are the renders among a cluster's results of the apps but
+// app, by app: what apply and diff hand over rather than prune.
+func OthersOf(results []render.Result, app string) map[string][]*unstructured.Unstructured {
+	out := map[string][]*unstructured.Unstructured{}
+	for _, res := range results {
+		if res.App != app {
+			out[res.App] = res.Objects
+		}
+	}
+	return out
 }
 
 // Recorded makes rec say, as a RevisionEvent, the revision an app's apply
