@@ -294,8 +294,10 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered.Set, verb string
 	_, byName := index(r.Clusters)
 	outcomes := rollout.Run(ctx, plan, func(ctx context.Context, name string) error {
 		err := o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
-		if !o.soaking(r.Fleet, byName[name]) {
-			o.locks.ReleaseCluster(ctx, name, o.ErrOut) // nothing more is written there
+		if err != nil || !o.soaking(r.Fleet, byName[name]) {
+			// Nothing more is written there: a soak follows success
+			// only, and releases the locks once over (soaks).
+			o.locks.ReleaseCluster(ctx, name, o.ErrOut)
 			o.idle(name)
 		}
 		pr.End(name, err)
@@ -409,10 +411,11 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered.Set, c *fle
 	if err != nil {
 		return err
 	}
-	// A lock lost while held stops the cluster's writes: another run may
-	// be writing there now. Nothing is rolled back or recorded then.
-	ctx, lost, stopped, done := rollout.StopOnLostLock(ctx)
-	defer done()
+	// A lock lost while held stops the cluster's writes, those in flight
+	// too, to the end of its work (its soak, verdicts and --atomic
+	// restore): another run may be writing there now. Nothing is
+	// recorded or restored then.
+	ctx = o.locks.Writes(ctx, c.Name)
 	results := r.Of(c.Name)
 	skip, err := o.beforeWriting(ctx, r, c.Name, client, results, p)
 	switch {
@@ -421,12 +424,12 @@ func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered.Set, c *fle
 	case skip != nil && len(results) == 0:
 		return skip
 	}
-	errs, failed := o.applyApps(ctx, r, c, client, results, dryRun, lost)
+	errs, failed := o.applyApps(ctx, r, c, client, results, dryRun)
 	if err := o.clusterGates(ctx, r, c, results, failed, p, pr, tally); err != nil {
 		errs = append(errs, err)
 	}
-	if err := stopped(); err != nil {
-		return err
+	if err := rollout.LostLock(ctx); err != nil {
+		return o.rollBack(ctx, r, c.Name, err, p, pr, tally) // says it restored nothing
 	}
 	if len(errs) > 0 || !o.soaking(r.Fleet, c) {
 		o.settle(ctx, client, r, c.Name, p, tally) // else after the soak
@@ -460,12 +463,13 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered.Set, clust
 }
 
 // applyApps applies a cluster's apps through rollout.ClusterRun over
-// rollout.KubeApps: in dependency order, each under its lock, and returns
-// the errors and the apps that failed. With --atomic it keeps each app's
-// set as it was, for rollBack.
-func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool, lost func(error)) ([]error, map[string]bool) {
+// rollout.KubeApps: in dependency order, each under its lock (a lock
+// lost ends ctx, the cluster's Writes), and returns the errors and the
+// apps that failed. With --atomic it keeps each app's set as it was, for
+// rollBack.
+func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool) ([]error, map[string]bool) {
 	ops := &rollout.KubeApps{
-		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Lost: lost, Gates: o.gatesOf(c.Name),
+		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Gates: o.gatesOf(c.Name),
 		Config: rollout.ApplyConfig{DryRun: dryRun, ForceConflicts: o.ForceConflicts, Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
 		Tests:  func(app string) []*unstructured.Unstructured { return r.TestsOf(c.Name, app) },
 		Ignore: r.Fleet.IgnoreRules,
@@ -536,18 +540,35 @@ func (o *ApplyOptions) clusterGates(ctx context.Context, r *rendered.Set, c *fle
 
 // rollBack, with --atomic, puts a cluster that failed (err) back the way
 // it was before this apply, and says so in the error it returns. Ctrl-C
-// rolls nothing back: the user stopped the run.
-func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered.Set, cluster string, err error, p *printer, pr *progress.Display, tally *summary.Tally) error {
+// rolls nothing back: the user stopped the run. Nor does a lock lost
+// (ctx, the cluster's Writes, ended with it), before the restore or
+// during it: another run may be writing there now, and a restore would
+// re-apply and prune under it. That is said: "not restored (lost the
+// lock)", "rollback stopped (lost the lock)".
+func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered.Set, cluster string, err error, p *printer, pr *progress.Display, tally *summary.Tally) (rolled error) {
 	o.mu.Lock()
 	before := o.before[cluster]
 	o.mu.Unlock()
-	if err == nil || len(before) == 0 || ctx.Err() != nil {
+	switch {
+	case err == nil || len(before) == 0:
+		return err
+	case rollout.LostLock(ctx) != nil:
+		return &atomicError{err: err, note: "not restored (lost the lock)"}
+	case ctx.Err() != nil:
 		return err
 	}
 	client, cerr := o.connect(ctx, r.Fleet, r.Fleet.Cluster(cluster))
 	if cerr != nil {
 		return &atomicError{err: err, note: "rollback failed: " + cerr.Error()}
 	}
+	defer func() {
+		// Stopped by a lock lost meanwhile: said, rather than the
+		// cancelled requests' errors.
+		var a *atomicError
+		if errors.As(rolled, &a) && rollout.LostLock(ctx) != nil && !strings.HasPrefix(a.note, "rolled back") {
+			a.note = "rollback stopped (lost the lock)"
+		}
+	}()
 	pr.Stage(cluster, "rolling back")
 	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.Fleet.IgnoreRules, p, p.cluster(cluster), tally)}
 }

@@ -24,7 +24,10 @@ var soakInterval = rollout.DefaultSoakInterval
 // and an object that is no longer healthy fails its cluster (and so, by
 // the group's budget, the rollout; --atomic rolls it back). The last
 // group soaks too: nothing follows it, but its verdict, --atomic and the
-// exit code wait for the soak.
+// exit code wait for the soak. A cluster's locks cover its soak, verdict
+// and restore (its Writes, rollout.Locks.Writes), and go once its soak is
+// over: a lock lost meanwhile stops the soak, and nothing is recorded or
+// restored there.
 func (o *ApplyOptions) soaks(r *rendered.Set, ws []runner.Wave, p *printer, pr *progress.Display, tally *summary.Tally) map[string]rollout.Soak {
 	out := map[string]rollout.Soak{}
 	for i := range ws {
@@ -41,6 +44,11 @@ func (o *ApplyOptions) soaks(r *rendered.Set, ws []runner.Wave, p *printer, pr *
 			Ended: func(ctx context.Context, cluster string, err error) error {
 				o.settleSoak(ctx, r, cluster, p, tally)
 				return o.rollBack(ctx, r, cluster, err, p, pr, tally)
+			},
+			Writes: o.locks.Writes,
+			Release: func(ctx context.Context, cluster string) {
+				o.locks.ReleaseCluster(ctx, cluster, o.ErrOut)
+				o.idle(cluster)
 			},
 		}
 		out[ws[i].Name] = s

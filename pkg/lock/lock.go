@@ -8,9 +8,11 @@
 // leader election does: the lease is taken over once this process has
 // seen it unchanged (the same resourceVersion) for its whole duration on
 // this machine's monotonic clock, never by comparing this machine's clock
-// with the holder's timestamps. Those only tell whether a lease looks
-// abandoned, and so whether watching it is worth the wait when the user
-// did not ask to wait. A holder that is a process of this machine that no
+// with the holder's timestamps; the holder gives the lock up sooner, at
+// its renew deadline (RenewDeadline), so that it has stopped writing
+// before anyone may take over. The timestamps only tell whether a lease
+// looks abandoned, and so whether watching it is worth the wait when the
+// user did not ask to wait. A holder that is a process of this machine that no
 // longer runs is taken over sooner, once the lease was seen unchanged for
 // longer than its renewal interval: a pid alone may be another
 // container's, with the same host name.
@@ -135,9 +137,9 @@ type Options struct {
 	// waits; nil is the real clock.
 	Clock clock.WithTicker
 	// Lost, when set, is told when a renewal finds the lease taken over
-	// or deleted, or when no renewal went through for a whole lease
-	// duration (by this machine's clock: another may take it over by
-	// now): the lock no longer protects anything.
+	// or deleted, or when no renewal went through by the renew deadline
+	// (RenewDeadline, by this machine's clock: safely before another may
+	// take it over): the lock no longer protects anything.
 	Lost func(error)
 }
 
@@ -169,6 +171,31 @@ func (o *observed) unchangedFor(resourceVersion string) time.Duration {
 	}
 	return now.Sub(o.since)
 }
+
+// RenewDeadline is how long after sending the last renewal that went
+// through a holder declares its lock lost, when none has gone through
+// since: two thirds of the lease's duration d (40s of the default 60s),
+// as client-go's leader election stops at a RenewDeadline shorter than
+// its LeaseDuration (10s of 15s). The holder then stops its writes and
+// cancels those in flight (Options.Lost).
+//
+// The margin, d/3. A waiting run takes a lease over once it has itself
+// seen it at one resourceVersion for d (Info.takeover). It cannot see a
+// version before the server wrote it, at w, and the holder reads its
+// clock before sending the renewal that wrote it, at s ≤ w: no takeover
+// comes before w + d ≥ s + d, and the holder gives up at s + 2d/3. The
+// d/3 between (20s of 60s; 333ms at the least duration, 1s) is for the
+// holder to notice (a renewal in flight is cut at the deadline), for
+// writes already on their way to land, and for two machines' clocks to
+// run at different rates (parts per million). A renewal goes every d/3
+// after the last one sent, and one that fails is tried again every d/15
+// (4s of 60s) until the deadline: one failure does not lose the lock.
+// (A holder taken for gone, its pid not running on this host, is taken
+// over sooner, past the renewal interval: staleAfter.)
+func RenewDeadline(d time.Duration) time.Duration { return d * 2 / 3 }
+
+// retryAfter is how soon a renewal that failed is tried again.
+func retryAfter(d time.Duration) time.Duration { return max(d/15, 50*time.Millisecond) }
 
 // staleAfter is how long a lease whose holder is gone must be seen
 // unchanged to be taken over: longer than the holder's renewal interval
@@ -308,11 +335,11 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 	var watchEnd time.Time
 	waited := false
 	for {
-		lease, err := try(ctx, c, ri, app, o, seen)
+		lease, sent, err := try(ctx, c, ri, app, o, seen)
 		if err == nil {
 			rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 			l := &Lock{ri: ri, app: app, duration: o.Duration, lost: o.Lost, clock: o.Clock, lease: lease, stop: make(chan struct{}), done: make(chan struct{}), renewing: rctx, cancel: cancel}
-			go l.renew(rctx)
+			go l.renew(rctx, sent)
 			return l, nil
 		}
 		var held *HeldError
@@ -343,33 +370,36 @@ func Acquire(ctx context.Context, c *kube.Client, app string, o Options) (*Lock,
 	}
 }
 
-// try takes the lease once: creates it, or takes over an expired one. A
-// lease someone else created, renewed or took over meanwhile is tried
-// again, a few times.
-func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app string, o Options, seen *observed) (*unstructured.Unstructured, error) {
+// try takes the lease once: creates it, or takes over an expired one,
+// and says when (o.Clock) it sent the write that did, before the server
+// made it: the renew deadline counts from there. A lease someone else
+// created, renewed or took over meanwhile is tried again, a few times.
+func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app string, o Options, seen *observed) (*unstructured.Unstructured, time.Time, error) {
 	var last error
 	for range 3 {
 		t := time.Now()
 		desired, err := leaseFor(app, o, t, nil)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
+		sent := o.Clock.Now()
 		created, err := ri.Create(ctx, desired, metav1.CreateOptions{FieldManager: o.FieldManager})
 		if apierrors.IsNotFound(err) {
 			// The namespace is missing.
 			if o.NoNamespace {
-				return nil, ErrNoNamespace
+				return nil, time.Time{}, ErrNoNamespace
 			}
 			if err := c.EnsureNamespace(ctx, Namespace, o.FieldManager); err != nil {
-				return nil, fmt.Errorf("creating namespace %s for the lock: %w", Namespace, err)
+				return nil, time.Time{}, fmt.Errorf("creating namespace %s for the lock: %w", Namespace, err)
 			}
+			sent = o.Clock.Now()
 			created, err = ri.Create(ctx, desired, metav1.CreateOptions{FieldManager: o.FieldManager})
 		}
 		switch {
 		case err == nil:
-			return created, nil
+			return created, sent, nil
 		case !apierrors.IsAlreadyExists(err):
-			return nil, fmt.Errorf("taking lease %s/%s: %w", Namespace, Name(app), err)
+			return nil, time.Time{}, fmt.Errorf("taking lease %s/%s: %w", Namespace, Name(app), err)
 		}
 		live, err := ri.Get(ctx, Name(app), metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -377,33 +407,34 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading lease %s/%s: %w", Namespace, Name(app), err)
+			return nil, time.Time{}, fmt.Errorf("reading lease %s/%s: %w", Namespace, Name(app), err)
 		}
 		info, err := InfoOf(live)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		if ok, watch := info.takeover(o.Holder, seen.unchangedFor(info.ResourceVersion), o.Clock.Now()); !ok {
-			return nil, &HeldError{Info: info, Watch: watch}
+			return nil, time.Time{}, &HeldError{Info: info, Watch: watch}
 		}
 		// Seen unchanged for its duration, or past its renewal interval
 		// with its holder gone: take it over, unless someone else does
 		// first (the update carries the resourceVersion read).
 		takeover, err := leaseFor(app, o, t, live)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
+		sent = o.Clock.Now()
 		updated, err := ri.Update(ctx, takeover, metav1.UpdateOptions{FieldManager: o.FieldManager})
 		switch {
 		case err == nil:
-			return updated, nil
+			return updated, sent, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			last = err
 			continue
 		}
-		return nil, fmt.Errorf("taking over expired lease %s/%s: %w", Namespace, Name(app), err)
+		return nil, time.Time{}, fmt.Errorf("taking over expired lease %s/%s: %w", Namespace, Name(app), err)
 	}
-	return nil, fmt.Errorf("taking lease %s/%s: others kept changing it: %w", Namespace, Name(app), last)
+	return nil, time.Time{}, fmt.Errorf("taking lease %s/%s: others kept changing it: %w", Namespace, Name(app), last)
 }
 
 // leaseFor is the lease o's holder writes at t: a new one, or, over live,
@@ -502,45 +533,59 @@ func InfoOf(u *unstructured.Unstructured) (Info, error) {
 	return i, nil
 }
 
-// renew renews the lease every third of its duration until Release. A
-// renewal that finds the lease taken over (Conflict) or deleted loses the
-// lock; other errors are tried again at the next tick, until no renewal
-// went through for a whole lease duration, measured on this machine's
-// monotonic clock: the lease may have expired for others, so the lock is
-// lost too.
-func (l *Lock) renew(ctx context.Context) {
+// renew renews the lease until Release: a third of its duration after
+// the last renewal that went through was sent (sent: the acquisition's
+// write first). A renewal that finds the lease taken over (Conflict) or
+// deleted loses the lock; other errors are tried again every retryAfter
+// until the renew deadline (RenewDeadline after sent, on this machine's
+// monotonic clock), which loses the lock, safely before another run may
+// take the lease over. A renewal in flight at the deadline is cut there.
+func (l *Lock) renew(ctx context.Context, sent time.Time) {
 	defer close(l.done)
-	tick := l.clock.NewTicker(max(l.duration/3, 100*time.Millisecond))
-	defer tick.Stop()
-	renewed := l.clock.Now()
+	interval := max(l.duration/3, 100*time.Millisecond)
+	deadline := RenewDeadline(l.duration)
+	next := interval // the next attempt, counted from sent
+	var failed error // why the renewals since sent did not go through
 	for {
-		select {
-		case <-l.stop:
+		if wait := min(next, deadline) - l.clock.Since(sent); wait > 0 {
+			timer := l.clock.NewTimer(wait)
+			select {
+			case <-l.stop:
+				timer.Stop()
+				return
+			case <-timer.C():
+			}
+		}
+		left := deadline - l.clock.Since(sent)
+		if left <= 0 {
+			l.lose(l.notRenewed(l.clock.Since(sent), failed))
 			return
-		case <-tick.C():
 		}
 		l.mu.Lock()
-		next := l.lease.DeepCopy()
+		lease := l.lease.DeepCopy()
 		l.mu.Unlock()
-		_ = unstructured.SetNestedField(next.Object, metav1.NewMicroTime(time.Now()).UTC().Format(metav1.RFC3339Micro), "spec", "renewTime")
-		rctx, cancel := context.WithTimeout(ctx, max(l.duration/3, time.Second))
-		updated, err := l.ri.Update(rctx, next, metav1.UpdateOptions{})
+		_ = unstructured.SetNestedField(lease.Object, metav1.NewMicroTime(time.Now()).UTC().Format(metav1.RFC3339Micro), "spec", "renewTime")
+		attempt := l.clock.Now()
+		rctx, cancel := context.WithTimeout(ctx, min(max(l.duration/3, time.Second), left))
+		updated, err := l.ri.Update(rctx, lease, metav1.UpdateOptions{})
 		cancel()
 		switch {
 		case err == nil:
-			renewed = l.clock.Now()
+			sent, next, failed = attempt, interval, nil
 			l.mu.Lock()
 			l.lease = updated
 			l.mu.Unlock()
+			continue
 		case apierrors.IsConflict(err):
-			switch own, rerr := l.ownRenewal(ctx); {
-			case rerr != nil && l.clock.Since(renewed) >= l.duration:
-				l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s (%v)", l.app, Namespace, Name(l.app), l.clock.Since(renewed).Round(time.Millisecond), rerr))
-				return
-			case rerr != nil, own:
-				// Not read (tried again at the next tick), or an earlier
-				// renewal that timed out here went through there: the
-				// lease is still this lock's, at a newer version.
+			switch own, rerr := l.ownRenewal(ctx, min(max(l.duration/3, time.Second), deadline-l.clock.Since(sent))); {
+			case rerr != nil:
+				failed = rerr // not read: tried again
+			case own:
+				// An earlier renewal that timed out here went through
+				// there: the lease is still this lock's, at a newer
+				// version, renewed from it at the next try. Which
+				// attempt wrote it is not known: the deadline still
+				// counts from sent.
 			default:
 				l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
 				return
@@ -548,21 +593,33 @@ func (l *Lock) renew(ctx context.Context) {
 		case apierrors.IsNotFound(err):
 			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s was taken over or deleted while held", l.app, Namespace, Name(l.app)))
 			return
-		case l.clock.Since(renewed) >= l.duration:
-			l.lose(fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s (%v)", l.app, Namespace, Name(l.app), l.clock.Since(renewed).Round(time.Millisecond), err))
-			return
+		default:
+			failed = err
 		}
+		next = l.clock.Since(sent) + retryAfter(l.duration)
 	}
 }
 
+// notRenewed is why the lock is lost at the renew deadline.
+func (l *Lock) notRenewed(since time.Duration, failed error) error {
+	err := fmt.Errorf("lock of app %s lost: lease %s/%s not renewed for %s, the renew deadline of a %s lease", l.app, Namespace, Name(l.app), since.Round(time.Millisecond), l.duration)
+	if failed != nil {
+		err = fmt.Errorf("%w (%w)", err, failed)
+	}
+	return err
+}
+
 // ownRenewal reports whether a lease that changed since this lock last
-// wrote it is still this lock's (an error: it could not be read): same object (uid), same holder, same
-// acquisition. That is a renewal whose answer never came (timed out on a
+// wrote it is still this lock's (an error: it could not be read within
+// timeout): same object (uid), same holder, same acquisition. That is a renewal whose answer never came (timed out on a
 // slow server) but that the server applied; the lock then carries on from
 // the lease as it is. A takeover changes the holder and acquireTime, a
 // delete and create the uid.
-func (l *Lock) ownRenewal(ctx context.Context) (bool, error) {
-	rctx, cancel := context.WithTimeout(ctx, max(l.duration/3, time.Second))
+func (l *Lock) ownRenewal(ctx context.Context, timeout time.Duration) (bool, error) {
+	if timeout <= 0 {
+		return false, context.DeadlineExceeded
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	got, err := l.ri.Get(rctx, Name(l.app), metav1.GetOptions{})
 	switch {
@@ -651,7 +708,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	err := del()
 	if apierrors.IsConflict(err) {
 		// A last renewal that timed out here but went through there.
-		own, rerr := l.ownRenewal(ctx)
+		own, rerr := l.ownRenewal(ctx, max(l.duration/3, time.Second))
 		switch {
 		case rerr != nil:
 			// Not known to be lost: it could not be read.

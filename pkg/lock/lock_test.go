@@ -364,33 +364,128 @@ func step(t *testing.T, fc *clocktesting.FakeClock, d time.Duration, cond func()
 	}
 }
 
-// A lock whose renewals fail for a whole lease duration (by this
-// machine's clock) is lost: by then another may have taken the lease over.
-// Failures within the duration are tried again.
+// A lock whose renewals fail is lost at the renew deadline, two thirds
+// of its duration after the last renewal that went through was sent (by
+// this machine's clock): 20s of 30s, a third of the duration before a
+// waiting run, which must see the lease unchanged for all of it, may
+// take it over. Failures before are tried again every d/15 (2s).
 func TestRenewFailing(t *testing.T) {
 	ctx := context.Background()
 	c := kubetest.New(t)
 	fc := clocktesting.NewFakeClock(time.Now())
+	start := fc.Now()
 	lost := make(chan error, 1)
-	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 30 * time.Second, Clock: fc, Lost: func(err error) { lost <- err }})
+	var lostAt time.Time
+	l, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 30 * time.Second, Clock: fc, Lost: func(err error) { lostAt = fc.Now(); lost <- err }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.Inject(kubetest.Fault{Verb: "update", Resource: "leases", Err: apierrors.NewServiceUnavailable("etcd is down")})
-	for i := 1; i <= 2; i++ {
-		step(t, fc, 10*time.Second, func() bool { return leaseUpdates(c) == i })
+	step(t, fc, 10*time.Second, func() bool { return leaseUpdates(c) == 1 })
+	for i := 2; i <= 5; i++ { // tried again at 12s, 14s, 16s, 18s
+		step(t, fc, 2*time.Second, func() bool { return leaseUpdates(c) == i })
 		select {
 		case err := <-lost:
-			t.Fatalf("lost after %ds of failing renewals: %v", i*10, err)
+			t.Fatalf("lost after %s of failing renewals: %v", fc.Since(start), err)
 		default:
 		}
 	}
-	step(t, fc, 10*time.Second, func() bool { return len(lost) == 1 })
-	if err := <-lost; !strings.Contains(err.Error(), "lock of app web lost: lease kubectl-fleet/fleet-web not renewed for 30s") || !strings.Contains(err.Error(), "etcd is down") {
+	step(t, fc, 2*time.Second, func() bool { return len(lost) == 1 })
+	err = <-lost
+	if at := lostAt.Sub(start); at != RenewDeadline(30*time.Second) || at != 20*time.Second {
+		t.Errorf("lost %s after the lease was taken, want the renew deadline, 20s", at)
+	}
+	if n := leaseUpdates(c); n != 5 {
+		t.Errorf("%d renewals sent, want 5 (none at the deadline)", n)
+	}
+	if !strings.Contains(err.Error(), "lock of app web lost: lease kubectl-fleet/fleet-web not renewed for 20s, the renew deadline of a 30s lease") || !strings.Contains(err.Error(), "etcd is down") {
 		t.Errorf("lost: %v", err)
 	}
 	if err := l.Release(ctx); err == nil || !strings.Contains(err.Error(), "not renewed") {
 		t.Errorf("release after the lock was lost: %v", err)
+	}
+}
+
+// TestLostBeforeTakeover: a holder whose renewals fail and a run waiting
+// for its lock, on one clock. The holder gives the lock up at its renew
+// deadline (20s of a 30s lease); the waiter takes the lease over once it
+// has seen it unchanged for the whole 30s, a third of the duration
+// later: never are both writing.
+func TestLostBeforeTakeover(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	fc := clocktesting.NewFakeClock(time.Now())
+	start := fc.Now()
+	var (
+		mu      sync.Mutex
+		takenAt time.Time
+		lostAt  time.Time
+	)
+	// The holder's renewals fail; the waiter's takeover goes through.
+	c.DynamicFake().PrependReactor("update", "leases", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		u, _ := a.(clienttesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		holder, _, _ := unstructured.NestedString(u.Object, "spec", "holderIdentity")
+		if holder == alice.ID() {
+			return true, nil, apierrors.NewServiceUnavailable("etcd is down")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if takenAt.IsZero() {
+			takenAt = fc.Now()
+		}
+		return false, nil, nil
+	})
+	held, err := Acquire(ctx, c.Client, "web", Options{Holder: alice, Duration: 30 * time.Second, Clock: fc, Lost: func(error) {
+		mu.Lock()
+		defer mu.Unlock()
+		lostAt = fc.Now()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan error, 1)
+	var taken *Lock
+	go func() {
+		var err error
+		taken, err = Acquire(ctx, c.Client, "web", Options{Holder: bob, Clock: fc, Timeout: time.Minute})
+		waiting <- err
+	}()
+	// One second at a time, once both wait on the clock (the holder
+	// until it gives up).
+	waiters := func() (want int, done bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if lostAt.IsZero() {
+			return 2, !takenAt.IsZero()
+		}
+		return 1, !takenAt.IsZero()
+	}
+	for range 60 {
+		if _, done := waiters(); done {
+			break
+		}
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			if want, done := waiters(); done || fc.Waiters() == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("at %s: %d waiting on the clock", fc.Since(start), fc.Waiters())
+			}
+			time.Sleep(time.Millisecond)
+		}
+		fc.Step(time.Second)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatal(err)
+	}
+	defer release(t, taken)
+	mu.Lock()
+	defer mu.Unlock()
+	if lostAt.IsZero() || lostAt.Sub(start) > RenewDeadline(30*time.Second) || takenAt.Sub(start) < 30*time.Second || takenAt.Sub(lostAt) < 10*time.Second {
+		t.Errorf("the holder gave up after %s, the waiter took over after %s: want 20s, then 30s", lostAt.Sub(start), takenAt.Sub(start))
+	}
+	if err := held.Release(ctx); err == nil {
+		t.Error("the holder's release after the takeover: no error")
 	}
 }
 
@@ -592,9 +687,11 @@ func TestRenewalThatLandedLate(t *testing.T) {
 	}
 	c.Put(lease)
 	late := live(t, c, "web")
-	for i := range 2 {
+	// The first renewal, at 10s, finds its own; the next is tried soon
+	// after (2s), from the lease as it is.
+	for i, d := range []time.Duration{10 * time.Second, retryAfter(30 * time.Second)} {
 		before := live(t, c, "web").ResourceVersion
-		step(t, fc, 10*time.Second, func() bool { return leaseUpdates(c) == i+1 })
+		step(t, fc, d, func() bool { return leaseUpdates(c) == i+1 })
 		select {
 		case err := <-lost:
 			t.Fatalf("renewal %d: lost: %v", i+1, err)

@@ -22,7 +22,8 @@ import (
 // one per app and cluster, taken before the first write of the app there,
 // held until the cluster's work is over (ReleaseCluster: its apps, gates,
 // verdicts and --atomic restore; a soaking group's after its soak) or the
-// command ends (Release, on failure and Ctrl-C too).
+// command ends (Release, on failure and Ctrl-C too). A lock lost while
+// held ends its cluster's Writes, all of them to the end of its work.
 type Locks struct {
 	// Duration is --lock-duration, Timeout --lock-timeout.
 	Duration, Timeout time.Duration
@@ -35,7 +36,62 @@ type Locks struct {
 	early earlyLocks
 	mu    sync.Mutex
 	held  []heldLock
+	// writes are the clusters' Writes, until their locks are released.
+	writes map[string]clusterWrites
 }
+
+// clusterWrites is the context of one cluster's writes.
+type clusterWrites struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+}
+
+// Writes returns the context of cluster's writes, for the whole of its
+// work: its apps, gates and verdicts, its soak, and its --atomic restore.
+// It ends when a lock held on cluster is lost, its cause a
+// *LostLockError (LostLock) that also cancels requests in flight
+// (apply.ErrAbort), and when ctx ends. The first call makes it from ctx;
+// later ones return it, until the cluster's locks are released
+// (ReleaseCluster, Release), which ends it.
+func (l *Locks) Writes(ctx context.Context, cluster string) context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if w, ok := l.writes[cluster]; ok {
+		return w.ctx
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	if l.writes == nil {
+		l.writes = map[string]clusterWrites{}
+	}
+	l.writes[cluster] = clusterWrites{ctx: wctx, cancel: cancel}
+	return wctx
+}
+
+// lose ends cluster's Writes: a lock of it was lost.
+func (l *Locks) lose(cluster string, err error) {
+	l.mu.Lock()
+	w, ok := l.writes[cluster]
+	l.mu.Unlock()
+	if ok {
+		w.cancel(&LostLockError{Err: err})
+	}
+}
+
+// over ends the Writes of cluster (of every cluster when cluster is
+// empty): their locks are released.
+func (l *Locks) over(cluster string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, w := range l.writes {
+		if cluster == "" || name == cluster {
+			w.cancel(errReleased)
+			delete(l.writes, name)
+		}
+	}
+}
+
+// errReleased is why a cluster's Writes ended with its work.
+var errReleased = errors.New("the cluster's locks were released")
 
 type heldLock struct {
 	cluster, app string
@@ -67,6 +123,7 @@ func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, 
 	}
 	onLost := func(err error) {
 		say("lost", "", err, "error: "+err.Error())
+		l.lose(cluster, err)
 		if lost != nil {
 			lost(err)
 		}
@@ -271,6 +328,7 @@ func (l *Locks) ReleaseCluster(ctx context.Context, cluster string, errOut io.Wr
 		return false
 	})
 	l.mu.Unlock()
+	l.over(cluster)
 	release(ctx, append(mine, l.early.unused(cluster)...), errOut)
 }
 
@@ -284,6 +342,7 @@ func (l *Locks) Release(ctx context.Context, errOut io.Writer) {
 	held := l.held
 	l.held = nil
 	l.mu.Unlock()
+	l.over("")
 	// Locks taken early and never used guarded no write: they go even
 	// after Ctrl-C, rather than block other runs until they expire.
 	release(context.WithoutCancel(ctx), l.early.unused(""), errOut)
@@ -316,12 +375,28 @@ func release(ctx context.Context, held []heldLock, errOut io.Writer) {
 }
 
 // LostLockError is why a cluster's writes stopped: one of its locks was
-// lost (taken over, deleted, or not renewed for a lease duration), so
-// another run may be writing there now.
+// lost (taken over, deleted, or not renewed by its renew deadline), so
+// another run may be writing there now. As a context's cause it aborts
+// the requests in flight too (it is apply.ErrAbort).
 type LostLockError struct{ Err error }
 
 func (e *LostLockError) Error() string { return "lost the lock: " + e.Err.Error() }
 func (e *LostLockError) Unwrap() error { return e.Err }
+
+// Is reports whether target is apply.ErrAbort: a lost lock cancels the
+// cluster's requests in flight, not only the next ones.
+func (e *LostLockError) Is(target error) bool { return target == apply.ErrAbort }
+
+// LostLock returns why ctx, a cluster's Writes or StopOnLostLock's, ended
+// if a lock was lost: a *LostLockError; nil otherwise (not ended, ended
+// with its work, or Ctrl-C).
+func LostLock(ctx context.Context) error {
+	var l *LostLockError
+	if errors.As(context.Cause(ctx), &l) {
+		return l
+	}
+	return nil
+}
 
 // StopOnLostLock returns a context for one cluster's writes that ends when
 // lost is told a lock of the cluster was lost, lost itself, and what
@@ -330,12 +405,6 @@ func (e *LostLockError) Unwrap() error { return e.Err }
 func StopOnLostLock(ctx context.Context) (writes context.Context, lost func(error), stopped func() error, done func()) {
 	writes, cancel := context.WithCancelCause(ctx)
 	lost = func(err error) { cancel(&LostLockError{Err: err}) }
-	stopped = func() error {
-		var l *LostLockError
-		if errors.As(context.Cause(writes), &l) {
-			return l
-		}
-		return nil
-	}
+	stopped = func() error { return LostLock(writes) }
 	return writes, lost, stopped, func() { cancel(nil) }
 }

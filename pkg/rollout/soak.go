@@ -28,10 +28,19 @@ type Soak struct {
 	Emit  Sink
 	Stage func(cluster, stage string)
 	// Ended, if set, is called once a cluster's soak passed (err nil) or
-	// failed, after its gates were told; what it returns is the cluster's
-	// error (a failure after a rollback says so). It is not called when
-	// ctx ends first.
+	// failed, after its gates were told, with the cluster's Writes: what
+	// it returns is the cluster's error (a failure after a rollback says
+	// so). It is not called when ctx ends first (Ctrl-C). A lock lost
+	// during the soak stops it, and Ended is told with its Writes ended
+	// (LostLock): nothing may be written then, a verdict or a restore.
 	Ended func(ctx context.Context, cluster string, err error) error
+	// Writes, if set, is the context of a cluster's writes, which ends
+	// when a lock of the cluster is lost (Locks.Writes): the soak and
+	// Ended go on in it.
+	Writes func(ctx context.Context, cluster string) context.Context
+	// Release, if set, is called with Run's ctx once a cluster's soak is
+	// over, Ended's work included: nothing more is written there.
+	Release func(ctx context.Context, cluster string)
 }
 
 // Run soaks the clusters at once and returns the error of each that
@@ -62,6 +71,13 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 	if interval <= 0 {
 		interval = DefaultSoakInterval
 	}
+	run := ctx
+	if s.Release != nil {
+		defer s.Release(run, cluster)
+	}
+	if s.Writes != nil {
+		ctx = s.Writes(ctx, cluster)
+	}
 	s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "started", Left: s.Duration.Seconds()})
 	next := time.Now()
 	for {
@@ -70,7 +86,7 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 		}
 		if err := s.Health(ctx, cluster); err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
+				return s.stopped(run, ctx, cluster, end)
 			}
 			s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "failed", Left: time.Until(end).Seconds(), Error: err.Error()})
 			s.Gates(cluster).Fail("", "soak: "+oneLine(err))
@@ -84,10 +100,25 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 		next = next.Add(interval)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("soak interrupted with %s left", time.Until(end).Round(time.Second))
+			return s.stopped(run, ctx, cluster, end)
 		case <-time.After(min(time.Until(next), time.Until(end))):
 		}
 	}
+}
+
+// stopped is the error of a soak whose context ended before its end:
+// Ctrl-C (run ended), or a lock of the cluster lost. That is said, the
+// release left unverified, and Ended told, whose writes (the verdict, an
+// --atomic restore) cannot happen: it says what was not done.
+func (s Soak) stopped(run, ctx context.Context, cluster string, end time.Time) error {
+	left := time.Until(end)
+	lost := LostLock(ctx)
+	if lost == nil || run.Err() != nil {
+		return fmt.Errorf("soak interrupted with %s left", left.Round(time.Second))
+	}
+	s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "failed", Left: left.Seconds(), Error: lost.Error()})
+	s.Gates(cluster).Unverified("", "soak stopped: "+oneLine(lost))
+	return s.ended(ctx, cluster, fmt.Errorf("soak stopped with %s left: %w", left.Round(time.Second), lost))
 }
 
 func (s Soak) ended(ctx context.Context, cluster string, err error) error {

@@ -1,0 +1,34 @@
+package apply
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrAbort, as what the cause of a context's end is (errors.Is: an
+// error type says so with an Is method), makes Run and Test cancel the
+// requests they have in flight, not only stop starting new ones: a lost
+// lock (rollout.LostLockError), after which no write of the run may
+// reach the cluster, since another run may be writing there. Any other
+// end of the context (Ctrl-C) lets requests already sent finish or time
+// out (--request-timeout).
+var ErrAbort = errors.New("requests in flight aborted")
+
+// detach returns the two contexts of Run and Test. stop is ctx: once it
+// ends, no request starts. requests, for the requests, carries ctx's
+// values but ends only when ctx ends with a cause that is ErrAbort (a
+// lost lock): then the requests in flight are cancelled too, with that
+// cause. A Ctrl-C leaves them to finish.
+//
+// The watch on ctx lasts until ctx ends: the contexts Run and Test are
+// given end with their cluster's writes (rollout.Locks.Writes), and one
+// that never ends (context.Background) holds none.
+func detach(ctx context.Context) (stop, requests context.Context) {
+	requests, abort := context.WithCancelCause(context.WithoutCancel(ctx))
+	context.AfterFunc(ctx, func() {
+		if cause := context.Cause(ctx); errors.Is(cause, ErrAbort) {
+			abort(cause)
+		}
+	})
+	return ctx, requests
+}
