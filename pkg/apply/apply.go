@@ -1068,12 +1068,11 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 	inUse := p.others.NamespacesInUse(p.set, extra.Namespaces, doomed)
 	// What a CRD's or a Namespace's deletion may take along is only what
 	// this prune deletes: a member it keeps (prune: disabled, handed
-	// over, adopted) counts as remaining.
+	// over, adopted, not decided) or failed to delete counts as
+	// remaining. CRDs and Namespaces come last, when the rest is done.
 	p.doomed = sets.New[types.UID]()
 	for _, m := range doomed {
-		if !p.others.Decide(p.set, m, inUse).Keep() {
-			p.doomed.Insert(m.GetUID())
-		}
+		p.doomed.Insert(m.GetUID())
 	}
 	var errs []error
 	for _, m := range doomed {

@@ -1119,3 +1119,77 @@ func TestBuiltInKindsNeedNoAPIServices(t *testing.T) {
 		t.Error("a kind of another group: the APIServices were not listed")
 	}
 }
+
+// TestKeptResourceKeepsItsCRD: an app that drops its CRD and a custom
+// resource of it marked fleet.kubectl.io/prune: disabled keeps the
+// resource, and so the CRD (whose deletion would take the resource
+// along), both released.
+func TestKeptResourceKeepsItsCRD(t *testing.T) {
+	c := kubetest.New(t)
+	crd := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
+	crd.Object["spec"] = map[string]any{"group": "policy.example.com", "scope": "Cluster",
+		"names":    map[string]any{"plural": "clusterpolicies", "kind": "ClusterPolicy"},
+		"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}}
+	kept := annotate(kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "", "kept"), "fleet.kubectl.io/prune", "disabled")
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{crd, kept}})
+	got := mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
+	if ch := got["customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com"]; ch.Action != apply.Kept || ch.Reason != "not deleted: 1 custom resource remains; left in place, no longer the app's" {
+		t.Errorf("the CRD: %+v", ch)
+	}
+	if c.Live(crd) == nil || c.Live(kept) == nil {
+		t.Error("the CRD, or the resource kept, was deleted")
+	}
+}
+
+// TestMovedToALaterApp: an object one commit moves from app a to app b,
+// a applied first, is handed to b by a's prune, never deleted: b then
+// finds it its own, the same object.
+func TestMovedToALaterApp(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("web"))
+	moved := cm("web", "moved", "k=v")
+	mustRun(t, c, apply.Config{App: "a", Objects: []*unstructured.Unstructured{cm("web", "a-only"), moved}})
+	uid := c.Live(moved).GetUID()
+	got := mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: map[string][]*unstructured.Unstructured{"b": {cm("web", "moved", "k=v")}}})
+	if ch := got["configmap/moved"]; ch.Action != apply.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
+		t.Errorf("a's prune: %+v", ch)
+	}
+	got = mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}})
+	if ch := got["configmap/moved"]; ch.Action == apply.Created || ch.Action == apply.Adopted || ch.Warning != "" {
+		t.Errorf("b's apply: %+v", ch)
+	}
+	if live := c.Live(moved); live == nil || live.GetUID() != uid {
+		t.Errorf("the moved ConfigMap was deleted or re-created: %v", live)
+	}
+	set, err := inventory.Load(context.Background(), c.Client, "b")
+	if err != nil || !set.Contents.Members.Has("ConfigMap/web/moved") || set.Adopted.Has("ConfigMap/web/moved") {
+		t.Errorf("b's set: %v %+v", err, set)
+	}
+}
+
+// TestTestsRefuseForeignObjects: a test object's name taken by someone
+// else's object is refused, that object neither deleted nor changed; a
+// test object an earlier run left (labelled fleet.kubectl.io/test-of) is
+// replaced, and removed once the tests pass.
+func TestTestsRefuseForeignObjects(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("web"), cm("web", "smoke-settings", "theirs=yes"))
+	uid := c.Live(cm("web", "smoke-settings")).GetUID()
+	err := apply.Test(context.Background(), c.Client, apply.TestConfig{App: "web", Objects: []*unstructured.Unstructured{cm("web", "smoke-settings", "ours=yes")}, Report: func(apply.Change) {}})
+	if err == nil || !strings.Contains(err.Error(), "configmap/smoke-settings already exists and is not a test object of app web") {
+		t.Errorf("tests over someone else's object: %v", err)
+	}
+	if live := c.Live(cm("web", "smoke-settings")); live == nil || live.GetUID() != uid || live.Object["data"].(map[string]any)["theirs"] != "yes" {
+		t.Errorf("someone else's object was deleted or changed: %v", live)
+	}
+
+	left := cm("web", "smoke-left", "old=yes")
+	left.SetLabels(map[string]string{apply.TestLabel: "web"})
+	c.Put(left)
+	if err := apply.Test(context.Background(), c.Client, apply.TestConfig{App: "web", Objects: []*unstructured.Unstructured{cm("web", "smoke-left", "new=yes")}, Report: func(apply.Change) {}}); err != nil {
+		t.Fatalf("tests over an earlier run's object: %v", err)
+	}
+	if c.Live(left) != nil {
+		t.Error("the test object is still there after the tests passed")
+	}
+}

@@ -1,6 +1,8 @@
 package inventory
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,4 +177,64 @@ func TestReleasePatch(t *testing.T) {
 func keepOf(n *Neighbours, s *Set, m *unstructured.Unstructured, inUse map[string]string) (bool, string, string) {
 	d := n.Decide(s, m, inUse)
 	return d.Keep(), d.To, d.Reason
+}
+
+// TestDecideThisRun: what another app of this run renders is handed to
+// it, whatever the order the apps run in (an adopted member is released
+// for it to adopt in turn); a Namespace it renders objects in, and a CRD
+// whose kind it renders, are left in place.
+func TestDecideThisRun(t *testing.T) {
+	a := &Set{App: "a", ID: ID("a"), Adopted: sets.New("ConfigMap/x/adopted")}
+	n := neighbours()
+	n.rendering = map[string]string{"ConfigMap/x/moved": "c", "ConfigMap/x/adopted": "c", "ConfigMap/inside/cm": "c", "Widget.example.com/x/w": "c"}
+	crd := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": map[string]any{"name": "widgets.example.com"}, "spec": map[string]any{"group": "example.com", "names": map[string]any{"kind": "Widget"}}}}
+	other := crd.DeepCopy()
+	unstructured.SetNestedField(other.Object, "Gadget", "spec", "names", "kind")
+	for _, tt := range []struct {
+		obj  *unstructured.Unstructured
+		want Decision
+	}{
+		{obj("ConfigMap", "x", "moved", nil), Decision{To: "c", Reason: "rendered by app c in this run; handed to it, not deleted"}},
+		{obj("ConfigMap", "x", "moved", map[string]string{"fleet.kubectl.io/prune": "always"}), Decision{To: "c", Reason: "rendered by app c in this run; handed to it, not deleted"}},
+		{obj("ConfigMap", "x", "adopted", nil), Decision{Reason: "rendered by app c in this run; released for it to adopt (it existed before app a applied it)"}},
+		{obj("Namespace", "", "inside", nil), Decision{Reason: "app c renders objects in it in this run; left in place and no longer part of app a"}},
+		{crd, Decision{Reason: "app c renders custom resources of its kind in this run; left in place and no longer part of app a"}},
+		{other, Decision{Delete: true}},
+		{obj("ConfigMap", "x", "gone", nil), Decision{Delete: true}},
+	} {
+		if got := n.Decide(a, tt.obj, nil); got != tt.want {
+			t.Errorf("%s: Decide = %+v, want %+v", tt.obj.GetName(), got, tt.want)
+		}
+	}
+	// Not knowing the other apps, nothing is decided.
+	n.unknown = errors.New("forbidden")
+	if got := n.Decide(a, obj("ConfigMap", "x", "gone", nil), nil); !got.Retain || got.Delete {
+		t.Errorf("neighbours unknown: %+v", got)
+	}
+}
+
+// TestOwnedBy: a set is its fleet's; another fleet's app of the same name
+// is refused; a parent of an earlier version is claimed.
+func TestOwnedBy(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		set       Set
+		fleet     string
+		wantErr   bool
+		wantFleet string
+	}{
+		{"new", Set{App: "web"}, "team-a", false, "team-a"},
+		{"ours", Set{App: "web", Exists: true, Fleet: "team-a"}, "team-a", false, "team-a"},
+		{"an earlier version's", Set{App: "web", Exists: true}, "team-a", false, "team-a"},
+		{"another fleet's", Set{App: "web", Exists: true, Fleet: "team-a"}, "team-b", true, "team-a"},
+		{"no fleet file", Set{App: "web", Exists: true, Fleet: "team-a"}, "", false, "team-a"},
+	} {
+		err := tt.set.OwnedBy(tt.fleet)
+		if (err != nil) != tt.wantErr || tt.set.Fleet != tt.wantFleet {
+			t.Errorf("%s: %v, fleet %q", tt.name, err, tt.set.Fleet)
+		}
+		if err != nil && (!errors.Is(err, ErrOtherFleet) || !strings.Contains(err.Error(), "app web on this cluster is fleet team-a's")) {
+			t.Errorf("%s: %v", tt.name, err)
+		}
+	}
 }
