@@ -1193,3 +1193,33 @@ func TestTestsRefuseForeignObjects(t *testing.T) {
 		t.Error("the test object is still there after the tests passed")
 	}
 }
+
+// TestSetBelongsToOneFleet: a set an earlier version recorded (no fleet)
+// is claimed by the next apply, nothing re-created or adopted; an app of
+// the same name in another fleet is refused, by apply and delete alike,
+// and nothing of the first fleet's is touched.
+func TestSetBelongsToOneFleet(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("web"))
+	objs := []*unstructured.Unstructured{cm("web", "settings", "k=v")}
+	mustRun(t, c, apply.Config{Objects: objs}) // as the last release wrote it: no fleet
+	uid := c.Live(cm("web", "settings")).GetUID()
+	got := mustRun(t, c, apply.Config{Fleet: "team-a", Prune: true, Objects: objs})
+	if ch := got["configmap/settings"]; ch.Action != apply.Unchanged && ch.Action != apply.Configured {
+		t.Errorf("claiming the set: %+v", ch)
+	}
+	set, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil || set.Fleet != "team-a" || set.Adopted.Len() != 0 || !set.Contents.Members.Has("ConfigMap/web/settings") {
+		t.Fatalf("the claimed set: %v %+v", err, set)
+	}
+	_, err = run(t, c, apply.Config{Fleet: "team-b", Prune: true, AllowEmpty: true})
+	if !errors.Is(err, inventory.ErrOtherFleet) {
+		t.Errorf("another fleet's apply: %v", err)
+	}
+	if _, err := apply.Delete(context.Background(), c.Client, "team-b", "web", false, func(apply.Change) {}); !errors.Is(err, inventory.ErrOtherFleet) {
+		t.Errorf("another fleet's delete: %v", err)
+	}
+	if live := c.Live(cm("web", "settings")); live == nil || live.GetUID() != uid {
+		t.Errorf("the first fleet's ConfigMap was deleted or re-created: %v", live)
+	}
+}
