@@ -452,7 +452,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered.Set, clust
 	}
 	d := &DiffOptions{GlobalOptions: o.GlobalOptions, ShowSecrets: false, ForceConflicts: o.ForceConflicts}
 	for _, res := range results {
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: cluster, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get()})
+		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, Concurrency: o.Concurrency, Context: 3, Cluster: cluster, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get(), Others: rollout.OthersOf(results, res.App), Fleet: r.Fleet.Metadata.Name})
 		if err != nil {
 			return skip, fmt.Errorf("app %s: diff: %w", res.App, err)
 		}
@@ -469,7 +469,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered.Set, clust
 // rollBack.
 func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.Cluster, client *kube.Client, results []render.Result, dryRun bool) ([]error, map[string]bool) {
 	ops := &rollout.KubeApps{
-		Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Gates: o.gatesOf(c.Name),
+		Fleet: r.Fleet.Metadata.Name, Cluster: c.Name, Client: client, Results: results, Locks: &o.locks, Emit: o.events.emit, Gates: o.gatesOf(c.Name),
 		Config: rollout.ApplyConfig{DryRun: dryRun, ForceConflicts: o.ForceConflicts, Prune: o.pruning(), AllowEmpty: o.AllowEmpty || o.rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
 		Tests:  func(app string) []*unstructured.Unstructured { return r.TestsOf(c.Name, app) },
 		Ignore: r.Fleet.IgnoreRules,
@@ -570,7 +570,7 @@ func (o *ApplyOptions) rollBack(ctx context.Context, r *rendered.Set, cluster st
 		}
 	}()
 	pr.Stage(cluster, "rolling back")
-	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.Fleet.IgnoreRules, p, p.cluster(cluster), tally)}
+	return &atomicError{err: err, note: o.restore(ctx, client, cluster, before, r.Fleet, p, p.cluster(cluster), tally)}
 }
 
 // pruning reports whether applies prune: --prune, or a rollback, which
