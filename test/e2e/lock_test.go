@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -303,5 +304,46 @@ func TestLockLostStopsWrites(t *testing.T) {
 	}
 	if !absent(t, "fleet-c1", "configmap", "after", "-n", ns) {
 		t.Error("the app after the lost lock was applied")
+	}
+}
+
+// A lock lost during its group's soak stops the soak at once, and
+// --atomic does not restore under it: another run may be writing there.
+// The cluster fails saying both; what the run applied stays.
+func TestLockLostDuringSoak(t *testing.T) {
+	const ns, app = "e2e-lock-soak", "e2e-lock-soak"
+	fleetYAML := strings.Replace(lockFleet, "groups: [{name: g}]", "groups: [{name: g, soak: 2m}]", 1) + "apps:\n  - {name: " + app + ", manifests: app.yaml}\n"
+	v1 := namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: steady, namespace: "+ns+"}\ndata: {v: one}\n")
+	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": v1})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	if out, errOut, code := fleet(t, dir, "apply", "--skip-gates"); code != 0 {
+		t.Fatalf("apply v1: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := writeFile(dir, "app.yaml", strings.Replace(v1, "v: one", "v: two", 1)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	unlocked := false
+	out, errOut, code := fleetStreaming(t, dir, func(line string, _ *os.Process) {
+		if !unlocked && strings.Contains(line, "soak started") {
+			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "kubectl-fleet", "lease", "fleet-"+app); code != 0 {
+				t.Error(errOut)
+			}
+			unlocked = true
+		}
+	}, "apply", "--atomic", "--lock-duration", "3s")
+	took := time.Since(start)
+	want := regexp.MustCompile(`(?m)^\[stg\] failed, not restored \(lost the lock\): .*: soak stopped with \S+ left: lost the lock: lock of app ` + app + ` lost: lease kubectl-fleet/fleet-` + app + ` was taken over or deleted while held$`)
+	if !unlocked || code != 1 || !want.MatchString(out) {
+		t.Fatalf("exit %d after %s\n%s%s", code, took.Round(time.Second), out, errOut)
+	}
+	if took > time.Minute {
+		t.Errorf("took %s: the soak went on after its lock was lost", took.Round(time.Second))
+	}
+	if v, _ := get(t, "fleet-c1", "configmap", "steady", "-n", ns, "-o", "jsonpath={.data.v}"); v != "two" {
+		t.Errorf("v=%q: restored without the lock", v)
+	}
+	if holder := leaseHolder(t, app); holder != "" {
+		t.Errorf("a lease is held after the run: %s", holder)
 	}
 }
