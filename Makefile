@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e fuzz bench bench-scale lint tidy-check dist clean controlplane docs
+.PHONY: all build run demo up test test-unit e2e hunt fuzz bench bench-scale lint tidy-check dist clean controlplane docs
 
 all: build
 
@@ -46,6 +46,16 @@ test-unit:
 ## loopback (builds the control plane first if missing)
 e2e: controlplane
 	$(GO) test -count=1 -timeout 30m ./test/e2e $(E2E_FLAGS)
+
+## hunt: the data-loss hunt of make e2e (TestHunt: random steps on a real
+## API server, invariants checked after each) with random seeds, one after
+## the other, for HUNT_DURATION (60m); a violation prints its seed and the
+## shortest sequence of steps found. HUNT_STEPS per seed (200).
+## HUNT_PLUGIN_DIR=<dir> hunts in another build of the plugin.
+HUNT_DURATION ?= 60m
+HUNT_STEPS    ?= 200
+hunt: controlplane
+	HUNT_SEED=random HUNT_DURATION=$(HUNT_DURATION) HUNT_STEPS=$(HUNT_STEPS) $(GO) test -count=1 -timeout 0 -run '^TestHunt$$' -v ./test/e2e
 
 ## fuzz: fuzz the fleet parser, the substitution engine, the manifest
 ## splitter, the reading of kustomize output and the diff formatter,

@@ -1,0 +1,904 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+)
+
+// TestHunt is a seeded, model-based hunt for data loss (the idea of
+// Jepsen and of testing/quick): random sequences of steps on a real API
+// server — applies with --prune (and --atomic) of random renders of three
+// apps (objects added, removed, changed, moved between apps, marked
+// fleet.kubectl.io/prune: disabled; a Namespace with objects in it, a CRD
+// with custom resources, Secrets), a foreign actor creating, copying
+// (our part-of label included) and labelling objects, another fleet with
+// an app of the same name, the apps' tests beside a foreign object of a
+// test's name, delete, rollback, and the digest key deleted — and after
+// each step the invariants:
+//
+//   - an object the foreign actor made is never deleted, nor changed
+//     while no app renders its name;
+//   - an object released (prune: disabled, adopted) is never deleted;
+//   - an object rendered at two consecutive applies keeps its uid, and
+//     after a successful apply the cluster holds every app's render;
+//   - what an app created and no longer renders is gone after a prune or
+//     its delete;
+//   - a rollback to the previous revision succeeds and restores it;
+//   - no Secret value appears in any output.
+//
+// HUNT_SHRINK=0 reports the whole sequence without looking for a shorter
+// one. HUNT_SEED (default 1, or "random"), HUNT_STEPS (default 200) and
+// HUNT_DURATION (run seeds one after the other until it passes: make
+// hunt) choose the run; HUNT_PLUGIN_DIR puts another build of the plugin
+// on PATH (an earlier release, to see what the hunt finds in it). A
+// violation prints the seed and the shortest sequence of steps found
+// that reproduces it, replayed on fresh names.
+func TestHunt(t *testing.T) {
+	steps := envInt(t, "HUNT_STEPS", 200)
+	seed := uint64(envInt(t, "HUNT_SEED", 1))
+	if os.Getenv("HUNT_SEED") == "random" {
+		seed = rand.Uint64()
+	}
+	var until time.Time
+	if d := os.Getenv("HUNT_DURATION"); d != "" {
+		dur, err := time.ParseDuration(d)
+		if err != nil {
+			t.Fatalf("HUNT_DURATION: %v", err)
+		}
+		until = time.Now().Add(dur)
+	}
+	h := newHunter(t)
+	for run := 0; ; run++ {
+		t.Logf("hunt: seed %d, %d steps", seed, steps)
+		start := time.Now()
+		seq, v := h.run(seed, steps, nil)
+		if v != nil {
+			t.Logf("hunt: seed %d found after %d steps: %s", seed, len(seq), v)
+			short := seq
+			if os.Getenv("HUNT_SHRINK") != "0" {
+				short = h.shrink(seed, seq, kindOf(v))
+			}
+			var b strings.Builder
+			for i, s := range short {
+				fmt.Fprintf(&b, "\n  %2d. %s", i+1, s)
+			}
+			_, v2 := h.run(seed, len(short), short)
+			t.Fatalf("data-loss hunt: seed %d: %s\nshortest sequence found (%d of %d steps; HUNT_SEED=%d reproduces the whole run):%s\nits violation: %v", seed, v, len(short), len(seq), seed, b.String(), v2)
+		}
+		kinds := map[string]int{}
+		for _, s := range seq {
+			kinds[s.Kind]++
+		}
+		t.Logf("hunt: seed %d: %d steps, no violation (%.0fs); steps done by kind: %v", seed, len(seq), time.Since(start).Seconds(), kinds)
+		if until.IsZero() || time.Now().After(until) {
+			return
+		}
+		seed = rand.Uint64()
+	}
+}
+
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" || v == "random" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return n
+}
+
+// hunter runs sequences of steps on fleet-c1.
+type hunter struct {
+	t       *testing.T
+	dyn     dynamic.Interface
+	pathEnv string
+	runs    int
+}
+
+func newHunter(t *testing.T) *hunter {
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(&clientcmd.ClientConfigLoadingRules{ExplicitPath: env.Kubeconfig}, &clientcmd.ConfigOverrides{CurrentContext: "fleet-c1"}).ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &hunter{t: t, dyn: dyn, pathEnv: pathEnv}
+	if dir := os.Getenv("HUNT_PLUGIN_DIR"); dir != "" {
+		h.pathEnv = dir + string(os.PathListSeparator) + pathEnv
+	}
+	return h
+}
+
+// step is one step of a sequence: generated from the world as it is, and
+// replayed as it was said (a step whose preconditions no longer hold is
+// skipped), so that a shorter sequence can be tried.
+type step struct {
+	Kind string
+	Op   string // apply: add (or change), move, remove
+	App  string // apply: the app changed (mutations), delete, rollback
+	To   string // move: the app it goes to
+	Key  string
+	Data string
+	Keep bool
+	Flag string // apply: "--atomic"
+}
+
+func (s step) String() string {
+	var parts []string
+	for _, p := range []string{s.Op, s.App, s.To, s.Key, s.Data, s.Flag} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	if s.Keep {
+		parts = append(parts, "prune: disabled")
+	}
+	return s.Kind + " " + strings.Join(parts, " ")
+}
+
+// spec is an object as an app renders it.
+type spec struct {
+	data string
+	keep bool // fleet.kubectl.io/prune: disabled
+}
+
+// world is the model: what each app renders, and what must hold.
+type world struct {
+	p       string // the names' prefix: fresh for every run
+	dir     string
+	apps    []string
+	render  map[string]map[string]spec // app → key → spec
+	revs    map[string][]map[string]spec
+	applied map[string]spec // the last spec applied of each key
+	// uids are the uids of the objects the apps render, as the last
+	// successful apply left them.
+	uids map[string]types.UID
+	// foreign are the foreign actor's objects (key → uid) and pristine
+	// their data while no app rendered them.
+	foreign  map[string]types.UID
+	pristine map[string]string
+	// released are keys no app owns any more that must stay: adopted or
+	// prune: disabled when they left the render.
+	released map[string]bool
+	// ours are keys an app created (not adopted) and still owns.
+	ours    map[string]bool
+	secrets []string
+	n       int
+}
+
+// The keys: ConfigMaps c0..c5 and Secrets s0, s1 in namespace "one"
+// (made by the test, foreign); the Namespace "two" and ConfigMaps t0, t1
+// in it (rendered by the app that renders "two"); the CRD and its custom
+// resources h0, h1 in "one" (rendered by the app that renders the CRD).
+var huntKeys = []string{"cm/c0", "cm/c1", "cm/c2", "cm/c3", "cm/c4", "cm/c5", "secret/s0", "secret/s1", "ns/two", "cm2/t0", "cm2/t1", "crd/hunts", "cr/h0", "cr/h1"}
+
+// parentKey is the key an object needs rendered by the same app.
+func parentKey(key string) string {
+	switch {
+	case strings.HasPrefix(key, "cm2/"):
+		return "ns/two"
+	case strings.HasPrefix(key, "cr/"):
+		return "crd/hunts"
+	}
+	return ""
+}
+
+func (w *world) ns(which string) string { return w.p + "-" + which }
+func (w *world) group() string          { return w.p + ".hunt.example.com" }
+func (w *world) app(a string) string    { return w.p + "-" + a }
+
+// gvr and the namespace and name of a key.
+func (w *world) ref(key string) (schema.GroupVersionResource, string, string) {
+	kind, name, _ := strings.Cut(key, "/")
+	switch kind {
+	case "cm", "fcm":
+		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, w.ns("one"), name
+	case "cm2":
+		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, w.ns("two"), name
+	case "secret":
+		return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, w.ns("one"), name
+	case "ns":
+		return schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", w.ns(name)
+	case "crd":
+		return schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, "", "hunts." + w.group()
+	case "cr", "fcr":
+		return schema.GroupVersionResource{Group: w.group(), Version: "v1", Resource: "hunts"}, w.ns("one"), name
+	}
+	panic("key " + key)
+}
+
+// manifest is key's object as rendered.
+func (w *world) manifest(key string, s spec) string {
+	_, ns, name := w.ref(key)
+	ann := ""
+	if s.keep {
+		ann = "\n  annotations: {fleet.kubectl.io/prune: disabled}"
+	}
+	meta := fmt.Sprintf("metadata:\n  name: %s\n  namespace: %s%s\n", name, ns, ann)
+	switch kind, _, _ := strings.Cut(key, "/"); kind {
+	case "cm", "cm2":
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\n%sdata: {v: %q}\n", meta, s.data)
+	case "secret":
+		return fmt.Sprintf("apiVersion: v1\nkind: Secret\n%sstringData: {v: %q}\n", meta, "hunt-secret-"+s.data)
+	case "ns":
+		return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s%s\n  labels: {v: %q}\n", name, ann, s.data)
+	case "crd":
+		return fmt.Sprintf(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: %s%s
+  labels: {v: %q}
+spec:
+  group: %s
+  names: {kind: Hunt, plural: hunts, singular: hunt}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`, name, ann, s.data, w.group())
+	case "cr":
+		return fmt.Sprintf("apiVersion: %s/v1\nkind: Hunt\n%sspec: {v: %q}\n", w.group(), meta, s.data)
+	}
+	panic(key)
+}
+
+func (w *world) owner(key string) string {
+	for _, a := range w.apps {
+		if _, ok := w.render[a][key]; ok {
+			return a
+		}
+	}
+	return ""
+}
+
+func (w *world) write(t *testing.T, file string, otherFleet bool, tests bool) string {
+	name := w.p
+	if otherFleet {
+		name = w.p + "-other"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: %s}\ngroups: [{name: staging}]\nclusters: [{name: hunt, group: staging, context: fleet-c1}]\napps:\n", name)
+	for _, a := range w.apps {
+		extra := ""
+		if tests && a == "a" {
+			extra = ", tests: tests/a"
+		}
+		fmt.Fprintf(&b, "  - {name: %s, manifests: apps/%s%s}\n", w.app(a), a, extra)
+	}
+	must(t, os.WriteFile(filepath.Join(w.dir, file), []byte(b.String()), 0o644))
+	for _, a := range w.apps {
+		docs := []string{fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base-%s, namespace: %s}\n", a, w.ns("one"))}
+		keys := make([]string, 0, len(w.render[a]))
+		for k := range w.render[a] {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			docs = append(docs, w.manifest(k, w.render[a][k]))
+		}
+		must(t, os.MkdirAll(filepath.Join(w.dir, "apps", a), 0o755))
+		must(t, os.WriteFile(filepath.Join(w.dir, "apps", a, "all.yaml"), []byte(strings.Join(docs, "---\n")), 0o644))
+	}
+	must(t, os.MkdirAll(filepath.Join(w.dir, "tests", "a"), 0o755))
+	must(t, os.WriteFile(filepath.Join(w.dir, "tests", "a", "smoke.yaml"), []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: smoke, namespace: %s}\ndata: {v: test}\n", w.ns("one"))), 0o644))
+	return filepath.Join(w.dir, file)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run plays a sequence: generated from seed (n steps), or replayed
+// (replay not nil). It returns the steps done and the first violation.
+func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
+	t := h.t
+	h.runs++
+	rng := rand.New(rand.NewPCG(seed, uint64(h.runs)))
+	w := &world{
+		p: fmt.Sprintf("h%d-%d", seed%10000, h.runs), dir: t.TempDir(), apps: []string{"a", "b", "c"},
+		render: map[string]map[string]spec{"a": {}, "b": {}, "c": {}}, revs: map[string][]map[string]spec{},
+		applied: map[string]spec{}, uids: map[string]types.UID{}, foreign: map[string]types.UID{}, pristine: map[string]string{},
+		released: map[string]bool{}, ours: map[string]bool{},
+	}
+	ctx := context.Background()
+	defer h.cleanup(w)
+	// Namespace "one" is the test's: foreign, never to be deleted.
+	if _, err := h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Create(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": w.ns("one")}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var done []step
+	for i := 0; i < n; i++ {
+		var s step
+		if replay != nil {
+			s = replay[i]
+		} else {
+			s = h.generate(rng, w)
+		}
+		ok, err := h.do(ctx, w, s)
+		if !ok {
+			continue // preconditions no longer hold (replay)
+		}
+		done = append(done, s)
+		if err == nil {
+			err = h.check(ctx, w)
+		}
+		if err != nil {
+			return done, fmt.Errorf("step %d (%s): %w", len(done), s, err)
+		}
+	}
+	return done, nil
+}
+
+// cleanup deletes what a run left (its namespaces, the CRD, the apps'
+// inventories and revisions), best effort.
+func (h *hunter) cleanup(w *world) {
+	ctx := context.Background()
+	for _, key := range []string{"ns/one", "ns/two", "crd/hunts"} {
+		gvr, _, name := w.ref(key)
+		_ = h.dyn.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{})
+	}
+	for _, a := range w.apps {
+		_ = h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("kubectl-fleet").Delete(ctx, inventory.ParentName(w.app(a)), metav1.DeleteOptions{})
+		_ = h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("kubectl-fleet").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "fleet.kubectl.io/app=" + w.app(a)})
+	}
+}
+
+// generate picks a step that is valid in w.
+func (h *hunter) generate(rng *rand.Rand, w *world) step {
+	app := w.apps[rng.IntN(len(w.apps))]
+	data := func() string { w.n++; return fmt.Sprintf("v%d", w.n) }
+	switch r := rng.IntN(100); {
+	case r < 6:
+		return step{Kind: "foreign-create", Key: "cm/" + []string{"c0", "c1", "c2", "c3", "c4", "c5"}[rng.IntN(6)], Data: data()}
+	case r < 10:
+		return step{Kind: "foreign-copy", Key: huntKeys[rng.IntN(len(huntKeys))], Data: data()}
+	case r < 13:
+		return step{Kind: "foreign-label", App: app, Key: huntKeys[rng.IntN(len(huntKeys))]}
+	case r < 16:
+		return step{Kind: "foreign-cr", Data: data()}
+	case r < 18:
+		return step{Kind: "foreign-smoke", Data: data()}
+	case r < 21:
+		return step{Kind: "tests"}
+	case r < 24:
+		return step{Kind: "other-fleet", App: app, Data: data()}
+	case r < 27:
+		return step{Kind: "delete", App: app}
+	case r < 31:
+		return step{Kind: "rollback", App: app}
+	case r < 33:
+		return step{Kind: "delete-key"}
+	}
+	// A mutation of the renders, then an apply of every app.
+	s := step{Kind: "apply", App: app, Key: huntKeys[rng.IntN(len(huntKeys))], Data: data(), Keep: rng.IntN(4) == 0}
+	s.To = w.apps[rng.IntN(len(w.apps))]
+	s.Op = []string{"move", "remove", "remove", "change"}[rng.IntN(4)]
+	if rng.IntN(5) == 0 {
+		s.Flag = "--atomic"
+	}
+	return s
+}
+
+// mutate changes the renders as an apply step says (Op): its key added
+// to App's render (a key that needs another joins the app that renders
+// that one, or comes with it), moved to To's with what goes with it,
+// changed, or removed with what needs it. An op that does not fit the
+// key's state changes it instead.
+func (w *world) mutate(s step) {
+	root := s.Key
+	if p := parentKey(s.Key); p != "" {
+		root = p
+	}
+	family := []string{root}
+	for _, k := range huntKeys {
+		if parentKey(k) == root {
+			family = append(family, k)
+		}
+	}
+	from := w.owner(s.Key)
+	switch {
+	case from == "":
+		app := s.App
+		if o := w.owner(root); o != "" {
+			app = o
+		} else if root != s.Key {
+			w.render[app][root] = spec{data: s.Data}
+		}
+		w.render[app][s.Key] = spec{data: s.Data, keep: s.Keep}
+	case s.Op == "move" && from != s.To:
+		for _, k := range family {
+			if sp, ok := w.render[from][k]; ok {
+				delete(w.render[from], k)
+				w.render[s.To][k] = sp
+			}
+		}
+	case s.Op == "remove":
+		delete(w.render[from], s.Key)
+		if s.Key == root {
+			for _, k := range family {
+				delete(w.render[from], k)
+			}
+		}
+	default:
+		w.render[from][s.Key] = spec{data: s.Data, keep: s.Keep}
+	}
+}
+
+func (w *world) hasKey(app, key string) bool { _, ok := w.render[app][key]; return ok }
+
+// fleet runs kubectl fleet with the plugin of this hunt on PATH.
+func (h *hunter) fleet(w *world, args ...string) (string, int) {
+	cmd := kubectlCmd(append([]string{"fleet"}, args...)...)
+	for i, e := range cmd.Env {
+		if strings.HasPrefix(e, "PATH=") {
+			cmd.Env[i] = "PATH=" + h.pathEnv
+		}
+	}
+	out, errOut, code := runCmd(h.t, cmd, "")
+	return out + errOut, code
+}
+
+// do runs one step and updates the model. ok is false when the step's
+// preconditions do not hold in w (a step of a longer sequence replayed).
+func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) {
+	switch s.Kind {
+	case "apply":
+		before := w.snapshot()
+		w.mutate(s)
+		return true, h.applyAll(ctx, w, before, s.Flag)
+	case "foreign-create":
+		if w.owner(s.Key) != "" || h.exists(ctx, w, s.Key) {
+			return false, nil
+		}
+		return true, h.foreignCreate(ctx, w, s.Key, map[string]any{"v": s.Data}, nil)
+	case "foreign-copy":
+		gvr, ns, name := w.ref(s.Key)
+		live, err := h.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || gvr.Resource != "configmaps" {
+			return false, nil
+		}
+		// A copy under another name, every label kept (ours too).
+		key := "fcm/copy-" + s.Data
+		if strings.HasPrefix(s.Key, "cm2/") {
+			return false, nil
+		}
+		data, _, _ := unstructured.NestedStringMap(live.Object, "data")
+		anyData := map[string]any{}
+		for k, v := range data {
+			anyData[k] = v
+		}
+		return true, h.foreignCreate(ctx, w, key, anyData, live.GetLabels())
+	case "foreign-label":
+		var keys []string
+		for k := range w.foreign {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if len(keys) == 0 {
+			return false, nil
+		}
+		key := keys[len(s.Key)%len(keys)]
+		if w.owner(key) != "" {
+			return false, nil
+		}
+		gvr, ns, name := w.ref(key)
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"applyset.kubernetes.io/part-of":%q}}}`, inventory.ID(w.app(s.App)))
+		_, err := h.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return true, err
+	case "foreign-cr":
+		if !h.exists(ctx, w, "crd/hunts") {
+			return false, nil
+		}
+		return true, h.foreignCreate(ctx, w, "fcr/f"+s.Data, nil, nil)
+	case "foreign-smoke":
+		if h.exists(ctx, w, "fcm/smoke") {
+			return false, nil
+		}
+		return true, h.foreignCreate(ctx, w, "fcm/smoke", map[string]any{"v": s.Data}, nil)
+	case "tests":
+		// App a's tests, its render unchanged: a foreign object of the
+		// test object's name is refused, never deleted.
+		if len(w.revs["a"]) == 0 {
+			return false, nil
+		}
+		out, code := h.fleet(w, "-F", w.write(h.t, "fleet-tests.yaml", false, true), "apply", "--app", w.app("a"), "--prune", "--allow-empty", "--yes", "--force-conflicts")
+		if err := w.secretFree(out); err != nil {
+			return true, err
+		}
+		_, foreignSmoke := w.foreign["fcm/smoke"]
+		if code != 0 && !foreignSmoke {
+			return true, fmt.Errorf("the tests failed with no foreign object in their way: exit %d\n%s", code, out)
+		}
+		return true, nil
+	case "other-fleet":
+		// Another fleet, with an app of the same name, renders one
+		// ConfigMap of its own there: refused, never merged.
+		if len(w.revs[s.App]) == 0 {
+			return false, nil
+		}
+		saved := w.render
+		w.render = map[string]map[string]spec{"a": {}, "b": {}, "c": {}}
+		w.render[s.App]["cm/c5"] = spec{data: s.Data}
+		file := w.write(h.t, "fleet-other.yaml", true, false)
+		w.render = saved
+		w.write(h.t, "fleet.yaml", false, false)
+		out, _ := h.fleet(w, "-F", file, "apply", "--app", w.app(s.App), "--prune", "--allow-empty", "--yes", "--force-conflicts")
+		return true, w.secretFree(out)
+	case "delete":
+		if len(w.revs[s.App]) == 0 {
+			return false, nil
+		}
+		out, code := h.fleet(w, "-F", w.write(h.t, "fleet.yaml", false, false), "delete", "--app", w.app(s.App), "--yes")
+		if err := w.secretFree(out); err != nil {
+			return true, err
+		}
+		if code != 0 {
+			return true, fmt.Errorf("delete: exit %d\n%s", code, out)
+		}
+		w.leave(s.App, w.render[s.App])
+		w.render[s.App] = map[string]spec{}
+		delete(w.revs, s.App)
+		return true, nil
+	case "rollback":
+		revs := w.revs[s.App]
+		if len(revs) < 2 {
+			return false, nil
+		}
+		target := revs[len(revs)-2]
+		for k := range target {
+			if o := w.owner(k); o != "" && o != s.App {
+				return false, nil // another app renders it now
+			}
+		}
+		out, code := h.fleet(w, "-F", w.write(h.t, "fleet.yaml", false, false), "rollback", "--app", w.app(s.App), "--yes", "--force-conflicts")
+		if err := w.secretFree(out); err != nil {
+			return true, err
+		}
+		if code != 0 {
+			return true, fmt.Errorf("rollback to the previous revision: exit %d\n%s", code, out)
+		}
+		before := w.snapshot()
+		w.render[s.App] = clone(target)
+		w.settle(before)
+		w.revs[s.App] = append(revs, clone(target))
+		return true, h.recordUIDs(ctx, w)
+	case "delete-key":
+		err := h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("kubectl-fleet").Delete(ctx, "fleet-digest-key", metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+		return true, err
+	}
+	panic(s.Kind)
+}
+
+func clone(m map[string]spec) map[string]spec {
+	out := make(map[string]spec, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// snapshot is every app's render.
+func (w *world) snapshot() map[string]map[string]spec {
+	out := map[string]map[string]spec{}
+	for a, r := range w.render {
+		out[a] = clone(r)
+	}
+	return out
+}
+
+// applyAll applies every app with --prune and checks what only an apply
+// step can: it succeeded, and the uids of what stayed rendered.
+func (h *hunter) applyAll(ctx context.Context, w *world, before map[string]map[string]spec, flag string) error {
+	// --force-conflicts: an app that renders an object someone else
+	// made (or one it released) adopts it, as a user asks it to; without
+	// the flag a field of theirs with another value is a conflict, and
+	// the apply fails, as it should.
+	args := []string{"-F", w.write(h.t, "fleet.yaml", false, false), "apply", "--prune", "--allow-empty", "--yes", "--force-conflicts"}
+	if flag != "" {
+		args = append(args, flag)
+	}
+	for k := range w.secretValues() {
+		w.secrets = append(w.secrets, k)
+	}
+	// A Namespace or a CRD rendered again while the last one is still
+	// being deleted cannot take objects yet: wait until it is gone, as a
+	// user would (not what the hunt is after).
+	for _, key := range []string{"ns/two", "crd/hunts"} {
+		if w.owner(key) == "" {
+			continue
+		}
+		gvr, _, name := w.ref(key)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			live, err := h.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || live.GetDeletionTimestamp() == nil {
+				break
+			}
+		}
+	}
+	out, code := h.fleet(w, args...)
+	if err := w.secretFree(out); err != nil {
+		return err
+	}
+	if code != 0 {
+		return fmt.Errorf("apply: exit %d\n%s", code, out)
+	}
+	w.settle(before)
+	for _, a := range w.apps {
+		if revs := w.revs[a]; len(revs) == 0 || !sameRender(revs[len(revs)-1], w.render[a]) {
+			w.revs[a] = append(revs, clone(w.render[a]))
+		}
+	}
+	// Rendered before and now: the same object.
+	if err := h.rendered(ctx, w); err != nil {
+		return err
+	}
+	return h.recordUIDs(ctx, w)
+}
+
+func sameRender(a, b map[string]spec) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// settle updates what must hold after the renders went from before to
+// w.render on the cluster: keys left by every app are released (kept)
+// or gone; keys rendered for the first time are the apps' own, or
+// adopted when someone else's object was there.
+func (w *world) settle(before map[string]map[string]spec) {
+	for a, r := range before {
+		var left = map[string]spec{}
+		for k, sp := range r {
+			if w.owner(k) == "" {
+				left[k] = sp
+			}
+		}
+		w.leave(a, left)
+	}
+	for _, a := range w.apps {
+		for k, sp := range w.render[a] {
+			if _, foreign := w.foreign[k]; !foreign && !w.released[k] {
+				w.ours[k] = true
+			}
+			delete(w.pristine, k)
+			w.applied[k] = sp
+		}
+	}
+}
+
+// leave is an app letting go of keys: released when adopted or marked
+// prune: disabled, else deleted.
+func (w *world) leave(app string, keys map[string]spec) {
+	for k := range keys {
+		if w.applied[k].keep || !w.ours[k] {
+			w.released[k] = true
+		}
+		delete(w.ours, k)
+		delete(w.uids, k)
+	}
+}
+
+// recordUIDs notes the uids of what the apps render.
+func (h *hunter) recordUIDs(ctx context.Context, w *world) error {
+	for _, a := range w.apps {
+		for key := range w.render[a] {
+			gvr, ns, name := w.ref(key)
+			live, err := h.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("%s (app %s), rendered, is not there: %v", key, a, err)
+			}
+			w.uids[key] = live.GetUID()
+			if strings.HasPrefix(key, "cm") {
+				if v, _, _ := unstructured.NestedString(live.Object, "data", "v"); v != w.render[a][key].data {
+					return fmt.Errorf("%s (app %s) holds %q, the render %q", key, a, v, w.render[a][key].data)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (h *hunter) exists(ctx context.Context, w *world, key string) bool {
+	gvr, ns, name := w.ref(key)
+	_, err := h.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	return err == nil
+}
+
+func (h *hunter) foreignCreate(ctx context.Context, w *world, key string, data map[string]any, labels map[string]string) error {
+	gvr, ns, name := w.ref(key)
+	obj := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": name, "namespace": ns}}}
+	if gvr.Resource == "hunts" {
+		obj.SetAPIVersion(w.group() + "/v1")
+		obj.SetKind("Hunt")
+	} else {
+		obj.SetAPIVersion("v1")
+		obj.SetKind("ConfigMap")
+		obj.Object["data"] = data
+	}
+	if labels != nil {
+		obj.SetLabels(labels)
+	}
+	live, err := h.dyn.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{FieldManager: "someone-else"})
+	if err != nil {
+		return fmt.Errorf("the foreign actor could not create %s: %w", key, err)
+	}
+	w.foreign[key], w.released[key] = live.GetUID(), true
+	if v, ok := data["v"].(string); ok {
+		w.pristine[key] = v
+	}
+	return nil
+}
+
+// check holds the invariants that hold after every step.
+func (h *hunter) check(ctx context.Context, w *world) error {
+	if err := h.rendered(ctx, w); err != nil {
+		return err
+	}
+	return h.kept(ctx, w)
+}
+
+// rendered: what the apps render stays as the last apply left it, the
+// same object (uid), holding the render.
+func (h *hunter) rendered(ctx context.Context, w *world) error {
+	for key, uid := range w.uids {
+		app := w.owner(key)
+		if app == "" {
+			continue
+		}
+		gvr, ns, name := w.ref(key)
+		live, err := h.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s, rendered by app %s, is gone: %v", key, app, err)
+		case live.GetUID() != uid:
+			return fmt.Errorf("%s, rendered by app %s, was re-created (uid %s, was %s)", key, app, live.GetUID(), uid)
+		}
+		if v, _, _ := unstructured.NestedString(live.Object, "data", "v"); strings.HasPrefix(key, "cm") && v != w.render[app][key].data {
+			return fmt.Errorf("%s, rendered by app %s, holds %q, not its render's %q", key, app, v, w.render[app][key].data)
+		}
+	}
+	return nil
+}
+
+// kept: what no app owns and must stay (the foreign actor's, released)
+// is there, the foreign actor's unchanged while no app renders it; what
+// an app created and no app renders any more is gone.
+func (h *hunter) kept(ctx context.Context, w *world) error {
+	keys := []string{"ns/one"}
+	for k := range w.released {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		gvr, ns, name := w.ref(key)
+		live, err := h.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err == nil && live.GetDeletionTimestamp() != nil {
+			err = fmt.Errorf("being deleted")
+		}
+		if err != nil {
+			who := "released (adopted or prune: disabled)"
+			if _, ok := w.foreign[key]; ok {
+				who = "the foreign actor's"
+			}
+			return fmt.Errorf("%s, %s, is gone: %v", key, who, err)
+		}
+		if uid, ok := w.foreign[key]; ok && w.owner(key) == "" && live.GetUID() != uid {
+			return fmt.Errorf("%s, the foreign actor's, was re-created (uid %s, was %s)", key, live.GetUID(), uid)
+		}
+		if v, ok := w.pristine[key]; ok {
+			if got, _, _ := unstructured.NestedString(live.Object, "data", "v"); got != v {
+				return fmt.Errorf("%s, the foreign actor's, rendered by no app, was changed: %q, was %q", key, got, v)
+			}
+		}
+	}
+	// What an app created and no app renders any more is gone.
+	for _, a := range []string{"cm", "secret"} {
+		for _, key := range huntKeys {
+			if !strings.HasPrefix(key, a+"/") || w.owner(key) != "" || w.released[key] || w.everRendered(key) == false {
+				continue
+			}
+			if h.exists(ctx, w, key) {
+				return fmt.Errorf("%s, created by an app that no longer renders it, was not pruned", key)
+			}
+		}
+	}
+	return nil
+}
+
+func (w *world) everRendered(key string) bool { _, ok := w.applied[key]; return ok }
+
+// secretValues are the values of the Secrets the apps render.
+func (w *world) secretValues() map[string]bool {
+	out := map[string]bool{}
+	for _, a := range w.apps {
+		for k, sp := range w.render[a] {
+			if strings.HasPrefix(k, "secret/") {
+				out["hunt-secret-"+sp.data] = true
+			}
+		}
+	}
+	return out
+}
+
+// secretFree fails when out holds a Secret value, plain or in base64.
+func (w *world) secretFree(out string) error {
+	for _, v := range w.secrets {
+		if strings.Contains(out, v) || strings.Contains(out, base64.StdEncoding.EncodeToString([]byte(v))) {
+			return fmt.Errorf("a Secret value is in the output:\n%s", out)
+		}
+	}
+	return nil
+}
+
+// kindOf is the kind of a violation: the shortest sequence found must
+// break the same invariant.
+func kindOf(err error) string {
+	msg := err.Error()
+	for _, k := range []string{"is gone", "re-created", "was changed", "not its render", "not pruned", "Secret value", "rollback", "delete:", "tests failed", "apply:"} {
+		if strings.Contains(msg, k) {
+			return k
+		}
+	}
+	return msg
+}
+
+// shrink looks for a shorter sequence that still fails: chunks of steps
+// left out, halving the chunk, each try on fresh names (at most 40 tries
+// or 10 minutes).
+func (h *hunter) shrink(seed uint64, seq []step, kind string) []step {
+	deadline := time.Now().Add(10 * time.Minute)
+	tries := 0
+	for chunk := len(seq) / 2; chunk >= 1; chunk /= 2 {
+		for i := 0; i+chunk <= len(seq); {
+			if tries >= 40 || time.Now().After(deadline) {
+				return seq
+			}
+			tries++
+			try := slices.Concat(seq[:i], seq[i+chunk:])
+			if done, v := h.run(seed, len(try), try); v != nil && kindOf(v) == kind {
+				seq = done
+				continue
+			}
+			i += chunk
+		}
+	}
+	return seq
+}
