@@ -153,6 +153,9 @@ func appliedOf(data string) map[string]Applied {
 func appliedData(m map[string]Applied) string {
 	lines := make([]string, 0, len(m))
 	for path, a := range m {
+		if a.Digest == "" {
+			continue // nothing to compare (a Secret without the digest key): never skipped
+		}
 		lines = append(lines, path+" "+a.Digest+" "+a.ResourceVersion+" "+a.UID)
 	}
 	sort.Strings(lines)

@@ -224,7 +224,9 @@ func Check(ctx context.Context, c *kube.Client, planned *App, objs []*unstructur
 	if err != nil {
 		return err
 	}
-	if d := digest.Render(objs, key); d != planned.Digest {
+	if d := digest.Render(objs, key); !digest.Comparable(planned.Digest) || !digest.Comparable(d) {
+		return fmt.Errorf("%w: app %s holds Secret values, and the cluster's digest key %s/%s could not be read when the plan was made or now: a plan cannot vouch for them; apply once, or plan as a user who may read the key", ErrStale, planned.App, digest.Namespace, digest.KeySecret)
+	} else if d != planned.Digest {
 		return fmt.Errorf("%w: the render of app %s changed since the plan (digest %s, planned %s)", ErrStale, planned.App, revision.ShortDigest(d), revision.ShortDigest(planned.Digest))
 	}
 	moved := make([]string, len(planned.Objects))

@@ -187,14 +187,16 @@ func (p *Promotion) why(ctx context.Context, cluster, app string, render Render)
 
 // Why says why a release r of app on cluster is not a verified revision
 // of the render whose digest is given, or "" when it is.
-func Why(cluster, app, digest string, r Release) string {
+func Why(cluster, app, d string, r Release) string {
 	switch {
 	case !r.Exists:
 		return fmt.Sprintf("%s does not run %s yet", cluster, app)
 	case r.Digest == "":
 		return fmt.Sprintf("%s runs %s without a recorded revision", cluster, app)
-	case r.Digest != digest:
-		return fmt.Sprintf("%s runs %s r%d, not this render (%s, rendered %s)", cluster, app, r.Revision, revision.ShortDigest(r.Digest), revision.ShortDigest(digest))
+	case !digest.Comparable(d):
+		return fmt.Sprintf("%s: %s cannot be compared with what it runs without the cluster's digest key (%s/%s not readable)", cluster, app, digest.Namespace, digest.KeySecret)
+	case r.Digest != d:
+		return fmt.Sprintf("%s runs %s r%d, not this render (%s, rendered %s)", cluster, app, r.Revision, revision.ShortDigest(r.Digest), revision.ShortDigest(d))
 	case r.Verification.State == revision.Verified:
 		return ""
 	case r.Verification.Reason != "":
