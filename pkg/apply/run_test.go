@@ -1223,3 +1223,36 @@ func TestSetBelongsToOneFleet(t *testing.T) {
 		t.Errorf("the first fleet's ConfigMap was deleted or re-created: %v", live)
 	}
 }
+
+// TestCreatedMeanwhileIsAdopted: an object someone creates after the
+// apply listed the live objects and before it applies them is adopted
+// (the apply's answer names their field manager), not called created, so
+// that prune, delete and --atomic release it rather than delete it.
+func TestCreatedMeanwhileIsAdopted(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("web"))
+	theirs := cm("web", "racy", "theirs=yes")
+	theirs.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone-else", Operation: metav1.ManagedFieldsOperationUpdate}})
+	hold := make(chan struct{})
+	c.Inject(kubetest.Fault{Verb: "patch", Name: "racy", Before: hold})
+	done := make(chan map[string]apply.Change)
+	go func() {
+		got, _ := run(t, c, apply.Config{Objects: []*unstructured.Unstructured{cm("web", "racy", "ours=yes")}})
+		done <- got
+	}()
+	// Once the ConfigMaps are listed, someone creates it; then our patch.
+	for listed := false; !listed; time.Sleep(time.Millisecond) {
+		for _, r := range c.Requests() {
+			listed = listed || r.Verb == "list" && r.Resource == "configmaps" && r.Namespace == "web"
+		}
+	}
+	c.Put(theirs)
+	close(hold)
+	if ch := (<-done)["configmap/racy"]; ch.Action != apply.Adopted {
+		t.Errorf("created meanwhile: %+v", ch)
+	}
+	mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
+	if c.Live(theirs) == nil {
+		t.Error("the object someone created meanwhile was deleted by the prune")
+	}
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -515,10 +516,19 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		_, err := h.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return true, err
 	case "foreign-cr":
-		if !h.exists(ctx, w, "crd/hunts") {
+		// Only while the CRD serves its kind (established, not being
+		// deleted).
+		gvr, _, name := w.ref("crd/hunts")
+		crd, err := h.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || crd.GetDeletionTimestamp() != nil || !established(crd) {
 			return false, nil
 		}
-		return true, h.foreignCreate(ctx, w, "fcr/f"+s.Data, nil, nil)
+		if err := h.foreignCreate(ctx, w, "fcr/f"+s.Data, nil, nil); err != nil && !apierrors.IsNotFound(errors.Unwrap(err)) {
+			return true, err
+		} else if err != nil {
+			return false, nil // the kind is not served yet
+		}
+		return true, nil
 	case "foreign-smoke":
 		if h.exists(ctx, w, "fcm/smoke") {
 			return false, nil
@@ -599,6 +609,17 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		return true, err
 	}
 	panic(s.Kind)
+}
+
+// established reports whether a CRD serves its kind.
+func established(crd *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }
 
 func clone(m map[string]spec) map[string]spec {
