@@ -79,7 +79,7 @@ type Change struct {
 	// Reason explains a skip or a health state.
 	Reason string
 	// Warning is something the user should know: the object is shared
-	// with another app, or moved from one.
+	// with another app, or labelled as an app's that does not record it.
 	Warning string
 	Err     error
 }

@@ -62,7 +62,8 @@ type Object struct {
 	// Note says what else apply would do or need: a conflict with another
 	// field manager, a replacement, a policy that applies.
 	Note string
-	// Warning: the object is shared with another app, or moved from one.
+	// Warning: the object is shared with another app, or labelled as an
+	// app's that does not record it.
 	Warning string
 	// Conflict: another field manager owns fields apply would set, so
 	// apply needs --force-conflicts.

@@ -598,7 +598,10 @@ func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
 	case holder == "":
 		return Claim{PartOf: s.ID, Adopt: true}
 	case from != "":
-		return Claim{PartOf: s.ID, Warning: fmt.Sprintf("moved from app %s to app %s", from, s.App), Adopt: n.adopted[from].Has(path)}
+		// Labelled as another app's that does not record it (those that
+		// do are holders): the label alone proves nothing (a copy, a
+		// label set by hand), so the object is adopted, never deleted.
+		return Claim{PartOf: s.ID, Warning: fmt.Sprintf("labelled as app %s's, which does not record it; adopted by app %s", from, s.App), Adopt: true}
 	default:
 		return Claim{PartOf: s.ID, Warning: fmt.Sprintf("taken from another ApplySet (%s=%s)", apply.ApplysetPartOfLabel, holder), Adopt: true}
 	}

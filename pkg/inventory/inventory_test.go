@@ -49,8 +49,8 @@ func TestClaim(t *testing.T) {
 		{"shared, held by b", "Namespace/shared", ID("b"), ID("b"), "shared with app b, which applies it too (the last apply wins)", false},
 		{"shared, held by us", "Namespace/shared", a.ID, a.ID, "shared with app b, which applies it too (the last apply wins)", false},
 		{"shared, new", "Namespace/shared", "-", a.ID, "shared with app b, which applies it too (the last apply wins)", false},
-		{"held by c, which no longer records it", "ConfigMap/x/moved", ID("c"), a.ID, "moved from app c to app a", false},
-		{"held by c, which had adopted it", "ConfigMap/x/adopted-by-c", ID("c"), a.ID, "moved from app c to app a", true},
+		{"labelled as c's, which does not record it", "ConfigMap/x/moved", ID("c"), a.ID, "labelled as app c's, which does not record it; adopted by app a", true},
+		{"labelled as c's, which had adopted it", "ConfigMap/x/adopted-by-c", ID("c"), a.ID, "labelled as app c's, which does not record it; adopted by app a", true},
 		{"another tool's set", "ConfigMap/x/foreign", "applyset-xyz-v1", a.ID, "taken from another ApplySet (applyset.kubernetes.io/part-of=applyset-xyz-v1)", true},
 	} {
 		var live *metav1.ObjectMeta

@@ -540,6 +540,7 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		if len(w.revs["a"]) == 0 {
 			return false, nil
 		}
+		h.untilDeleted(ctx, w, w.snapshot())
 		out, code := h.fleet(w, "-F", w.write(h.t, "fleet-tests.yaml", false, true), "apply", "--app", w.app("a"), "--prune", "--allow-empty", "--yes", "--force-conflicts")
 		if err := w.secretFree(out); err != nil {
 			return true, err
@@ -550,14 +551,14 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		}
 		return true, nil
 	case "other-fleet":
-		// Another fleet, with an app of the same name, renders one
-		// ConfigMap of its own there: refused, never merged.
-		if len(w.revs[s.App]) == 0 {
+		// Another fleet, with an app of the same name, renders only its
+		// base ConfigMap there: refused, never merged (merged, its
+		// prune would delete the first fleet's objects).
+		if len(w.revs[s.App]) == 0 || len(w.render[s.App]) == 0 {
 			return false, nil
 		}
 		saved := w.render
 		w.render = map[string]map[string]spec{"a": {}, "b": {}, "c": {}}
-		w.render[s.App]["cm/c5"] = spec{data: s.Data}
 		file := w.write(h.t, "fleet-other.yaml", true, false)
 		w.render = saved
 		w.write(h.t, "fleet.yaml", false, false)
@@ -589,6 +590,7 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 				return false, nil // another app renders it now
 			}
 		}
+		h.untilDeleted(ctx, w, map[string]map[string]spec{s.App: target})
 		out, code := h.fleet(w, "-F", w.write(h.t, "fleet.yaml", false, false), "rollback", "--app", w.app(s.App), "--yes", "--force-conflicts")
 		if err := w.secretFree(out); err != nil {
 			return true, err
@@ -653,21 +655,7 @@ func (h *hunter) applyAll(ctx context.Context, w *world, before map[string]map[s
 	for k := range w.secretValues() {
 		w.secrets = append(w.secrets, k)
 	}
-	// A Namespace or a CRD rendered again while the last one is still
-	// being deleted cannot take objects yet: wait until it is gone, as a
-	// user would (not what the hunt is after).
-	for _, key := range []string{"ns/two", "crd/hunts"} {
-		if w.owner(key) == "" {
-			continue
-		}
-		gvr, _, name := w.ref(key)
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-			live, err := h.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-			if err != nil || live.GetDeletionTimestamp() == nil {
-				break
-			}
-		}
-	}
+	h.untilDeleted(ctx, w, w.snapshot())
 	out, code := h.fleet(w, args...)
 	if err := w.secretFree(out); err != nil {
 		return err
@@ -686,6 +674,29 @@ func (h *hunter) applyAll(ctx context.Context, w *world, before map[string]map[s
 		return err
 	}
 	return h.recordUIDs(ctx, w)
+}
+
+// untilDeleted waits until a Namespace or a CRD that renders hold is
+// gone, when the last one is still being deleted: it cannot take objects
+// until then, and a user would wait too (not what the hunt is after).
+func (h *hunter) untilDeleted(ctx context.Context, w *world, renders map[string]map[string]spec) {
+	for _, key := range []string{"ns/two", "crd/hunts"} {
+		rendered := false
+		for _, r := range renders {
+			_, ok := r[key]
+			rendered = rendered || ok
+		}
+		if !rendered {
+			continue
+		}
+		gvr, _, name := w.ref(key)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			live, err := h.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || live.GetDeletionTimestamp() == nil {
+				break
+			}
+		}
+	}
 }
 
 func sameRender(a, b map[string]spec) bool {
