@@ -1097,11 +1097,16 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 // retain leaves a member in the set, untouched, for the next prune to
 // decide: reason says which input of the decision could not be read.
 func (p *pass) retain(ch Change, m *unstructured.Unstructured, reason string) Change {
-	p.mu.Lock()
-	p.retained = p.retained.Union(inventory.ContentsOf([]*unstructured.Unstructured{m}))
-	p.mu.Unlock()
+	p.stay(m)
 	ch.Action, ch.Reason = Kept, reason
 	return ch
+}
+
+// stay keeps m in the app's record.
+func (p *pass) stay(m *unstructured.Unstructured) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.retained = p.retained.Union(inventory.ContentsOf([]*unstructured.Unstructured{m}))
 }
 
 func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse map[string]string) Change {
@@ -1143,6 +1148,9 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 				if err := p.set.Release(ctx, ri, m, d.To, FieldManager); err != nil {
 					ch.Action, ch.Err = Failed, err
 				}
+			}
+			if d.Stay {
+				p.stay(m)
 			}
 			return ch
 		}

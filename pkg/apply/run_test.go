@@ -1154,9 +1154,14 @@ func TestMovedToALaterApp(t *testing.T) {
 	if ch := got["configmap/moved"]; ch.Action != apply.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
 		t.Errorf("a's prune: %+v", ch)
 	}
-	got = mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}})
-	if ch := got["configmap/moved"]; ch.Action == apply.Created || ch.Action == apply.Adopted || ch.Warning != "" {
+	got = mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}, Others: map[string][]*unstructured.Unstructured{"a": {cm("web", "a-only")}}})
+	if ch := got["configmap/moved"]; ch.Action == apply.Created || ch.Action == apply.Adopted || ch.Warning != "moved from app a to app b" {
 		t.Errorf("b's apply: %+v", ch)
+	}
+	// The next run of a lets go of it for good.
+	mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: map[string][]*unstructured.Unstructured{"b": {cm("web", "moved", "k=v")}}})
+	if set, err := inventory.Load(context.Background(), c.Client, "a"); err != nil || set.Contents.Members.Has("ConfigMap/web/moved") {
+		t.Errorf("a's set still records it: %v %+v", err, set)
 	}
 	if live := c.Live(moved); live == nil || live.GetUID() != uid {
 		t.Errorf("the moved ConfigMap was deleted or re-created: %v", live)

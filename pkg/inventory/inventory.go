@@ -335,8 +335,20 @@ type Neighbours struct {
 	// be read: nothing is deleted then (Decide).
 	unknown error
 	// rendering maps an object.Path to the other app of this run that
-	// renders it on the cluster (Rendering).
+	// renders it on the cluster, and inRun are those apps (Rendering).
 	rendering map[string]string
+	inRun     sets.Set[string]
+}
+
+// handing reports whether every one of apps is of this run and renders
+// nothing at path: they hand it over.
+func (n *Neighbours) handing(apps []string, path string) bool {
+	for _, a := range apps {
+		if !n.inRun.Has(a) || n.rendering[path] == a {
+			return false
+		}
+	}
+	return true
 }
 
 // LoadNeighbours reads the parents of every other app of the cluster: one
@@ -368,8 +380,9 @@ func unknownNeighbours(app string, err error) *Neighbours {
 // object one of them renders is never deleted by this app's prune but
 // handed to that app, whatever order the apps run in.
 func (n *Neighbours) Rendering(c *kube.Client, others map[string][]*unstructured.Unstructured) {
-	n.rendering = map[string]string{}
+	n.rendering, n.inRun = map[string]string{}, sets.New[string]()
 	for app, objs := range others {
+		n.inRun.Insert(app)
 		for _, o := range objs {
 			o = object.CopyMeta(o)
 			_, _, _ = c.Scope(o) // kinds not served yet keep the render's namespace
@@ -423,6 +436,11 @@ type Decision struct {
 	// neither deleted nor released but stays in the app's set, so that a
 	// later prune decides again.
 	Retain bool
+	// Stay: handed to To, an app of this run, it stays in this app's
+	// record too until To's apply records it: To then finds it held by
+	// an app that records it (not a label no record backs, which it
+	// would adopt), and the next prune here hands it over for good.
+	Stay bool
 	// Reason says why it is not deleted.
 	Reason string
 }
@@ -466,7 +484,9 @@ func (n *Neighbours) Decide(s *Set, m *unstructured.Unstructured, inUse map[stri
 		if adopted {
 			return keep("", "rendered by app %s in this run; released for it to adopt (it existed before app %s applied it)", app, s.App)
 		}
-		return keep(app, "rendered by app %s in this run; handed to it, not deleted", app)
+		d := keep(app, "rendered by app %s in this run; handed to it, not deleted", app)
+		d.Stay = true
+		return d
 	}
 	if apps := n.holders[path]; len(apps) > 0 {
 		return keep(apps[0], "shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
@@ -581,6 +601,11 @@ func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
 		holder = live.Labels[apply.ApplysetPartOfLabel]
 	}
 	if apps := n.holders[path]; len(apps) > 0 {
+		if holder == s.ID && n.handing(apps, path) {
+			// Handed to us by the apps that record it, which this run
+			// applies without it: ours, the same object.
+			return Claim{PartOf: s.ID, Warning: fmt.Sprintf("moved from app %s to app %s", strings.Join(apps, ", "), s.App)}
+		}
 		c := Claim{PartOf: s.ID, Warning: fmt.Sprintf("shared with app %s, which applies it too (the last apply wins)", strings.Join(apps, ", "))}
 		if slices.Contains(apps, n.apps[holder]) {
 			c.PartOf = holder
@@ -591,10 +616,14 @@ func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
 	switch from := n.apps[holder]; {
 	case live == nil:
 		return Claim{PartOf: s.ID}
-	case holder == s.ID:
+	case holder == s.ID && s.Contents.Members.Has(path):
 		// Ours already (the parent records every member before it is
 		// labelled).
 		return Claim{PartOf: s.ID}
+	case holder == s.ID:
+		// Our label, but no record of ours (nor another app's) backs it:
+		// a label set by hand, a copy. Adopted, never deleted.
+		return Claim{PartOf: s.ID, Warning: fmt.Sprintf("labelled as app %s's, which does not record it; adopted", s.App), Adopt: true}
 	case holder == "":
 		return Claim{PartOf: s.ID, Adopt: true}
 	case from != "":

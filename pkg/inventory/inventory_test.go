@@ -34,6 +34,7 @@ func neighbours() *Neighbours {
 
 func TestClaim(t *testing.T) {
 	a := &Set{App: "a", ID: ID("a"), Contents: ContentsOf(nil)}
+	a.Contents.Members.Insert("ConfigMap/x/a")
 	n := neighbours()
 	for _, tt := range []struct {
 		name        string
@@ -46,6 +47,7 @@ func TestClaim(t *testing.T) {
 		{"new object", "ConfigMap/x/a", "-", a.ID, "", false},
 		{"ours", "ConfigMap/x/a", a.ID, a.ID, "", false},
 		{"unlabelled live object", "ConfigMap/x/a", "", a.ID, "", true},
+		{"our label, no record of ours", "ConfigMap/x/copy", a.ID, a.ID, "labelled as app a's, which does not record it; adopted", true},
 		{"shared, held by b", "Namespace/shared", ID("b"), ID("b"), "shared with app b, which applies it too (the last apply wins)", false},
 		{"shared, held by us", "Namespace/shared", a.ID, a.ID, "shared with app b, which applies it too (the last apply wins)", false},
 		{"shared, new", "Namespace/shared", "-", a.ID, "shared with app b, which applies it too (the last apply wins)", false},
@@ -194,8 +196,8 @@ func TestDecideThisRun(t *testing.T) {
 		obj  *unstructured.Unstructured
 		want Decision
 	}{
-		{obj("ConfigMap", "x", "moved", nil), Decision{To: "c", Reason: "rendered by app c in this run; handed to it, not deleted"}},
-		{obj("ConfigMap", "x", "moved", map[string]string{"fleet.kubectl.io/prune": "always"}), Decision{To: "c", Reason: "rendered by app c in this run; handed to it, not deleted"}},
+		{obj("ConfigMap", "x", "moved", nil), Decision{To: "c", Stay: true, Reason: "rendered by app c in this run; handed to it, not deleted"}},
+		{obj("ConfigMap", "x", "moved", map[string]string{"fleet.kubectl.io/prune": "always"}), Decision{To: "c", Stay: true, Reason: "rendered by app c in this run; handed to it, not deleted"}},
 		{obj("ConfigMap", "x", "adopted", nil), Decision{Reason: "rendered by app c in this run; released for it to adopt (it existed before app a applied it)"}},
 		{obj("Namespace", "", "inside", nil), Decision{Reason: "app c renders objects in it in this run; left in place and no longer part of app a"}},
 		{crd, Decision{Reason: "app c renders custom resources of its kind in this run; left in place and no longer part of app a"}},
