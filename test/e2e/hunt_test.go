@@ -47,7 +47,9 @@ import (
 //   - no Secret value appears in any output.
 //
 // HUNT_SHRINK=0 reports the whole sequence without looking for a shorter
-// one. HUNT_SEED (default 1, or "random"), HUNT_STEPS (default 200) and
+// one; HUNT_ONLY=other-fleet,move,… generates only applies and the steps
+// named (applies that move, keep or touch the CRD only when "move",
+// "keep", "crd" are named), to hunt one problem at a time. HUNT_SEED (default 1, or "random"), HUNT_STEPS (default 200) and
 // HUNT_DURATION (run seeds one after the other until it passes: make
 // hunt) choose the run; HUNT_PLUGIN_DIR puts another build of the plugin
 // on PATH (an earlier release, to see what the hunt finds in it). A
@@ -115,6 +117,9 @@ type hunter struct {
 	dyn     dynamic.Interface
 	pathEnv string
 	runs    int
+	// only, when not nil, are the kinds of steps generated besides
+	// applies, and what applies may do ("move", "keep", "crd"): HUNT_ONLY.
+	only map[string]bool
 }
 
 func newHunter(t *testing.T) *hunter {
@@ -128,6 +133,12 @@ func newHunter(t *testing.T) *hunter {
 		t.Fatal(err)
 	}
 	h := &hunter{t: t, dyn: dyn, pathEnv: pathEnv}
+	if only := os.Getenv("HUNT_ONLY"); only != "" {
+		h.only = map[string]bool{}
+		for _, k := range strings.Split(only, ",") {
+			h.only[strings.TrimSpace(k)] = true
+		}
+	}
 	if dir := os.Getenv("HUNT_PLUGIN_DIR"); dir != "" {
 		h.pathEnv = dir + string(os.PathListSeparator) + pathEnv
 	}
@@ -375,6 +386,29 @@ func (h *hunter) cleanup(w *world) {
 
 // generate picks a step that is valid in w.
 func (h *hunter) generate(rng *rand.Rand, w *world) step {
+	for {
+		s := h.candidate(rng, w)
+		if h.only == nil {
+			return s
+		}
+		switch {
+		case s.Kind != "apply" && !h.only[s.Kind]:
+			continue
+		case s.Kind == "apply" && !h.only["crd"] && (strings.HasPrefix(s.Key, "cr") || strings.HasPrefix(s.Key, "crd")):
+			continue
+		}
+		if !h.only["move"] && s.Op == "move" {
+			s.Op = "change"
+		}
+		if !h.only["keep"] {
+			s.Keep = false
+		}
+		return s
+	}
+}
+
+// candidate picks a step at random.
+func (h *hunter) candidate(rng *rand.Rand, w *world) step {
 	app := w.apps[rng.IntN(len(w.apps))]
 	data := func() string { w.n++; return fmt.Sprintf("v%d", w.n) }
 	switch r := rng.IntN(100); {
