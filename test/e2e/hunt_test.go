@@ -290,9 +290,9 @@ func (w *world) owner(key string) string {
 }
 
 func (w *world) write(t *testing.T, file string, otherFleet bool, tests bool) string {
-	name := w.p
+	name, apps := w.p, "apps"
 	if otherFleet {
-		name = w.p + "-other"
+		name, apps = w.p+"-other", "apps-other"
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: %s}\ngroups: [{name: staging}]\nclusters: [{name: hunt, group: staging, context: fleet-c1}]\napps:\n", name)
@@ -301,7 +301,7 @@ func (w *world) write(t *testing.T, file string, otherFleet bool, tests bool) st
 		if tests && a == "a" {
 			extra = ", tests: tests/a"
 		}
-		fmt.Fprintf(&b, "  - {name: %s, manifests: apps/%s%s}\n", w.app(a), a, extra)
+		fmt.Fprintf(&b, "  - {name: %s, manifests: %s/%s%s}\n", w.app(a), apps, a, extra)
 	}
 	must(t, os.WriteFile(filepath.Join(w.dir, file), []byte(b.String()), 0o644))
 	for _, a := range w.apps {
@@ -314,8 +314,8 @@ func (w *world) write(t *testing.T, file string, otherFleet bool, tests bool) st
 		for _, k := range keys {
 			docs = append(docs, w.manifest(k, w.render[a][k]))
 		}
-		must(t, os.MkdirAll(filepath.Join(w.dir, "apps", a), 0o755))
-		must(t, os.WriteFile(filepath.Join(w.dir, "apps", a, "all.yaml"), []byte(strings.Join(docs, "---\n")), 0o644))
+		must(t, os.MkdirAll(filepath.Join(w.dir, apps, a), 0o755))
+		must(t, os.WriteFile(filepath.Join(w.dir, apps, a, "all.yaml"), []byte(strings.Join(docs, "---\n")), 0o644))
 	}
 	must(t, os.MkdirAll(filepath.Join(w.dir, "tests", "a"), 0o755))
 	must(t, os.WriteFile(filepath.Join(w.dir, "tests", "a", "smoke.yaml"), []byte(fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: smoke, namespace: %s}\ndata: {v: test}\n", w.ns("one"))), 0o644))
@@ -595,7 +595,6 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		w.render = map[string]map[string]spec{"a": {}, "b": {}, "c": {}}
 		file := w.write(h.t, "fleet-other.yaml", true, false)
 		w.render = saved
-		w.write(h.t, "fleet.yaml", false, false)
 		out, _ := h.fleet(w, "-F", file, "apply", "--app", w.app(s.App), "--prune", "--allow-empty", "--yes", "--force-conflicts")
 		return true, w.secretFree(out)
 	case "delete":
