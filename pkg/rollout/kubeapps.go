@@ -28,8 +28,6 @@ type KubeApps struct {
 	Config  ApplyConfig
 	Locks   *Locks
 	Emit    Sink
-	// Lost is told when a lock of the cluster is lost while held.
-	Lost func(error)
 	// Tests are an app's rendered tests, Ignore its ignoreDifferences.
 	Tests  func(app string) []*unstructured.Unstructured
 	Ignore func(app string) []object.IgnoreRule
@@ -87,7 +85,7 @@ func (k *KubeApps) DependencyApplied(ctx context.Context, app string) error {
 // Lock takes the app's lock, held until the cluster's work ends: an
 // --atomic rollback or a soak after it is covered too.
 func (k *KubeApps) Lock(ctx context.Context, app string) error {
-	return k.Locks.Acquire(ctx, k.Client, k.Cluster, app, k.label(app), false, k.Emit, k.Lost)
+	return k.Locks.Acquire(ctx, k.Client, k.Cluster, app, k.label(app), false, k.Emit, nil) // a lost lock ends the cluster's Writes (Locks.Writes)
 }
 
 // Remember keeps the app's set as it is.
