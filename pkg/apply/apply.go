@@ -1297,6 +1297,18 @@ func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
 		if p.doomed.Has(it.uid) || slices.ContainsFunc(it.owners, func(o metav1.OwnerReference) bool { return present.Has(o.UID) || p.doomed.Has(o.UID) }) {
 			continue
 		}
+		if len(it.owners) > 0 {
+			// Owned from outside the namespace, or by an owner gone:
+			// garbage the collector deletes once every owner is gone
+			// (a Deployment's Pod whose ReplicaSet went first).
+			gone, err := p.ownersGone(ctx, ns, it.owners)
+			if err != nil {
+				return "", fmt.Errorf("reading the owners of %s: %w", it.ref, err)
+			}
+			if gone {
+				continue
+			}
+		}
 		foreign = append(foreign, it.ref)
 	}
 	if len(foreign) == 0 {
@@ -1308,6 +1320,41 @@ func (p *pass) foreignIn(ctx context.Context, ns string) (string, error) {
 		verb = " that is not the app's remains: "
 	}
 	return output.Plural(len(foreign), "object") + verb + strings.Join(foreign[:min(3, len(foreign))], ", ") + map[bool]string{true: ", …"}[len(foreign) > 3], nil
+}
+
+// ownersGone reports whether every owner an object in namespace ns
+// names is gone (not found, or another object under its name): the
+// garbage collector then deletes the object. An owner that cannot be
+// read is an error.
+func (p *pass) ownersGone(ctx context.Context, ns string, owners []metav1.OwnerReference) (bool, error) {
+	for _, o := range owners {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return false, err
+		}
+		m, err := p.c.MappingFor(gv.WithKind(o.Kind).GroupKind())
+		if meta.IsNoMatchError(err) {
+			continue // its kind is no longer served: it is gone
+		} else if err != nil {
+			return false, err
+		}
+		ri := p.c.Metadata.Resource(m.Resource)
+		var live *metav1.PartialObjectMetadata
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			live, err = ri.Namespace(ns).Get(ctx, o.Name, metav1.GetOptions{})
+		} else {
+			live, err = ri.Get(ctx, o.Name, metav1.GetOptions{})
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return false, err
+		case live.GetUID() == o.UID:
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // clusterMade reports whether the cluster itself puts an object in every

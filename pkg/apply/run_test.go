@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clienttesting "k8s.io/client-go/testing"
@@ -1259,5 +1260,35 @@ func TestCreatedMeanwhileIsAdopted(t *testing.T) {
 	mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
 	if c.Live(theirs) == nil {
 		t.Error("the object someone created meanwhile was deleted by the prune")
+	}
+}
+
+// TestNamespaceGuardOwners: before a Namespace goes, an object in it whose
+// owners are all gone (garbage the collector deletes: a Pod whose
+// ReplicaSet went first) does not keep it; one owned by an object that is
+// there, outside the Namespace, does.
+func TestNamespaceGuardOwners(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("data"), cm("data", "ours")}})
+	policy := kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "", "live")
+	c.Put(policy)
+	owned := func(name string, owner *unstructured.Unstructured, uid types.UID) *unstructured.Unstructured {
+		o := cm("data", name)
+		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: owner.GetAPIVersion(), Kind: owner.GetKind(), Name: owner.GetName(), UID: uid}})
+		return o
+	}
+	c.Put(owned("garbage", cm("data", "gone"), "uid-gone"))
+	got := mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
+	if ch := got["namespace/data"]; ch.Action != apply.Pruned {
+		t.Errorf("a Namespace holding only garbage: %+v", ch)
+	}
+
+	c2 := kubetest.New(t)
+	mustRun(t, c2, apply.Config{Objects: []*unstructured.Unstructured{ns("data"), cm("data", "ours")}})
+	c2.Put(policy)
+	c2.Put(owned("held", policy, c2.Live(policy).GetUID()))
+	got = mustRun(t, c2, apply.Config{Prune: true, AllowEmpty: true})
+	if ch := got["namespace/data"]; ch.Action != apply.Kept || !strings.Contains(ch.Reason, "configmaps/held") {
+		t.Errorf("a Namespace holding an object whose owner is elsewhere: %+v", ch)
 	}
 }
