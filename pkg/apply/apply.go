@@ -162,7 +162,9 @@ var ErrEmptyPrune = errors.New("the render is empty: --prune would delete every 
 
 // Run applies cfg to the cluster. It returns an error if anything failed.
 // When ctx is cancelled (Ctrl-C) no new request starts; requests in flight
-// finish or time out (--request-timeout), and Run returns ctx's error.
+// finish or time out (--request-timeout), and Run returns ctx's error;
+// when it ends with ErrAbort as its cause (a lost lock), the requests in
+// flight are cancelled too.
 func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	stop, ctx := detach(ctx)
 	if len(cfg.Objects) == 0 && cfg.Prune && !cfg.AllowEmpty {
