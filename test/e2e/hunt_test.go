@@ -57,9 +57,17 @@ import (
 // that reproduces it, replayed on fresh names.
 func TestHunt(t *testing.T) {
 	steps := envInt(t, "HUNT_STEPS", 200)
-	seed := uint64(envInt(t, "HUNT_SEED", 1))
-	if os.Getenv("HUNT_SEED") == "random" {
+	seed := uint64(1)
+	switch v := os.Getenv("HUNT_SEED"); v {
+	case "":
+	case "random":
 		seed = rand.Uint64()
+	default:
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("HUNT_SEED: %v", err)
+		}
+		seed = n
 	}
 	var until time.Time
 	if d := os.Getenv("HUNT_DURATION"); d != "" {
@@ -200,6 +208,10 @@ type world struct {
 	ours    map[string]bool
 	secrets []string
 	n       int
+	// keyReplaced: the digest key was deleted since the apps' last
+	// applies; the next apply of an app with a Secret records a revision
+	// even of the same render (its digest is under the new key).
+	keyReplaced map[string]bool
 }
 
 // The keys: ConfigMaps c0..c5 and Secrets s0, s1 in namespace "one"
@@ -579,6 +591,10 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		if err := w.secretFree(out); err != nil {
 			return true, err
 		}
+		if w.keyReplaced["a"] && hasSecret(w.render["a"]) {
+			w.revs["a"] = append(w.revs["a"], clone(w.render["a"]))
+		}
+		delete(w.keyReplaced, "a")
 		_, foreignSmoke := w.foreign["fcm/smoke"]
 		if code != 0 && !foreignSmoke {
 			return true, fmt.Errorf("the tests failed with no foreign object in their way: exit %d\n%s", code, out)
@@ -635,12 +651,14 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		w.render[s.App] = clone(target)
 		w.settle(before)
 		w.revs[s.App] = append(revs, clone(target))
+		delete(w.keyReplaced, s.App)
 		return true, h.recordUIDs(ctx, w)
 	case "delete-key":
 		err := h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("kubectl-fleet").Delete(ctx, "fleet-digest-key", metav1.DeleteOptions{})
 		if apierrors.IsNotFound(err) {
 			err = nil
 		}
+		w.keyReplaced = map[string]bool{"a": true, "b": true, "c": true}
 		return true, err
 	}
 	panic(s.Kind)
@@ -698,9 +716,10 @@ func (h *hunter) applyAll(ctx context.Context, w *world, before map[string]map[s
 	}
 	w.settle(before)
 	for _, a := range w.apps {
-		if revs := w.revs[a]; len(revs) == 0 || !sameRender(revs[len(revs)-1], w.render[a]) {
+		if revs := w.revs[a]; len(revs) == 0 || !sameRender(revs[len(revs)-1], w.render[a]) || w.keyReplaced[a] && hasSecret(w.render[a]) {
 			w.revs[a] = append(revs, clone(w.render[a]))
 		}
+		delete(w.keyReplaced, a)
 	}
 	// Rendered before and now: the same object.
 	if err := h.rendered(ctx, w); err != nil {
@@ -730,6 +749,15 @@ func (h *hunter) untilDeleted(ctx context.Context, w *world, renders map[string]
 			}
 		}
 	}
+}
+
+func hasSecret(r map[string]spec) bool {
+	for k := range r {
+		if strings.HasPrefix(k, "secret/") {
+			return true
+		}
+	}
+	return false
 }
 
 func sameRender(a, b map[string]spec) bool {
