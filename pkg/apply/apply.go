@@ -694,29 +694,10 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		return fail(err)
 	}
 	ch.Namespace = obj.GetNamespace()
-	var (
-		live   *metav1.ObjectMeta         // nil: the object does not exist
-		before *unstructured.Unstructured // the live object, when read
-		listed map[string]*metav1.ObjectMeta
-	)
 	ignored := object.Ignored(obj, cfg.Ignore)
-	if !cfg.DryRun && !ignored {
-		listed, err = p.listed.Of(ctx, c, m, obj.GetNamespace())
-	}
-	if listed != nil && err == nil {
-		live = listed[obj.GetName()]
-	} else {
-		// A dry run, fields to keep, or not allowed to list: read the
-		// object itself (adopting may have read it already).
-		before, err = p.get(ctx, ri, obj, false)
-		switch {
-		case apierrors.IsNotFound(err):
-			before = nil
-		case err != nil:
-			return fail(err)
-		default:
-			live = &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}
-		}
+	live, before, listed, err := p.readLive(ctx, ri, m, obj, ignored)
+	if err != nil {
+		return fail(err)
 	}
 	claim := p.others.Claim(&p.last, object.Path(obj), live)
 	inventory.Label(obj, claim.PartOf)
@@ -768,6 +749,28 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		ch.Action = Configured
 	}
 	return ch
+}
+
+// readLive is what applyOne knows of obj's live object: its metadata
+// (nil: it does not exist), from metadata listed once per resource and
+// namespace (listed, when it was); or, for a dry run, fields to keep or a
+// user who may not list, the object itself (before), read (adopting may
+// have read it already).
+func (p *pass) readLive(ctx context.Context, ri dynamic.ResourceInterface, m *meta.RESTMapping, obj *unstructured.Unstructured, ignored bool) (live *metav1.ObjectMeta, before *unstructured.Unstructured, listed map[string]*metav1.ObjectMeta, err error) {
+	if !p.cfg.DryRun && !ignored {
+		listed, err = p.listed.Of(ctx, p.c, m, obj.GetNamespace())
+	}
+	if listed != nil && err == nil {
+		return listed[obj.GetName()], nil, listed, nil
+	}
+	before, err = p.get(ctx, ri, obj, false)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil, nil, nil
+	case err != nil:
+		return nil, nil, nil, err
+	}
+	return &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}, before, nil, nil
 }
 
 // patch applies obj and returns the result: whole for a dry run, which
