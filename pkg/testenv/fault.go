@@ -56,6 +56,9 @@ type Request struct {
 	Path   string
 	// Mode is how the request was treated.
 	Mode Mode
+	// Forwarded is when the request was sent on to the API server: zero
+	// for a request aborted (Down, or held until its client gave up).
+	Forwarded time.Time
 }
 
 func (r Request) String() string {
@@ -168,6 +171,7 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	mode, release := p.mode, p.release
+	i := len(p.log)
 	p.log = append(p.log, Request{At: time.Now(), Method: r.Method, Path: r.URL.Path, Mode: mode})
 	if mode == Hung {
 		p.held++
@@ -189,6 +193,9 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+	p.mu.Lock()
+	p.log[i].Forwarded = time.Now()
+	p.mu.Unlock()
 	p.forward.ServeHTTP(w, r)
 }
 

@@ -91,11 +91,16 @@ func TestFaultProxy(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("released: %v", err)
 	}
+	// Forwarded: what reached the backend (not /b cut, nor /c whose
+	// client gave up while held).
 	var paths []string
 	for _, r := range p.Requests() {
 		paths = append(paths, r.Path+":"+r.Mode.String())
+		if !r.Forwarded.IsZero() {
+			paths[len(paths)-1] += ":sent"
+		}
 	}
-	if got := strings.Join(paths, " "); got != "/a:up /b:up /b:up /a:up /b:down /a:up /c:hung /d:hung" {
+	if got := strings.Join(paths, " "); got != "/a:up:sent /b:up:sent /b:up:sent /a:up:sent /b:down /a:up:sent /c:hung /d:hung:sent" {
 		t.Errorf("log: %s", got)
 	}
 }

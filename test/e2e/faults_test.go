@@ -483,10 +483,17 @@ type run struct {
 // is its standard input.
 func startFleet(t *testing.T, dir string, stdin *os.File, args ...string) *run {
 	t.Helper()
-	r := &run{cmd: kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...), done: make(chan struct{})}
+	cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
 	if stdin != nil {
-		r.cmd.Stdin = stdin
+		cmd.Stdin = stdin
 	}
+	return startCmd(t, cmd)
+}
+
+// startCmd starts cmd in the background.
+func startCmd(t *testing.T, cmd *exec.Cmd) *run {
+	t.Helper()
+	r := &run{cmd: cmd, done: make(chan struct{})}
 	r.cmd.Stdout, r.cmd.Stderr = lockedWriter{r, &r.out}, lockedWriter{r, &r.err}
 	if err := r.cmd.Start(); err != nil {
 		t.Fatal(err)

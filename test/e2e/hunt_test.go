@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -33,8 +34,10 @@ import (
 // with custom resources, Secrets), a foreign actor creating, copying
 // (our part-of label included) and labelling objects, another fleet with
 // an app of the same name, the apps' tests beside a foreign object of a
-// test's name, delete, rollback, and the digest key deleted — and after
-// each step the invariants:
+// test's name, delete, rollback, the digest key deleted, and applies
+// disrupted (hunt_faults_test.go: a run killed mid-apply, two runs at
+// once, a run that loses its lease), every command through a fault
+// proxy — and after each step the invariants:
 //
 //   - an object the foreign actor made is never deleted, nor changed
 //     while no app renders its name;
@@ -44,14 +47,18 @@ import (
 //   - what an app created and no longer renders is gone after a prune or
 //     its delete;
 //   - a rollback to the previous revision succeeds and restores it;
+//   - no two runs write one app at once, a run that lost its lease
+//     stops, and the apply after a disrupted one succeeds;
 //   - no Secret value appears in any output.
 //
 // HUNT_SHRINK=0 reports the whole sequence without looking for a shorter
-// one; HUNT_ONLY=other-fleet,move,… generates only applies and the steps
-// named (applies that move, keep or touch the CRD only when "move",
-// "keep", "crd" are named), to hunt one problem at a time. HUNT_SEED (default 1, or "random"), HUNT_STEPS (default 200) and
+// one; HUNT_ONLY=other-fleet,lost-lease,move,… generates only applies
+// and the steps named (applies that move, keep or touch the CRD only
+// when "move", "keep", "crd" are named), to hunt one problem at a time.
+// HUNT_SEED (default 1, or "random"), HUNT_STEPS (default 200) and
 // HUNT_DURATION (run seeds one after the other until it passes: make
-// hunt) choose the run; HUNT_PLUGIN_DIR puts another build of the plugin
+// hunt; a fixed seed is run again and again, to catch a violation that
+// depends on a disrupted run's timing) choose the run; HUNT_PLUGIN_DIR puts another build of the plugin
 // on PATH (an earlier release, to see what the hunt finds in it). A
 // violation prints the seed and the shortest sequence of steps found
 // that reproduces it, replayed on fresh names.
@@ -78,10 +85,11 @@ func TestHunt(t *testing.T) {
 		until = time.Now().Add(dur)
 	}
 	h := newHunter(t)
+	var again []step // a fixed seed's steps, replayed
 	for run := 0; ; run++ {
 		t.Logf("hunt: seed %d, %d steps", seed, steps)
 		start := time.Now()
-		seq, v := h.run(seed, steps, nil)
+		seq, v := h.run(seed, steps, again)
 		if v != nil {
 			t.Logf("hunt: seed %d found after %d steps: %s", seed, len(seq), v)
 			short := seq
@@ -103,7 +111,12 @@ func TestHunt(t *testing.T) {
 		if until.IsZero() || time.Now().After(until) {
 			return
 		}
-		seed = rand.Uint64()
+		if os.Getenv("HUNT_SEED") == "random" {
+			seed = rand.Uint64()
+		} else {
+			again, steps = seq, len(seq) // its disrupted steps' timing varies
+		}
+
 	}
 }
 
@@ -124,7 +137,10 @@ type hunter struct {
 	t       *testing.T
 	dyn     dynamic.Interface
 	pathEnv string
-	runs    int
+	// kubeconfig points fleet-c1 at a fault proxy in front of it: every
+	// step's commands go through one.
+	kubeconfig string
+	runs       int
 	// only, when not nil, are the kinds of steps generated besides
 	// applies, and what applies may do ("move", "keep", "crd"): HUNT_ONLY.
 	only map[string]bool
@@ -141,6 +157,7 @@ func newHunter(t *testing.T) *hunter {
 		t.Fatal(err)
 	}
 	h := &hunter{t: t, dyn: dyn, pathEnv: pathEnv}
+	_, h.kubeconfig = h.proxy()
 	if only := os.Getenv("HUNT_ONLY"); only != "" {
 		h.only = map[string]bool{}
 		for _, k := range strings.Split(only, ",") {
@@ -165,6 +182,10 @@ type step struct {
 	Data string
 	Keep bool
 	Flag string // apply: "--atomic"
+	// Writes is how many writes a disrupted run sends before its fault
+	// (kill, lost-lease); Signal is kill's (SIGINT or SIGKILL).
+	Writes int
+	Signal string
 }
 
 func (s step) String() string {
@@ -177,7 +198,18 @@ func (s step) String() string {
 	if s.Keep {
 		parts = append(parts, "prune: disabled")
 	}
+	if s.Writes > 0 {
+		parts = append(parts, fmt.Sprintf("after %d writes", s.Writes))
+	}
+	if s.Signal != "" {
+		parts = append(parts, s.Signal)
+	}
 	return s.Kind + " " + strings.Join(parts, " ")
+}
+
+// mutates reports whether the step changes the renders and applies them.
+func (s step) mutates() bool {
+	return s.Kind == "apply" || s.Kind == "kill" || s.Kind == "two-runs" || s.Kind == "lost-lease"
 }
 
 // spec is an object as an app renders it.
@@ -341,8 +373,9 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// run plays a sequence: generated from seed (n steps), or replayed
-// (replay not nil). It returns the steps done and the first violation.
+// run plays a sequence: generated from seed (until n steps are done), or
+// replayed (replay not nil). It returns the steps done and the first
+// violation.
 func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
 	t := h.t
 	h.runs++
@@ -360,7 +393,7 @@ func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
 		t.Fatal(err)
 	}
 	var done []step
-	for i := 0; i < n; i++ {
+	for i := 0; len(done) < n && (replay == nil || i < len(replay)); i++ {
 		var s step
 		if replay != nil {
 			s = replay[i]
@@ -406,7 +439,7 @@ func (h *hunter) generate(rng *rand.Rand, w *world) step {
 		switch {
 		case s.Kind != "apply" && !h.only[s.Kind]:
 			continue
-		case s.Kind == "apply" && !h.only["crd"] && (strings.HasPrefix(s.Key, "cr") || strings.HasPrefix(s.Key, "crd")):
+		case s.mutates() && !h.only["crd"] && (strings.HasPrefix(s.Key, "cr") || strings.HasPrefix(s.Key, "crd")):
 			continue
 		}
 		if !h.only["move"] && s.Op == "move" {
@@ -445,12 +478,20 @@ func (h *hunter) candidate(rng *rand.Rand, w *world) step {
 	case r < 33:
 		return step{Kind: "delete-key"}
 	}
-	// A mutation of the renders, then an apply of every app.
+	// A mutation of the renders, then an apply of every app: one run, or
+	// disrupted (killed, two at once, its lease lost), then one run.
 	s := step{Kind: "apply", App: app, Key: huntKeys[rng.IntN(len(huntKeys))], Data: data(), Keep: rng.IntN(4) == 0}
 	s.To = w.apps[rng.IntN(len(w.apps))]
 	s.Op = []string{"move", "remove", "remove", "change"}[rng.IntN(4)]
-	if rng.IntN(5) == 0 {
+	switch r := rng.IntN(100); {
+	case r < 20:
 		s.Flag = "--atomic"
+	case r < 26:
+		s.Kind, s.Writes, s.Signal = "kill", 1+rng.IntN(12), []string{"SIGINT", "SIGKILL"}[rng.IntN(2)]
+	case r < 31:
+		s.Kind = "two-runs"
+	case r < 35:
+		s.Kind, s.Writes = "lost-lease", 1+rng.IntN(12)
 	}
 	return s
 }
@@ -504,14 +545,31 @@ func (w *world) hasKey(app, key string) bool { _, ok := w.render[app][key]; retu
 
 // fleet runs kubectl fleet with the plugin of this hunt on PATH.
 func (h *hunter) fleet(w *world, args ...string) (string, int) {
+	out, errOut, code := runCmd(h.t, h.command(h.kubeconfig, args...), "")
+	h.log(args, out+errOut, code)
+	return out + errOut, code
+}
+
+// log shows a command's output with HUNT_VERBOSE=1.
+func (h *hunter) log(args []string, out string, code int) {
+	if os.Getenv("HUNT_VERBOSE") == "1" {
+		h.t.Logf("$ kubectl fleet %s: exit %d\n%s", strings.Join(args, " "), code, out)
+	}
+}
+
+// command is kubectl fleet with the plugin of this hunt on PATH, through
+// the kubeconfig kc.
+func (h *hunter) command(kc string, args ...string) *exec.Cmd {
 	cmd := kubectlCmd(append([]string{"fleet"}, args...)...)
 	for i, e := range cmd.Env {
-		if strings.HasPrefix(e, "PATH=") {
+		switch {
+		case strings.HasPrefix(e, "PATH="):
 			cmd.Env[i] = "PATH=" + h.pathEnv
+		case strings.HasPrefix(e, "KUBECONFIG="):
+			cmd.Env[i] = "KUBECONFIG=" + kc
 		}
 	}
-	out, errOut, code := runCmd(h.t, cmd, "")
-	return out + errOut, code
+	return cmd
 }
 
 // do runs one step and updates the model. ok is false when the step's
@@ -522,6 +580,18 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		before := w.snapshot()
 		w.mutate(s)
 		return true, h.applyAll(ctx, w, before, s.Flag)
+	case "kill", "two-runs", "lost-lease":
+		// Not while a replaced key is pending: a disrupted run may record
+		// the revision the model expects of the next apply.
+		if len(w.keyReplaced) > 0 {
+			return false, nil
+		}
+		before := w.snapshot()
+		w.mutate(s)
+		if err := h.disrupted(ctx, w, s, before); err != nil {
+			return true, err
+		}
+		return true, h.applyAll(ctx, w, before, "")
 	case "foreign-create":
 		if w.owner(s.Key) != "" || h.exists(ctx, w, s.Key) {
 			return false, nil
@@ -703,9 +773,7 @@ func (h *hunter) applyAll(ctx context.Context, w *world, before map[string]map[s
 	if flag != "" {
 		args = append(args, flag)
 	}
-	for k := range w.secretValues() {
-		w.secrets = append(w.secrets, k)
-	}
+	w.learnSecrets()
 	h.untilDeleted(ctx, w, w.snapshot())
 	out, code := h.fleet(w, args...)
 	if err := w.secretFree(out); err != nil {
@@ -895,6 +963,16 @@ func (h *hunter) rendered(ctx context.Context, w *world) error {
 // is there, the foreign actor's unchanged while no app renders it; what
 // an app created and no app renders any more is gone.
 func (h *hunter) kept(ctx context.Context, w *world) error {
+	if err := h.untouched(ctx, w); err != nil {
+		return err
+	}
+	return h.pruned(ctx, w)
+}
+
+// untouched: what no app owns and must stay (the foreign actor's,
+// released) is there, the foreign actor's unchanged while no app renders
+// it. It holds even after a run that did not finish.
+func (h *hunter) untouched(ctx context.Context, w *world) error {
 	keys := []string{"ns/one"}
 	for k := range w.released {
 		keys = append(keys, k)
@@ -916,13 +994,17 @@ func (h *hunter) kept(ctx context.Context, w *world) error {
 		if uid, ok := w.foreign[key]; ok && w.owner(key) == "" && live.GetUID() != uid {
 			return fmt.Errorf("%s, the foreign actor's, was re-created (uid %s, was %s)", key, live.GetUID(), uid)
 		}
-		if v, ok := w.pristine[key]; ok {
+		if v, ok := w.pristine[key]; ok && w.owner(key) == "" {
 			if got, _, _ := unstructured.NestedString(live.Object, "data", "v"); got != v {
 				return fmt.Errorf("%s, the foreign actor's, rendered by no app, was changed: %q, was %q", key, got, v)
 			}
 		}
 	}
-	// What an app created and no app renders any more is gone.
+	return nil
+}
+
+// pruned: what an app created and no app renders any more is gone.
+func (h *hunter) pruned(ctx context.Context, w *world) error {
 	for _, a := range []string{"cm", "secret"} {
 		for _, key := range huntKeys {
 			if !strings.HasPrefix(key, a+"/") || w.owner(key) != "" || w.released[key] || w.everRendered(key) == false {
@@ -951,6 +1033,14 @@ func (w *world) secretValues() map[string]bool {
 	return out
 }
 
+// learnSecrets adds the values of the Secrets the apps render to those
+// no output may hold.
+func (w *world) learnSecrets() {
+	for k := range w.secretValues() {
+		w.secrets = append(w.secrets, k)
+	}
+}
+
 // secretFree fails when out holds a Secret value, plain or in base64.
 func (w *world) secretFree(out string) error {
 	for _, v := range w.secrets {
@@ -965,7 +1055,7 @@ func (w *world) secretFree(out string) error {
 // break the same invariant.
 func kindOf(err error) string {
 	msg := err.Error()
-	for _, k := range []string{"is gone", "re-created", "was changed", "not its render", "not pruned", "Secret value", "rollback", "delete:", "tests failed", "apply:"} {
+	for _, k := range []string{"is gone", "re-created", "was changed", "not its render", "not pruned", "Secret value", "at once", "lost its lease", "still runs", "rollback", "delete:", "tests failed", "apply:"} {
 		if strings.Contains(msg, k) {
 			return k
 		}
