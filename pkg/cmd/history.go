@@ -101,7 +101,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sets, err := appSets(ctx, client, o.Apps)
+		sets, err := appSets(ctx, client, f.Metadata.Name, o.Apps)
 		if err != nil {
 			return err
 		}

@@ -204,7 +204,7 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	if err != nil {
 		return nil, err
 	}
-	sets, err := appSets(ctx, client, o.Apps)
+	sets, err := appSets(ctx, client, f.Metadata.Name, o.Apps)
 	if err != nil {
 		return nil, err
 	}
@@ -258,17 +258,21 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	return out, errors.Join(errs...)
 }
 
-// appSets reads the sets of the named apps on a cluster, or, with no
-// names, of every app with a revision there.
-func appSets(ctx context.Context, c *kube.Client, apps []string) ([]*inventory.Set, error) {
+// appSets reads the fleet's sets of the named apps on a cluster, or, with
+// no names, of every app of the fleet with a revision there. Another
+// fleet's app is left out, or, named, an ErrOtherFleet.
+func appSets(ctx context.Context, c *kube.Client, fleet string, apps []string) ([]*inventory.Set, error) {
 	if len(apps) == 0 {
 		all, err := inventory.LoadAll(ctx, c)
-		return slices.DeleteFunc(all, func(s *inventory.Set) bool { return s.Revision == 0 }), err
+		return slices.DeleteFunc(all, func(s *inventory.Set) bool { return s.Revision == 0 || s.Foreign(fleet) != nil }), err
 	}
 	var out []*inventory.Set
 	for _, a := range apps {
 		s, err := inventory.Load(ctx, c, a)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.Foreign(fleet); err != nil {
 			return nil, err
 		}
 		out = append(out, s)

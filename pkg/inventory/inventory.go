@@ -669,13 +669,22 @@ var ErrOtherFleet = errors.New("the app belongs to another fleet")
 // next apply claims it (its members, adoptions and revisions unchanged).
 // An empty fleet (a caller with no fleet file) claims nothing.
 func (s *Set) OwnedBy(fleet string) error {
-	switch {
-	case fleet == "":
-		return nil
-	case s.Exists && s.Fleet != "" && s.Fleet != fleet:
+	if err := s.Foreign(fleet); err != nil {
+		return err
+	}
+	if fleet != "" {
+		s.Fleet = fleet
+	}
+	return nil
+}
+
+// Foreign is OwnedBy's refusal, without the claim: an ErrOtherFleet when
+// another fleet's parent records the set, for commands that only read it
+// (history).
+func (s *Set) Foreign(fleet string) error {
+	if fleet != "" && s.Exists && s.Fleet != "" && s.Fleet != fleet {
 		return fmt.Errorf("%w: app %s on this cluster is fleet %s's (configmap %s/%s, %s=%s), not fleet %s's; refusing to change it: rename the app in one of the fleets, or delete it with fleet %s first", ErrOtherFleet, s.App, s.Fleet, Namespace, ParentName(s.App), FleetAnnotation, s.Fleet, fleet, s.Fleet)
 	}
-	s.Fleet = fleet
 	return nil
 }
 

@@ -216,7 +216,8 @@ func TestDecideThisRun(t *testing.T) {
 }
 
 // TestOwnedBy: a set is its fleet's; another fleet's app of the same name
-// is refused; a parent of an earlier version is claimed.
+// is refused; a parent of an earlier version is claimed (by OwnedBy, not
+// by Foreign, which only reads).
 func TestOwnedBy(t *testing.T) {
 	for _, tt := range []struct {
 		name      string
@@ -231,6 +232,10 @@ func TestOwnedBy(t *testing.T) {
 		{"another fleet's", Set{App: "web", Exists: true, Fleet: "team-a"}, "team-b", true, "team-a"},
 		{"no fleet file", Set{App: "web", Exists: true, Fleet: "team-a"}, "", false, "team-a"},
 	} {
+		before := tt.set.Fleet
+		if err := tt.set.Foreign(tt.fleet); (err != nil) != tt.wantErr || tt.set.Fleet != before {
+			t.Errorf("%s: Foreign: %v, fleet %q: it decides as OwnedBy, and claims nothing", tt.name, err, tt.set.Fleet)
+		}
 		err := tt.set.OwnedBy(tt.fleet)
 		if (err != nil) != tt.wantErr || tt.set.Fleet != tt.wantFleet {
 			t.Errorf("%s: %v, fleet %q", tt.name, err, tt.set.Fleet)

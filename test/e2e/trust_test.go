@@ -250,3 +250,42 @@ func TestNamespaceWithOthersObjectsIsKept(t *testing.T) {
 		t.Errorf("the kept namespace is still labelled %q", l)
 	}
 }
+
+// TestAnotherFleetsAppIsNotOurs: two fleets, each with an app "web" on one
+// cluster. Team B's history does not list team A's revisions (named, it
+// is refused, saying whose the app is), and team B's rollback of it is
+// refused with nothing changed.
+func TestAnotherFleetsAppIsNotOurs(t *testing.T) {
+	const ns, app = "e2e-two-fleets", "e2e-two-fleets-web"
+	fleetOf := func(team string) string {
+		return strings.Replace(stgOnly, "metadata: {name: e2e}", "metadata: {name: "+team+"}", 1) + "apps:\n  - {name: " + app + ", manifests: app.yaml}\n"
+	}
+	cm := func(v string) string {
+		return namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: "+ns+"}\ndata: {v: "+v+"}\n")
+	}
+	a := workdir(t, fleetOf("team-a"), map[string]string{"app.yaml": cm("one")})
+	t.Cleanup(func() { _, _, _ = fleet(t, a, "delete", "--yes") })
+	for _, v := range []string{"one", "two"} {
+		must(t, os.WriteFile(filepath.Join(a, "app.yaml"), []byte(cm(v)), 0o644))
+		if out, errOut, code := fleet(t, a, "apply"); code != 0 {
+			t.Fatalf("team A's apply of %s: exit %d\n%s%s", v, code, out, errOut)
+		}
+	}
+	if out, _, code := fleet(t, a, "history"); code != 0 || strings.Count(out, app) != 2 {
+		t.Errorf("team A's history: exit %d\n%s", code, out)
+	}
+	b := workdir(t, fleetOf("team-b"), map[string]string{"app.yaml": cm("theirs")})
+	if out, errOut, code := fleet(t, b, "history"); code != 0 || strings.Contains(out, app) {
+		t.Errorf("team B's history lists team A's revisions: exit %d\n%s%s", code, out, errOut)
+	}
+	const whose = "app " + app + " on this cluster is fleet team-a's"
+	if out, errOut, code := fleet(t, b, "history", "--app", app); code != 1 || !strings.Contains(errOut, whose) {
+		t.Errorf("team B's history of the app: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, b, "rollback", "--app", app, "--yes"); code != 1 || !strings.Contains(out+errOut, whose) {
+		t.Errorf("team B's rollback: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c1", "configmap", "settings", "-n", ns, "-o", "jsonpath={.data.v}"); v != "two" {
+		t.Errorf("team A's ConfigMap holds %q after team B's rollback, want two", v)
+	}
+}
