@@ -333,8 +333,10 @@ func (p *pass) finish(ctx context.Context, objs []*unstructured.Unstructured) er
 	if !p.cfg.Prune {
 		record = p.set.Contents.Union(record)
 	} else {
-		// Members the prune could not decide on stay recorded.
+		// Members the prune could not decide on stay recorded, and those
+		// handed over that their app does not record yet.
 		record = record.Union(p.retained)
+		p.set.Handing = p.handing
 	}
 	// What this apply sent, for the next one to skip what is the same.
 	p.set.Applied, p.set.AppliedDigest = p.sent, p.renderDigest
@@ -518,9 +520,11 @@ type pass struct {
 	// what a CRD's or a Namespace's deletion may take along.
 	doomed sets.Set[types.UID]
 	// retained are the members the prune neither deleted nor released
-	// because an input of its decision could not be read: they stay
-	// recorded, for the next prune to decide.
+	// because an input of its decision could not be read, or handed to
+	// an app of this run that does not record them yet (handing): they
+	// stay recorded, for the next prune to decide.
 	retained inventory.Contents
+	handing  sets.Set[string]
 	// got are reads of live objects adopting made, by path, for applyOne.
 	got map[string]read
 	// key is the cluster's digest key.
@@ -570,7 +574,7 @@ func (p *pass) readHistory(ctx context.Context) {
 }
 
 func newPass(c *kube.Client, cfg Config) *pass {
-	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, got: map[string]read{}, retained: inventory.ContentsOf(nil)}
+	return &pass{c: c, cfg: cfg, applied: sets.New[types.UID](), sent: map[string]inventory.Applied{}, got: map[string]read{}, retained: inventory.ContentsOf(nil), handing: sets.New[string]()}
 }
 
 // load reads the app's parent, its neighbours' and the cluster's digest
@@ -1156,6 +1160,9 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 			}
 			if d.Stay {
 				p.stay(m)
+				p.mu.Lock()
+				p.handing.Insert(object.Path(m))
+				p.mu.Unlock()
 			}
 			return ch
 		}

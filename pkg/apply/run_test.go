@@ -1173,6 +1173,38 @@ func TestMovedToALaterApp(t *testing.T) {
 	}
 }
 
+// TestHandedOverThenDeleted: an object handed to a later app of the run
+// stays in the first app's record only as handed over: deleting the app
+// it went to deletes it (the first app no longer applies it). Handed to
+// an earlier app, which records it already, it leaves the first app's
+// record at once.
+func TestHandedOverThenDeleted(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("web"))
+	moved := cm("web", "moved", "k=v")
+	mustRun(t, c, apply.Config{App: "a", Objects: []*unstructured.Unstructured{cm("web", "a-only"), moved}})
+	mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: map[string][]*unstructured.Unstructured{"b": {cm("web", "moved", "k=v")}}})
+	mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}, Others: map[string][]*unstructured.Unstructured{"a": {cm("web", "a-only")}}})
+	if set, err := inventory.Load(context.Background(), c.Client, "a"); err != nil || !set.Handing.Has("ConfigMap/web/moved") {
+		t.Fatalf("a's set does not record it as handed over: %v %+v", err, set)
+	}
+	got := map[string]apply.Change{}
+	if _, err := apply.Delete(context.Background(), c.Client, "", "b", false, func(ch apply.Change) { got[ch.Ref] = ch }); err != nil {
+		t.Fatal(err)
+	}
+	if ch := got["configmap/moved"]; ch.Action != apply.Deleted || c.Live(moved) != nil {
+		t.Errorf("deleting the app it was handed to: %+v, live %v", ch, c.Live(moved))
+	}
+
+	// Handed to an earlier app of the run: gone from a's record at once.
+	mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only"), moved}})
+	mustRun(t, c, apply.Config{App: "c", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}, Others: map[string][]*unstructured.Unstructured{"a": {cm("web", "a-only")}}})
+	mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: map[string][]*unstructured.Unstructured{"c": {cm("web", "moved", "k=v")}}})
+	if set, err := inventory.Load(context.Background(), c.Client, "a"); err != nil || set.Contents.Members.Has("ConfigMap/web/moved") || set.Handing.Len() != 0 {
+		t.Errorf("a's set after handing it to c, which records it: %v %+v", err, set)
+	}
+}
+
 // TestTestsRefuseForeignObjects: a test object's name taken by someone
 // else's object is refused, that object neither deleted nor changed; a
 // test object an earlier run left (labelled fleet.kubectl.io/test-of) is

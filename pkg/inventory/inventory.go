@@ -67,6 +67,12 @@ const (
 	// delete, rollback and --atomic release them instead of deleting
 	// them.
 	AdoptedKey = "adopted"
+	// HandingKey in the parent's data lists the members the app handed to
+	// another app of its run and keeps only until that app records them
+	// (Decision.Stay), one object.Path per line. The app no longer
+	// applies them: another app's delete or prune does not leave them to
+	// it.
+	HandingKey = "handing"
 	// AppliedKey in the parent's data records, for each object the last
 	// apply sent, the digest of what it sent, the resourceVersion the
 	// server returned and the object's uid, one "path digest
@@ -127,6 +133,9 @@ type Set struct {
 	// Adopted are the members the app did not create (AdoptedKey), by
 	// object.Path.
 	Adopted sets.Set[string]
+	// Handing are the members the app handed over and keeps only until
+	// their new app records them (HandingKey), by object.Path.
+	Handing sets.Set[string]
 }
 
 // Applied is what an apply sent of one object, and what came back.
@@ -239,7 +248,7 @@ func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, 
 
 // newSet is the set of an app that has no parent yet.
 func newSet(app string) *Set {
-	return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string]()}
+	return &Set{App: app, ID: ID(app), Contents: ContentsOf(nil), Adopted: sets.New[string](), Handing: sets.New[string]()}
 }
 
 // LoadAll reads the sets of every app kubectl fleet applied to the
@@ -268,7 +277,7 @@ func LoadAll(ctx context.Context, c *kube.Client) ([]*Set, error) {
 
 // setOf reads a parent object of app, refusing one of another tool.
 func setOf(app string, p *corev1.ConfigMap) (*Set, error) {
-	s := &Set{App: app, ID: ID(app), Adopted: adoptedOf(p)}
+	s := &Set{App: app, ID: ID(app), Adopted: adoptedOf(p), Handing: sets.New(splitLines(p.Data[HandingKey])...)}
 	ann := p.GetAnnotations()
 	tooling := ann[apply.ApplySetToolingAnnotation]
 	if name, _, _ := strings.Cut(tooling, "/"); name != ToolName {
@@ -323,8 +332,11 @@ func contentsOf(parent *corev1.ConfigMap) Contents {
 // Neighbours is what the other apps of a cluster hold, as their parents
 // record it, and what the other apps of this run render there.
 type Neighbours struct {
-	// holders maps an object.Path to the other apps whose records list it.
-	holders map[string][]string
+	// holders maps an object.Path to the other apps whose records list
+	// it, and handingOver to those of them that keep it only until the
+	// app they handed it to records it.
+	holders     map[string][]string
+	handingOver map[string][]string
 	// apps maps other apps' set IDs to their names.
 	apps map[string]string
 	// inNamespace maps a namespace to the other apps with members in it.
@@ -394,7 +406,7 @@ func (n *Neighbours) Rendering(c *kube.Client, others map[string][]*unstructured
 // neighboursOf is what the parents among configMaps of apps other than
 // app hold: those with an ApplySet ID, an app, and its parent's name.
 func neighboursOf(configMaps []corev1.ConfigMap, app string) *Neighbours {
-	n := &Neighbours{holders: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
+	n := &Neighbours{holders: map[string][]string{}, handingOver: map[string][]string{}, apps: map[string]string{}, inNamespace: map[string][]string{}, adopted: map[string]sets.Set[string]{}}
 	for i := range configMaps {
 		p := &configMaps[i]
 		other := p.Annotations[AppAnnotation]
@@ -404,8 +416,12 @@ func neighboursOf(configMaps []corev1.ConfigMap, app string) *Neighbours {
 		n.apps[ID(other)] = other
 		n.adopted[other] = adoptedOf(p)
 		namespaces := sets.New[string]()
+		handing := sets.New(splitLines(p.Data[HandingKey])...)
 		for m := range contentsOf(p).Members {
 			n.holders[m] = append(n.holders[m], other)
+			if handing.Has(m) {
+				n.handingOver[m] = append(n.handingOver[m], other)
+			}
 			if parts := strings.Split(m, "/"); len(parts) == 3 {
 				namespaces.Insert(parts[1])
 			}
@@ -485,10 +501,11 @@ func (n *Neighbours) Decide(s *Set, m *unstructured.Unstructured, inUse map[stri
 			return keep("", "rendered by app %s in this run; released for it to adopt (it existed before app %s applied it)", app, s.App)
 		}
 		d := keep(app, "rendered by app %s in this run; handed to it, not deleted", app)
-		d.Stay = true
+		// Until app records it: then it is app's alone.
+		d.Stay = !slices.Contains(n.holders[path], app)
 		return d
 	}
-	if apps := n.holders[path]; len(apps) > 0 {
+	if apps := n.applying(path); len(apps) > 0 {
 		return keep(apps[0], "shared with app %s, which still applies it; left to it", strings.Join(apps, ", "))
 	}
 	if adopted {
@@ -514,6 +531,13 @@ func (n *Neighbours) Decide(s *Set, m *unstructured.Unstructured, inUse map[stri
 		return keep("", "%s: disabled; left in place and no longer part of app %s", object.PruneAnnotation, s.App)
 	}
 	return Decision{Delete: true}
+}
+
+// applying are the other apps whose records list path, but for those
+// that keep it only until the app they handed it to records it: they no
+// longer apply it.
+func (n *Neighbours) applying(path string) []string {
+	return slices.DeleteFunc(slices.Clone(n.holders[path]), func(a string) bool { return slices.Contains(n.handingOver[path], a) })
 }
 
 // renderingIn is an app of this run that renders objects in namespace ns
@@ -712,7 +736,7 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 	if s.Fleet != "" {
 		ann[FleetAnnotation] = s.Fleet
 	}
-	adopted := s.Adopted.Intersection(contents.Members)
+	adopted, handing := s.Adopted.Intersection(contents.Members), s.Handing.Intersection(contents.Members)
 	if s.Revision > 0 {
 		ann[RevisionAnnotation] = strconv.Itoa(s.Revision)
 		ann[DigestAnnotation] = s.Digest
@@ -741,10 +765,13 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 		},
 		"data": map[string]any{MembersKey: strings.Join(sets.List(contents.Members), "\n"), AppliedKey: applied, AdoptedKey: strings.Join(sets.List(adopted), "\n")},
 	}
+	if handing.Len() > 0 {
+		parent["data"].(map[string]any)[HandingKey] = strings.Join(sets.List(handing), "\n")
+	}
 	if err := applyRaw(ctx, c, parentGVR, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
 	}
-	s.Exists, s.Contents, s.Version, s.Adopted = true, contents, version, adopted
+	s.Exists, s.Contents, s.Version, s.Adopted, s.Handing = true, contents, version, adopted, handing
 	return nil
 }
 

@@ -188,7 +188,11 @@ func keepOf(n *Neighbours, s *Set, m *unstructured.Unstructured, inUse map[strin
 func TestDecideThisRun(t *testing.T) {
 	a := &Set{App: "a", ID: ID("a"), Adopted: sets.New("ConfigMap/x/adopted")}
 	n := neighbours()
-	n.rendering = map[string]string{"ConfigMap/x/moved": "c", "ConfigMap/x/adopted": "c", "ConfigMap/inside/cm": "c", "Widget.example.com/x/w": "c"}
+	n.rendering = map[string]string{"ConfigMap/x/moved": "c", "ConfigMap/x/adopted": "c", "ConfigMap/inside/cm": "c", "Widget.example.com/x/w": "c", "ConfigMap/x/claimed": "c"}
+	// c recorded "claimed" already (it ran first); b keeps "handed" only
+	// until the app it handed it to records it: b no longer applies it.
+	n.holders["ConfigMap/x/claimed"] = []string{"c"}
+	n.holders["ConfigMap/x/handed"], n.handingOver = []string{"b"}, map[string][]string{"ConfigMap/x/handed": {"b"}}
 	crd := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": map[string]any{"name": "widgets.example.com"}, "spec": map[string]any{"group": "example.com", "names": map[string]any{"kind": "Widget"}}}}
 	other := crd.DeepCopy()
 	unstructured.SetNestedField(other.Object, "Gadget", "spec", "names", "kind")
@@ -198,6 +202,8 @@ func TestDecideThisRun(t *testing.T) {
 	}{
 		{obj("ConfigMap", "x", "moved", nil), Decision{To: "c", Stay: true, Reason: "rendered by app c in this run; handed to it, not deleted"}},
 		{obj("ConfigMap", "x", "moved", map[string]string{"fleet.kubectl.io/prune": "always"}), Decision{To: "c", Stay: true, Reason: "rendered by app c in this run; handed to it, not deleted"}},
+		{obj("ConfigMap", "x", "claimed", nil), Decision{To: "c", Reason: "rendered by app c in this run; handed to it, not deleted"}},
+		{obj("ConfigMap", "x", "handed", nil), Decision{Delete: true}},
 		{obj("ConfigMap", "x", "adopted", nil), Decision{Reason: "rendered by app c in this run; released for it to adopt (it existed before app a applied it)"}},
 		{obj("Namespace", "", "inside", nil), Decision{Reason: "app c renders objects in it in this run; left in place and no longer part of app a"}},
 		{crd, Decision{Reason: "app c renders custom resources of its kind in this run; left in place and no longer part of app a"}},
