@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -325,6 +326,24 @@ func TestProgress(t *testing.T) {
 	}
 	if !strings.Contains(shown, "[stg] check pause   2/2 objects") || !strings.Contains(shown, "\x1b[1A") {
 		t.Errorf("no live line on the terminal:\n%q", shown)
+	}
+	// Stdout on the terminal too, as a user runs it: its lines above the
+	// live ones, and the summary after them.
+	control, terminal, err = testenv.OpenPTY()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer control.Close()
+	must(t, testenv.SetPTYSize(terminal, 24, 100))
+	cmd = kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
+	cmd.Stdout, cmd.Stderr = terminal, terminal
+	read = testenv.ReadPTY(control)
+	err = cmd.Run()
+	_ = terminal.Close()
+	_ = control.SetReadDeadline(time.Now().Add(2 * time.Second))
+	shown = <-read
+	if err != nil || !strings.Contains(shown, "configmap/a unchanged") || !regexp.MustCompile(`Summary:\r?\n\[stg\] applied`).MatchString(shown) {
+		t.Errorf("apply with stdout and stderr on a terminal: %v, no summary:\n%q", err, shown)
 	}
 }
 

@@ -44,6 +44,9 @@ type Display struct {
 	clusters map[string]*clusterProgress
 	groups   []*groupProgress
 	shown    int
+	// finished: Finish removed the live lines; what is written to the
+	// Writer since goes to stdout itself.
+	finished bool
 }
 
 type clusterProgress struct {
@@ -212,15 +215,34 @@ func (pr *Display) tick() {
 }
 
 // Writer returns where stdout's lines go while the live lines are drawn:
-// above them when both are the same terminal, else stdout itself.
+// above them when both are the same terminal, else stdout itself. Once
+// Finish has removed the live lines, its lines (the summary) go to
+// stdout.
 func (pr *Display) Writer(stdout io.Writer) io.Writer {
 	if pr == nil || pr.live == nil {
 		return stdout
 	}
 	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		return pr.live
+		return above{pr, stdout}
 	}
 	return stdout
+}
+
+// above writes above the live lines until they are removed, then to
+// stdout: a write to the live display after it stopped is never shown.
+type above struct {
+	pr     *Display
+	stdout io.Writer
+}
+
+func (a above) Write(b []byte) (int, error) {
+	a.pr.mu.Lock()
+	finished := a.pr.finished
+	a.pr.mu.Unlock()
+	if finished {
+		return a.stdout.Write(b)
+	}
+	return a.pr.live.Write(b)
 }
 
 func (pr *Display) stageOf(cluster string) string {
@@ -385,4 +407,7 @@ func (pr *Display) Finish() {
 		}
 	}
 	pr.live.Wait()
+	pr.mu.Lock()
+	pr.finished = true
+	pr.mu.Unlock()
 }
