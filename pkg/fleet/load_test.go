@@ -249,6 +249,8 @@ func TestParseErrors(t *testing.T) {
 			[]string{`fleet.yaml:36: apps[0].groups[0]: unknown group "prod"`, `fleet.yaml:37: apps[0].clusters[0]: no cluster matches "nope-*"`, `fleet.yaml:38: apps[0].selector: invalid label selector`}},
 		{"substitute on a jsonnet app", valid + "apps:\n  - name: web\n    jsonnet: .\n    substitute: false\n",
 			[]string{`fleet.yaml:36: apps[0].substitute: only applies to a kustomize or manifests app`}},
+		{"createNamespace without a namespace", valid + "apps:\n  - name: web\n    manifests: .\n    createNamespace: true\n",
+			[]string{`fleet.yaml:36: apps[0].createNamespace: needs the app's namespace: set namespace too`}},
 		{"app missing folder", valid + "apps:\n  - name: web\n    kustomize: apps/nope\n",
 			[]string{`fleet.yaml:35: apps[0].kustomize: apps/nope does not exist`}},
 		{"soak and verify", replace("    maxFailures: 0\n", "    maxFailures: 0\n    soak: 10\n    verify:\n      - {name: smoke, command: [], timeout: -1m}\n      - {name: smoke, command: [./x], timeout: soon}\n"),

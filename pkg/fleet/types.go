@@ -167,10 +167,15 @@ type App struct {
 	// JPath lists extra jsonnet library folders.
 	JPath []string `yaml:"jpath"`
 	// Namespace is the default namespace for the app's namespaced objects.
-	Namespace string   `yaml:"namespace"`
-	Groups    []string `yaml:"groups"`
-	Clusters  []string `yaml:"clusters"`
-	Selector  string   `yaml:"selector"`
+	Namespace string `yaml:"namespace"`
+	// CreateNamespace creates Namespace, as helm install
+	// --create-namespace does, when no app's render on the cluster has
+	// it: default true for a Helm app, false for the others
+	// (CreatesNamespace).
+	CreateNamespace *bool    `yaml:"createNamespace"`
+	Groups          []string `yaml:"groups"`
+	Clusters        []string `yaml:"clusters"`
+	Selector        string   `yaml:"selector"`
 	// IgnoreDifferences adds to the fleet's rules for this app.
 	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
 	// Tests is a source (a folder of manifests or a kustomization) of Jobs
@@ -182,6 +187,18 @@ type App struct {
 	// objects alone (vendored manifests full of other tools' variables);
 	// default true.
 	Substitute *bool `yaml:"substitute"`
+}
+
+// CreatesNamespace reports whether the app's namespace is created for it
+// (createNamespace; by default for a Helm app).
+func (a *App) CreatesNamespace() bool {
+	if a.Namespace == "" {
+		return false
+	}
+	if a.CreateNamespace != nil {
+		return *a.CreateNamespace
+	}
+	return a.Helm != nil
 }
 
 // Helm is an app's Helm chart: where it comes from and its values.

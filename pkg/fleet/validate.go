@@ -319,6 +319,9 @@ func (f *Fleet) validateSource(e *errs, p string, a *App) {
 	if len(a.JPath) > 0 && a.Jsonnet == "" {
 		e.add(p+".jpath", "only applies to a jsonnet app")
 	}
+	if a.CreateNamespace != nil && *a.CreateNamespace && a.Namespace == "" {
+		e.add(p+".createNamespace", "needs the app's namespace: set namespace too")
+	}
 	if a.Substitute != nil && a.Kustomize == "" && a.Manifests == "" {
 		e.add(p+".substitute", "only applies to a kustomize or manifests app (jsonnet has no ${...}; a chart's values files are its own)")
 	}

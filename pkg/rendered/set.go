@@ -52,7 +52,45 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if len(errs) > 0 {
 		return nil, render.Failed(errs)
 	}
+	createNamespaces(results, pl.Apps)
 	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests}, nil
+}
+
+// createNamespaces puts the Namespace an app asks to be created
+// (App.CreateNamespace) first in its render, on each cluster where no
+// app's render has it: in the first app there that asks for it. It is
+// then the app's like any object it renders: applied before the others,
+// diffed, recorded, pruned under the Namespace guards.
+func createNamespaces(results []render.Result, apps []App) {
+	create := map[string]string{}
+	for _, a := range apps {
+		if a.CreateNamespace != "" {
+			create[a.Name] = a.CreateNamespace
+		}
+	}
+	if len(create) == 0 {
+		return
+	}
+	rendered := map[[2]string]bool{} // cluster, namespace
+	for _, r := range results {
+		for _, o := range r.Objects {
+			if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" {
+				rendered[[2]string{r.Cluster.Name, o.GetName()}] = true
+			}
+		}
+	}
+	for k := range results {
+		key := [2]string{results[k].Cluster.Name, create[results[k].App]}
+		if key[1] != "" && !rendered[key] {
+			rendered[key] = true
+			results[k].Objects = append([]*unstructured.Unstructured{namespace(key[1])}, results[k].Objects...)
+		}
+	}
+}
+
+// namespace is a Namespace object.
+func namespace(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
 }
 
 // TestsOf returns the rendered tests of an app on a cluster, or nil.

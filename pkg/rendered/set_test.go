@@ -1,6 +1,7 @@
 package rendered
 
 import (
+	"strings"
 	"sync"
 	"testing"
 
@@ -61,5 +62,41 @@ func TestTestsOfAndOnly(t *testing.T) {
 	sub := s.Only(map[string]bool{"b": true})
 	if diff := cmp.Diff([]string{"b/web"}, apps(sub.Results)); diff != "" || len(sub.Tests) != 1 || sub.Of("a") != nil {
 		t.Errorf("Only(b): results (-want +got):\n%s, tests %d, a's %v", diff, len(sub.Tests), sub.Of("a"))
+	}
+}
+
+// TestCreateNamespaces: an app's namespace is created (first in its
+// render) on each cluster where no app renders that Namespace, by the
+// first app there that asks for it.
+func TestCreateNamespaces(t *testing.T) {
+	withNS := func(r render.Result, names ...string) render.Result {
+		for _, n := range names {
+			r.Objects = append(r.Objects, namespace(n))
+		}
+		r.Objects = append(r.Objects, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm"}}})
+		return r
+	}
+	results := []render.Result{
+		withNS(result("a", "web")), withNS(result("a", "api")), withNS(result("a", "db")),
+		withNS(result("b", "web")), withNS(result("b", "db"), "data"),
+	}
+	createNamespaces(results, []App{{Name: "web", CreateNamespace: "shop"}, {Name: "api", CreateNamespace: "shop"}, {Name: "db", CreateNamespace: "data"}})
+	var got []string
+	for _, r := range results {
+		var kinds []string
+		for _, o := range r.Objects {
+			kinds = append(kinds, o.GetKind()+"/"+o.GetName())
+		}
+		got = append(got, r.Cluster.Name+"/"+r.App+": "+strings.Join(kinds, " "))
+	}
+	want := []string{
+		"a/web: Namespace/shop ConfigMap/cm",
+		"a/api: ConfigMap/cm", // web creates it there
+		"a/db: Namespace/data ConfigMap/cm",
+		"b/web: Namespace/shop ConfigMap/cm",
+		"b/db: Namespace/data ConfigMap/cm", // its own, not a second one
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

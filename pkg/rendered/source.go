@@ -43,6 +43,9 @@ type App struct {
 	// Tests is the app's test source (apps[].tests, or a chart's test
 	// hooks), if any.
 	Tests *render.Source
+	// CreateNamespace is the namespace created for the app when no app's
+	// render on a cluster has it (apps[].createNamespace), or "".
+	CreateNamespace string
 }
 
 // AppsOf names the apps that go to c, in order.
@@ -109,6 +112,9 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 			src.Namespace = namespace
 		}
 		ap := App{Name: a.Name, Source: src, Clusters: targets}
+		if a.CreatesNamespace() {
+			ap.CreateNamespace = src.Namespace
+		}
 		if a.Helm != nil && a.Tests == "" {
 			// The chart's test hooks are the app's tests.
 			tests := *src.Helm
