@@ -99,7 +99,10 @@ type Config struct {
 	// AllowEmpty lets an empty render prune everything.
 	AllowEmpty bool
 	Wait       bool
-	Timeout    time.Duration
+	// WaitWhy says why the objects are waited for ("--wait", "app api
+	// depends on it"), in the stage and the timeout's error.
+	WaitWhy string
+	Timeout time.Duration
 	// Ignore names fields whose live values are kept (ignoreDifferences).
 	Ignore []object.IgnoreRule
 	// Namespace, when set, is where objects without a namespace go,
@@ -211,7 +214,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 		}
 	}
 	if cfg.Wait && !cfg.DryRun {
-		cfg.stage("waiting until healthy")
+		cfg.stage(waiting(cfg))
 		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
 	}
 	return nil
@@ -313,7 +316,9 @@ func (p *pass) applyStages(stop, ctx context.Context, objs []*unstructured.Unstr
 		}
 		if i < len(phases)-1 && !cfg.DryRun {
 			cfg.stage(fmt.Sprintf("waiting for phase %d to be healthy", ph.n))
-			if err := waitHealthy(stop, c, ph.objs, cfg); err != nil {
+			between := cfg
+			between.WaitWhy = "" // phases are always waited for
+			if err := waitHealthy(stop, c, ph.objs, between); err != nil {
 				return nil, fmt.Errorf("phase %d: %w", ph.n, err)
 			}
 			for _, o := range ph.objs {
@@ -676,7 +681,7 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 		return fmt.Errorf("the cluster stopped answering, %d of %d objects not attempted: %w", len(rest), len(objs), cause)
 	}
 	if n := failed.Load(); n > 0 {
-		return fmt.Errorf("%d of %d objects failed", n, len(objs))
+		return fmt.Errorf("%d of %s failed", n, output.Plural(len(objs), "object"))
 	}
 	return nil
 }
@@ -1098,7 +1103,7 @@ func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error 
 		p.cfg.Report(ch)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("%d objects could not be pruned", len(errs))
+		return fmt.Errorf("%s could not be pruned", output.Plural(len(errs), "object"))
 	}
 	return nil
 }
@@ -1377,11 +1382,25 @@ func clusterMade(resource, name string) bool {
 
 // waitHealthy polls objects until kstatus calls every one Current, one
 // Failed, or the timeout passes.
-func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, cfg Config) error {
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = 5 * time.Minute
+// waiting is the stage of the final wait: how long at most, and why.
+func waiting(cfg Config) string {
+	s := "waiting until healthy, up to " + waitTimeout(cfg).String()
+	if cfg.WaitWhy != "" {
+		s += " (" + cfg.WaitWhy + ")"
 	}
+	return s
+}
+
+// waitTimeout is how long a wait lasts at most (--timeout).
+func waitTimeout(cfg Config) time.Duration {
+	if cfg.Timeout <= 0 {
+		return 5 * time.Minute
+	}
+	return cfg.Timeout
+}
+
+func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, cfg Config) error {
+	timeout := waitTimeout(cfg)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	pending := slices.Clone(objs)
@@ -1429,7 +1448,11 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 			for _, o := range pending {
 				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: last[object.Path(o)]})
 			}
-			return fmt.Errorf("%d objects not healthy after %s", len(pending), timeout)
+			err := fmt.Errorf("%s not healthy after %s", output.Plural(len(pending), "object"), timeout)
+			if cfg.WaitWhy != "" {
+				err = fmt.Errorf("%w (waited for: %s)", err, cfg.WaitWhy)
+			}
+			return err
 		case <-time.After(time.Second):
 		}
 	}

@@ -498,13 +498,27 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.
 		a := rollout.App{Name: res.App}
 		if fa := r.Fleet.App(res.App); fa != nil {
 			a.DependsOn = fa.DependsOn
-			a.SkippedTests = fa.Tests != "" && (o.SkipTests || o.SkipGates)
+			switch {
+			case fa.Tests == "":
+			case o.SkipGates:
+				a.SkippedTests = "--skip-gates"
+			case o.SkipTests:
+				a.SkippedTests = "--skip-tests"
+			}
 		}
 		a.Tests = len(r.TestsOf(c.Name, res.App)) > 0 && !dryRun
 		// An app others depend on, or with tests, is waited for,
 		// --wait or not.
-		a.Wait = o.Wait || dependedOn(r.Fleet, res.App, results) || len(r.TestsOf(c.Name, res.App)) > 0
-		a.Final = !a.Tests && !a.SkippedTests && o.verifies() && !o.SkipGates && !o.soaking(r.Fleet, c) && !o.checks(r.Fleet, c)
+		switch dependent := dependedOn(r.Fleet, res.App, results); {
+		case o.Wait:
+			a.WaitWhy = "--wait"
+		case dependent != "":
+			a.WaitWhy = "app " + dependent + " depends on it"
+		case len(r.TestsOf(c.Name, res.App)) > 0:
+			a.WaitWhy = "its tests run once it is"
+		}
+		a.Wait = a.WaitWhy != ""
+		a.Final = !a.Tests && a.SkippedTests == "" && o.verifies() && !o.SkipGates && !o.soaking(r.Fleet, c) && !o.checks(r.Fleet, c)
 		run.Apps = append(run.Apps, a)
 	}
 	errs, failed := run.Run(ctx)
@@ -607,14 +621,14 @@ func inDependencyOrder(f *fleet.Fleet, results []render.Result) []render.Result 
 	return out
 }
 
-// dependedOn reports whether another app of the run depends on app.
-func dependedOn(f *fleet.Fleet, app string, results []render.Result) bool {
+// dependedOn is an app of the run that depends on app, or "" for none.
+func dependedOn(f *fleet.Fleet, app string, results []render.Result) string {
 	for _, r := range results {
 		if a := f.App(r.App); a != nil && slices.Contains(a.DependsOn, app) {
-			return true
+			return a.Name
 		}
 	}
-	return false
+	return ""
 }
 
 // done is what the summary calls a cluster a verb went through on.

@@ -15,11 +15,15 @@ type App struct {
 	// DependsOn are the apps it needs applied (and healthy) first.
 	DependsOn []string
 	// Wait: its objects are waited for until healthy (--wait, an app
-	// others depend on, an app with tests).
-	Wait bool
-	// Tests: its tests run after its apply. SkippedTests: it has tests,
-	// skipped (--skip-tests), so it cannot be verified.
-	Tests, SkippedTests bool
+	// others depend on, an app with tests), WaitWhy says which.
+	Wait    bool
+	WaitWhy string
+	// Tests: its tests run after its apply.
+	Tests bool
+	// SkippedTests is the flag that skipped the tests it has
+	// (--skip-tests, --skip-gates), so that it cannot be verified; "" for
+	// none.
+	SkippedTests string
 	// Final: no gate follows its apply (no tests, and its cluster's group
 	// has no check or soak), so the verdict of a successful apply is
 	// known when its revision is recorded (OnApply), and is written with
@@ -171,8 +175,8 @@ func (c ClusterRun) apply(ctx context.Context, app App) error {
 	for _, gate := range OnApply(app) {
 		c.Gates.Pass(app.Name, gate)
 	}
-	if app.SkippedTests {
-		c.Gates.Unverified(app.Name, "tests skipped (--skip-tests)")
+	if app.SkippedTests != "" {
+		c.Gates.Unverified(app.Name, "tests skipped ("+app.SkippedTests+")")
 	}
 	if !app.Tests {
 		return nil

@@ -43,7 +43,7 @@ func TestClusterRun(t *testing.T) {
 		{Name: "db", Wait: true},
 		{Name: "web", DependsOn: []string{"db", "crds"}, Wait: true, Tests: true},
 		{Name: "dash", DependsOn: []string{"web"}},
-		{Name: "docs", SkippedTests: true},
+		{Name: "docs", SkippedTests: "--skip-gates"},
 	}
 	tests := []struct {
 		name     string
@@ -57,13 +57,13 @@ func TestClusterRun(t *testing.T) {
 	}{
 		{name: "everything passes", write: true,
 			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|dependency crds|apply web (wait)|test web|apply dash|apply docs",
-			verdicts: map[string]string{"db": "verified", "web": "verified", "dash": "verified", "docs": "unverified: tests skipped (--skip-tests)"}},
+			verdicts: map[string]string{"db": "verified", "web": "verified", "dash": "verified", "docs": "unverified: tests skipped (--skip-gates)"}},
 		{name: "a dry run takes no lock",
 			did: "apply db (wait)|dependency crds|apply web (wait)|test web|apply dash|apply docs"},
 		{name: "a failed dependency fails its dependents", write: true, fail: map[string]error{"apply db (wait)": errors.New("deployment.apps/db not healthy after 5m")},
 			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|apply docs",
 			errs:     "app db: deployment.apps/db not healthy after 5m|app web: not started: dependency db failed|app dash: not started: dependency web failed",
-			verdicts: map[string]string{"db": "failed: apply: deployment.apps/db not healthy after 5m", "web": "unverified: not applied in this run", "docs": "unverified: tests skipped (--skip-tests)"}},
+			verdicts: map[string]string{"db": "failed: apply: deployment.apps/db not healthy after 5m", "web": "unverified: not applied in this run", "docs": "unverified: tests skipped (--skip-gates)"}},
 		{name: "a dependency outside the run is not there", write: true, fail: map[string]error{"dependency crds": errors.New("not started: dependency crds was never applied to this cluster")},
 			did:      "lock db|lock web|lock dash|lock docs|apply db (wait)|dependency crds|apply docs",
 			errs:     "app web: not started: dependency crds was never applied to this cluster|app dash: not started: dependency web failed",

@@ -112,7 +112,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	}
 	cfg := apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: k.Config.ForceConflicts || k.Force != nil && k.Force(app.Name),
-		Prune: k.Config.Prune, AllowEmpty: k.Config.AllowEmpty, Ignore: k.Ignore(app.Name), Wait: app.Wait, Timeout: k.Config.Timeout, Concurrency: k.Config.Concurrency,
+		Prune: k.Config.Prune, AllowEmpty: k.Config.AllowEmpty, Ignore: k.Ignore(app.Name), Wait: app.Wait, WaitWhy: app.WaitWhy, Timeout: k.Config.Timeout, Concurrency: k.Config.Concurrency,
 		Report:  func(ch apply.Change) { k.Emit(ObjectChanged(k.Cluster, app.Name, label, ch, dryRun)) },
 		OnStage: func(stage string) { k.stage("%s: %s", app.Name, stage) },
 		OnPhase: func(phase, objects int) {

@@ -96,13 +96,25 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 		if !stopped && w.After != nil && ctx.Err() == nil {
 			stopped = after(ctx, w, outcomes)
 		}
-		if stopped && why == nil && ctx.Err() == nil {
+		if stopped && why == nil {
 			why = overBudget(w, outcomes)
+			if ctx.Err() != nil {
+				why = errInterrupted
+			}
+		}
+		for i := range outcomes {
+			// The wave's own clusters it stopped before starting them.
+			if outcomes[i].State == NotStarted && outcomes[i].Err == nil {
+				outcomes[i].Err = why
+			}
 		}
 		out = append(out, outcomes...)
 	}
 	return out
 }
+
+// errInterrupted is why the clusters not started after Ctrl-C were not.
+var errInterrupted = errors.New("interrupted")
 
 // AtOnce is how many of the wave's clusters run at once with parallel
 // (none past its MaxParallel, nor past parallel when it is positive): the

@@ -37,6 +37,12 @@ func TestRunStopsAfterFailureBudget(t *testing.T) {
 	if out[0].Err == nil || out[0].Wave != "staging" {
 		t.Errorf("first outcome %+v", out[0])
 	}
+	// Every cluster not started says why, in its wave too.
+	for _, o := range out[1:] {
+		if o.Err == nil || o.Err.Error() != "staging failed (1 of 2 clusters; maxFailures 0)" {
+			t.Errorf("%s not started: %v", o.Cluster, o.Err)
+		}
+	}
 }
 
 func TestRunToleratesFailures(t *testing.T) {
@@ -113,6 +119,11 @@ func TestRunCancelled(t *testing.T) {
 	want := map[string]State{"1": Succeeded, "2": NotStarted, "3": NotStarted}
 	if diff := cmp.Diff(want, states(out)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, o := range out[1:] {
+		if o.Err == nil || o.Err.Error() != "interrupted" {
+			t.Errorf("%s not started: %v", o.Cluster, o.Err)
+		}
 	}
 }
 

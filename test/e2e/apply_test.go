@@ -339,9 +339,11 @@ spec:
 	if code != 0 || !strings.Contains(out, "deployment.apps/good healthy") {
 		t.Fatalf("--wait: exit %d\n%s%s", code, out, errOut)
 	}
-	out, _, code = fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "never"), "--wait", "--timeout", "5s")
-	if code == 0 || !strings.Contains(out, "deployment.apps/never unhealthy") || !strings.Contains(out, "not healthy after 5s") {
-		t.Errorf("unavailable deployment: exit %d\n%s", code, out)
+	// The wait says how long and why when it starts, and again when it
+	// times out.
+	out, errOut, code = fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "never"), "--wait", "--timeout", "5s")
+	if code == 0 || !strings.Contains(out, "deployment.apps/never unhealthy") || !strings.Contains(out, "1 object not healthy after 5s (waited for: --wait)") || !strings.Contains(errOut, "never: waiting until healthy, up to 5s (--wait)") {
+		t.Errorf("unavailable deployment: exit %d\n%s%s", code, out, errOut)
 	}
 }
 

@@ -459,7 +459,7 @@ clusters:
 	out, errOut, code = fleet(t, dir, "apply", "-f", wait, "--yes", "--wait", "--timeout", "4s", "--request-timeout", "1m")
 	took = time.Since(start)
 	t.Logf("apply --wait --timeout 4s, hung while waiting: exit %d after %s", code, took.Round(time.Millisecond))
-	if code != 1 || !regexp.MustCompile(`(?m)^\[hung\]\s+failed: .*: app wait: \d objects? not healthy after 4s$`).MatchString(out) || !strings.Contains(out, "[fine] applied: 2 created, 2 healthy") {
+	if code != 1 || !regexp.MustCompile(`(?m)^\[hung\]\s+failed: .*: app wait: \d objects? not healthy after 4s \(waited for: --wait\)$`).MatchString(out) || !strings.Contains(out, "[fine] applied: 2 created, 2 healthy") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 	// 4s, then at most 3s to record the failed verdict and 3s to

@@ -65,7 +65,7 @@ metadata: {name: after, namespace: e2e-phases}
 	}
 	// No controllers: the Job never completes, phase 0 never starts.
 	out, errOut, code = fleet(t, dir, "apply", "-c", "prod-a", "--yes", "--timeout", "3s")
-	if code == 0 || !strings.Contains(out, "phase -1: 1 objects not healthy after 3s") || strings.Contains(out, "phase 0") {
+	if code == 0 || !strings.Contains(out, "phase -1: 1 object not healthy after 3s") || strings.Contains(out, "phase 0") {
 		t.Errorf("apply where the Job cannot complete: exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c2", "configmap", "after", "-n", "e2e-phases") {
