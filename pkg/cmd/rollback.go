@@ -30,7 +30,8 @@ type RollbackOptions struct {
 	// Apps are --app: the apps to roll back; none: every app with
 	// revisions on each cluster.
 	Apps []string
-	// ToRevision is --to-revision; 0: the revision before the current.
+	// ToRevision is --to-revision; 0: the latest earlier revision of
+	// another render (previous).
 	ToRevision int
 }
 
@@ -77,7 +78,7 @@ Exit codes:
 	o.WriteOptions.addFlags(cmd, "rollback", "do not ask before writing to protected groups", "clusters rolled back at once at most (a group's maxParallel may lower it)")
 	g.addSkipUnreachableFlag(cmd)
 	cmd.Flags().StringSliceVar(&o.Apps, "app", nil, "the app to roll back (repeatable); default: every app with revisions on the cluster")
-	cmd.Flags().IntVar(&o.ToRevision, "to-revision", 0, "the revision to go back to (default: the one before the current)")
+	cmd.Flags().IntVar(&o.ToRevision, "to-revision", 0, "the revision to go back to (default: the latest before the current with another render)")
 	o.addRolloutFlags(cmd)
 	return cmd
 }
@@ -232,12 +233,7 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 		}
 		target := o.ToRevision
 		if target == 0 {
-			for _, r := range history {
-				if r.Number < set.Revision {
-					target = r.Number
-				}
-			}
-			if target == 0 {
+			if target = previous(history, set.Revision); target == 0 {
 				skipApp(set.App, "app %s has no revision before r%d here", set.App, set.Revision)
 				continue
 			}
@@ -256,6 +252,26 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 		plan.mu.Unlock()
 	}
 	return out, errors.Join(errs...)
+}
+
+// previous is the revision a rollback goes back to by default: the
+// latest before current whose render differs from current's. One of the
+// same render (recorded by an apply that did not finish, then again by
+// the next) would change nothing. 0 when there is none.
+func previous(history []revision.Revision, current int) int {
+	digest := ""
+	for _, r := range history {
+		if r.Number == current {
+			digest = r.Digest
+		}
+	}
+	target := 0
+	for _, r := range history {
+		if r.Number < current && (digest == "" || r.Digest != digest) {
+			target = max(target, r.Number)
+		}
+	}
+	return target
 }
 
 // appSets reads the fleet's sets of the named apps on a cluster, or, with
