@@ -315,7 +315,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered.Set, verb string
 // the exit code: 130 when interrupted, 1 when a cluster did not finish.
 func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
 	p.close()
-	s := summary.Rollout{Outcomes: outcomes, Tally: tally, Done: done[verb], DryRun: dryRun, Group: func(c string) string { return byName[c].Group }, RolledBack: rolledBack}
+	s := summary.Rollout{Outcomes: outcomes, Tally: tally, Done: done[verb], Nothing: "nothing to " + verb, DryRun: dryRun, Group: func(c string) string { return byName[c].Group }, RolledBack: rolledBack}
 	if p.json {
 		for _, res := range s.Results() {
 			p.event(res)
@@ -324,13 +324,29 @@ func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, t
 		s.Print(p.out, p.prefix, p.many, p.notes)
 	}
 	failed := s.Failed()
-	switch {
+	switch refused := refused(outcomes); {
 	case ctx.Err() != nil:
 		return &ExitError{Code: ExitInterrupted}
+	case refused == len(outcomes):
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("aborted (not confirmed): nothing written")}
+	case refused > 0 && failed == refused:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("aborted (not confirmed): %d of %d clusters not written", refused, len(outcomes))}
 	case failed > 0:
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not %s", failed, len(outcomes), verb)}
 	}
 	return skipped(outcomes, ExitFailed)
+}
+
+// refused is how many clusters were not started because a protected
+// group's question was answered no.
+func refused(outcomes []runner.Outcome) int {
+	n := 0
+	for _, oc := range outcomes {
+		if oc.State == runner.NotStarted && errors.Is(oc.Err, errNotConfirmed) {
+			n++
+		}
+	}
+	return n
 }
 
 // skipped is the error for clusters skipped: exit 3 when all were
@@ -392,15 +408,18 @@ func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) 
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out)
-		return fmt.Errorf("not confirmed: interrupted")
+		return fmt.Errorf("%w: interrupted", errNotConfirmed)
 	case line := <-answer:
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
 			return nil
 		}
 	}
-	return fmt.Errorf("not confirmed")
+	return errNotConfirmed
 }
+
+// errNotConfirmed is a protected group's question answered no.
+var errNotConfirmed = errors.New("not confirmed")
 
 func (o *ApplyOptions) applyCluster(ctx context.Context, r *rendered.Set, c *fleet.Cluster, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
 	if err := o.rollback.failed(c.Name); err != nil {

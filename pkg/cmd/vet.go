@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 )
@@ -87,7 +88,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			for _, e := range list {
 				fmt.Fprintln(o.Out, e)
 			}
-			fmt.Fprintf(o.Out, "vet: %d problems in %s\n", len(list), fleet.Locate(o.FleetFile))
+			fmt.Fprintf(o.Out, "vet: %s in %s\n", output.Plural(len(list), "problem"), fleet.Locate(o.FleetFile))
 			return &ExitError{Code: ExitFailed}
 		}
 		return err
@@ -151,10 +152,10 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	}
 	printWarnings(o.Out, results)
 	if problems > 0 {
-		fmt.Fprintf(o.Out, "vet: %d problems\n", problems)
+		fmt.Fprintf(o.Out, "vet: %s\n", output.Plural(problems, "problem"))
 		return &ExitError{Code: ExitFailed}
 	}
-	fmt.Fprintf(o.Out, "vet: %d clusters ok\n", len(clusters))
+	fmt.Fprintf(o.Out, "vet: %s ok\n", output.Plural(len(clusters), "cluster"))
 	return nil
 }
 

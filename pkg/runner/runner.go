@@ -59,6 +59,9 @@ type SkipError struct {
 
 func (e *SkipError) Error() string { return e.Reason }
 
+// Skipped says the error is a skip (output/progress tells it so).
+func (e *SkipError) Skipped() bool { return true }
+
 // Outcome is one cluster's result.
 type Outcome struct {
 	Cluster string

@@ -17,9 +17,12 @@ import (
 type Rollout struct {
 	Outcomes []runner.Outcome
 	Tally    *Tally
-	// Done is what a cluster the rollout went through is: "applied".
-	Done   string
-	DryRun bool
+	// Done is what a cluster the rollout went through is: "applied";
+	// Nothing what it is when nothing was there to do: "nothing to
+	// delete".
+	Done    string
+	Nothing string
+	DryRun  bool
 	// Group is a cluster's group.
 	Group func(cluster string) string
 	// RolledBack is what --atomic did for a cluster that failed with
@@ -107,8 +110,12 @@ func (r *Rollout) line(oc runner.Outcome) string {
 	case runner.Skipped:
 		state = "skipped"
 	}
+	c := r.Tally.Actions(oc.Cluster)
+	if len(c) == 0 && oc.State == runner.Succeeded && r.Nothing != "" {
+		state = r.Nothing
+	}
 	line := state
-	if c := r.Tally.Actions(oc.Cluster); len(c) > 0 {
+	if len(c) > 0 {
 		line += ": " + actionCounts(c)
 	}
 	if g := r.Tally.Gates(oc.Cluster); len(g) > 0 {

@@ -98,10 +98,13 @@ func TestRolloutLine(t *testing.T) {
 		return ""
 	}
 	for _, tc := range []struct {
-		oc     runner.Outcome
-		dryRun bool
-		want   string
+		oc      runner.Outcome
+		dryRun  bool
+		nothing string
+		want    string
 	}{
+		{oc: runner.Outcome{Cluster: "b", State: runner.Succeeded}, nothing: "nothing to delete", want: "nothing to delete"},
+		{oc: runner.Outcome{Cluster: "a", State: runner.Succeeded}, nothing: "nothing to delete", want: "applied: 1 created, 2 unchanged, 1 failed; tests of web passed, check smoke failed"},
 		{oc: runner.Outcome{Cluster: "a", State: runner.Succeeded}, want: "applied: 1 created, 2 unchanged, 1 failed; tests of web passed, check smoke failed"},
 		{oc: runner.Outcome{Cluster: "b", State: runner.Succeeded}, dryRun: true, want: "applied (server dry run)"},
 		{oc: runner.Outcome{Cluster: "b", State: runner.Failed, Err: errors.New("one\ntwo")}, want: "failed: one; two"},
@@ -109,7 +112,7 @@ func TestRolloutLine(t *testing.T) {
 		{oc: runner.Outcome{Cluster: "b", State: runner.NotStarted, Err: &rollout.BlockedError{Wave: "prod"}}, want: "not started: the earlier groups have not verified this release (above)"},
 		{oc: runner.Outcome{Cluster: "b", State: runner.Skipped, Err: errors.New("unreachable")}, want: "skipped: unreachable"},
 	} {
-		r := Rollout{Tally: tally, Done: "applied", DryRun: tc.dryRun, RolledBack: rolledBack}
+		r := Rollout{Tally: tally, Done: "applied", Nothing: tc.nothing, DryRun: tc.dryRun, RolledBack: rolledBack}
 		if got := r.line(tc.oc); got != tc.want {
 			t.Errorf("%s %s: %q, want %q", tc.oc.Cluster, tc.oc.State, got, tc.want)
 		}

@@ -159,7 +159,7 @@ stringData: {password: `+marker+`}
 		{[]string{"apply", "-f", app, "--yes", "--diff"}, 0, "secret/creds created"},
 		{[]string{"apply", "-f", app, "--yes", "-o", "json", "--diff"}, 0, `"action":"unchanged"`},
 		{[]string{"diff", "-f", app}, 0, "0 to create, 0 to change"},
-		{[]string{"vet", "-f", app}, 0, "clusters ok"},
+		{[]string{"vet", "-f", app}, 0, "vet: 3 clusters ok"},
 	} {
 		out, errOut, code := fleet(t, dir, step.args...)
 		all.WriteString(out + errOut)

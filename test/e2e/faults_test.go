@@ -1056,3 +1056,37 @@ func TestFaultTwentyClusters(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptAnsweredNo: "n" at a protected group's confirmation ends the
+// rollout there, and says so: aborted, what was not written; not "did
+// not apply".
+func TestPromptAnsweredNo(t *testing.T) {
+	control, terminal, err := testenv.OpenPTY()
+	if err != nil {
+		if runtime.GOOS == "linux" {
+			t.Fatal("no pseudo-terminal on Linux:", err)
+		}
+		t.Skip("no pseudo-terminal:", err)
+	}
+	defer control.Close()
+	defer terminal.Close()
+	dir := workdir(t, twoGroups, map[string]string{"prompt/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-prompt-no}\n"})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "-f", filepath.Join(dir, "prompt"), "--yes") })
+	r := startFleet(t, dir, terminal, "apply", "-f", filepath.Join(dir, "prompt"))
+	r.waitFor(t, "Apply to protected group production (prod-a, prod-b)? [y/N]", 30*time.Second)
+	if _, err := control.Write([]byte("n\n")); err != nil {
+		t.Fatal(err)
+	}
+	if !r.exited(30 * time.Second) {
+		t.Fatal("still running after the answer")
+	}
+	out, errOut := r.output()
+	if r.code != 1 || !strings.Contains(errOut, "error: aborted (not confirmed): 2 of 3 clusters not written") || strings.Contains(errOut, "did not apply") || !strings.Contains(out, "[prod-a] not started: not confirmed") {
+		t.Errorf("exit %d\n%s%s", r.code, out, errOut)
+	}
+	for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
+		if !absent(t, ctx, "namespace", "e2e-prompt-no") {
+			t.Errorf("%s written to after the answer no", ctx)
+		}
+	}
+}

@@ -33,7 +33,7 @@ func TestMarkerSecretEverywhere(t *testing.T) {
 	const v9 = "--v=9"
 	run(0, "kind: Secret", "render")
 	run(0, `"kind":"Secret"`, "render", "-o", "json")
-	run(0, "1 clusters ok", "vet")
+	run(0, "vet: 1 cluster ok", "vet")
 	run(1, "5 to create", "diff", v9)
 	run(1, `"action":"create"`, "diff", "-o", "json")
 	run(0, "secret/plain skipped: its namespace is created by this apply", "apply", "--dry-run=server", "--diff", v9)
@@ -41,7 +41,7 @@ func TestMarkerSecretEverywhere(t *testing.T) {
 	run(0, "0 to create, 0 to change, 0 to prune, 5 unchanged", "diff", v9)
 	run(0, "Current", "status", "-v", v9)
 	run(0, `"health":"Current"`, "status", "-o", "json")
-	run(0, "1 clusters ok", "vet", "--server", v9)
+	run(0, "vet: 1 cluster ok", "vet", "--server", v9)
 
 	// Error paths: an immutable Secret changed, a hand edit on a Secret, a
 	// substitution error inside a Secret.

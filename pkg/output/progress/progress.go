@@ -7,6 +7,7 @@
 package progress
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -324,15 +325,21 @@ func (pr *Display) Did(cluster string) {
 	}
 }
 
-// End closes a cluster's line with its outcome: done, or failed with err.
-// In compact mode a failed cluster's line stays (on a terminal) or is
-// said (elsewhere), and a group's line is said when its last cluster ends.
+// End closes a cluster's line with its outcome: done, failed with err,
+// or skipped when err says so (a Skipped method, as runner.SkipError's),
+// as the summary does. In compact mode a failed cluster's line stays (on
+// a terminal) or is said (elsewhere), and a group's line is said when its
+// last cluster ends.
 func (pr *Display) End(cluster string, err error) {
 	if pr == nil {
 		return
 	}
 	outcome := "done"
-	if err != nil {
+	var skip interface{ Skipped() bool }
+	switch {
+	case errors.As(err, &skip) && skip.Skipped():
+		outcome, err = "skipped", nil
+	case err != nil:
 		outcome = "failed"
 	}
 	if !pr.compact {

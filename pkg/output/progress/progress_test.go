@@ -154,3 +154,24 @@ func TestProgressCompactOnATerminal(t *testing.T) {
 		t.Errorf("%d lines of production clusters that never started", n)
 	}
 }
+
+// skipErr is a skip, as runner.SkipError says one.
+type skipErr struct{}
+
+func (skipErr) Error() string { return "app web has no revision 3 here" }
+func (skipErr) Skipped() bool { return true }
+
+// A cluster skipped ends "skipped", as the summary says, not "failed".
+func TestEndSkipped(t *testing.T) {
+	var b strings.Builder
+	clusters := []string{"stg-001", "stg-002"}
+	pr := newDisplay(&b, clusters)
+	pr.Stage("stg-001", "connecting")
+	pr.End("stg-001", fmt.Errorf("rollback: %w", skipErr{}))
+	pr.Stage("stg-002", "connecting")
+	pr.End("stg-002", errors.New("boom"))
+	pr.Finish()
+	if out := b.String(); !strings.Contains(out, "[stg-001] skipped") || strings.Contains(out, "[stg-001] failed") || !strings.Contains(out, "[stg-002] failed") {
+		t.Errorf("output:\n%s", out)
+	}
+}
