@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -196,6 +197,32 @@ func (g *GlobalOptions) client(f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, 
 func (g *GlobalOptions) idle(cluster string) {
 	if c, ok := g.clients.Peek(cluster); ok && c != nil {
 		c.CloseIdleConnections()
+	}
+}
+
+// unreachableError is a cluster's failure because it could not be
+// asked, said so, with the way out.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string {
+	return fmt.Sprintf("cluster unreachable (%s): %v; --skip-unreachable reports such a cluster as skipped", kube.WhyUnreachable(e.err), e.err)
+}
+
+func (e *unreachableError) Unwrap() error { return e.err }
+
+// explained runs fn for a cluster, and says so when its error is the
+// cluster not answering (refused, no such host, timed out): not a
+// client library's message ("taking lease …: Post …: connection
+// refused") alone.
+func explained(fn func(ctx context.Context, cluster string) error) func(ctx context.Context, cluster string) error {
+	return func(ctx context.Context, cluster string) error {
+		err := fn(ctx, cluster)
+		var skip *runner.SkipError
+		var already *unreachableError
+		if !kube.IsUnreachable(err) || errors.As(err, &skip) || errors.As(err, &already) || ctx.Err() != nil {
+			return err
+		}
+		return &unreachableError{err: err}
 	}
 }
 

@@ -217,14 +217,14 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	var mu sync.Mutex
 	summaries := res.summaries
 	names, byName := index(r.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, explained(func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
 		o.idle(name)
 		mu.Lock()
 		summaries[name] = s
 		mu.Unlock()
 		return err
-	})
+	}))
 	res.outcomes = outcomes
 	p.close()
 	failed, differs := 0, false

@@ -13,9 +13,16 @@ import (
 )
 
 // setupLogging sends client-go's logs to w at the given level, as kubectl's
-// -v does (6: requests, 7: headers, 8 and 9: bodies), with one difference:
-// a request or response body is never written, since it may hold a Secret.
+// -v does (6: requests, 7: headers, 8 and 9: bodies), with two
+// differences: a request or response body is never written, since it may
+// hold a Secret; and without -v nothing is, its errors included (a raw
+// "memcache.go:381 Couldn't get current server API group list" line,
+// without its cluster): every error that matters reaches the command's
+// own output, prefixed with its cluster.
 func setupLogging(level int, w io.Writer) {
+	if level <= 0 {
+		w = io.Discard
+	}
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("v", strconv.Itoa(level))

@@ -8,6 +8,24 @@ import (
 	"k8s.io/klog/v2"
 )
 
+// Without -v, client-go's own logs, its errors too, are not written.
+func TestLoggingQuietWithoutV(t *testing.T) {
+	var buf bytes.Buffer
+	setupLogging(0, &buf)
+	klog.Background().Error(nil, "Couldn't get current server API group list")
+	klog.Errorf("memcache.go: %s", "connection refused")
+	klog.Flush()
+	if buf.Len() > 0 {
+		t.Errorf("written without -v:\n%s", buf.String())
+	}
+	setupLogging(1, &buf)
+	defer setupLogging(0, &bytes.Buffer{})
+	klog.Background().Error(nil, "Couldn't get current server API group list")
+	if !strings.Contains(buf.String(), "Couldn't get current server API group list") {
+		t.Errorf("-v=1 does not show client-go's errors: %q", buf.String())
+	}
+}
+
 // client-go logs bodies at -v=8 and above; ours are never written.
 func TestLoggingNeverWritesBodies(t *testing.T) {
 	var buf bytes.Buffer

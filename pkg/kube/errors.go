@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
@@ -45,6 +46,25 @@ func Immutable(err error) (field string, ok bool) {
 		}
 	}
 	return "", matches(se.Status().Message)
+}
+
+// WhyUnreachable names, in a few words, why the API server could not be
+// asked (an error IsUnreachable accepts): "connection refused", "no such
+// host", "timed out", "connection reset", else "no answer".
+func WhyUnreachable(err error) string {
+	var dns *net.DNSError
+	var ne net.Error
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "no such host"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timed out"
+	}
+	return "no answer"
 }
 
 // IsUnreachable reports an error of the connection to the API server, not

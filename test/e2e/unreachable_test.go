@@ -57,8 +57,15 @@ clusters:
 		return append([]string{"--kubeconfig", kc, "--request-timeout", "5s"}, more...)
 	}
 	out, errOut, code := fleet(t, dir, args("apply", "-f", app, "--name", "unreachable")...)
-	if code != 1 || !strings.Contains(out, "[gone] failed: ") || !strings.Contains(out, "[prod] not started") {
+	if code != 1 || !strings.Contains(out, "[gone] failed: cluster unreachable (connection refused): ") || !strings.Contains(out, "--skip-unreachable reports such a cluster as skipped") || !strings.Contains(out, "[prod] not started") {
 		t.Fatalf("without --skip-unreachable: exit %d\n%s%s", code, out, errOut)
+	}
+	// diff says the same, and client-go's own log lines (a raw
+	// "memcache.go … Couldn't get current server API group list", without
+	// the cluster) stay out unless -v asks.
+	out, errOut, code = fleet(t, dir, args("diff", "-f", app, "--name", "unreachable")...)
+	if code != 2 || !strings.Contains(out+errOut, "cluster unreachable (connection refused)") || strings.Contains(errOut, ".go:") {
+		t.Errorf("diff without --skip-unreachable: exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c2", "namespace", "e2e-unreachable") {
 		t.Error("production was written after a staging cluster failed")
