@@ -1158,7 +1158,7 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 			return p.retain(ch, m, d.Reason)
 		case !d.Delete:
 			ch.Action, ch.Reason = Kept, d.Reason
-			if !p.cfg.DryRun {
+			if !p.cfg.DryRun && !d.Stay { // relabelled by To's claim
 				if err := p.set.Release(ctx, ri, m, d.To, FieldManager); err != nil {
 					ch.Action, ch.Err = Failed, err
 				}

@@ -1205,6 +1205,31 @@ func TestHandedOverThenDeleted(t *testing.T) {
 	}
 }
 
+// TestHandedOverRunKilledBetween: a run killed after app a handed an
+// object to app b and before b's apply leaves it a's, under a's label:
+// the next run hands it over again, and b takes it as moved, not as an
+// object labelled by no record (adopted, and never pruned after).
+func TestHandedOverRunKilledBetween(t *testing.T) {
+	c := kubetest.New(t)
+	c.Put(ns("web"))
+	moved := cm("web", "moved", "k=v")
+	mustRun(t, c, apply.Config{App: "a", Objects: []*unstructured.Unstructured{cm("web", "a-only"), moved}})
+	others := map[string][]*unstructured.Unstructured{"b": {cm("web", "moved", "k=v")}}
+	mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: others})
+	// Killed here; the next run: a, then b.
+	got := mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: others})
+	if ch := got["configmap/moved"]; ch.Action != apply.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
+		t.Errorf("a's prune in the next run: %+v", ch)
+	}
+	got = mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}, Others: map[string][]*unstructured.Unstructured{"a": {cm("web", "a-only")}}})
+	if ch := got["configmap/moved"]; ch.Action == apply.Adopted || ch.Warning != "moved from app a to app b" {
+		t.Errorf("b's apply: %+v", ch)
+	}
+	if set, err := inventory.Load(context.Background(), c.Client, "b"); err != nil || set.Adopted.Len() != 0 {
+		t.Errorf("b's set: %v %+v", err, set)
+	}
+}
+
 // TestTestsRefuseForeignObjects: a test object's name taken by someone
 // else's object is refused, that object neither deleted nor changed; a
 // test object an earlier run left (labelled fleet.kubectl.io/test-of) is

@@ -453,9 +453,11 @@ type Decision struct {
 	// later prune decides again.
 	Retain bool
 	// Stay: handed to To, an app of this run, it stays in this app's
-	// record too until To's apply records it: To then finds it held by
-	// an app that records it (not a label no record backs, which it
-	// would adopt), and the next prune here hands it over for good.
+	// record, and under its label, until To's apply records it: To then
+	// finds it held by an app that records it (not a label no record
+	// backs, which it would adopt), and this app still lists it as its
+	// member if To's apply never comes (a run killed in between); the
+	// next prune here hands it over for good.
 	Stay bool
 	// Reason says why it is not deleted.
 	Reason string
@@ -625,9 +627,10 @@ func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
 		holder = live.Labels[apply.ApplysetPartOfLabel]
 	}
 	if apps := n.holders[path]; len(apps) > 0 {
-		if holder == s.ID && n.handing(apps, path) {
+		if (holder == s.ID || slices.Contains(apps, n.apps[holder])) && n.handing(apps, path) {
 			// Handed to us by the apps that record it, which this run
-			// applies without it: ours, the same object.
+			// applies without it (still under their label, which they
+			// keep until we record it): ours, the same object.
 			return Claim{PartOf: s.ID, Warning: fmt.Sprintf("moved from app %s to app %s", strings.Join(apps, ", "), s.App)}
 		}
 		c := Claim{PartOf: s.ID, Warning: fmt.Sprintf("shared with app %s, which applies it too (the last apply wins)", strings.Join(apps, ", "))}
