@@ -292,7 +292,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered.Set, verb string
 		p.notes = append(p.notes, "Tests were skipped (--skip-tests).")
 	}
 	_, byName := index(r.Clusters)
-	apply := explained(func(ctx context.Context, name string) error {
+	apply := o.explained(func(ctx context.Context, name string) error {
 		return o.applyCluster(ctx, r, byName[name], p, pr, &tally, dryRun)
 	})
 	outcomes := rollout.Run(ctx, plan, func(ctx context.Context, name string) error {

@@ -211,16 +211,20 @@ func (e *unreachableError) Error() string {
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // explained runs fn for a cluster, and says so when its error is the
-// cluster not answering (refused, no such host, timed out): not a
-// client library's message ("taking lease …: Post …: connection
-// refused") alone.
-func explained(fn func(ctx context.Context, cluster string) error) func(ctx context.Context, cluster string) error {
+// cluster not answering (refused, no such host, timed out) before it
+// answered anything: not a client library's message ("taking lease …:
+// Post …: connection refused") alone. One that stopped answering during
+// the run says so itself ("the cluster stopped answering, …").
+func (g *GlobalOptions) explained(fn func(ctx context.Context, cluster string) error) func(ctx context.Context, cluster string) error {
 	return func(ctx context.Context, cluster string) error {
 		err := fn(ctx, cluster)
 		var skip *runner.SkipError
 		var already *unreachableError
 		if !kube.IsUnreachable(err) || errors.As(err, &skip) || errors.As(err, &already) || ctx.Err() != nil {
 			return err
+		}
+		if c, ok := g.verified.Peek(cluster); ok && c.Slowest() > 0 {
+			return err // it answered before
 		}
 		return &unreachableError{err: err}
 	}

@@ -100,7 +100,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	defer o.locks.Release(ctx, o.ErrOut)
 	// The engine's waves, without a promotion rule: deleting waits for
 	// no verification.
-	del := explained(func(ctx context.Context, name string) error {
+	del := o.explained(func(ctx context.Context, name string) error {
 		return o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
 	})
 	outcomes := rollout.Run(ctx, rollout.Plan{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {

@@ -217,7 +217,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	var mu sync.Mutex
 	summaries := res.summaries
 	names, byName := index(r.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, explained(func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, o.explained(func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
 		o.idle(name)
 		mu.Lock()

@@ -277,7 +277,7 @@ func LoadAll(ctx context.Context, c *kube.Client) ([]*Set, error) {
 
 // setOf reads a parent object of app, refusing one of another tool.
 func setOf(app string, p *corev1.ConfigMap) (*Set, error) {
-	s := &Set{App: app, ID: ID(app), Adopted: adoptedOf(p), Handing: sets.New(splitLines(p.Data[HandingKey])...)}
+	s := &Set{App: app, ID: ID(app), Adopted: adoptedOf(p), Handing: handingOf(p)}
 	ann := p.GetAnnotations()
 	tooling := ann[apply.ApplySetToolingAnnotation]
 	if name, _, _ := strings.Cut(tooling, "/"); name != ToolName {
@@ -301,6 +301,11 @@ func setOf(app string, p *corev1.ConfigMap) (*Set, error) {
 		s.Applied = appliedOf(applied)
 	}
 	return s, nil
+}
+
+// handingOf reads the paths a parent records as handed over.
+func handingOf(parent *corev1.ConfigMap) sets.Set[string] {
+	return sets.New(splitLines(parent.Data[HandingKey])...)
 }
 
 // adoptedOf reads the paths a parent records as adopted.
@@ -416,7 +421,7 @@ func neighboursOf(configMaps []corev1.ConfigMap, app string) *Neighbours {
 		n.apps[ID(other)] = other
 		n.adopted[other] = adoptedOf(p)
 		namespaces := sets.New[string]()
-		handing := sets.New(splitLines(p.Data[HandingKey])...)
+		handing := handingOf(p)
 		for m := range contentsOf(p).Members {
 			n.holders[m] = append(n.holders[m], other)
 			if handing.Has(m) {

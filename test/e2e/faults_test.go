@@ -737,18 +737,7 @@ func TestFaultInterruptTwice(t *testing.T) {
 // group (stdin a terminal) ends the command at once: the protected group
 // is not started, the summary says so, exit 130.
 func TestFaultInterruptPrompt(t *testing.T) {
-	control, terminal, err := testenv.OpenPTY()
-	if err != nil {
-		if runtime.GOOS == "linux" {
-			t.Fatal("no pseudo-terminal on Linux:", err)
-		}
-		t.Skip("no pseudo-terminal:", err)
-	}
-	defer control.Close()
-	defer terminal.Close()
-	dir := workdir(t, twoGroups, map[string]string{"prompt/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-int-prompt}\n"})
-	r := startFleet(t, dir, terminal, "apply", "-f", filepath.Join(dir, "prompt"))
-	r.waitFor(t, "Apply to protected group production (prod-a, prod-b)? [y/N]", 30*time.Second)
+	r, _ := prompted(t, "e2e-int-prompt")
 	asked := time.Now()
 	_ = r.cmd.Process.Signal(os.Interrupt)
 	if !r.exited(3 * time.Second) {
@@ -1057,10 +1046,11 @@ func TestFaultTwentyClusters(t *testing.T) {
 	}
 }
 
-// TestPromptAnsweredNo: "n" at a protected group's confirmation ends the
-// rollout there, and says so: aborted, what was not written; not "did
-// not apply".
-func TestPromptAnsweredNo(t *testing.T) {
+// prompted starts an apply of a Namespace ns to twoGroups with stdin a
+// terminal, and waits until it asks to apply to the protected group. It
+// returns the run and the terminal's other side, to answer on.
+func prompted(t *testing.T, ns string) (*run, *os.File) {
+	t.Helper()
 	control, terminal, err := testenv.OpenPTY()
 	if err != nil {
 		if runtime.GOOS == "linux" {
@@ -1068,12 +1058,19 @@ func TestPromptAnsweredNo(t *testing.T) {
 		}
 		t.Skip("no pseudo-terminal:", err)
 	}
-	defer control.Close()
-	defer terminal.Close()
-	dir := workdir(t, twoGroups, map[string]string{"prompt/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-prompt-no}\n"})
+	t.Cleanup(func() { _ = control.Close(); _ = terminal.Close() })
+	dir := workdir(t, twoGroups, map[string]string{"prompt/ns.yaml": "apiVersion: v1\nkind: Namespace\nmetadata: {name: " + ns + "}\n"})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "-f", filepath.Join(dir, "prompt"), "--yes") })
 	r := startFleet(t, dir, terminal, "apply", "-f", filepath.Join(dir, "prompt"))
 	r.waitFor(t, "Apply to protected group production (prod-a, prod-b)? [y/N]", 30*time.Second)
+	return r, control
+}
+
+// TestPromptAnsweredNo: "n" at a protected group's confirmation ends the
+// rollout there, and says so: aborted, what was not written; not "did
+// not apply".
+func TestPromptAnsweredNo(t *testing.T) {
+	r, control := prompted(t, "e2e-prompt-no")
 	if _, err := control.Write([]byte("n\n")); err != nil {
 		t.Fatal(err)
 	}
