@@ -100,7 +100,7 @@ Exit codes:
 		},
 	}
 	o.SelectOptions.addFlags(cmd, g)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per line) or yaml")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (JSON Lines: one object per line; jq -s . makes one array) or yaml")
 	cmd.Flags().BoolVar(&o.Check, "check", false, "probe each cluster: reachable, version, identity, pins")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters probed at once by --check")
 	cmd.Flags().BoolVar(&o.Pin, "pin", false, "with --check: record each cluster's server and uid in the fleet file")

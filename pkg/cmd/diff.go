@@ -89,7 +89,7 @@ Exit codes (kubectl diff's convention):
 	g.addSkipUnreachableFlag(cmd)
 	o.ReportOptions.addFlags(cmd)
 	cmd.Flags().StringVar(&o.PlanFile, "out", "", "also write a plan to this file: what apply --plan will write, or refuse to once anything moved")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per event and line)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (JSON Lines: one object per event and line; jq -s . makes one array)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters diffed at once")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "show Secret values instead of masking them")

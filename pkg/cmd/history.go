@@ -66,7 +66,7 @@ Exit codes:
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	cmd.Flags().StringSliceVar(&o.Apps, "app", nil, "only this app (repeatable)")
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per revision and line) or yaml (a list)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (JSON Lines: one object per revision and line) or yaml (a list)")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters queried at once")
 	return cmd
 }

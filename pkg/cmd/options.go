@@ -117,7 +117,7 @@ type WriteOptions struct {
 }
 
 func (w *WriteOptions) addFlags(cmd *cobra.Command, verb, yes, parallel string) {
-	cmd.Flags().StringVarP(&w.Output, "output", "o", "", "output format: json (one object per event and line)")
+	cmd.Flags().StringVarP(&w.Output, "output", "o", "", "output format: json (JSON Lines: one object per event and line; jq -s . makes one array)")
 	cmd.Flags().StringVar(&w.DryRun, "dry-run", "none", fmt.Sprintf(`"server": everything but the %s; "none": %s`, verb, verb))
 	cmd.Flags().BoolVarP(&w.Yes, "yes", "y", false, yes)
 	cmd.Flags().IntVar(&w.Parallel, "parallel", 10, parallel)

@@ -78,7 +78,7 @@ error is listed and the command exits 1.`,
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json (one object per cluster and line)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json (JSON Lines: one object per cluster and line)")
 	cmd.Flags().StringVar(&o.OutputDir, "output-dir", "", "write one folder per cluster, one file per object, into this folder")
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "print Secret values instead of masking them")
 	cmd.Flags().IntVar(&o.Revision, "revision", 0, "print revision N of --app as stored in each selected cluster, instead of rendering")
