@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -77,7 +78,7 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 	}
 	for _, name := range s.Apps {
 		if f.App(name) == nil {
-			return nil, fmt.Errorf("--app %s: no such app in %s", name, f.Path)
+			return nil, fmt.Errorf("--app %s: no such app in %s%s", name, f.Path, appsHint(f, name))
 		}
 	}
 	var (
@@ -133,6 +134,20 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 		return nil, fmt.Errorf("no app of %s deploys to the selected clusters", f.Path)
 	}
 	return out, nil
+}
+
+// appsHint is what follows an unknown --app: the app it may mean, and
+// the fleet's apps.
+func appsHint(f *fleet.Fleet, name string) string {
+	names := make([]string, len(f.Apps))
+	for i, a := range f.Apps {
+		names[i] = a.Name
+	}
+	hint := ""
+	if c := output.Closest(name, names); c != "" {
+		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	}
+	return hint + "; its apps: " + strings.Join(names, ", ")
 }
 
 // Adhoc returns the -k/-j/-f/--chart source, if one was given.
