@@ -635,8 +635,10 @@ func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
 		if (holder == s.ID || slices.Contains(apps, n.apps[holder])) && n.handing(apps, path) {
 			// Handed to us by the apps that record it, which this run
 			// applies without it (still under their label, which they
-			// keep until we record it): ours, the same object.
-			return Claim{PartOf: s.ID, Warning: fmt.Sprintf("moved from app %s to app %s", strings.Join(apps, ", "), s.App)}
+			// keep until we record it): ours, the same object, and
+			// adopted as it was theirs (someone else's before).
+			adopted := slices.ContainsFunc(apps, func(a string) bool { return n.adopted[a].Has(path) })
+			return Claim{PartOf: s.ID, Warning: fmt.Sprintf("moved from app %s to app %s", strings.Join(apps, ", "), s.App), Adopt: adopted}
 		}
 		c := Claim{PartOf: s.ID, Warning: fmt.Sprintf("shared with app %s, which applies it too (the last apply wins)", strings.Join(apps, ", "))}
 		if slices.Contains(apps, n.apps[holder]) {

@@ -69,6 +69,25 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+// TestClaimMoved: an object handed over by an app of the run is moved,
+// and stays adopted when the app it leaves had adopted it (someone
+// else's object is never deleted because it changed apps).
+func TestClaimMoved(t *testing.T) {
+	a := &Set{App: "a", ID: ID("a"), Contents: ContentsOf(nil)}
+	n := neighbours()
+	n.inRun, n.rendering = sets.New("c"), map[string]string{}
+	n.holders["ConfigMap/x/adopted-by-c"] = []string{"c"}
+	n.holders["ConfigMap/x/made-by-c"] = []string{"c"}
+	for path, want := range map[string]Claim{
+		"ConfigMap/x/adopted-by-c": {PartOf: a.ID, Warning: "moved from app c to app a", Adopt: true},
+		"ConfigMap/x/made-by-c":    {PartOf: a.ID, Warning: "moved from app c to app a"},
+	} {
+		if got := n.Claim(a, path, &metav1.ObjectMeta{Labels: map[string]string{apply.ApplysetPartOfLabel: ID("c")}}); got != want {
+			t.Errorf("%s: Claim = %+v; want %+v", path, got, want)
+		}
+	}
+}
+
 func TestKeep(t *testing.T) {
 	a := &Set{App: "a", ID: ID("a"), Adopted: sets.New("Namespace/monitoring", "ConfigMap/x/adopted")}
 	n := neighbours()
