@@ -215,7 +215,11 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	}
 	if cfg.Wait && !cfg.DryRun {
 		cfg.stage(waiting(cfg))
-		return waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
+		err := waitHealthy(stop, c, slices.DeleteFunc(slices.Clone(objs), func(o *unstructured.Unstructured) bool { return waited[o] }), cfg)
+		if err != nil && cfg.WaitWhy != "" {
+			err = fmt.Errorf("%w (waited for: %s)", err, cfg.WaitWhy)
+		}
+		return err
 	}
 	return nil
 }
@@ -316,9 +320,7 @@ func (p *pass) applyStages(stop, ctx context.Context, objs []*unstructured.Unstr
 		}
 		if i < len(phases)-1 && !cfg.DryRun {
 			cfg.stage(fmt.Sprintf("waiting for phase %d to be healthy", ph.n))
-			between := cfg
-			between.WaitWhy = "" // phases are always waited for
-			if err := waitHealthy(stop, c, ph.objs, between); err != nil {
+			if err := waitHealthy(stop, c, ph.objs, cfg); err != nil {
 				return nil, fmt.Errorf("phase %d: %w", ph.n, err)
 			}
 			for _, o := range ph.objs {
@@ -1130,46 +1132,14 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		return p.retain(ch, m, fmt.Sprintf("not deleted: its kind cannot be mapped (%v); left in app %s", err, p.cfg.App))
 	}
 	for attempt := 0; ; attempt++ {
-		d := p.others.Decide(p.set, m, inUse)
-		if d.Delete && m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1" && !object.PruneAlways(m) {
-			// Deleting a Namespace deletes everything in it: one that holds
-			// objects no app owns is left, released.
-			foreign, err := p.foreignIn(ctx, m.GetName())
-			if err != nil {
-				return p.retain(ch, m, fmt.Sprintf("not deleted: what it holds could not be listed (%v); left in app %s", err, p.cfg.App))
-			}
-			if foreign != "" {
-				d = inventory.Decision{Reason: "not deleted: " + foreign + "; left in place, no longer the app's"}
-			}
-		}
-		if d.Delete && m.GetKind() == "CustomResourceDefinition" && !object.PruneAlways(m) {
-			// Deleting a CRD deletes every custom resource of its kind, the
-			// app's or not: one that still has others' is left, released.
-			remain, err := p.customResources(ctx, m)
-			if err != nil {
-				return p.retain(ch, m, fmt.Sprintf("not deleted: its custom resources could not be counted (%v); left in app %s", err, p.cfg.App))
-			}
-			if remain != "" {
-				d = inventory.Decision{Reason: "not deleted: " + remain + "; left in place, no longer the app's"}
-			}
-		}
+		d, unread := p.guarded(ctx, m, p.others.Decide(p.set, m, inUse))
 		switch {
+		case unread != "":
+			return p.retain(ch, m, unread)
 		case d.Retain:
 			return p.retain(ch, m, d.Reason)
 		case !d.Delete:
-			ch.Action, ch.Reason = Kept, d.Reason
-			if !p.cfg.DryRun && !d.Stay { // relabelled by To's claim
-				if err := p.set.Release(ctx, ri, m, d.To, FieldManager); err != nil {
-					ch.Action, ch.Err = Failed, err
-				}
-			}
-			if d.Stay {
-				p.stay(m)
-				p.mu.Lock()
-				p.handing.Insert(object.Path(m))
-				p.mu.Unlock()
-			}
-			return ch
+			return p.kept(ctx, ri, ch, m, d)
 		}
 		// The object listed, in the version listed: not one re-created
 		// under its name since, nor one changed since (a policy added
@@ -1205,6 +1175,59 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		}
 		m = live
 	}
+}
+
+// guarded is d for m once the cluster is read where a delete would take
+// more along: a Namespace holding objects no app owns, a CRD with custom
+// resources this prune does not delete, is kept (prune: always aside).
+// unread, when not "", is why that could not be read: m is retained.
+func (p *pass) guarded(ctx context.Context, m *unstructured.Unstructured, d inventory.Decision) (_ inventory.Decision, unread string) {
+	if !d.Delete || object.PruneAlways(m) {
+		return d, ""
+	}
+	var (
+		others string
+		err    error
+		what   string
+	)
+	switch {
+	case m.GetKind() == "Namespace" && m.GetAPIVersion() == "v1":
+		// Deleting a Namespace deletes everything in it.
+		others, err = p.foreignIn(ctx, m.GetName())
+		what = "what it holds could not be listed"
+	case m.GetKind() == "CustomResourceDefinition":
+		// Deleting a CRD deletes every custom resource of its kind, the
+		// app's or not.
+		others, err = p.customResources(ctx, m)
+		what = "its custom resources could not be counted"
+	}
+	switch {
+	case err != nil:
+		return d, fmt.Sprintf("not deleted: %s (%v); left in app %s", what, err, p.cfg.App)
+	case others != "":
+		return inventory.Decision{Reason: "not deleted: " + others + "; left in place, no longer the app's"}, ""
+	}
+	return d, ""
+}
+
+// kept is a member the rule keeps (d): released, or handed to another
+// app (To); one handed to an app of this run that does not record it yet
+// (Stay) stays in the record, under the app's label, for To's claim.
+func (p *pass) kept(ctx context.Context, ri dynamic.ResourceInterface, ch Change, m *unstructured.Unstructured, d inventory.Decision) Change {
+	ch.Action, ch.Reason = Kept, d.Reason
+	if d.Stay {
+		p.stay(m)
+		p.mu.Lock()
+		p.handing.Insert(object.Path(m))
+		p.mu.Unlock()
+		return ch
+	}
+	if !p.cfg.DryRun {
+		if err := p.set.Release(ctx, ri, m, d.To, FieldManager); err != nil {
+			ch.Action, ch.Err = Failed, err
+		}
+	}
+	return ch
 }
 
 // customResources says how many custom resources of crd's kind the
@@ -1448,11 +1471,7 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 			for _, o := range pending {
 				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: last[object.Path(o)]})
 			}
-			err := fmt.Errorf("%s not healthy after %s", output.Plural(len(pending), "object"), timeout)
-			if cfg.WaitWhy != "" {
-				err = fmt.Errorf("%w (waited for: %s)", err, cfg.WaitWhy)
-			}
-			return err
+			return fmt.Errorf("%s not healthy after %s", output.Plural(len(pending), "object"), timeout)
 		case <-time.After(time.Second):
 		}
 	}
