@@ -34,10 +34,44 @@ type printer struct {
 	// many is how many clusters the summary names one by one at most;
 	// with more it groups identical outcomes.
 	many int
+	// order, when set, holds each cluster's lines and events until the
+	// clusters before it in the fleet are done (inOrder).
+	order *output.Ordered
 }
 
 func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {
 	return &printer{out: output.NewSyncWriter(g.Out), json: jsonOut, prefix: g.prefixer(clusters), lines: map[string]*output.PrefixWriter{}, many: g.manyClusters()}
+}
+
+// inOrder makes the printer write each cluster's lines and events in
+// the clusters' order, whatever order they are done in (done): output to
+// be read (diff), not followed.
+func (p *printer) inOrder(clusters []string) {
+	p.order = output.NewOrdered(p.out, clusters)
+}
+
+// stream is where a cluster's output goes: its place in the order, or
+// the shared stream.
+func (p *printer) stream(name string) io.Writer {
+	if p.order != nil {
+		return p.order.Writer(name)
+	}
+	return p.out
+}
+
+// done says a cluster printed all it has; with inOrder, the clusters
+// held behind it follow.
+func (p *printer) done(name string) {
+	if p.order == nil {
+		return
+	}
+	p.mu.Lock()
+	w := p.lines[name]
+	p.mu.Unlock()
+	if w != nil {
+		_ = w.Close()
+	}
+	_ = p.order.Done(name)
 }
 
 // cluster returns the prefixed line writer of a cluster.
@@ -46,19 +80,22 @@ func (p *printer) cluster(name string) io.Writer {
 	defer p.mu.Unlock()
 	w, ok := p.lines[name]
 	if !ok {
-		w = output.NewPrefixWriter(p.out, p.prefix.Prefix(name))
+		w = output.NewPrefixWriter(p.stream(name), p.prefix.Prefix(name))
 		p.lines[name] = w
 	}
 	return w
 }
 
 // event writes one JSON object on a line of its own.
-func (p *printer) event(v any) {
+func (p *printer) event(v any) { p.eventOf("", v) }
+
+// eventOf writes one JSON object of a cluster on a line of its own.
+func (p *printer) eventOf(cluster string, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return
 	}
-	_, _ = p.out.Write(append(b, '\n'))
+	_, _ = p.stream(cluster).Write(append(b, '\n'))
 }
 
 // emit writes a rollout event: its JSON line with -o json, else its text
@@ -155,12 +192,15 @@ func (c consumers) objects(cluster, app, label string, dryRun bool) func(apply.C
 	return func(ch apply.Change) { c.emit(rollout.ObjectChanged(cluster, app, label, ch, dryRun)) }
 }
 
-// close flushes partial lines.
+// close flushes partial lines, and what inOrder still holds.
 func (p *printer) close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range p.lines {
 		_ = w.Close()
+	}
+	if p.order != nil {
+		_ = p.order.Close()
 	}
 }
 

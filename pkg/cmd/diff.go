@@ -206,6 +206,8 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	res.r = r
 	p := o.newPrinter(r.Clusters, o.Output == "json")
 	defer p.close()
+	names, byName := index(r.Clusters)
+	p.inOrder(names) // read, not followed: the fleet's order every run
 	var external *diff.External
 	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.json {
 		if external, err = diff.NewExternal(); err != nil {
@@ -216,9 +218,9 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	}
 	var mu sync.Mutex
 	summaries := res.summaries
-	names, byName := index(r.Clusters)
 	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, o.explained(func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
+		p.done(name)
 		o.idle(name)
 		mu.Lock()
 		summaries[name] = s
@@ -337,7 +339,7 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 	style := o.style()
 	for _, d := range diffs {
 		if p.json {
-			p.event(diff.EventOf(cluster, app, d))
+			p.eventOf(cluster, diff.EventOf(cluster, app, d))
 			continue
 		}
 		diff.Print(w, d, style)
@@ -367,6 +369,8 @@ func diffLine(oc runner.Outcome, s diff.Summary) string {
 		line = "not diffed (interrupted)"
 	case oc.State == runner.Skipped:
 		line = "skipped: " + oc.Err.Error()
+	case oc.Err != nil && s.Create+s.Change+s.Prune+s.Unchanged > 0:
+		line = fmt.Sprintf("error: %v (of what it diffed: %s)", oc.Err, line)
 	case oc.Err != nil:
 		line = "error: " + oc.Err.Error()
 	}

@@ -509,7 +509,10 @@ func finish(d *Object, o Options) error {
 	if err != nil {
 		return err
 	}
-	d.Text = Unified("live/"+o.Cluster+"/"+d.Path, "merged/"+o.Cluster+"/"+d.Path, live, merged, o.Context)
+	// The headers name the cluster and the app: a reader of many
+	// clusters' diffs sees whose object each is.
+	where := o.Cluster + "/" + o.App + "/" + d.Path
+	d.Text = Unified("live/"+where, "merged/"+where, live, merged, o.Context)
 	return nil
 }
 

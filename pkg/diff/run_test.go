@@ -102,6 +102,10 @@ func TestRun(t *testing.T) {
 		t.Errorf("kinds (-want +got):\n%s", d)
 	}
 
+	// The headers name the cluster and the app, for a reader of many.
+	if text := byPath["ConfigMap/web/changed"].Text; !strings.HasPrefix(text, "--- live/c1/web/ConfigMap/web/changed\n+++ merged/c1/web/ConfigMap/web/changed\n") {
+		t.Errorf("changed's headers:\n%s", text)
+	}
 	if text := byPath["ConfigMap/web/changed"].Text; !strings.Contains(text, "-  k: \"1\"\n") || !strings.Contains(text, "+  k: \"2\"\n") {
 		t.Errorf("changed's diff:\n%s", text)
 	}

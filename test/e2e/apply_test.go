@@ -248,7 +248,7 @@ func TestPrune(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	out, _, code := fleet(t, dir, "diff", "-c", "stg", "-f", filepath.Join(dir, "v2"), "--name", "web")
-	if code != 1 || !strings.Contains(out, "--- live/stg/ConfigMap/e2e-prune/drop") || !strings.Contains(out, "1 to prune") {
+	if code != 1 || !strings.Contains(out, "--- live/stg/web/ConfigMap/e2e-prune/drop") || !strings.Contains(out, "1 to prune") {
 		t.Errorf("diff shows no prune: exit %d\n%s", code, out)
 	}
 	out, errOut, code := fleet(t, dir, "apply", "-c", "stg", "-f", filepath.Join(dir, "v2"), "--name", "web", "--prune")

@@ -997,6 +997,20 @@ func TestFaultTwentyClusters(t *testing.T) {
 		t.Fatalf("diff: exit %d\n%s%s", code, out, errOut)
 	}
 	by := check("diff", out, regexp.MustCompile(`^(--- |\+\+\+ |@@ |\+|11 to create, 0 to change, 0 to prune, 0 unchanged$)`), true)
+	// Each cluster's diff comes whole, in the fleet's order, whatever
+	// order the clusters finished in.
+	var order []string
+	for _, line := range strings.Split(out, "\n") {
+		if line == "Summary:" {
+			break
+		}
+		if m := prefix.FindStringSubmatch(line); m != nil && (len(order) == 0 || order[len(order)-1] != m[1]) {
+			order = append(order, m[1])
+		}
+	}
+	if !slices.Equal(order, names) {
+		t.Errorf("diff: clusters printed in the order %v, not the fleet's", order)
+	}
 	if len(by[names[0]]) < 11*5 {
 		t.Errorf("diff: %d lines per cluster", len(by[names[0]]))
 	}
