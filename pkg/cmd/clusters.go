@@ -20,6 +20,8 @@ import (
 
 // ClusterInfo is one row of "kubectl fleet clusters", and its JSON form.
 type ClusterInfo struct {
+	// Type is "cluster" in -o json, as every JSON line says what it is.
+	Type       string            `json:"type,omitempty"`
 	Name       string            `json:"name"`
 	Group      string            `json:"group"`
 	Context    string            `json:"context"`
@@ -207,6 +209,7 @@ func (o *ClustersOptions) print(infos []ClusterInfo) error {
 	case "json":
 		enc := json.NewEncoder(o.Out)
 		for _, info := range infos {
+			info.Type = "cluster"
 			if err := enc.Encode(info); err != nil {
 				return err
 			}

@@ -255,6 +255,9 @@ func TestClusters(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatal(err)
 		}
+		if c.Type != "cluster" {
+			t.Errorf("clusters -o json: type %q, want cluster: %s", c.Type, line)
+		}
 		names = append(names, c.Name+"@"+c.Server)
 	}
 	if got := strings.Join(names, " "); got != "staging-eu@https://127.0.0.1:16441 prod-eu@https://127.0.0.1:16442" {
@@ -347,7 +350,7 @@ clusters:
 	}
 	in := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: id}\ndata: {uid: '${clusterUID}'}\n"
 	out, errOut, code := run(t, in, "vet", "-F", fleetFile, "-f", "-", "--name", "id", "--no-kubeconfig")
-	if code != 0 || !strings.Contains(out, "[a] ok: 1 objects") {
+	if code != 0 || !strings.Contains(out, "[a] ok: 1 object from") {
 		t.Errorf("vet with placeholders: exit %d\n%s%s", code, out, errOut)
 	}
 	// render must read from the cluster, so a missing context stops it
@@ -377,5 +380,69 @@ func TestVetChecksTests(t *testing.T) {
 	out, _, code := run(t, "", "vet", "--no-kubeconfig", "-F", filepath.Join(dir, "fleet.yaml"))
 	if code != 1 || !strings.Contains(out, "[c] tests of app web: Job d/smoke: undefined variable ${undefined}") {
 		t.Errorf("exit %d\n%s", code, out)
+	}
+}
+
+// vetChart is a fleet of two clusters and a Helm chart whose template
+// does not parse, and a plain app that renders.
+func vetChart(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, s := range map[string]string{
+		"fleet.yaml":                   "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: v}\ngroups: [{name: g}]\nclusters:\n  - {name: stg, group: g, context: fleet-c1}\n  - {name: prod, group: g, context: fleet-c2}\napps:\n  - {name: hello, namespace: hello-ns, helm: {chart: chart}}\n  - {name: plain, manifests: cm.yaml}\n",
+		"chart/Chart.yaml":             "apiVersion: v2\nname: hello\nversion: 0.1.0\n",
+		"chart/templates/cm.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name | quote }\n",
+		"chart/templates/tests/t.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations: {helm.sh/hook: test}\n",
+		"cm.yaml":                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: default}\n",
+	} {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "fleet.yaml")
+}
+
+// TestVetSaysAProblemOnce: a chart that does not parse is one problem,
+// said in full once, not once per cluster and again as its tests'.
+func TestVetSaysAProblemOnce(t *testing.T) {
+	file := vetChart(t)
+	out, _, code := run(t, "", "vet", "-F", file)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	out = strings.ReplaceAll(out, filepath.Dir(file), "DIR")
+	golden.Assert(t, "testdata/golden/vet-chart-error.txt", []byte(out))
+}
+
+// TestVetJSON: vet -o json is one event a line, each problem with its
+// cluster and app, or its file, line and field.
+func TestVetJSON(t *testing.T) {
+	file := vetChart(t)
+	out, _, code := run(t, "", "vet", "-F", file, "-o", "json")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1:\n%s", code, out)
+	}
+	out = strings.ReplaceAll(out, filepath.Dir(file), "DIR")
+	golden.Assert(t, "testdata/golden/vet-chart-error.json", []byte(out))
+
+	bad := filepath.Join(t.TempDir(), "fleet.yaml")
+	if err := os.WriteFile(bad, []byte("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: v}\ngroups: [{name: g}]\nclusters:\n  - {name: a, group: h, context: c1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = run(t, "", "vet", "-F", bad, "-o", "json")
+	var p VetProblem
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 1 || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &p) != nil {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if want := (VetProblem{Type: "problem", File: bad, Line: 6, Field: "clusters[0].group", Message: `unknown group "h" (groups: g)`}); p != want {
+		t.Errorf("problem %+v, want %+v", p, want)
+	}
+	if lines[1] != `{"type":"summary","clusters":0,"problems":1}` {
+		t.Errorf("summary %s", lines[1])
 	}
 }

@@ -265,15 +265,16 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 				p.event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: state, App: a})
 			}
 		}
+		o.printNotes(p, r, clusters, results)
 	case o.Verbose:
 		status.WriteDetails(p.cluster, clusters)
 		p.close()
-		o.printNotes(r, clusters, results)
+		o.printNotes(p, r, clusters, results)
 	default:
 		if err := status.WriteMatrix(o.Out, o.ErrOut, renderedApps(r), clusters); err != nil {
 			return err
 		}
-		o.printNotes(r, clusters, results)
+		o.printNotes(p, r, clusters, results)
 	}
 	p.close()
 	if ctx.Err() != nil {
@@ -310,27 +311,47 @@ func renderedApps(r *rendered.Set) []string {
 }
 
 // printNotes says, under the status, the version skew within groups and
-// why the promotion rule would hold groups back.
-func (o *StatusOptions) printNotes(r *rendered.Set, clusters []status.Cluster, results map[string][]status.App) {
-	for _, s := range slices.Concat(status.Skew(clusters), promotion(r, results)) {
-		fmt.Fprintln(o.Out, s)
+// why the promotion rule would hold groups back: lines, or JSON events.
+func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []status.Cluster, results map[string][]status.App) {
+	for _, s := range status.Skews(clusters) {
+		if p.json {
+			p.event(s)
+		} else {
+			fmt.Fprintln(o.Out, s.Text())
+		}
 	}
+	for _, h := range promotion(r, results) {
+		if p.json {
+			p.event(h)
+		} else {
+			fmt.Fprintln(o.Out, "Promotion: "+h.Message)
+		}
+	}
+}
+
+// PromotionHeld is a group the promotion rule would not start now, a
+// line of status -o json ("type": "promotion").
+type PromotionHeld struct {
+	Type  string `json:"type"`
+	Group string `json:"group"`
+	// Message says why: "production not started: staging-eu runs web
+	// r8, not verified (failed: check smoke: exit status 1)".
+	Message string `json:"message"`
 }
 
 // promotion says, for each group after the first, why an apply would not
 // start it now (rollout.Promotion, over what status read of the selected
-// clusters): "Promotion: production not started: staging-eu runs web r8,
-// not verified (failed: check smoke: exit status 1)".
-func promotion(r *rendered.Set, results map[string][]status.App) []string {
+// clusters).
+func promotion(r *rendered.Set, results map[string][]status.App) []PromotionHeld {
 	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
 	p := &rollout.Promotion{Groups: promotionGroups(r.Fleet, r.Results), Reader: rollout.StatusReader(results)}
-	var out []string
+	var out []PromotionHeld
 	ws := waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
 		if err := p.Check(context.Background(), w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
-			out = append(out, "Promotion: "+err.Error())
+			out = append(out, PromotionHeld{Type: "promotion", Group: w.Name, Message: err.Error()})
 		}
 	}
 	return out

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,8 @@ type VetOptions struct {
 	NoKubeconfig bool
 	// Server also validates every object with a server-side dry run.
 	Server bool
+	// Output is -o: "" or json.
+	Output string
 }
 
 // NewCmdVet returns the vet command.
@@ -50,7 +53,9 @@ Exit codes:
 		Example: `  kubectl fleet vet
   kubectl fleet vet -k overlays --group staging
   # In CI, without credentials
-  kubectl fleet vet --no-kubeconfig`,
+  kubectl fleet vet --no-kubeconfig
+  # Each problem as JSON, with its file, line and field or its cluster
+  kubectl fleet vet -o json | jq -c 'select(.type=="problem")'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Server && o.NoKubeconfig {
@@ -66,6 +71,9 @@ Exit codes:
 					return err
 				}
 			}
+			if err := validateJSONOutput(o.Output); err != nil {
+				return err
+			}
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}
@@ -75,45 +83,39 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	cmd.Flags().BoolVar(&o.NoKubeconfig, "no-kubeconfig", false, "skip the check that each cluster's context exists (CI without credentials)")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (JSON Lines: one object per problem, cluster found sound, warning, and a summary)")
 	cmd.Flags().BoolVar(&o.Server, "server", false, "also validate every object on its cluster with a server-side dry-run apply (reads attributesFrom for real)")
 	return cmd
 }
 
 // Run vets and reports.
 func (o *VetOptions) Run(ctx context.Context) error {
+	v := &vetOut{w: o.Out, json: o.Output == "json", seen: map[string]string{}}
 	f, err := o.loadFleet()
 	if err != nil {
 		var list fleet.ErrorList
-		if errors.As(err, &list) {
-			for _, e := range list {
-				fmt.Fprintln(o.Out, e)
-			}
-			fmt.Fprintf(o.Out, "vet: %s in %s\n", output.Plural(len(list), "problem"), fleet.Locate(o.FleetFile))
-			return &ExitError{Code: ExitFailed}
+		if !errors.As(err, &list) {
+			return err
 		}
-		return err
+		v.fleetProblems(list)
+		v.summary(0, fleet.Locate(o.FleetFile))
+		return &ExitError{Code: ExitFailed}
 	}
 	clusters, err := f.Select(o.Selection)
 	if err != nil {
 		return err
 	}
-	problems := 0
 	if !o.NoKubeconfig {
 		if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
-			// Missing contexts, or kubeconfigFrom sources that failed,
-			// one a line.
+			// Missing contexts, or kubeconfigFrom sources that failed.
 			var list fleet.ErrorList
-			lines := strings.Split(err.Error(), "\n")
 			if errors.As(err, &list) {
-				lines = lines[:0]
-				for _, e := range list {
-					lines = append(lines, e.Error())
+				v.fleetProblems(list)
+			} else {
+				for _, l := range strings.Split(err.Error(), "\n") {
+					v.problem("", VetProblem{Message: l})
 				}
 			}
-			for _, l := range lines {
-				fmt.Fprintln(o.Out, l)
-			}
-			problems += len(lines)
 		}
 	}
 	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
@@ -121,7 +123,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		return err
 	}
 	attrs := placeholders(f, clusters)
-	if o.Server && problems == 0 {
+	if o.Server && v.problems == 0 {
 		if attrs, err = rendered.LiveAttributes(ctx, connector{o.GlobalOptions}, f, clusters, apps); err != nil {
 			return err
 		}
@@ -132,56 +134,176 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, pl.Targets(true))
 	objects := byCluster(clusters, results)
-	p := o.prefixer(clusters)
+	v.prefix = o.prefixer(clusters)
 	for _, c := range clusters {
-		names, messages := vetRender(c.Name, results, tests, objects[c.Name])
-		if o.Server && len(messages) == 0 && problems == 0 {
-			messages = append(messages, o.serverCheck(ctx, f, c, results)...)
+		names, problems := vetRender(c.Name, results, tests, objects[c.Name])
+		if o.Server && len(problems) == 0 && v.problems == 0 {
+			problems = append(problems, o.serverCheck(ctx, f, c, results)...)
 		}
-		prefix := p.Prefix(c.Name)
-		if len(messages) == 0 {
-			fmt.Fprintf(o.Out, "%sok: %d objects from %s\n", prefix, len(objects[c.Name]), appList(names))
-			continue
+		if len(problems) == 0 {
+			v.ok(c.Name, len(objects[c.Name]), names)
 		}
-		for _, m := range messages {
-			for _, line := range strings.Split(m, "\n") {
-				fmt.Fprintf(o.Out, "%s%s\n", prefix, line)
-			}
+		for _, pr := range problems {
+			v.problem(c.Name, pr)
 		}
-		problems += len(messages)
 	}
-	printWarnings(o.Out, results)
-	if problems > 0 {
-		fmt.Fprintf(o.Out, "vet: %s\n", output.Plural(problems, "problem"))
+	v.warnings(results)
+	v.summary(len(clusters), "")
+	if v.problems > 0 {
 		return &ExitError{Code: ExitFailed}
 	}
-	fmt.Fprintf(o.Out, "vet: %s ok\n", output.Plural(len(clusters), "cluster"))
 	return nil
 }
 
-// vetMessage is a render error as vet says it, under its cluster's prefix:
-// "app web: …".
-func vetMessage(r render.Result) string {
-	var te *render.TargetError
-	if errors.As(r.Err, &te) {
-		return "app " + te.App + ": " + te.Err.Error()
-	}
-	return r.Err.Error()
+// VetProblem is one problem vet found, a line of vet -o json
+// ("type": "problem"): in the fleet file (file, line, field), or on a
+// cluster (cluster; app, or the app's tests, when it is one app's).
+type VetProblem struct {
+	Type    string `json:"type"`
+	File    string `json:"file,omitempty"`
+	Line    int    `json:"line,omitempty"`
+	Field   string `json:"field,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	App     string `json:"app,omitempty"`
+	Tests   bool   `json:"tests,omitempty"`
+	Message string `json:"message"`
 }
 
-// printWarnings says each app's render warnings once, however many
-// clusters they came from.
-func printWarnings(w io.Writer, results []render.Result) {
+// text is the problem as vet prints it under its cluster's prefix.
+func (p VetProblem) text() string {
+	switch {
+	case p.File != "":
+		return (&fleet.FieldError{File: p.File, Line: p.Line, Field: p.Field, Msg: p.Message}).Error()
+	case p.Tests:
+		return "tests of app " + p.App + ": " + p.Message
+	case p.App != "":
+		return "app " + p.App + ": " + p.Message
+	}
+	return p.Message
+}
+
+// VetCluster is a cluster vet found sound ("type": "cluster").
+type VetCluster struct {
+	Type    string   `json:"type"`
+	Cluster string   `json:"cluster"`
+	Objects int      `json:"objects"`
+	Apps    []string `json:"apps"`
+}
+
+// VetWarning is an app's render warning ("type": "warning"), said once.
+type VetWarning struct {
+	Type    string `json:"type"`
+	App     string `json:"app"`
+	Message string `json:"message"`
+}
+
+// VetSummary is vet's last line ("type": "summary"): problems counts
+// each distinct problem once, however many clusters have it.
+type VetSummary struct {
+	Type     string `json:"type"`
+	Clusters int    `json:"clusters"`
+	Problems int    `json:"problems"`
+}
+
+// vetOut writes what vet finds: lines under each cluster's prefix, or
+// JSON Lines. A problem a cluster shares with an earlier one (the same
+// chart error everywhere) is said once, and named after for the others.
+type vetOut struct {
+	w        io.Writer
+	json     bool
+	prefix   *output.Prefixer
+	seen     map[string]string // a problem's text: the first cluster with it
+	problems int
+}
+
+func (v *vetOut) event(e any) {
+	b, _ := json.Marshal(e)
+	fmt.Fprintf(v.w, "%s\n", b)
+}
+
+func (v *vetOut) fleetProblems(list fleet.ErrorList) {
+	for _, e := range list {
+		v.problem("", VetProblem{File: e.File, Line: e.Line, Field: e.Field, Message: e.Msg})
+	}
+}
+
+func (v *vetOut) problem(cluster string, p VetProblem) {
+	p.Type, p.Cluster = "problem", cluster
+	text := p.text()
+	first, again := v.seen[text]
+	if !again {
+		v.seen[text] = cluster
+		v.problems++
+	}
+	if v.json {
+		v.event(p)
+		return
+	}
+	pre := ""
+	if cluster != "" {
+		pre = v.prefix.Prefix(cluster)
+	}
+	if again && first != "" {
+		text = strings.TrimSuffix(text, p.Message) + "the same problem as on " + first
+	}
+	for _, line := range strings.Split(text, "\n") {
+		fmt.Fprintf(v.w, "%s%s\n", pre, line)
+	}
+}
+
+func (v *vetOut) ok(cluster string, objects int, apps []string) {
+	if v.json {
+		v.event(VetCluster{Type: "cluster", Cluster: cluster, Objects: objects, Apps: apps})
+		return
+	}
+	fmt.Fprintf(v.w, "%sok: %s from %s\n", v.prefix.Prefix(cluster), output.Plural(objects, "object"), appList(apps))
+}
+
+// warnings says each app's render warnings once, however many clusters
+// they came from.
+func (v *vetOut) warnings(results []render.Result) {
 	seen := map[string]bool{}
 	for _, r := range results {
 		for _, warning := range r.Warnings {
 			line := "warning: app " + r.App + ": " + warning
-			if !seen[line] {
-				seen[line] = true
-				fmt.Fprintln(w, line)
+			if seen[line] {
+				continue
+			}
+			seen[line] = true
+			if v.json {
+				v.event(VetWarning{Type: "warning", App: r.App, Message: warning})
+			} else {
+				fmt.Fprintln(v.w, line)
 			}
 		}
 	}
+}
+
+// summary is vet's last line; file names the fleet file when it could
+// not be read whole.
+func (v *vetOut) summary(clusters int, file string) {
+	switch {
+	case v.json:
+		v.event(VetSummary{Type: "summary", Clusters: clusters, Problems: v.problems})
+	case file != "":
+		fmt.Fprintf(v.w, "vet: %s in %s\n", output.Plural(v.problems, "problem"), file)
+	case v.problems > 0:
+		fmt.Fprintf(v.w, "vet: %s\n", output.Plural(v.problems, "problem"))
+	default:
+		fmt.Fprintf(v.w, "vet: %s ok\n", output.Plural(clusters, "cluster"))
+	}
+}
+
+// renderProblem is a render error as a problem of its app.
+func renderProblem(r render.Result, tests bool) VetProblem {
+	var te *render.TargetError
+	if errors.As(r.Err, &te) {
+		return VetProblem{App: te.App, Tests: tests, Message: te.Err.Error()}
+	}
+	if tests {
+		return VetProblem{Message: "tests: " + r.Err.Error()}
+	}
+	return VetProblem{Message: r.Err.Error()}
 }
 
 func appList(names []string) string {
@@ -196,58 +318,62 @@ func appList(names []string) string {
 
 // serverCheck validates a cluster's objects with a server-side dry-run
 // apply and returns what the server rejects.
-func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []string {
+func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []VetProblem {
 	client, err := o.connect(ctx, f, c)
 	if err != nil {
-		return []string{err.Error()}
+		return []VetProblem{{Message: err.Error()}}
 	}
-	var messages []string
+	var problems []VetProblem
 	for _, r := range results {
 		if r.Cluster.Name != c.Name {
 			continue
 		}
 		diffs, err := diff.Run(ctx, client, r.Objects, diff.Options{App: r.App, FieldManager: apply.FieldManager, Force: true, Concurrency: 16, Ignore: f.IgnoreRules(r.App)})
 		if err != nil {
-			messages = append(messages, fmt.Sprintf("app %s: %v", r.App, err))
+			problems = append(problems, VetProblem{App: r.App, Message: err.Error()})
 			continue
 		}
 		for _, d := range diffs {
 			if d.Err != nil {
-				messages = append(messages, fmt.Sprintf("app %s: %s: the server rejects it: %v", r.App, d.Ref, d.Err))
+				problems = append(problems, VetProblem{App: r.App, Message: fmt.Sprintf("%s: the server rejects it: %v", d.Ref, d.Err)})
 			}
 		}
 	}
-	return messages
+	return problems
 }
 
 // vetRender returns the apps rendered for a cluster and what is wrong
 // with their render and their tests' (render errors, invalid objects).
-func vetRender(cluster string, results, tests []render.Result, objects []*unstructured.Unstructured) (names, messages []string) {
+// The tests of an app whose render failed are not rendered apart: a
+// Helm chart's test hooks fail with the chart, and would say it twice.
+func vetRender(cluster string, results, tests []render.Result, objects []*unstructured.Unstructured) (names []string, problems []VetProblem) {
+	failed := map[string]bool{}
 	for _, r := range results {
 		if r.Cluster.Name != cluster {
 			continue
 		}
 		names = append(names, r.App)
 		if r.Err != nil {
-			messages = append(messages, vetMessage(r))
+			failed[r.App] = true
+			problems = append(problems, renderProblem(r, false))
 		}
 	}
 	for _, e := range render.Validate(objects) {
-		messages = append(messages, e.Error())
+		problems = append(problems, VetProblem{Message: e.Error()})
 	}
 	for _, t := range tests {
-		if t.Cluster.Name != cluster {
+		if t.Cluster.Name != cluster || failed[t.App] {
 			continue
 		}
 		if t.Err != nil {
-			messages = append(messages, "tests of "+vetMessage(t))
+			problems = append(problems, renderProblem(t, true))
 			continue
 		}
 		for _, e := range render.Validate(t.Objects) {
-			messages = append(messages, fmt.Sprintf("tests of app %s: %v", t.App, e))
+			problems = append(problems, VetProblem{App: t.App, Tests: true, Message: e.Error()})
 		}
 	}
-	return names, messages
+	return names, problems
 }
 
 // placeholders stand in for the attributes read from clusters, which vet

@@ -91,12 +91,38 @@ func (a App) CellWithRevision() string {
 	return a.Cell()
 }
 
-// Skew says, for each group and app, when the clusters of the group run
-// different revisions of it (by number or source commit): version skew is
-// what people look for first in a fleet.
-func Skew(clusters []Cluster) []string {
+// Skew is a group whose clusters run different revisions of an app (by
+// number or source commit): version skew is what people look for first
+// in a fleet. It is a line of status -o json ("type": "skew").
+type Skew struct {
+	Type  string `json:"type"`
+	Group string `json:"group"`
+	App   string `json:"app"`
+	// Clusters are the group's clusters in order, each with what it runs
+	// ("r8 (3f2a9c1)", or "none").
+	Clusters []ClusterRevision `json:"clusters"`
+}
+
+// ClusterRevision is what revision of an app a cluster runs.
+type ClusterRevision struct {
+	Cluster  string `json:"cluster"`
+	Revision string `json:"revision"`
+}
+
+// Text is the skew as status prints it under the matrix.
+func (s Skew) Text() string {
+	runs := make([]string, len(s.Clusters))
+	for i, c := range s.Clusters {
+		runs[i] = c.Cluster + " " + c.Revision
+	}
+	return fmt.Sprintf("Skew: app %s differs within group %s: %s", s.App, s.Group, strings.Join(runs, ", "))
+}
+
+// Skews finds, for each group and app, the clusters that run different
+// revisions of it.
+func Skews(clusters []Cluster) []Skew {
 	type key struct{ group, app string }
-	seen := map[key][]string{}
+	seen := map[key][]ClusterRevision{}
 	versions := map[key]map[string]bool{}
 	var order []key
 	for _, c := range clusters {
@@ -114,13 +140,13 @@ func Skew(clusters []Cluster) []string {
 				}
 			}
 			versions[k][v] = true
-			seen[k] = append(seen[k], c.Name+" "+v)
+			seen[k] = append(seen[k], ClusterRevision{Cluster: c.Name, Revision: v})
 		}
 	}
-	var out []string
+	var out []Skew
 	for _, k := range order {
 		if len(versions[k]) > 1 {
-			out = append(out, fmt.Sprintf("Skew: app %s differs within group %s: %s", k.app, k.group, strings.Join(seen[k], ", ")))
+			out = append(out, Skew{Type: "skew", Group: k.group, App: k.app, Clusters: seen[k]})
 		}
 	}
 	return out

@@ -57,9 +57,13 @@ c4        dev     Skipped                                 Skipped   Skipped
 }
 
 func TestSkew(t *testing.T) {
-	want := []string{"Skew: app web differs within group prod: c1 r2 (abc1234), c2 r3"}
-	if diff := cmp.Diff(want, status.Skew(printed())); diff != "" {
+	want := []status.Skew{{Type: "skew", Group: "prod", App: "web", Clusters: []status.ClusterRevision{{Cluster: "c1", Revision: "r2 (abc1234)"}, {Cluster: "c2", Revision: "r3"}}}}
+	got := status.Skews(printed())
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if text := got[0].Text(); text != "Skew: app web differs within group prod: c1 r2 (abc1234), c2 r3" {
+		t.Errorf("text %q", text)
 	}
 }
 

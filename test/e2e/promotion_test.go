@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -84,6 +85,10 @@ func TestPromotionAcrossRuns(t *testing.T) {
 	out, _, _ = fleet(t, dir, "status")
 	if !regexp.MustCompile(`(?m)^pr-stg\s+staging\s+Current 2/2 r1 failed$`).MatchString(out) || !strings.Contains(out, "Promotion: "+blocked) {
 		t.Errorf("status does not say why production waits:\n%s", out)
+	}
+	out, _, _ = fleet(t, dir, "status", "-o", "json")
+	if !strings.Contains(out, `{"type":"promotion","group":"production","message":`+strconv.Quote(blocked)) {
+		t.Errorf("status -o json does not say why production waits:\n%s", out)
 	}
 
 	// Fixed: production alone still waits (staging's record says failed);

@@ -195,6 +195,10 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	if !strings.Contains(out, "Skew: app rev-web differs within group production: prod-a r3 ("+one[:12]+"), prod-b r4 ("+two[:12]+")") {
 		t.Errorf("status shows no skew:\n%s", out)
 	}
+	out = run(1, "status", "-f", app, "--name", "rev-web", "-o", "json")
+	if !strings.Contains(out, `{"type":"skew","group":"production","app":"rev-web","clusters":[{"cluster":"prod-a","revision":"r3 (`+one[:12]+`)"},{"cluster":"prod-b","revision":"r4 (`+two[:12]+`)"}]}`) {
+		t.Errorf("status -o json shows no skew:\n%s", out)
+	}
 	out = run(0, "status", "-f", app, "--name", "rev-web", "-v", "-c", "prod-b")
 	if !strings.Contains(out, "rev-web: Current 3/3, revision 4 verified from "+two[:12]) {
 		t.Errorf("status -v shows no source:\n%s", out)

@@ -51,8 +51,10 @@ func (p *Printer) Print(c *fleet.Cluster, objs []*unstructured.Unstructured) err
 	return p.flush(c, []chunk{ch})
 }
 
-// RenderedCluster is what a JSON Printer prints for each cluster.
+// RenderedCluster is what a JSON Printer prints for each cluster
+// ("type": "render").
 type RenderedCluster struct {
+	Type    string           `json:"type"`
 	Cluster string           `json:"cluster"`
 	Group   string           `json:"group"`
 	Objects []map[string]any `json:"objects"`
@@ -144,7 +146,7 @@ func (p *Printer) flush(c *fleet.Cluster, chunks []chunk) error {
 	var b []byte
 	if p.o.JSON {
 		// As json.Encoder writes a RenderedCluster.
-		b = append(b, `{"cluster":`...)
+		b = append(b, `{"type":"render","cluster":`...)
 		b = appendJSON(b, c.Name)
 		b = append(b, `,"group":`...)
 		b = appendJSON(b, c.Group)

@@ -167,10 +167,10 @@ func TestStreamJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
-	if len(lines) != 6 || lines[0] != `{"cluster":"c0","group":"g","objects":[]}` {
+	if len(lines) != 6 || lines[0] != `{"type":"render","cluster":"c0","group":"g","objects":[]}` {
 		t.Fatalf("want 6 lines, c0 with no objects:\n%s", got)
 	}
-	if !strings.HasPrefix(lines[2], `{"cluster":"c2","group":"g","objects":[{"apiVersion":"v1"`) || strings.Count(lines[2], `"kind"`) != 6 {
+	if !strings.HasPrefix(lines[2], `{"type":"render","cluster":"c2","group":"g","objects":[{"apiVersion":"v1"`) || strings.Count(lines[2], `"kind"`) != 6 {
 		t.Errorf("c2 should have web's and db's 6 objects: %s", lines[2])
 	}
 }
@@ -219,7 +219,7 @@ func TestStreamFirstRenderFails(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 	got, err = runStream(t, &fakeEngine{fail: map[string]bool{"c1": true}}, "json", 2)
-	if err == nil || got != `{"cluster":"c0","group":"g","objects":[]}`+"\n" {
+	if err == nil || got != `{"type":"render","cluster":"c0","group":"g","objects":[]}`+"\n" {
 		t.Errorf("err %v, output:\n%s", err, got)
 	}
 }
