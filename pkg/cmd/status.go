@@ -51,10 +51,13 @@ func NewCmdStatus(g *GlobalOptions) *cobra.Command {
 rendered state (a dry-run apply would change it), members of the app's set
 that are no longer rendered, and when the app was last applied.
 
-By default a matrix, clusters by apps; each cell is the worst health and how
-many objects have it, and how many drifted ("Current 5/5", "Drifted 1/5",
-"InProgress 2/5, 1 drifted", "NotFound 5/5" for an app never applied, "-"
-where the app does not go). -v lists every object.
+By default a matrix, clusters by apps. Each cell counts objects, not pods:
+the worst health and how many of the app's objects have it ("5 of 5
+Current", "2 of 5 InProgress"), then how many were edited live since the
+last apply ("1 drifted") and how many the render changed since ("2 out of
+sync": apply rolls them out), and the current revision ("(r8 verified)");
+"not deployed" for an app never applied here, "-" where the app does not
+go. -v lists every object.
 
 Exit codes:
   0  every object Current and in sync

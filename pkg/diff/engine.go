@@ -79,6 +79,11 @@ type Object struct {
 	// health could not be computed (HealthErr).
 	Health    *kstatus.Result
 	HealthErr error
+	// RenderChanged: of an object that differs (Change, Adopt), the
+	// render is not what the app's last apply sent, as it recorded it:
+	// the render moved since. When false the live object was edited
+	// since (or the record does not say).
+	RenderChanged bool
 }
 
 // Options configure a diff.
@@ -171,6 +176,9 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 					}
 					return claim(obj, meta)
 				})
+			}
+			if d.Kind == Change || d.Kind == Adopt {
+				d.RenderChanged = r.renderChanged(obj)
 			}
 			if o.Health {
 				keepHealth(&d)
@@ -322,6 +330,19 @@ func (r *reads) listed(ctx context.Context, c *kube.Client, obj *unstructured.Un
 		return nil, nil
 	}
 	return &metav1.ObjectMeta{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}, live
+}
+
+// renderChanged reports whether obj, labelled as apply sends it, is not
+// what the app's last apply sent: its record names the object with
+// another digest. An object the record does not name, or that has no
+// digest here (the cluster's digest key was not read), is not said to.
+func (r *reads) renderChanged(obj *unstructured.Unstructured) bool {
+	last, ok := r.set.Applied[object.Path(obj)]
+	if !ok || last.Digest == "" || !r.skip {
+		return false
+	}
+	sum := digest.Object(obj, r.key)
+	return sum != "" && sum != last.Digest
 }
 
 // unchanged reports obj unchanged, without a request of its own, when

@@ -58,10 +58,32 @@ func WriteMatrix(out, errOut io.Writer, apps []string, clusters []Cluster) error
 	if err := w.Flush(); err != nil {
 		return err
 	}
+	legend(out, clusters)
 	for _, e := range errs {
 		fmt.Fprintln(errOut, e)
 	}
 	return nil
+}
+
+// legend says, under the matrix, what its words for differences mean,
+// those it used.
+func legend(out io.Writer, clusters []Cluster) {
+	used := map[string]bool{}
+	for _, c := range clusters {
+		for _, a := range c.Apps {
+			for _, o := range a.Objects {
+				if !a.NotDeployed {
+					used[o.sync()] = true
+				}
+			}
+		}
+	}
+	if used[Drifted] {
+		fmt.Fprintln(out, "drifted: edited live since the last apply (apply puts it back; status -v names the objects)")
+	}
+	if used[OutOfSync] {
+		fmt.Fprintln(out, "out of sync: the render changed since the last apply (apply rolls it out)")
+	}
 }
 
 // cell is the matrix's cell of an app on c.
@@ -82,11 +104,11 @@ func (c Cluster) cell(app string) string {
 }
 
 // CellWithRevision is the app's Cell, then its RevisionLabel when a
-// revision is recorded: "Current 5/5 r8 verified", as the matrix and
-// reports show the app.
+// revision is recorded: "5 of 5 Current (r8 verified)", as the matrix
+// and reports show the app.
 func (a App) CellWithRevision() string {
 	if a.Revision > 0 {
-		return a.Cell() + " " + a.RevisionLabel()
+		return a.Cell() + " (" + a.RevisionLabel() + ")"
 	}
 	return a.Cell()
 }
@@ -193,11 +215,13 @@ func (o Object) line() string {
 	if o.Message != "" && o.Health != Current {
 		line += ": " + o.Message
 	}
-	if o.Drifted {
-		line += " (drifted)"
-	}
-	if o.Orphaned {
-		line += " (no longer rendered: apply --prune deletes it)"
+	switch {
+	case o.Orphaned:
+		line += " (out of sync: no longer rendered; apply --prune deletes it)"
+	case o.sync() == OutOfSync:
+		line += " (out of sync: the render changed since the last apply)"
+	case o.Drifted:
+		line += " (drifted: edited live since the last apply)"
 	}
 	if o.Error != "" {
 		line += " error: " + o.Error

@@ -37,11 +37,12 @@ func TestWriteMatrix(t *testing.T) {
 	if err := status.WriteMatrix(&out, &errOut, []string{"web", "db"}, printed()); err != nil {
 		t.Fatal(err)
 	}
-	want := `CLUSTER   GROUP   WEB                                     DB        CACHE
-c1        prod    InProgress 1/2, 1 drifted r2 verified   -         -
-c2        prod    Current 1/1 r3                          -         NotFound 1/1
-c3        prod    Error                                   Error     Error
-c4        dev     Skipped                                 Skipped   Skipped
+	want := `CLUSTER   GROUP   WEB                                          DB        CACHE
+c1        prod    1 of 2 InProgress, 1 drifted (r2 verified)   -         -
+c2        prod    1 of 1 Current (r3)                          -         1 of 1 NotFound
+c3        prod    Error                                        Error     Error
+c4        dev     Skipped                                      Skipped   Skipped
+drifted: edited live since the last apply (apply puts it back; status -v names the objects)
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)
@@ -74,13 +75,13 @@ func TestWriteDetails(t *testing.T) {
 		return &out
 	}, printed())
 	want := `[c1]
-web: InProgress 1/2, 1 drifted, revision 2 verified from abc1234, last applied 2025-01-02T03:04:05Z
+web: 1 of 2 InProgress, 1 drifted, revision 2 verified from abc1234, last applied 2025-01-02T03:04:05Z
   configmap/a Current
-  deployment/web InProgress: 1 of 2 ready (drifted)
+  deployment/web InProgress: 1 of 2 ready (drifted: edited live since the last apply)
 [c2]
-web: Current 1/1, revision 3, last applied 2025-01-02T03:04:05Z
+web: 1 of 1 Current, revision 3, last applied 2025-01-02T03:04:05Z
   configmap/a Current
-cache: NotFound 1/1, no revision, last applied never
+cache: 1 of 1 NotFound, no revision, last applied never
   configmap/c NotFound
 [c3]
 error: app web: forbidden

@@ -36,8 +36,12 @@ type Object struct {
 	Namespace string `json:"namespace,omitempty"`
 	Health    string `json:"health"`
 	Message   string `json:"message,omitempty"`
-	// Drifted: applying the render would change the live object.
-	Drifted bool `json:"drifted"`
+	// Drifted: applying the render would change the live object, and
+	// RenderChanged says why: the render is not what the last apply
+	// sent ("out of sync"); without it the live object was edited since
+	// ("drifted").
+	Drifted       bool `json:"drifted"`
+	RenderChanged bool `json:"renderChanged,omitempty"`
 	// Orphaned: a member of the app's set that is no longer rendered.
 	Orphaned bool   `json:"orphaned,omitempty"`
 	Error    string `json:"error,omitempty"`
@@ -45,7 +49,10 @@ type Object struct {
 
 // App is one app's status on one cluster.
 type App struct {
-	App         string `json:"app"`
+	App string `json:"app"`
+	// NotDeployed: the app was never applied to the cluster (it records
+	// no set).
+	NotDeployed bool   `json:"notDeployed,omitempty"`
 	LastApplied string `json:"lastApplied,omitempty"`
 	// Revision is the app's current revision (0: none recorded), and
 	// Source its source commit when it came from git.
@@ -113,7 +120,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 	if err != nil {
 		return App{}, err
 	}
-	out := App{App: app, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
+	out := App{App: app, NotDeployed: !set.Exists, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
 	if out.Key, err = digest.KeyOf(ctx, c); err != nil {
 		return App{}, err
 	}
@@ -128,7 +135,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 
 // objectOf is the status of one object diffed with diff.Options.Health.
 func objectOf(d diff.Object) Object {
-	o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change || d.Kind == diff.Adopt, Orphaned: d.Kind == diff.Prune}
+	o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change || d.Kind == diff.Adopt, RenderChanged: d.RenderChanged, Orphaned: d.Kind == diff.Prune}
 	switch {
 	case d.Err != nil:
 		o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()
@@ -177,20 +184,44 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 	return out, nil
 }
 
+// States of an app beyond its objects' health.
+const (
+	// Drifted: objects edited live since the last apply.
+	Drifted = "Drifted"
+	// OutOfSync: the render changed since the last apply (objects that
+	// differ, or members no longer rendered).
+	OutOfSync = "OutOfSync"
+	// NotDeployed: never applied to the cluster.
+	NotDeployed = "NotDeployed"
+)
+
 // rank orders states from best to worst.
-var rank = map[string]int{Current: 0, InProgress: 1, "Drifted": 2, "Terminating": 3, string(kstatus.UnknownStatus): 4, NotFound: 5, Failed: 6}
+var rank = map[string]int{Current: 0, InProgress: 1, OutOfSync: 2, Drifted: 3, "Terminating": 4, string(kstatus.UnknownStatus): 5, NotFound: 6, NotDeployed: 7, Failed: 8}
+
+// sync is what an object's difference from the render is: "" (none),
+// Drifted or OutOfSync.
+func (o Object) sync() string {
+	switch {
+	case o.Orphaned, o.Drifted && o.RenderChanged:
+		return OutOfSync
+	case o.Drifted:
+		return Drifted
+	}
+	return ""
+}
 
 // Summary is an app's state in one word and how many objects have it:
-// the worst of its objects' states, drift counted as "Drifted".
+// the worst of its objects' states, a Current object that differs counted
+// as Drifted or OutOfSync; NotDeployed for an app never applied.
 func (a App) Summary() (state string, n int) {
+	if a.NotDeployed {
+		return NotDeployed, len(a.Objects)
+	}
 	state = Current
 	for _, o := range a.Objects {
 		s := o.Health
-		if o.Drifted && s == Current {
-			s = "Drifted"
-		}
-		if o.Orphaned {
-			s = "Drifted"
+		if d := o.sync(); d != "" && (s == Current || o.Orphaned) {
+			s = d
 		}
 		switch {
 		case rank[s] > rank[state]:
@@ -202,19 +233,29 @@ func (a App) Summary() (state string, n int) {
 	return state, n
 }
 
-// Cell is the app's state in a line: the worst health and how many of its
-// objects have it, and how many drifted (orphans included), so that
-// neither hides the other ("InProgress 6/131, 2 drifted"); an app whose
-// objects are all Current but some drifted is "Drifted 2/131".
+// Cell is the app's state in a line: the worst health of its rendered
+// objects and how many have it ("1 of 2 InProgress": objects, not
+// kubectl's READY), then how many were edited live ("drifted") and how
+// many the render changed since the last apply ("out of sync", members
+// no longer rendered included), so that none hides another:
+// "6 of 131 InProgress, 2 drifted". An app never applied is "not
+// deployed".
 func (a App) Cell() string {
-	health, n, drifted := Current, 0, 0
+	if a.NotDeployed {
+		return "not deployed"
+	}
+	health, n, total, drifted, outOfSync := Current, 0, 0, 0, 0
 	for _, o := range a.Objects {
-		if o.Drifted || o.Orphaned {
+		switch o.sync() {
+		case Drifted:
 			drifted++
+		case OutOfSync:
+			outOfSync++
 		}
 		if o.Orphaned {
 			continue // not rendered: its health is not the app's
 		}
+		total++
 		switch {
 		case rank[o.Health] > rank[health]:
 			health, n = o.Health, 1
@@ -222,13 +263,17 @@ func (a App) Cell() string {
 			n++
 		}
 	}
-	switch {
-	case health == Current && drifted > 0:
-		return fmt.Sprintf("Drifted %d/%d", drifted, len(a.Objects))
-	case drifted > 0:
-		return fmt.Sprintf("%s %d/%d, %d drifted", health, n, len(a.Objects), drifted)
+	cell := fmt.Sprintf("%d of %d %s", n, total, health)
+	if total == 0 {
+		cell = "no objects"
 	}
-	return fmt.Sprintf("%s %d/%d", health, n, len(a.Objects))
+	if drifted > 0 {
+		cell += fmt.Sprintf(", %d drifted", drifted)
+	}
+	if outOfSync > 0 {
+		cell += fmt.Sprintf(", %d out of sync", outOfSync)
+	}
+	return cell
 }
 
 // OK reports whether every object is Current and in sync.

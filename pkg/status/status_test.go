@@ -114,29 +114,50 @@ func TestRun(t *testing.T) {
 	if d := cmp.Diff(want, app.Objects, cmpopts.IgnoreFields(status.Object{}, "Message")); d != "" {
 		t.Errorf("with the ignore rule, objects (-want +got):\n%s", d)
 	}
-	if state, n := app.Summary(); state != "Drifted" || n != 3 {
-		t.Errorf("with orphans: summary %s %d, want Drifted 3 (the orphans)", state, n)
+	if state, n := app.Summary(); state != "OutOfSync" || n != 3 {
+		t.Errorf("with orphans: summary %s %d, want OutOfSync 3 (the orphans)", state, n)
 	}
 }
 
 // A cell says both the worst state and the drift it would hide: a cluster
 // with hand-edited objects differs from the untouched ones even while
-// something is rolling out.
+// something is rolling out. Its counts are objects ("1 of 2 InProgress"),
+// not kubectl's READY; an object edited live ("drifted") is told from one
+// whose render changed since the last apply ("out of sync"), and an app
+// never applied is "not deployed".
 func TestCell(t *testing.T) {
 	obj := func(health string, drifted bool) status.Object {
 		return status.Object{Ref: "x", Health: health, Drifted: drifted}
 	}
+	moved := status.Object{Ref: "m", Health: status.Current, Drifted: true, RenderChanged: true}
+	orphan := status.Object{Ref: "y", Health: status.Current, Orphaned: true}
 	for _, tt := range []struct {
-		objs []status.Object
+		app  status.App
 		want string
 	}{
-		{[]status.Object{obj(status.Current, false), obj(status.Current, false)}, "Current 2/2"},
-		{[]status.Object{obj(status.Current, true), obj(status.Current, false)}, "Drifted 1/2"},
-		{[]status.Object{obj(status.InProgress, false), obj(status.Current, true), obj(status.InProgress, true)}, "InProgress 2/3, 2 drifted"},
-		{[]status.Object{obj(status.Failed, false), {Ref: "y", Health: status.Current, Orphaned: true}}, "Failed 1/2, 1 drifted"},
+		{status.App{Objects: []status.Object{obj(status.Current, false), obj(status.Current, false)}}, "2 of 2 Current"},
+		{status.App{Objects: []status.Object{obj(status.Current, true), obj(status.Current, false)}}, "2 of 2 Current, 1 drifted"},
+		{status.App{Objects: []status.Object{obj(status.InProgress, false), obj(status.Current, true), obj(status.InProgress, true)}}, "2 of 3 InProgress, 2 drifted"},
+		{status.App{Objects: []status.Object{obj(status.Failed, false), orphan}}, "1 of 1 Failed, 1 out of sync"},
+		{status.App{Objects: []status.Object{moved, obj(status.Current, true), orphan}}, "2 of 2 Current, 1 drifted, 2 out of sync"},
+		{status.App{Objects: []status.Object{obj(status.NotFound, false)}, NotDeployed: true}, "not deployed"},
+		{status.App{}, "no objects"},
 	} {
-		if got := (status.App{Objects: tt.objs}).Cell(); got != tt.want {
-			t.Errorf("%+v: %q, want %q", tt.objs, got, tt.want)
+		if got := tt.app.Cell(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.app, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		app   status.App
+		state string
+		n     int
+	}{
+		{status.App{Objects: []status.Object{obj(status.Current, true), moved}}, "Drifted", 1},
+		{status.App{Objects: []status.Object{moved, orphan, obj(status.Current, false)}}, "OutOfSync", 2},
+		{status.App{Objects: []status.Object{obj(status.NotFound, false)}, NotDeployed: true}, "NotDeployed", 1},
+	} {
+		if state, n := tt.app.Summary(); state != tt.state || n != tt.n || tt.app.OK() {
+			t.Errorf("%+v: summary %s %d, ok %v; want %s %d, not ok", tt.app, state, n, tt.app.OK(), tt.state, tt.n)
 		}
 	}
 }
@@ -234,5 +255,44 @@ func TestRunSkipsUnchanged(t *testing.T) {
 	check("an edit and a deletion behind our back", app, want)
 	if !slices.Equal(objects, []string{"a", "b"}) {
 		t.Errorf("an edit and a deletion behind our back: dry runs or reads of %v, want [a b]", objects)
+	}
+}
+
+// TestRunRenderChangedOrEdited: an object that differs because the
+// render changed since the last apply is told from one edited live since
+// (by the digest the last apply recorded of each), and an app never
+// applied is not deployed.
+func TestRunRenderChangedOrEdited(t *testing.T) {
+	ctx := context.Background()
+	c := kubetest.New(t)
+	render := []*unstructured.Unstructured{kubetest.Object("v1", "Namespace", "", "web"), configMap("a", "1"), configMap("b", "1")}
+	app, err := status.Run(ctx, c.Client, "web", render, status.Options{Concurrency: 4, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !app.NotDeployed || app.Cell() != "not deployed" {
+		t.Errorf("never applied: not deployed %v, cell %q", app.NotDeployed, app.Cell())
+	}
+	if err := apply.Run(ctx, c.Client, apply.Config{App: "web", Version: "test", Objects: render, Concurrency: 4, Report: func(apply.Change) {}}); err != nil {
+		t.Fatal(err)
+	}
+	edited := c.Live(configMap("a", ""))
+	edited.Object["data"] = map[string]any{"k": "by hand"}
+	c.Put(edited)
+	changed := []*unstructured.Unstructured{render[0], render[1], configMap("b", "2")}
+	app, err = status.Run(ctx, c.Client, "web", changed, status.Options{Concurrency: 4, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []status.Object{
+		{Ref: "namespace/web", Health: status.Current},
+		{Ref: "configmap/a", Namespace: "web", Health: status.Current, Drifted: true},
+		{Ref: "configmap/b", Namespace: "web", Health: status.Current, Drifted: true, RenderChanged: true},
+	}
+	if d := cmp.Diff(want, app.Objects, cmpopts.IgnoreFields(status.Object{}, "Message")); d != "" {
+		t.Errorf("objects (-want +got):\n%s", d)
+	}
+	if app.NotDeployed || app.Cell() != "3 of 3 Current, 1 drifted, 1 out of sync" {
+		t.Errorf("not deployed %v, cell %q", app.NotDeployed, app.Cell())
 	}
 }

@@ -395,7 +395,7 @@ clusters:
 		{[]string{"clusters", "--check"}, 1, regexp.MustCompile(`(?m)^fine .* ok$`)},
 		{[]string{"apply", "-f", app, "--yes", "--wait", "--timeout", "20s"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+applied: `)},
 		{[]string{"diff", "-f", app}, 2, regexp.MustCompile(`(?m)^\[fine\]\s+\d+ to create, `)},
-		{[]string{"status", "-f", app}, 1, regexp.MustCompile(`(?m)^fine\s+g\s+Current 2/2 r\d+ verified$`)},
+		{[]string{"status", "-f", app}, 1, regexp.MustCompile(`(?m)^fine\s+g\s+2 of 2 Current \(r\d+ verified\)$`)},
 		{[]string{"delete", "-f", app, "--yes"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+(applied|deleted)`)},
 	} {
 		start := time.Now()

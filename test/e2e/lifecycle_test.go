@@ -2,13 +2,15 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // TestStatusAndDelete follows an app through its life on the staging
-// cluster: not applied, applied and healthy, drifted, deleted.
+// cluster: not deployed, applied and healthy, drifted (edited live), out
+// of sync (its render changed), deleted.
 func TestStatusAndDelete(t *testing.T) {
 	dir := workdir(t, twoGroups, map[string]string{"lifecycle/all.yaml": namespaced("e2e-life", `apiVersion: v1
 kind: ConfigMap
@@ -28,14 +30,14 @@ spec:
 `)})
 	src := filepath.Join(dir, "lifecycle")
 	out, _, code := fleet(t, dir, "status", "-f", src, "-c", "stg")
-	if code != 1 || !strings.Contains(out, "LIFECYCLE") || !strings.Contains(out, "NotFound 3/3") {
+	if code != 1 || !strings.Contains(out, "LIFECYCLE") || !strings.Contains(out, "stg       staging   not deployed") {
 		t.Fatalf("before apply: exit %d\n%s", code, out)
 	}
 	if out, errOut, code := fleet(t, dir, "apply", "-f", src, "-c", "stg", "--wait", "--timeout", "90s"); code != 0 {
 		t.Fatalf("apply: %s%s", out, errOut)
 	}
 	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg")
-	if code != 0 || !strings.Contains(out, "stg       staging   Current 3/3") {
+	if code != 0 || !strings.Contains(out, "stg       staging   3 of 3 Current (r1 verified)") || strings.Contains(out, "drifted") {
 		t.Fatalf("after apply: exit %d\n%s", code, out)
 	}
 	// Someone edits the ConfigMap by hand: drift.
@@ -43,7 +45,7 @@ spec:
 		t.Fatal(errOut)
 	}
 	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg", "-v")
-	if code != 1 || !strings.Contains(out, "lifecycle: Drifted 1/3, revision 1 verified, last applied 20") || !strings.Contains(out, "configmap/conf Current (drifted)") || !strings.Contains(out, "deployment.apps/web Current") {
+	if code != 1 || !strings.Contains(out, "lifecycle: 3 of 3 Current, 1 drifted, revision 1 verified, last applied 20") || !strings.Contains(out, "configmap/conf Current (drifted: edited live since the last apply)") || !strings.Contains(out, "deployment.apps/web Current") {
 		t.Errorf("drift: exit %d\n%s", code, out)
 	}
 	out, _, _ = fleet(t, dir, "status", "-f", src, "-c", "stg", "-o", "json")
@@ -56,6 +58,19 @@ spec:
 	}
 	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &st); err != nil || st.State != "Drifted" || len(st.Objects) != 3 {
 		t.Errorf("json: %v %+v\n%s", err, st, out)
+	}
+	// The render changes and nobody applies it: out of sync, not drifted.
+	all := filepath.Join(src, "all.yaml")
+	b, err := os.ReadFile(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(all, []byte(strings.Replace(string(b), "replicas: 1", "replicas: 2", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg")
+	if code != 1 || !strings.Contains(out, "stg       staging   3 of 3 Current, 1 drifted, 1 out of sync (r1 verified)") || !strings.Contains(out, "\nout of sync: the render changed since the last apply") {
+		t.Errorf("render changed: exit %d\n%s", code, out)
 	}
 
 	// delete needs --yes without a terminal.

@@ -83,7 +83,7 @@ func TestPromotionAcrossRuns(t *testing.T) {
 		t.Errorf("history does not say the release failed:\n%s", out)
 	}
 	out, _, _ = fleet(t, dir, "status")
-	if !regexp.MustCompile(`(?m)^pr-stg\s+staging\s+Current 2/2 r1 failed$`).MatchString(out) || !strings.Contains(out, "Promotion: "+blocked) {
+	if !regexp.MustCompile(`(?m)^pr-stg\s+staging\s+2 of 2 Current \(r1 failed\)$`).MatchString(out) || !strings.Contains(out, "Promotion: "+blocked) {
 		t.Errorf("status does not say why production waits:\n%s", out)
 	}
 	out, _, _ = fleet(t, dir, "status", "-o", "json")

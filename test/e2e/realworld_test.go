@@ -468,8 +468,8 @@ func TestPruneKeepsNamespaceInUse(t *testing.T) {
 
 // A status cell says the drift that a worse health would hide: on an API
 // server without controllers a Deployment stays InProgress, and a
-// hand-edited ConfigMap beside it is said too ("InProgress 1/3, 1
-// drifted"), so the cluster does not look like its untouched peers.
+// hand-edited ConfigMap beside it is said too ("1 of 3 InProgress,
+// 1 drifted"), so the cluster does not look like its untouched peers.
 func TestStatusCellShowsDriftBehindProgress(t *testing.T) {
 	fleetYAML := strings.Replace(stgOnly, "context: fleet-c1", "context: fleet-c2", 1) + "apps:\n  - {name: cell, manifests: app.yaml}\n"
 	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": namespaced("e2e-cell", `apiVersion: v1
@@ -492,7 +492,7 @@ spec:
 	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c2", "-n", "e2e-cell", "configmap", "settings", "-p", `{"data":{"level":"by-hand"}}`); code != 0 {
 		t.Fatal(errOut)
 	}
-	if out, errOut, code := fleet(t, dir, "status"); code != 1 || !strings.Contains(out, "InProgress 1/3, 1 drifted r1") {
+	if out, errOut, code := fleet(t, dir, "status"); code != 1 || !strings.Contains(out, "1 of 3 InProgress, 1 drifted (r1") {
 		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
 	}
 }

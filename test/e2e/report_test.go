@@ -88,7 +88,7 @@ func TestReports(t *testing.T) {
 	}
 	st := filepath.Join(t.TempDir(), "status.md")
 	run(0, "status", "-f", app, "--name", "report", "--report", st)
-	if got := read(st); !strings.Contains(got, "| stg | staging | report: Current 3/3 r1 verified | ok |") {
+	if got := read(st); !strings.Contains(got, "| stg | staging | report: 3 of 3 Current (r1 verified) | ok |") {
 		t.Errorf("status report:\n%s", got)
 	}
 	// The job summary got every command's markdown report, and nothing a

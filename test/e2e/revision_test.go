@@ -200,7 +200,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 		t.Errorf("status -o json shows no skew:\n%s", out)
 	}
 	out = run(0, "status", "-f", app, "--name", "rev-web", "-v", "-c", "prod-b")
-	if !strings.Contains(out, "rev-web: Current 3/3, revision 4 verified from "+two[:12]) {
+	if !strings.Contains(out, "rev-web: 3 of 3 Current, revision 4 verified from "+two[:12]) {
 		t.Errorf("status -v shows no source:\n%s", out)
 	}
 
@@ -235,7 +235,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	bare := workdir(t, twoGroups, map[string]string{})
 	out, errOut, code := fleet(t, bare, "status", "--app", "rev-web")
 	all.WriteString(out + errOut)
-	if code != 0 || !strings.Contains(out, "REV-WEB") || !strings.Contains(out, "stg       staging      Current 3/3 r5") || !strings.Contains(out, "Current 4/4 r3") || !strings.Contains(out, "Current 3/3 r4") {
+	if code != 0 || !strings.Contains(out, "REV-WEB") || !strings.Contains(out, "stg       staging      3 of 3 Current (r5") || !strings.Contains(out, "4 of 4 Current (r3") || !strings.Contains(out, "3 of 3 Current (r4") {
 		t.Errorf("status from the inventory: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = fleet(t, bare, "status", "-v", "-c", "stg", "--app", "rev-web")

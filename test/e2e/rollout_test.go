@@ -357,13 +357,13 @@ func TestStatusWatch(t *testing.T) {
 	}
 	deleted, sawNotFound := false, false
 	out, _, code := fleetStreaming(t, dir, func(line string, p *os.Process) {
-		if !deleted && strings.Contains(line, "Current 2/2") {
+		if !deleted && strings.Contains(line, "2 of 2 Current") {
 			if _, errOut, code := kubectl(t, "", "delete", "--context", "fleet-c1", "-n", "e2e-watch", "configmap", "w"); code != 0 {
 				t.Error(errOut)
 			}
 			deleted = true
 		}
-		if deleted && strings.Contains(line, "NotFound 1/2") {
+		if deleted && strings.Contains(line, "1 of 2 NotFound") {
 			sawNotFound = true
 			_ = p.Signal(os.Interrupt)
 		}

@@ -202,7 +202,7 @@ func TestStatusSkipsUnchanged(t *testing.T) {
 	}
 	out, sent := status(0)
 	b.check("nothing changed", sent)
-	if !strings.Contains(out, "Current 4/4") {
+	if !strings.Contains(out, "4 of 4 Current") {
 		t.Errorf("status of what was applied:\n%s", out)
 	}
 	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c2", "-n", b.ns, "configmap", "a", "-p", `{"data":{"k":"by-hand"}}`); code != 0 {
@@ -213,7 +213,7 @@ func TestStatusSkipsUnchanged(t *testing.T) {
 	}
 	out, sent = status(1)
 	b.check("an edit and a deletion behind our back", sent, "a", "c")
-	for _, want := range []string{"configmap/a Current (drifted)", "configmap/c NotFound", "configmap/b Current\n"} {
+	for _, want := range []string{"configmap/a Current (drifted: edited live since the last apply)", "configmap/c NotFound", "configmap/b Current\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status after an edit and a deletion: no %q in\n%s", want, out)
 		}
