@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -201,9 +202,9 @@ func TestVet(t *testing.T) {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	for _, want := range []string{
-		bad + `:34: clusters[1].contxet: unknown field "contxet"`,
-		bad + `:32: clusters[1].context: required`,
-		bad + `:38: clusters[2].group: unknown group "prod" (groups: staging, production)`,
+		bad + `:34: cluster prod-eu: contxet: unknown field "contxet" (did you mean "context"?)`,
+		bad + `:32: cluster prod-eu: context: required`,
+		bad + `:38: cluster prod-us: group: unknown group "prod" (groups: staging, production)`,
 		"vet: 3 problems in " + bad,
 	} {
 		if !strings.Contains(out, want) {
@@ -226,7 +227,7 @@ func TestVetRenderProblems(t *testing.T) {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
 	}
 	for _, want := range []string{
-		`fleet.yaml:7: clusters[1].context: context "fleet-nope" not found in kubeconfig testdata/kubeconfig`,
+		`fleet.yaml:7: cluster b: context: context "fleet-nope" not found in kubeconfig testdata/kubeconfig (it has contexts fleet-c1, fleet-c2, fleet-c3)`,
 		"[a] Namespace other/ns: a Namespace has no namespace",
 		"[a] Namespace other/ns: metadata.labels: Invalid value: \"bad key!\"",
 		"[a] ConfigMap cm: rendered more than once",
@@ -276,7 +277,7 @@ func TestClustersMissingContext(t *testing.T) {
 		t.Fatalf("--kubeconfig: exit %d: %s", code, errOut.String())
 	}
 	_, errText, code := run(t, "", "clusters", "-F", example, "--kubeconfig", filepath.Join(t.TempDir(), "empty"))
-	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:29: clusters[0].context:`) {
+	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:29: cluster staging-eu: context:`) {
 		t.Errorf("exit %d, stderr:\n%s", code, errText)
 	}
 }
@@ -356,7 +357,7 @@ clusters:
 	// render must read from the cluster, so a missing context stops it
 	// before any request, naming the file and line.
 	out, errOut, code = run(t, in, "render", "-F", fleetFile, "-f", "-", "--name", "id")
-	if code != 1 || out != "" || !strings.Contains(errOut, fleetFile+`:10: clusters[1].context: context "missing-context" not found`) {
+	if code != 1 || out != "" || !strings.Contains(errOut, fleetFile+`:10: cluster b: context: context "missing-context" not found`) {
 		t.Errorf("exit %d, stdout %q, stderr %s", code, out, errOut)
 	}
 }
@@ -439,10 +440,46 @@ func TestVetJSON(t *testing.T) {
 	if code != 1 || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &p) != nil {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	if want := (VetProblem{Type: "problem", File: bad, Line: 6, Field: "clusters[0].group", Message: `unknown group "h" (groups: g)`}); p != want {
+	if want := (VetProblem{Type: "problem", File: bad, Line: 6, Field: "clusters[0].group", Subject: "cluster a", Message: `unknown group "h" (groups: g)`}); p != want {
 		t.Errorf("problem %+v, want %+v", p, want)
 	}
 	if lines[1] != `{"type":"summary","clusters":0,"problems":1}` {
 		t.Errorf("summary %s", lines[1])
 	}
+}
+
+// TestFleetFileErrorsGolden: what a newcomer's mistakes in a fleet file
+// are told, as golden files: a typo under helm is the typo (not "one of
+// kustomize, … is required"), an unknown field says what it may have
+// meant, a field of a cluster or app is said under its name, a YAML
+// indentation error at its own line, a context that is not there with
+// those that are.
+func TestFleetFileErrorsGolden(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, s string) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	write("chart/Chart.yaml", "apiVersion: v2\nname: hello\nversion: 0.1.0\n")
+	write("app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n")
+	head := "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: first-hour}\ngroups: [{name: staging}, {name: production}]\nclusters:\n"
+	cases := []struct{ name, fleet string }{
+		{"fields", head + "  - name: stg\n    group: staging\n    contxet: fleet-c1\n  - name: prod\n    group: prod\n    context: fleet-c2\napps:\n  - name: hello\n    namespace: hello-ns\n    helm:\n      chart: ../chart\n      valuesInLine: {greeting: hi}\n  - name: plain\n    manifests: ../app.yaml\n    namepsace: plain\n"},
+		{"indentation", head + "  - name: stg\n    group: staging\n    context: fleet-c1\napps:\n  - name: hello\n    helm:\n      chart: ../chart\n      values:\n        - values.yaml\n     namespace: hello-ns\n"},
+		{"contexts", head + "  - name: stg\n    group: staging\n    context: fleet-c1\n  - name: prod\n    group: production\n    context: fleet-c4\napps:\n  - name: plain\n    manifests: ../app.yaml\n"},
+	}
+	var all strings.Builder
+	for _, c := range cases {
+		file := write(c.name+"/fleet.yaml", c.fleet)
+		out, errOut, code := run(t, "", "vet", "-F", file)
+		fmt.Fprintf(&all, "$ kubectl fleet vet  # %s, exit %d\n%s%s", c.name, code, out, errOut)
+	}
+	golden.Assert(t, "testdata/golden/fleet-file-errors.txt", []byte(strings.ReplaceAll(all.String(), dir, "DIR")))
 }

@@ -104,7 +104,7 @@ func TestKubeconfigFromOnlyWhenNeeded(t *testing.T) {
 	// A context the kubeconfigFrom does not have is named by its source.
 	os.Setenv("FROM_ENV", strings.ReplaceAll(fromKubeconfig, "from-secret", "other"))
 	out, errOut, code = run(t, "", "vet", "-F", fleetFile)
-	if code != 1 || !strings.Contains(out, `fleet.yaml:8: clusters[0].context: context "from-secret" not found in kubeconfig env:FROM_ENV`) {
+	if code != 1 || !strings.Contains(out, `fleet.yaml:8: cluster by-env: context: context "from-secret" not found in kubeconfig env:FROM_ENV`) {
 		t.Errorf("vet with the wrong kubeconfig: exit %d:\n%s%s", code, out, errOut)
 	}
 	check("vet", out, errOut)

@@ -159,10 +159,12 @@ func (o *VetOptions) Run(ctx context.Context) error {
 // ("type": "problem"): in the fleet file (file, line, field), or on a
 // cluster (cluster; app, or the app's tests, when it is one app's).
 type VetProblem struct {
-	Type    string `json:"type"`
-	File    string `json:"file,omitempty"`
-	Line    int    `json:"line,omitempty"`
-	Field   string `json:"field,omitempty"`
+	Type  string `json:"type"`
+	File  string `json:"file,omitempty"`
+	Line  int    `json:"line,omitempty"`
+	Field string `json:"field,omitempty"`
+	// Subject names the cluster, group or app of Field ("app web").
+	Subject string `json:"subject,omitempty"`
 	Cluster string `json:"cluster,omitempty"`
 	App     string `json:"app,omitempty"`
 	Tests   bool   `json:"tests,omitempty"`
@@ -173,7 +175,7 @@ type VetProblem struct {
 func (p VetProblem) text() string {
 	switch {
 	case p.File != "":
-		return (&fleet.FieldError{File: p.File, Line: p.Line, Field: p.Field, Msg: p.Message}).Error()
+		return (&fleet.FieldError{File: p.File, Line: p.Line, Field: p.Field, Subject: p.Subject, Msg: p.Message}).Error()
 	case p.Tests:
 		return "tests of app " + p.App + ": " + p.Message
 	case p.App != "":
@@ -223,7 +225,7 @@ func (v *vetOut) event(e any) {
 
 func (v *vetOut) fleetProblems(list fleet.ErrorList) {
 	for _, e := range list {
-		v.problem("", VetProblem{File: e.File, Line: e.Line, Field: e.Field, Message: e.Msg})
+		v.problem("", VetProblem{File: e.File, Line: e.Line, Field: e.Field, Subject: e.Subject, Message: e.Msg})
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
 
 // decoder decodes a YAML node tree into Go values strictly: unknown and
@@ -50,7 +52,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		d.eachKey(n, path, func(key string, val *yaml.Node, p string) {
 			i, ok := fields[key]
 			if !ok {
-				d.errs.add(p, "unknown field %q", key)
+				d.errs.add(p, "unknown field %q (%s)", key, known(key, v.Type()))
 				return
 			}
 			d.decode(val, v.Field(i), p)
@@ -98,9 +100,34 @@ func (d *decoder) list(n *yaml.Node, v reflect.Value, path string) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, item := range n.Content {
-		d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+		p := fmt.Sprintf("%s[%d]", path, i)
+		d.name(item, p)
+		d.decode(item, s.Index(i), p)
 	}
 	v.Set(s)
+}
+
+// name records the name of a cluster, group or app at path, for errors
+// to say it by: the first item of a name only, a repeated one is said by
+// its path.
+func (d *decoder) name(n *yaml.Node, path string) {
+	at, list := item(path)
+	if at != path || n.Kind != yaml.MappingNode {
+		return // not a cluster, group or app
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Value != "name" || v.Kind != yaml.ScalarNode || v.Value == "" {
+			continue
+		}
+		for other, taken := range d.errs.names {
+			if _, l := item(other); l == list && taken == v.Value {
+				return
+			}
+		}
+		d.errs.names[path] = v.Value
+		return
+	}
 }
 
 // mapping decodes a mapping into the map v.
@@ -143,6 +170,21 @@ func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, val *ya
 		seen[k.Value] = true
 		fn(k.Value, val, p)
 	}
+}
+
+// known says what an unknown field may have meant: "did you mean
+// \"context\"?", else the fields t has.
+func known(key string, t reflect.Type) string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" && t.Field(i).IsExported() {
+			names = append(names, name)
+		}
+	}
+	if c := output.Closest(key, names); c != "" {
+		return fmt.Sprintf("did you mean %q?", c)
+	}
+	return "fields: " + strings.Join(names, ", ")
 }
 
 // structFields maps yaml names to field indexes.

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 
+	yaml2 "go.yaml.in/yaml/v2"
 	"gopkg.in/yaml.v3"
 )
 
@@ -52,7 +53,7 @@ func Load(path string) (*Fleet, error) {
 // Parse decodes and validates a fleet file's content. name is how errors
 // refer to the file; dir is the folder relative paths resolve from.
 func Parse(data []byte, name, dir string) (*Fleet, error) {
-	e := &errs{file: name, pos: map[string]int{"": 1}}
+	e := &errs{file: name, pos: map[string]int{"": 1}, names: map[string]string{}}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -60,7 +61,7 @@ func Parse(data []byte, name, dir string) (*Fleet, error) {
 			e.add("", "the file is empty")
 			return nil, e.err()
 		}
-		return nil, syntaxError(name, err)
+		return nil, syntaxError(name, data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
@@ -73,7 +74,7 @@ func Parse(data []byte, name, dir string) (*Fleet, error) {
 		root = root.Content[0]
 	}
 	(&decoder{errs: e}).decode(root, reflect.ValueOf(f).Elem(), "")
-	f.positions = e.pos
+	f.positions, f.names = e.pos, e.names
 	f.validate(e)
 	if err := e.err(); err != nil {
 		return nil, err
@@ -82,14 +83,40 @@ func Parse(data []byte, name, dir string) (*Fleet, error) {
 }
 
 // syntaxError turns yaml.v3's "yaml: line 3: ..." into "file:3: ...".
-func syntaxError(name string, err error) error {
+// yaml.v3 gives the line where the block around the problem starts (a
+// mis-indented key on line 16 is said at line 9, where its list
+// begins); yaml.v2's parser gives the problem's own, so it is asked
+// for that line, and the block's is said after the message.
+func syntaxError(name string, data []byte, err error) error {
 	msg := cleanYAMLError(err)
 	var line int
-	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
-		_, rest, _ := strings.Cut(msg, ":")
-		return ErrorList{{File: name, Line: line, Msg: "invalid YAML:" + rest}}
+	if n, _ := fmt.Sscanf(msg, "line %d:", &line); n != 1 {
+		return ErrorList{{File: name, Msg: "invalid YAML: " + msg}}
 	}
-	return ErrorList{{File: name, Msg: "invalid YAML: " + msg}}
+	_, rest, _ := strings.Cut(msg, ":")
+	if at := problemLine(data); at > line {
+		rest += fmt.Sprintf(" (in the block that starts at line %d)", line)
+		line = at
+	}
+	return ErrorList{{File: name, Line: line, Msg: "invalid YAML:" + rest}}
+}
+
+// problemLine is the line of a YAML syntax error by yaml.v2, 0 when it
+// finds none. Its parser's lines count from 0, its scanner's from 1.
+func problemLine(data []byte) int {
+	var v any
+	err := yaml2.Unmarshal(data, &v)
+	if err == nil {
+		return 0
+	}
+	var line int
+	if n, _ := fmt.Sscanf(cleanYAMLError(err), "line %d:", &line); n != 1 {
+		return 0
+	}
+	if strings.Contains(err.Error(), "did not find expected") {
+		line++ // a parser's error
+	}
+	return line
 }
 
 // Line returns the line of a field path such as "clusters[2].context", or of
@@ -100,7 +127,7 @@ func (f *Fleet) Line(field string) int {
 
 // FieldError builds an error about field, positioned in the fleet file.
 func (f *Fleet) FieldError(field, format string, args ...any) *FieldError {
-	return &FieldError{File: f.Path, Line: f.Line(field), Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &FieldError{File: f.Path, Line: f.Line(field), Field: field, Subject: subject(f.names, field), Msg: fmt.Sprintf(format, args...)}
 }
 
 // Group returns the group named name, or nil.

@@ -33,6 +33,9 @@ type Fleet struct {
 	Dir string `yaml:"-"`
 	// positions maps a field path ("clusters[0].context") to its line.
 	positions map[string]int
+	// names maps a cluster's, group's or app's path ("apps[0]") to its
+	// name, for errors.
+	names map[string]string
 }
 
 // Metadata names the fleet.

@@ -296,16 +296,24 @@ func validateIgnoreRules(e *errs, p string, rules []object.IgnoreRule) {
 }
 
 func (f *Fleet) validateSource(e *errs, p string, a *App) {
+	// A source given counts as given even when it did not decode (a
+	// typo under helm): its own error says what is wrong with it.
+	given := func(field string) bool { _, ok := e.pos[p+"."+field]; return ok }
 	n := 0
 	if a.Helm != nil {
-		n++
 		f.validateHelm(e, p+".helm", a.Helm)
 	}
+	if given("helm") {
+		n++
+	}
 	for _, s := range []struct{ field, value string }{{"kustomize", a.Kustomize}, {"jsonnet", a.Jsonnet}, {"manifests", a.Manifests}} {
-		if s.value == "" {
+		if !given(s.field) {
 			continue
 		}
 		n++
+		if s.value == "" {
+			continue // null, or it did not decode: said already
+		}
 		if _, err := os.Stat(f.ResolvePath(s.value)); err != nil {
 			e.add(p+"."+s.field, "%s does not exist (relative paths start at the fleet file's folder)", s.value)
 		}

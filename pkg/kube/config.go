@@ -14,6 +14,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
 
 // NewConfigFlags returns the kubectl connection flags the plugin offers:
@@ -195,7 +196,7 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 		switch {
 		case !ok:
 			p.missing = append(p.missing, c)
-			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s", c.Context, display(path)))
+			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s%s", c.Context, display(path), guess(c.Context, cfg.Contexts)))
 		case cfg.Clusters[ctx.Cluster] == nil:
 			p.errs = append(p.errs, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, display(path)))
 		}
@@ -258,6 +259,16 @@ func available[V any](contexts map[string]V) string {
 		return "no contexts at all"
 	}
 	return "contexts " + abbreviate(slices.Sorted(maps.Keys(contexts)))
+}
+
+// guess says, after a context not found, the one it may have meant and
+// those there are: ": did you mean \"prod\"? (it has contexts dev,
+// prod)".
+func guess[V any](name string, contexts map[string]V) string {
+	if c := output.Closest(name, slices.Sorted(maps.Keys(contexts))); c != "" {
+		return fmt.Sprintf(": did you mean %q? (it has %s)", c, available(contexts))
+	}
+	return " (it has " + available(contexts) + ")"
 }
 
 // abbreviate lists the first five names and counts the rest.

@@ -51,11 +51,11 @@ contexts:
 		wantErrors []string // substrings of the one error line (none: no error)
 	}{
 		{"all found", fleetFile(1, good), nil},
-		{"one missing of two: each said", fleetFile(2, good), []string{`fleet.yaml:7: clusters[1].context: context "ctx-1" not found in kubeconfig ` + good}},
-		{"the wrong kubeconfig: said once", fleetFile(8, empty), []string{`fleet.yaml:6: clusters[0].context: kubeconfig ` + empty + ` has none of the contexts of 8 clusters: c0, c1, c2, c3, c4 and 3 more (contexts ctx-0, ctx-1, ctx-2, ctx-3, ctx-4 and 3 more); it has no contexts at all: is $KUBECONFIG or --kubeconfig right?`}},
-		{"a kubeconfig file that does not exist: said once", fleetFile(8, filepath.Join(dir, "none")), []string{`fleet.yaml:6: clusters[0].context: loading kubeconfig ` + filepath.Join(dir, "none") + `: stat `, `no such file or directory (used by 8 clusters: c0, c1, c2, c3, c4 and 3 more)`}},
-		{"$KUBECONFIG names no file: said once", fleetFile(8, ""), []string{`fleet.yaml:6: clusters[0].context: kubeconfig ` + filepath.Join(dir, "none") + ` does not exist (used by 8 clusters: c0, c1, c2, c3, c4 and 3 more)`}},
-		{"a kubeconfig that cannot be read: said once", fleetFile(3, broken), []string{`fleet.yaml:6: clusters[0].context: loading kubeconfig ` + broken + `: `, `(used by 3 clusters: c0, c1, c2)`}},
+		{"one missing of two: each said", fleetFile(2, good), []string{`fleet.yaml:7: cluster c1: context: context "ctx-1" not found in kubeconfig ` + good + `: did you mean "ctx-0"? (it has contexts ctx-0, dangling)`}},
+		{"the wrong kubeconfig: said once", fleetFile(8, empty), []string{`fleet.yaml:6: cluster c0: context: kubeconfig ` + empty + ` has none of the contexts of 8 clusters: c0, c1, c2, c3, c4 and 3 more (contexts ctx-0, ctx-1, ctx-2, ctx-3, ctx-4 and 3 more); it has no contexts at all: is $KUBECONFIG or --kubeconfig right?`}},
+		{"a kubeconfig file that does not exist: said once", fleetFile(8, filepath.Join(dir, "none")), []string{`fleet.yaml:6: cluster c0: context: loading kubeconfig ` + filepath.Join(dir, "none") + `: stat `, `no such file or directory (used by 8 clusters: c0, c1, c2, c3, c4 and 3 more)`}},
+		{"$KUBECONFIG names no file: said once", fleetFile(8, ""), []string{`fleet.yaml:6: cluster c0: context: kubeconfig ` + filepath.Join(dir, "none") + ` does not exist (used by 8 clusters: c0, c1, c2, c3, c4 and 3 more)`}},
+		{"a kubeconfig that cannot be read: said once", fleetFile(3, broken), []string{`fleet.yaml:6: cluster c0: context: loading kubeconfig ` + broken + `: `, `(used by 3 clusters: c0, c1, c2)`}},
 	} {
 		t.Setenv("KUBECONFIG", filepath.Join(dir, "none"))
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package render
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -26,7 +27,7 @@ func GroupErrors(errs []error) []string {
 		if _, seen := clusters[k]; !seen {
 			order, clusters[k] = append(order, k), nil
 		}
-		if te != nil {
+		if te != nil && !slices.Contains(clusters[k], te.Cluster) {
 			clusters[k] = append(clusters[k], te.Cluster)
 		}
 	}

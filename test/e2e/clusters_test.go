@@ -129,7 +129,7 @@ func TestClustersCheckIdentityMismatch(t *testing.T) {
 func TestClustersCheckMissingContext(t *testing.T) {
 	f := writeFleet(t, "  - {name: a, group: all, context: fleet-c1}\n  - {name: b, group: all, context: no-such-context}\n")
 	out, errOut, code := kubectl(t, "", "fleet", "clusters", "--check", "-F", f)
-	want := f + `:7: clusters[1].context: context "no-such-context" not found in kubeconfig`
+	want := f + `:7: cluster b: context: context "no-such-context" not found in kubeconfig`
 	if code != 1 || out != "" || !strings.Contains(errOut, want) {
 		t.Errorf("exit %d, stdout %q, stderr %q, want %q", code, out, errOut, want)
 	}

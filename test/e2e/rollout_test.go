@@ -127,7 +127,7 @@ spec:
 	}
 	// A cycle is a fleet-file error.
 	cyclic := workdir(t, twoGroups+"apps:\n  - {name: a, manifests: web.yaml, dependsOn: [b]}\n  - {name: b, manifests: web.yaml, dependsOn: [a]}\n", map[string]string{"web.yaml": web})
-	if out, errOut, code := fleet(t, cyclic, "apply", "-c", "stg"); code == 0 || !strings.Contains(errOut, "apps[0].dependsOn: dependency cycle: a → b → a") {
+	if out, errOut, code := fleet(t, cyclic, "apply", "-c", "stg"); code == 0 || !strings.Contains(errOut, "app a: dependsOn: dependency cycle: a → b → a") {
 		t.Errorf("a cycle: exit %d\n%s%s", code, out, errOut)
 	}
 }
