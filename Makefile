@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e hunt fuzz bench bench-scale lint tidy-check dist clean controlplane docs
+.PHONY: all build run demo up test test-unit e2e hunt fuzz bench bench-scale lint tidy-check dist clean controlplane docs schema
 
 all: build
 
@@ -93,6 +93,11 @@ bench-scale: controlplane
 docs:
 	rm -rf docs/commands
 	$(GO) run ./hack/docs docs/commands
+
+## schema: the fleet file's JSON Schema, schema/fleet.schema.json, generated
+## from the Go types (TestSchemaIsGenerated fails when it is out of date)
+schema:
+	$(GO) run ./hack/schema schema/fleet.schema.json
 
 ## lint: gofmt, go vet, and go.mod tidiness
 lint:

@@ -17,13 +17,21 @@ const Kind = "Fleet"
 // Fleet is a parsed fleet file: named clusters in ordered groups, each with
 // attributes, and optional named sources (apps).
 type Fleet struct {
-	APIVersion string    `yaml:"apiVersion"`
-	Kind       string    `yaml:"kind"`
-	Metadata   Metadata  `yaml:"metadata"`
-	Defaults   Defaults  `yaml:"defaults"`
-	Groups     []Group   `yaml:"groups"`
-	Clusters   []Cluster `yaml:"clusters"`
-	Apps       []App     `yaml:"apps"`
+	// APIVersion is fleet/v1alpha1.
+	APIVersion string `yaml:"apiVersion" jsonschema:"required,enum=fleet/v1alpha1"`
+	// Kind is Fleet.
+	Kind string `yaml:"kind" jsonschema:"required,enum=Fleet"`
+	// Metadata names the fleet.
+	Metadata Metadata `yaml:"metadata" jsonschema:"required"`
+	// Defaults are what every cluster inherits.
+	Defaults Defaults `yaml:"defaults"`
+	// Groups are the rollout waves, in order: each group starts once the
+	// one before it verified the release.
+	Groups []Group `yaml:"groups" jsonschema:"required"`
+	// Clusters are the fleet's members, each in a group.
+	Clusters []Cluster `yaml:"clusters" jsonschema:"required"`
+	// Apps are named sources deployed to some or all clusters.
+	Apps []App `yaml:"apps"`
 	// IgnoreDifferences applies to every app, ad hoc sources included.
 	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
 
@@ -40,12 +48,16 @@ type Fleet struct {
 
 // Metadata names the fleet.
 type Metadata struct {
-	Name string `yaml:"name"`
+	// Name is the fleet's name, a DNS label: the apps it applies are
+	// recorded as this fleet's on each cluster.
+	Name string `yaml:"name" jsonschema:"required"`
 }
 
 // Defaults holds what every cluster inherits.
 type Defaults struct {
-	Attributes     map[string]any  `yaml:"attributes"`
+	// Attributes are every cluster's, under its group's and its own.
+	Attributes map[string]any `yaml:"attributes"`
+	// AttributesFrom are read from every cluster before rendering.
 	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
 	// Kubeconfig and KubeconfigFrom (at most one of them) are the
 	// kubeconfig of every cluster that sets neither.
@@ -55,8 +67,11 @@ type Defaults struct {
 
 // Group is an ordered rollout wave of clusters.
 type Group struct {
-	Name           string          `yaml:"name"`
-	Attributes     map[string]any  `yaml:"attributes"`
+	// Name is the group's name, a DNS label.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Attributes are the group's clusters', over the defaults.
+	Attributes map[string]any `yaml:"attributes"`
+	// AttributesFrom are read from each of the group's clusters.
 	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
 	// MaxParallel is how many clusters of the group are worked on at once;
 	// 0 means no limit beyond the command's --parallel.
@@ -76,10 +91,11 @@ type Group struct {
 
 // Check is a command run on this machine against one cluster.
 type Check struct {
-	Name string `yaml:"name"`
+	// Name names the check in output.
+	Name string `yaml:"name" jsonschema:"required"`
 	// Command is the program and its arguments; a relative program path
 	// resolves from the fleet file's folder.
-	Command []string `yaml:"command"`
+	Command []string `yaml:"command" jsonschema:"required"`
 	// Timeout bounds one run; 0 means DefaultCheckTimeout.
 	Timeout time.Duration `yaml:"timeout"`
 }
@@ -89,16 +105,26 @@ const DefaultCheckTimeout = 5 * time.Minute
 
 // Cluster is one member of the fleet, reached through a kubeconfig context.
 type Cluster struct {
-	Name       string `yaml:"name"`
-	Group      string `yaml:"group"`
-	Context    string `yaml:"context"`
+	// Name is the cluster's name, a DNS label, used in output and in
+	// --cluster.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Group is the name of the group the cluster is in.
+	Group string `yaml:"group" jsonschema:"required"`
+	// Context is the kubeconfig context that reaches the cluster.
+	Context string `yaml:"context" jsonschema:"required"`
+	// Kubeconfig is the kubeconfig file of the context (relative to the
+	// fleet file's folder); kubectl's own when empty.
 	Kubeconfig string `yaml:"kubeconfig"`
 	// KubeconfigFrom reads the kubeconfig from a secret instead of a file;
 	// at most one of Kubeconfig and KubeconfigFrom is set.
-	KubeconfigFrom *KubeconfigFrom   `yaml:"kubeconfigFrom"`
-	Labels         map[string]string `yaml:"labels"`
-	Attributes     map[string]any    `yaml:"attributes"`
-	AttributesFrom []AttributeFrom   `yaml:"attributesFrom"`
+	KubeconfigFrom *KubeconfigFrom `yaml:"kubeconfigFrom"`
+	// Labels select clusters (--selector, an app's selector).
+	Labels map[string]string `yaml:"labels"`
+	// Attributes are the values the cluster's render gets, over its
+	// group's and the defaults.
+	Attributes map[string]any `yaml:"attributes"`
+	// AttributesFrom are read from the cluster before rendering.
+	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
 	// Server pins the API server URL the context must point at.
 	Server string `yaml:"server"`
 	// UID pins the cluster identity: the UID of the kube-system namespace.
@@ -149,11 +175,14 @@ func (f *Fleet) KubeconfigOf(c *Cluster) (path string, from *KubeconfigFrom) {
 // maps an attribute name to a kubectl JSONPath expression evaluated on the
 // object, e.g. {clusterUID: "{.metadata.uid}"}.
 type AttributeFrom struct {
-	APIVersion string            `yaml:"apiVersion"`
-	Kind       string            `yaml:"kind"`
-	Namespace  string            `yaml:"namespace"`
-	Name       string            `yaml:"name"`
-	Attributes map[string]string `yaml:"attributes"`
+	// APIVersion, Kind, Namespace and Name name the object read.
+	APIVersion string `yaml:"apiVersion" jsonschema:"required"`
+	Kind       string `yaml:"kind" jsonschema:"required"`
+	Namespace  string `yaml:"namespace"`
+	Name       string `yaml:"name" jsonschema:"required"`
+	// Attributes map each attribute's name to a JSONPath on the object,
+	// such as {.metadata.uid}.
+	Attributes map[string]string `yaml:"attributes" jsonschema:"required"`
 	// Optional leaves the attributes unset (so a ${var:=default} applies)
 	// when the object or field does not exist.
 	Optional bool `yaml:"optional"`
@@ -161,9 +190,14 @@ type AttributeFrom struct {
 
 // App is a named source of manifests deployed to some or all clusters.
 type App struct {
-	Name      string `yaml:"name"`
+	// Name is the app's name, a DNS label: its set on each cluster.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Kustomize is a kustomization's folder (relative to the fleet
+	// file's folder); one of kustomize, jsonnet, manifests and helm.
 	Kustomize string `yaml:"kustomize"`
-	Jsonnet   string `yaml:"jsonnet"`
+	// Jsonnet is a .jsonnet file, given the cluster's attributes.
+	Jsonnet string `yaml:"jsonnet"`
+	// Manifests is a YAML file or a folder of them.
 	Manifests string `yaml:"manifests"`
 	// Helm is a Helm chart and its values.
 	Helm *Helm `yaml:"helm"`
@@ -175,10 +209,12 @@ type App struct {
 	// --create-namespace does, when no app's render on the cluster has
 	// it: default true for a Helm app, false for the others
 	// (CreatesNamespace).
-	CreateNamespace *bool    `yaml:"createNamespace"`
-	Groups          []string `yaml:"groups"`
-	Clusters        []string `yaml:"clusters"`
-	Selector        string   `yaml:"selector"`
+	CreateNamespace *bool `yaml:"createNamespace"`
+	// Groups, Clusters (names or globs) and Selector (a label selector)
+	// narrow the clusters the app goes to; all of them when none is set.
+	Groups   []string `yaml:"groups"`
+	Clusters []string `yaml:"clusters"`
+	Selector string   `yaml:"selector"`
 	// IgnoreDifferences adds to the fleet's rules for this app.
 	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
 	// Tests is a source (a folder of manifests or a kustomization) of Jobs
@@ -208,7 +244,7 @@ func (a *App) CreatesNamespace() bool {
 type Helm struct {
 	// Chart is a local folder or .tgz (relative to the fleet file's
 	// folder), an oci:// reference, or a chart's name in Repo.
-	Chart string `yaml:"chart"`
+	Chart string `yaml:"chart" jsonschema:"required"`
 	// Repo is an HTTP chart repository's URL.
 	Repo string `yaml:"repo"`
 	// Version is the chart's version (or a semver range); required for a

@@ -15,10 +15,10 @@ import (
 // Empty Group, Name and Namespace match any; Kind "*" matches any kind.
 type IgnoreRule struct {
 	Group        string   `yaml:"group" json:"group,omitempty"`
-	Kind         string   `yaml:"kind" json:"kind"`
+	Kind         string   `yaml:"kind" json:"kind" jsonschema:"required"`
 	Name         string   `yaml:"name" json:"name,omitempty"`
 	Namespace    string   `yaml:"namespace" json:"namespace,omitempty"`
-	JSONPointers []string `yaml:"jsonPointers" json:"jsonPointers"`
+	JSONPointers []string `yaml:"jsonPointers" json:"jsonPointers" jsonschema:"required"`
 }
 
 // Matches reports whether the rule covers o.

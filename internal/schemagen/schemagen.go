@@ -1,0 +1,54 @@
+// Package schemagen generates the JSON Schema of the fleet file from its Go
+// types (fleet.Fleet), their yaml names and their doc comments, with
+// invopop/jsonschema. Editors use it (the yaml-language-server line
+// kubectl fleet init writes) to complete fields and flag typos; the
+// plugin itself reads fleet files with its own stricter checks.
+package schemagen
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/invopop/jsonschema"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+)
+
+// ID is where the schema is published: the file in the repository.
+const ID = "https://raw.githubusercontent.com/kubectl-fleet/kubectl-fleet/main/schema/fleet.schema.json"
+
+// Generate returns the schema as indented JSON. It runs in the module's
+// folder: the comments are read from the Go sources there.
+func Generate() ([]byte, error) {
+	r := &jsonschema.Reflector{
+		FieldNameTag: "yaml",
+		// Required is what the tags say: validate.go holds the rest
+		// (one source of four, paths that exist).
+		RequiredFromJSONSchemaTags: true,
+		Mapper:                     mapType,
+	}
+	for _, pkg := range []string{"./pkg/fleet", "./pkg/object"} {
+		if err := r.AddGoComments("github.com/kubectl-fleet/kubectl-fleet", pkg, jsonschema.WithFullComment()); err != nil {
+			return nil, fmt.Errorf("reading the comments of %s: %w", pkg, err)
+		}
+	}
+	s := r.Reflect(&fleet.Fleet{})
+	s.ID = ID
+	s.Title = "kubectl fleet: fleet file (fleet/v1alpha1)"
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// mapType is the schema of the types the fleet file writes in a form of
+// its own: a duration is a string in Go's syntax (90s, 10m, 1h30m).
+func mapType(t reflect.Type) *jsonschema.Schema {
+	if t == reflect.TypeOf(time.Duration(0)) {
+		return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a duration such as 90s, 10m or 1h30m"}
+	}
+	return nil
+}
