@@ -14,10 +14,8 @@ import (
 	"github.com/invopop/jsonschema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/schema"
 )
-
-// ID is where the schema is published: the file in the repository.
-const ID = "https://raw.githubusercontent.com/kubectl-fleet/kubectl-fleet/main/schema/fleet.schema.json"
 
 // Generate returns the schema as indented JSON. It runs in the module's
 // folder: the comments are read from the Go sources there.
@@ -35,7 +33,7 @@ func Generate() ([]byte, error) {
 		}
 	}
 	s := r.Reflect(&fleet.Fleet{})
-	s.ID = ID
+	s.ID = schema.ID
 	s.Title = "kubectl fleet: fleet file (fleet/v1alpha1)"
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {

@@ -2,6 +2,7 @@ package schemagen_test
 
 import (
 	"bytes"
+	"github.com/kubectl-fleet/kubectl-fleet/schema"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,10 +29,10 @@ func compile(t *testing.T) *jsonschema.Schema {
 		t.Fatal(err)
 	}
 	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemagen.ID, doc); err != nil {
+	if err := c.AddResource(schema.ID, doc); err != nil {
 		t.Fatal(err)
 	}
-	s, err := c.Compile(schemagen.ID)
+	s, err := c.Compile(schema.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

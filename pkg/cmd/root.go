@@ -102,6 +102,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 	cmd.SetFlagErrorFunc(explainFlagError)
 	g.addFlags(cmd)
 	cmd.AddCommand(
+		NewCmdInit(g),
 		NewCmdClusters(g),
 		NewCmdRender(g),
 		NewCmdDiff(g),
@@ -115,6 +116,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdExec(g),
 		NewCmdVet(g),
 		NewCmdDeps(g),
+		NewCmdSchema(g),
 		NewCmdVersion(g),
 	)
 	addHelpTopics(cmd)
