@@ -74,7 +74,7 @@ fuzz:
 ## minimal apply client, the floor; render of 100 and 1000 clusters vs a
 ## kustomize loop, with peak RSS); then the scaling run: the same rollout on
 ## 10, 30, 100, 300 and 1000 clusters (real kube-apiservers up to 30, the
-## stand-in of pkg/testenv/standin at every size), kubectl fleet's wall time,
+## stand-in of internal/testenv/standin at every size), kubectl fleet's wall time,
 ## CPU, peak RSS, fds, goroutines and requests per cluster. Medians, spreads
 ## and ratios on stdout and in bench/RESULTS.md. Tens of minutes;
 ## BENCH_FLAGS='-reps 3 -render 100 -scale ""' to trim (-scale "" leaves the

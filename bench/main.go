@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 type options struct {
@@ -73,7 +73,7 @@ func main() {
 	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "write a CPU profile of every kubectl fleet run here, as <scenario>-<rep>.pprof (go tool pprof reads several at once); the scaling run adds a heap profile at the live heap's peak, <run>.heap")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work folder (sources, scripts, logs)")
 	flag.StringVar(&scale, "scale", "10,30,100,300,1000", "fleet sizes of the scaling run (the same rollout, kubectl fleet's cost per size), comma-separated; empty to leave it out")
-	flag.IntVar(&o.scaleReal, "scale-real", 30, "scaling sizes up to this many clusters also run on real kube-apiservers (≈ 270 MiB each), the rest only on the stand-in (pkg/testenv/standin); 0: stand-in only")
+	flag.IntVar(&o.scaleReal, "scale-real", 30, "scaling sizes up to this many clusters also run on real kube-apiservers (≈ 270 MiB each), the rest only on the stand-in (internal/testenv/standin); 0: stand-in only")
 	flag.IntVar(&o.scaleReps, "scale-reps", 3, "repetitions of the rollout per size in the scaling run up to 100 clusters, a third of them above (medians)")
 	flag.BoolVar(&o.compare, "compare", true, "run the comparison with the loops and the floor, and the renders; -compare=false runs only the scaling run and, with -out, replaces only its section of the file")
 	flag.Parse()

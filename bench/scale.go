@@ -18,8 +18,8 @@ import (
 	"time"
 
 	fleetstats "github.com/kubectl-fleet/kubectl-fleet/internal/stats"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv/standin"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/standin"
 )
 
 // The scaling run (-scale): the same rollout (create, no-op, a fifth

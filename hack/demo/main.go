@@ -18,7 +18,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 func main() {

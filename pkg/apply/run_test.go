@@ -24,10 +24,10 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )

@@ -12,9 +12,9 @@ import (
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // openPTY opens a pseudo-terminal for a test; it fails the test where one

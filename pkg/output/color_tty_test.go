@@ -4,8 +4,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // On a terminal colour is on, unless --no-color or NO_COLOR.

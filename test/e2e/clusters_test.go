@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 type checked struct {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 // TestDocsExampleFleet runs the documentation's examples of the example

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 // The fault suite: each test breaks something on purpose (a server that

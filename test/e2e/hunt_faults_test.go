@@ -11,8 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // The hunt's disrupted applies: a run killed mid-apply, two runs at once,

@@ -1,6 +1,6 @@
 // Package e2e runs kubectl fleet the way users do, through a real kubectl
 // that finds the plugin on PATH, against real API servers started on
-// loopback by pkg/testenv.
+// loopback by internal/testenv.
 package e2e
 
 import (
@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 var (

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 // Phases inside an app: a migration Job (phase -1) is applied and complete

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
 )
 
 // manyFleet is n staging and m production clusters.

@@ -238,7 +238,7 @@ func TestNotUsedByTheE2ESuite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(string(b), `"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv/standin"`) {
+		if strings.Contains(string(b), `"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/standin"`) {
 			t.Errorf("%s imports the stand-in: the e2e proofs run on real API servers (package testenv)", f)
 		}
 	}

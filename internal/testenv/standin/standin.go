@@ -22,7 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
 // Options configure an Env.
