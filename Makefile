@@ -58,7 +58,8 @@ hunt: controlplane
 	HUNT_SEED=random HUNT_DURATION=$(HUNT_DURATION) HUNT_STEPS=$(HUNT_STEPS) $(GO) test -count=1 -timeout 0 -run '^TestHunt$$' -v ./test/e2e
 
 ## fuzz: fuzz the fleet parser, the substitution engine, the manifest
-## splitter, the reading of kustomize output and the diff formatter,
+## splitter, the reading of kustomize output, the diff formatter and the
+## YAML writer,
 ## FUZZTIME each (FUZZTIME=5m make fuzz)
 FUZZTIME ?= 30s
 fuzz:
@@ -67,6 +68,7 @@ fuzz:
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzParseDocuments$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzNodeObject$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/diff -run '^$$' -fuzz '^FuzzUnified$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/encode -run '^$$' -fuzz '^FuzzAppendYAML$$' -fuzztime $(FUZZTIME)
 
 ## bench: kubectl fleet against what users run instead, on 10 apiserver-only
 ## clusters 50 ms away (apply create/no-op/rollout and diff vs

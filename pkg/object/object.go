@@ -15,8 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
 	"sigs.k8s.io/yaml"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
 
 // serverAnnotations are added by the API server or kubectl, not by users.
@@ -103,7 +101,7 @@ func maskStringData(o *unstructured.Unstructured) *unstructured.Unstructured {
 	if _, ok := o.Object["stringData"]; !ok {
 		return o
 	}
-	masked := output.MaskSecret(o)
+	masked := MaskSecret(o)
 	masked.Object["data"] = o.Object["data"]
 	if masked.Object["data"] == nil {
 		delete(masked.Object, "data")

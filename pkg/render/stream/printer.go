@@ -9,7 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/encode"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
 
@@ -103,7 +105,7 @@ func (p *Printer) encode(objs []*unstructured.Unstructured) (c chunk, err error)
 	if p.o.Dir != "" {
 		c.files = make([]objectFile, len(objs))
 		for i, obj := range objs {
-			y, err := output.AppendYAML(nil, obj.Object)
+			y, err := encode.AppendYAML(nil, obj.Object)
 			if err != nil {
 				return chunk{}, err
 			}
@@ -113,13 +115,13 @@ func (p *Printer) encode(objs []*unstructured.Unstructured) (c chunk, err error)
 	}
 	for i, obj := range objs {
 		if !p.o.ShowSecrets {
-			obj = output.MaskSecret(obj)
+			obj = object.MaskSecret(obj)
 		}
 		if p.o.JSON {
 			if i > 0 {
 				c.data = append(c.data, ',')
 			}
-			if c.data, err = output.AppendJSON(c.data, obj.Object); err != nil {
+			if c.data, err = encode.AppendJSON(c.data, obj.Object); err != nil {
 				return chunk{}, err
 			}
 			continue
@@ -127,7 +129,7 @@ func (p *Printer) encode(objs []*unstructured.Unstructured) (c chunk, err error)
 		if i > 0 {
 			c.data = append(c.data, "---\n"...)
 		}
-		if c.data, err = output.AppendYAML(c.data, obj.Object); err != nil {
+		if c.data, err = encode.AppendYAML(c.data, obj.Object); err != nil {
 			return chunk{}, err
 		}
 	}

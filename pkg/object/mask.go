@@ -1,4 +1,4 @@
-package output
+package object
 
 import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
