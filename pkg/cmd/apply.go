@@ -246,7 +246,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 // So do the first wave's clusters past the first --parallel (its
 // maxParallel): at 1,000 clusters ten at a time, the rest would hold a
 // connection and a lock, renewed, for minutes before their turn.
-func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Plan) {
+func (o *ApplyOptions) warm(ctx context.Context, pl *rendered.Request) {
 	f, clusters := pl.Fleet, pl.Clusters
 	ws := waves(f, clusters)
 	if len(ws) == 0 {
@@ -281,7 +281,7 @@ func (o *ApplyOptions) rollout(ctx context.Context, r *rendered.Set, verb string
 	var tally summary.Tally
 	p.out = output.NewSyncWriter(pr.Writer(o.Out))
 	o.events = consumers{p: p, tally: &tally, pr: pr, collected: o.collected, onChange: o.onChange}
-	plan := rollout.Plan{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.events.emit}
+	plan := rollout.Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: o.promotion, Emit: o.events.emit}
 	if o.verifies() && !o.SkipGates {
 		plan.Soaks = o.soaks(r, ws, p, pr, &tally)
 	}

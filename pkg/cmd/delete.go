@@ -103,7 +103,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	del := o.explained(func(ctx context.Context, name string) error {
 		return o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
 	})
-	outcomes := rollout.Run(ctx, rollout.Plan{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
+	outcomes := rollout.Run(ctx, rollout.Schedule{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
 		err := del(ctx, name)
 		pr.End(name, err)
 		return err

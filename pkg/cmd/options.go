@@ -189,7 +189,7 @@ type SourceOptions struct {
 	// withTests and warm are no flags: apply and reconcile set them for
 	// their render (rendered.Config's Tests and Warm).
 	withTests bool
-	warm      func(ctx context.Context, pl *rendered.Plan)
+	warm      func(ctx context.Context, pl *rendered.Request)
 }
 
 func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {

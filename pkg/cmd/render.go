@@ -128,7 +128,7 @@ func (o *RenderOptions) stream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pl, err := rendered.NewPlan(ctx, c)
+	pl, err := rendered.NewRequest(ctx, c)
 	if err != nil {
 		return err
 	}

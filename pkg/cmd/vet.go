@@ -128,7 +128,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	pl := rendered.Plan{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
+	pl := rendered.Request{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
 	engine := o.engine()
 	results := engine.Render(ctx, pl.Targets(false))
 	// The apps' tests are rendered and checked too (not sent to a server).

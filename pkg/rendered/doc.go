@@ -4,9 +4,9 @@
 //
 // A Source says what to render (an ad hoc -k/-j/-f/--chart source, or the
 // fleet file's apps); Resolve makes it the Apps that go to the selected
-// clusters. NewPlan selects the clusters, resolves the apps and reads what
+// clusters. NewRequest selects the clusters, resolves the apps and reads what
 // the render needs from the clusters themselves (attributesFrom, and the
-// capabilities a Helm chart renders with), through a Connector; a Plan's
+// capabilities a Helm chart renders with), through a Connector; a Request's
 // Targets are the (cluster, app) pairs to render. Render renders them all
 // with a render.Engine and returns a Set, or every render error and no
 // Set: nothing touches a cluster with half a render.

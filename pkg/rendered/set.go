@@ -27,11 +27,11 @@ type Set struct {
 	tests map[[2]string][]*unstructured.Unstructured
 }
 
-// Render plans (NewPlan), starts c.Warm, and renders every target, and
+// Render makes the request (NewRequest), starts c.Warm, and renders every target, and
 // with c.Tests every app's tests. Any render error fails the whole render,
 // every error reported (render.Failed), before anything touches a cluster.
 func Render(ctx context.Context, c Config) (*Set, error) {
-	pl, err := NewPlan(ctx, c)
+	pl, err := NewRequest(ctx, c)
 	if err != nil {
 		return nil, err
 	}

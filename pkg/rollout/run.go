@@ -7,10 +7,10 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// Plan is a fleet rollout: its waves (the fleet's groups in order, each
+// Schedule is a fleet rollout: its waves (the fleet's groups in order, each
 // with its budget and, for protected groups, a confirmation as Gate),
 // and what stands between them.
-type Plan struct {
+type Schedule struct {
 	Waves []runner.Wave
 	// Parallel bounds the clusters worked on at once.
 	Parallel int
@@ -51,7 +51,7 @@ func (e WaveEvent) Text() string {
 // maxFailures), a wave starting only once the promotion rule lets it and
 // its confirmation (the wave's own Gate) said yes, and a wave's soak after
 // it. It returns every cluster's outcome, in wave order.
-func Run(ctx context.Context, p Plan, cluster func(ctx context.Context, name string) error) []runner.Outcome {
+func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name string) error) []runner.Outcome {
 	ws := make([]runner.Wave, len(p.Waves))
 	copy(ws, p.Waves)
 	for i := range ws {

@@ -125,7 +125,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 		return gates[c]
 	}
 	p := &Promotion{Reader: f}
-	plan := Plan{Parallel: 4, Apps: map[string][]string{}, Soaks: map[string]Soak{}, Promotion: p, Emit: ev.sink}
+	plan := Schedule{Parallel: 4, Apps: map[string][]string{}, Soaks: map[string]Soak{}, Promotion: p, Emit: ev.sink}
 	for _, g := range groups {
 		rg := Group{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
 		for _, c := range g.clusters {

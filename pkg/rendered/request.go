@@ -47,12 +47,12 @@ type Config struct {
 	// Warm, when set, is started once the clusters are selected and the
 	// apps resolved, to run beside the render (Render only; apply: the
 	// first requests to the clusters).
-	Warm func(ctx context.Context, pl *Plan)
+	Warm func(ctx context.Context, pl *Request)
 }
 
-// Plan is what is rendered: the fleet, the selected clusters, the apps
+// Request is what is to be rendered: the fleet, the selected clusters, the apps
 // that go to them and what was read from the clusters.
-type Plan struct {
+type Request struct {
 	Fleet    *fleet.Fleet
 	Clusters []*fleet.Cluster
 	Apps     []App
@@ -64,11 +64,11 @@ type Plan struct {
 	Capabilities map[string]*render.Capabilities
 }
 
-// NewPlan selects clusters, resolves apps and reads the clusters'
+// NewRequest selects clusters, resolves apps and reads the clusters'
 // attributesFrom. With c.Contexts, every selected cluster's context must
 // exist first, and the capabilities of the clusters Helm charts render
 // for are read too.
-func NewPlan(ctx context.Context, c Config) (*Plan, error) {
+func NewRequest(ctx context.Context, c Config) (*Request, error) {
 	f := c.Fleet
 	clusters, err := f.Select(c.Selection)
 	if err != nil {
@@ -87,7 +87,7 @@ func NewPlan(ctx context.Context, c Config) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	pl := &Plan{Fleet: f, Clusters: clusters, Apps: apps, Live: live}
+	pl := &Request{Fleet: f, Clusters: clusters, Apps: apps, Live: live}
 	if c.Contexts {
 		if pl.Capabilities, err = capabilities(ctx, c.Connector, f, clusters, apps); err != nil {
 			return nil, err
@@ -99,7 +99,7 @@ func NewPlan(ctx context.Context, c Config) (*Plan, error) {
 // Targets lists every (cluster, app) pair to render, cluster by cluster
 // in fleet order, apps in fleet order within a cluster; with tests, the
 // apps' tests instead.
-func (p *Plan) Targets(tests bool) []render.Target {
+func (p *Request) Targets(tests bool) []render.Target {
 	var out []render.Target
 	for _, c := range p.Clusters {
 		rc := render.ClusterOf(p.Fleet, c)
