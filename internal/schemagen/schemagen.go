@@ -6,12 +6,15 @@
 package schemagen
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
 
-	"github.com/invopop/jsonschema"
+	invopop "github.com/invopop/jsonschema"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/schema"
@@ -20,7 +23,7 @@ import (
 // Generate returns the schema as indented JSON. It runs in the module's
 // folder: the comments are read from the Go sources there.
 func Generate() ([]byte, error) {
-	r := &jsonschema.Reflector{
+	r := &invopop.Reflector{
 		FieldNameTag: "yaml",
 		// Required is what the tags say: validate.go holds the rest
 		// (one source of four, paths that exist).
@@ -28,7 +31,7 @@ func Generate() ([]byte, error) {
 		Mapper:                     mapType,
 	}
 	for _, pkg := range []string{"./pkg/fleet", "./pkg/object"} {
-		if err := r.AddGoComments("github.com/kubectl-fleet/kubectl-fleet", pkg, jsonschema.WithFullComment()); err != nil {
+		if err := r.AddGoComments("github.com/kubectl-fleet/kubectl-fleet", pkg, invopop.WithFullComment()); err != nil {
 			return nil, fmt.Errorf("reading the comments of %s: %w", pkg, err)
 		}
 	}
@@ -42,11 +45,37 @@ func Generate() ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// Validate checks a fleet file (YAML) against a schema (JSON): what an
+// editor with the yaml-language-server line says of it.
+func Validate(schemaJSON, fleetYAML []byte) error {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
+	if err != nil {
+		return err
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource(schema.ID, doc); err != nil {
+		return err
+	}
+	s, err := c.Compile(schema.ID)
+	if err != nil {
+		return err
+	}
+	j, err := yaml.YAMLToJSON(fleetYAML)
+	if err != nil {
+		return err
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
 // mapType is the schema of the types the fleet file writes in a form of
 // its own: a duration is a string in Go's syntax (90s, 10m, 1h30m).
-func mapType(t reflect.Type) *jsonschema.Schema {
+func mapType(t reflect.Type) *invopop.Schema {
 	if t == reflect.TypeOf(time.Duration(0)) {
-		return &jsonschema.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a duration such as 90s, 10m or 1h30m"}
+		return &invopop.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a duration such as 90s, 10m or 1h30m"}
 	}
 	return nil
 }

@@ -2,55 +2,25 @@ package schemagen_test
 
 import (
 	"bytes"
-	"github.com/kubectl-fleet/kubectl-fleet/schema"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"sigs.k8s.io/yaml"
-
 	"github.com/kubectl-fleet/kubectl-fleet/internal/schemagen"
 )
 
 const file = "schema/fleet.schema.json"
 
-// compile compiles the schema as committed.
-func compile(t *testing.T) *jsonschema.Schema {
+// validate checks a fleet file's YAML against the schema as committed.
+func validate(t *testing.T, data []byte) error {
 	t.Helper()
 	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schema.ID, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(schema.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// validate checks a fleet file's YAML against the schema.
-func validate(t *testing.T, s *jsonschema.Schema, data []byte) error {
-	t.Helper()
-	j, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.Validate(v)
+	return schemagen.Validate(b, data)
 }
 
 // TestSchemaIsGenerated: the schema committed is the one the Go types
@@ -75,7 +45,6 @@ func TestSchemaIsGenerated(t *testing.T) {
 // and the plugin agree on what a fleet file's fields are.
 func TestSchemaValidatesEveryFleetFile(t *testing.T) {
 	t.Chdir("../..")
-	s := compile(t)
 	broken := map[string]string{"docs/examples/broken/fleet.yaml": "contxet"}
 	n := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -93,7 +62,7 @@ func TestSchemaValidatesEveryFleetFile(t *testing.T) {
 			return err
 		}
 		n++
-		verr := validate(t, s, b)
+		verr := validate(t, b)
 		switch want, ok := broken[path]; {
 		case ok && (verr == nil || !strings.Contains(verr.Error(), want)):
 			t.Errorf("%s: want an error about %q, got %v", path, want, verr)
@@ -113,7 +82,6 @@ func TestSchemaValidatesEveryFleetFile(t *testing.T) {
 // TestSchemaRejectsTypos: what an editor flags as the user types.
 func TestSchemaRejectsTypos(t *testing.T) {
 	t.Chdir("../..")
-	s := compile(t)
 	example, err := os.ReadFile("examples/fleet.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +97,7 @@ func TestSchemaRejectsTypos(t *testing.T) {
 			if bad == string(example) {
 				t.Fatalf("%q is not in the example", tt.from)
 			}
-			if err := validate(t, s, []byte(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := validate(t, []byte(bad)); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("want an error naming %q, got %v", tt.want, err)
 			}
 		})

@@ -396,15 +396,21 @@ func vetChart(t *testing.T) string {
 		"chart/templates/tests/t.yaml": "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations: {helm.sh/hook: test}\n",
 		"cm.yaml":                      "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: plain, namespace: default}\n",
 	} {
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeFile(t, filepath.Join(dir, name), s)
 	}
 	return filepath.Join(dir, "fleet.yaml")
+}
+
+// writeFile writes a test's file, and the folders it is in.
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // TestVetSaysAProblemOnce: a chart that does not parse is one problem,
@@ -456,17 +462,7 @@ func TestVetJSON(t *testing.T) {
 // those that are.
 func TestFleetFileErrorsGolden(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, s string) string {
-		t.Helper()
-		path := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	write := func(name, s string) string { return writeFile(t, filepath.Join(dir, name), s) }
 	write("chart/Chart.yaml", "apiVersion: v2\nname: hello\nversion: 0.1.0\n")
 	write("app.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\n")
 	head := "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: first-hour}\ngroups: [{name: staging}, {name: production}]\nclusters:\n"

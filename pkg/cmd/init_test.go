@@ -7,10 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"sigs.k8s.io/yaml"
-
 	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/schemagen"
 	"github.com/kubectl-fleet/kubectl-fleet/schema"
 )
 
@@ -65,7 +63,9 @@ func TestInit(t *testing.T) {
 	if out, _, _ := run(t, "", "render", "-c", "dev"); !strings.Contains(out, "cluster: dev\n  greeting: hello\n  group: staging\n") {
 		t.Errorf("the example app's render:\n%s", out)
 	}
-	validateSchema(t, b)
+	if err := schemagen.Validate(schema.JSON, b); err != nil {
+		t.Errorf("the fleet file fails the schema: %v", err)
+	}
 	if out, _, code := run(t, "", "schema"); code != 0 || !bytes.Equal([]byte(out), schema.JSON) {
 		t.Errorf("kubectl fleet schema: exit %d, %d bytes", code, len(out))
 	}
@@ -115,35 +115,6 @@ func TestInitRefuses(t *testing.T) {
 				t.Errorf("init left files behind: %v", entries)
 			}
 		})
-	}
-}
-
-// validateSchema checks a fleet file against the schema the plugin
-// carries.
-func validateSchema(t *testing.T, fleetYAML []byte) {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema.JSON))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schema.ID, doc); err != nil {
-		t.Fatal(err)
-	}
-	s, err := c.Compile(schema.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	j, err := yaml.YAMLToJSON(fleetYAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Validate(v); err != nil {
-		t.Errorf("the fleet file fails the schema: %v", err)
 	}
 }
 
