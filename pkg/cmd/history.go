@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -101,7 +102,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		sets, err := appSets(ctx, client, f.Metadata.Name, o.Apps)
+		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, o.Apps)
 		if err != nil {
 			return err
 		}

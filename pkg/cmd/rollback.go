@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
@@ -205,95 +206,18 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	if err != nil {
 		return nil, err
 	}
-	sets, err := appSets(ctx, client, f.Metadata.Name, o.Apps)
-	if err != nil {
-		return nil, err
+	targets, skips, err := rollback.Choose(ctx, client, f.Metadata.Name, o.Apps, o.ToRevision)
+	var out []render.Result
+	plan.mu.Lock()
+	defer plan.mu.Unlock()
+	for _, s := range skips {
+		plan.skips[c.Name] = append(plan.skips[c.Name], skip{s.App, s.Reason})
 	}
-	skipApp := func(app, format string, args ...any) {
-		plan.mu.Lock()
-		defer plan.mu.Unlock()
-		plan.skips[c.Name] = append(plan.skips[c.Name], skip{app, fmt.Sprintf(format, args...)})
+	for _, t := range targets {
+		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects})
+		plan.records[c.Name+"/"+t.App] = t.Record
 	}
-	if len(sets) == 0 {
-		skipApp("", "no app with revisions here")
-	}
-	var (
-		out  []render.Result
-		errs []error
-	)
-	for _, set := range sets {
-		if !set.Exists {
-			skipApp(set.App, "app %s was never applied here", set.App)
-			continue
-		}
-		history, err := revision.List(ctx, client, set.App)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		target := o.ToRevision
-		if target == 0 {
-			if target = previous(history, set.Revision); target == 0 {
-				skipApp(set.App, "app %s has no revision before r%d here", set.App, set.Revision)
-				continue
-			}
-		} else if !slices.ContainsFunc(history, func(r revision.Revision) bool { return r.Number == target }) {
-			skipApp(set.App, "app %s has no revision %d here", set.App, target)
-			continue
-		}
-		rev, objs, err := revision.Load(ctx, client, set.App, target)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
-			continue
-		}
-		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: set.App}, Objects: objs})
-		plan.mu.Lock()
-		plan.records[c.Name+"/"+set.App] = revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Namespace: rev.Namespace}
-		plan.mu.Unlock()
-	}
-	return out, errors.Join(errs...)
-}
-
-// previous is the revision a rollback goes back to by default: the
-// latest before current whose render differs from current's. One of the
-// same render (recorded by an apply that did not finish, then again by
-// the next) would change nothing. 0 when there is none.
-func previous(history []revision.Revision, current int) int {
-	digest := ""
-	for _, r := range history {
-		if r.Number == current {
-			digest = r.Digest
-		}
-	}
-	target := 0
-	for _, r := range history {
-		if r.Number < current && (digest == "" || r.Digest != digest) {
-			target = max(target, r.Number)
-		}
-	}
-	return target
-}
-
-// appSets reads the fleet's sets of the named apps on a cluster, or, with
-// no names, of every app of the fleet with a revision there. Another
-// fleet's app is left out, or, named, an ErrOtherFleet.
-func appSets(ctx context.Context, c *kube.Client, fleet string, apps []string) ([]*inventory.Set, error) {
-	if len(apps) == 0 {
-		all, err := inventory.LoadAll(ctx, c)
-		return slices.DeleteFunc(all, func(s *inventory.Set) bool { return s.Revision == 0 || s.Foreign(fleet) != nil }), err
-	}
-	var out []*inventory.Set
-	for _, a := range apps {
-		s, err := inventory.Load(ctx, c, a)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.Foreign(fleet); err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return out, err
 }
 
 // atomicError is a cluster's failure under --atomic, with what the

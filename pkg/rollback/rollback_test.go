@@ -1,4 +1,4 @@
-package cmd
+package rollback
 
 import (
 	"testing"
@@ -25,7 +25,7 @@ func TestPrevious(t *testing.T) {
 		{"current unknown: the one before", []revision.Revision{rev(1, "a"), rev(2, "a")}, 3, 2},
 		{"later unfinished ones are not earlier", []revision.Revision{rev(1, "a"), rev(2, "b"), rev(3, "c")}, 2, 1},
 	} {
-		if got := previous(tt.history, tt.current); got != tt.want {
+		if got := Previous(tt.history, tt.current); got != tt.want {
 			t.Errorf("%s: previous = %d, want %d", tt.name, got, tt.want)
 		}
 	}
