@@ -121,7 +121,7 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 type rollbackPlan struct {
 	mu      sync.Mutex
 	errs    map[string]error
-	skips   map[string][]skip
+	skips   map[string][]rollback.Skip
 	records map[string]revision.Revision // by cluster/app
 }
 
@@ -132,10 +132,6 @@ func (pl *rollbackPlan) failed(cluster string) error {
 	}
 	return pl.errs[cluster]
 }
-
-// skip is an app a rollback leaves alone on a cluster, and why; an empty
-// app stands for the whole cluster.
-type skip struct{ app, reason string }
 
 // SkipEvent is the JSON form of an app a rollback skipped on a cluster.
 type SkipEvent struct {
@@ -153,14 +149,14 @@ func (pl *rollbackPlan) skipped(cluster string, p *printer, w io.Writer) error {
 	}
 	var reasons []string
 	for _, s := range pl.skips[cluster] {
-		reasons = append(reasons, s.reason)
+		reasons = append(reasons, s.Reason)
 		switch {
 		case p.json:
-			p.event(SkipEvent{Type: "skip", Cluster: cluster, App: s.app, Reason: s.reason})
-		case s.app == "":
-			fmt.Fprintf(w, "skipped: %s\n", s.reason)
+			p.event(SkipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason})
+		case s.App == "":
+			fmt.Fprintf(w, "skipped: %s\n", s.Reason)
 		default:
-			fmt.Fprintf(w, "%s: skipped: %s\n", s.app, s.reason)
+			fmt.Fprintf(w, "%s: skipped: %s\n", s.App, s.Reason)
 		}
 	}
 	return &runner.SkipError{Reason: strings.Join(reasons, "; ")}
@@ -179,7 +175,7 @@ func (pl *rollbackPlan) recordOf(cluster, app string) (revision.Revision, bool) 
 // plan reads, on every selected cluster at once, the revision each app
 // goes back to. Nothing is written.
 func (o *RollbackOptions) plan(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) (*rollbackPlan, []render.Result) {
-	plan := &rollbackPlan{errs: map[string]error{}, skips: map[string][]skip{}, records: map[string]revision.Revision{}}
+	plan := &rollbackPlan{errs: map[string]error{}, skips: map[string][]rollback.Skip{}, records: map[string]revision.Revision{}}
 	perCluster := make([][]render.Result, len(clusters))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, o.Parallel)
@@ -210,9 +206,7 @@ func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fl
 	var out []render.Result
 	plan.mu.Lock()
 	defer plan.mu.Unlock()
-	for _, s := range skips {
-		plan.skips[c.Name] = append(plan.skips[c.Name], skip{s.App, s.Reason})
-	}
+	plan.skips[c.Name] = append(plan.skips[c.Name], skips...)
 	for _, t := range targets {
 		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects})
 		plan.records[c.Name+"/"+t.App] = t.Record
