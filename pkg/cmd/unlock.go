@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
@@ -147,7 +146,7 @@ func (o *UnlockOptions) readLocks(ctx context.Context, f *fleet.Fleet, clusters 
 			if info == nil {
 				continue
 			}
-			fmt.Fprintf(w, "%s: %s\n", app, describeLock(info, now))
+			fmt.Fprintf(w, "%s: %s\n", app, info.Describe(now))
 			mu.Lock()
 			if found[name] == nil {
 				found[name] = map[string]*lock.Info{}
@@ -224,17 +223,4 @@ func (o *UnlockOptions) removeLocks(ctx context.Context, f *fleet.Fleet, cluster
 		return nil
 	})
 	return states, outcomes
-}
-
-// describeLock says who holds a lock, since when, and whether it has
-// expired at now.
-func describeLock(i *lock.Info, now time.Time) string {
-	s := fmt.Sprintf("locked by %s since %s", i.Holder(), i.Since.UTC().Format(time.RFC3339))
-	if i.ClusterUser != "" {
-		s += " (cluster user " + i.ClusterUser + ")"
-	}
-	if i.Expired(now) {
-		return s + fmt.Sprintf(", expired %s ago", duration.HumanDuration(now.Sub(i.Expires())))
-	}
-	return s + fmt.Sprintf(", renewed %s ago, expires in %s unless renewed", duration.HumanDuration(now.Sub(i.Renewed)), duration.HumanDuration(i.Expires().Sub(now)))
 }

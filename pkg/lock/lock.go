@@ -22,6 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"os"
 	"os/user"
 	"strconv"
@@ -783,4 +784,17 @@ func Remove(ctx context.Context, c *kube.Client, app string, info *Info) (bool, 
 		return false, fmt.Errorf("deleting lease %s/%s: %w", Namespace, Name(app), err)
 	}
 	return true, nil
+}
+
+// Describe says who holds the lock, since when, and whether it has
+// expired at now: what unlock shows before it asks.
+func (i *Info) Describe(now time.Time) string {
+	s := fmt.Sprintf("locked by %s since %s", i.Holder(), i.Since.UTC().Format(time.RFC3339))
+	if i.ClusterUser != "" {
+		s += " (cluster user " + i.ClusterUser + ")"
+	}
+	if i.Expired(now) {
+		return s + fmt.Sprintf(", expired %s ago", duration.HumanDuration(now.Sub(i.Expires())))
+	}
+	return s + fmt.Sprintf(", renewed %s ago, expires in %s unless renewed", duration.HumanDuration(now.Sub(i.Renewed)), duration.HumanDuration(i.Expires().Sub(now)))
 }

@@ -771,3 +771,20 @@ func TestLocalMachine(t *testing.T) {
 		t.Errorf("machine %q, then %q", a.Machine, b.Machine)
 	}
 }
+
+// TestDescribe: what unlock shows of a lock before it asks.
+func TestDescribe(t *testing.T) {
+	since := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
+	i := &Info{User: "alice", Host: "build-7", PID: "4242", ClusterUser: "ci-bot", Since: since, Renewed: since.Add(time.Minute), Duration: 2 * time.Minute}
+	for _, tt := range []struct {
+		now  time.Time
+		want string
+	}{
+		{since.Add(90 * time.Second), "locked by alice@build-7 (pid 4242) since 2026-11-26T01:00:00Z (cluster user ci-bot), renewed 30s ago, expires in 90s unless renewed"},
+		{since.Add(10 * time.Minute), "locked by alice@build-7 (pid 4242) since 2026-11-26T01:00:00Z (cluster user ci-bot), expired 7m ago"},
+	} {
+		if got := i.Describe(tt.now); got != tt.want {
+			t.Errorf("at %s:\n got %s\nwant %s", tt.now, got, tt.want)
+		}
+	}
+}
