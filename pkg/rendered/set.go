@@ -52,16 +52,16 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if len(errs) > 0 {
 		return nil, render.Failed(errs)
 	}
-	createNamespaces(results, pl.Apps)
+	CreateNamespaces(results, pl.Apps)
 	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests}, nil
 }
 
-// createNamespaces puts the Namespace an app asks to be created
+// CreateNamespaces puts the Namespace an app asks to be created
 // (App.CreateNamespace) first in its render, on each cluster where no
 // app's render has it: in the first app there that asks for it. It is
 // then the app's like any object it renders: applied before the others,
 // diffed, recorded, pruned under the Namespace guards.
-func createNamespaces(results []render.Result, apps []App) {
+func CreateNamespaces(results []render.Result, apps []App) {
 	create := map[string]string{}
 	for _, a := range apps {
 		if a.CreateNamespace != "" {

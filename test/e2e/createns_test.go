@@ -33,7 +33,7 @@ func TestCreateNamespace(t *testing.T) {
 	if code != 1 || strings.Contains(out+errOut, "not found") {
 		t.Fatalf("diff on a fresh cluster: exit %d, want 1 (differences)\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"+++ merged/stg/Namespace/" + helmNS, "+++ merged/stg/ConfigMap/" + helmNS + "/hello-cfg", "+++ merged/stg/Namespace/" + kzNS, "+++ merged/stg/ConfigMap/" + kzNS + "/kz-cfg"} {
+	for _, want := range []string{"+++ merged/stg/hello/Namespace/" + helmNS, "+++ merged/stg/hello/ConfigMap/" + helmNS + "/hello-cfg", "+++ merged/stg/kz/Namespace/" + kzNS, "+++ merged/stg/kz/ConfigMap/" + kzNS + "/kz-cfg"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("diff: no %q\n%s", want, out)
 		}

@@ -282,7 +282,7 @@ data: {level: fleet, other: x}
 		!strings.Contains(out, "[stg] -  level: by-hand\n[stg] +  level: fleet\n") || !strings.Contains(out, "(apply needs --force-conflicts for 1)") {
 		t.Errorf("diff: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, errOut, code := fleet(t, dir, "status"); code != 1 || !strings.Contains(out, "Drifted") {
+	if out, errOut, code := fleet(t, dir, "status"); code != 1 || !strings.Contains(out, "2 of 2 Current, 1 drifted (r1 verified)") {
 		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, _, code := fleet(t, dir, "apply"); code != 1 || !strings.Contains(out, `conflict with "kubectl-patch"`) {
