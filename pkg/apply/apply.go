@@ -1429,20 +1429,17 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 	pending := slices.Clone(objs)
 	last := map[string]string{}
 	for {
-		// One round reads every pending object, concurrently.
+		// One round reads every pending object, concurrently, under the
+		// cluster's and the process's bounds; one not read (the wait is
+		// over) stays pending.
 		results := make([]*status.Result, len(pending))
 		errs := make([]error, len(pending))
-		sem := make(chan struct{}, max(1, cfg.Concurrency))
-		var wg sync.WaitGroup
-		for i, o := range pending {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				results[i], errs[i] = Health(ctx, c, o)
-			}()
+		for i := range errs {
+			errs[i] = context.Canceled
 		}
-		wg.Wait()
+		kube.NewSlots(cfg.Concurrency).Each(ctx, len(pending), func(i int) {
+			results[i], errs[i] = Health(ctx, c, pending[i])
+		})
 		var still []*unstructured.Unstructured
 		for i, o := range pending {
 			res, err := results[i], errs[i]

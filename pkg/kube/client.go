@@ -488,7 +488,8 @@ func (c *Client) ListKeys(objs []*unstructured.Unstructured, skip func(*unstruct
 
 // Prefetch lists keys, at most concurrency at once, for Of to answer
 // from. No list starts once stop is done; a list's error is what Of
-// returns for it.
+// returns for it. The lists take none of the process's slots (Slots):
+// object requests that hold one wait for them.
 func (l *Listings) Prefetch(stop, ctx context.Context, c *Client, keys []ListKey, concurrency int) {
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, concurrency))

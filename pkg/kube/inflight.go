@@ -73,3 +73,25 @@ func (s *Slots) Take(ctx context.Context) (release func(), err error) {
 	}
 	return release, nil
 }
+
+// Each runs fn(0), …, fn(n-1), each in a goroutine of its own under one of
+// the cluster's slots and one of the process's (Take), and waits for them:
+// the one fan-out of a cluster's object requests. It starts none once ctx
+// is done, and returns how many it started; fn gets its own context for
+// its requests.
+func (s *Slots) Each(ctx context.Context, n int, fn func(i int)) (started int) {
+	var wg sync.WaitGroup
+	for i := range n {
+		release, err := s.Take(ctx)
+		if err != nil {
+			break
+		}
+		started++
+		wg.Go(func() {
+			defer release()
+			fn(i)
+		})
+	}
+	wg.Wait()
+	return started
+}

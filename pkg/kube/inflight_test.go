@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -66,5 +68,34 @@ func TestSlotsBoundTheCluster(t *testing.T) {
 	}
 	if len(inFlight) != 0 || len(s.cluster) != 0 {
 		t.Errorf("slots left taken by a refused Take: process %d, cluster %d", len(inFlight), len(s.cluster))
+	}
+}
+
+// TestSlotsEach: every item runs, never more than the cluster's bound at
+// once; none starts once the context is done.
+func TestSlotsEach(t *testing.T) {
+	var running, most atomic.Int32
+	ran := make([]bool, 50)
+	started := NewSlots(4).Each(context.Background(), len(ran), func(i int) {
+		n := running.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(time.Millisecond)
+		ran[i] = true
+		running.Add(-1)
+	})
+	if started != 50 || slices.Contains(ran, false) || most.Load() > 4 {
+		t.Errorf("started %d, ran %v, %d at once at most", started, ran, most.Load())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	started = NewSlots(1).Each(ctx, 10, func(i int) {
+		calls++
+		if i == 2 {
+			cancel()
+		}
+	})
+	if started != 3 || calls != 3 {
+		t.Errorf("after the cancel: started %d, %d calls, want 3", started, calls)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -230,17 +229,9 @@ func Check(ctx context.Context, c *kube.Client, planned *App, objs []*unstructur
 		return fmt.Errorf("%w: the render of app %s changed since the plan (digest %s, planned %s)", ErrStale, planned.App, revision.ShortDigest(d), revision.ShortDigest(planned.Digest))
 	}
 	moved := make([]string, len(planned.Objects))
-	sem := make(chan struct{}, max(1, concurrency))
-	var wg sync.WaitGroup
-	for i, o := range planned.Objects {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			moved[i] = check(ctx, c, o)
-		}()
+	if kube.NewSlots(concurrency).Each(ctx, len(moved), func(i int) { moved[i] = check(ctx, c, planned.Objects[i]) }) < len(moved) {
+		return ctx.Err()
 	}
-	wg.Wait()
 	var problems []string
 	for _, m := range moved {
 		if m != "" {
