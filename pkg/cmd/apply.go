@@ -479,7 +479,7 @@ func (o *ApplyOptions) beforeWriting(ctx context.Context, r *rendered.Set, clust
 			return skip, fmt.Errorf("app %s: diff: %w", res.App, err)
 		}
 		d.printDiffs(p, w, cluster, res.App, diffs)
-		o.collected.diff(cluster, diffs)
+		o.collected.Diffs(cluster, diffs)
 	}
 	return skip, nil
 }
@@ -506,7 +506,7 @@ func (o *ApplyOptions) applyApps(ctx context.Context, r *rendered.Set, c *fleet.
 	}
 	run := rollout.ClusterRun{
 		Cluster: c.Name, Ops: ops, Gates: o.gatesOf(c.Name), Write: !dryRun, Atomic: o.Atomic,
-		Done: func(app string, err error) { o.collected.app(c.Name, appOutcome(app, err)) },
+		Done: func(app string, err error) { o.collected.App(c.Name, report.Outcome(app, err)) },
 	}
 	if o.plan != nil {
 		// Every app is checked before anything is written, under its

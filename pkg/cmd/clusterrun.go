@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
@@ -116,7 +117,7 @@ type consumers struct {
 	p         *printer
 	tally     *summary.Tally
 	pr        *progress.Display
-	collected *collector
+	collected *report.Collector
 	// onChange is told every object's change (reconcile's metrics).
 	onChange func(cluster, app string, action apply.Action)
 }
@@ -179,7 +180,7 @@ func (c consumers) object(ev rollout.ObjectEvent) {
 		}
 	}
 	if ev.Error != "" {
-		c.collected.failed(ev.Cluster, ev.App, ev.Object+": "+ev.Error)
+		c.collected.Failed(ev.Cluster, ev.App, ev.Object+": "+ev.Error)
 	}
 	if c.onChange != nil {
 		c.onChange(ev.Cluster, ev.App, action)

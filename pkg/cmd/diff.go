@@ -189,7 +189,7 @@ func (o *DiffOptions) report(res *diffRun) report.Report {
 		default:
 			c.State = "in sync"
 		}
-		c.Apps, c.Diff = o.collected.of(oc.Cluster)
+		c.Apps, c.Diff = o.collected.Of(oc.Cluster)
 		if o.ShowSecrets && s.Differs() {
 			c.Diff = "(diffs are left out of reports with --show-secrets)"
 		}
@@ -310,9 +310,9 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet
 			if s.Differs() {
 				a.State = fmt.Sprintf("%d to create, %d to change, %d to prune", s.Create, s.Change, s.Prune)
 			}
-			o.collected.app(c.Name, a)
+			o.collected.App(c.Name, a)
 			if !o.ShowSecrets {
-				o.collected.diff(c.Name, diffs)
+				o.collected.Diffs(c.Name, diffs)
 			}
 		}
 		if external != nil {

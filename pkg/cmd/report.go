@@ -4,13 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
@@ -27,7 +24,7 @@ type ReportOptions struct {
 	ReportFormat string
 
 	// collected holds, per cluster, the apps' outcomes and diffs.
-	collected *collector
+	collected *report.Collector
 }
 
 func (r *ReportOptions) addFlags(cmd *cobra.Command) { addReportFlags(cmd, &r.Report, &r.ReportFormat) }
@@ -43,7 +40,7 @@ func (r *ReportOptions) validate() error {
 		return fmt.Errorf("--report-format %q: want markdown or junit", r.ReportFormat)
 	}
 	if r.enabled() {
-		r.collected = &collector{apps: map[string][]report.App{}, diffs: map[string]*strings.Builder{}, failures: map[string][]string{}}
+		r.collected = report.NewCollector()
 	}
 	return nil
 }
@@ -84,81 +81,9 @@ func (r *ReportOptions) finish(g *GlobalOptions, rep func() report.Report, err e
 	return err
 }
 
-// collector gathers, per cluster, what a report shows beyond the
-// summary: each app's outcome and the diffs, masked. A nil collector
-// gathers nothing.
-type collector struct {
-	mu    sync.Mutex
-	apps  map[string][]report.App
-	diffs map[string]*strings.Builder
-	// failures are the objects that failed, by cluster and app.
-	failures map[string][]string
-}
-
-// app records an app's outcome on a cluster, with the objects that failed.
-func (c *collector) app(cluster string, a report.App) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if f := c.failures[cluster+"/"+a.Name]; len(f) > 0 {
-		a.Error += "\n" + strings.Join(f, "\n")
-	}
-	c.apps[cluster] = append(c.apps[cluster], a)
-}
-
-// failed records an object of an app that failed on a cluster.
-func (c *collector) failed(cluster, app, failure string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.failures[cluster+"/"+app] = append(c.failures[cluster+"/"+app], failure)
-}
-
-// diff adds diffs to a cluster's; they must be masked (no --show-secrets).
-func (c *collector) diff(cluster string, diffs []diff.Object) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	b := c.diffs[cluster]
-	if b == nil {
-		b = &strings.Builder{}
-		c.diffs[cluster] = b
-	}
-	for _, d := range diffs {
-		diff.Print(b, d, diff.Plain)
-	}
-}
-
-func (c *collector) of(cluster string) ([]report.App, string) {
-	if c == nil {
-		return nil, ""
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d := ""
-	if b := c.diffs[cluster]; b != nil {
-		d = b.String()
-	}
-	return c.apps[cluster], d
-}
-
-// appOutcome is an app's outcome on a cluster, for a report.
-func appOutcome(app string, err error) report.App {
-	if err != nil {
-		return report.App{Name: app, State: "failed", Failed: true, Error: err.Error()}
-	}
-	return report.App{Name: app, State: "ok"}
-}
-
 // rolloutReport is the report of apply or rollback: each cluster's
 // outcome and counts, its apps, and its diff with --diff.
-func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tally, group func(string) string, rc *collector, dryRun bool) report.Report {
+func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tally, group func(string) string, rc *report.Collector, dryRun bool) report.Report {
 	rep := report.Report{Command: command}
 	if dryRun {
 		rep.Command += " (server dry run)"
@@ -176,7 +101,7 @@ func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tal
 		case runner.Skipped:
 			c.Skipped = true
 		}
-		c.Apps, c.Diff = rc.of(oc.Cluster)
+		c.Apps, c.Diff = rc.Of(oc.Cluster)
 		rep.Clusters = append(rep.Clusters, c)
 	}
 	return rep
