@@ -17,6 +17,8 @@ import (
 // later checks can point at it.
 type decoder struct {
 	errs *errs
+	// named are the names given so far, by list: "clusters/prod-eu".
+	named map[string]bool
 }
 
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
@@ -120,12 +122,10 @@ func (d *decoder) name(n *yaml.Node, path string) {
 		if k.Value != "name" || v.Kind != yaml.ScalarNode || v.Value == "" {
 			continue
 		}
-		for other, taken := range d.errs.names {
-			if _, l := item(other); l == list && taken == v.Value {
-				return
-			}
+		if key := list + "/" + v.Value; !d.named[key] {
+			d.named[key] = true
+			d.errs.names[path] = v.Value
 		}
-		d.errs.names[path] = v.Value
 		return
 	}
 }

@@ -73,7 +73,7 @@ func Parse(data []byte, name, dir string) (*Fleet, error) {
 	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
 		root = root.Content[0]
 	}
-	(&decoder{errs: e}).decode(root, reflect.ValueOf(f).Elem(), "")
+	(&decoder{errs: e, named: map[string]bool{}}).decode(root, reflect.ValueOf(f).Elem(), "")
 	f.positions, f.names = e.pos, e.names
 	f.validate(e)
 	if err := e.err(); err != nil {
