@@ -16,14 +16,19 @@ type Ordered struct {
 	mu    sync.Mutex
 	out   io.Writer
 	names []string
-	next  int // the first name not yet done
+	index map[string]int // a name's place in names
+	next  int            // the first name not yet done
 	held  map[string]*bytes.Buffer
 	done  map[string]bool
 }
 
 // NewOrdered writes names' output to out in that order.
 func NewOrdered(out io.Writer, names []string) *Ordered {
-	return &Ordered{out: out, names: names, held: map[string]*bytes.Buffer{}, done: map[string]bool{}}
+	index := make(map[string]int, len(names))
+	for i, n := range names {
+		index[n] = i
+	}
+	return &Ordered{out: out, names: names, index: index, held: map[string]*bytes.Buffer{}, done: map[string]bool{}}
 }
 
 // Writer is name's stream.
@@ -38,7 +43,9 @@ func (w orderedWriter) Write(p []byte) (int, error) {
 	o := w.o
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.next >= len(o.names) || o.names[o.next] == w.name || !o.listed(w.name) {
+	// The first name not done writes through, and so does one that is
+	// done or not listed.
+	if i, listed := o.index[w.name]; !listed || i <= o.next {
 		return o.out.Write(p)
 	}
 	b, ok := o.held[w.name]
@@ -47,15 +54,6 @@ func (w orderedWriter) Write(p []byte) (int, error) {
 		o.held[w.name] = b
 	}
 	return b.Write(p)
-}
-
-func (o *Ordered) listed(name string) bool {
-	for _, n := range o.names[o.next:] {
-		if n == name {
-			return true
-		}
-	}
-	return false
 }
 
 // Done says name wrote all it has: the names after it that were held

@@ -2,6 +2,7 @@ package output_test
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -69,5 +70,19 @@ func TestOrderedClose(t *testing.T) {
 	}
 	if out.String() != want.String() {
 		t.Fatalf("got\n%s\nwant\n%s", out.String(), want.String())
+	}
+}
+
+// BenchmarkOrderedWrite: a line of the last of 1,000 clusters, held
+// behind the others, as diff writes it.
+func BenchmarkOrderedWrite(b *testing.B) {
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprintf("c%03d", i)
+	}
+	o := output.NewOrdered(io.Discard, names)
+	w, line := o.Writer("c999"), []byte("[c999] +  k: v\n")
+	for b.Loop() {
+		_, _ = w.Write(line)
 	}
 }
