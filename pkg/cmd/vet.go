@@ -130,8 +130,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	}
 	pl := rendered.Request{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
 	engine := o.engine()
-	results := engine.Render(ctx, pl.Targets(false))
-	rendered.CreateNamespaces(results, apps) // as apply sends them
+	results := pl.Render(ctx, engine)
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, pl.Targets(true))
 	objects := byCluster(clusters, results)

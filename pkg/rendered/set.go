@@ -38,7 +38,7 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if c.Warm != nil {
 		c.Warm(ctx, pl)
 	}
-	results := c.Engine.Render(ctx, pl.Targets(false))
+	results := pl.Render(ctx, c.Engine)
 	var tests []render.Result
 	if c.Tests {
 		tests = c.Engine.Render(ctx, pl.Targets(true))
@@ -52,16 +52,24 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if len(errs) > 0 {
 		return nil, render.Failed(errs)
 	}
-	CreateNamespaces(results, pl.Apps)
 	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests}, nil
 }
 
-// CreateNamespaces puts the Namespace an app asks to be created
+// Render renders every target of the request as apply sends it: with
+// the Namespaces apps create (createNamespaces). A result's error is
+// its own; Render (the function) fails on any.
+func (p *Request) Render(ctx context.Context, e *render.Engine) []render.Result {
+	results := e.Render(ctx, p.Targets(false))
+	createNamespaces(results, p.Apps)
+	return results
+}
+
+// createNamespaces puts the Namespace an app asks to be created
 // (App.CreateNamespace) first in its render, on each cluster where no
 // app's render has it: in the first app there that asks for it. It is
 // then the app's like any object it renders: applied before the others,
 // diffed, recorded, pruned under the Namespace guards.
-func CreateNamespaces(results []render.Result, apps []App) {
+func createNamespaces(results []render.Result, apps []App) {
 	create := map[string]string{}
 	for _, a := range apps {
 		if a.CreateNamespace != "" {

@@ -80,7 +80,7 @@ func TestCreateNamespaces(t *testing.T) {
 		withNS(result("a", "web")), withNS(result("a", "api")), withNS(result("a", "db")),
 		withNS(result("b", "web")), withNS(result("b", "db"), "data"),
 	}
-	CreateNamespaces(results, []App{{Name: "web", CreateNamespace: "shop"}, {Name: "api", CreateNamespace: "shop"}, {Name: "db", CreateNamespace: "data"}})
+	createNamespaces(results, []App{{Name: "web", CreateNamespace: "shop"}, {Name: "api", CreateNamespace: "shop"}, {Name: "db", CreateNamespace: "data"}})
 	var got []string
 	for _, r := range results {
 		var kinds []string
