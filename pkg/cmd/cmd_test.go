@@ -289,7 +289,7 @@ func TestErrors(t *testing.T) {
 		want string
 	}{
 		{"no source", []string{"render", "-F", "testdata/secret/fleet.yaml", "--app", "nope"}, "--app nope: no such app in testdata/secret/fleet.yaml; its apps: creds"},
-		{"an app's name mistyped", []string{"render", "-F", "testdata/secret/fleet.yaml", "--app", "cred"}, "--app cred: no such app in testdata/secret/fleet.yaml (did you mean creds?); its apps: creds"},
+		{"an app's name mistyped", []string{"render", "-F", "testdata/secret/fleet.yaml", "--app", "cred"}, "--app cred: no such app in testdata/secret/fleet.yaml (did you mean \"creds\"?); its apps: creds"},
 		{"two sources", []string{"render", "-F", example, "-k", "a", "-f", "b"}, "mutually exclusive"},
 		{"bad name", []string{"render", "-F", example, "-k", "x", "--name", "Web_1"}, `--name: "Web_1" is not a valid app name`},
 		{"empty selection", []string{"render", "-F", example, "-g", "staging", "-l", "region=us"}, `no cluster in ../../examples/fleet.yaml matches --group staging --selector "region=us"`},

@@ -96,7 +96,7 @@ func (o *InitOptions) Run(cmd *cobra.Command) error {
 	}
 	slices.Sort(contexts)
 	if len(contexts) == 0 {
-		return fmt.Errorf("no context to take: the kubeconfig has %s (--kubeconfig, --contexts)", contextNames(raw.Contexts))
+		return fmt.Errorf("no context to take: the kubeconfig has %s (--kubeconfig, --contexts)", kube.ContextList(raw.Contexts))
 	}
 	groups, clusters, err := scaffold.Place(contexts, o.Groups)
 	if err != nil {
@@ -121,19 +121,6 @@ func (o *InitOptions) Run(cmd *cobra.Command) error {
 	}
 	o.said(file, groups, clusters, made)
 	return nil
-}
-
-// contextNames lists a kubeconfig's contexts for an error.
-func contextNames[V any](m map[string]V) string {
-	if len(m) == 0 {
-		return "no contexts"
-	}
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return "the contexts " + strings.Join(names, ", ")
 }
 
 // kubeconfigField is the defaults.kubeconfig init writes: the

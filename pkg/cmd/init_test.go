@@ -98,7 +98,7 @@ func TestInitRefuses(t *testing.T) {
 	}{
 		{"a context in no group", initKubeconfig, []string{"--group", "staging=kind-*"}, "no --group takes the contexts arn:aws:eks:eu-west-1:1234:cluster/prod-eks, dev, prod-eu, prod-us"},
 		{"a bad group", initKubeconfig, []string{"--group", "Staging"}, `--group "Staging": want NAME=GLOB`},
-		{"no context", initKubeconfig, []string{"--contexts", "gke-*"}, "no context to take: the kubeconfig has the contexts arn:aws:eks:eu-west-1:1234:cluster/prod-eks, dev, kind-staging, prod-eu, prod-us"},
+		{"no context", initKubeconfig, []string{"--contexts", "gke-*"}, "no context to take: the kubeconfig has contexts arn:aws:eks:eu-west-1:1234:cluster/prod-eks, dev, kind-staging, prod-eu, prod-us"},
 		{"fails vet", broken, nil, `context "dev" refers to cluster "gone", which kubeconfig`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

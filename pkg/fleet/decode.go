@@ -181,8 +181,8 @@ func known(key string, t reflect.Type) string {
 			names = append(names, name)
 		}
 	}
-	if c := output.Closest(key, names); c != "" {
-		return fmt.Sprintf("did you mean %q?", c)
+	if hint := output.DidYouMean(key, names); hint != "" {
+		return hint
 	}
 	return "fields: " + strings.Join(names, ", ")
 }

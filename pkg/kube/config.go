@@ -215,7 +215,7 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 		case len(p.missing) > 2 && len(p.missing) == len(p.users):
 			cfg, _ := kcs.Load(path)
 			list = append(list, f.FieldError(first, "kubeconfig %s has none of the contexts of %s (%s); it has %s: is $KUBECONFIG or --kubeconfig right?",
-				display(path), clusterList(p.users), contextList(p.users), available(cfg.Contexts)))
+				display(path), clusterList(p.users), contextList(p.users), ContextList(cfg.Contexts)))
 		default:
 			list = append(list, p.errs...)
 		}
@@ -254,7 +254,9 @@ func contextList(cs []*fleet.Cluster) string {
 	return "contexts " + abbreviate(names)
 }
 
-func available[V any](contexts map[string]V) string {
+// ContextList names a kubeconfig's contexts: "contexts a, b, c, d, e and
+// 3 more", sorted; "no contexts at all".
+func ContextList[V any](contexts map[string]V) string {
 	if len(contexts) == 0 {
 		return "no contexts at all"
 	}
@@ -265,10 +267,10 @@ func available[V any](contexts map[string]V) string {
 // those there are: ": did you mean \"prod\"? (it has contexts dev,
 // prod)".
 func guess[V any](name string, contexts map[string]V) string {
-	if c := output.Closest(name, slices.Sorted(maps.Keys(contexts))); c != "" {
-		return fmt.Sprintf(": did you mean %q? (it has %s)", c, available(contexts))
+	if hint := output.DidYouMean(name, slices.Sorted(maps.Keys(contexts))); hint != "" {
+		return fmt.Sprintf(": %s (it has %s)", hint, ContextList(contexts))
 	}
-	return " (it has " + available(contexts) + ")"
+	return " (it has " + ContextList(contexts) + ")"
 }
 
 // abbreviate lists the first five names and counts the rest.

@@ -1,6 +1,9 @@
 package output
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Closest is the candidate nearest name, for a "did you mean" (case
 // aside, at most a third of name's letters, or 2, edited away), or "".
@@ -12,6 +15,15 @@ func Closest(name string, candidates []string) string {
 		}
 	}
 	return best
+}
+
+// DidYouMean is the "did you mean" of a name not found among
+// candidates: `did you mean "prod"?`, or "" when none is near.
+func DidYouMean(name string, candidates []string) string {
+	if c := Closest(name, candidates); c != "" {
+		return fmt.Sprintf("did you mean %q?", c)
+	}
+	return ""
 }
 
 // distance is the Levenshtein distance between a and b, by bytes.

@@ -144,8 +144,8 @@ func appsHint(f *fleet.Fleet, name string) string {
 		names[i] = a.Name
 	}
 	hint := ""
-	if c := output.Closest(name, names); c != "" {
-		hint = fmt.Sprintf(" (did you mean %s?)", c)
+	if h := output.DidYouMean(name, names); h != "" {
+		hint = " (" + h + ")"
 	}
 	return hint + "; its apps: " + strings.Join(names, ", ")
 }
