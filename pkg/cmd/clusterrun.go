@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
@@ -120,6 +121,8 @@ type consumers struct {
 	collected *report.Collector
 	// onChange is told every object's change (reconcile's metrics).
 	onChange func(cluster, app string, action apply.Action)
+	// diffs is how --diff's diffs are printed.
+	diffs diff.Style
 }
 
 // emit hands an event to every consumer.
@@ -127,6 +130,19 @@ func (c consumers) emit(ev rollout.Event) {
 	switch ev := ev.(type) {
 	case rollout.ObjectEvent:
 		c.object(ev)
+	case rollout.DiffEvent:
+		c.diff(ev)
+		return
+	case rollout.AppEvent: // the report's only
+		c.collected.App(ev.Cluster, report.Outcome(ev.App, ev.Err))
+		return
+	case rollout.EndEvent: // the live display's only
+		c.pr.End(ev.Cluster, ev.Err)
+		return
+	case rollout.OutputEvent: // a check's output: text only
+		if c.p.json {
+			return
+		}
 	case rollout.StageEvent: // the live display's only
 		if c.pr != nil {
 			if ev.Objects > 0 {
@@ -166,6 +182,9 @@ func (c consumers) emit(ev rollout.Event) {
 // object counts an object's change for the summary, the progress, the
 // report's failures and the metrics.
 func (c consumers) object(ev rollout.ObjectEvent) {
+	if ev.Restore {
+		return // said, not counted
+	}
 	action := apply.Action(ev.Action)
 	if c.tally != nil {
 		c.tally.Add(ev.Cluster, action)
@@ -187,6 +206,20 @@ func (c consumers) object(ev rollout.ObjectEvent) {
 	}
 }
 
+// diff prints an app's diffs on a cluster (JSON events, or the unified
+// diffs on the cluster's prefixed writer), and keeps them for the report.
+func (c consumers) diff(ev rollout.DiffEvent) {
+	w := c.p.cluster(ev.Cluster)
+	for _, d := range ev.Diffs {
+		if c.p.json {
+			c.p.eventOf(ev.Cluster, diff.EventOf(ev.Cluster, ev.App, d))
+			continue
+		}
+		diff.Print(w, d, c.diffs)
+	}
+	c.collected.Diffs(ev.Cluster, ev.Diffs)
+}
+
 // objects says each object's change of app on a cluster (after label,
 // when not empty) to the consumers.
 func (c consumers) objects(cluster, app, label string, dryRun bool) func(apply.Change) {
@@ -203,24 +236,6 @@ func (p *printer) close() {
 	if p.order != nil {
 		_ = p.order.Close()
 	}
-}
-
-// waves turns the selected clusters into rollout waves: the fleet's groups
-// in order, each with its policy.
-func waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
-	var out []runner.Wave
-	for _, g := range f.Groups {
-		w := runner.Wave{Name: g.Name, MaxParallel: g.MaxParallel, MaxFailures: g.MaxFailures}
-		for _, c := range clusters {
-			if c.Group == g.Name {
-				w.Clusters = append(w.Clusters, c.Name)
-			}
-		}
-		if len(w.Clusters) > 0 {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // client connects to one cluster with its own ConfigFlags, once per
@@ -252,23 +267,26 @@ func (e *unreachableError) Error() string {
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // explained runs fn for a cluster, and says so when its error is the
-// cluster not answering (refused, no such host, timed out) before it
-// answered anything: not a client library's message ("taking lease …:
-// Post …: connection refused") alone. One that stopped answering during
-// the run says so itself ("the cluster stopped answering, …").
+// cluster not answering (explain).
 func (g *GlobalOptions) explained(fn func(ctx context.Context, cluster string) error) func(ctx context.Context, cluster string) error {
-	return func(ctx context.Context, cluster string) error {
-		err := fn(ctx, cluster)
-		var skip *runner.SkipError
-		var already *unreachableError
-		if !kube.IsUnreachable(err) || errors.As(err, &skip) || errors.As(err, &already) || ctx.Err() != nil {
-			return err
-		}
-		if c, ok := g.verified.Peek(cluster); ok && c.Slowest() > 0 {
-			return err // it answered before
-		}
-		return &unreachableError{err: err}
+	return func(ctx context.Context, cluster string) error { return g.explain(ctx, cluster, fn(ctx, cluster)) }
+}
+
+// explain says so when a cluster's error is the cluster not answering
+// (refused, no such host, timed out) before it answered anything: not a
+// client library's message ("taking lease …: Post …: connection
+// refused") alone. One that stopped answering during the run says so
+// itself ("the cluster stopped answering, …").
+func (g *GlobalOptions) explain(ctx context.Context, cluster string, err error) error {
+	var skip *runner.SkipError
+	var already *unreachableError
+	if !kube.IsUnreachable(err) || errors.As(err, &skip) || errors.As(err, &already) || ctx.Err() != nil {
+		return err
 	}
+	if c, ok := g.verified.Peek(cluster); ok && c.Slowest() > 0 {
+		return err // it answered before
+	}
+	return &unreachableError{err: err}
 }
 
 // connect returns a cluster's client once the cluster's identity pins

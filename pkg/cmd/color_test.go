@@ -40,7 +40,7 @@ func TestDiffColorOnATerminal(t *testing.T) {
 	show := func(out io.Writer, noColor bool) string {
 		var w bytes.Buffer
 		o := &DiffOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: out}, NoColor: noColor}}
-		diff.Print(&w, d, o.style())
+		diff.Print(&w, d, o.diffStyle(false))
 		return w.String()
 	}
 	t.Setenv("NO_COLOR", "")

@@ -3,20 +3,15 @@ package cmd
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // DeleteOptions are the options of "kubectl fleet delete".
@@ -25,8 +20,8 @@ type DeleteOptions struct {
 	SelectOptions
 	SourceOptions
 	WriteOptions
-	// locks are --lock-duration and --lock-timeout, and the locks taken.
-	locks rollout.Locks
+	// LockDuration is --lock-duration, LockTimeout --lock-timeout.
+	LockDuration, LockTimeout time.Duration
 }
 
 // NewCmdDelete returns the delete command.
@@ -59,7 +54,7 @@ Exit codes:
 			if err := o.SourceOptions.validate(); err != nil {
 				return err
 			}
-			if err := validateLocks(&o.locks); err != nil {
+			if err := validateLocks(o.LockDuration, o.LockTimeout); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -69,7 +64,7 @@ Exit codes:
 	o.SourceOptions.addFlags(cmd, g)
 	o.WriteOptions.addFlags(cmd, "delete", "do not ask for confirmation", "clusters worked on at once at most")
 	g.addSkipUnreachableFlag(cmd)
-	addLockFlags(cmd, &o.locks.Duration, &o.locks.Timeout)
+	addLockFlags(cmd, &o.LockDuration, &o.LockTimeout)
 	return cmd
 }
 
@@ -92,60 +87,10 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	p := o.newPrinter(clusters, o.Output == "json")
-	pr := o.newProgress(clusters, p.json)
-	p.out = output.NewSyncWriter(pr.Writer(o.Out))
-	_, byName := index(clusters)
-	var tally summary.Tally
-	defer o.locks.Release(ctx, o.ErrOut)
-	// The engine's waves, without a promotion rule: deleting waits for
-	// no verification.
-	del := o.explained(func(ctx context.Context, name string) error {
-		return o.deleteCluster(ctx, f, byName[name], apps, p, pr, &tally, dryRun)
-	})
-	outcomes := rollout.Run(ctx, rollout.Schedule{Waves: waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
-		err := del(ctx, name)
-		pr.End(name, err)
-		return err
-	})
-	pr.Finish()
-	return finishRollout(ctx, p, outcomes, &tally, byName, dryRun, "delete")
-}
-
-func (o *DeleteOptions) deleteCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []rendered.App, p *printer, pr *progress.Display, tally *summary.Tally, dryRun bool) error {
-	name := c.Name
-	pr.Stage(name, "connecting")
-	client, err := o.connect(ctx, f, c)
-	if err != nil {
-		return err
-	}
-	w := p.cluster(name)
-	ctx, lost, stopped, done := rollout.StopOnLostLock(ctx)
-	defer done()
-	var errs []error
-	// Dependents go before what they depend on.
-	for _, a := range reverseDependencyOrder(f, apps) {
-		if !a.GoesTo(c) {
-			continue
-		}
-		if !dryRun {
-			if err := acquire(ctx, &o.locks, client, name, a.Name, p, true, true, lost); err != nil {
-				errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
-				continue
-			}
-		}
-		pr.Stage(name, "deleting %s", a.Name)
-		found, err := apply.Delete(ctx, client, f.Metadata.Name, a.Name, dryRun, consumers{p: p, tally: tally, pr: pr}.objects(name, a.Name, a.Name, dryRun))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
-		} else if !found && !p.json {
-			fmt.Fprintf(w, "%s: nothing to delete (never applied here)\n", a.Name)
-		}
-	}
-	if err := stopped(); err != nil {
-		return err
-	}
-	return errors.Join(errs...)
+	e := &rollout.Engine{Connector: connector{o.GlobalOptions}, Locks: rollout.Locks{Duration: o.LockDuration, Timeout: o.LockTimeout}, Log: o.ErrOut}
+	r := &rendered.Set{Fleet: f, Clusters: clusters}
+	_, _, err = runRollout(ctx, o.GlobalOptions, &ReportOptions{}, rolloutRun{Engine: e, Set: r, Options: rollout.Options{DryRun: dryRun, Parallel: o.Parallel}, Delete: true, Apps: apps, Verb: "delete", JSON: o.Output == "json"})
+	return err
 }
 
 func (o *DeleteOptions) confirm(ctx context.Context, apps []rendered.App, clusters []*fleet.Cluster) error {
@@ -159,22 +104,4 @@ func (o *DeleteOptions) confirm(ctx context.Context, apps []rendered.App, cluste
 		return fmt.Errorf("delete %s: pass --yes to delete without a terminal to confirm on", what)
 	}
 	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Delete "+what+"?")
-}
-
-// reverseDependencyOrder orders apps so that each comes before the apps it
-// depends on: the order to delete them in.
-func reverseDependencyOrder(f *fleet.Fleet, apps []rendered.App) []rendered.App {
-	names := make([]string, len(apps))
-	byName := map[string]rendered.App{}
-	for i, a := range apps {
-		names[i] = a.Name
-		byName[a.Name] = a
-	}
-	order := f.DependencyOrder(names)
-	slices.Reverse(order)
-	out := make([]rendered.App, len(order))
-	for i, n := range order {
-		out[i] = byName[n]
-	}
-	return out
 }

@@ -336,7 +336,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet
 // printDiffs prints one app's diffs on a cluster: JSON events, or the
 // unified diffs on the cluster's prefixed writer.
 func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, diffs []diff.Object) {
-	style := o.style()
+	style := o.diffStyle(o.external)
 	for _, d := range diffs {
 		if p.json {
 			p.eventOf(cluster, diff.EventOf(cluster, app, d))
@@ -346,13 +346,13 @@ func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, d
 	}
 }
 
-// style is how diffs are printed: only their action when
-// $KUBECTL_EXTERNAL_DIFF shows them, coloured on a terminal.
-func (o *DiffOptions) style() diff.Style {
+// diffStyle is how diffs are printed: only their action when
+// $KUBECTL_EXTERNAL_DIFF shows them (external), coloured on a terminal.
+func (g *GlobalOptions) diffStyle(external bool) diff.Style {
 	switch {
-	case o.external:
+	case external:
 		return diff.ActionOnly
-	case output.UseColor(o.Out, o.NoColor):
+	case output.UseColor(g.Out, g.NoColor):
 		return diff.Colored
 	}
 	return diff.Plain

@@ -286,8 +286,20 @@ func (c connector) Connect(ctx context.Context, f *fleet.Fleet, cl *fleet.Cluste
 	return c.g.connect(ctx, f, cl)
 }
 
-// Idle closes a cluster's idle connections (reconcile's checks).
+// Idle closes a cluster's idle connections.
 func (c connector) Idle(cluster string) { c.g.idle(cluster) }
+
+// Explain says a cluster that never answered is unreachable
+// (GlobalOptions.explain).
+func (c connector) Explain(ctx context.Context, cluster string, err error) error {
+	return c.g.explain(ctx, cluster, err)
+}
+
+// Kubeconfig writes a kubeconfig that reaches only cl, for its group's
+// checks.
+func (c connector) Kubeconfig(f *fleet.Fleet, cl *fleet.Cluster) (string, func(), error) {
+	return singleContextKubeconfig(c.g, f, cl)
+}
 
 // engine is a render engine for this command: standard input for -f -,
 // and the chart cache (charts pinned by fleet.lock, under their digest).

@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/reconcile"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 // ShardEnv is the environment variable --shard defaults to.
@@ -255,7 +256,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	o.log().Say(reconcile.Note(started))
 	r, err := a.render(ctx, a.Selection, &a.SourceOptions, true)
 	if err == nil {
-		err = reconcile.RefuseProtected(r.Fleet, waves(r.Fleet, r.Clusters), a.Yes)
+		err = reconcile.RefuseProtected(r.Fleet, rollout.Waves(r.Fleet, r.Clusters), a.Yes)
 	}
 	o.health.Passed(err == nil)
 	if err != nil {
@@ -274,14 +275,14 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	}
 	// The promotion rule sees every selected cluster, those this pass
 	// skips too: a later group waits for what they have verified.
-	if err := a.promote(ctx, r); err != nil {
+	opts := a.options(a.dryRun(), a.Parallel)
+	opts.Force = d.Forced
+	if opts.Promote, err = a.promoted(ctx, g, r, opts); err != nil {
 		return o.end(n, start, d.Pass, err)
 	}
 	sub := r.Only(d.Apply)
-	a.forceApp = d.Forced
-	a.onChange = o.metrics.Applied
-	err = a.rollout(ctx, sub, "apply")
-	reconcile.Applied(o.metrics, sub, a.outcomes, a.tally.Revisions, time.Now())
+	outcomes, tally, err := runRollout(ctx, g, &a.ReportOptions, rolloutRun{Engine: a.newEngine(g), Set: sub, Options: opts, Verb: "apply", JSON: a.Output == "json", OnChange: o.metrics.Applied})
+	reconcile.Applied(o.metrics, sub, outcomes, tally.Revisions, time.Now())
 	return o.end(n, start, d.Pass, err)
 }
 

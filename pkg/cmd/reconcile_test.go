@@ -80,8 +80,9 @@ func TestReconcilePassOptions(t *testing.T) {
 			t.Errorf("%s: pass has %v, flags say %v", f.Name, av.Field(i).Interface(), tv.Field(i).Interface())
 		}
 	}
-	if a.locks.Duration != 33*time.Second || a.locks.Timeout != 5*time.Second || a.ReportOptions.Report != "r.md" || a.collected == nil || a.collected == o.apply.collected {
-		t.Errorf("locks %v/%v, report %q, collector %p (flags' %p)", a.locks.Duration, a.locks.Timeout, a.ReportOptions.Report, a.collected, o.apply.collected)
+	locks := &a.newEngine(g).Locks
+	if locks.Duration != 33*time.Second || locks.Timeout != 5*time.Second || a.ReportOptions.Report != "r.md" || a.collected == nil || a.collected == o.apply.collected {
+		t.Errorf("locks %v/%v, report %q, collector %p (flags' %p)", locks.Duration, locks.Timeout, a.ReportOptions.Report, a.collected, o.apply.collected)
 	}
 	if !a.withTests == !a.SkipTests {
 		t.Errorf("withTests %v with --skip-tests", a.withTests)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
@@ -95,7 +96,7 @@ func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tal
 		switch oc.State {
 		case runner.Failed, runner.NotStarted:
 			c.Failed = true
-			if note := rolledBack(oc.Err); note != "" {
+			if note := rollout.RolledBack(oc.Err); note != "" {
 				c.State += ", " + note
 			}
 		case runner.Skipped:

@@ -2,27 +2,13 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // RollbackOptions are the options of "kubectl fleet rollback".
@@ -100,7 +86,9 @@ func (o *RollbackOptions) Validate() error {
 	return o.ApplyOptions.Validate()
 }
 
-// Run rolls back.
+// Run rolls back: it reads, on every selected cluster, the revision
+// each app goes back to (rollback.Read), then rolls those out through
+// the engine.
 func (o *RollbackOptions) Run(ctx context.Context) error {
 	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
@@ -109,180 +97,13 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
-	plan, results := o.plan(ctx, f, clusters)
-	o.rollback = plan
-	return o.rollout(ctx, &rendered.Set{Fleet: f, Clusters: clusters, Results: results}, "roll back")
-}
-
-// rollbackPlan is what a rollback found in each cluster before writing
-// anything: the revisions to re-apply (as the run's results), the apps
-// skipped and why, the clusters whose revisions could not be read. A nil
-// plan is an apply's: nothing skipped, nothing failed.
-type rollbackPlan struct {
-	mu      sync.Mutex
-	errs    map[string]error
-	skips   map[string][]rollback.Skip
-	records map[string]revision.Revision // by cluster/app
-}
-
-// failed is why a cluster's revisions could not be read, if they could not.
-func (pl *rollbackPlan) failed(cluster string) error {
-	if pl == nil {
-		return nil
+	opts := o.options(o.dryRun(), o.Parallel)
+	var results []render.Result
+	opts.Rollback, results = rollback.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.ToRevision, o.Parallel)
+	r := &rendered.Set{Fleet: f, Clusters: clusters, Results: results}
+	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Roll back"); err != nil {
+		return err
 	}
-	return pl.errs[cluster]
-}
-
-// SkipEvent is the JSON form of an app a rollback skipped on a cluster.
-type SkipEvent struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	App     string `json:"app"`
-	Reason  string `json:"reason"`
-}
-
-// skipped prints the apps skipped on a cluster and returns the skip, or
-// nil when none was.
-func (pl *rollbackPlan) skipped(cluster string, p *printer, w io.Writer) error {
-	if pl == nil || len(pl.skips[cluster]) == 0 {
-		return nil
-	}
-	var reasons []string
-	for _, s := range pl.skips[cluster] {
-		reasons = append(reasons, s.Reason)
-		switch {
-		case p.json:
-			p.event(SkipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason})
-		case s.App == "":
-			fmt.Fprintf(w, "skipped: %s\n", s.Reason)
-		default:
-			fmt.Fprintf(w, "%s: skipped: %s\n", s.App, s.Reason)
-		}
-	}
-	return &runner.SkipError{Reason: strings.Join(reasons, "; ")}
-}
-
-// recordOf is how a rollback records an app's new revision: its
-// description and the source of the revision it brings back.
-func (pl *rollbackPlan) recordOf(cluster, app string) (revision.Revision, bool) {
-	if pl == nil {
-		return revision.Revision{}, false
-	}
-	r, ok := pl.records[cluster+"/"+app]
-	return r, ok
-}
-
-// plan reads, on every selected cluster at once, the revision each app
-// goes back to. Nothing is written.
-func (o *RollbackOptions) plan(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) (*rollbackPlan, []render.Result) {
-	plan := &rollbackPlan{errs: map[string]error{}, skips: map[string][]rollback.Skip{}, records: map[string]revision.Revision{}}
-	perCluster := make([][]render.Result, len(clusters))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, o.Parallel)
-	for i, c := range clusters {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := o.planCluster(ctx, f, c, plan)
-			if err != nil {
-				plan.mu.Lock()
-				plan.errs[c.Name] = err
-				plan.mu.Unlock()
-			}
-			perCluster[i] = res
-		}()
-	}
-	wg.Wait()
-	return plan, slices.Concat(perCluster...)
-}
-
-func (o *RollbackOptions) planCluster(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, plan *rollbackPlan) ([]render.Result, error) {
-	client, err := o.connect(ctx, f, c)
-	if err != nil {
-		return nil, err
-	}
-	targets, skips, err := rollback.Choose(ctx, client, f.Metadata.Name, o.Apps, o.ToRevision)
-	var out []render.Result
-	plan.mu.Lock()
-	defer plan.mu.Unlock()
-	plan.skips[c.Name] = append(plan.skips[c.Name], skips...)
-	for _, t := range targets {
-		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects})
-		plan.records[c.Name+"/"+t.App] = t.Record
-	}
-	return out, err
-}
-
-// atomicError is a cluster's failure under --atomic, with what the
-// rollback did: "rolled back to r2", "rollback failed: …".
-type atomicError struct {
-	err  error
-	note string
-}
-
-func (e *atomicError) Error() string { return e.err.Error() }
-func (e *atomicError) Unwrap() error { return e.err }
-
-// rolledBack is what --atomic did for a cluster that failed with err, or
-// "".
-func rolledBack(err error) string {
-	var a *atomicError
-	if errors.As(err, &a) {
-		return a.note
-	}
-	return ""
-}
-
-// restore puts each app of before back the way it was before this apply,
-// last applied first: its revision then re-applied with prune, or, for an
-// app this apply installed, every object of it deleted. It says what it
-// did, for the summary.
-func (o *ApplyOptions) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set, f *fleet.Fleet, p *printer, w io.Writer, tally *summary.Tally) string {
-	var (
-		done, failed []string
-		target       string // with one app: what it went back to
-	)
-	for _, set := range slices.Backward(before) {
-		app := set.App
-		label := app + " (rollback)"
-		printed := consumers{p: p}.objects(cluster, label, label, false) // not counted: the summary counts this apply's objects
-		switch {
-		case !set.Exists:
-			if _, err := apply.Delete(ctx, client, f.Metadata.Name, app, false, printed); err != nil {
-				failed = append(failed, fmt.Sprintf("%s: %v", app, err))
-			} else {
-				done, target = append(done, app+" removed"), ": "+app+" removed"
-			}
-		case set.Revision == 0:
-			failed = append(failed, fmt.Sprintf("%s: no revision was recorded before this apply", app))
-		default:
-			rev, objs, err := revision.Load(ctx, client, app, set.Revision)
-			if err == nil {
-				rec := rollout.Recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source}, Limit: o.HistoryLimit}, cluster, app, label, consumers{p: p, tally: tally}.emit)
-				rec.User = o.locks.User(client, cluster)
-				err = apply.Run(ctx, client, apply.Config{
-					App: app, Fleet: f.Metadata.Name, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: f.IgnoreRules(app), Namespace: rev.Namespace,
-					Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: printed,
-					Record: rec,
-				})
-				if n := tally.Revisions(cluster)[app]; err == nil && n > set.Revision {
-					rec.Revision.Verification = rev.Verification
-					o.writeVerdict(ctx, client, app, n, restored(rec.Revision))
-				}
-			}
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("%s: %v", app, err))
-			} else {
-				done, target = append(done, fmt.Sprintf("%s to r%d", app, set.Revision)), fmt.Sprintf(" to r%d", set.Revision)
-			}
-		}
-	}
-	switch {
-	case len(failed) > 0:
-		return "rollback failed: " + strings.Join(failed, "; ")
-	case len(done) == 1:
-		return "rolled back" + target
-	}
-	return "rolled back (" + strings.Join(done, ", ") + ")"
+	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json"})
+	return err
 }

@@ -349,11 +349,11 @@ func promotion(r *rendered.Set, results map[string][]status.App) []PromotionHeld
 	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
-	p := &rollout.Promotion{Groups: promotionGroups(r.Fleet, r.Results), Reader: rollout.StatusReader(results)}
+	p := &rollout.Promotion{Groups: rollout.PromotionGroups(r.Fleet, r.Results), Reader: rollout.StatusReader(results)}
 	var out []PromotionHeld
-	ws := waves(r.Fleet, r.Clusters)
+	ws := rollout.Waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
-		if err := p.Check(context.Background(), w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
+		if err := p.Check(context.Background(), w.Name, rollout.AppsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
 			out = append(out, PromotionHeld{Type: "promotion", Group: w.Name, Message: err.Error()})
 		}
 	}

@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -91,11 +88,13 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 		return err
 	}
 	p := o.newPrinter(clusters, false)
-	found, read := o.readLocks(ctx, f, clusters, p)
-	if err := o.confirmUnlock(ctx, p, read, found); err != nil {
+	names, byName := index(clusters)
+	connect := func(ctx context.Context, name string) (*kube.Client, error) { return o.connect(ctx, f, byName[name]) }
+	found, read := lock.Read(ctx, names, o.Apps, o.Parallel, connect, func(cluster, line string) { fmt.Fprintln(p.cluster(cluster), line) })
+	if err := o.confirmUnlock(ctx, p, found); err != nil {
 		return err
 	}
-	states, outcomes := o.removeLocks(ctx, f, clusters, read, found)
+	states, outcomes := found.Remove(ctx, read, o.Apps, o.Parallel, connect)
 	p.close()
 	fmt.Fprintln(p.out, "Summary:")
 	failed := 0
@@ -123,51 +122,9 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	return nil
 }
 
-// readLocks reads the apps' locks on every cluster and says who holds
-// them: the locks found, by cluster and app, and each cluster's outcome.
-func (o *UnlockOptions) readLocks(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, p *printer) (map[string]map[string]*lock.Info, []runner.Outcome) {
-	names, byName := index(clusters)
-	var (
-		mu    sync.Mutex
-		found = map[string]map[string]*lock.Info{} // by cluster, app
-	)
-	now := time.Now()
-	read := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
-		client, err := o.connect(ctx, f, byName[name])
-		if err != nil {
-			return err
-		}
-		w := p.cluster(name)
-		for _, app := range o.Apps {
-			info, err := lock.Get(ctx, client, app)
-			if err != nil {
-				return err
-			}
-			if info == nil {
-				continue
-			}
-			fmt.Fprintf(w, "%s: %s\n", app, info.Describe(now))
-			mu.Lock()
-			if found[name] == nil {
-				found[name] = map[string]*lock.Info{}
-			}
-			found[name][app] = info
-			mu.Unlock()
-		}
-		return nil
-	})
-	return found, read
-}
-
 // confirmUnlock asks before removing the locks found, unless --yes.
-func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, read []runner.Outcome, found map[string]map[string]*lock.Info) error {
-	var locked []string
-	for _, oc := range read {
-		for app := range found[oc.Cluster] {
-			locked = append(locked, app+" on "+oc.Cluster)
-		}
-	}
-	sort.Strings(locked)
+func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, found lock.Found) error {
+	locked := found.Locked()
 	if len(locked) == 0 || ctx.Err() != nil || o.Yes {
 		return nil
 	}
@@ -177,50 +134,4 @@ func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, read []ru
 		return fmt.Errorf("remove %s: pass --yes to remove locks without a terminal to confirm on", what)
 	}
 	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Remove "+what+"?")
-}
-
-// removeLocks removes the locks found (only if they are still the ones
-// read) and returns what each cluster's became, and its outcome.
-func (o *UnlockOptions) removeLocks(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, read []runner.Outcome, found map[string]map[string]*lock.Info) (map[string]string, []runner.Outcome) {
-	names, byName := index(clusters)
-	states := map[string]string{}
-	var mu sync.Mutex
-	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
-		for _, oc := range read {
-			if oc.Cluster == name && oc.Err != nil {
-				return oc.Err
-			}
-		}
-		var parts, errs []string
-		for _, app := range o.Apps {
-			info := found[name][app]
-			state := "not locked"
-			if info != nil {
-				client, err := o.connect(ctx, f, byName[name])
-				if err != nil {
-					return err
-				}
-				removed, err := lock.Remove(ctx, client, app, info)
-				switch {
-				case err != nil:
-					errs = append(errs, app+": "+err.Error())
-					continue
-				case removed:
-					state = "unlocked"
-				}
-			}
-			if len(o.Apps) > 1 {
-				state = app + " " + state
-			}
-			parts = append(parts, state)
-		}
-		mu.Lock()
-		states[name] = strings.Join(parts, ", ")
-		mu.Unlock()
-		if len(errs) > 0 {
-			return fmt.Errorf("%s", strings.Join(errs, "; "))
-		}
-		return nil
-	})
-	return states, outcomes
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -49,6 +50,9 @@ type ObjectEvent struct {
 	// Test: a test object of the app, said and counted, but not the
 	// app's progress, failures or metrics.
 	Test bool `json:"-"`
+	// Restore: an object of an --atomic restore, said but not counted
+	// (the summary counts what the apply did).
+	Restore bool `json:"-"`
 }
 
 // ObjectChanged is the event of an object's change.
@@ -263,4 +267,83 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// SkipEvent is an app a rollback skips on a cluster ("" for the whole
+// cluster), and why.
+type SkipEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	Reason  string `json:"reason"`
+}
+
+// Where is the cluster.
+func (e SkipEvent) Where() string { return e.Cluster }
+
+// Text is "web: skipped: no earlier revision".
+func (e SkipEvent) Text() string { return labelled(e.App, "skipped: "+e.Reason) }
+
+// DiffEvent is what --diff found for an app on a cluster before writing
+// to it: the sinks print it as diff does, and the report keeps it.
+type DiffEvent struct {
+	Cluster, App string
+	Diffs        []diff.Object
+}
+
+// Where is the cluster.
+func (e DiffEvent) Where() string { return e.Cluster }
+
+// Text is how many objects differ; a printer shows the diffs themselves.
+func (e DiffEvent) Text() string {
+	return labelled(e.App, fmt.Sprintf("%d objects diffed", len(e.Diffs)))
+}
+
+// OutputEvent is a line of text for people: what a cluster's check
+// printed, a note ("web: nothing to delete"). Shown in text, not in
+// -o json (whose lines are events only).
+type OutputEvent struct {
+	Cluster, Line string
+}
+
+// Where is the cluster.
+func (e OutputEvent) Where() string { return e.Cluster }
+
+// Text is the line.
+func (e OutputEvent) Text() string { return e.Line }
+
+// AppEvent is an app's outcome on a cluster, once its apply (and tests)
+// ended: for reports, not printed.
+type AppEvent struct {
+	Cluster, App string
+	Err          error
+}
+
+// Where is the cluster.
+func (e AppEvent) Where() string { return e.Cluster }
+
+// Text is "web applied" or "web failed: …".
+func (e AppEvent) Text() string {
+	if e.Err != nil {
+		return e.App + " failed: " + e.Err.Error()
+	}
+	return e.App + " applied"
+}
+
+// EndEvent is a cluster whose work is over, with its error: for the
+// live display, not printed (the summary says it).
+type EndEvent struct {
+	Cluster string
+	Err     error
+}
+
+// Where is the cluster.
+func (e EndEvent) Where() string { return e.Cluster }
+
+// Text is "done" or the error.
+func (e EndEvent) Text() string {
+	if e.Err != nil {
+		return e.Err.Error()
+	}
+	return "done"
 }

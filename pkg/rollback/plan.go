@@ -1,0 +1,101 @@
+package rollback
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// Plan is what a rollback found in each cluster before writing anything:
+// the apps skipped and why, the clusters whose revisions could not be
+// read, and how each app's new revision is recorded. A nil Plan is an
+// apply's: nothing skipped, nothing failed, nothing recorded as a
+// rollback.
+type Plan struct {
+	mu      sync.Mutex
+	errs    map[string]error
+	skips   map[string][]Skip
+	records map[string]revision.Revision // by cluster/app
+}
+
+// Connector returns a cluster's client, its identity verified.
+type Connector interface {
+	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error)
+}
+
+// Read reads, on every cluster (parallel at once), the revision each of
+// apps (none: every app of the fleet there) goes back to: to, or the one
+// before the current. It returns the plan and the revisions' objects as
+// the run's results. Nothing is written.
+func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Plan, []render.Result) {
+	plan := &Plan{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
+	perCluster := make([][]render.Result, len(clusters))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(parallel, 1))
+	for i, c := range clusters {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			res, err := plan.read(ctx, conn, f, c, apps, to)
+			if err != nil {
+				plan.mu.Lock()
+				plan.errs[c.Name] = err
+				plan.mu.Unlock()
+			}
+			perCluster[i] = res
+		}()
+	}
+	wg.Wait()
+	return plan, slices.Concat(perCluster...)
+}
+
+func (pl *Plan) read(ctx context.Context, conn Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
+	client, err := conn.Connect(ctx, f, c)
+	if err != nil {
+		return nil, err
+	}
+	targets, skips, err := Choose(ctx, client, f.Metadata.Name, apps, to)
+	var out []render.Result
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	pl.skips[c.Name] = append(pl.skips[c.Name], skips...)
+	for _, t := range targets {
+		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects})
+		pl.records[c.Name+"/"+t.App] = t.Record
+	}
+	return out, err
+}
+
+// Failed is why a cluster's revisions could not be read, if they could
+// not.
+func (pl *Plan) Failed(cluster string) error {
+	if pl == nil {
+		return nil
+	}
+	return pl.errs[cluster]
+}
+
+// Skipped are the apps skipped on a cluster, and why.
+func (pl *Plan) Skipped(cluster string) []Skip {
+	if pl == nil {
+		return nil
+	}
+	return pl.skips[cluster]
+}
+
+// Record is how a rollback records an app's new revision on a cluster:
+// its description and the source of the revision it brings back; false
+// for an app it does not roll back there (or an apply's nil Plan).
+func (pl *Plan) Record(cluster, app string) (revision.Revision, bool) {
+	if pl == nil {
+		return revision.Revision{}, false
+	}
+	r, ok := pl.records[cluster+"/"+app]
+	return r, ok
+}

@@ -1,0 +1,85 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// Delete deletes apps from clusters in the fleet's waves, with their
+// budgets but no promotion rule (deleting waits for no verification):
+// on each cluster, under each app's lock, the app's objects and its set,
+// dependents before what they depend on. Of o, it takes DryRun and
+// Parallel. It says everything to sink and returns every cluster's
+// outcome in wave order.
+func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, apps []rendered.App, o Options, sink Sink) []runner.Outcome {
+	defer e.Locks.Release(ctx, e.Log)
+	e.o, e.r, e.emit = o, &rendered.Set{Fleet: f, Clusters: clusters}, e.recording(sink)
+	apps = reverseDependencyOrder(f, apps)
+	return Run(ctx, Schedule{Waves: Waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
+		err := e.Connector.Explain(ctx, name, e.deleteFrom(ctx, f.Cluster(name), apps))
+		e.Locks.ReleaseCluster(ctx, name, e.Log)
+		e.Connector.Idle(name)
+		e.emit(EndEvent{Cluster: name, Err: err})
+		return err
+	})
+}
+
+// deleteFrom deletes, in order, the apps that go to cluster c.
+func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []rendered.App) error {
+	f, dryRun := e.r.Fleet, e.o.DryRun
+	e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
+	client, err := e.Connector.Connect(ctx, f, c)
+	if err != nil {
+		return err
+	}
+	ctx, lost, stopped, done := StopOnLostLock(ctx)
+	defer done()
+	var errs []error
+	for _, a := range apps {
+		if !a.GoesTo(c) {
+			continue
+		}
+		if !dryRun {
+			if err := e.Locks.Acquire(ctx, client, c.Name, a.Name, Label(a.Name, true), true, e.emit, lost); err != nil {
+				errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
+				continue
+			}
+		}
+		e.emit(StageEvent{Cluster: c.Name, Stage: "deleting " + a.Name})
+		found, err := apply.Delete(ctx, client, f.Metadata.Name, a.Name, dryRun, func(ch apply.Change) { e.emit(ObjectChanged(c.Name, a.Name, a.Name, ch, dryRun)) })
+		if err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
+		} else if !found {
+			e.emit(OutputEvent{Cluster: c.Name, Line: a.Name + ": nothing to delete (never applied here)"})
+		}
+	}
+	if err := stopped(); err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// reverseDependencyOrder orders apps so that each comes before the apps
+// it depends on: the order to delete them in.
+func reverseDependencyOrder(f *fleet.Fleet, apps []rendered.App) []rendered.App {
+	names := make([]string, len(apps))
+	byName := map[string]rendered.App{}
+	for i, a := range apps {
+		names[i] = a.Name
+		byName[a.Name] = a
+	}
+	order := f.DependencyOrder(names)
+	slices.Reverse(order)
+	out := make([]rendered.App, len(order))
+	for i, n := range order {
+		out[i] = byName[n]
+	}
+	return out
+}

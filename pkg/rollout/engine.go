@@ -1,0 +1,249 @@
+package rollout
+
+import (
+	"context"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// Connector is how the engine reaches the clusters: the command's
+// kubeconfigs and clients, shared with its render.
+type Connector interface {
+	// Connect returns a cluster's client once its identity pins are
+	// verified.
+	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error)
+	// Idle closes the idle connections of a cluster whose work is over.
+	Idle(cluster string)
+	// Explain says a cluster's error the way a user reads it: a cluster
+	// that never answered is said to be unreachable.
+	Explain(ctx context.Context, cluster string, err error) error
+	// Kubeconfig writes a kubeconfig that reaches only c, for its
+	// group's checks, and returns how to remove it.
+	Kubeconfig(f *fleet.Fleet, c *fleet.Cluster) (path string, remove func(), err error)
+}
+
+// Options are what one run does: the flags of apply, rollback and
+// reconcile, as data.
+type Options struct {
+	// DryRun sends every write with dryRun=All: no lock, revision, gate
+	// or promotion.
+	DryRun bool
+	// Diff emits each app's diff (DiffEvent) before its cluster's first
+	// write.
+	Diff                              bool
+	ForceConflicts, Prune, AllowEmpty bool
+	// Wait waits for every app's health, not only those others depend
+	// on or whose tests follow.
+	Wait bool
+	// Timeout bounds each cluster's waits.
+	Timeout time.Duration
+	// Concurrency is the requests in flight per cluster, Parallel the
+	// clusters worked on at once.
+	Concurrency, Parallel int
+	// HistoryLimit keeps that many revisions per app and cluster (0: all).
+	HistoryLimit int
+	// SkipTests runs no app's tests, SkipGates no test, check or soak
+	// and no promotion rule; KeepTests leaves test objects in place.
+	SkipTests, SkipGates, KeepTests bool
+	// Atomic puts a failed cluster back the way it was before the run.
+	Atomic bool
+	// Plan, when set, is --plan: a cluster whose render or live objects
+	// changed since the plan fails before anything is written to it.
+	Plan *plan.Plan
+	// Rollback, when set, makes the run a rollback: the run's results
+	// are revisions read from the clusters, recorded as this plan says.
+	Rollback *rollback.Plan
+	// Force, when set, says whether an app's apply to a cluster takes
+	// fields over (reconcile --correct-drift on a drifted app).
+	Force func(cluster, app string) bool
+	// Promote are the renders the promotion rule holds the waves to:
+	// those of the run's clusters and of the earlier groups' clusters it
+	// does not write to. Not used by dry runs, rollbacks and SkipGates.
+	Promote []render.Result
+	// Confirm, when set, is asked before a protected group's wave
+	// starts; its error leaves the wave not started.
+	Confirm func(group string, clusters []string) error
+	// SoakInterval is how often a soak reads the objects (0:
+	// DefaultSoakInterval).
+	SoakInterval time.Duration
+}
+
+// Engine rolls a render out to a fleet, group by group: per cluster the
+// apps in dependency order with their phases and tests, the group's
+// checks and soak, --atomic restores, locks, revisions and verdicts, the
+// promotion rule between groups. Everything it does is said as events
+// to one Sink; commands print, count and report them. An Engine runs
+// once: a reconcile pass makes a new one.
+type Engine struct {
+	Connector Connector
+	// Locks are the run's locks: set Duration and Timeout before Warm
+	// or Run.
+	Locks Locks
+	// Log gets what is said outside any cluster's events (a lock that
+	// could not be released).
+	Log io.Writer
+
+	o    Options
+	r    *rendered.Set
+	emit Sink
+
+	mu        sync.Mutex
+	gates     map[string]*Gates
+	before    map[string][]*inventory.Set
+	revisions map[string]map[string]int
+	sources   memo.Memo[string, revision.Source]
+	promotion *Promotion
+}
+
+// Run rolls r out as o says, says everything to sink, and returns every
+// cluster's outcome in wave order. Its locks are released when it
+// returns, those Warm took too.
+func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink) []runner.Outcome {
+	defer e.Locks.Release(ctx, e.Log)
+	e.o, e.r, e.emit = o, r, e.recording(sink)
+	ws := Waves(r.Fleet, r.Clusters)
+	e.confirmations(ws)
+	if e.gated() {
+		e.promotion = e.promote()
+	}
+	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: AppsByWave(r, ws), Promotion: e.promotion, Emit: e.emit}
+	if e.gated() {
+		s.Soaks = e.soaks(ws)
+	}
+	return Run(ctx, s, func(ctx context.Context, name string) error {
+		c := r.Fleet.Cluster(name)
+		err := e.Connector.Explain(ctx, name, e.cluster(ctx, c))
+		if err != nil || !e.soaking(c) {
+			// Nothing more is written there: a soak follows success
+			// only, and releases the locks once over (soaks).
+			e.Locks.ReleaseCluster(ctx, name, e.Log)
+			e.Connector.Idle(name)
+		}
+		e.emit(EndEvent{Cluster: name, Err: err})
+		return err
+	})
+}
+
+// Release releases the locks Warm took, when no Run follows (the render
+// failed).
+func (e *Engine) Release(ctx context.Context) { e.Locks.Release(ctx, e.Log) }
+
+// Warm connects to the clusters of the first wave and asks each who the
+// user is (for its locks and revisions) while the sources render, so
+// that the TLS handshake and that read overlap the render instead of
+// following it; unless the first group is protected and yes (--yes) is
+// not given, it starts taking their locks too (Locks.Early), released
+// unused if the render fails. Nothing else is written; an error is the
+// cluster's own connect's, met again when its apply starts. Later waves
+// connect when they start: a cluster that is down now may be up by then.
+// So do the first wave's clusters past the first parallel (its
+// maxParallel): at 1,000 clusters ten at a time, the rest would hold a
+// connection and a lock, renewed, for minutes before their turn.
+func (e *Engine) Warm(ctx context.Context, req *rendered.Request, parallel int, yes bool) {
+	f := req.Fleet
+	ws := Waves(f, req.Clusters)
+	if len(ws) == 0 {
+		return
+	}
+	g := f.Group(ws[0].Name)
+	lockEarly := yes || g == nil || !g.Protected
+	for _, name := range ws[0].Clusters[:ws[0].AtOnce(parallel)] {
+		c := f.Cluster(name)
+		go func() {
+			if client, err := e.Connector.Connect(ctx, f, c); err == nil {
+				if lockEarly {
+					e.Locks.Early(ctx, client, name, rendered.AppsOf(req.Apps, c))
+				}
+				e.Locks.User(client, name)(ctx)
+			}
+		}()
+	}
+}
+
+// recording is sink, after noting each revision recorded (settle and
+// restore read them back).
+func (e *Engine) recording(sink Sink) Sink {
+	return func(ev Event) {
+		if rev, ok := ev.(RevisionEvent); ok && rev.Error == "" {
+			e.mu.Lock()
+			if e.revisions == nil {
+				e.revisions = map[string]map[string]int{}
+			}
+			if e.revisions[rev.Cluster] == nil {
+				e.revisions[rev.Cluster] = map[string]int{}
+			}
+			e.revisions[rev.Cluster][rev.App] = rev.Revision
+			e.mu.Unlock()
+		}
+		sink(ev)
+	}
+}
+
+// revision is the revision this run recorded for app on cluster, and
+// whether it recorded one.
+func (e *Engine) revision(cluster, app string) (int, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n, ok := e.revisions[cluster][app]
+	return n, ok
+}
+
+// confirmations sets Confirm as the gate of each protected group's wave
+// (none on a dry run).
+func (e *Engine) confirmations(ws []runner.Wave) {
+	if e.o.Confirm == nil || e.o.DryRun {
+		return
+	}
+	for i := range ws {
+		w := &ws[i]
+		if g := e.r.Fleet.Group(w.Name); g != nil && g.Protected {
+			w.Gate = func() error { return e.o.Confirm(w.Name, w.Clusters) }
+		}
+	}
+}
+
+// Waves turns the selected clusters into rollout waves: the fleet's
+// groups in order, each with its policy.
+func Waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
+	var out []runner.Wave
+	for _, g := range f.Groups {
+		w := runner.Wave{Name: g.Name, MaxParallel: g.MaxParallel, MaxFailures: g.MaxFailures}
+		for _, c := range clusters {
+			if c.Group == g.Name {
+				w.Clusters = append(w.Clusters, c.Name)
+			}
+		}
+		if len(w.Clusters) > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// AppsByWave lists the apps each wave deploys.
+func AppsByWave(r *rendered.Set, ws []runner.Wave) map[string][]string {
+	out := map[string][]string{}
+	for _, w := range ws {
+		for _, c := range w.Clusters {
+			for _, res := range r.Of(c) {
+				if !slices.Contains(out[w.Name], res.App) {
+					out[w.Name] = append(out[w.Name], res.App)
+				}
+			}
+		}
+	}
+	return out
+}

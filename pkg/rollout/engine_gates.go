@@ -1,0 +1,290 @@
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// gatesOf is what the gates of a cluster said so far in this run.
+func (e *Engine) gatesOf(cluster string) *Gates {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gates == nil {
+		e.gates = map[string]*Gates{}
+	}
+	g, ok := e.gates[cluster]
+	if !ok {
+		g = &Gates{}
+		e.gates[cluster] = g
+	}
+	return g
+}
+
+// verifies reports whether this run's gates decide whether the releases
+// it applies are verified: a real apply, not a rollback (which restores
+// a release and runs no gates).
+func (e *Engine) verifies() bool { return !e.o.DryRun && e.o.Rollback == nil }
+
+// gated reports whether the gates run: they verify, and are not skipped.
+func (e *Engine) gated() bool { return e.verifies() && !e.o.SkipGates }
+
+// soaking reports whether cluster's group watches it after its apply:
+// its verdict then waits for the soak.
+func (e *Engine) soaking(c *fleet.Cluster) bool {
+	g := e.r.Fleet.Group(c.Group)
+	return e.gated() && g != nil && g.Soak > 0
+}
+
+// checks reports whether cluster's group runs checks after its apply.
+func checks(f *fleet.Fleet, c *fleet.Cluster) bool {
+	g := f.Group(c.Group)
+	return g != nil && len(g.Verify) > 0
+}
+
+// settle records, on the revision each app's apply left current on a
+// cluster, what the gates said of it (Gates.Verdict), says it, and tells
+// the promotion rule. Nothing is recorded after Ctrl-C: the gates did
+// not finish, and the revision stays as it was.
+func (e *Engine) settle(ctx context.Context, client *kube.Client, cluster string) {
+	if e.o.DryRun || ctx.Err() != nil {
+		return
+	}
+	gates := e.gatesOf(cluster)
+	results := e.r.Of(cluster)
+	key, _ := digest.KeyOf(ctx, client) // read by the apply already
+	for _, res := range results {
+		v := gates.Verdict(res.App)
+		n, recorded := e.revision(cluster, res.App)
+		if rec, ok := e.o.Rollback.Record(cluster, res.App); ok && v.State != revision.Failed {
+			v = restored(rec)
+		}
+		if e.promotion != nil && slices.Contains(v.Gates, Applied) {
+			// Known in this run, revision or not (a user who may not
+			// write revisions): the next groups need not read it.
+			e.promotion.Note(cluster, res.App, Release{Exists: true, Revision: n, Digest: digest.Render(res.Objects, key), Key: key, Verification: v})
+		}
+		if !recorded {
+			continue // not applied in this run, or no revision recorded
+		}
+		var err error
+		if !gates.Recorded(res.App, v) { // else written with the revision
+			err = writeVerdict(ctx, client, res.App, n, v)
+		}
+		e.emit(Verdict(cluster, res.App, Label(res.App, len(results) > 1), n, v, err))
+	}
+}
+
+// writeVerdict records v on revision n of app. It is bounded like a
+// lock's release: a cluster that stopped answering does not hold the run
+// for --request-timeout, and a verdict not recorded leaves the revision
+// as it was.
+func writeVerdict(ctx context.Context, client *kube.Client, app string, n int, v revision.Verification) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), kube.WriteTimeout(client))
+	defer cancel()
+	return revision.Verify(wctx, client, app, n, v)
+}
+
+// restored is the verdict of a rollback's revision: it re-applies the
+// objects of an earlier revision, and runs no gate, so it is what that
+// revision was: verified ("rollback to 2" first among its gates), or
+// unverified, saying what the earlier one was.
+func restored(rec revision.Revision) revision.Verification {
+	t := rec.Verification
+	if t.State == revision.Verified {
+		return revision.Verification{State: revision.Verified, Gates: append([]string{rec.Description}, t.Gates...)}
+	}
+	return revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("%s, which is %s", rec.Description, t)}
+}
+
+// promote is the promotion rule of the run: the renders of Promote,
+// group by group, read back from the clusters that are not in the run.
+func (e *Engine) promote() *Promotion {
+	f := e.r.Fleet
+	return &Promotion{Groups: PromotionGroups(f, e.o.Promote), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
+		return e.Connector.Connect(ctx, f, f.Cluster(name))
+	}}}
+}
+
+// PromotionGroups are the fleet's groups in order, each with the digest
+// of the render of each app for each of its clusters that results hold.
+func PromotionGroups(f *fleet.Fleet, results []render.Result) []Group {
+	var groups []Group
+	for _, g := range f.Groups {
+		rg := Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]Render{}}
+		for _, res := range results {
+			c := res.Cluster.Name
+			if res.Cluster.Group != g.Name {
+				continue
+			}
+			if rg.Renders[c] == nil {
+				rg.Renders[c] = map[string]Render{}
+				rg.Clusters = append(rg.Clusters, c)
+			}
+			rg.Renders[c][res.App] = Objects(res.Objects)
+		}
+		groups = append(groups, rg)
+	}
+	return groups
+}
+
+// Upstream are the clusters of the groups before the last of ws that
+// are not in selected: what must have verified a release before a
+// selected group gets it, rendered for the promotion rule.
+func Upstream(f *fleet.Fleet, ws []runner.Wave, selected []*fleet.Cluster) []*fleet.Cluster {
+	if len(ws) == 0 {
+		return nil
+	}
+	last := groupIndex(f, ws[len(ws)-1].Name)
+	var out []*fleet.Cluster
+	for i := range f.Clusters {
+		c := &f.Clusters[i]
+		if groupIndex(f, c.Group) < last && !slices.ContainsFunc(selected, func(s *fleet.Cluster) bool { return s.Name == c.Name }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// groupIndex is the position of a group in the fleet file.
+func groupIndex(f *fleet.Fleet, name string) int {
+	return slices.IndexFunc(f.Groups, func(g fleet.Group) bool { return g.Name == name })
+}
+
+// soaks are the soaks of the waves whose group has one: after the group
+// succeeded, its applied objects are watched that long (Soak), and an
+// object that is no longer healthy fails its cluster (and so, by the
+// group's budget, the rollout; --atomic rolls it back). The last group
+// soaks too: nothing follows it, but its verdict, --atomic and the exit
+// code wait for the soak. A cluster's locks cover its soak, verdict and
+// restore (its Writes, Locks.Writes), and go once its soak is over: a
+// lock lost meanwhile stops the soak, and nothing is recorded or
+// restored there.
+func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
+	out := map[string]Soak{}
+	for i := range ws {
+		g := e.r.Fleet.Group(ws[i].Name)
+		if g == nil || g.Soak <= 0 {
+			continue
+		}
+		out[ws[i].Name] = Soak{
+			Duration: g.Soak, Interval: e.o.SoakInterval,
+			Health: e.soakCheck,
+			Gates:  e.gatesOf,
+			Emit:   e.emit,
+			Stage:  func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
+			Ended: func(ctx context.Context, cluster string, err error) error {
+				if client, cerr := e.Connector.Connect(ctx, e.r.Fleet, e.r.Fleet.Cluster(cluster)); cerr == nil {
+					e.settle(ctx, client, cluster) // else soakCheck said so
+				}
+				return e.rollBack(ctx, cluster, err)
+			},
+			Writes: e.Locks.Writes,
+			Release: func(ctx context.Context, cluster string) {
+				e.Locks.ReleaseCluster(ctx, cluster, e.Log)
+				e.Connector.Idle(cluster)
+			},
+		}
+	}
+	return out
+}
+
+// soakCheck reads every object applied to a cluster and returns an error
+// for the first one that is not healthy.
+func (e *Engine) soakCheck(ctx context.Context, name string) error {
+	client, err := e.Connector.Connect(ctx, e.r.Fleet, e.r.Fleet.Cluster(name))
+	if err != nil {
+		return err
+	}
+	for _, res := range e.r.Of(name) {
+		for _, obj := range res.Objects {
+			obj = obj.DeepCopy()
+			h, err := apply.Health(context.WithoutCancel(ctx), client, obj)
+			switch {
+			case apierrors.IsNotFound(err):
+				return fmt.Errorf("%s is gone", object.Ref(obj))
+			case err != nil:
+				return fmt.Errorf("%s: %w", object.Ref(obj), err)
+			case h.Status != kstatus.CurrentStatus:
+				return fmt.Errorf("%s is %s: %s", object.Ref(obj), h.Status, h.Message)
+			}
+		}
+	}
+	return nil
+}
+
+// runChecks runs the checks of the cluster's group (groups[].verify)
+// through Checks, each on this machine with a kubeconfig that reaches
+// only this cluster, and returns the first failure. What they print is
+// said line by line (OutputEvent).
+func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render.Cluster, gates *Gates) error {
+	f := e.r.Fleet
+	if !checks(f, c) {
+		return nil
+	}
+	kubeconfig, remove, err := e.Connector.Kubeconfig(f, c)
+	if err != nil {
+		gates.Fail("", "checks: "+err.Error())
+		return fmt.Errorf("checks: %w", err)
+	}
+	defer remove()
+	out := &lines{say: func(line string) { e.emit(OutputEvent{Cluster: c.Name, Line: line}) }}
+	defer out.flush()
+	return Checks{
+		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: CheckEnv(cluster), Secret: CredentialEnvs(f), Out: out,
+		Emit: e.emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
+	}.Run(ctx, c.Name)
+}
+
+// CredentialEnvs are the environment variables the fleet's
+// kubeconfigFrom reads kubeconfigs from (every cluster's and the
+// defaults'): a check, which reaches one cluster, gets none of them.
+func CredentialEnvs(f *fleet.Fleet) []string {
+	var out []string
+	for i := range f.Clusters {
+		if _, from := f.KubeconfigOf(&f.Clusters[i]); from != nil && from.Env != "" && !slices.Contains(out, from.Env) {
+			out = append(out, from.Env)
+		}
+	}
+	return out
+}
+
+// lines is a writer that says each whole line it is given; flush says
+// the last one when it has no newline.
+type lines struct {
+	say func(string)
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.buf.Write(p)
+	for {
+		i := bytes.IndexByte(l.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.buf.Next(i + 1))
+		l.say(strings.TrimSuffix(line, "\n"))
+	}
+}
+
+func (l *lines) flush() {
+	if l.buf.Len() > 0 {
+		l.say(l.buf.String())
+		l.buf.Reset()
+	}
+}
