@@ -395,9 +395,9 @@ type pass struct {
 	// rendered are the paths of the objects rendered: never pruned,
 	// however the listing saw them.
 	rendered map[string]bool
-	// doomed are the members this prune deletes and has not kept so far:
-	// what a CRD's or a Namespace's deletion may take along.
-	doomed sets.Set[types.UID]
+	// guard is the prune's: what deleting a Namespace or CRD would
+	// take along that it does not delete.
+	guard *inventory.Guard
 	// retained are the members the prune neither deleted nor released
 	// because an input of its decision could not be read, or handed to
 	// an app of this run that does not record them yet (handing): they
@@ -812,13 +812,6 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ti
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // explain turns errors users can act on into advice, and never quotes the

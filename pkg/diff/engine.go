@@ -221,11 +221,11 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 	members = slices.DeleteFunc(members, func(m *unstructured.Unstructured) bool {
 		return uids.Has(m.GetUID()) || failed.Has(object.Path(m))
 	})
-	inUse := r.others.NamespacesInUse(r.set, rendered.Namespaces, members)
+	kept := r.kept(ctx, c, o.App, members, r.others.NamespacesInUse(r.set, rendered.Namespaces, members))
 	for _, m := range members {
 		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Current: m}
-		if dec := r.others.Decide(r.set, m, inUse); dec.Keep() {
-			d.Kind, d.Note = Kept, "no longer rendered; kept: "+dec.Reason
+		if reason, ok := kept[m.GetUID()]; ok {
+			d.Kind, d.Note = Kept, "no longer rendered; kept: "+reason
 		}
 		if o.Health {
 			keepHealth(&d)
@@ -238,6 +238,31 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// kept are the members apply --prune would not delete, with why: the
+// ownership rule's decision (inventory.Neighbours.Decide), then what its
+// prune reads on the cluster (inventory.Guard), asked in the order its
+// prune deletes (Namespaces and CRDs last), so that diff says what apply
+// does.
+func (r *reads) kept(ctx context.Context, c *kube.Client, app string, members []*unstructured.Unstructured, inUse map[string]string) map[types.UID]string {
+	order := slices.Clone(members)
+	slices.SortStableFunc(order, object.DeletedLast)
+	guard := inventory.NewGuard(c, app, order)
+	kept := map[types.UID]string{}
+	for _, m := range order {
+		dec, unread := guard.Check(ctx, m, r.others.Decide(r.set, m, inUse))
+		switch {
+		case unread != "":
+			kept[m.GetUID()] = unread
+		case dec.Keep():
+			kept[m.GetUID()] = dec.Reason
+		default:
+			continue
+		}
+		guard.Spare(m)
+	}
+	return kept
 }
 
 // reads is what Run reads of the cluster before it diffs the objects.

@@ -179,6 +179,19 @@ func IsFirst(o *unstructured.Unstructured) bool {
 	return gk == (schema.GroupKind{Kind: "Namespace"}) || gk == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"})
 }
 
+// DeletedLast orders objects for deletion: Namespaces and CRDs after
+// the rest (IsFirst), since deleting them takes their contents along;
+// for slices.SortStableFunc.
+func DeletedLast(a, b *unstructured.Unstructured) int {
+	switch first := IsFirst(a); {
+	case first == IsFirst(b):
+		return 0
+	case first:
+		return 1
+	}
+	return -1
+}
+
 // Project returns the parts of live that the fields of shape name: maps
 // keep only shape's keys, lists are projected item by item, and values
 // come from live. It shows what a render would change in the fields it

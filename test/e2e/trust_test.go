@@ -115,7 +115,12 @@ spec:
 	if err := writeFile(dir, "app.yaml", namespaced("e2e-gadgets", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: left, namespace: e2e-gadgets}\n")); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := fleet(t, dir, "apply", "--prune")
+	// diff says what apply --prune will do: the same rule, the same guard.
+	out, errOut, code := fleet(t, dir, "diff")
+	if code != 1 || !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/gadgets.e2e.fleet.io: no longer rendered; kept: not deleted: 1 custom resource remains in 1 namespace") {
+		t.Fatalf("diff: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--prune")
 	if code != 0 || !strings.Contains(out, "gadget.e2e.fleet.io/ours pruned") ||
 		!strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/gadgets.e2e.fleet.io kept: not deleted: 1 custom resource remains in 1 namespace") {
 		t.Fatalf("apply --prune: exit %d\n%s%s", code, out, errOut)
@@ -239,7 +244,14 @@ func TestNamespaceWithOthersObjectsIsKept(t *testing.T) {
 	if _, errOut, code := kubectl(t, "", "create", "configmap", "theirs", "-n", "e2e-nsguard", "--context", "fleet-c1"); code != 0 {
 		t.Fatal(errOut)
 	}
-	out, errOut, code := fleet(t, dir, "delete", "--yes")
+	// diff of a render without the Namespace says what apply --prune
+	// will do with it: kept, with the same reason as delete's.
+	moved := workdir(t, stgOnly+"apps:\n  - {name: nsguard, manifests: app.yaml}\n", map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ours, namespace: default}\n"})
+	out, errOut, code := fleet(t, moved, "diff")
+	if code != 1 || !strings.Contains(out, "namespace/e2e-nsguard: no longer rendered; kept: not deleted: 1 object that is not the app's remains: configmaps/theirs") {
+		t.Fatalf("diff: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "delete", "--yes")
 	if code != 0 || !strings.Contains(out, "namespace/e2e-nsguard kept: not deleted: 1 object that is not the app's remains: configmaps/theirs") || !strings.Contains(out, "configmap/ours deleted") {
 		t.Fatalf("delete: exit %d\n%s%s", code, out, errOut)
 	}
