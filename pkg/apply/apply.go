@@ -143,10 +143,11 @@ type Record struct {
 	// revisions (RBAC on Secrets in the kubectl-fleet namespace): the
 	// apply stands, without a revision.
 	Forbidden func(err error)
-	// Verified, when set, is told that a new revision's verdict, known
+	// Verified, when set, is told that the revision's verdict, known
 	// before the apply (Revision.Verification: no gate follows it), was
 	// recorded: written once the objects are applied, with the parent
-	// that names the revision.
+	// that names the revision (a new one, or the current one when the
+	// render is its).
 	Verified func(v revision.Verification)
 }
 

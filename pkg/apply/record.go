@@ -42,10 +42,12 @@ func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, 
 		trim    sync.WaitGroup
 	)
 	trim.Go(func() { trimmed = revision.Remove(ctx, p.c, expired...) })
-	if v := p.stored.verdict; history != nil && v.State != "" {
+	if v := p.verdict(history); v.State != "" {
 		// Written beside the parent: each alone is safe (a verdict on a
 		// revision no parent names is no release; a revision named without
-		// it is unverified, and the caller writes it again).
+		// it is unverified, and the caller writes it again; a verdict on
+		// the current revision whose parent write then fails is followed
+		// by the caller's verdict of the failure).
 		trim.Go(func() {
 			if revision.Verify(ctx, p.c, p.cfg.App, p.set.Revision, v) == nil && p.cfg.Record.Verified != nil {
 				p.cfg.Record.Verified(v)
@@ -61,6 +63,21 @@ func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, 
 		return fmt.Errorf("keeping %d revisions: %w", p.cfg.Record.Limit, trimmed)
 	}
 	return nil
+}
+
+// verdict is the verdict written beside the parent, if any: a new
+// revision's, known before the apply (Record.Verified); or, when the
+// render is the current revision's, the same verdict for it, so that it
+// is not a round trip of its own after the parent's.
+func (p *pass) verdict(history []revision.Revision) revision.Verification {
+	rec := p.cfg.Record
+	switch {
+	case history != nil:
+		return p.stored.verdict
+	case rec == nil || rec.Verified == nil || p.cfg.DryRun || p.set.Revision == 0 || p.newRevision():
+		return revision.Verification{}
+	}
+	return rec.Revision.Verification
 }
 
 // storeRevision starts storing the apply as the app's next revision,

@@ -1023,6 +1023,29 @@ func TestAggregatedAPINeverSkipped(t *testing.T) {
 	}
 }
 
+// TestUnchangedRenderVerdictBesideParent: an apply of the current
+// revision's render with a verdict known before it (rollout's Final
+// apps) writes that verdict on the current revision beside the parent,
+// and says so (Record.Verified), so that the rollout does not write it
+// in a round trip of its own after the parent's.
+func TestUnchangedRenderVerdictBesideParent(t *testing.T) {
+	c := kubetest.New(t)
+	objs := []*unstructured.Unstructured{ns("web"), cm("web", "conf", "v=1")}
+	var verified []string
+	record := func() *apply.Record {
+		return &apply.Record{Revision: revision.Revision{User: "alice", Verification: revision.Verification{State: revision.Verified, Gates: []string{"applied"}}},
+			Verified: func(v revision.Verification) { verified = append(verified, string(v.State)) }}
+	}
+	mustRun(t, c, apply.Config{Objects: objs, Record: record()})
+	if err := revision.Verify(context.Background(), c.Client, "web", 1, revision.Verification{State: revision.Failed, Reason: "check smoke: exit status 1"}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, c, apply.Config{Objects: objs, Record: record()})
+	if v, err := revision.VerificationOf(context.Background(), c.Client, "web", 1); err != nil || v.State != revision.Verified || !slices.Equal(verified, []string{"verified", "verified"}) {
+		t.Errorf("revision 1's verdict %+v, %v; told %v; want verified, told twice", v, err, verified)
+	}
+}
+
 // TestRevisionStoredWhileApplying: a new render's revision is written
 // while its objects are, not after them (a round trip less), and the
 // parent names it once they are applied; an apply that fails leaves no

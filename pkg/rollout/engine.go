@@ -103,7 +103,7 @@ type Engine struct {
 	mu        sync.Mutex
 	gates     map[string]*Gates
 	before    map[string][]*inventory.Set
-	revisions map[string]map[string]int
+	revisions map[string]map[string]RevisionEvent
 	sources   memo.Memo[string, revision.Source]
 	promotion *Promotion
 }
@@ -180,25 +180,25 @@ func (e *Engine) recording(sink Sink) Sink {
 		if rev, ok := ev.(RevisionEvent); ok && rev.Error == "" {
 			e.mu.Lock()
 			if e.revisions == nil {
-				e.revisions = map[string]map[string]int{}
+				e.revisions = map[string]map[string]RevisionEvent{}
 			}
 			if e.revisions[rev.Cluster] == nil {
-				e.revisions[rev.Cluster] = map[string]int{}
+				e.revisions[rev.Cluster] = map[string]RevisionEvent{}
 			}
-			e.revisions[rev.Cluster][rev.App] = rev.Revision
+			e.revisions[rev.Cluster][rev.App] = rev
 			e.mu.Unlock()
 		}
 		sink(ev)
 	}
 }
 
-// revision is the revision this run recorded for app on cluster, and
-// whether it recorded one.
-func (e *Engine) revision(cluster, app string) (int, bool) {
+// revision is the revision this run recorded for app on cluster (its
+// RevisionEvent), and whether it recorded one.
+func (e *Engine) revision(cluster, app string) (RevisionEvent, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	n, ok := e.revisions[cluster][app]
-	return n, ok
+	rev, ok := e.revisions[cluster][app]
+	return rev, ok
 }
 
 // confirmations sets Confirm as the gate of each protected group's wave

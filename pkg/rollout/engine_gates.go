@@ -69,14 +69,20 @@ func (e *Engine) settle(ctx context.Context, client *kube.Client, cluster string
 	key, _ := digest.KeyOf(ctx, client) // read by the apply already
 	for _, res := range results {
 		v := gates.Verdict(res.App)
-		n, recorded := e.revision(cluster, res.App)
+		rev, recorded := e.revision(cluster, res.App)
+		n := rev.Revision
 		if rec, ok := e.o.Rollback.Record(cluster, res.App); ok && v.State != revision.Failed {
 			v = restored(rec)
 		}
 		if e.promotion != nil && slices.Contains(v.Gates, Applied) {
 			// Known in this run, revision or not (a user who may not
-			// write revisions): the next groups need not read it.
-			e.promotion.Note(cluster, res.App, Release{Exists: true, Revision: n, Digest: digest.Render(res.Objects, key), Key: key, Verification: v})
+			// write revisions): the next groups need not read it. The
+			// apply computed the render's digest already.
+			d := rev.Digest
+			if d == "" {
+				d = digest.Render(res.Objects, key)
+			}
+			e.promotion.Note(cluster, res.App, Release{Exists: true, Revision: n, Digest: d, Key: key, Verification: v})
 		}
 		if !recorded {
 			continue // not applied in this run, or no revision recorded

@@ -140,6 +140,9 @@ type RevisionEvent struct {
 	// Error says why no revision was recorded (RBAC).
 	Error string `json:"error,omitempty"`
 	Label string `json:"-"`
+	// Digest is the render's, under the cluster's digest key: what the
+	// promotion rule compares (revision.Revision.Digest).
+	Digest string `json:"-"`
 }
 
 // Where is the cluster.

@@ -129,9 +129,9 @@ func (e *Engine) reapply(ctx context.Context, client *kube.Client, cluster strin
 		Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: said,
 		Record: rec,
 	})
-	if n, _ := e.revision(cluster, app); err == nil && n > set.Revision {
+	if now, _ := e.revision(cluster, app); err == nil && now.Revision > set.Revision {
 		rec.Revision.Verification = rev.Verification
-		_ = writeVerdict(ctx, client, app, n, restored(rec.Revision))
+		_ = writeVerdict(ctx, client, app, now.Revision, restored(rec.Revision))
 	}
 	return err
 }
