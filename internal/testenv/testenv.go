@@ -108,10 +108,13 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	env = &Env{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), apiservers: map[string]*apiserver{}}
+	started := &Env{opts: opts, Kubeconfig: filepath.Join(opts.Dir, "kubeconfig"), apiservers: map[string]*apiserver{}}
+	env = started
 	defer func() {
 		if err != nil {
-			env.Stop()
+			// Not env: a failed start returns nil, and what it started
+			// must still stop.
+			started.Stop()
 		}
 	}()
 	tok := make([]byte, 16)

@@ -1,0 +1,155 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// clusters is a Connector over in-memory clusters, by name: what a
+// program that drives the engine gives it.
+type clusters map[string]*kubetest.Cluster
+
+func (cs clusters) Connect(_ context.Context, _ *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
+	return cs[c.Name].Client, nil
+}
+func (clusters) Idle(string)                                          {}
+func (clusters) Explain(_ context.Context, _ string, err error) error { return err }
+func (clusters) Kubeconfig(*fleet.Fleet, *fleet.Cluster) (string, func(), error) {
+	return "", nil, errors.New("no kubeconfig here")
+}
+
+// twoGroups is a fleet of stg (staging) and prod (production), each
+// with app web, a ConfigMap, rendered.
+func twoGroups(t *testing.T) (*rendered.Set, clusters) {
+	t.Helper()
+	f, err := fleet.Parse([]byte(`apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - name: staging
+  - name: production
+clusters:
+  - {name: stg, group: staging, context: stg}
+  - {name: prod, group: production, context: prod}
+apps:
+  - {name: web, manifests: .}
+`), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &rendered.Set{Fleet: f}
+	cs := clusters{}
+	for i := range f.Clusters {
+		c := &f.Clusters[i]
+		set.Clusters = append(set.Clusters, c)
+		cs[c.Name] = kubetest.New(t)
+		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
+		set.Results = append(set.Results, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: "web"}, Objects: []*unstructured.Unstructured{kubetest.Object("v1", "ConfigMap", "default", "web")}})
+	}
+	return set, cs
+}
+
+// run runs the engine on set and returns the outcomes and the events.
+func run(t *testing.T, set *rendered.Set, cs clusters, o Options) ([]runner.Outcome, []Event) {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		events []Event
+	)
+	e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
+	if o.Promote == nil {
+		o.Promote = set.Results
+	}
+	o.Parallel, o.Concurrency = 2, 4
+	outcomes := e.Run(context.Background(), set, o, func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() })
+	return outcomes, events
+}
+
+// The engine as a library: a fleet in two groups goes out group by
+// group, each cluster's apply said as events, its revision recorded
+// with the verdict of its gates, and production only once staging
+// verified the release.
+func TestEngineRun(t *testing.T) {
+	set, cs := twoGroups(t)
+	outcomes, events := run(t, set, cs, Options{})
+	if len(outcomes) != 2 || outcomes[0].Cluster != "stg" || outcomes[1].Cluster != "prod" {
+		t.Fatalf("outcomes %+v; want stg then prod", outcomes)
+	}
+	for _, oc := range outcomes {
+		if oc.State != runner.Succeeded {
+			t.Errorf("%s: %s, %v", oc.Cluster, oc.State, oc.Err)
+		}
+		if cs[oc.Cluster].Live(kubetest.Object("v1", "ConfigMap", "default", "web")) == nil {
+			t.Errorf("%s: the ConfigMap was not applied", oc.Cluster)
+		}
+		v, err := revision.VerificationOf(context.Background(), cs[oc.Cluster].Client, "web", 1)
+		if err != nil || v.State != revision.Verified {
+			t.Errorf("%s: revision 1 is %+v, %v; want verified", oc.Cluster, v, err)
+		}
+	}
+	var said []string
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case ObjectEvent:
+			said = append(said, ev.Cluster+" "+ev.Text())
+		case EndEvent:
+			said = append(said, ev.Cluster+" end")
+		}
+	}
+	if want := []string{"stg configmap/web created", "stg end", "prod configmap/web created", "prod end"}; !slices.Equal(said, want) {
+		t.Errorf("events %q; want %q", said, want)
+	}
+}
+
+// A staging cluster whose apply fails holds production back: it is not
+// started, and nothing is written to it.
+func TestEngineFailureHoldsLaterGroups(t *testing.T) {
+	set, cs := twoGroups(t)
+	cs["stg"].Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: "web", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web", errors.New("RBAC"))})
+	outcomes, _ := run(t, set, cs, Options{})
+	if len(outcomes) != 2 || outcomes[0].State != runner.Failed || outcomes[1].State != runner.NotStarted {
+		t.Fatalf("outcomes %+v; want stg failed, prod not started", outcomes)
+	}
+	for _, r := range cs["prod"].Requests() {
+		if r.Verb != "get" && r.Verb != "list" {
+			t.Errorf("production was written to: %+v", r)
+		}
+	}
+}
+
+// Production is held while staging runs the release unverified (it went
+// out with --skip-gates), in a later run that selects production alone:
+// the promotion rule reads staging's release from the cluster.
+func TestEngineHoldsWhatStagingDidNotVerify(t *testing.T) {
+	set, cs := twoGroups(t)
+	if outcomes, _ := run(t, set.Only(map[string]bool{"stg": true}), cs, Options{SkipGates: true}); outcomes[0].State != runner.Succeeded {
+		t.Fatalf("staging: %+v", outcomes)
+	}
+	outcomes, events := run(t, set.Only(map[string]bool{"prod": true}), cs, Options{Promote: set.Results})
+	if len(outcomes) != 1 || outcomes[0].State != runner.NotStarted {
+		t.Fatalf("outcomes %+v; want prod not started", outcomes)
+	}
+	held := slices.ContainsFunc(events, func(ev Event) bool {
+		w, ok := ev.(WaveEvent)
+		return ok && w.Wave == "production" && w.State == "not started"
+	})
+	if !held || cs["prod"].Live(kubetest.Object("v1", "ConfigMap", "default", "web")) != nil {
+		t.Errorf("production: held %v, events %+v", held, events)
+	}
+}
