@@ -219,14 +219,14 @@ func (f *ApplyFlags) options(dryRun bool, parallel int) rollout.Options {
 // finishRollout prints the summary of a write rollout and turns it into
 // the exit code: 130 when interrupted, 1 when a cluster did not finish.
 func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
-	p.close()
+	p.Close()
 	s := summary.Rollout{Outcomes: outcomes, Tally: tally, Done: done[verb], Nothing: "nothing to " + verb, DryRun: dryRun, Group: func(c string) string { return byName[c].Group }, RolledBack: rollout.RolledBack}
-	if p.json {
+	if p.JSON {
 		for _, res := range s.Results() {
-			p.event(res)
+			p.Event(res)
 		}
 	} else {
-		s.Print(p.out, p.prefix, p.many, p.notes)
+		s.Print(p.Out, p.Prefix, p.Many, p.Notes)
 	}
 	failed := s.Failed()
 	switch refused := refused(outcomes); {

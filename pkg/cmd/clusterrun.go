@@ -2,12 +2,9 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sync"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
@@ -22,93 +19,12 @@ import (
 	"golang.org/x/term"
 )
 
-// printer writes what commands that work on clusters print: whole lines
-// prefixed with their cluster on a terminal-friendly stream, or one JSON
-// object per event with -o json.
-type printer struct {
-	out    *output.SyncWriter
-	json   bool
-	prefix *output.Prefixer
-	mu     sync.Mutex
-	lines  map[string]*output.PrefixWriter
-	// notes are printed under the summary's heading.
-	notes []string
-	// many is how many clusters the summary names one by one at most;
-	// with more it groups identical outcomes.
-	many int
-	// order, when set, holds each cluster's lines and events until the
-	// clusters before it in the fleet are done (inOrder).
-	order *output.Ordered
-}
-
 func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {
-	return &printer{out: output.NewSyncWriter(g.Out), json: jsonOut, prefix: g.prefixer(clusters), lines: map[string]*output.PrefixWriter{}, many: g.manyClusters()}
+	return output.NewPrinter(g.Out, jsonOut, g.prefixer(clusters), g.manyClusters())
 }
 
-// inOrder makes the printer write each cluster's lines and events in
-// the clusters' order, whatever order they are done in (done): output to
-// be read (diff), not followed.
-func (p *printer) inOrder(clusters []string) {
-	p.order = output.NewOrdered(p.out, clusters)
-}
-
-// stream is where a cluster's output goes: its place in the order, or
-// the shared stream.
-func (p *printer) stream(name string) io.Writer {
-	if p.order != nil {
-		return p.order.Writer(name)
-	}
-	return p.out
-}
-
-// done says a cluster printed all it has; with inOrder, the clusters
-// held behind it follow.
-func (p *printer) done(name string) {
-	if p.order == nil {
-		return
-	}
-	p.mu.Lock()
-	w := p.lines[name]
-	p.mu.Unlock()
-	if w != nil {
-		_ = w.Close()
-	}
-	_ = p.order.Done(name)
-}
-
-// cluster returns the prefixed line writer of a cluster.
-func (p *printer) cluster(name string) io.Writer {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	w, ok := p.lines[name]
-	if !ok {
-		w = output.NewPrefixWriter(p.stream(name), p.prefix.Prefix(name))
-		p.lines[name] = w
-	}
-	return w
-}
-
-// event writes one JSON object on a line of its own.
-func (p *printer) event(v any) { p.eventOf("", v) }
-
-// eventOf writes one JSON object of a cluster on a line of its own.
-func (p *printer) eventOf(cluster string, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return
-	}
-	_, _ = p.stream(cluster).Write(append(b, '\n'))
-}
-
-// emit writes a rollout event: its JSON line with -o json, else its text
-// line after the cluster's prefix.
-func (p *printer) emit(ev rollout.Event) {
-	if p.json {
-		p.event(ev)
-		return
-	}
-	fmt.Fprintln(p.cluster(ev.Where()), ev.Text())
-}
+// printer is the output of commands that work on clusters.
+type printer = output.Printer
 
 // consumers are what a rollout's events feed: the printer (text or
 // JSON), the summary's tally, the live progress, the CI report's
@@ -140,7 +56,7 @@ func (c consumers) emit(ev rollout.Event) {
 		c.pr.End(ev.Cluster, ev.Err)
 		return
 	case rollout.OutputEvent: // a check's output: text only
-		if c.p.json {
+		if c.p.JSON {
 			return
 		}
 	case rollout.StageEvent: // the live display's only
@@ -169,14 +85,12 @@ func (c consumers) emit(ev rollout.Event) {
 			c.tally.AddGate(ev.Cluster, "soak "+ev.State)
 		}
 	case rollout.WaveEvent:
-		if !c.p.json { // said once, under the summary's heading
-			c.p.mu.Lock()
-			c.p.notes = append(c.p.notes, ev.Text()+" (--skip-gates promotes anyway)")
-			c.p.mu.Unlock()
+		if !c.p.JSON { // said once, under the summary's heading
+			c.p.Note(ev.Text() + " (--skip-gates promotes anyway)")
 			return
 		}
 	}
-	c.p.emit(ev)
+	c.p.Emit(ev)
 }
 
 // object counts an object's change for the summary, the progress, the
@@ -209,10 +123,10 @@ func (c consumers) object(ev rollout.ObjectEvent) {
 // diff prints an app's diffs on a cluster (JSON events, or the unified
 // diffs on the cluster's prefixed writer), and keeps them for the report.
 func (c consumers) diff(ev rollout.DiffEvent) {
-	w := c.p.cluster(ev.Cluster)
+	w := c.p.Cluster(ev.Cluster)
 	for _, d := range ev.Diffs {
-		if c.p.json {
-			c.p.eventOf(ev.Cluster, diff.EventOf(ev.Cluster, ev.App, d))
+		if c.p.JSON {
+			c.p.EventOf(ev.Cluster, diff.EventOf(ev.Cluster, ev.App, d))
 			continue
 		}
 		diff.Print(w, d, c.diffs)
@@ -224,18 +138,6 @@ func (c consumers) diff(ev rollout.DiffEvent) {
 // when not empty) to the consumers.
 func (c consumers) objects(cluster, app, label string, dryRun bool) func(apply.Change) {
 	return func(ch apply.Change) { c.emit(rollout.ObjectChanged(cluster, app, label, ch, dryRun)) }
-}
-
-// close flushes partial lines, and what inOrder still holds.
-func (p *printer) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, w := range p.lines {
-		_ = w.Close()
-	}
-	if p.order != nil {
-		_ = p.order.Close()
-	}
 }
 
 // client connects to one cluster with its own ConfigFlags, once per

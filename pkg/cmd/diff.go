@@ -205,11 +205,11 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	}
 	res.r = r
 	p := o.newPrinter(r.Clusters, o.Output == "json")
-	defer p.close()
+	defer p.Close()
 	names, byName := index(r.Clusters)
-	p.inOrder(names) // read, not followed: the fleet's order every run
+	p.InOrder(names) // read, not followed: the fleet's order every run
 	var external *diff.External
-	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.json {
+	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.JSON {
 		if external, err = diff.NewExternal(); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}
 		}
@@ -220,7 +220,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	summaries := res.summaries
 	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, o.explained(func(ctx context.Context, name string) error {
 		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
-		p.done(name)
+		p.Done(name)
 		o.idle(name)
 		mu.Lock()
 		summaries[name] = s
@@ -228,7 +228,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 		return err
 	}))
 	res.outcomes = outcomes
-	p.close()
+	p.Close()
 	failed, differs := 0, false
 	var lines []summary.Line
 	for _, oc := range outcomes {
@@ -237,13 +237,13 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
 			failed++
 		}
-		if p.json {
-			p.event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
+		if p.JSON {
+			p.Event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
 			continue
 		}
 		lines = append(lines, summary.Line{Cluster: oc.Cluster, Text: diffLine(oc, s)})
 	}
-	summary.Lines(p.out, p.prefix, p.many, ": ", lines)
+	summary.Lines(p.Out, p.Prefix, p.Many, ": ", lines)
 	if external != nil && differs {
 		if err := external.Run(o.IOStreams); err != nil {
 			return &ExitError{Code: ExitDiffError, Err: err}
@@ -270,7 +270,7 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet
 	if err != nil {
 		return diff.Summary{}, err
 	}
-	w := p.cluster(c.Name)
+	w := p.Cluster(c.Name)
 	var all []diff.Object
 	for _, res := range r.Of(c.Name) {
 		var set *inventory.Set
@@ -338,8 +338,8 @@ func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet
 func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, diffs []diff.Object) {
 	style := o.diffStyle(o.external)
 	for _, d := range diffs {
-		if p.json {
-			p.eventOf(cluster, diff.EventOf(cluster, app, d))
+		if p.JSON {
+			p.EventOf(cluster, diff.EventOf(cluster, app, d))
 			continue
 		}
 		diff.Print(w, d, style)

@@ -137,7 +137,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	case "json":
 		p := o.newPrinter(clusters, true)
 		for _, e := range all {
-			p.event(e)
+			p.Event(e)
 		}
 	case "yaml":
 		b, err := yaml.Marshal(all)

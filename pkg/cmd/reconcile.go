@@ -268,8 +268,8 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	mine := reconcile.Owned(r, o.Shard)
 	p := a.newPrinter(mine.Clusters, a.Output == "json")
 	cfg := reconcile.Config{Pass: n, CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency}
-	d := reconcile.Decide(ctx, cfg, mine, connector{g}, o.metrics, p.emit)
-	p.close()
+	d := reconcile.Decide(ctx, cfg, mine, connector{g}, o.metrics, func(ev rollout.Event) { p.Emit(ev) })
+	p.Close()
 	if len(d.Apply) == 0 {
 		return o.end(n, start, d.Pass, nil)
 	}

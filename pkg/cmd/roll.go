@@ -41,10 +41,10 @@ type rolloutRun struct {
 func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run rolloutRun) ([]runner.Outcome, *summary.Tally, error) {
 	r, o := run.Set, run.Options
 	p := g.newPrinter(r.Clusters, run.JSON)
-	pr := g.newProgress(r.Clusters, p.json)
+	pr := g.newProgress(r.Clusters, p.JSON)
 	var tally summary.Tally
-	p.out = output.NewSyncWriter(pr.Writer(g.Out))
-	p.notes = rolloutNotes(r.Fleet, o)
+	p.Out = output.NewSyncWriter(pr.Writer(g.Out))
+	p.Notes = rolloutNotes(r.Fleet, o)
 	sinks := consumers{p: p, tally: &tally, pr: pr, collected: rep.collected, onChange: run.OnChange, diffs: g.diffStyle(false)}
 	var outcomes []runner.Outcome
 	if run.Delete {

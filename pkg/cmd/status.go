@@ -258,20 +258,20 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 	}
 	clusters := statusClusters(r, outcomes, results)
 	switch {
-	case p.json:
+	case p.JSON:
 		for _, oc := range outcomes {
 			if oc.Err != nil {
-				p.event(AppStatus{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: "Error", Error: oc.Err.Error()})
+				p.Event(AppStatus{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: "Error", Error: oc.Err.Error()})
 			}
 			for _, a := range results[oc.Cluster] {
 				state, _ := a.Summary()
-				p.event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: state, App: a})
+				p.Event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: state, App: a})
 			}
 		}
 		o.printNotes(p, r, clusters, results)
 	case o.Verbose:
-		status.WriteDetails(p.cluster, clusters)
-		p.close()
+		status.WriteDetails(p.Cluster, clusters)
+		p.Close()
 		o.printNotes(p, r, clusters, results)
 	default:
 		if err := status.WriteMatrix(o.Out, o.ErrOut, renderedApps(r), clusters); err != nil {
@@ -279,7 +279,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 		}
 		o.printNotes(p, r, clusters, results)
 	}
-	p.close()
+	p.Close()
 	if ctx.Err() != nil {
 		return &ExitError{Code: ExitInterrupted}
 	}
@@ -317,15 +317,15 @@ func renderedApps(r *rendered.Set) []string {
 // why the promotion rule would hold groups back: lines, or JSON events.
 func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []status.Cluster, results map[string][]status.App) {
 	for _, s := range status.Skews(clusters) {
-		if p.json {
-			p.event(s)
+		if p.JSON {
+			p.Event(s)
 		} else {
 			fmt.Fprintln(o.Out, s.Text())
 		}
 	}
 	for _, h := range promotion(r, results) {
-		if p.json {
-			p.event(h)
+		if p.JSON {
+			p.Event(h)
 		} else {
 			fmt.Fprintln(o.Out, "Promotion: "+h.Message)
 		}

@@ -90,13 +90,13 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	p := o.newPrinter(clusters, false)
 	names, byName := index(clusters)
 	connect := func(ctx context.Context, name string) (*kube.Client, error) { return o.connect(ctx, f, byName[name]) }
-	found, read := lock.Read(ctx, names, o.Apps, o.Parallel, connect, func(cluster, line string) { fmt.Fprintln(p.cluster(cluster), line) })
+	found, read := lock.Read(ctx, names, o.Apps, o.Parallel, connect, func(cluster, line string) { fmt.Fprintln(p.Cluster(cluster), line) })
 	if err := o.confirmUnlock(ctx, p, found); err != nil {
 		return err
 	}
 	states, outcomes := found.Remove(ctx, read, o.Apps, o.Parallel, connect)
-	p.close()
-	fmt.Fprintln(p.out, "Summary:")
+	p.Close()
+	fmt.Fprintln(p.Out, "Summary:")
 	failed := 0
 	for _, oc := range outcomes {
 		line := states[oc.Cluster]
@@ -111,7 +111,7 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 			failed++
 			line = "not started"
 		}
-		fmt.Fprintf(p.out, "%s%s\n", p.prefix.Prefix(oc.Cluster), line)
+		fmt.Fprintf(p.Out, "%s%s\n", p.Prefix.Prefix(oc.Cluster), line)
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -129,7 +129,7 @@ func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, found loc
 		return nil
 	}
 	what := "the lock of " + strings.Join(locked, ", ")
-	p.close()
+	p.Close()
 	if !o.stdinIsTerminal() {
 		return fmt.Errorf("remove %s: pass --yes to remove locks without a terminal to confirm on", what)
 	}
