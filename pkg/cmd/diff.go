@@ -141,7 +141,9 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 			}
 		}
 	}
-	return o.finish(o.GlobalOptions, func() report.Report { return o.report(res) }, err)
+	return o.finish(o.GlobalOptions, func() report.Report {
+		return report.OfDiff(res.r.Fleet, res.outcomes, res.summaries, o.collected, o.ShowSecrets)
+	}, err)
 }
 
 // diffRun is what a diff found on every cluster.
@@ -169,33 +171,6 @@ func (o *DiffOptions) writePlan(res *diffRun) error {
 	}
 	fmt.Fprintf(o.ErrOut, "Plan written to %s: apply it with kubectl fleet apply --plan %s\n", o.PlanFile, o.PlanFile)
 	return nil
-}
-
-// report is the diff's report: each cluster's counts, apps and diff.
-func (o *DiffOptions) report(res *diffRun) report.Report {
-	rep := report.Report{Command: "diff"}
-	for _, oc := range res.outcomes {
-		s := res.summaries[oc.Cluster]
-		c := report.Cluster{Name: oc.Cluster, Group: res.r.Fleet.Cluster(oc.Cluster).Group, Counts: &report.Counts{Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged}, Error: errString(oc.Err)}
-		switch {
-		case oc.State == runner.Skipped:
-			c.State, c.Skipped = "skipped", true
-		case oc.State == runner.NotStarted:
-			c.State, c.Skipped = "not diffed (interrupted)", true
-		case oc.Err != nil:
-			c.State, c.Failed = "error", true
-		case s.Differs():
-			c.State = "differs"
-		default:
-			c.State = "in sync"
-		}
-		c.Apps, c.Diff = o.collected.Of(oc.Cluster)
-		if o.ShowSecrets && s.Differs() {
-			c.Diff = "(diffs are left out of reports with --show-secrets)"
-		}
-		rep.Clusters = append(rep.Clusters, c)
-	}
-	return rep
 }
 
 func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {

@@ -7,11 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // StepSummaryEnv names the file GitHub Actions shows as the job summary:
@@ -80,30 +76,4 @@ func (r *ReportOptions) finish(g *GlobalOptions, rep func() report.Report, err e
 	}
 	fmt.Fprintln(g.ErrOut, "error:", werr)
 	return err
-}
-
-// rolloutReport is the report of apply or rollback: each cluster's
-// outcome and counts, its apps, and its diff with --diff.
-func rolloutReport(command string, outcomes []runner.Outcome, tally *summary.Tally, group func(string) string, rc *report.Collector, dryRun bool) report.Report {
-	rep := report.Report{Command: command}
-	if dryRun {
-		rep.Command += " (server dry run)"
-	}
-	for _, oc := range outcomes {
-		n := tally.Actions(oc.Cluster)
-		c := report.Cluster{Name: oc.Cluster, Group: group(oc.Cluster), State: string(oc.State), Error: errString(oc.Err),
-			Counts: &report.Counts{Create: n[apply.Created], Change: n[apply.Configured] + n[apply.Replaced] + n[apply.Adopted], Prune: n[apply.Pruned], Unchanged: n[apply.Unchanged]}}
-		switch oc.State {
-		case runner.Failed, runner.NotStarted:
-			c.Failed = true
-			if note := rollout.RolledBack(oc.Err); note != "" {
-				c.State += ", " + note
-			}
-		case runner.Skipped:
-			c.Skipped = true
-		}
-		c.Apps, c.Diff = rc.Of(oc.Cluster)
-		rep.Clusters = append(rep.Clusters, c)
-	}
-	return rep
 }

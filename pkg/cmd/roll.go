@@ -56,7 +56,7 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 	_, byName := index(r.Clusters)
 	err := finishRollout(ctx, p, outcomes, &tally, byName, o.DryRun, run.Verb)
 	return outcomes, &tally, rep.finish(g, func() report.Report {
-		return rolloutReport(strings.ReplaceAll(run.Verb, " ", ""), outcomes, &tally, func(c string) string { return byName[c].Group }, rep.collected, o.DryRun)
+		return report.OfRollout(strings.ReplaceAll(run.Verb, " ", ""), r.Fleet, outcomes, &tally, rep.collected, o.DryRun)
 	}, err)
 }
 

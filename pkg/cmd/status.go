@@ -6,20 +6,18 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // StatusOptions are the options of "kubectl fleet status".
@@ -168,82 +166,15 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 	return o.render(ctx, o.Selection, &o.SourceOptions, true)
 }
 
-// appsOf computes the status of each app of a cluster: of its render, or
-// of what the cluster records.
-func (o *StatusOptions) appsOf(ctx context.Context, r *rendered.Set, client *kube.Client, cluster string) ([]status.App, error) {
-	var out []status.App
-	if o.inventory {
-		sets, err := inventory.LoadAll(ctx, client)
-		if err != nil {
-			return nil, err
-		}
-		for _, set := range sets {
-			if len(o.Apps) > 0 && !slices.Contains(o.Apps, set.App) {
-				continue
-			}
-			app, err := status.FromInventory(ctx, client, set, status.Options{Ignore: r.Fleet.IgnoreRules(set.App), Concurrency: o.Concurrency, Version: version.Get()})
-			if err != nil {
-				return nil, fmt.Errorf("app %s: %w", set.App, err)
-			}
-			out = append(out, app)
-		}
-		return out, nil
-	}
-	for _, res := range r.Of(cluster) {
-		app, err := status.Run(ctx, client, res.App, res.Objects, status.Options{Ignore: r.Fleet.IgnoreRules(res.App), Concurrency: o.Concurrency, Version: version.Get()})
-		if err != nil {
-			return nil, fmt.Errorf("app %s: %w", res.App, err)
-		}
-		out = append(out, app)
-	}
-	return out, nil
-}
-
-// statusReport is status's report: each cluster's apps and their state.
-func statusReport(r *rendered.Set, outcomes []runner.Outcome, results map[string][]status.App) report.Report {
-	rep := report.Report{Command: "status"}
-	for _, oc := range outcomes {
-		c := report.Cluster{Name: oc.Cluster, Group: r.Fleet.Cluster(oc.Cluster).Group, State: "ok", Error: errString(oc.Err)}
-		switch {
-		case oc.State == runner.Skipped:
-			c.State, c.Skipped = "skipped", true
-		case oc.Err != nil:
-			c.State, c.Failed = "error", true
-		}
-		for _, a := range results[oc.Cluster] {
-			ra := report.App{Name: a.App, State: a.CellWithRevision(), Failed: !a.OK()}
-			if ra.Failed && !c.Failed && !c.Skipped {
-				c.State, c.Failed = "not ok", true
-			}
-			c.Apps = append(c.Apps, ra)
-		}
-		rep.Clusters = append(rep.Clusters, c)
-	}
-	return rep
-}
-
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
-	var (
-		mu      sync.Mutex
-		results = map[string][]status.App{}
-	)
-	names, byName := index(r.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := o.connect(ctx, r.Fleet, c)
-		if err != nil {
-			return err
-		}
-		apps, err := o.appsOf(ctx, r, client, name)
-		mu.Lock()
-		results[name] = apps
-		mu.Unlock()
-		return err
-	})
+	_, byName := index(r.Clusters)
+	outcomes, results := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connect: func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error) {
+		return o.connect(ctx, r.Fleet, c)
+	}}.Read(ctx)
 	if !o.Watch {
 		defer func() {
-			err = o.finish(o.GlobalOptions, func() report.Report { return statusReport(r, outcomes, results) }, err)
+			err = o.finish(o.GlobalOptions, func() report.Report { return report.OfStatus(r.Fleet, outcomes, results) }, err)
 		}()
 	}
 	p := o.newPrinter(r.Clusters, o.Output == "json")
@@ -256,7 +187,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 			healthy = healthy && a.OK()
 		}
 	}
-	clusters := statusClusters(r, outcomes, results)
+	clusters := status.ClustersOf(r.Fleet, outcomes, results)
 	switch {
 	case p.JSON:
 		for _, oc := range outcomes {
@@ -289,18 +220,6 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 	return skipped(outcomes, ExitFailed)
 }
 
-// statusClusters is what status read of each cluster, in outcome order.
-func statusClusters(r *rendered.Set, outcomes []runner.Outcome, results map[string][]status.App) []status.Cluster {
-	out := make([]status.Cluster, len(outcomes))
-	for i, oc := range outcomes {
-		out[i] = status.Cluster{Name: oc.Cluster, Skipped: oc.State == runner.Skipped, Err: oc.Err, Apps: results[oc.Cluster]}
-		if c := r.Fleet.Cluster(oc.Cluster); c != nil {
-			out[i].Group = c.Group
-		}
-	}
-	return out
-}
-
 // renderedApps are the apps rendered, in order: the matrix's first
 // columns.
 func renderedApps(r *rendered.Set) []string {
@@ -323,39 +242,11 @@ func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []statu
 			fmt.Fprintln(o.Out, s.Text())
 		}
 	}
-	for _, h := range promotion(r, results) {
+	for _, h := range rollout.Held(context.Background(), r, rollout.StatusReader(results)) {
 		if p.JSON {
 			p.Event(h)
 		} else {
 			fmt.Fprintln(o.Out, "Promotion: "+h.Message)
 		}
 	}
-}
-
-// PromotionHeld is a group the promotion rule would not start now, a
-// line of status -o json ("type": "promotion").
-type PromotionHeld struct {
-	Type  string `json:"type"`
-	Group string `json:"group"`
-	// Message says why: "production not started: staging-eu runs web
-	// r8, not verified (failed: check smoke: exit status 1)".
-	Message string `json:"message"`
-}
-
-// promotion says, for each group after the first, why an apply would not
-// start it now (rollout.Promotion, over what status read of the selected
-// clusters).
-func promotion(r *rendered.Set, results map[string][]status.App) []PromotionHeld {
-	if len(r.Results) == 0 {
-		return nil // nothing rendered: no render to compare with
-	}
-	p := &rollout.Promotion{Groups: rollout.PromotionGroups(r.Fleet, r.Results), Reader: rollout.StatusReader(results)}
-	var out []PromotionHeld
-	ws := rollout.Waves(r.Fleet, r.Clusters)
-	for _, w := range ws[min(1, len(ws)):] {
-		if err := p.Check(context.Background(), w.Name, rollout.AppsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
-			out = append(out, PromotionHeld{Type: "promotion", Group: w.Name, Message: err.Error()})
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
@@ -255,4 +256,32 @@ func ReleaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 	}
 	r.Verification, err = revision.VerificationOf(ctx, client, app, set.Revision)
 	return r, err
+}
+
+// PromotionEvent is a group the promotion rule would not start now, a
+// line of status -o json ("type": "promotion").
+type PromotionEvent struct {
+	Type  string `json:"type"`
+	Group string `json:"group"`
+	// Message says why: "production not started: staging-eu runs web
+	// r8, not verified (failed: check smoke: exit status 1)".
+	Message string `json:"message"`
+}
+
+// Held says, for each group of r after the first, why a rollout of r
+// would not start it now, the releases read by reader (status's
+// StatusReader: what it read of the clusters).
+func Held(ctx context.Context, r *rendered.Set, reader Reader) []PromotionEvent {
+	if len(r.Results) == 0 {
+		return nil // nothing rendered: no render to compare with
+	}
+	p := &Promotion{Groups: PromotionGroups(r.Fleet, r.Results), Reader: reader}
+	var out []PromotionEvent
+	ws := Waves(r.Fleet, r.Clusters)
+	for _, w := range ws[min(1, len(ws)):] {
+		if err := p.Check(ctx, w.Name, AppsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
+			out = append(out, PromotionEvent{Type: "promotion", Group: w.Name, Message: err.Error()})
+		}
+	}
+	return out
 }

@@ -1,0 +1,36 @@
+package report
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
+)
+
+// A rollout's report: each cluster's state with what --atomic did, its
+// group and its counts as the summary tallied them.
+func TestOfRollout(t *testing.T) {
+	f := &fleet.Fleet{Clusters: []fleet.Cluster{{Name: "stg", Group: "staging"}, {Name: "prod", Group: "production"}}}
+	var tally summary.Tally
+	tally.Add("stg", apply.Created)
+	tally.Add("stg", apply.Configured)
+	outcomes := []runner.Outcome{
+		{Cluster: "stg", State: runner.Failed, Err: &rollout.AtomicError{Err: errors.New("check smoke failed"), Note: "rolled back to r2"}},
+		{Cluster: "prod", State: runner.NotStarted},
+	}
+	rep := OfRollout("apply", f, outcomes, &tally, nil, true)
+	if rep.Command != "apply (server dry run)" || len(rep.Clusters) != 2 {
+		t.Fatalf("%+v", rep)
+	}
+	stg, prod := rep.Clusters[0], rep.Clusters[1]
+	if stg.State != "failed, rolled back to r2" || stg.Group != "staging" || !stg.Failed || stg.Counts.Create != 1 || stg.Counts.Change != 1 || stg.Error != "check smoke failed" {
+		t.Errorf("stg: %+v %+v", stg, stg.Counts)
+	}
+	if prod.State != "not started" || !prod.Failed || prod.Group != "production" {
+		t.Errorf("prod: %+v", prod)
+	}
+}

@@ -1,0 +1,102 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
+)
+
+// Fleet is what "kubectl fleet status" reads of a fleet: the status of
+// each app of each cluster, from the render (Set's results) or, with
+// Recorded, from what each cluster's inventory records.
+type Fleet struct {
+	Set *rendered.Set
+	// Recorded reads the apps the clusters record (those of Apps; none:
+	// all) instead of the render.
+	Recorded bool
+	Apps     []string
+	// Parallel clusters at once, Concurrency requests per cluster.
+	Parallel, Concurrency int
+	// Connect returns a cluster's client, its identity verified.
+	Connect func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error)
+}
+
+// Read reads every cluster of Set once, Parallel at once, and returns
+// each cluster's outcome and its apps' status.
+func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App) {
+	var (
+		mu      sync.Mutex
+		results = map[string][]App{}
+	)
+	names := make([]string, len(r.Set.Clusters))
+	for i, c := range r.Set.Clusters {
+		names[i] = c.Name
+	}
+	outcomes := runner.Run(ctx, runner.Every(names), r.Parallel, func(ctx context.Context, name string) error {
+		client, err := r.Connect(ctx, r.Set.Fleet.Cluster(name))
+		if err != nil {
+			return err
+		}
+		apps, err := r.appsOf(ctx, client, name)
+		mu.Lock()
+		results[name] = apps
+		mu.Unlock()
+		return err
+	})
+	return outcomes, results
+}
+
+// appsOf computes the status of each app of a cluster: of its render, or
+// of what the cluster records.
+func (r Fleet) appsOf(ctx context.Context, client *kube.Client, cluster string) ([]App, error) {
+	f := r.Set.Fleet
+	opts := func(app string) Options {
+		return Options{Ignore: f.IgnoreRules(app), Concurrency: r.Concurrency, Version: version.Get()}
+	}
+	var out []App
+	if r.Recorded {
+		sets, err := inventory.LoadAll(ctx, client)
+		if err != nil {
+			return nil, err
+		}
+		for _, set := range sets {
+			if len(r.Apps) > 0 && !slices.Contains(r.Apps, set.App) {
+				continue
+			}
+			app, err := FromInventory(ctx, client, set, opts(set.App))
+			if err != nil {
+				return nil, fmt.Errorf("app %s: %w", set.App, err)
+			}
+			out = append(out, app)
+		}
+		return out, nil
+	}
+	for _, res := range r.Set.Of(cluster) {
+		app, err := Run(ctx, client, res.App, res.Objects, opts(res.App))
+		if err != nil {
+			return nil, fmt.Errorf("app %s: %w", res.App, err)
+		}
+		out = append(out, app)
+	}
+	return out, nil
+}
+
+// ClustersOf is what Read read of each cluster, in outcome order.
+func ClustersOf(f *fleet.Fleet, outcomes []runner.Outcome, results map[string][]App) []Cluster {
+	out := make([]Cluster, len(outcomes))
+	for i, oc := range outcomes {
+		out[i] = Cluster{Name: oc.Cluster, Skipped: oc.State == runner.Skipped, Err: oc.Err, Apps: results[oc.Cluster]}
+		if c := f.Cluster(oc.Cluster); c != nil {
+			out[i].Group = c.Group
+		}
+	}
+	return out
+}
