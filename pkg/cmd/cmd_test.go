@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/vet"
 )
 
 const example = "../../examples/fleet.yaml"
@@ -441,12 +442,12 @@ func TestVetJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, code = run(t, "", "vet", "-F", bad, "-o", "json")
-	var p VetProblem
+	var p vet.Problem
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if code != 1 || len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &p) != nil {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	if want := (VetProblem{Type: "problem", File: bad, Line: 6, Field: "clusters[0].group", Subject: "cluster a", Message: `unknown group "h" (groups: g)`}); p != want {
+	if want := (vet.Problem{Type: "problem", File: bad, Line: 6, Field: "clusters[0].group", Subject: "cluster a", Message: `unknown group "h" (groups: g)`}); p != want {
 		t.Errorf("problem %+v, want %+v", p, want)
 	}
 	if lines[1] != `{"type":"summary","clusters":0,"problems":1}` {

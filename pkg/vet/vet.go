@@ -1,0 +1,280 @@
+// Package vet is what "kubectl fleet vet" finds and how it says it:
+// problems in the fleet file and in each cluster's render (render
+// errors, invalid objects, with --server what the server rejects), said
+// once however many clusters share them, as lines or JSON events.
+package vet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// NewOut is an Out on w: JSON lines when jsonOut.
+func NewOut(w io.Writer, jsonOut bool) *Out {
+	return &Out{w: w, json: jsonOut, seen: map[string]string{}}
+}
+
+// Problem is one problem vet found, a line of vet -o json
+// ("type": "problem"): in the fleet file (file, line, field), or on a
+// cluster (cluster; app, or the app's tests, when it is one app's).
+type Problem struct {
+	Type  string `json:"type"`
+	File  string `json:"file,omitempty"`
+	Line  int    `json:"line,omitempty"`
+	Field string `json:"field,omitempty"`
+	// Subject names the cluster, group or app of Field ("app web").
+	Subject string `json:"subject,omitempty"`
+	Cluster string `json:"cluster,omitempty"`
+	App     string `json:"app,omitempty"`
+	Tests   bool   `json:"tests,omitempty"`
+	Message string `json:"message"`
+}
+
+// text is the problem as vet prints it under its cluster's prefix.
+func (p Problem) text() string {
+	switch {
+	case p.File != "":
+		return (&fleet.FieldError{File: p.File, Line: p.Line, Field: p.Field, Subject: p.Subject, Msg: p.Message}).Error()
+	case p.Tests:
+		return "tests of app " + p.App + ": " + p.Message
+	case p.App != "":
+		return "app " + p.App + ": " + p.Message
+	}
+	return p.Message
+}
+
+// Cluster is a cluster vet found sound ("type": "cluster").
+type Cluster struct {
+	Type    string   `json:"type"`
+	Cluster string   `json:"cluster"`
+	Objects int      `json:"objects"`
+	Apps    []string `json:"apps"`
+}
+
+// Warning is an app's render warning ("type": "warning"), said once.
+type Warning struct {
+	Type    string `json:"type"`
+	App     string `json:"app"`
+	Message string `json:"message"`
+}
+
+// Summary is vet's last line ("type": "summary"): problems counts
+// each distinct problem once, however many clusters have it.
+type Summary struct {
+	Type     string `json:"type"`
+	Clusters int    `json:"clusters"`
+	Problems int    `json:"problems"`
+}
+
+// Out writes what vet finds: lines under each cluster's prefix, or
+// JSON Lines. A problem a cluster shares with an earlier one (the same
+// chart error everywhere) is said once, and named after for the others.
+type Out struct {
+	w    io.Writer
+	json bool
+	// Prefix is the clusters' prefixes.
+	Prefix *output.Prefixer
+	seen   map[string]string // a problem's text: the first cluster with it
+	// Problems counts each distinct problem once.
+	Problems int
+}
+
+func (v *Out) event(e any) {
+	b, _ := json.Marshal(e)
+	fmt.Fprintf(v.w, "%s\n", b)
+}
+
+func (v *Out) FleetProblems(list fleet.ErrorList) {
+	for _, e := range list {
+		v.Problem("", Problem{File: e.File, Line: e.Line, Field: e.Field, Subject: e.Subject, Message: e.Msg})
+	}
+}
+
+func (v *Out) Problem(cluster string, p Problem) {
+	p.Type, p.Cluster = "problem", cluster
+	text := p.text()
+	first, again := v.seen[text]
+	if !again {
+		v.seen[text] = cluster
+		v.Problems++
+	}
+	if v.json {
+		v.event(p)
+		return
+	}
+	pre := ""
+	if cluster != "" {
+		pre = v.Prefix.Prefix(cluster)
+	}
+	if again && first != "" {
+		text = strings.TrimSuffix(text, p.Message) + "the same problem as on " + first
+	}
+	for _, line := range strings.Split(text, "\n") {
+		fmt.Fprintf(v.w, "%s%s\n", pre, line)
+	}
+}
+
+func (v *Out) OK(cluster string, objects int, apps []string) {
+	if v.json {
+		v.event(Cluster{Type: "cluster", Cluster: cluster, Objects: objects, Apps: apps})
+		return
+	}
+	fmt.Fprintf(v.w, "%sok: %s from %s\n", v.Prefix.Prefix(cluster), output.Plural(objects, "object"), appList(apps))
+}
+
+// Warnings says each app's render warnings once, however many clusters
+// they came from.
+func (v *Out) Warnings(results []render.Result) {
+	seen := map[string]bool{}
+	for _, r := range results {
+		for _, warning := range r.Warnings {
+			line := "warning: app " + r.App + ": " + warning
+			if seen[line] {
+				continue
+			}
+			seen[line] = true
+			if v.json {
+				v.event(Warning{Type: "warning", App: r.App, Message: warning})
+			} else {
+				fmt.Fprintln(v.w, line)
+			}
+		}
+	}
+}
+
+// Summary is vet's last line; file names the fleet file when it could
+// not be read whole.
+func (v *Out) Summary(clusters int, file string) {
+	switch {
+	case v.json:
+		v.event(Summary{Type: "summary", Clusters: clusters, Problems: v.Problems})
+	case file != "":
+		fmt.Fprintf(v.w, "vet: %s in %s\n", output.Plural(v.Problems, "problem"), file)
+	case v.Problems > 0:
+		fmt.Fprintf(v.w, "vet: %s\n", output.Plural(v.Problems, "problem"))
+	default:
+		fmt.Fprintf(v.w, "vet: %s ok\n", output.Plural(clusters, "cluster"))
+	}
+}
+
+// renderProblem is a render error as a problem of its app.
+func renderProblem(r render.Result, tests bool) Problem {
+	var te *render.TargetError
+	if errors.As(r.Err, &te) {
+		return Problem{App: te.App, Tests: tests, Message: te.Err.Error()}
+	}
+	if tests {
+		return Problem{Message: "tests: " + r.Err.Error()}
+	}
+	return Problem{Message: r.Err.Error()}
+}
+
+func appList(names []string) string {
+	switch len(names) {
+	case 0:
+		return "no app (none targets this cluster)"
+	case 1:
+		return "app " + names[0]
+	}
+	return "apps " + strings.Join(names, ", ")
+}
+
+// ServerCheck validates a cluster's objects (those of results that go
+// to c) with a server-side dry-run apply through client, and returns
+// what the server rejects.
+func ServerCheck(ctx context.Context, client *kube.Client, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []Problem {
+	var problems []Problem
+	for _, r := range results {
+		if r.Cluster.Name != c.Name {
+			continue
+		}
+		diffs, err := diff.Run(ctx, client, r.Objects, diff.Options{App: r.App, FieldManager: apply.FieldManager, Force: true, Concurrency: 16, Ignore: f.IgnoreRules(r.App)})
+		if err != nil {
+			problems = append(problems, Problem{App: r.App, Message: err.Error()})
+			continue
+		}
+		for _, d := range diffs {
+			if d.Err != nil {
+				problems = append(problems, Problem{App: r.App, Message: fmt.Sprintf("%s: the server rejects it: %v", d.Ref, d.Err)})
+			}
+		}
+	}
+	return problems
+}
+
+// Render returns the apps rendered for a cluster and what is wrong
+// with their render and their tests' (render errors, invalid objects).
+// The tests of an app whose render failed are not rendered apart: a
+// Helm chart's test hooks fail with the chart, and would say it twice.
+func Render(cluster string, results, tests []render.Result, objects []*unstructured.Unstructured) (names []string, problems []Problem) {
+	failed := map[string]bool{}
+	for _, r := range results {
+		if r.Cluster.Name != cluster {
+			continue
+		}
+		names = append(names, r.App)
+		if r.Err != nil {
+			failed[r.App] = true
+			problems = append(problems, renderProblem(r, false))
+		}
+	}
+	for _, e := range render.Validate(objects) {
+		problems = append(problems, Problem{Message: e.Error()})
+	}
+	for _, t := range tests {
+		if t.Cluster.Name != cluster || failed[t.App] {
+			continue
+		}
+		if t.Err != nil {
+			problems = append(problems, renderProblem(t, true))
+			continue
+		}
+		for _, e := range render.Validate(t.Objects) {
+			problems = append(problems, Problem{App: t.App, Tests: true, Message: e.Error()})
+		}
+	}
+	return names, problems
+}
+
+// Placeholders stand in for the attributes read from clusters, which vet
+// does not contact: "<from ConfigMap kube-system/info>".
+func Placeholders(f *fleet.Fleet, clusters []*fleet.Cluster) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, c := range clusters {
+		for _, a := range f.AttributesFrom(c) {
+			if out[c.Name] == nil {
+				out[c.Name] = map[string]any{}
+			}
+			ref := a.Name
+			if a.Namespace != "" {
+				ref = a.Namespace + "/" + a.Name
+			}
+			for name := range a.Attributes {
+				out[c.Name][name] = fmt.Sprintf("<from %s %s>", a.Kind, ref)
+			}
+		}
+	}
+	return out
+}
+
+// ByCluster gathers each cluster's objects over its apps.
+func ByCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]*unstructured.Unstructured {
+	out := make(map[string][]*unstructured.Unstructured, len(clusters))
+	for _, r := range results {
+		out[r.Cluster.Name] = append(out[r.Cluster.Name], r.Objects...)
+	}
+	return out
+}
