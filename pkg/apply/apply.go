@@ -166,7 +166,8 @@ var ErrEmptyPrune = errors.New("the render is empty: --prune would delete every 
 // when it ends with ErrAbort as its cause (a lost lock), the requests in
 // flight are cancelled too.
 func Run(ctx context.Context, c *kube.Client, cfg Config) error {
-	stop, ctx := detach(ctx)
+	ctx = detach(ctx)
+	stop := kube.StopOf(ctx)
 	if len(cfg.Objects) == 0 && cfg.Prune && !cfg.AllowEmpty {
 		return ErrEmptyPrune
 	}
@@ -192,18 +193,18 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	defer p.history.Wait() // read in case a revision is recorded
 	if !cfg.DryRun {
 		keys := c.ListKeys(objs, func(o *unstructured.Unstructured) bool { return object.Ignored(o, cfg.Ignore) })
-		lists.Go(func() { p.listed.Prefetch(stop, ctx, c, keys, cfg.Concurrency) })
+		lists.Go(func() { p.listed.Prefetch(ctx, c, keys, cfg.Concurrency) })
 	}
-	contents, err := p.begin(stop, ctx, objs)
+	contents, err := p.begin(ctx, objs)
 	if err != nil {
 		return err
 	}
 	// The revision is stored while the objects are applied; the parent
 	// names it only once they are, and it is removed if they are not.
 	p.storeRevision(ctx)
-	waited, err := p.write(stop, ctx, objs, contents)
+	waited, err := p.write(ctx, objs, contents)
 	if err != nil {
-		return p.unstore(stop, ctx, err)
+		return p.unstore(ctx, err)
 	}
 	if !cfg.DryRun {
 		if err := p.finish(ctx, objs); err != nil {
@@ -222,27 +223,27 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 }
 
 // write applies the objects and prunes what the app no longer renders.
-func (p *pass) write(stop, ctx context.Context, objs []*unstructured.Unstructured, contents inventory.Contents) (map[*unstructured.Unstructured]bool, error) {
-	waited, err := p.applyStages(stop, ctx, objs)
+func (p *pass) write(ctx context.Context, objs []*unstructured.Unstructured, contents inventory.Contents) (map[*unstructured.Unstructured]bool, error) {
+	waited, err := p.applyStages(ctx, objs)
 	if err != nil {
 		return nil, err
 	}
 	if p.cfg.Prune {
 		p.cfg.stage("pruning")
-		if err := p.prune(stop, ctx, contents); err != nil {
+		if err := p.prune(ctx, contents); err != nil {
 			return nil, err
 		}
 	}
 	// Interrupted: nothing more is sent, and the parent keeps the union
 	// recorded first, so no member is forgotten.
-	return waited, stop.Err()
+	return waited, kube.StopOf(ctx).Err()
 }
 
 // begin reads the app's inventory, labels the objects as its members,
 // starts reading its history when a revision will be recorded, and
 // records in the parent the union of the old and new members before any
 // object is written. It returns the new members.
-func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructured) (inventory.Contents, error) {
+func (p *pass) begin(ctx context.Context, objs []*unstructured.Unstructured) (inventory.Contents, error) {
 	cfg := p.cfg
 	if err := p.load(ctx); err != nil {
 		return inventory.Contents{}, err
@@ -261,7 +262,7 @@ func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructure
 		p.rendered[object.Path(o)] = true
 	}
 	contents := inventory.ContentsOf(objs)
-	if err := stop.Err(); err != nil {
+	if err := kube.StopOf(ctx).Err(); err != nil {
 		return inventory.Contents{}, err // Ctrl-C while the inventory was read: nothing written
 	}
 	if !cfg.DryRun {
@@ -282,10 +283,10 @@ func (p *pass) begin(stop, ctx context.Context, objs []*unstructured.Unstructure
 // until the CRDs are established), then phase by phase, each but the last
 // healthy before the next starts. It returns the objects already waited
 // for.
-func (p *pass) applyStages(stop, ctx context.Context, objs []*unstructured.Unstructured) (map[*unstructured.Unstructured]bool, error) {
+func (p *pass) applyStages(ctx context.Context, objs []*unstructured.Unstructured) (map[*unstructured.Unstructured]bool, error) {
 	cfg, c := p.cfg, p.c
 	first, rest := stages(objs)
-	if err := p.applyAll(stop, ctx, first, nil, nil); err != nil {
+	if err := p.applyAll(ctx, first, nil, nil); err != nil {
 		return nil, err
 	}
 	var (
@@ -300,7 +301,7 @@ func (p *pass) applyStages(stop, ctx context.Context, objs []*unstructured.Unstr
 			pending = notServed(c, object.CRDKinds(crds))
 		} else {
 			cfg.stage("waiting for CRDs to be established")
-			if err := waitEstablished(stop, c, crds, cfg.Timeout); err != nil {
+			if err := waitEstablished(kube.StopOf(ctx), c, crds, cfg.Timeout); err != nil {
 				return nil, err
 			}
 			c.Mapper.Reset()
@@ -312,12 +313,12 @@ func (p *pass) applyStages(stop, ctx context.Context, objs []*unstructured.Unstr
 		if len(phases) > 1 && cfg.OnPhase != nil {
 			cfg.OnPhase(ph.n, len(ph.objs))
 		}
-		if err := p.applyAll(stop, ctx, ph.objs, pending, newNS); err != nil {
+		if err := p.applyAll(ctx, ph.objs, pending, newNS); err != nil {
 			return nil, err
 		}
 		if i < len(phases)-1 && !cfg.DryRun {
 			cfg.stage(fmt.Sprintf("waiting for phase %d to be healthy", ph.n))
-			if err := waitHealthy(stop, c, ph.objs, cfg); err != nil {
+			if err := waitHealthy(kube.StopOf(ctx), c, ph.objs, cfg); err != nil {
 				return nil, fmt.Errorf("phase %d: %w", ph.n, err)
 			}
 			for _, o := range ph.objs {
@@ -483,9 +484,9 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 // (dry run) objects in a namespace of newNS, are reported skipped: a dry
 // run cannot apply instances of a CRD or into a namespace it did not
 // create. Every failure is reported; the error sums them up. No request
-// starts once stop is done (Ctrl-C), nor once one has found the cluster
+// starts once ctx's stop is done (Ctrl-C), nor once one has found the cluster
 // unreachable: the objects not attempted are reported skipped.
-func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstructured, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
+func (p *pass) applyAll(ctx context.Context, objs []*unstructured.Unstructured, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
 	var (
 		wg     sync.WaitGroup
 		failed atomic.Int32
@@ -495,6 +496,7 @@ func (p *pass) applyAll(stop, ctx context.Context, objs []*unstructured.Unstruct
 	)
 	// start ends with Ctrl-C, or once a request found the cluster
 	// unreachable: no object starts after.
+	stop := kube.StopOf(ctx)
 	start, unreachable := context.WithCancel(stop)
 	defer unreachable()
 	slots := kube.NewSlots(p.cfg.Concurrency)

@@ -36,7 +36,7 @@ func Delete(ctx context.Context, c *kube.Client, fleet, app string, dryRun bool,
 	if err := p.load(ctx); err != nil || !p.set.Exists {
 		return false, err
 	}
-	if err := p.prune(ctx, ctx, inventory.ContentsOf(nil)); err != nil {
+	if err := p.prune(ctx, inventory.ContentsOf(nil)); err != nil {
 		return true, err
 	}
 	if n := p.retained.Members.Len(); n > 0 {

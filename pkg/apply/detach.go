@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"errors"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
 // ErrAbort, as what the cause of a context's end is (errors.Is: an
@@ -14,21 +16,21 @@ import (
 // out (--request-timeout).
 var ErrAbort = errors.New("requests in flight aborted")
 
-// detach returns the two contexts of Run and Test. stop is ctx: once it
-// ends, no request starts. requests, for the requests, carries ctx's
-// values but ends only when ctx ends with a cause that is ErrAbort (a
-// lost lock): then the requests in flight are cancelled too, with that
-// cause. A Ctrl-C leaves them to finish.
+// detach returns the context of Run's and Test's requests: it carries
+// ctx's values but ends only when ctx ends with a cause that is ErrAbort
+// (a lost lock): then the requests in flight are cancelled too, with
+// that cause. A Ctrl-C leaves them to finish; ctx is its stop
+// (kube.StopOf): once it ends, no request starts.
 //
 // The watch on ctx lasts until ctx ends: the contexts Run and Test are
 // given end with their cluster's writes (rollout.Locks.Writes), and one
 // that never ends (context.Background) holds none.
-func detach(ctx context.Context) (stop, requests context.Context) {
+func detach(ctx context.Context) context.Context {
 	requests, abort := context.WithCancelCause(context.WithoutCancel(ctx))
 	context.AfterFunc(ctx, func() {
 		if cause := context.Cause(ctx); errors.Is(cause, ErrAbort) {
 			abort(cause)
 		}
 	})
-	return ctx, requests
+	return kube.WithStop(requests, ctx)
 }

@@ -12,6 +12,7 @@ import (
 	applyset "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
@@ -28,7 +29,8 @@ import (
 // that app, one whose prune is disabled or that the app adopted is left
 // in place, out of the set, and one whose decision cannot be made (an
 // input could not be read) stays in the set untouched.
-func (p *pass) prune(stop, ctx context.Context, extra inventory.Contents) error {
+func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
+	stop := kube.StopOf(ctx)
 	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
 	}

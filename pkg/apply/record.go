@@ -116,13 +116,13 @@ func (p *pass) storeRevision(ctx context.Context) {
 
 // unstore removes the revision storeRevision stored for an apply that
 // failed (err), once it is written: the parent never names it. After
-// Ctrl-C (stop done), or from a cluster that stopped answering, nothing
+// Ctrl-C (ctx's stop done), or from a cluster that stopped answering, nothing
 // more is sent: the revision stays, never named current (history says
 // its apply did not finish), as it does when its removal fails.
-func (p *pass) unstore(stop, ctx context.Context, err error) error {
+func (p *pass) unstore(ctx context.Context, err error) error {
 	st := &p.stored
 	st.Wait()
-	if st.revision.Number == 0 || st.err != nil || stop.Err() != nil || kube.IsUnreachable(err) {
+	if st.revision.Number == 0 || st.err != nil || kube.StopOf(ctx).Err() != nil || kube.IsUnreachable(err) {
 		return err
 	}
 	if rerr := revision.Remove(ctx, p.c, st.revision); rerr != nil {

@@ -45,7 +45,8 @@ const TestLabel = "fleet.kubectl.io/test-of"
 // cluster serves them. On success the test objects are deleted, unless
 // Keep.
 func Test(ctx context.Context, c *kube.Client, cfg TestConfig) error {
-	stop, ctx := detach(ctx)
+	ctx = detach(ctx)
+	stop := kube.StopOf(ctx)
 	objs := make([]*unstructured.Unstructured, len(cfg.Objects))
 	for i, o := range cfg.Objects {
 		objs[i] = o.DeepCopy()

@@ -295,7 +295,7 @@ func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured
 	if r.skip {
 		if !o.Health {
 			keys := c.ListKeys(objs, func(obj *unstructured.Unstructured) bool { return object.Ignored(obj, o.Ignore) })
-			lists.Go(func() { r.listings.Prefetch(ctx, ctx, c, keys, o.Concurrency) })
+			lists.Go(func() { r.listings.Prefetch(ctx, c, keys, o.Concurrency) })
 		}
 		lists.Go(func() { r.key, keyErr = digest.KeyOf(ctx, c) })
 		if kube.AnyAggregated(objs) {

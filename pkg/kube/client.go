@@ -486,11 +486,31 @@ func (c *Client) ListKeys(objs []*unstructured.Unstructured, skip func(*unstruct
 	return keys
 }
 
+// stopKey holds, in a run's context, its stop (WithStop).
+type stopKey struct{}
+
+// WithStop is requests, the context of a run's requests, carrying stop:
+// the context after whose end no request starts (the caller's, which
+// Ctrl-C ends), while those in flight finish. A run then passes one
+// context down, and what starts requests asks StopOf.
+func WithStop(requests, stop context.Context) context.Context {
+	return context.WithValue(requests, stopKey{}, stop)
+}
+
+// StopOf is the stop WithStop put in ctx, or ctx itself.
+func StopOf(ctx context.Context) context.Context {
+	if stop, ok := ctx.Value(stopKey{}).(context.Context); ok {
+		return stop
+	}
+	return ctx
+}
+
 // Prefetch lists keys, at most concurrency at once, for Of to answer
-// from. No list starts once stop is done; a list's error is what Of
+// from. No list starts once ctx's stop (StopOf) is done; a list's error is what Of
 // returns for it. The lists take none of the process's slots (Slots):
 // object requests that hold one wait for them.
-func (l *Listings) Prefetch(stop, ctx context.Context, c *Client, keys []ListKey, concurrency int) {
+func (l *Listings) Prefetch(ctx context.Context, c *Client, keys []ListKey, concurrency int) {
+	stop := StopOf(ctx)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, concurrency))
 	for _, k := range keys {
