@@ -13,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
@@ -45,12 +46,12 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 	var tally summary.Tally
 	p.Out = output.NewSyncWriter(pr.Writer(g.Out))
 	p.Notes = rolloutNotes(r.Fleet, o)
-	sinks := consumers{p: p, tally: &tally, pr: pr, collected: rep.collected, onChange: run.OnChange, diffs: g.diffStyle(false)}
+	to := sinks.Set{Printer: p, Tally: &tally, Progress: pr, Report: rep.collected, OnChange: run.OnChange, Diffs: g.diffStyle(false)}
 	var outcomes []runner.Outcome
 	if run.Delete {
-		outcomes = run.Engine.Delete(ctx, r.Fleet, r.Clusters, run.Apps, o, sinks.emit)
+		outcomes = run.Engine.Delete(ctx, r.Fleet, r.Clusters, run.Apps, o, to.Emit)
 	} else {
-		outcomes = run.Engine.Run(ctx, r, o, sinks.emit)
+		outcomes = run.Engine.Run(ctx, r, o, to.Emit)
 	}
 	pr.Finish()
 	_, byName := index(r.Clusters)

@@ -1,0 +1,123 @@
+// Package sinks are where a command sends the rollout engine's events:
+// the printer (text or -o json), the live display, the summary's tally,
+// the report's collector and reconcile's metrics, fed from one Sink
+// (Set.Emit).
+package sinks
+
+import (
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
+)
+
+// Set is what a rollout's events feed: the printer (text or
+// JSON), the summary's tally, the live progress, the CI report's
+// collector and, for reconcile, the metrics. Any of them but the printer
+// may be nil.
+type Set struct {
+	Printer  *output.Printer
+	Tally    *summary.Tally
+	Progress *progress.Display
+	Report   *report.Collector
+	// onChange is told every object's change (reconcile's metrics).
+	OnChange func(cluster, app string, action apply.Action)
+	// diffs is how --diff's diffs are printed.
+	Diffs diff.Style
+}
+
+// Emit hands an event to every consumer.
+func (c Set) Emit(ev rollout.Event) {
+	switch ev := ev.(type) {
+	case rollout.ObjectEvent:
+		c.object(ev)
+	case rollout.DiffEvent:
+		c.diff(ev)
+		return
+	case rollout.AppEvent: // the report's only
+		c.Report.App(ev.Cluster, report.Outcome(ev.App, ev.Err))
+		return
+	case rollout.EndEvent: // the live display's only
+		c.Progress.End(ev.Cluster, ev.Err)
+		return
+	case rollout.OutputEvent: // a check's output: text only
+		if c.Printer.JSON {
+			return
+		}
+	case rollout.StageEvent: // the live display's only
+		if c.Progress != nil {
+			if ev.Objects > 0 {
+				c.Progress.Expect(ev.Cluster, ev.Objects)
+			}
+			c.Progress.Stage(ev.Cluster, "%s", ev.Stage)
+		}
+		return
+	case rollout.TestsEvent: // the summary's only
+		if c.Tally != nil {
+			c.Tally.AddGate(ev.Cluster, ev.Text())
+		}
+		return
+	case rollout.RevisionEvent:
+		if c.Tally != nil && ev.Error == "" {
+			c.Tally.SetRevision(ev.Cluster, ev.App, ev.Revision)
+		}
+	case rollout.CheckEvent:
+		if c.Tally != nil {
+			c.Tally.AddGate(ev.Cluster, "check "+ev.Check+" "+ev.State)
+		}
+	case rollout.SoakEvent:
+		if c.Tally != nil && (ev.State == "passed" || ev.State == "failed") {
+			c.Tally.AddGate(ev.Cluster, "soak "+ev.State)
+		}
+	case rollout.WaveEvent:
+		if !c.Printer.JSON { // said once, under the summary's heading
+			c.Printer.Note(ev.Text() + " (--skip-gates promotes anyway)")
+			return
+		}
+	}
+	c.Printer.Emit(ev)
+}
+
+// object counts an object's change for the summary, the progress, the
+// report's failures and the metrics.
+func (c Set) object(ev rollout.ObjectEvent) {
+	if ev.Restore {
+		return // said, not counted
+	}
+	action := apply.Action(ev.Action)
+	if c.Tally != nil {
+		c.Tally.Add(ev.Cluster, action)
+	}
+	if ev.Test {
+		return // said and counted, not the app's progress or failures
+	}
+	switch action {
+	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+		if c.Progress != nil {
+			c.Progress.Did(ev.Cluster)
+		}
+	}
+	if ev.Error != "" {
+		c.Report.Failed(ev.Cluster, ev.App, ev.Object+": "+ev.Error)
+	}
+	if c.OnChange != nil {
+		c.OnChange(ev.Cluster, ev.App, action)
+	}
+}
+
+// diff prints an app's diffs on a cluster (JSON events, or the unified
+// diffs on the cluster's prefixed writer), and keeps them for the report.
+func (c Set) diff(ev rollout.DiffEvent) {
+	w := c.Printer.Cluster(ev.Cluster)
+	for _, d := range ev.Diffs {
+		if c.Printer.JSON {
+			c.Printer.EventOf(ev.Cluster, diff.EventOf(ev.Cluster, ev.App, d))
+			continue
+		}
+		diff.Print(w, d, c.Diffs)
+	}
+	c.Report.Diffs(ev.Cluster, ev.Diffs)
+}
