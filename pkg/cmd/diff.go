@@ -1,31 +1,25 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // ExitDiffError is diff's exit code for errors; 1 means "differences".
@@ -44,13 +38,6 @@ type DiffOptions struct {
 	ReportOptions
 	// PlanFile is --out: where to write the plan.
 	PlanFile string
-
-	// sources describes each source path's git state once per run.
-	sources memo.Memo[string, revision.Source]
-
-	// external is set when $KUBECTL_EXTERNAL_DIFF shows the diffs; the
-	// output then only names each changed object.
-	external bool
 }
 
 // NewCmdDiff returns the diff command.
@@ -152,7 +139,6 @@ type diffRun struct {
 	outcomes  []runner.Outcome
 	summaries map[string]diff.Summary
 
-	mu    sync.Mutex
 	plans map[string][]plan.App // by cluster, with --out
 }
 
@@ -181,7 +167,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	res.r = r
 	p := o.newPrinter(r.Clusters, o.Output == "json")
 	defer p.Close()
-	names, byName := index(r.Clusters)
+	names, _ := index(r.Clusters)
 	p.InOrder(names) // read, not followed: the fleet's order every run
 	var external *diff.External
 	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.JSON {
@@ -189,25 +175,67 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 			return &ExitError{Code: ExitDiffError, Err: err}
 		}
 		defer external.Remove()
-		o.external = true
 	}
-	var mu sync.Mutex
-	summaries := res.summaries
-	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, o.explained(func(ctx context.Context, name string) error {
-		s, err := o.diffCluster(ctx, r, byName[name], p, external, res)
-		p.Done(name)
-		o.idle(name)
-		mu.Lock()
-		summaries[name] = s
-		mu.Unlock()
-		return err
-	}))
-	res.outcomes = outcomes
+	d, extErr := o.diffAll(ctx, r, p, external)
+	res.outcomes, res.summaries, res.plans = d.Outcomes, d.Summaries, d.Plans
 	p.Close()
-	failed, differs := 0, false
+	failed, differs := o.printSummary(p, d)
+	if extErr != nil {
+		return &ExitError{Code: ExitDiffError, Err: extErr}
+	}
+	if external != nil && differs {
+		if err := external.Run(o.IOStreams); err != nil {
+			return &ExitError{Code: ExitDiffError, Err: err}
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &ExitError{Code: ExitInterrupted}
+	case failed > 0:
+		return &ExitError{Code: ExitDiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(d.Outcomes))}
+	}
+	if err := skipped(d.Outcomes, ExitDiffError); err != nil {
+		return err
+	}
+	if differs {
+		return &ExitError{Code: 1}
+	}
+	return nil
+}
+
+// diffAll diffs r through the engine (rollout.Engine.Diff) into p, the
+// report and, when set, the external diff's folders; the error is the
+// external diff's.
+func (o *DiffOptions) diffAll(ctx context.Context, r *rendered.Set, p *printer, external *diff.External) (rollout.Diffs, error) {
+	var (
+		mu     sync.Mutex
+		extErr error
+	)
+	to := sinks.Set{Printer: p, Diffs: o.diffStyle(external != nil)}
+	if !o.ShowSecrets {
+		to.Report = o.collected
+	}
+	e := &rollout.Engine{Connector: connector{o.GlobalOptions}}
+	d := e.Diff(ctx, r, rollout.DiffOptions{ForceConflicts: o.ForceConflicts, ShowSecrets: o.ShowSecrets, All: external != nil, Plan: o.PlanFile != "", Parallel: o.Parallel, Concurrency: o.Concurrency}, func(ev rollout.Event) {
+		if de, ok := ev.(rollout.DiffEvent); ok {
+			o.collected.App(de.Cluster, diffState(de))
+			if err := external.AddAll(de.Cluster, de.Diffs); err != nil {
+				mu.Lock()
+				extErr = cmp.Or(extErr, err)
+				mu.Unlock()
+			}
+		}
+		to.Emit(ev)
+	})
+	return d, extErr
+}
+
+// printSummary prints each cluster's counts, and returns how many
+// clusters failed and whether any differs.
+func (o *DiffOptions) printSummary(p *printer, d rollout.Diffs) (failed int, differs bool) {
 	var lines []summary.Line
-	for _, oc := range outcomes {
-		s := summaries[oc.Cluster]
+	for _, oc := range d.Outcomes {
+		s := d.Summaries[oc.Cluster]
 		differs = differs || s.Differs()
 		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
 			failed++
@@ -219,106 +247,16 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 		lines = append(lines, summary.Line{Cluster: oc.Cluster, Text: diffLine(oc, s)})
 	}
 	summary.Lines(p.Out, p.Prefix, p.Many, ": ", lines)
-	if external != nil && differs {
-		if err := external.Run(o.IOStreams); err != nil {
-			return &ExitError{Code: ExitDiffError, Err: err}
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
-	case failed > 0:
-		return &ExitError{Code: ExitDiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(outcomes))}
-	}
-	if err := skipped(outcomes, ExitDiffError); err != nil {
-		return err
-	}
-	switch {
-	case differs:
-		return &ExitError{Code: 1}
-	}
-	return nil
+	return failed, differs
 }
 
-func (o *DiffOptions) diffCluster(ctx context.Context, r *rendered.Set, c *fleet.Cluster, p *printer, external *diff.External, run *diffRun) (diff.Summary, error) {
-	client, err := o.connect(ctx, r.Fleet, c)
-	if err != nil {
-		return diff.Summary{}, err
+// diffState is an app's line in diff's report: "in sync", or its counts.
+func diffState(d rollout.DiffEvent) report.App {
+	a := report.App{Name: d.App, State: "in sync"}
+	if s := diff.Summarize(d.Diffs); s.Differs() {
+		a.State = fmt.Sprintf("%d to create, %d to change, %d to prune", s.Create, s.Change, s.Prune)
 	}
-	w := p.Cluster(c.Name)
-	var all []diff.Object
-	for _, res := range r.Of(c.Name) {
-		var set *inventory.Set
-		if o.PlanFile != "" {
-			// Read before the objects: an apply after this makes the
-			// plan stale.
-			if set, err = inventory.Load(ctx, client, res.App); err != nil {
-				return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
-			}
-		}
-		// An external diff program is given every object, as kubectl diff
-		// gives it: nothing is skipped.
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: c.Name, Ignore: r.Fleet.IgnoreRules(res.App), SkipUnchanged: external == nil, Version: version.Get(), Others: rollout.OthersOf(r.Of(c.Name), res.App), Fleet: r.Fleet.Metadata.Name})
-		if err != nil {
-			return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
-		}
-		o.printDiffs(p, w, c.Name, res.App, diffs)
-		if o.PlanFile != "" {
-			objs, err := plan.Objects(diffs)
-			if err != nil {
-				return diff.Summarize(all), fmt.Errorf("app %s: %w", res.App, err)
-			}
-			src, _ := o.sources.Do(res.Source.Path, func() (revision.Source, error) {
-				return revision.SourceOf(ctx, res.Source.Path, r.Fleet.Path), nil
-			})
-			key, err := digest.KeyOf(ctx, client)
-			if err != nil {
-				return diff.Summarize(all), err
-			}
-			run.mu.Lock()
-			run.plans[c.Name] = append(run.plans[c.Name], plan.App{App: res.App, Digest: digest.Render(res.Objects, key), Source: src, Objects: objs, Set: plan.SetOf(set)})
-			run.mu.Unlock()
-		}
-		if o.collected != nil {
-			s := diff.Summarize(diffs)
-			a := report.App{Name: res.App, State: "in sync"}
-			if s.Differs() {
-				a.State = fmt.Sprintf("%d to create, %d to change, %d to prune", s.Create, s.Change, s.Prune)
-			}
-			o.collected.App(c.Name, a)
-			if !o.ShowSecrets {
-				o.collected.Diffs(c.Name, diffs)
-			}
-		}
-		if external != nil {
-			for _, d := range diffs {
-				if d.Err == nil {
-					if err := external.Add(c.Name, d); err != nil {
-						return diff.Summarize(all), err
-					}
-				}
-			}
-		}
-		all = append(all, diffs...)
-	}
-	s := diff.Summarize(all)
-	if s.Errors > 0 {
-		return s, fmt.Errorf("%s failed", output.Plural(s.Errors, "object"))
-	}
-	return s, nil
-}
-
-// printDiffs prints one app's diffs on a cluster: JSON events, or the
-// unified diffs on the cluster's prefixed writer.
-func (o *DiffOptions) printDiffs(p *printer, w io.Writer, cluster, app string, diffs []diff.Object) {
-	style := o.diffStyle(o.external)
-	for _, d := range diffs {
-		if p.JSON {
-			p.EventOf(cluster, diff.EventOf(cluster, app, d))
-			continue
-		}
-		diff.Print(w, d, style)
-	}
+	return a
 }
 
 // diffStyle is how diffs are printed: only their action when

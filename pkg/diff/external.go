@@ -50,6 +50,22 @@ func (e *External) Add(cluster string, d Object) error {
 	return nil
 }
 
+// AddAll adds a cluster's diffs, but those that failed; a nil External
+// adds nothing.
+func (e *External) AddAll(cluster string, diffs []Object) error {
+	if e == nil {
+		return nil
+	}
+	for _, d := range diffs {
+		if d.Err == nil {
+			if err := e.Add(cluster, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Run runs $KUBECTL_EXTERNAL_DIFF on LIVE and MERGED with streams, as
 // kubectl diff runs it. Its exit status 1, "differences", is no error.
 func (e *External) Run(streams genericiooptions.IOStreams) error {

@@ -10,15 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // cluster rolls the run out to one cluster: its apps, its group's
@@ -71,9 +68,8 @@ func (e *Engine) beforeWriting(ctx context.Context, cluster string, client *kube
 	if !e.o.Diff || skip != nil && len(results) == 0 {
 		return skip, nil
 	}
-	f := e.r.Fleet
 	for _, res := range results {
-		diffs, err := diff.Run(ctx, client, res.Objects, diff.Options{App: res.App, FieldManager: apply.FieldManager, Force: e.o.ForceConflicts, Concurrency: e.o.Concurrency, Context: 3, Cluster: cluster, Ignore: f.IgnoreRules(res.App), SkipUnchanged: true, Version: version.Get(), Others: OthersOf(results, res.App), Fleet: f.Metadata.Name})
+		diffs, err := e.diffApp(ctx, client, cluster, res, results, DiffOptions{ForceConflicts: e.o.ForceConflicts, Concurrency: e.o.Concurrency})
 		if err != nil {
 			return skip, fmt.Errorf("app %s: diff: %w", res.App, err)
 		}
@@ -208,9 +204,7 @@ func (e *Engine) record(ctx context.Context, cluster string, res render.Result) 
 	rev, ok := e.o.Rollback.Record(cluster, res.App)
 	if !ok {
 		rev.Description, rev.Chart = "apply", res.Chart
-		rev.Source, _ = e.sources.Do(res.Source.Path, func() (revision.Source, error) {
-			return revision.SourceOf(ctx, res.Source.Path, e.r.Fleet.Path), nil
-		})
+		rev.Source = e.source(ctx, res)
 	}
 	return &apply.Record{Revision: rev, Limit: e.o.HistoryLimit}
 }

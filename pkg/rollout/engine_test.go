@@ -153,3 +153,37 @@ func TestEngineHoldsWhatStagingDidNotVerify(t *testing.T) {
 		t.Errorf("production: held %v, events %+v", held, events)
 	}
 }
+
+// Diff is the engine's look without writes: per cluster the same
+// DiffEvent apply --diff says, its counts, and with Plan what apply
+// --plan checks.
+func TestEngineDiff(t *testing.T) {
+	set, cs := twoGroups(t)
+	run(t, set.Only(map[string]bool{"stg": true}), cs, Options{})
+	var (
+		mu    sync.Mutex
+		kinds []string
+	)
+	e := &Engine{Connector: cs}
+	d := e.Diff(context.Background(), set, DiffOptions{Plan: true, Parallel: 2, Concurrency: 4}, func(ev Event) {
+		if de, ok := ev.(DiffEvent); ok {
+			mu.Lock()
+			for _, o := range de.Diffs {
+				kinds = append(kinds, de.Cluster+" "+o.Ref+" "+string(o.Kind))
+			}
+			mu.Unlock()
+		}
+	})
+	slices.Sort(kinds)
+	if want := []string{"prod configmap/web create", "stg configmap/web unchanged"}; !slices.Equal(kinds, want) {
+		t.Errorf("diffs %q; want %q", kinds, want)
+	}
+	if !d.Summaries["prod"].Differs() || d.Summaries["stg"].Differs() || len(d.Plans["prod"]) != 1 || d.Plans["prod"][0].Digest == "" {
+		t.Errorf("summaries %+v, plans %+v", d.Summaries, d.Plans)
+	}
+	for _, r := range cs["prod"].Requests() {
+		if r.Verb == "patch" && !r.DryRun || r.Verb == "create" || r.Verb == "delete" {
+			t.Errorf("diff wrote to prod: %+v", r)
+		}
+	}
+}

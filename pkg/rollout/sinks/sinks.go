@@ -40,8 +40,9 @@ func (c Set) Emit(ev rollout.Event) {
 	case rollout.AppEvent: // the report's only
 		c.Report.App(ev.Cluster, report.Outcome(ev.App, ev.Err))
 		return
-	case rollout.EndEvent: // the live display's only
+	case rollout.EndEvent: // the live display's, and the end of the cluster's output
 		c.Progress.End(ev.Cluster, ev.Err)
+		c.Printer.Done(ev.Cluster)
 		return
 	case rollout.OutputEvent: // a check's output: text only
 		if c.Printer.JSON {
