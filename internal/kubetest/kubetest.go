@@ -492,8 +492,25 @@ func (c *Cluster) remove(k key, r Request, live *unstructured.Unstructured, pre 
 	if !r.DryRun {
 		delete(c.objects, k)
 		delete(c.applied, k)
+		c.cascade(k, live)
 	}
 	return nil
+}
+
+// cascade deletes what a deleted object takes along on a server: a
+// Namespace everything in it (the namespace controller's work, done at
+// once here), a CRD every custom resource of its kind.
+func (c *Cluster) cascade(k key, live *unstructured.Unstructured) {
+	group, _, _ := unstructured.NestedString(live.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(live.Object, "spec", "names", "plural")
+	for other := range c.objects {
+		switch {
+		case k.gvr == namespacesGVR && other.namespace == k.name,
+			k.gvr.Resource == "customresourcedefinitions" && other.gvr.Group == group && other.gvr.Resource == plural:
+			delete(c.objects, other)
+			delete(c.applied, other)
+		}
+	}
 }
 
 // patch answers a server-side apply (fields another apply of the same
@@ -502,6 +519,16 @@ func (c *Cluster) patch(k key, r Request, live *unstructured.Unstructured, a cli
 	var patch map[string]any
 	if err := utiljson.Unmarshal(a.Patch, &patch); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	// A resourceVersion in the patch is a precondition, as a server takes
+	// it (an apply's too), and a uid another object's is refused.
+	if md, ok := patch["metadata"].(map[string]any); ok && live != nil {
+		if rv, _ := md["resourceVersion"].(string); rv != "" && rv != live.GetResourceVersion() {
+			return nil, apierrors.NewConflict(k.gvr.GroupResource(), r.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		if uid, _ := md["uid"].(string); uid != "" && types.UID(uid) != live.GetUID() {
+			return nil, apierrors.NewConflict(k.gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, live.GetUID()))
+		}
 	}
 	switch a.PatchType {
 	case types.ApplyPatchType:

@@ -2,6 +2,8 @@ package kubetest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -287,5 +289,63 @@ func TestCreateUpdateAndPreconditions(t *testing.T) {
 	current := updated.GetResourceVersion()
 	if err := ri.Delete(ctx, "l", metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &current}}); err != nil || c.Live(lease) != nil {
 		t.Errorf("a delete whose preconditions hold: %v, still there: %v", err, c.Live(lease) != nil)
+	}
+}
+
+// A patch's resourceVersion is a precondition, an apply's too, and a
+// uid another object's is refused; nothing is written then.
+func TestPatchPreconditions(t *testing.T) {
+	ctx := context.Background()
+	c := New(t)
+	c.Put(Object("v1", "Namespace", "", "web"))
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	ri := c.Client.Dynamic.Resource(cms).Namespace("web")
+	cm := Object("v1", "ConfigMap", "web", "conf")
+	cm.Object["data"] = map[string]any{"k": "1"}
+	b, _ := json.Marshal(cm.Object)
+	live, err := ri.Patch(ctx, "conf", types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: "me"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		pt    types.PatchType
+		patch string
+	}{
+		{types.MergePatchType, `{"metadata":{"resourceVersion":"0"},"data":{"k":"2"}}`},
+		{types.ApplyPatchType, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"conf","namespace":"web","resourceVersion":"0"},"data":{"k":"2"}}`},
+		{types.MergePatchType, `{"metadata":{"uid":"uid-other"},"data":{"k":"2"}}`},
+	} {
+		if _, err := ri.Patch(ctx, "conf", tt.pt, []byte(tt.patch), metav1.PatchOptions{FieldManager: "me"}); !apierrors.IsConflict(err) {
+			t.Errorf("%s %s: %v; want a conflict", tt.pt, tt.patch, err)
+		}
+	}
+	if got := c.Live(cm); got.GetResourceVersion() != live.GetResourceVersion() {
+		t.Errorf("written after refused patches: %v", got)
+	}
+	fresh := fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"data":{"k":"3"}}`, live.GetResourceVersion())
+	if _, err := ri.Patch(ctx, "conf", types.MergePatchType, []byte(fresh), metav1.PatchOptions{}); err != nil {
+		t.Errorf("a patch whose resourceVersion holds: %v", err)
+	}
+}
+
+// Deleting a Namespace deletes what is in it; deleting a CRD, its
+// custom resources; nothing else goes.
+func TestDeleteCascades(t *testing.T) {
+	ctx := context.Background()
+	c := New(t)
+	crd := Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
+	crd.Object["spec"] = map[string]any{"group": "policy.example.com", "names": map[string]any{"plural": "clusterpolicies"}}
+	inWeb, inData := Object("v1", "ConfigMap", "web", "a"), Object("v1", "ConfigMap", "data", "b")
+	policy := Object("policy.example.com/v1", "ClusterPolicy", "", "p")
+	c.Put(Object("v1", "Namespace", "", "web"), Object("v1", "Namespace", "", "data"), inWeb, inData, crd, policy)
+	if err := c.Client.Dynamic.Resource(namespacesGVR).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	if err := c.Client.Dynamic.Resource(crds).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if c.Live(inWeb) != nil || c.Live(policy) != nil || c.Live(inData) == nil {
+		t.Errorf("after the deletes: web's ConfigMap %v, the policy %v, data's ConfigMap %v", c.Live(inWeb) != nil, c.Live(policy) != nil, c.Live(inData) != nil)
 	}
 }
