@@ -64,8 +64,8 @@ type Options struct {
 	// changed since the plan fails before anything is written to it.
 	Plan *plan.Plan
 	// Rollback, when set, makes the run a rollback: the run's results
-	// are revisions read from the clusters, recorded as this plan says.
-	Rollback *rollback.Plan
+	// are the revisions it chose (rollback.Read), recorded as it says.
+	Rollback *rollback.Chosen
 	// Force, when set, says whether an app's apply to a cluster takes
 	// fields over (reconcile --correct-drift on a drifted app).
 	Force func(cluster, app string) bool

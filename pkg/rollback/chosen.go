@@ -11,12 +11,12 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
-// Plan is what a rollback found in each cluster before writing anything:
-// the apps skipped and why, the clusters whose revisions could not be
-// read, and how each app's new revision is recorded. A nil Plan is an
-// apply's: nothing skipped, nothing failed, nothing recorded as a
-// rollback.
-type Plan struct {
+// Chosen is what a rollback chose in each cluster before writing
+// anything (Choose, on every cluster): the apps skipped and why, the
+// clusters whose revisions could not be read, and how each app's new
+// revision is recorded. A nil Chosen is an apply's: nothing skipped,
+// nothing failed, nothing recorded as a rollback.
+type Chosen struct {
 	mu      sync.Mutex
 	errs    map[string]error
 	skips   map[string][]Skip
@@ -30,10 +30,10 @@ type Connector interface {
 
 // Read reads, on every cluster (parallel at once), the revision each of
 // apps (none: every app of the fleet there) goes back to: to, or the one
-// before the current. It returns the plan and the revisions' objects as
+// before the current. It returns what it chose and the revisions' objects as
 // the run's results. Nothing is written.
-func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Plan, []render.Result) {
-	plan := &Plan{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
+func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
+	chosen := &Chosen{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
 	perCluster := make([][]render.Result, len(clusters))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(parallel, 1))
@@ -42,20 +42,20 @@ func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			res, err := plan.read(ctx, conn, f, c, apps, to)
+			res, err := chosen.read(ctx, conn, f, c, apps, to)
 			if err != nil {
-				plan.mu.Lock()
-				plan.errs[c.Name] = err
-				plan.mu.Unlock()
+				chosen.mu.Lock()
+				chosen.errs[c.Name] = err
+				chosen.mu.Unlock()
 			}
 			perCluster[i] = res
 		}()
 	}
 	wg.Wait()
-	return plan, slices.Concat(perCluster...)
+	return chosen, slices.Concat(perCluster...)
 }
 
-func (pl *Plan) read(ctx context.Context, conn Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
+func (pl *Chosen) read(ctx context.Context, conn Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
 	client, err := conn.Connect(ctx, f, c)
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func (pl *Plan) read(ctx context.Context, conn Connector, f *fleet.Fleet, c *fle
 
 // Failed is why a cluster's revisions could not be read, if they could
 // not.
-func (pl *Plan) Failed(cluster string) error {
+func (pl *Chosen) Failed(cluster string) error {
 	if pl == nil {
 		return nil
 	}
@@ -82,7 +82,7 @@ func (pl *Plan) Failed(cluster string) error {
 }
 
 // Skipped are the apps skipped on a cluster, and why.
-func (pl *Plan) Skipped(cluster string) []Skip {
+func (pl *Chosen) Skipped(cluster string) []Skip {
 	if pl == nil {
 		return nil
 	}
@@ -91,8 +91,8 @@ func (pl *Plan) Skipped(cluster string) []Skip {
 
 // Record is how a rollback records an app's new revision on a cluster:
 // its description and the source of the revision it brings back; false
-// for an app it does not roll back there (or an apply's nil Plan).
-func (pl *Plan) Record(cluster, app string) (revision.Revision, bool) {
+// for an app it does not roll back there (or an apply's nil Chosen).
+func (pl *Chosen) Record(cluster, app string) (revision.Revision, bool) {
 	if pl == nil {
 		return revision.Revision{}, false
 	}
