@@ -21,7 +21,9 @@ import (
 func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, apps []rendered.App, o Options, sink Sink) []runner.Outcome {
 	defer e.Locks.Release(ctx, e.Log)
 	e.o, e.r, e.emit = o, &rendered.Set{Fleet: f, Clusters: clusters}, e.recording(sink)
-	apps = reverseDependencyOrder(f, apps)
+	// Dependents go before what they depend on.
+	apps = inDependencyOrder(f, apps, func(a rendered.App) string { return a.Name })
+	slices.Reverse(apps)
 	return Run(ctx, Schedule{Waves: Waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
 		err := e.Connector.Explain(ctx, name, e.deleteFrom(ctx, f.Cluster(name), apps))
 		e.Locks.ReleaseCluster(ctx, name, e.Log)
@@ -64,22 +66,4 @@ func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []render
 		return err
 	}
 	return errors.Join(errs...)
-}
-
-// reverseDependencyOrder orders apps so that each comes before the apps
-// it depends on: the order to delete them in.
-func reverseDependencyOrder(f *fleet.Fleet, apps []rendered.App) []rendered.App {
-	names := make([]string, len(apps))
-	byName := map[string]rendered.App{}
-	for i, a := range apps {
-		names[i] = a.Name
-		byName[a.Name] = a
-	}
-	order := f.DependencyOrder(names)
-	slices.Reverse(order)
-	out := make([]rendered.App, len(order))
-	for i, n := range order {
-		out[i] = byName[n]
-	}
-	return out
 }

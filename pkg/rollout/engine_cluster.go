@@ -131,7 +131,7 @@ func (e *Engine) applyApps(ctx context.Context, c *fleet.Cluster, client *kube.C
 			return plan.Check(ctx, client, e.o.Plan.Cluster(c.Name).App(app), ResultOf(results, app).Objects, e.o.Concurrency)
 		}
 	}
-	for _, res := range inDependencyOrder(e.r.Fleet, results) {
+	for _, res := range inDependencyOrder(e.r.Fleet, results, func(r render.Result) string { return r.App }) {
 		run.Apps = append(run.Apps, e.app(c, res, results))
 	}
 	errs, failed := run.Run(ctx)
@@ -209,16 +209,17 @@ func (e *Engine) record(ctx context.Context, cluster string, res render.Result) 
 	return &apply.Record{Revision: rev, Limit: e.o.HistoryLimit}
 }
 
-// inDependencyOrder orders a cluster's results so that every app comes
-// after the apps it depends on.
-func inDependencyOrder(f *fleet.Fleet, results []render.Result) []render.Result {
-	names := make([]string, len(results))
-	byApp := map[string]render.Result{}
-	for i, r := range results {
-		names[i] = r.App
-		byApp[r.App] = r
+// inDependencyOrder orders items (apps, or their renders: name says
+// which app each is) so that every app comes after the apps it depends
+// on.
+func inDependencyOrder[T any](f *fleet.Fleet, items []T, name func(T) string) []T {
+	names := make([]string, len(items))
+	byApp := make(map[string]T, len(items))
+	for i, it := range items {
+		names[i] = name(it)
+		byApp[names[i]] = it
 	}
-	out := make([]render.Result, 0, len(results))
+	out := make([]T, 0, len(items))
 	for _, n := range f.DependencyOrder(names) {
 		out = append(out, byApp[n])
 	}
