@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
@@ -169,20 +167,9 @@ func (o *ClustersOptions) check(ctx context.Context, f *fleet.Fleet, clusters []
 	if err := kube.CheckContexts(o.ConfigFlags, kcs, f, clusters); err != nil {
 		return err
 	}
-	flags := make([]genericclioptions.RESTClientGetter, len(clusters))
-	pins := make([][2]string, len(clusters))
-	for i, c := range clusters {
-		cf := kube.ForCluster(o.ConfigFlags, f, c)
-		if cf.Timeout == nil || *cf.Timeout == "" || *cf.Timeout == "0" {
-			timeout := "10s"
-			cf.Timeout = &timeout
-		}
-		flags[i] = kube.NewGetter(cf)
-		pins[i] = [2]string{c.Server, c.UID}
-	}
 	failed := 0
 	record := map[string]fleet.Pin{}
-	for i, p := range kube.ProbeAll(ctx, o.Parallel, flags, pins) {
+	for i, p := range kube.ProbeFleet(ctx, o.ConfigFlags, f, clusters, o.Parallel) {
 		infos[i].Check = &p
 		if !p.OK() {
 			failed++
@@ -269,38 +256,24 @@ func orNone(s string) string {
 	return s
 }
 
-// writePins records pins in the fleet file and prints the change.
+// writePins records pins in the fleet file (fleet.Repin, unless
+// --dry-run) and prints the change.
 func (o *ClustersOptions) writePins(f *fleet.Fleet, pins map[string]fleet.Pin) error {
-	old, err := os.ReadFile(f.Path)
+	before, after, err := fleet.Repin(f.Path, pins, !o.DryRun)
 	if err != nil {
 		return err
 	}
-	updated, err := fleet.WritePins(old, pins)
-	if err != nil {
-		return fmt.Errorf("pinning %s: %w", f.Path, err)
-	}
-	change := diff.Unified(f.Path, f.Path, string(old), string(updated), 3)
-	if change == "" {
+	change := diff.Unified(f.Path, f.Path, string(before), string(after), 3)
+	switch {
+	case change == "":
 		fmt.Fprintf(o.ErrOut, "%s: pins already up to date\n", f.Path)
 		return nil
-	}
-	fmt.Fprint(o.Out, change)
-	if o.DryRun {
+	case o.DryRun:
+		fmt.Fprint(o.Out, change)
 		fmt.Fprintf(o.ErrOut, "%s: not written (--dry-run)\n", f.Path)
 		return nil
 	}
-	info, err := os.Stat(f.Path)
-	if err != nil {
-		return err
-	}
-	tmp := f.Path + ".tmp"
-	if err := os.WriteFile(tmp, updated, info.Mode().Perm()); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, f.Path); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
+	fmt.Fprint(o.Out, change)
 	fmt.Fprintf(o.ErrOut, "%s: pinned %d clusters\n", f.Path, len(pins))
 	return nil
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"bytes"
 	"fmt"
+	"os"
 
 	"gopkg.in/yaml.v3"
 )
@@ -86,4 +87,34 @@ func setAfter(m *yaml.Node, key, value, after string) {
 	k := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key}
 	v := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value}
 	m.Content = append(m.Content[:at], append([]*yaml.Node{k, v}, m.Content[at:]...)...)
+}
+
+// Repin sets pins in the fleet file at path (WritePins) and, when write
+// and the content changed, replaces the file with the new content, with
+// its mode, through a temporary file beside it. It returns the content
+// before and after.
+func Repin(path string, pins map[string]Pin, write bool) (before, after []byte, err error) {
+	before, err = os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	if after, err = WritePins(before, pins); err != nil {
+		return nil, nil, fmt.Errorf("pinning %s: %w", path, err)
+	}
+	if !write || bytes.Equal(before, after) {
+		return before, after, nil
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, after, info.Mode().Perm()); err != nil {
+		return nil, nil, err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return nil, nil, err
+	}
+	return before, after, nil
 }

@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,31 @@ clusters:
 	}
 	if _, err := WritePins([]byte(in), map[string]Pin{"zz": {}}); err == nil {
 		t.Error("no error for a cluster not in the file")
+	}
+}
+
+// Repin writes the pins into the file, with its mode, only when asked
+// and only when they change it.
+func TestRepin(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fleet.yaml")
+	in := "clusters:\n  - {name: a, group: g, context: ctx-a}\n"
+	if err := os.WriteFile(path, []byte(in), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	pins := map[string]Pin{"a": {Server: "https://127.0.0.1:1", UID: "uid-a"}}
+	before, after, err := Repin(path, pins, false)
+	if got, _ := os.ReadFile(path); err != nil || string(before) != in || !strings.Contains(string(after), "uid-a") || string(got) != in {
+		t.Fatalf("dry: %v, file %q, after %q", err, got, after)
+	}
+	if _, after, err = Repin(path, pins, true); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(path)
+	info, _ := os.Stat(path)
+	if string(got) != string(after) || info.Mode().Perm() != 0o640 {
+		t.Errorf("written %q (mode %v); want %q, 0640", got, info.Mode().Perm(), after)
+	}
+	if before, after, err := Repin(path, pins, true); err != nil || string(before) != string(after) {
+		t.Errorf("pins already there: %v, %q -> %q", err, before, after)
 	}
 }

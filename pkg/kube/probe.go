@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 )
 
 // Probe is what a check of one cluster found.
@@ -83,4 +85,22 @@ func ProbeAll(ctx context.Context, parallel int, flags []genericclioptions.RESTC
 	}
 	wg.Wait()
 	return out
+}
+
+// ProbeFleet probes the clusters of a fleet (ProbeAll), each through its
+// own kubeconfig and context (ForCluster over cf), against its pins, with
+// a 10s timeout unless --request-timeout gives one.
+func ProbeFleet(ctx context.Context, cf *genericclioptions.ConfigFlags, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int) []Probe {
+	flags := make([]genericclioptions.RESTClientGetter, len(clusters))
+	pins := make([][2]string, len(clusters))
+	for i, c := range clusters {
+		ccf := ForCluster(cf, f, c)
+		if ccf.Timeout == nil || *ccf.Timeout == "" || *ccf.Timeout == "0" {
+			timeout := "10s"
+			ccf.Timeout = &timeout
+		}
+		flags[i] = NewGetter(ccf)
+		pins[i] = [2]string{c.Server, c.UID}
+	}
+	return ProbeAll(ctx, parallel, flags, pins)
 }
