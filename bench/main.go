@@ -554,10 +554,13 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 	if err := b.scenario(ctx, "apply-create", b.applyTools(ctx, fresh, func(rep int) string { return fmt.Sprintf("create-%d", rep) }, nil), nil); err != nil {
 		return err
 	}
+	if err := b.profile(ctx, "apply-create", "create-profile", "createprofile", b.fleetApply); err != nil {
+		return err
+	}
 	if err := b.scenario(ctx, "apply-noop", b.applyTools(ctx, state, app, nil), nil); err != nil {
 		return err
 	}
-	if err := b.profile(ctx, "apply-noop", b.fleetApply); err != nil {
+	if err := b.profile(ctx, "apply-noop", "bench-fleet", "bench", b.fleetApply); err != nil {
 		return err
 	}
 	diffTools, err := b.diffTools()
@@ -577,13 +580,14 @@ func (b *bench) applyScenarios(ctx context.Context) error {
 	if _, err := setRevision(b.src, b.o.objects, b.o.reps+2); err != nil {
 		return err
 	}
-	return b.profile(ctx, "apply-change", b.fleetApply)
+	return b.profile(ctx, "apply-change", "bench-fleet", "bench", b.fleetApply)
 }
 
 // profile runs kubectl fleet apply once more (untimed) on the first
-// cluster with --v=6 and records the requests it sent.
-func (b *bench) profile(ctx context.Context, scenario string, fleetApply func(ns, app string) (string, []string, error)) error {
-	bin, args, err := fleetApply("bench-fleet", "bench")
+// cluster with --v=6, of app into namespace ns, and records the
+// requests it sent.
+func (b *bench) profile(ctx context.Context, scenario, ns, app string, fleetApply func(ns, app string) (string, []string, error)) error {
+	bin, args, err := fleetApply(ns, app)
 	if err != nil {
 		return err
 	}
@@ -596,7 +600,7 @@ func (b *bench) profile(ctx context.Context, scenario string, fleetApply func(ns
 		return fmt.Errorf("profiling %s: %w\n%s", scenario, err, stderr.String())
 	}
 	end := time.Now()
-	p := parseProfile(scenario, stderr.String(), "bench-fleet")
+	p := parseProfile(scenario, stderr.String(), ns)
 	if p.Requests == 0 {
 		return fmt.Errorf("profiling %s: no request in kubectl fleet's --v=6 log", scenario)
 	}

@@ -1372,3 +1372,30 @@ func TestNamespaceGuardOwners(t *testing.T) {
 		t.Errorf("a Namespace holding an object whose owner is elsewhere: %+v", ch)
 	}
 }
+
+// A new app's first apply writes its parent without asking for the
+// kubectl-fleet namespace first when it is there (a round trip less on
+// every cluster but the first), and makes it when it is not.
+func TestParentNamespaceOnlyWhenMissing(t *testing.T) {
+	c := kubetest.New(t)
+	ensured := func() int {
+		n := 0
+		for _, r := range c.Requests() {
+			if r.Verb == "patch" && r.Resource == "namespaces" && r.Name == inventory.Namespace {
+				n++
+			}
+		}
+		return n
+	}
+	mustRun(t, c, apply.Config{App: "web", Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}})
+	if n := ensured(); n != 1 {
+		t.Fatalf("first apply on the cluster: namespace %s asked for %d times; want 1", inventory.Namespace, n)
+	}
+	mustRun(t, c, apply.Config{App: "db", Objects: []*unstructured.Unstructured{ns("db"), cm("db", "b")}})
+	if n := ensured(); n != 1 {
+		t.Errorf("a second app's first apply asked for namespace %s again (%d in all)", inventory.Namespace, n)
+	}
+	if set, err := inventory.Load(context.Background(), c.Client, "db"); err != nil || !set.Exists {
+		t.Errorf("db's parent: %+v, %v", set, err)
+	}
+}

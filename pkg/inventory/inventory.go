@@ -726,12 +726,6 @@ func (s *Set) Foreign(fleet string) error {
 // the kubectl-fleet namespace if needed), with server-side apply.
 // lastApplied, when not zero, is recorded too.
 func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents, lastApplied time.Time, fieldManager, version string) error {
-	// A parent that exists has its namespace.
-	if !s.Exists {
-		if err := c.EnsureNamespace(ctx, Namespace, fieldManager); err != nil {
-			return fmt.Errorf("creating namespace %s for the inventory: %w", Namespace, err)
-		}
-	}
 	kinds := make([]string, 0, contents.GroupKinds.Len())
 	for gk := range contents.GroupKinds {
 		kinds = append(kinds, gk.String())
@@ -778,7 +772,16 @@ func (s *Set) WriteParent(ctx context.Context, c *kube.Client, contents Contents
 	if handing.Len() > 0 {
 		parent["data"].(map[string]any)[HandingKey] = strings.Join(sets.List(handing), "\n")
 	}
-	if err := applyRaw(ctx, c, parentGVR, Namespace, ParentName(s.App), parent, fieldManager); err != nil {
+	err := applyRaw(ctx, c, parentGVR, Namespace, ParentName(s.App), parent, fieldManager)
+	if kube.IsNamespaceNotFound(err) {
+		// Made by the first lock or digest key on the cluster, as a rule:
+		// made here only when it is not there, not asked for every time.
+		if err := c.EnsureNamespace(ctx, Namespace, fieldManager); err != nil {
+			return fmt.Errorf("creating namespace %s for the inventory: %w", Namespace, err)
+		}
+		err = applyRaw(ctx, c, parentGVR, Namespace, ParentName(s.App), parent, fieldManager)
+	}
+	if err != nil {
 		return fmt.Errorf("writing the inventory of app %s: %w", s.App, err)
 	}
 	s.Exists, s.Contents, s.Version, s.Adopted, s.Handing = true, contents, version, adopted, handing
