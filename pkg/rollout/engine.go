@@ -71,7 +71,8 @@ type Options struct {
 	Force func(cluster, app string) bool
 	// Promote are the renders the promotion rule holds the waves to:
 	// those of the run's clusters and of the earlier groups' clusters it
-	// does not write to. Not used by dry runs, rollbacks and SkipGates.
+	// does not write to; nil: the run's own. Not used by dry runs,
+	// rollbacks and SkipGates.
 	Promote []render.Result
 	// Confirm, when set, is asked before a protected group's wave
 	// starts; its error leaves the wave not started.

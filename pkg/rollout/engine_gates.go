@@ -117,11 +117,15 @@ func restored(rec revision.Revision) revision.Verification {
 	return revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("%s, which is %s", rec.Description, t)}
 }
 
-// promote is the promotion rule of the run: the renders of Promote,
-// group by group, read back from the clusters that are not in the run.
+// promote is the promotion rule of the run: the renders of Promote (nil:
+// the run's), group by group, read back from the clusters that are not
+// in the run.
 func (e *Engine) promote() *Promotion {
-	f := e.r.Fleet
-	return &Promotion{Groups: PromotionGroups(f, e.o.Promote), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
+	f, renders := e.r.Fleet, e.o.Promote
+	if renders == nil {
+		renders = e.r.Results // at least the run's own groups hold each other
+	}
+	return &Promotion{Groups: PromotionGroups(f, renders), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
 		return e.Connector.Connect(ctx, f, f.Cluster(name))
 	}}}
 }
