@@ -253,10 +253,15 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 	}
 	defer remove()
 	out := &lines{say: func(line string) { e.emit(OutputEvent{Cluster: c.Name, Line: line}) }}
-	defer out.flush()
+	emit := func(ev Event) {
+		if _, ended := ev.(CheckEvent); ended {
+			out.flush() // a last line without a newline, before the check's outcome
+		}
+		e.emit(ev)
+	}
 	return Checks{
 		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: CheckEnv(cluster), Secret: CredentialEnvs(f), Out: out,
-		Emit: e.emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
+		Emit: emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
 	}.Run(ctx, c.Name)
 }
 

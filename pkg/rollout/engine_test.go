@@ -187,3 +187,20 @@ func TestEngineDiff(t *testing.T) {
 		}
 	}
 }
+
+// What a check prints is said line by line, a last line without a
+// newline included, before the check's outcome.
+func TestLinesFlushBeforeTheCheckEnds(t *testing.T) {
+	var said []string
+	out := &lines{say: func(l string) { said = append(said, l) }}
+	_, _ = out.Write([]byte("one\ntw"))
+	_, _ = out.Write([]byte("o\nthree"))
+	if !slices.Equal(said, []string{"one", "two"}) {
+		t.Fatalf("before the flush: %q", said)
+	}
+	out.flush()
+	out.flush()
+	if !slices.Equal(said, []string{"one", "two", "three"}) {
+		t.Errorf("after: %q", said)
+	}
+}
