@@ -3,19 +3,13 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/history"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
 // HistoryOptions are the options of "kubectl fleet history".
@@ -72,16 +66,6 @@ Exit codes:
 	return cmd
 }
 
-// HistoryEntry is the JSON and YAML form of one revision of an app on a
-// cluster.
-type HistoryEntry struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	Group   string `json:"group"`
-	Current bool   `json:"current"`
-	revision.Revision
-}
-
 // Run lists.
 func (o *HistoryOptions) Run(ctx context.Context) error {
 	f, clusters, err := o.selected(o.Selection)
@@ -91,40 +75,12 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
-	var (
-		mu      sync.Mutex
-		entries = map[string][]HistoryEntry{}
-	)
 	names, byName := index(clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := o.connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
-		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, o.Apps)
-		if err != nil {
-			return err
-		}
-		for _, set := range sets {
-			list, err := revision.List(ctx, client, set.App)
-			if err != nil {
-				return err
-			}
-			mu.Lock()
-			for _, r := range list {
-				if set.Revision > 0 && r.Number > set.Revision {
-					// Stored while its objects were applied, never named
-					// current: whatever it carries, it is no release.
-					r.Verification = revision.Verification{State: revision.Unverified, Reason: "its apply did not finish"}
-				}
-				entries[name] = append(entries[name], HistoryEntry{Type: "revision", Cluster: name, Group: c.Group, Current: r.Number == set.Revision, Revision: r})
-			}
-			mu.Unlock()
-		}
-		return nil
-	})
-	var all []HistoryEntry
+	outcomes, entries := history.Read(ctx, names, o.Apps, o.Parallel, func(ctx context.Context, name string) (*kube.Client, *fleet.Cluster, error) {
+		client, err := o.connect(ctx, f, byName[name])
+		return client, byName[name], err
+	}, f.Metadata.Name)
+	var all []history.Entry
 	failed := false
 	for _, oc := range outcomes {
 		if oc.Err != nil {
@@ -148,7 +104,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 			return err
 		}
 	default:
-		if err := o.printTable(all); err != nil {
+		if err := history.WriteTable(o.Out, o.ErrOut, all); err != nil {
 			return err
 		}
 	}
@@ -159,44 +115,4 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitFailed}
 	}
 	return nil
-}
-
-func (o *HistoryOptions) printTable(all []HistoryEntry) error {
-	if len(all) == 0 {
-		fmt.Fprintln(o.ErrOut, "No revisions found.")
-		return nil
-	}
-	w := printers.GetNewTabWriter(o.Out)
-	// A CHART column when a revision came from a Helm chart.
-	charts := slices.ContainsFunc(all, func(e HistoryEntry) bool { return e.Chart != "" })
-	chart := func(e HistoryEntry) string {
-		if !charts {
-			return ""
-		}
-		return dash(e.Chart) + "\t"
-	}
-	header := "CLUSTER\tAPP\tREVISION\tSTATE\tUPDATED\tBY\tSOURCE\tOBJECTS\tDIGEST\tDESCRIPTION"
-	if charts {
-		header = strings.Replace(header, "SOURCE\t", "SOURCE\tCHART\t", 1)
-	}
-	fmt.Fprintln(w, header)
-	for _, e := range all {
-		n := strconv.Itoa(e.Number)
-		if e.Current {
-			n += " (current)"
-		}
-		objects := strconv.Itoa(e.Objects)
-		if e.NotStored != "" {
-			objects += " (not stored)"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\t%s\n", e.Cluster, e.App, n, e.Verification, e.Time.Local().Format(time.DateTime), dash(e.User), dash(e.Source.String()), chart(e), objects, revision.ShortDigest(e.Digest), e.Description)
-	}
-	return w.Flush()
-}
-
-func dash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,0 +1,117 @@
+// Package history is what "kubectl fleet history" reads and prints:
+// each app's revisions on each cluster, the current one marked, a
+// revision stored for an apply that never finished said unverified.
+package history
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// Entry is the JSON and YAML form of one revision of an app on a
+// cluster.
+type Entry struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	Group   string `json:"group"`
+	Current bool   `json:"current"`
+	revision.Revision
+}
+
+// Connect returns a cluster's client, its identity verified, and the
+// cluster.
+type Connect func(ctx context.Context, name string) (*kube.Client, *fleet.Cluster, error)
+
+// Read reads the revisions of apps (none: every app of fleetName with
+// revisions) on every cluster, parallel at once, and returns each
+// cluster's outcome and entries.
+func Read(ctx context.Context, clusters, apps []string, parallel int, connect Connect, fleetName string) ([]runner.Outcome, map[string][]Entry) {
+	var (
+		mu      sync.Mutex
+		entries = map[string][]Entry{}
+	)
+	outcomes := runner.Run(ctx, runner.Every(clusters), parallel, func(ctx context.Context, name string) error {
+		client, c, err := connect(ctx, name)
+		if err != nil {
+			return err
+		}
+		sets, err := rollback.AppSets(ctx, client, fleetName, apps)
+		if err != nil {
+			return err
+		}
+		for _, set := range sets {
+			list, err := revision.List(ctx, client, set.App)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			for _, r := range list {
+				if set.Revision > 0 && r.Number > set.Revision {
+					// Stored while its objects were applied, never named
+					// current: whatever it carries, it is no release.
+					r.Verification = revision.Verification{State: revision.Unverified, Reason: "its apply did not finish"}
+				}
+				entries[name] = append(entries[name], Entry{Type: "revision", Cluster: name, Group: c.Group, Current: r.Number == set.Revision, Revision: r})
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	return outcomes, entries
+}
+
+// WriteTable writes entries as a table to w, or says on errOut that
+// there are none.
+func WriteTable(w, errOut io.Writer, all []Entry) error {
+	if len(all) == 0 {
+		fmt.Fprintln(errOut, "No revisions found.")
+		return nil
+	}
+	tw := printers.GetNewTabWriter(w)
+	// A CHART column when a revision came from a Helm chart.
+	charts := slices.ContainsFunc(all, func(e Entry) bool { return e.Chart != "" })
+	chart := func(e Entry) string {
+		if !charts {
+			return ""
+		}
+		return dash(e.Chart) + "\t"
+	}
+	header := "CLUSTER\tAPP\tREVISION\tSTATE\tUPDATED\tBY\tSOURCE\tOBJECTS\tDIGEST\tDESCRIPTION"
+	if charts {
+		header = strings.Replace(header, "SOURCE\t", "SOURCE\tCHART\t", 1)
+	}
+	fmt.Fprintln(tw, header)
+	for _, e := range all {
+		n := strconv.Itoa(e.Number)
+		if e.Current {
+			n += " (current)"
+		}
+		objects := strconv.Itoa(e.Objects)
+		if e.NotStored != "" {
+			objects += " (not stored)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\t%s\t%s\n", e.Cluster, e.App, n, e.Verification, e.Time.Local().Format(time.DateTime), dash(e.User), dash(e.Source.String()), chart(e), objects, revision.ShortDigest(e.Digest), e.Description)
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
