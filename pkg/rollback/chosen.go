@@ -9,6 +9,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // Chosen is what a rollback chose in each cluster before writing
@@ -35,23 +36,19 @@ type Connector interface {
 func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
 	chosen := &Chosen{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
 	perCluster := make([][]render.Result, len(clusters))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(parallel, 1))
+	names, at := make([]string, len(clusters)), map[string]int{}
 	for i, c := range clusters {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			res, err := chosen.read(ctx, conn, f, c, apps, to)
-			if err != nil {
-				chosen.mu.Lock()
-				chosen.errs[c.Name] = err
-				chosen.mu.Unlock()
-			}
-			perCluster[i] = res
-		}()
+		names[i], at[c.Name] = c.Name, i
 	}
-	wg.Wait()
+	for _, oc := range runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
+		res, err := chosen.read(ctx, conn, f, clusters[at[name]], apps, to)
+		perCluster[at[name]] = res
+		return err
+	}) {
+		if oc.Err != nil {
+			chosen.errs[oc.Cluster] = oc.Err // not started (Ctrl-C) included
+		}
+	}
 	return chosen, slices.Concat(perCluster...)
 }
 
