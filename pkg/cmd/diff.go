@@ -17,8 +17,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
