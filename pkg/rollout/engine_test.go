@@ -204,3 +204,34 @@ func TestLinesFlushBeforeTheCheckEnds(t *testing.T) {
 		t.Errorf("after: %q", said)
 	}
 }
+
+// Delete deletes an app's objects and set from each cluster in the
+// fleet's waves, locked, and says each object's deletion.
+func TestEngineDelete(t *testing.T) {
+	set, cs := twoGroups(t)
+	run(t, set, cs, Options{})
+	app := rendered.App{Name: "web", Clusters: set.Clusters}
+	var (
+		mu      sync.Mutex
+		deleted []string
+	)
+	e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
+	outcomes := e.Delete(context.Background(), set.Fleet, set.Clusters, []rendered.App{app}, Options{Parallel: 2}, func(ev Event) {
+		if o, ok := ev.(ObjectEvent); ok {
+			mu.Lock()
+			deleted = append(deleted, o.Cluster+" "+o.Object+" "+o.Action)
+			mu.Unlock()
+		}
+	})
+	if len(outcomes) != 2 || outcomes[0].State != runner.Succeeded || outcomes[1].State != runner.Succeeded {
+		t.Fatalf("outcomes %+v", outcomes)
+	}
+	if want := []string{"stg configmap/web deleted", "prod configmap/web deleted"}; !slices.Equal(deleted, want) {
+		t.Errorf("said %q; want %q", deleted, want)
+	}
+	for name, c := range cs {
+		if c.Live(kubetest.Object("v1", "ConfigMap", "default", "web")) != nil {
+			t.Errorf("%s: the ConfigMap is still there", name)
+		}
+	}
+}
