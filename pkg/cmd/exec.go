@@ -6,13 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -54,7 +50,7 @@ Exit codes:
 			if o.Parallel < 1 {
 				return fmt.Errorf("--parallel must be at least 1")
 			}
-			if err := checkKubectlArgs(args); err != nil {
+			if err := kube.CheckKubectlArgs(args); err != nil {
 				return err
 			}
 			o.Args = args
@@ -93,7 +89,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		if err := client.VerifyIdentity(ctx, c.Server, c.UID); err != nil {
 			return err
 		}
-		cmd := exec.CommandContext(ctx, kubectl, append(o.kubectlArgs(f, c), o.Args...)...)
+		cmd := exec.CommandContext(ctx, kubectl, append(kube.KubectlArgs(o.ConfigFlags, f, c, o.LogLevel), o.Args...)...)
 		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(name)), output.NewPrefixWriter(stderr, prefix.Prefix(name))
 		cmd.Stdout, cmd.Stderr = out, errOut
 		err = cmd.Run()
@@ -125,70 +121,4 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
 	}
 	return nil
-}
-
-// checkKubectlArgs refuses the kubectl flags that would send each
-// cluster's kubectl to another cluster than the one whose context (and
-// identity pins) kubectl fleet gives it. Arguments after kubectl's own --
-// (a container's command) are not kubectl's.
-func checkKubectlArgs(args []string) error {
-	for _, a := range args {
-		var name string
-		switch {
-		case a == "--":
-			return nil
-		case strings.HasPrefix(a, "--"):
-			name, _, _ = strings.Cut(a[2:], "=")
-		case strings.HasPrefix(a, "-s"): // -s is only ever kubectl's --server
-			name = "server"
-		}
-		switch name {
-		case "context", "kubeconfig":
-			return fmt.Errorf("--%s after --: kubectl fleet gives each cluster's kubectl its own; select clusters with -c/--cluster, -g/--group, -l/--selector or --kube-context before --", name)
-		case "cluster":
-			return fmt.Errorf("--cluster after -- is kubectl's, a kubeconfig cluster for every cluster's kubectl; select fleet clusters with -c/--cluster before --")
-		case "server":
-			return fmt.Errorf("--server/-s after -- would point every cluster's kubectl at one server")
-		}
-	}
-	return nil
-}
-
-// kubectlArgs are the flags each cluster's kubectl gets: its context and
-// kubeconfig, and every kubectl flag the user gave kubectl fleet, so that
-// none is accepted and dropped.
-func (o *ExecOptions) kubectlArgs(f *fleet.Fleet, c *fleet.Cluster) []string {
-	args := []string{"--context", c.Context}
-	if kc := kube.KubeconfigPath(o.ConfigFlags, f, c); kc != "" {
-		args = append(args, "--kubeconfig", kc)
-	}
-	cf := o.ConfigFlags
-	set := func(flag string, v *string) {
-		if v != nil && *v != "" {
-			args = append(args, flag, *v)
-		}
-	}
-	set("--namespace", cf.Namespace)
-	set("--as", cf.Impersonate)
-	set("--as-uid", cf.ImpersonateUID)
-	if cf.ImpersonateGroup != nil {
-		for _, g := range *cf.ImpersonateGroup {
-			args = append(args, "--as-group", g)
-		}
-	}
-	if cf.Timeout != nil && *cf.Timeout != "" && *cf.Timeout != "0" {
-		args = append(args, "--request-timeout", *cf.Timeout)
-	}
-	if cf.CacheDir != nil && *cf.CacheDir != "" && *cf.CacheDir != defaultCacheDir() {
-		args = append(args, "--cache-dir", *cf.CacheDir)
-	}
-	if o.LogLevel > 0 {
-		args = append(args, "-v", strconv.Itoa(o.LogLevel))
-	}
-	return args
-}
-
-// defaultCacheDir is the --cache-dir kubectl uses when none is given.
-func defaultCacheDir() string {
-	return *genericclioptions.NewConfigFlags(true).CacheDir
 }

@@ -41,9 +41,8 @@ clusters:
 		if err := root.PersistentFlags().Parse(tt.flags); err != nil {
 			t.Fatal(err)
 		}
-		eo := &ExecOptions{GlobalOptions: g}
 		for name, want := range tt.want {
-			if got := eo.kubectlArgs(f, f.Cluster(name)); !cmp.Equal(got, want) {
+			if got := kube.KubectlArgs(g.ConfigFlags, f, f.Cluster(name), g.LogLevel); !cmp.Equal(got, want) {
 				t.Errorf("%s %s: %q, want %q", strings.Join(tt.flags, " "), name, got, want)
 			}
 		}

@@ -138,7 +138,7 @@ func TestCheckKubectlArgs(t *testing.T) {
 		{[]string{"get", "pods", "-s", "https://x"}, true},
 		{[]string{"get", "pods", "-s=https://x"}, true},
 	} {
-		if err := checkKubectlArgs(tt.args); (err != nil) != tt.bad {
+		if err := kube.CheckKubectlArgs(tt.args); (err != nil) != tt.bad {
 			t.Errorf("%q: %v, want refused %v", tt.args, err, tt.bad)
 		}
 	}

@@ -125,6 +125,7 @@ func (g *Getter) ToRESTMapper() (meta.RESTMapper, error) {
 	})
 }
 
+// defaultCacheDir is the --cache-dir kubectl uses when none is given.
 func defaultCacheDir() string {
 	if d := os.Getenv("KUBECACHEDIR"); d != "" {
 		return d
