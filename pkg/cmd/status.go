@@ -1,9 +1,9 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -116,34 +116,15 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.WatchInterval <= 0 {
 		return fmt.Errorf("--watch-interval must be positive")
 	}
-	// Each report is drawn over the last one on a terminal, or follows it
-	// under a time line elsewhere.
-	out := o.Out
-	f, ok := out.(*os.File)
+	f, ok := o.Out.(*os.File)
 	inPlace := ok && term.IsTerminal(int(f.Fd())) && o.Output != "json"
-	lines := 0
-	for {
-		var buf bytes.Buffer
-		o.Out = &buf
+	out := o.Out
+	defer func() { o.Out = out }()
+	status.Watch(ctx, out, o.WatchInterval, inPlace, o.Output == "json", func(w io.Writer) {
+		o.Out = w
 		_ = o.report(ctx, r)
-		o.Out = out
-		if ctx.Err() != nil {
-			return &ExitError{Code: ExitInterrupted}
-		}
-		switch {
-		case inPlace && lines > 0:
-			fmt.Fprintf(out, "\x1b[%dA\x1b[J", lines)
-		case !inPlace && o.Output != "json":
-			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
-		}
-		_, _ = out.Write(buf.Bytes())
-		lines = bytes.Count(buf.Bytes(), []byte("\n"))
-		select {
-		case <-ctx.Done():
-			return &ExitError{Code: ExitInterrupted}
-		case <-time.After(o.WatchInterval):
-		}
-	}
+	})
+	return &ExitError{Code: ExitInterrupted}
 }
 
 // rendered renders the source or the fleet file's apps; with neither, the

@@ -1,10 +1,13 @@
 package status
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -99,4 +102,31 @@ func ClustersOf(f *fleet.Fleet, outcomes []runner.Outcome, results map[string][]
 		}
 	}
 	return out
+}
+
+// Watch writes a report to out every interval until ctx ends: each one
+// drawn over the last on a terminal (inPlace), else after a time line
+// ("--- 15:04:05"), or with jsonOut one after the other.
+func Watch(ctx context.Context, out io.Writer, interval time.Duration, inPlace, jsonOut bool, report func(w io.Writer)) {
+	lines := 0
+	for {
+		var buf bytes.Buffer
+		report(&buf)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case inPlace && lines > 0:
+			fmt.Fprintf(out, "\x1b[%dA\x1b[J", lines)
+		case !inPlace && !jsonOut:
+			fmt.Fprintf(out, "--- %s\n", time.Now().Format(time.TimeOnly))
+		}
+		_, _ = out.Write(buf.Bytes())
+		lines = bytes.Count(buf.Bytes(), []byte("\n"))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
 }

@@ -1,8 +1,12 @@
 package status_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -294,5 +298,26 @@ func TestRunRenderChangedOrEdited(t *testing.T) {
 	}
 	if app.NotDeployed || app.Cell() != "3 of 3 Current, 1 drifted, 1 out of sync" {
 		t.Errorf("not deployed %v, cell %q", app.NotDeployed, app.Cell())
+	}
+}
+
+// Watch draws each report over the last on a terminal, after a time
+// line elsewhere, and stops when ctx ends.
+func TestWatch(t *testing.T) {
+	for _, inPlace := range []bool{true, false} {
+		var out bytes.Buffer
+		ctx, cancel := context.WithCancel(context.Background())
+		n := 0
+		status.Watch(ctx, &out, time.Millisecond, inPlace, false, func(w io.Writer) {
+			n++
+			fmt.Fprintf(w, "report %d\nline\n", n)
+			if n == 3 {
+				cancel() // the third is not written: interrupted while made
+			}
+		})
+		got := out.String()
+		if strings.Count(got, "report") != 2 || inPlace != strings.Contains(got, "\x1b[2A\x1b[J") || inPlace == strings.Contains(got, "--- ") {
+			t.Errorf("in place %v:\n%q", inPlace, got)
+		}
 	}
 }
