@@ -119,7 +119,7 @@ func (o *InitOptions) Run(cmd *cobra.Command) error {
 		scaffold.Unmake(made)
 		return err
 	}
-	o.said(file, groups, clusters, made)
+	scaffold.Said(o.Out, file, groups, clusters, made)
 	return nil
 }
 
@@ -180,39 +180,4 @@ func (o *InitOptions) checkAndWrite(cmd *cobra.Command, file string, content []b
 		return fmt.Errorf("the fleet file init made fails vet, nothing written: %s", strings.ReplaceAll(err.Error(), tmp.Name(), file))
 	}
 	return os.Rename(tmp.Name(), file)
-}
-
-// said tells what init wrote, and what to do next.
-func (o *InitOptions) said(file string, groups []string, clusters []scaffold.Cluster, made []string) {
-	w := o.Out
-	fmt.Fprintf(w, "Wrote %s: %d clusters, checked by vet.\n", displayPath(file), len(clusters))
-	guessed := false
-	for _, g := range groups {
-		var names []string
-		for _, c := range clusters {
-			if c.Group == g {
-				names = append(names, fmt.Sprintf("%s (%s)", c.Name, c.Context))
-				guessed = guessed || c.Guessed
-			}
-		}
-		fmt.Fprintf(w, "  %s: %s\n", g, strings.Join(names, ", "))
-	}
-	if guessed {
-		fmt.Fprintln(w, "The groups are guessed from the context names: check them (or run again with --group).")
-	}
-	if len(made) > 0 {
-		fmt.Fprintf(w, "Wrote %s, an example app.\n", displayPath(made[len(made)-1]))
-	}
-	fmt.Fprintln(w, "Next: kubectl fleet diff, then kubectl fleet apply.")
-}
-
-// displayPath is path relative to the working folder when it is under
-// it.
-func displayPath(p string) string {
-	if wd, err := os.Getwd(); err == nil {
-		if rel, err := filepath.Rel(wd, p); err == nil && !strings.HasPrefix(rel, "..") {
-			return rel
-		}
-	}
-	return p
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/reconcile"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -188,7 +189,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		// line on standard output.
 		out := reconcile.NewJSONLog(g.Out, time.Now)
 		g.Out, g.ErrOut = out, out
-		setupJSONLogging(g.LogLevel, out)
+		logging.SetupJSON(g.LogLevel, out)
 	}
 	o.health = &metrics.Health{}
 	o.metrics = metrics.NewReconcile()

@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 )
@@ -371,8 +372,8 @@ func nested(m map[string]any, keys ...string) map[string]any {
 // never written.
 func TestJSONLoggingNeverWritesBodies(t *testing.T) {
 	var buf bytes.Buffer
-	setupJSONLogging(8, &buf)
-	defer setupLogging(0, &bytes.Buffer{})
+	logging.SetupJSON(8, &buf)
+	defer logging.Setup(0, &bytes.Buffer{})
 	const secret = `{"kind":"Secret","data":{"password":"aHVudGVyMg=="}}`
 	logger := klog.Background()
 	logger.V(8).Info("Request Body", "body", secret)

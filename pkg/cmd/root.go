@@ -18,6 +18,7 @@ import (
 	// Before the kubectl packages: they read no message catalog.
 	_ "github.com/kubectl-fleet/kubectl-fleet/internal/untranslated"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 )
 
 // Exit codes, shared by every command.
@@ -93,7 +94,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{HiddenDefaultCmd: false},
 		PersistentPreRun: func(*cobra.Command, []string) {
-			setupLogging(g.LogLevel, streams.ErrOut)
+			logging.Setup(g.LogLevel, streams.ErrOut)
 		},
 	}
 	cmd.SetIn(streams.In)

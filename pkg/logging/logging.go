@@ -1,4 +1,7 @@
-package cmd
+// Package logging sends client-go's logs (klog) where kubectl fleet's
+// -v says, as text or JSON lines, never with a request's or response's
+// body, which may hold a Secret.
+package logging
 
 import (
 	"flag"
@@ -12,14 +15,14 @@ import (
 	"k8s.io/klog/v2/textlogger"
 )
 
-// setupLogging sends client-go's logs to w at the given level, as kubectl's
+// Setup sends client-go's logs to w at the given level, as kubectl's
 // -v does (6: requests, 7: headers, 8 and 9: bodies), with two
 // differences: a request or response body is never written, since it may
 // hold a Secret; and without -v nothing is, its errors included (a raw
 // "memcache.go:381 Couldn't get current server API group list" line,
 // without its cluster): every error that matters reaches the command's
 // own output, prefixed with its cluster.
-func setupLogging(level int, w io.Writer) {
+func Setup(level int, w io.Writer) {
 	if level <= 0 {
 		w = io.Discard
 	}
@@ -30,10 +33,10 @@ func setupLogging(level int, w io.Writer) {
 	klog.SetLogger(logr.New(&redactingSink{LogSink: textlogger.NewLogger(cfg).GetSink()}))
 }
 
-// setupJSONLogging is setupLogging for --log-format json: one JSON object
+// SetupJSON is Setup for --log-format json: one JSON object
 // per line (time, level, msg, and the values logged), bodies redacted
 // the same way.
-func setupJSONLogging(level int, w io.Writer) {
+func SetupJSON(level int, w io.Writer) {
 	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(fs)
 	_ = fs.Set("v", strconv.Itoa(level))

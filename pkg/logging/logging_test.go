@@ -1,4 +1,4 @@
-package cmd
+package logging
 
 import (
 	"bytes"
@@ -11,15 +11,15 @@ import (
 // Without -v, client-go's own logs, its errors too, are not written.
 func TestLoggingQuietWithoutV(t *testing.T) {
 	var buf bytes.Buffer
-	setupLogging(0, &buf)
+	Setup(0, &buf)
 	klog.Background().Error(nil, "Couldn't get current server API group list")
 	klog.Errorf("memcache.go: %s", "connection refused")
 	klog.Flush()
 	if buf.Len() > 0 {
 		t.Errorf("written without -v:\n%s", buf.String())
 	}
-	setupLogging(1, &buf)
-	defer setupLogging(0, &bytes.Buffer{})
+	Setup(1, &buf)
+	defer Setup(0, &bytes.Buffer{})
 	klog.Background().Error(nil, "Couldn't get current server API group list")
 	if !strings.Contains(buf.String(), "Couldn't get current server API group list") {
 		t.Errorf("-v=1 does not show client-go's errors: %q", buf.String())
@@ -29,8 +29,8 @@ func TestLoggingQuietWithoutV(t *testing.T) {
 // client-go logs bodies at -v=8 and above; ours are never written.
 func TestLoggingNeverWritesBodies(t *testing.T) {
 	var buf bytes.Buffer
-	setupLogging(9, &buf)
-	defer setupLogging(0, &bytes.Buffer{})
+	Setup(9, &buf)
+	defer Setup(0, &bytes.Buffer{})
 	const secret = `{"kind":"Secret","data":{"password":"aHVudGVyMg=="}}`
 	logger := klog.Background()
 	logger.V(8).Info("Request Body", "body", secret)
