@@ -94,7 +94,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 }
 
 func (o *DeleteOptions) confirm(ctx context.Context, apps []rendered.App, clusters []*fleet.Cluster) error {
-	names, _ := index(clusters)
+	names, _ := fleet.Index(clusters)
 	appNames := make([]string, len(apps))
 	for i, a := range apps {
 		appNames[i] = a.Name

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"os"
 	"sync"
 	"time"
@@ -167,7 +168,7 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	res.r = r
 	p := o.newPrinter(r.Clusters, o.Output == "json")
 	defer p.Close()
-	names, _ := index(r.Clusters)
+	names, _ := fleet.Index(r.Clusters)
 	p.InOrder(names) // read, not followed: the fleet's order every run
 	var external *diff.External
 	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.JSON {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"os"
 	"os/exec"
 
@@ -79,7 +80,7 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	}
 	prefix := o.prefixer(clusters)
 	stdout, stderr := output.NewSyncWriter(o.Out), output.NewSyncWriter(o.ErrOut)
-	names, byName := index(clusters)
+	names, byName := fleet.Index(clusters)
 	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.client(f, c)

@@ -7,9 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/history"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
 // HistoryOptions are the options of "kubectl fleet history".
@@ -75,11 +73,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
-	names, byName := index(clusters)
-	outcomes, entries := history.Read(ctx, names, o.Apps, o.Parallel, func(ctx context.Context, name string) (*kube.Client, *fleet.Cluster, error) {
-		client, err := o.connect(ctx, f, byName[name])
-		return client, byName[name], err
-	}, f.Metadata.Name)
+	outcomes, entries := history.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.Parallel)
 	var all []history.Entry
 	failed := false
 	for _, oc := range outcomes {

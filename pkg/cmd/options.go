@@ -83,16 +83,6 @@ func (g *GlobalOptions) selected(sel fleet.Selection) (*fleet.Fleet, []*fleet.Cl
 	return f, clusters, nil
 }
 
-// index lists the clusters' names and maps names to clusters.
-func index(clusters []*fleet.Cluster) ([]string, map[string]*fleet.Cluster) {
-	names := make([]string, len(clusters))
-	byName := make(map[string]*fleet.Cluster, len(clusters))
-	for i, c := range clusters {
-		names[i], byName[c.Name] = c.Name, c
-	}
-	return names, byName
-}
-
 // namespace is -n/--namespace, or "".
 func (g *GlobalOptions) namespace() string {
 	if g.ConfigFlags.Namespace == nil {
@@ -103,7 +93,7 @@ func (g *GlobalOptions) namespace() string {
 
 // prefixer sizes cluster prefixes for the clusters and decides on colour.
 func (g *GlobalOptions) prefixer(clusters []*fleet.Cluster) *output.Prefixer {
-	names, _ := index(clusters)
+	names, _ := fleet.Index(clusters)
 	return output.NewPrefixer(names, output.UseColor(g.Out, g.NoColor))
 }
 

@@ -15,6 +15,6 @@ func (g *GlobalOptions) newProgress(clusters []*fleet.Cluster, json bool) *progr
 	if json {
 		return nil
 	}
-	names, byName := index(clusters)
+	names, byName := fleet.Index(clusters)
 	return progress.New(g.ErrOut, g.prefixer(clusters), names, func(c string) string { return byName[c].Group })
 }

@@ -160,7 +160,7 @@ func (o *RenderOptions) stored(ctx context.Context) (*rendered.Set, error) {
 	}
 	app := o.Apps[0]
 	results := make([]render.Result, len(clusters))
-	names, byName := index(clusters)
+	names, byName := fleet.Index(clusters)
 	outcomes := runner.Run(ctx, runner.Every(names), 10, func(ctx context.Context, name string) error {
 		c := byName[name]
 		client, err := o.connect(ctx, f, c)

@@ -54,7 +54,7 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 		outcomes = run.Engine.Run(ctx, r, o, to.Emit)
 	}
 	pr.Finish()
-	_, byName := index(r.Clusters)
+	_, byName := fleet.Index(r.Clusters)
 	err := finishRollout(ctx, p, outcomes, &tally, byName, o.DryRun, run.Verb)
 	return outcomes, &tally, rep.finish(g, func() report.Report {
 		return report.OfRollout(strings.ReplaceAll(run.Verb, " ", ""), r.Fleet, outcomes, &tally, rep.collected, o.DryRun)

@@ -12,7 +12,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -149,10 +148,8 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
-	_, byName := index(r.Clusters)
-	outcomes, results := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connect: func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error) {
-		return o.connect(ctx, r.Fleet, c)
-	}}.Read(ctx)
+	_, byName := fleet.Index(r.Clusters)
+	outcomes, results := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}}.Read(ctx)
 	if !o.Watch {
 		defer func() {
 			err = o.finish(o.GlobalOptions, func() report.Report { return report.OfStatus(r.Fleet, outcomes, results) }, err)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -88,13 +87,12 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 		return err
 	}
 	p := o.newPrinter(clusters, false)
-	names, byName := index(clusters)
-	connect := func(ctx context.Context, name string) (*kube.Client, error) { return o.connect(ctx, f, byName[name]) }
-	found, read := lock.Read(ctx, names, o.Apps, o.Parallel, connect, func(cluster, line string) { fmt.Fprintln(p.Cluster(cluster), line) })
+	conn := connector{o.GlobalOptions}
+	found, read := lock.Read(ctx, conn, f, clusters, o.Apps, o.Parallel, func(cluster, line string) { fmt.Fprintln(p.Cluster(cluster), line) })
 	if err := o.confirmUnlock(ctx, p, found); err != nil {
 		return err
 	}
-	states, outcomes := found.Remove(ctx, read, o.Apps, o.Parallel, connect)
+	states, outcomes := found.Remove(ctx, conn, f, clusters, read, o.Apps, o.Parallel)
 	p.Close()
 	fmt.Fprintln(p.Out, "Summary:")
 	failed := 0

@@ -150,6 +150,18 @@ func (f *Fleet) Cluster(name string) *Cluster {
 	return nil
 }
 
+// Index lists the clusters' names and maps names to clusters: what a
+// loop over clusters by name (runner.Run) looks them up in, rather than
+// scanning the fleet (Cluster) once per cluster.
+func Index(clusters []*Cluster) ([]string, map[string]*Cluster) {
+	names := make([]string, len(clusters))
+	byName := make(map[string]*Cluster, len(clusters))
+	for i, c := range clusters {
+		names[i], byName[c.Name] = c.Name, c
+	}
+	return names, byName
+}
+
 // App returns the app named name, or nil.
 func (f *Fleet) App(name string) *App {
 	for i := range f.Apps {

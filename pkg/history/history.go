@@ -32,24 +32,22 @@ type Entry struct {
 	revision.Revision
 }
 
-// Connect returns a cluster's client, its identity verified, and the
-// cluster.
-type Connect func(ctx context.Context, name string) (*kube.Client, *fleet.Cluster, error)
-
-// Read reads the revisions of apps (none: every app of fleetName with
+// Read reads the revisions of apps (none: every app of f with
 // revisions) on every cluster, parallel at once, and returns each
 // cluster's outcome and entries.
-func Read(ctx context.Context, clusters, apps []string, parallel int, connect Connect, fleetName string) ([]runner.Outcome, map[string][]Entry) {
+func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, parallel int) ([]runner.Outcome, map[string][]Entry) {
 	var (
 		mu      sync.Mutex
 		entries = map[string][]Entry{}
 	)
-	outcomes := runner.Run(ctx, runner.Every(clusters), parallel, func(ctx context.Context, name string) error {
-		client, c, err := connect(ctx, name)
+	names, byName := fleet.Index(clusters)
+	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		client, err := conn.Connect(ctx, f, c)
 		if err != nil {
 			return err
 		}
-		sets, err := rollback.AppSets(ctx, client, fleetName, apps)
+		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, apps)
 		if err != nil {
 			return err
 		}

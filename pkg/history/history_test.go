@@ -28,8 +28,8 @@ func TestReadAndWriteTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	stg := &fleet.Cluster{Name: "stg", Group: "staging"}
-	outcomes, entries := Read(ctx, []string{"stg"}, nil, 1, func(context.Context, string) (*kube.Client, *fleet.Cluster, error) { return c.Client, stg, nil }, "shop")
+	f := &fleet.Fleet{Metadata: fleet.Metadata{Name: "shop"}, Clusters: []fleet.Cluster{{Name: "stg", Group: "staging"}}}
+	outcomes, entries := Read(ctx, one{c.Client}, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 1)
 	if len(outcomes) != 1 || outcomes[0].Err != nil {
 		t.Fatalf("outcomes %+v", outcomes)
 	}
@@ -47,4 +47,11 @@ func TestReadAndWriteTable(t *testing.T) {
 	if err := WriteTable(&out, &errOut, nil); err != nil || errOut.String() != "No revisions found.\n" {
 		t.Errorf("no entries: %v, %q", err, errOut.String())
 	}
+}
+
+// one connects every cluster to the same client.
+type one struct{ client *kube.Client }
+
+func (o one) Connect(context.Context, *fleet.Fleet, *fleet.Cluster) (*kube.Client, error) {
+	return o.client, nil
 }

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"sort"
 	"strings"
 	"sync"
@@ -12,9 +13,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// Connect returns a cluster's client, its identity verified.
-type Connect func(ctx context.Context, cluster string) (*kube.Client, error)
-
 // Found are the locks read on clusters, by cluster and app: what
 // "kubectl fleet unlock" shows, and removes if they are still the same.
 type Found map[string]map[string]*Info
@@ -22,12 +20,13 @@ type Found map[string]map[string]*Info
 // Read reads apps' locks on every cluster, parallel at once; say is told
 // each lock found ("web: held by … since …"). It returns the locks found
 // and each cluster's outcome.
-func Read(ctx context.Context, clusters, apps []string, parallel int, connect Connect, say func(cluster, line string)) (Found, []runner.Outcome) {
+func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, parallel int, say func(cluster, line string)) (Found, []runner.Outcome) {
 	var mu sync.Mutex
 	found := Found{}
 	now := time.Now()
-	read := runner.Run(ctx, runner.Every(clusters), parallel, func(ctx context.Context, name string) error {
-		client, err := connect(ctx, name)
+	names, byName := fleet.Index(clusters)
+	read := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
+		client, err := conn.Connect(ctx, f, byName[name])
 		if err != nil {
 			return err
 		}
@@ -69,15 +68,18 @@ func (f Found) Locked() []string {
 // that error. It returns what each cluster's locks became ("unlocked";
 // with several apps "web unlocked, api not locked") and each cluster's
 // outcome.
-func (f Found) Remove(ctx context.Context, read []runner.Outcome, apps []string, parallel int, connect Connect) (map[string]string, []runner.Outcome) {
+func (f Found) Remove(ctx context.Context, conn kube.Connector, fl *fleet.Fleet, clusters []*fleet.Cluster, read []runner.Outcome, apps []string, parallel int) (map[string]string, []runner.Outcome) {
 	states := map[string]string{}
 	readErr := map[string]error{}
-	clusters := make([]string, len(read))
-	for i, oc := range read {
-		clusters[i], readErr[oc.Cluster] = oc.Cluster, oc.Err
+	for _, oc := range read {
+		readErr[oc.Cluster] = oc.Err
+	}
+	names, byName := fleet.Index(clusters)
+	connect := func(ctx context.Context, name string) (*kube.Client, error) {
+		return conn.Connect(ctx, fl, byName[name])
 	}
 	var mu sync.Mutex
-	outcomes := runner.Run(ctx, runner.Every(clusters), parallel, func(ctx context.Context, name string) error {
+	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
 		if err := readErr[name]; err != nil {
 			return err
 		}
@@ -106,7 +108,7 @@ func (f Found) Remove(ctx context.Context, read []runner.Outcome, apps []string,
 
 // remove removes app's lock on cluster if one was found, and says what
 // it became: "unlocked", or "not locked" (none found, or gone since).
-func (f Found) remove(ctx context.Context, cluster, app string, connect Connect) (string, error) {
+func (f Found) remove(ctx context.Context, cluster, app string, connect func(context.Context, string) (*kube.Client, error)) (string, error) {
 	info := f[cluster][app]
 	if info == nil {
 		return "not locked", nil

@@ -21,10 +21,9 @@ type Connector interface {
 	// context exists in its kubeconfig (a kubeconfigFrom materialized
 	// first).
 	CheckContexts(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster) error
-	// Connect returns a cluster's client once its identity pins are
-	// verified, or a *runner.SkipError for a cluster skipped as
-	// unreachable.
-	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error)
+	// Connect may also answer a *runner.SkipError for a cluster
+	// skipped as unreachable.
+	kube.Connector
 }
 
 // Config is what a run renders, and with what.

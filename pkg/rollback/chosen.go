@@ -24,21 +24,16 @@ type Chosen struct {
 	records map[string]revision.Revision // by cluster/app
 }
 
-// Connector returns a cluster's client, its identity verified.
-type Connector interface {
-	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error)
-}
-
 // Read reads, on every cluster (parallel at once), the revision each of
 // apps (none: every app of the fleet there) goes back to: to, or the one
 // before the current. It returns what it chose and the revisions' objects as
 // the run's results. Nothing is written.
-func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
+func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
 	chosen := &Chosen{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
 	perCluster := make([][]render.Result, len(clusters))
-	names, at := make([]string, len(clusters)), map[string]int{}
+	names, at := make([]string, len(clusters)), make(map[string]int, len(clusters))
 	for i, c := range clusters {
-		names[i], at[c.Name] = c.Name, i
+		names[i], at[c.Name] = c.Name, i // results stay in cluster order
 	}
 	for _, oc := range runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
 		res, err := chosen.read(ctx, conn, f, clusters[at[name]], apps, to)
@@ -52,7 +47,7 @@ func Read(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet
 	return chosen, slices.Concat(perCluster...)
 }
 
-func (pl *Chosen) read(ctx context.Context, conn Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
+func (pl *Chosen) read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
 	client, err := conn.Connect(ctx, f, c)
 	if err != nil {
 		return nil, err

@@ -20,12 +20,12 @@ import (
 // outcome in wave order.
 func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, apps []rendered.App, o Options, sink Sink) []runner.Outcome {
 	defer e.Locks.Release(ctx, e.Log)
-	e.o, e.r, e.emit = o, &rendered.Set{Fleet: f, Clusters: clusters}, e.recording(sink)
+	e.begin(&rendered.Set{Fleet: f, Clusters: clusters}, o, sink)
 	// Dependents go before what they depend on.
 	apps = inDependencyOrder(f, apps, func(a rendered.App) string { return a.Name })
 	slices.Reverse(apps)
 	return Run(ctx, Schedule{Waves: Waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
-		err := e.Connector.Explain(ctx, name, e.deleteFrom(ctx, f.Cluster(name), apps))
+		err := e.Connector.Explain(ctx, name, e.deleteFrom(ctx, e.clusters[name], apps))
 		e.Locks.ReleaseCluster(ctx, name, e.Log)
 		e.Connector.Idle(name)
 		e.emit(EndEvent{Cluster: name, Err: err})

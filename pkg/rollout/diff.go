@@ -47,7 +47,7 @@ type Diffs struct {
 // DiffEvent apply --diff says before its writes, from the same call
 // (diffApp). Each cluster ends with an EndEvent.
 func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink Sink) Diffs {
-	e.r, e.emit = r, sink
+	e.begin(r, Options{}, sink)
 	out := Diffs{Summaries: map[string]diff.Summary{}, Plans: map[string][]plan.App{}}
 	var mu sync.Mutex
 	names := make([]string, len(r.Clusters))
@@ -55,7 +55,7 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 		names[i] = c.Name
 	}
 	out.Outcomes = runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
-		s, plans, err := e.diffCluster(ctx, r.Fleet.Cluster(name), o)
+		s, plans, err := e.diffCluster(ctx, e.clusters[name], o)
 		err = e.Connector.Explain(ctx, name, err)
 		e.Connector.Idle(name)
 		mu.Lock()

@@ -22,9 +22,7 @@ import (
 // Connector is how the engine reaches the clusters: the command's
 // kubeconfigs and clients, shared with its render.
 type Connector interface {
-	// Connect returns a cluster's client once its identity pins are
-	// verified.
-	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error)
+	kube.Connector
 	// Idle closes the idle connections of a cluster whose work is over.
 	Idle(cluster string)
 	// Explain says a cluster's error the way a user reads it: a cluster
@@ -105,6 +103,9 @@ type Engine struct {
 	gates     map[string]*Gates
 	before    map[string][]*inventory.Set
 	revisions map[string]map[string]RevisionEvent
+	// clusters are the fleet's, by name (begin): looked up once per
+	// cluster and per soak read, not found by a scan each time.
+	clusters  map[string]*fleet.Cluster
 	sources   memo.Memo[string, revision.Source]
 	promotion *Promotion
 }
@@ -114,7 +115,7 @@ type Engine struct {
 // returns, those Warm took too.
 func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink) []runner.Outcome {
 	defer e.Locks.Release(ctx, e.Log)
-	e.o, e.r, e.emit = o, r, e.recording(sink)
+	e.begin(r, o, sink)
 	ws := Waves(r.Fleet, r.Clusters)
 	e.confirmations(ws)
 	if e.gated() {
@@ -125,7 +126,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 		s.Soaks = e.soaks(ws)
 	}
 	return Run(ctx, s, func(ctx context.Context, name string) error {
-		c := r.Fleet.Cluster(name)
+		c := e.clusters[name]
 		err := e.Connector.Explain(ctx, name, e.cluster(ctx, c))
 		if err != nil || !e.soaking(c) {
 			// Nothing more is written there: a soak follows success
@@ -136,6 +137,21 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 		e.emit(EndEvent{Cluster: name, Err: err})
 		return err
 	})
+}
+
+// begin readies a run of r as o says, its events to sink.
+func (e *Engine) begin(r *rendered.Set, o Options, sink Sink) {
+	e.o, e.r, e.emit = o, r, e.recording(sink)
+	all := make([]*fleet.Cluster, len(r.Fleet.Clusters))
+	for i := range r.Fleet.Clusters {
+		all[i] = &r.Fleet.Clusters[i]
+	}
+	_, e.clusters = fleet.Index(all)
+}
+
+// connect is the client of the fleet's cluster name.
+func (e *Engine) connect(ctx context.Context, name string) (*kube.Client, error) {
+	return e.Connector.Connect(ctx, e.r.Fleet, e.clusters[name])
 }
 
 // Release releases the locks Warm took, when no Run follows (the render

@@ -125,9 +125,7 @@ func (e *Engine) promote() *Promotion {
 	if renders == nil {
 		renders = e.r.Results // at least the run's own groups hold each other
 	}
-	return &Promotion{Groups: PromotionGroups(f, renders), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: func(ctx context.Context, name string) (*kube.Client, error) {
-		return e.Connector.Connect(ctx, f, f.Cluster(name))
-	}}}
+	return &Promotion{Groups: PromotionGroups(f, renders), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: e.connect}}
 }
 
 // PromotionGroups are the fleet's groups in order, each with the digest
@@ -198,7 +196,7 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 			Emit:   e.emit,
 			Stage:  func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
 			Ended: func(ctx context.Context, cluster string, err error) error {
-				if client, cerr := e.Connector.Connect(ctx, e.r.Fleet, e.r.Fleet.Cluster(cluster)); cerr == nil {
+				if client, cerr := e.connect(ctx, cluster); cerr == nil {
 					e.settle(ctx, client, cluster) // else soakCheck said so
 				}
 				return e.rollBack(ctx, cluster, err)
@@ -216,7 +214,7 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 // soakCheck reads every object applied to a cluster and returns an error
 // for the first one that is not healthy.
 func (e *Engine) soakCheck(ctx context.Context, name string) error {
-	client, err := e.Connector.Connect(ctx, e.r.Fleet, e.r.Fleet.Cluster(name))
+	client, err := e.connect(ctx, name)
 	if err != nil {
 		return err
 	}

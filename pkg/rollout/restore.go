@@ -53,7 +53,7 @@ func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolle
 	case ctx.Err() != nil:
 		return err
 	}
-	client, cerr := e.Connector.Connect(ctx, e.r.Fleet, e.r.Fleet.Cluster(cluster))
+	client, cerr := e.connect(ctx, cluster)
 	if cerr != nil {
 		return &AtomicError{Err: err, Note: "rollback failed: " + cerr.Error()}
 	}

@@ -28,8 +28,7 @@ type Fleet struct {
 	Apps     []string
 	// Parallel clusters at once, Concurrency requests per cluster.
 	Parallel, Concurrency int
-	// Connect returns a cluster's client, its identity verified.
-	Connect func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error)
+	Connector             kube.Connector
 }
 
 // Read reads every cluster of Set once, Parallel at once, and returns
@@ -39,12 +38,9 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App) {
 		mu      sync.Mutex
 		results = map[string][]App{}
 	)
-	names := make([]string, len(r.Set.Clusters))
-	for i, c := range r.Set.Clusters {
-		names[i] = c.Name
-	}
+	names, byName := fleet.Index(r.Set.Clusters)
 	outcomes := runner.Run(ctx, runner.Every(names), r.Parallel, func(ctx context.Context, name string) error {
-		client, err := r.Connect(ctx, r.Set.Fleet.Cluster(name))
+		client, err := r.Connector.Connect(ctx, r.Set.Fleet, byName[name])
 		if err != nil {
 			return err
 		}
