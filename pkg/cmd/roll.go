@@ -64,9 +64,8 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 // rolloutNotes are what a rollout's summary notes of its options: gates
 // or tests skipped.
 func rolloutNotes(f *fleet.Fleet, o rollout.Options) []string {
-	verifies := !o.DryRun && o.Rollback == nil
 	switch {
-	case o.SkipGates && verifies:
+	case o.SkipGates && o.Verifies():
 		return []string{"Gates were skipped (--skip-gates): no test, check or soak ran, the earlier groups' verification was not required, and the revisions are unverified."}
 	case o.SkipTests && slices.ContainsFunc(f.Apps, func(a fleet.App) bool { return a.Tests != "" }):
 		return []string{"Tests were skipped (--skip-tests)."}
@@ -80,7 +79,7 @@ func rolloutNotes(f *fleet.Fleet, o rollout.Options) []string {
 // stops the command before anything is written). Dry runs, rollbacks
 // and --skip-gates have none.
 func (s *SourceOptions) promoted(ctx context.Context, g *GlobalOptions, r *rendered.Set, o rollout.Options) ([]render.Result, error) {
-	if o.DryRun || o.Rollback != nil || o.SkipGates {
+	if !o.Gated() {
 		return nil, nil
 	}
 	var names []string

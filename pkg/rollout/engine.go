@@ -121,7 +121,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
-	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: AppsByWave(r, ws), Promotion: e.promotion, Emit: e.emit}
+	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: e.promotion, Emit: e.emit}
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}
@@ -250,8 +250,8 @@ func Waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
 	return out
 }
 
-// AppsByWave lists the apps each wave deploys.
-func AppsByWave(r *rendered.Set, ws []runner.Wave) map[string][]string {
+// appsByWave lists the apps each wave deploys.
+func appsByWave(r *rendered.Set, ws []runner.Wave) map[string][]string {
 	out := map[string][]string{}
 	for _, w := range ws {
 		for _, c := range w.Clusters {

@@ -35,13 +35,17 @@ func (e *Engine) gatesOf(cluster string) *Gates {
 	return g
 }
 
-// verifies reports whether this run's gates decide whether the releases
-// it applies are verified: a real apply, not a rollback (which restores
-// a release and runs no gates).
-func (e *Engine) verifies() bool { return !e.o.DryRun && e.o.Rollback == nil }
+// Verifies reports whether a run's gates decide whether the releases it
+// applies are verified: a real apply, not a rollback (which restores a
+// release and runs no gates).
+func (o Options) Verifies() bool { return !o.DryRun && o.Rollback == nil }
 
-// gated reports whether the gates run: they verify, and are not skipped.
-func (e *Engine) gated() bool { return e.verifies() && !e.o.SkipGates }
+// Gated reports whether a run's gates and promotion rule apply: it
+// verifies, and they are not skipped.
+func (o Options) Gated() bool { return o.Verifies() && !o.SkipGates }
+
+func (e *Engine) verifies() bool { return e.o.Verifies() }
+func (e *Engine) gated() bool    { return e.o.Gated() }
 
 // soaking reports whether cluster's group watches it after its apply:
 // its verdict then waits for the soak.
@@ -125,12 +129,12 @@ func (e *Engine) promote() *Promotion {
 	if renders == nil {
 		renders = e.r.Results // at least the run's own groups hold each other
 	}
-	return &Promotion{Groups: PromotionGroups(f, renders), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: e.connect}}
+	return &Promotion{Groups: promotionGroups(f, renders), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: e.connect}}
 }
 
-// PromotionGroups are the fleet's groups in order, each with the digest
+// promotionGroups are the fleet's groups in order, each with the digest
 // of the render of each app for each of its clusters that results hold.
-func PromotionGroups(f *fleet.Fleet, results []render.Result) []Group {
+func promotionGroups(f *fleet.Fleet, results []render.Result) []Group {
 	var groups []Group
 	for _, g := range f.Groups {
 		rg := Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]Render{}}
@@ -258,15 +262,15 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 		e.emit(ev)
 	}
 	return Checks{
-		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: CheckEnv(cluster), Secret: CredentialEnvs(f), Out: out,
+		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: CheckEnv(cluster), Secret: credentialEnvs(f), Out: out,
 		Emit: emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
 	}.Run(ctx, c.Name)
 }
 
-// CredentialEnvs are the environment variables the fleet's
+// credentialEnvs are the environment variables the fleet's
 // kubeconfigFrom reads kubeconfigs from (every cluster's and the
 // defaults'): a check, which reaches one cluster, gets none of them.
-func CredentialEnvs(f *fleet.Fleet) []string {
+func credentialEnvs(f *fleet.Fleet) []string {
 	var out []string
 	for i := range f.Clusters {
 		if _, from := f.KubeconfigOf(&f.Clusters[i]); from != nil && from.Env != "" && !slices.Contains(out, from.Env) {

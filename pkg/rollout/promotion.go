@@ -275,11 +275,11 @@ func Held(ctx context.Context, r *rendered.Set, reader Reader) []PromotionEvent 
 	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
-	p := &Promotion{Groups: PromotionGroups(r.Fleet, r.Results), Reader: reader}
+	p := &Promotion{Groups: promotionGroups(r.Fleet, r.Results), Reader: reader}
 	var out []PromotionEvent
 	ws := Waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
-		if err := p.Check(ctx, w.Name, AppsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
+		if err := p.Check(ctx, w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
 			out = append(out, PromotionEvent{Type: "promotion", Group: w.Name, Message: err.Error()})
 		}
 	}
