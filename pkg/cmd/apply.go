@@ -1,23 +1,16 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // ApplyFlags are the values of a rollout's flags. They are registered
@@ -155,7 +148,7 @@ func (o *ApplyOptions) Validate() error {
 	if err := o.runState(); err != nil {
 		return err
 	}
-	return o.SourceOptions.validate()
+	return o.SourceOptions.Validate()
 }
 
 // Run applies.
@@ -166,17 +159,24 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		o.SourceOptions.warm = func(ctx context.Context, req *rendered.Request) { e.Warm(ctx, req, o.Parallel, o.Yes) }
 		defer e.Release(ctx) // the early locks, when the render fails
 	}
-	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	cfg, err := o.renderConfig(o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return err
+	}
+	r, err := rendered.Render(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	opts := o.options(o.dryRun(), o.Parallel)
 	if o.PlanFile != "" {
-		if opts.Plan, err = loadPlan(o.PlanFile, r); err != nil {
+		if opts.Plan, err = plan.Load(o.PlanFile); err != nil {
+			return err
+		}
+		if err := opts.Plan.Agree(r.AppNames()); err != nil {
 			return err
 		}
 	}
-	if opts.Promote, err = o.promoted(ctx, o.GlobalOptions, r, opts); err != nil {
+	if opts.Promote, err = rollout.Promoted(ctx, cfg, r, opts); err != nil {
 		return err
 	}
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Apply to"); err != nil {
@@ -184,23 +184,6 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	}
 	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json"})
 	return err
-}
-
-// loadPlan loads --plan and checks that it is about the clusters and
-// apps of r.
-func loadPlan(path string, r *rendered.Set) (*plan.Plan, error) {
-	p, err := plan.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	apps := map[string][]string{}
-	for _, c := range r.Clusters {
-		apps[c.Name] = []string{}
-		for _, res := range r.Of(c.Name) {
-			apps[c.Name] = append(apps[c.Name], res.App)
-		}
-	}
-	return p, p.Agree(apps)
 }
 
 // newEngine is an engine for one run, with the lock flags.
@@ -215,110 +198,3 @@ func (f *ApplyFlags) options(dryRun bool, parallel int) rollout.Options {
 		Concurrency: f.Concurrency, Parallel: parallel, HistoryLimit: f.HistoryLimit, SkipTests: f.SkipTests, SkipGates: f.SkipGates, KeepTests: f.KeepTests, Atomic: f.Atomic,
 	}
 }
-
-// finishRollout prints the summary of a write rollout and turns it into
-// the exit code: 130 when interrupted, 1 when a cluster did not finish.
-func finishRollout(ctx context.Context, p *printer, outcomes []runner.Outcome, tally *summary.Tally, byName map[string]*fleet.Cluster, dryRun bool, verb string) error {
-	p.Close()
-	s := summary.Rollout{Outcomes: outcomes, Tally: tally, Done: done[verb], Nothing: "nothing to " + verb, DryRun: dryRun, Group: func(c string) string { return byName[c].Group }, RolledBack: rollout.RolledBack}
-	if p.JSON {
-		for _, res := range s.Results() {
-			p.Event(res)
-		}
-	} else {
-		s.Print(p.Out, p.Prefix, p.Many, p.Notes)
-	}
-	failed := s.Failed()
-	switch refused := refused(outcomes); {
-	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
-	case refused == len(outcomes):
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("aborted (not confirmed): nothing written")}
-	case refused > 0 && failed == refused:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("aborted (not confirmed): %d of %d clusters not written", refused, len(outcomes))}
-	case failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters did not %s", failed, len(outcomes), verb)}
-	}
-	return skipped(outcomes, ExitFailed)
-}
-
-// refused is how many clusters were not started because a protected
-// group's question was answered no.
-func refused(outcomes []runner.Outcome) int {
-	n := 0
-	for _, oc := range outcomes {
-		if oc.State == runner.NotStarted && errors.Is(oc.Err, errNotConfirmed) {
-			n++
-		}
-	}
-	return n
-}
-
-// skipped is the error for clusters skipped: exit 3 when all were
-// unreachable (--skip-unreachable), else code; nil when none was.
-func skipped(outcomes []runner.Outcome, code int) error {
-	n, unreachable := 0, 0
-	for _, oc := range outcomes {
-		var skip *runner.SkipError
-		if oc.State == runner.Skipped && errors.As(oc.Err, &skip) {
-			n++
-			if skip.Unreachable {
-				unreachable++
-			}
-		}
-	}
-	switch {
-	case n == 0:
-		return nil
-	case unreachable == n:
-		return &ExitError{Code: ExitSkipped, Err: fmt.Errorf("%d of %d clusters skipped: unreachable", n, len(outcomes))}
-	}
-	return &ExitError{Code: code, Err: fmt.Errorf("%d of %d clusters skipped", n, len(outcomes))}
-}
-
-// confirmer is how a rollout of r asks before writing to a protected
-// group (verb: "Apply to"): a question on a terminal, nothing with --yes
-// or --dry-run, and without a terminal a refusal before anything is
-// written.
-func (o *WriteOptions) confirmer(ctx context.Context, g *GlobalOptions, r *rendered.Set, verb string) (func(string, []string) error, error) {
-	if o.Yes || o.dryRun() {
-		return nil, nil
-	}
-	for _, w := range rollout.Waves(r.Fleet, r.Clusters) {
-		if grp := r.Fleet.Group(w.Name); grp != nil && grp.Protected && !g.stdinIsTerminal() {
-			return nil, fmt.Errorf("group %s is protected (%s): pass --yes to write to it without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
-		}
-	}
-	in := bufio.NewReader(g.In)
-	return func(group string, clusters []string) error {
-		return ask(ctx, g.ErrOut, in, fmt.Sprintf("%s protected group %s (%s)?", verb, group, strings.Join(clusters, ", ")))
-	}, nil
-}
-
-// ask puts a yes/no question on out and reads the answer from in; anything
-// but y or yes is a refusal, and so is Ctrl-C (ctx done) while it waits.
-func ask(ctx context.Context, out io.Writer, in *bufio.Reader, question string) error {
-	fmt.Fprintf(out, "%s [y/N] ", question)
-	answer := make(chan string, 1)
-	go func() {
-		line, _ := in.ReadString('\n')
-		answer <- line
-	}()
-	select {
-	case <-ctx.Done():
-		fmt.Fprintln(out)
-		return fmt.Errorf("%w: interrupted", errNotConfirmed)
-	case line := <-answer:
-		switch strings.ToLower(strings.TrimSpace(line)) {
-		case "y", "yes":
-			return nil
-		}
-	}
-	return errNotConfirmed
-}
-
-// errNotConfirmed is a protected group's question answered no.
-var errNotConfirmed = errors.New("not confirmed")
-
-// done is what the summary calls a cluster a verb went through on.
-var done = map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}

@@ -2,39 +2,13 @@ package cmd
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/roster"
 )
-
-// ClusterInfo is one row of "kubectl fleet clusters", and its JSON form.
-type ClusterInfo struct {
-	// Type is "cluster" in -o json, as every JSON line says what it is.
-	Type       string            `json:"type,omitempty"`
-	Name       string            `json:"name"`
-	Group      string            `json:"group"`
-	Context    string            `json:"context"`
-	Kubeconfig string            `json:"kubeconfig,omitempty"`
-	Server     string            `json:"server"`
-	Labels     map[string]string `json:"labels,omitempty"`
-	Attributes map[string]any    `json:"attributes,omitempty"`
-	PinServer  string            `json:"pinnedServer,omitempty"`
-	PinUID     string            `json:"pinnedUID,omitempty"`
-	// Check is what --check found.
-	Check *kube.Probe `json:"check,omitempty"`
-
-	// unread says the kubeconfig (a kubeconfigFrom) was not read.
-	unread bool
-}
 
 // ClustersOptions are the options of "kubectl fleet clusters".
 type ClustersOptions struct {
@@ -139,141 +113,28 @@ func (o *ClustersOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	kcs := &kube.Kubeconfigs{}
-	infos := make([]ClusterInfo, len(clusters))
-	var files []*fleet.Cluster
-	for i, c := range clusters {
-		infos[i] = ClusterInfo{Name: c.Name, Group: c.Group, Context: c.Context, Kubeconfig: kube.KubeconfigSource(o.ConfigFlags, f, c), Labels: c.Labels, Attributes: f.Attributes(c), PinServer: c.Server, PinUID: c.UID}
-		if _, from := f.KubeconfigOf(c); from != nil && c.ResolvedKubeconfig == "" {
-			infos[i].unread = true
-			continue
+	rows, kcs, read := roster.List(o.ConfigFlags, f, clusters)
+	if !o.Check {
+		if err := roster.Write(o.Out, rows, o.Output, false); err != nil {
+			return err
 		}
-		files = append(files, c)
-		if cfg, err := kcs.Load(kube.KubeconfigPath(o.ConfigFlags, f, c)); err == nil {
-			infos[i].Server = kube.Server(cfg, c.Context)
-		}
+		return kube.CheckContexts(o.ConfigFlags, kcs, f, read)
 	}
-	if o.Check {
-		return o.check(ctx, f, clusters, kcs, infos)
-	}
-	if err := o.print(infos); err != nil {
-		return err
-	}
-	return kube.CheckContexts(o.ConfigFlags, kcs, f, files)
-}
-
-// check probes the clusters; a missing context stops it before any request.
-func (o *ClustersOptions) check(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, kcs *kube.Kubeconfigs, infos []ClusterInfo) error {
+	// A missing context stops the check before any request.
 	if err := kube.CheckContexts(o.ConfigFlags, kcs, f, clusters); err != nil {
 		return err
 	}
-	failed := 0
-	record := map[string]fleet.Pin{}
-	for i, p := range kube.ProbeFleet(ctx, o.ConfigFlags, f, clusters, o.Parallel) {
-		infos[i].Check = &p
-		if !p.OK() {
-			failed++
-		} else {
-			record[clusters[i].Name] = fleet.Pin{Server: p.Server, UID: p.UID}
-		}
-	}
-	if err := o.print(infos); err != nil {
+	pins, failed := roster.Check(ctx, o.ConfigFlags, f, clusters, rows, o.Parallel)
+	if err := roster.Write(o.Out, rows, o.Output, true); err != nil {
 		return err
 	}
-	if o.Pin && len(record) > 0 {
-		if err := o.writePins(f, record); err != nil {
+	if o.Pin && len(pins) > 0 {
+		if err := roster.Pin(o.Out, o.ErrOut, f, pins, o.DryRun); err != nil {
 			return err
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d clusters failed the check", failed, len(clusters))
 	}
-	return nil
-}
-
-func (o *ClustersOptions) print(infos []ClusterInfo) error {
-	switch o.Output {
-	case "json":
-		enc := json.NewEncoder(o.Out)
-		for _, info := range infos {
-			info.Type = "cluster"
-			if err := enc.Encode(info); err != nil {
-				return err
-			}
-		}
-		return nil
-	case "yaml":
-		b, err := yaml.Marshal(infos)
-		if err != nil {
-			return err
-		}
-		_, err = o.Out.Write(b)
-		return err
-	}
-	w := printers.GetNewTabWriter(o.Out)
-	if o.Check {
-		fmt.Fprintln(w, "NAME\tGROUP\tCONTEXT\tSERVER\tVERSION\tUID\tSTATUS")
-		for _, c := range infos {
-			status := "ok"
-			if len(c.Check.Problems) > 0 {
-				status = strings.Join(c.Check.Problems, "; ")
-			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Name, c.Group, c.Context, c.Server, orNone(c.Check.Version), orNone(c.Check.UID), status)
-		}
-		return w.Flush()
-	}
-	fmt.Fprintln(w, "NAME\tGROUP\tCONTEXT\tSERVER\tLABELS")
-	for _, c := range infos {
-		server := c.Server
-		switch {
-		case c.unread:
-			server = "<kubeconfigFrom " + c.Kubeconfig + ">"
-		case server == "":
-			server = "<context not found>"
-		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Group, c.Context, server, labelString(c.Labels))
-	}
-	return w.Flush()
-}
-
-// labelString prints labels as kubectl does: sorted k=v pairs, or <none>.
-func labelString(labels map[string]string) string {
-	if len(labels) == 0 {
-		return "<none>"
-	}
-	pairs := make([]string, 0, len(labels))
-	for k, v := range labels {
-		pairs = append(pairs, k+"="+v)
-	}
-	sort.Strings(pairs)
-	return strings.Join(pairs, ",")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
-}
-
-// writePins records pins in the fleet file (fleet.Repin, unless
-// --dry-run) and prints the change.
-func (o *ClustersOptions) writePins(f *fleet.Fleet, pins map[string]fleet.Pin) error {
-	before, after, err := fleet.Repin(f.Path, pins, !o.DryRun)
-	if err != nil {
-		return err
-	}
-	change := diff.Unified(f.Path, f.Path, string(before), string(after), 3)
-	switch {
-	case change == "":
-		fmt.Fprintf(o.ErrOut, "%s: pins already up to date\n", f.Path)
-		return nil
-	case o.DryRun:
-		fmt.Fprint(o.Out, change)
-		fmt.Fprintf(o.ErrOut, "%s: not written (--dry-run)\n", f.Path)
-		return nil
-	}
-	fmt.Fprint(o.Out, change)
-	fmt.Fprintf(o.ErrOut, "%s: pinned %d clusters\n", f.Path, len(pins))
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/roster"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/vet"
 )
 
@@ -253,7 +254,7 @@ func TestClusters(t *testing.T) {
 	out, _, _ = run(t, "", "ls", "-F", example, "-l", "region=eu", "-o", "json")
 	var names []string
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		var c ClusterInfo
+		var c roster.Row
 		if err := json.Unmarshal([]byte(line), &c); err != nil {
 			t.Fatal(err)
 		}

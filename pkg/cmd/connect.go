@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/prompt"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
-	"golang.org/x/term"
 )
 
 func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {
@@ -104,11 +103,8 @@ func checkContexts(ctx context.Context, g *GlobalOptions, f *fleet.Fleet, cluste
 	return kube.CheckContexts(g.ConfigFlags, &kube.Kubeconfigs{}, f, clusters)
 }
 
-// stdinIsTerminal reports whether confirmation can be asked for.
-func (g *GlobalOptions) stdinIsTerminal() bool {
-	f, ok := g.In.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
+// asker asks questions on the terminal, if there is one.
+func (g *GlobalOptions) asker() *prompt.Asker { return &prompt.Asker{In: g.In, Out: g.ErrOut} }
 
 func errString(err error) string {
 	if err == nil {

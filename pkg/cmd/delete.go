@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strings"
@@ -51,7 +50,7 @@ Exit codes:
 			if err := o.WriteOptions.validate(); err != nil {
 				return err
 			}
-			if err := o.SourceOptions.validate(); err != nil {
+			if err := o.SourceOptions.Validate(); err != nil {
 				return err
 			}
 			if err := validateLocks(o.LockDuration, o.LockTimeout); err != nil {
@@ -100,8 +99,5 @@ func (o *DeleteOptions) confirm(ctx context.Context, apps []rendered.App, cluste
 		appNames[i] = a.Name
 	}
 	what := fmt.Sprintf("app %s from %s", strings.Join(appNames, ", "), strings.Join(names, ", "))
-	if !o.stdinIsTerminal() {
-		return fmt.Errorf("delete %s: pass --yes to delete without a terminal to confirm on", what)
-	}
-	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Delete "+what+"?")
+	return o.asker().Confirm(ctx, "Delete", what)
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 
 	"github.com/spf13/cobra"
 
@@ -22,9 +24,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
-
-// ExitDiffError is diff's exit code for errors; 1 means "differences".
-const ExitDiffError = 2
 
 // DiffOptions are the options of "kubectl fleet diff".
 type DiffOptions struct {
@@ -67,7 +66,7 @@ Exit codes (kubectl diff's convention):
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.Validate(); err != nil {
-				return &ExitError{Code: ExitDiffError, Err: err}
+				return &exit.Error{Code: exit.DiffError, Err: err}
 			}
 			return o.Run(cmd.Context())
 		},
@@ -96,20 +95,7 @@ func (o *DiffOptions) Validate() error {
 	if err := o.ReportOptions.validate(); err != nil {
 		return err
 	}
-	return o.SourceOptions.validate()
-}
-
-// DiffSummary is the JSON form of one cluster's counts.
-type DiffSummary struct {
-	Type      string `json:"type"`
-	Cluster   string `json:"cluster"`
-	Create    int    `json:"create"`
-	Change    int    `json:"change"`
-	Prune     int    `json:"prune"`
-	Unchanged int    `json:"unchanged"`
-	Conflicts int    `json:"conflicts"`
-	Errors    int    `json:"errors"`
-	Error     string `json:"error,omitempty"`
+	return o.SourceOptions.Validate()
 }
 
 // Run diffs every selected cluster, and writes the report.
@@ -121,9 +107,9 @@ func (o *DiffOptions) Run(ctx context.Context) error {
 	}
 	if o.PlanFile != "" {
 		if perr := o.writePlan(res); perr != nil {
-			var ee *ExitError
+			var ee *exit.Error
 			if err == nil || errors.As(err, &ee) && ee.Code == 1 {
-				err = &ExitError{Code: ExitDiffError, Err: perr} // differences, but no plan
+				err = &exit.Error{Code: exit.DiffError, Err: perr} // differences, but no plan
 			} else {
 				fmt.Fprintln(o.ErrOut, "error:", perr)
 			}
@@ -146,12 +132,9 @@ type diffRun struct {
 // writePlan writes what the diff saw as a plan (--out), when it saw every
 // selected cluster whole.
 func (o *DiffOptions) writePlan(res *diffRun) error {
-	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, Created: time.Now().UTC().Truncate(time.Second), Fleet: res.r.Fleet.Metadata.Name}
-	for _, oc := range res.outcomes {
-		if oc.State != runner.Succeeded {
-			return fmt.Errorf("no plan written: cluster %s was not diffed whole (%s)", oc.Cluster, oc.State)
-		}
-		p.Clusters = append(p.Clusters, plan.Cluster{Name: oc.Cluster, Group: res.r.Fleet.Cluster(oc.Cluster).Group, Apps: res.plans[oc.Cluster]})
+	p, err := rollout.Diffs{Outcomes: res.outcomes, Plans: res.plans}.Plan(res.r.Fleet, time.Now())
+	if err != nil {
+		return err
 	}
 	if err := p.Write(o.PlanFile); err != nil {
 		return fmt.Errorf("writing the plan: %w", err)
@@ -163,7 +146,7 @@ func (o *DiffOptions) writePlan(res *diffRun) error {
 func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
 	if err != nil {
-		return &ExitError{Code: ExitDiffError, Err: err}
+		return &exit.Error{Code: exit.DiffError, Err: err}
 	}
 	res.r = r
 	p := o.newPrinter(r.Clusters, o.Output == "json")
@@ -173,33 +156,41 @@ func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
 	var external *diff.External
 	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.JSON {
 		if external, err = diff.NewExternal(); err != nil {
-			return &ExitError{Code: ExitDiffError, Err: err}
+			return &exit.Error{Code: exit.DiffError, Err: err}
 		}
 		defer external.Remove()
 	}
 	d, extErr := o.diffAll(ctx, r, p, external)
 	res.outcomes, res.summaries, res.plans = d.Outcomes, d.Summaries, d.Plans
 	p.Close()
-	failed, differs := o.printSummary(p, d)
+	sum := summary.Diff{Outcomes: d.Outcomes, Summaries: d.Summaries}
+	if p.JSON {
+		for _, res := range sum.Results() {
+			p.Event(res)
+		}
+	} else {
+		sum.Print(p.Out, p.Prefix, p.Many)
+	}
+	failed, differs := sum.Failed(), sum.Differs()
 	if extErr != nil {
-		return &ExitError{Code: ExitDiffError, Err: extErr}
+		return &exit.Error{Code: exit.DiffError, Err: extErr}
 	}
 	if external != nil && differs {
 		if err := external.Run(o.IOStreams); err != nil {
-			return &ExitError{Code: ExitDiffError, Err: err}
+			return &exit.Error{Code: exit.DiffError, Err: err}
 		}
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
+		return &exit.Error{Code: exit.Interrupted}
 	case failed > 0:
-		return &ExitError{Code: ExitDiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(d.Outcomes))}
+		return &exit.Error{Code: exit.DiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(d.Outcomes))}
 	}
-	if err := skipped(d.Outcomes, ExitDiffError); err != nil {
+	if err := summary.Skipped(d.Outcomes, exit.DiffError); err != nil {
 		return err
 	}
 	if differs {
-		return &ExitError{Code: 1}
+		return &exit.Error{Code: 1}
 	}
 	return nil
 }
@@ -219,7 +210,7 @@ func (o *DiffOptions) diffAll(ctx context.Context, r *rendered.Set, p *printer, 
 	e := &rollout.Engine{Connector: connector{o.GlobalOptions}}
 	d := e.Diff(ctx, r, rollout.DiffOptions{ForceConflicts: o.ForceConflicts, ShowSecrets: o.ShowSecrets, All: external != nil, Plan: o.PlanFile != "", Parallel: o.Parallel, Concurrency: o.Concurrency}, func(ev rollout.Event) {
 		if de, ok := ev.(rollout.DiffEvent); ok {
-			o.collected.App(de.Cluster, diffState(de))
+			o.collected.App(de.Cluster, report.DiffApp(de.App, de.Diffs))
 			if err := external.AddAll(de.Cluster, de.Diffs); err != nil {
 				mu.Lock()
 				extErr = cmp.Or(extErr, err)
@@ -229,35 +220,6 @@ func (o *DiffOptions) diffAll(ctx context.Context, r *rendered.Set, p *printer, 
 		to.Emit(ev)
 	})
 	return d, extErr
-}
-
-// printSummary prints each cluster's counts, and returns how many
-// clusters failed and whether any differs.
-func (o *DiffOptions) printSummary(p *printer, d rollout.Diffs) (failed int, differs bool) {
-	var lines []summary.Line
-	for _, oc := range d.Outcomes {
-		s := d.Summaries[oc.Cluster]
-		differs = differs || s.Differs()
-		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
-			failed++
-		}
-		if p.JSON {
-			p.Event(DiffSummary{Type: "summary", Cluster: oc.Cluster, Create: s.Create, Change: s.Change, Prune: s.Prune, Unchanged: s.Unchanged, Conflicts: s.Conflicts, Errors: s.Errors, Error: errString(oc.Err)})
-			continue
-		}
-		lines = append(lines, summary.Line{Cluster: oc.Cluster, Text: diffLine(oc, s)})
-	}
-	summary.Lines(p.Out, p.Prefix, p.Many, ": ", lines)
-	return failed, differs
-}
-
-// diffState is an app's line in diff's report: "in sync", or its counts.
-func diffState(d rollout.DiffEvent) report.App {
-	a := report.App{Name: d.App, State: "in sync"}
-	if s := diff.Summarize(d.Diffs); s.Differs() {
-		a.State = fmt.Sprintf("%d to create, %d to change, %d to prune", s.Create, s.Change, s.Prune)
-	}
-	return a
 }
 
 // diffStyle is how diffs are printed: only their action when
@@ -270,23 +232,4 @@ func (g *GlobalOptions) diffStyle(external bool) diff.Style {
 		return diff.Colored
 	}
 	return diff.Plain
-}
-
-// diffLine is what diff's summary says of a cluster.
-func diffLine(oc runner.Outcome, s diff.Summary) string {
-	line := fmt.Sprintf("%d to create, %d to change, %d to prune, %d unchanged", s.Create, s.Change, s.Prune, s.Unchanged)
-	if s.Conflicts > 0 {
-		line += fmt.Sprintf(" (apply needs --force-conflicts for %d)", s.Conflicts)
-	}
-	switch {
-	case oc.State == runner.NotStarted:
-		line = "not diffed (interrupted)"
-	case oc.State == runner.Skipped:
-		line = "skipped: " + oc.Err.Error()
-	case oc.Err != nil && s.Create+s.Change+s.Prune+s.Unchanged > 0:
-		line = fmt.Sprintf("error: %v (of what it diffed: %s)", oc.Err, line)
-	case oc.Err != nil:
-		line = "error: " + oc.Err.Error()
-	}
-	return line
 }

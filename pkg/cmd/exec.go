@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"os"
 	"os/exec"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 
 	"github.com/spf13/cobra"
 
@@ -117,9 +119,9 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
+		return &exit.Error{Code: exit.Interrupted}
 	case failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
+		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
 	}
 	return nil
 }

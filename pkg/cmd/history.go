@@ -7,6 +7,8 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/history"
 )
 
@@ -49,10 +51,8 @@ Exit codes:
 			if o.Output != "" && o.Output != "json" && o.Output != "yaml" {
 				return fmt.Errorf("--output %q: want json or yaml", o.Output)
 			}
-			for _, a := range o.Apps {
-				if err := validateAppName(a); err != nil {
-					return fmt.Errorf("--app: %w", err)
-				}
+			if err := fleet.CheckAppNames(o.Apps...); err != nil {
+				return fmt.Errorf("--app: %w", err)
 			}
 			return o.Run(cmd.Context())
 		},
@@ -104,9 +104,9 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
+		return &exit.Error{Code: exit.Interrupted}
 	case failed:
-		return &ExitError{Code: ExitFailed}
+		return &exit.Error{Code: exit.Failed}
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/scaffold"
@@ -174,7 +175,7 @@ func (o *InitOptions) checkAndWrite(cmd *cobra.Command, file string, content []b
 	}
 	if err != nil {
 		fmt.Fprint(o.ErrOut, strings.ReplaceAll(out.String(), tmp.Name(), file))
-		if exit := (*ExitError)(nil); errors.As(err, &exit) && exit.Err == nil {
+		if ee := (*exit.Error)(nil); errors.As(err, &ee) && ee.Err == nil {
 			return fmt.Errorf("the fleet file init made fails vet (above): nothing written")
 		}
 		return fmt.Errorf("the fleet file init made fails vet, nothing written: %s", strings.ReplaceAll(err.Error(), tmp.Name(), file))

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 )
 
 const kubeconfigFromFleet = `apiVersion: fleet/v1alpha1
@@ -149,8 +151,8 @@ func TestSecondInterruptCleansUp(t *testing.T) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSecondInterruptCleansUp$")
 	cmd.Env = append(os.Environ(), "KUBECTL_FLEET_TEST_INTERRUPT="+marker)
 	out, err := cmd.CombinedOutput()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != ExitInterrupted {
-		t.Fatalf("child: %v, want exit %d:\n%s", err, ExitInterrupted, out)
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exit.Interrupted {
+		t.Fatalf("child: %v, want exit %d:\n%s", err, exit.Interrupted, out)
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("cleanup did not run before the exit: %v", err)

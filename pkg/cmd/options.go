@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -129,6 +127,15 @@ func (w *WriteOptions) validate() error {
 // dryRun reports --dry-run=server.
 func (w *WriteOptions) dryRun() bool { return w.DryRun == "server" }
 
+// confirmer is how a rollout of r asks before writing to a protected
+// group (prompt.Asker.Protected); nothing with --yes or --dry-run.
+func (w *WriteOptions) confirmer(ctx context.Context, g *GlobalOptions, r *rendered.Set, verb string) (func(string, []string) error, error) {
+	if w.Yes || w.dryRun() {
+		return nil, nil
+	}
+	return g.asker().Protected(ctx, r.Fleet, r.Clusters, verb)
+}
+
 // validateJSONOutput accepts -o json or no -o.
 func validateJSONOutput(output string) error {
 	if output != "" && output != "json" {
@@ -204,43 +211,6 @@ func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
 		}
 		return names
 	}))
-}
-
-func (s *SourceOptions) validate() error {
-	n := 0
-	for _, v := range []string{s.Kustomize, s.Jsonnet, s.Manifests, s.Chart} {
-		if v != "" {
-			n++
-		}
-	}
-	helmOnly := s.ChartVersion != "" || s.Repo != "" || len(s.ValuesFiles) > 0 || len(s.Set) > 0 || s.PlainHTTP
-	switch {
-	case n > 1:
-		return fmt.Errorf("-k/--kustomize, -j/--jsonnet, -f/--filename and --chart are mutually exclusive")
-	case n == 1 && len(s.Apps) > 0:
-		return fmt.Errorf("--app selects apps of the fleet file; it does not go with -k, -j, -f or --chart")
-	case n == 0 && s.Name != "":
-		return fmt.Errorf("--name names an ad hoc source; give -k, -j, -f or --chart with it")
-	case helmOnly && s.Chart == "":
-		return fmt.Errorf("--chart-version, --repo, --values, --set and --plain-http go with --chart")
-	case (s.Repo != "" || strings.HasPrefix(s.Chart, "oci://")) && s.ChartVersion == "":
-		return fmt.Errorf("--chart-version is required for a chart from a repository or registry")
-	case len(s.JPath) > 0 && s.Jsonnet == "" && n > 0:
-		return fmt.Errorf("-J/--jpath only works with -j/--jsonnet")
-	}
-	if s.Name != "" {
-		if err := validateAppName(s.Name); err != nil {
-			return fmt.Errorf("--name: %w", err)
-		}
-	}
-	return nil
-}
-
-func validateAppName(name string) error {
-	if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
-		return fmt.Errorf("%q is not a valid app name: %s", name, strings.Join(msgs, "; "))
-	}
-	return nil
 }
 
 // render renders what src says for the selected clusters, all or nothing

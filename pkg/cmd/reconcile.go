@@ -10,10 +10,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/reconcile"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
@@ -214,14 +216,14 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		err := o.pass(context.WithoutCancel(ctx), n)
 		close(passDone)
 		if o.Once {
-			var exit *ExitError
+			var ee *exit.Error
 			switch {
 			case err == nil:
 				return nil
-			case errors.As(err, &exit):
-				return &ExitError{Code: exit.Code}
+			case errors.As(err, &ee):
+				return &exit.Error{Code: ee.Code}
 			}
-			return &ExitError{Code: ExitFailed}
+			return &exit.Error{Code: exit.Failed}
 		}
 		select {
 		case <-ctx.Done():
@@ -255,7 +257,11 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 		started += fmt.Sprintf(" (shard %s)", o.Shard)
 	}
 	o.log().Say(reconcile.Note(started))
-	r, err := a.render(ctx, a.Selection, &a.SourceOptions, true)
+	cfg, err := a.renderConfig(a.Selection, &a.SourceOptions, true)
+	var r *rendered.Set
+	if err == nil {
+		r, err = rendered.Render(ctx, cfg)
+	}
 	if err == nil {
 		err = reconcile.RefuseProtected(r.Fleet, rollout.Waves(r.Fleet, r.Clusters), a.Yes)
 	}
@@ -268,8 +274,8 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	// state from the clusters themselves.
 	mine := reconcile.Owned(r, o.Shard)
 	p := a.newPrinter(mine.Clusters, a.Output == "json")
-	cfg := reconcile.Config{Pass: n, CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency}
-	d := reconcile.Decide(ctx, cfg, mine, connector{g}, o.metrics, func(ev rollout.Event) { p.Emit(ev) })
+	dc := reconcile.Config{Pass: n, CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency}
+	d := reconcile.Decide(ctx, dc, mine, connector{g}, o.metrics, func(ev rollout.Event) { p.Emit(ev) })
 	p.Close()
 	if len(d.Apply) == 0 {
 		return o.end(n, start, d.Pass, nil)
@@ -278,7 +284,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	// skips too: a later group waits for what they have verified.
 	opts := a.options(a.dryRun(), a.Parallel)
 	opts.Force = d.Forced
-	if opts.Promote, err = a.promoted(ctx, g, r, opts); err != nil {
+	if opts.Promote, err = rollout.Promoted(ctx, cfg, r, opts); err != nil {
 		return o.end(n, start, d.Pass, err)
 	}
 	sub := r.Only(d.Apply)

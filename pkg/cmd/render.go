@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
@@ -98,7 +99,7 @@ func (o *RenderOptions) Validate() error {
 			return fmt.Errorf("--revision N prints a stored revision of one app: give it a positive N and exactly one --app, and no -k, -j or -f")
 		}
 	}
-	return o.SourceOptions.validate()
+	return o.SourceOptions.Validate()
 }
 
 // Run renders and prints, cluster by cluster as they are rendered (see
@@ -182,7 +183,7 @@ func (o *RenderOptions) stored(ctx context.Context) (*rendered.Set, error) {
 		r.Clusters, r.Results = append(r.Clusters, clusters[i]), append(r.Results, results[i])
 	}
 	if failed > 0 {
-		return r, &ExitError{Code: ExitFailed}
+		return r, &exit.Error{Code: exit.Failed}
 	}
 	return r, nil
 }

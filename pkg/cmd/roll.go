@@ -2,14 +2,12 @@ package cmd
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -54,8 +52,9 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 		outcomes = run.Engine.Run(ctx, r, o, to.Emit)
 	}
 	pr.Finish()
-	_, byName := fleet.Index(r.Clusters)
-	err := finishRollout(ctx, p, outcomes, &tally, byName, o.DryRun, run.Verb)
+	done := map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}[run.Verb]
+	sum := summary.Rollout{Outcomes: outcomes, Tally: &tally, Done: done, Nothing: "nothing to " + run.Verb, DryRun: o.DryRun, Group: func(c string) string { return r.Fleet.Cluster(c).Group }, RolledBack: rollout.RolledBack}
+	err := sum.Finish(ctx, p, run.Verb)
 	return outcomes, &tally, rep.finish(g, func() report.Report {
 		return report.OfRollout(strings.ReplaceAll(run.Verb, " ", ""), r.Fleet, outcomes, &tally, rep.collected, o.DryRun)
 	}, err)
@@ -71,34 +70,4 @@ func rolloutNotes(f *fleet.Fleet, o rollout.Options) []string {
 		return []string{"Tests were skipped (--skip-tests)."}
 	}
 	return nil
-}
-
-// promoted are the renders the promotion rule of a rollout of r holds
-// its waves to (rollout.Options.Promote): r's, and those of the earlier
-// groups' clusters that are not selected, rendered too (a render error
-// stops the command before anything is written). Dry runs, rollbacks
-// and --skip-gates have none.
-func (s *SourceOptions) promoted(ctx context.Context, g *GlobalOptions, r *rendered.Set, o rollout.Options) ([]render.Result, error) {
-	if !o.Gated() {
-		return nil, nil
-	}
-	var names []string
-	for _, c := range rollout.Upstream(r.Fleet, rollout.Waves(r.Fleet, r.Clusters), r.Clusters) {
-		if _, err := s.Resolve(r.Fleet, []*fleet.Cluster{c}, g.namespace()); err == nil {
-			names = append(names, c.Name) // an app of the run goes there
-		}
-	}
-	if len(names) == 0 {
-		return r.Results, nil
-	}
-	src := *s
-	src.withTests, src.warm = false, nil
-	if src.Manifests == "-" {
-		return nil, fmt.Errorf("the earlier groups' clusters (%s) must have verified what -f - renders, and standard input is read once: select them too, or pass --skip-gates", strings.Join(names, ", "))
-	}
-	up, err := g.render(ctx, fleet.Selection{Clusters: names}, &src, true)
-	if err != nil {
-		return nil, fmt.Errorf("checking what the earlier groups verified (--skip-gates does not): %w", err)
-	}
-	return slices.Concat(r.Results, up.Results), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
@@ -72,10 +73,8 @@ Exit codes:
 
 // Validate checks the flags.
 func (o *RollbackOptions) Validate() error {
-	for _, a := range o.Apps {
-		if err := validateAppName(a); err != nil {
-			return fmt.Errorf("--app: %w", err)
-		}
+	if err := fleet.CheckAppNames(o.Apps...); err != nil {
+		return fmt.Errorf("--app: %w", err)
 	}
 	switch {
 	case o.ToRevision < 0:

@@ -17,40 +17,10 @@ import (
 
 	// Before the kubectl packages: they read no message catalog.
 	_ "github.com/kubectl-fleet/kubectl-fleet/internal/untranslated"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 )
-
-// Exit codes, shared by every command.
-const (
-	// ExitOK means success (for diff: no differences).
-	ExitOK = 0
-	// ExitFailed means an error, or for vet: problems found.
-	ExitFailed = 1
-	// ExitSkipped means done, except for clusters --skip-unreachable
-	// skipped.
-	ExitSkipped = 3
-	// ExitInterrupted means the run was stopped by Ctrl-C.
-	ExitInterrupted = 130
-)
-
-// ExitError ends a command with a given exit code. A nil Err means the
-// command already reported what went wrong.
-type ExitError struct {
-	Code int
-	Err  error
-}
-
-// Error implements error.
-func (e *ExitError) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
-	}
-	return e.Err.Error()
-}
-
-// Unwrap returns the wrapped error.
-func (e *ExitError) Unwrap() error { return e.Err }
 
 const rootLong = `kubectl fleet deploys one set of manifests to many clusters safely.
 
@@ -135,18 +105,18 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
-		return ExitOK
+		return exit.OK
 	}
-	code := ExitFailed
-	var exit *ExitError
-	if errors.As(err, &exit) {
-		code = exit.Code
-		if exit.Err == nil {
+	code := exit.Failed
+	var ee *exit.Error
+	if errors.As(err, &ee) {
+		code = ee.Code
+		if ee.Err == nil {
 			return code
 		}
 	}
-	if ctx.Err() != nil && code == ExitFailed {
-		code = ExitInterrupted
+	if ctx.Err() != nil && code == exit.Failed {
+		code = exit.Interrupted
 	}
 	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 	return code
@@ -177,7 +147,7 @@ func exitOnSecondInterrupt(ctx context.Context, errOut io.Writer, cleanup func()
 		case <-again:
 			fmt.Fprintln(errOut, "error: interrupted again: exiting without waiting for the requests in flight; what they did is unknown")
 			cleanup()
-			os.Exit(ExitInterrupted)
+			os.Exit(exit.Interrupted)
 		}
 	}()
 	return func() { close(done) }

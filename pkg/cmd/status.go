@@ -11,12 +11,14 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // StatusOptions are the options of "kubectl fleet status".
@@ -68,7 +70,7 @@ Exit codes:
 			if err := validateJSONOutput(o.Output); err != nil {
 				return err
 			}
-			if err := o.SourceOptions.validate(); err != nil {
+			if err := o.SourceOptions.Validate(); err != nil {
 				return err
 			}
 			if err := o.ReportOptions.validate(); err != nil {
@@ -123,7 +125,7 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 		o.Out = w
 		_ = o.report(ctx, r)
 	})
-	return &ExitError{Code: ExitInterrupted}
+	return &exit.Error{Code: exit.Interrupted}
 }
 
 // rendered renders the source or the fleet file's apps; with neither, the
@@ -190,12 +192,12 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 	}
 	p.Close()
 	if ctx.Err() != nil {
-		return &ExitError{Code: ExitInterrupted}
+		return &exit.Error{Code: exit.Interrupted}
 	}
 	if !healthy {
-		return &ExitError{Code: ExitFailed}
+		return &exit.Error{Code: exit.Failed}
 	}
-	return skipped(outcomes, ExitFailed)
+	return summary.Skipped(outcomes, exit.Failed)
 }
 
 // renderedApps are the apps rendered, in order: the matrix's first

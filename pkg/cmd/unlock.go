@@ -1,13 +1,14 @@
 package cmd
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -66,10 +67,8 @@ func (o *UnlockOptions) Validate() error {
 	if len(o.Apps) == 0 {
 		return fmt.Errorf("--app is required: the app whose lock to remove")
 	}
-	for _, a := range o.Apps {
-		if err := validateAppName(a); err != nil {
-			return fmt.Errorf("--app: %w", err)
-		}
+	if err := fleet.CheckAppNames(o.Apps...); err != nil {
+		return fmt.Errorf("--app: %w", err)
 	}
 	if o.Parallel < 1 {
 		return fmt.Errorf("--parallel must be at least 1")
@@ -113,9 +112,9 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case ctx.Err() != nil:
-		return &ExitError{Code: ExitInterrupted}
+		return &exit.Error{Code: exit.Interrupted}
 	case failed > 0:
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d clusters not unlocked", failed, len(outcomes))}
+		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%d of %d clusters not unlocked", failed, len(outcomes))}
 	}
 	return nil
 }
@@ -128,8 +127,5 @@ func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, found loc
 	}
 	what := "the lock of " + strings.Join(locked, ", ")
 	p.Close()
-	if !o.stdinIsTerminal() {
-		return fmt.Errorf("remove %s: pass --yes to remove locks without a terminal to confirm on", what)
-	}
-	return ask(ctx, o.ErrOut, bufio.NewReader(o.In), "Remove "+what+"?")
+	return o.asker().Confirm(ctx, "Remove", what)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -69,7 +70,7 @@ Exit codes:
 			if err := validateJSONOutput(o.Output); err != nil {
 				return err
 			}
-			if err := o.SourceOptions.validate(); err != nil {
+			if err := o.SourceOptions.Validate(); err != nil {
 				return err
 			}
 			return o.Run(cmd.Context())
@@ -94,7 +95,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		}
 		v.FleetProblems(list)
 		v.Summary(0, fleet.Locate(o.FleetFile))
-		return &ExitError{Code: ExitFailed}
+		return &exit.Error{Code: exit.Failed}
 	}
 	clusters, err := f.Select(o.Selection)
 	if err != nil {
@@ -145,7 +146,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	v.Warnings(results)
 	v.Summary(len(clusters), "")
 	if v.Problems > 0 {
-		return &ExitError{Code: ExitFailed}
+		return &exit.Error{Code: exit.Failed}
 	}
 	return nil
 }

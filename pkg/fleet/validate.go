@@ -446,3 +446,14 @@ func (f *Fleet) matchClusters(pattern string) []*Cluster {
 	}
 	return out
 }
+
+// CheckAppNames says why a name of an app given on the command line
+// (--app, --name) is not one, or nil.
+func CheckAppNames(names ...string) error {
+	for _, name := range names {
+		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			return fmt.Errorf("%q is not a valid app name: %s", name, strings.Join(msgs, "; "))
+		}
+	}
+	return nil
+}

@@ -163,3 +163,16 @@ func (s *Set) index() {
 		}
 	}
 }
+
+// AppNames are the apps rendered for each cluster, by cluster name (what
+// plan.Plan.Agree checks a plan against).
+func (s *Set) AppNames() map[string][]string {
+	apps := map[string][]string{}
+	for _, c := range s.Clusters {
+		apps[c.Name] = []string{}
+		for _, res := range s.Of(c.Name) {
+			apps[c.Name] = append(apps[c.Name], res.App)
+		}
+	}
+	return apps
+}

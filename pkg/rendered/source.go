@@ -16,7 +16,7 @@ import (
 // Source says what to render: an ad hoc source (a kustomize folder, a
 // jsonnet file, manifests or a Helm chart, given on the command line) or
 // the fleet file's apps. pkg/cmd binds its flags to these fields and
-// validates them.
+// checks them with Validate.
 type Source struct {
 	Kustomize string
 	Jsonnet   string
@@ -275,4 +275,37 @@ func isKustomization(dir string) bool {
 		}
 	}
 	return false
+}
+
+// Validate checks that the flags of a source go together: one of -k,
+// -j, -f and --chart at most, the Helm flags with --chart only, --app
+// with the fleet file's apps only.
+func (s Source) Validate() error {
+	n := 0
+	for _, v := range []string{s.Kustomize, s.Jsonnet, s.Manifests, s.Chart} {
+		if v != "" {
+			n++
+		}
+	}
+	helmOnly := s.ChartVersion != "" || s.Repo != "" || len(s.ValuesFiles) > 0 || len(s.Set) > 0 || s.PlainHTTP
+	switch {
+	case n > 1:
+		return fmt.Errorf("-k/--kustomize, -j/--jsonnet, -f/--filename and --chart are mutually exclusive")
+	case n == 1 && len(s.Apps) > 0:
+		return fmt.Errorf("--app selects apps of the fleet file; it does not go with -k, -j, -f or --chart")
+	case n == 0 && s.Name != "":
+		return fmt.Errorf("--name names an ad hoc source; give -k, -j, -f or --chart with it")
+	case helmOnly && s.Chart == "":
+		return fmt.Errorf("--chart-version, --repo, --values, --set and --plain-http go with --chart")
+	case (s.Repo != "" || strings.HasPrefix(s.Chart, "oci://")) && s.ChartVersion == "":
+		return fmt.Errorf("--chart-version is required for a chart from a repository or registry")
+	case len(s.JPath) > 0 && s.Jsonnet == "" && n > 0:
+		return fmt.Errorf("-J/--jpath only works with -j/--jsonnet")
+	}
+	if s.Name != "" {
+		if err := fleet.CheckAppNames(s.Name); err != nil {
+			return fmt.Errorf("--name: %w", err)
+		}
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"fmt"
+
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -101,4 +103,13 @@ func errString(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// DiffApp is an app's line in diff's report: "in sync", or its counts.
+func DiffApp(app string, diffs []diff.Object) App {
+	a := App{Name: app, State: "in sync"}
+	if s := diff.Summarize(diffs); s.Differs() {
+		a.State = fmt.Sprintf("%d to create, %d to change, %d to prune", s.Create, s.Change, s.Prune)
+	}
+	return a
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
@@ -138,4 +139,17 @@ func (e *Engine) source(ctx context.Context, res render.Result) revision.Source 
 		return revision.SourceOf(ctx, res.Source.Path, e.r.Fleet.Path), nil
 	})
 	return src
+}
+
+// Plan is what the diff saw, as a plan for apply --plan (DiffOptions.Plan
+// made the diff read it), when it saw every cluster whole.
+func (d Diffs) Plan(f *fleet.Fleet, created time.Time) (*plan.Plan, error) {
+	p := &plan.Plan{APIVersion: plan.APIVersion, Kind: plan.Kind, Created: created.UTC().Truncate(time.Second), Fleet: f.Metadata.Name}
+	for _, oc := range d.Outcomes {
+		if oc.State != runner.Succeeded {
+			return nil, fmt.Errorf("no plan written: cluster %s was not diffed whole (%s)", oc.Cluster, oc.State)
+		}
+		p.Clusters = append(p.Clusters, plan.Cluster{Name: oc.Cluster, Group: f.Cluster(oc.Cluster).Group, Apps: d.Plans[oc.Cluster]})
+	}
+	return p, nil
 }

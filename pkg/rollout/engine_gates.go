@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -304,4 +305,33 @@ func (l *lines) flush() {
 		l.say(l.buf.String())
 		l.buf.Reset()
 	}
+}
+
+// Promoted are the renders the promotion rule of a rollout of r holds
+// its waves to (Options.Promote): r's, and those of the earlier groups'
+// clusters that are not selected, rendered from cfg (what rendered r)
+// too; a render error stops the command before anything is written.
+// Runs that are not gated (Options.Gated) have none.
+func Promoted(ctx context.Context, cfg rendered.Config, r *rendered.Set, o Options) ([]render.Result, error) {
+	if !o.Gated() {
+		return nil, nil
+	}
+	var names []string
+	for _, c := range Upstream(r.Fleet, Waves(r.Fleet, r.Clusters), r.Clusters) {
+		if _, err := cfg.Source.Resolve(r.Fleet, []*fleet.Cluster{c}, cfg.Namespace); err == nil {
+			names = append(names, c.Name) // an app of the run goes there
+		}
+	}
+	if len(names) == 0 {
+		return r.Results, nil
+	}
+	if cfg.Source.Manifests == "-" {
+		return nil, fmt.Errorf("the earlier groups' clusters (%s) must have verified what -f - renders, and standard input is read once: select them too, or pass --skip-gates", strings.Join(names, ", "))
+	}
+	cfg.Fleet, cfg.Selection, cfg.Tests, cfg.Warm = r.Fleet, fleet.Selection{Clusters: names}, false, nil
+	up, err := rendered.Render(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checking what the earlier groups verified (--skip-gates does not): %w", err)
+	}
+	return slices.Concat(r.Results, up.Results), nil
 }

@@ -1,7 +1,6 @@
-package cmd
+package prompt
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -16,7 +15,7 @@ func TestAsk(t *testing.T) {
 		ok     bool
 	}{{"y\n", true}, {"YES\n", true}, {"n\n", false}, {"\n", false}, {"", false}, {"yep\n", false}} {
 		var out bytes.Buffer
-		err := ask(context.Background(), &out, bufio.NewReader(strings.NewReader(tt.answer)), "Apply to protected group production (prod-eu, prod-us)?")
+		err := (&Asker{In: strings.NewReader(tt.answer), Out: &out}).Ask(context.Background(), "Apply to protected group production (prod-eu, prod-us)?")
 		if (err == nil) != tt.ok {
 			t.Errorf("answer %q: err %v", tt.answer, err)
 		}
@@ -35,7 +34,7 @@ func TestAskInterrupted(t *testing.T) {
 	time.AfterFunc(50*time.Millisecond, cancel)
 	var out bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- ask(ctx, &out, bufio.NewReader(never), "Apply?") }()
+	go func() { done <- (&Asker{In: never, Out: &out}).Ask(ctx, "Apply?") }()
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "interrupted") {

@@ -1,0 +1,39 @@
+// Package exit is how a command ends: the exit codes every command
+// shares, and the error that carries one.
+package exit
+
+import "fmt"
+
+// Exit codes, shared by every command.
+const (
+	// OK means success (for diff: no differences).
+	OK = 0
+	// Failed means an error, or for vet: problems found; for diff:
+	// differences.
+	Failed = 1
+	// DiffError is diff's code for errors (kubectl diff's convention).
+	DiffError = 2
+	// Skipped means done, except for clusters --skip-unreachable
+	// skipped.
+	Skipped = 3
+	// Interrupted means the run was stopped by Ctrl-C.
+	Interrupted = 130
+)
+
+// Error ends a command with a given exit code. A nil Err means the
+// command already reported what went wrong.
+type Error struct {
+	Code int
+	Err  error
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
