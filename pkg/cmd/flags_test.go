@@ -99,7 +99,7 @@ func TestCheckKubeconfigImpersonates(t *testing.T) {
 		if err := root.PersistentFlags().Parse(tt.flags); err != nil {
 			t.Fatal(err)
 		}
-		path, cleanup, err := singleContextKubeconfig(g, f, c)
+		path, cleanup, err := kube.SingleContextKubeconfig(g.ConfigFlags, &g.sources, f, c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -89,15 +89,9 @@ func (o *InitOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	var contexts []string
-	for name := range raw.Contexts {
-		if len(o.Contexts) == 0 || scaffold.MatchAny(o.Contexts, name) {
-			contexts = append(contexts, name)
-		}
-	}
-	slices.Sort(contexts)
-	if len(contexts) == 0 {
-		return fmt.Errorf("no context to take: the kubeconfig has %s (--kubeconfig, --contexts)", kube.ContextList(raw.Contexts))
+	contexts, err := scaffold.Contexts(raw.Contexts, o.Contexts)
+	if err != nil {
+		return err
 	}
 	groups, clusters, err := scaffold.Place(contexts, o.Groups)
 	if err != nil {
@@ -115,31 +109,13 @@ func (o *InitOptions) Run(cmd *cobra.Command) error {
 			return err
 		}
 	}
-	content := scaffold.Fleet{Name: name, Schema: o.Schema, Kubeconfig: o.kubeconfigField(dir), Groups: groups, Clusters: clusters, App: o.App}.YAML()
+	content := scaffold.Fleet{Name: name, Schema: o.Schema, Kubeconfig: scaffold.KubeconfigField(ptr.Deref(o.ConfigFlags.KubeConfig, ""), dir), Groups: groups, Clusters: clusters, App: o.App}.YAML()
 	if err := o.checkAndWrite(cmd, file, content); err != nil {
 		scaffold.Unmake(made)
 		return err
 	}
 	scaffold.Said(o.Out, file, groups, clusters, made)
 	return nil
-}
-
-// kubeconfigField is the defaults.kubeconfig init writes: the
-// --kubeconfig given (relative to the fleet file's folder when it can
-// be), so that later commands find the same contexts; "" for kubectl's
-// own.
-func (o *InitOptions) kubeconfigField(dir string) string {
-	if o.ConfigFlags.KubeConfig == nil || *o.ConfigFlags.KubeConfig == "" {
-		return ""
-	}
-	kc, err := filepath.Abs(*o.ConfigFlags.KubeConfig)
-	if err != nil {
-		return *o.ConfigFlags.KubeConfig
-	}
-	if rel, err := filepath.Rel(dir, kc); err == nil && !strings.HasPrefix(rel, "..") {
-		return filepath.ToSlash(rel)
-	}
-	return kc
 }
 
 // checkAndWrite vets content as the fleet file (its contexts, its apps'

@@ -3,8 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -258,7 +256,7 @@ func (c connector) Explain(ctx context.Context, cluster string, err error) error
 // Kubeconfig writes a kubeconfig that reaches only cl, for its group's
 // checks.
 func (c connector) Kubeconfig(f *fleet.Fleet, cl *fleet.Cluster) (string, func(), error) {
-	return singleContextKubeconfig(c.g, f, cl)
+	return kube.SingleContextKubeconfig(c.g.ConfigFlags, &c.g.sources, f, cl)
 }
 
 // engine is a render engine for this command: standard input for -f -,
@@ -267,18 +265,12 @@ func (g *GlobalOptions) engine() *render.Engine {
 	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache()}
 }
 
-// chartCache is where charts are cached: $KUBECTL_FLEET_CHART_CACHE, else
-// kubectl-fleet-charts in kubectl's --cache-dir when it is given, else
-// kubectl-fleet/charts in the user's cache folder (~/.cache on Linux).
+// chartCache is where charts are cached (render.ChartCacheDir), with
+// kubectl's --cache-dir when it is given.
 func (g *GlobalOptions) chartCache() string {
-	if dir := os.Getenv("KUBECTL_FLEET_CHART_CACHE"); dir != "" {
-		return dir
+	var dir string
+	if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
+		dir = *cf.CacheDir
 	}
-	if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != "" && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
-		return filepath.Join(*cf.CacheDir, "kubectl-fleet-charts")
-	}
-	if dir, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(dir, "kubectl-fleet", "charts")
-	}
-	return ""
+	return render.ChartCacheDir(dir)
 }

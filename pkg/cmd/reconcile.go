@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
@@ -203,35 +201,7 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		defer stop()
 	}
 	defer o.health.Stop()
-	for n := 1; ; n++ {
-		// The pass in flight is not cancelled by a signal: it finishes.
-		passDone := make(chan struct{})
-		go func() {
-			select {
-			case <-ctx.Done():
-				o.log().Say(reconcile.Note(fmt.Sprintf("signalled: pass %d finishes, then reconcile exits (a second signal exits at once)", n)))
-			case <-passDone:
-			}
-		}()
-		err := o.pass(context.WithoutCancel(ctx), n)
-		close(passDone)
-		if o.Once {
-			var ee *exit.Error
-			switch {
-			case err == nil:
-				return nil
-			case errors.As(err, &ee):
-				return &exit.Error{Code: ee.Code}
-			}
-			return &exit.Error{Code: exit.Failed}
-		}
-		select {
-		case <-ctx.Done():
-			o.log().Say(reconcile.Note("stopping: signalled"))
-			return nil
-		case <-time.After(o.Interval):
-		}
-	}
+	return reconcile.Loop(ctx, o.Interval, o.Once, o.log(), o.pass)
 }
 
 // log is where the loop says its own lines: standard error, or with

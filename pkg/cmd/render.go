@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // RenderOptions are the options of "kubectl fleet render".
@@ -149,40 +145,22 @@ func (o *RenderOptions) printer(clusters []*fleet.Cluster) *stream.Printer {
 }
 
 // stored reads revision o.Revision of the app from every selected
-// cluster. The clusters that do not have it are said on standard error,
-// and make the error returned with what the others had.
+// cluster (rendered.Stored). The clusters that do not have it are said
+// on standard error, and make the error returned with what the others
+// had.
 func (o *RenderOptions) stored(ctx context.Context) (*rendered.Set, error) {
 	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
+	r, errs, err := rendered.Stored(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps[0], o.Revision, 10)
+	if err != nil {
 		return nil, err
 	}
-	app := o.Apps[0]
-	results := make([]render.Result, len(clusters))
-	names, byName := fleet.Index(clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), 10, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := o.connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
-		_, objs, err := revision.Load(ctx, client, app, o.Revision)
-		results[slices.Index(names, name)] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs}
-		return err
-	})
-	failed := 0
-	r := &rendered.Set{Fleet: f}
-	for i, oc := range outcomes {
-		if oc.Err != nil {
-			failed++
-			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", oc.Cluster, oc.Err)
-			continue
-		}
-		r.Clusters, r.Results = append(r.Clusters, clusters[i]), append(r.Results, results[i])
+	for _, err := range errs {
+		fmt.Fprintf(o.ErrOut, "error: %v\n", err)
 	}
-	if failed > 0 {
+	if len(errs) > 0 {
 		return r, &exit.Error{Code: exit.Failed}
 	}
 	return r, nil

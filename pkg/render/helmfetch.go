@@ -270,3 +270,20 @@ func deepCopyValue(v any) any {
 	}
 	return v
 }
+
+// ChartCacheDir is where charts are cached: $KUBECTL_FLEET_CHART_CACHE,
+// else kubectl-fleet-charts in kubectlCache (kubectl's --cache-dir, when
+// it is given), else kubectl-fleet/charts in the user's cache folder
+// (~/.cache on Linux).
+func ChartCacheDir(kubectlCache string) string {
+	if dir := os.Getenv("KUBECTL_FLEET_CHART_CACHE"); dir != "" {
+		return dir
+	}
+	if kubectlCache != "" {
+		return filepath.Join(kubectlCache, "kubectl-fleet-charts")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "kubectl-fleet", "charts")
+	}
+	return ""
+}

@@ -15,8 +15,10 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
 // Cluster is a cluster to write: a context, its name and group, and
@@ -48,7 +50,7 @@ func Place(contexts, groups []string) ([]string, []Cluster, error) {
 	for _, ctx := range contexts {
 		c := Cluster{Name: uniqueName(clusterName(ctx), taken), Context: ctx}
 		for _, r := range rules {
-			if MatchAny(r.globs, ctx) {
+			if matchAny(r.globs, ctx) {
 				c.Group = r.group
 				break
 			}
@@ -129,9 +131,43 @@ func uniqueName(name string, taken map[string]bool) string {
 	return out
 }
 
-// MatchAny reports whether name matches one of the globs: * is any
+// Contexts are the names of the contexts that match one of globs (every
+// one when there is none), sorted; none is an error that names the
+// contexts there are.
+func Contexts(contexts map[string]*clientcmdapi.Context, globs []string) ([]string, error) {
+	var names []string
+	for name := range contexts {
+		if len(globs) == 0 || matchAny(globs, name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return nil, fmt.Errorf("no context to take: the kubeconfig has %s (--kubeconfig, --contexts)", kube.ContextList(contexts))
+	}
+	return names, nil
+}
+
+// KubeconfigField is the defaults.kubeconfig of a fleet file in dir for
+// the kubeconfig given (--kubeconfig; relative to dir when it can be),
+// so that later commands find the same contexts; "" for kubectl's own.
+func KubeconfigField(kubeconfig, dir string) string {
+	if kubeconfig == "" {
+		return ""
+	}
+	kc, err := filepath.Abs(kubeconfig)
+	if err != nil {
+		return kubeconfig
+	}
+	if rel, err := filepath.Rel(dir, kc); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return kc
+}
+
+// matchAny reports whether name matches one of the globs: * is any
 // text, slashes and colons of ARNs included, ? any one character.
-func MatchAny(globs []string, name string) bool {
+func matchAny(globs []string, name string) bool {
 	for _, g := range globs {
 		re := "^" + strings.NewReplacer(`\*`, ".*", `\?`, ".").Replace(regexp.QuoteMeta(strings.TrimSpace(g))) + "$"
 		if ok, _ := regexp.MatchString(re, name); ok {

@@ -1,4 +1,4 @@
-package cmd
+package kube
 
 import (
 	"os"
@@ -7,14 +7,14 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
-// singleContextKubeconfig writes a temporary kubeconfig (mode 0600) whose
-// only and current context is the cluster's, so that a check can reach no
-// other cluster.
-func singleContextKubeconfig(g *GlobalOptions, f *fleet.Fleet, c *fleet.Cluster) (string, func(), error) {
-	raw, err := kube.ForCluster(g.ConfigFlags, f, c).ToRawKubeConfigLoader().RawConfig()
+// SingleContextKubeconfig writes a temporary kubeconfig (mode 0600, in
+// the folder of sources) whose only and current context is the
+// cluster's, with cf's namespace and impersonation, so that a check can
+// reach no other cluster and acts as the command acts.
+func SingleContextKubeconfig(cf *genericclioptions.ConfigFlags, sources *KubeconfigSources, f *fleet.Fleet, c *fleet.Cluster) (string, func(), error) {
+	raw, err := ForCluster(cf, f, c).ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return "", nil, err
 	}
@@ -22,14 +22,14 @@ func singleContextKubeconfig(g *GlobalOptions, f *fleet.Fleet, c *fleet.Cluster)
 	if err := clientcmdapi.MinifyConfig(&raw); err != nil {
 		return "", nil, err
 	}
-	if ns := g.ConfigFlags.Namespace; ns != nil && *ns != "" {
+	if ns := cf.Namespace; ns != nil && *ns != "" {
 		raw.Contexts[c.Context].Namespace = *ns
 	}
-	impersonate(&raw, c.Context, g.ConfigFlags)
+	impersonate(&raw, c.Context, cf)
 	// In the folder of the run's temporary kubeconfigs: removed when the
 	// check ends, and with the folder when the run ends or is interrupted
 	// (a second Ctrl-C, SIGTERM or SIGHUP included).
-	path, err := g.sources.WriteTemp(&raw)
+	path, err := sources.WriteTemp(&raw)
 	if err != nil {
 		return "", nil, err
 	}
