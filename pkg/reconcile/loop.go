@@ -17,8 +17,9 @@ import (
 // its message already said by the pass.
 func Loop(ctx context.Context, interval time.Duration, once bool, log Log, pass func(ctx context.Context, n int) error) error {
 	for n := 1; ; n++ {
-		passDone := make(chan struct{})
+		passDone, said := make(chan struct{}), make(chan struct{})
 		go func() {
+			defer close(said)
 			select {
 			case <-ctx.Done():
 				log.Say(Note(fmt.Sprintf("signalled: pass %d finishes, then reconcile exits (a second signal exits at once)", n)))
@@ -27,6 +28,7 @@ func Loop(ctx context.Context, interval time.Duration, once bool, log Log, pass 
 		}()
 		err := pass(context.WithoutCancel(ctx), n)
 		close(passDone)
+		<-said // its line, if any, before the loop's next
 		if once {
 			var ee *exit.Error
 			switch {
