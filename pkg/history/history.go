@@ -40,13 +40,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		mu      sync.Mutex
 		entries = map[string][]Entry{}
 	)
-	names, byName := fleet.Index(clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := conn.Connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
+	outcomes := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, apps)
 		if err != nil {
 			return err
@@ -63,7 +57,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 					// current: whatever it carries, it is no release.
 					r.Verification = revision.Verification{State: revision.Unverified, Reason: "its apply did not finish"}
 				}
-				entries[name] = append(entries[name], Entry{Type: "revision", Cluster: name, Group: c.Group, Current: r.Number == set.Revision, Revision: r})
+				entries[c.Name] = append(entries[c.Name], Entry{Type: "revision", Cluster: c.Name, Group: c.Group, Current: r.Number == set.Revision, Revision: r})
 			}
 			mu.Unlock()
 		}

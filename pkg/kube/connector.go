@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // Connector is how every command reaches its clusters: the client of a
@@ -13,4 +14,20 @@ import (
 // (rendered.Connector, rollout.Connector).
 type Connector interface {
 	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*Client, error)
+}
+
+// Each calls fn for every one of clusters with its client (conn.Connect,
+// whose error is the cluster's), parallel clusters at once, each one a
+// read that tolerates the others' failures (runner.Every); it returns
+// every cluster's outcome, in order.
+func Each(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int, fn func(ctx context.Context, c *fleet.Cluster, client *Client) error) []runner.Outcome {
+	names, byName := fleet.Index(clusters)
+	return runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		client, err := conn.Connect(ctx, f, c)
+		if err != nil {
+			return err
+		}
+		return fn(ctx, c, client)
+	})
 }

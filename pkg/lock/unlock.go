@@ -3,11 +3,12 @@ package lock
 import (
 	"context"
 	"errors"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -24,12 +25,8 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 	var mu sync.Mutex
 	found := Found{}
 	now := time.Now()
-	names, byName := fleet.Index(clusters)
-	read := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
-		client, err := conn.Connect(ctx, f, byName[name])
-		if err != nil {
-			return err
-		}
+	read := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		name := c.Name
 		for _, app := range apps {
 			info, err := Get(ctx, client, app)
 			if err != nil {

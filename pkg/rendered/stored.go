@@ -3,12 +3,11 @@ package rendered
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // Stored is revision n of app as each of clusters stored it (render
@@ -19,15 +18,13 @@ func Stored(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fle
 		return nil, nil, err
 	}
 	results := make([]render.Result, len(clusters))
-	names, byName := fleet.Index(clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := conn.Connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
+	at := map[string]int{}
+	for i, c := range clusters {
+		at[c.Name] = i
+	}
+	outcomes := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		_, objs, err := revision.Load(ctx, client, app, n)
-		results[slices.Index(names, name)] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs}
+		results[at[c.Name]] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs}
 		return err
 	})
 	s := &Set{Fleet: f}

@@ -38,12 +38,8 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App) {
 		mu      sync.Mutex
 		results = map[string][]App{}
 	)
-	names, byName := fleet.Index(r.Set.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), r.Parallel, func(ctx context.Context, name string) error {
-		client, err := r.Connector.Connect(ctx, r.Set.Fleet, byName[name])
-		if err != nil {
-			return err
-		}
+	outcomes := kube.Each(ctx, r.Connector, r.Set.Fleet, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		name := c.Name
 		apps, err := r.appsOf(ctx, client, name)
 		mu.Lock()
 		results[name] = apps
@@ -91,10 +87,11 @@ func (r Fleet) appsOf(ctx context.Context, client *kube.Client, cluster string) 
 // ClustersOf is what Read read of each cluster, in outcome order.
 func ClustersOf(f *fleet.Fleet, outcomes []runner.Outcome, results map[string][]App) []Cluster {
 	out := make([]Cluster, len(outcomes))
+	batch := f.BatchOf()
 	for i, oc := range outcomes {
 		out[i] = Cluster{Name: oc.Cluster, Skipped: oc.State == runner.Skipped, Err: oc.Err, Apps: results[oc.Cluster]}
 		if c := f.Cluster(oc.Cluster); c != nil {
-			out[i].Group = c.Group
+			out[i].Group, out[i].Batch = c.Group, batch[c.Name]
 		}
 	}
 	return out
