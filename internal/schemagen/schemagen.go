@@ -72,10 +72,30 @@ func Validate(schemaJSON, fleetYAML []byte) error {
 }
 
 // mapType is the schema of the types the fleet file writes in a form of
-// its own: a duration is a string in Go's syntax (90s, 10m, 1h30m).
+// its own: a duration is a string in Go's syntax (90s, 10m, 1h30m), an
+// amount of clusters a number or a percentage ("10%"), and a batch may
+// be its size alone.
 func mapType(t reflect.Type) *invopop.Schema {
-	if t == reflect.TypeOf(time.Duration(0)) {
+	switch t {
+	case reflect.TypeOf(time.Duration(0)):
 		return &invopop.Schema{Type: "string", Pattern: `^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`, Description: "a duration such as 90s, 10m or 1h30m"}
+	case reflect.TypeOf(fleet.Amount{}):
+		return amount()
+	case reflect.TypeOf(fleet.Batch{}):
+		size := amount()
+		batch := &invopop.Schema{Type: "object", AdditionalProperties: invopop.FalseSchema, Properties: invopop.NewProperties(), Description: "a batch: the group's clusters of a label selector, or the first ones up to a size counted from the group's first cluster"}
+		batch.Properties.Set("name", &invopop.Schema{Type: "string", Description: "the batch's name in output (default its number)"})
+		batch.Properties.Set("selector", &invopop.Schema{Type: "string", Description: "a label selector over cluster labels, e.g. canary=true"})
+		batch.Properties.Set("size", amount())
+		return &invopop.Schema{OneOf: []*invopop.Schema{batch, size}}
 	}
 	return nil
+}
+
+// amount is the schema of a number of clusters or a percentage.
+func amount() *invopop.Schema {
+	return &invopop.Schema{OneOf: []*invopop.Schema{
+		{Type: "integer", Minimum: "0"},
+		{Type: "string", Pattern: `^[0-9]+%$`},
+	}, Description: "a number of clusters, or a percentage of the group's (10%)"}
 }

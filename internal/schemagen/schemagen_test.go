@@ -90,6 +90,8 @@ func TestSchemaRejectsTypos(t *testing.T) {
 		{"a cluster field", "context: fleet-c2", "contxet: fleet-c2", "contxet"},
 		{"a helm field", "    kustomize: apps/web/overlays\n", "    helm: {chart: c, valuesInLine: {a: 1}}\n", "valuesInLine"},
 		{"a duration", "soak: 20s", "soak: 20", "soak"},
+		{"a percentage", "soak: 20s", "soak: 20s\n    maxFailures: 5 %", "maxFailures"},
+		{"a batch field", "soak: 20s", "soak: 20s\n    batches: [{selector: canary=true}, 10%, {sise: 1}]", "batches"},
 		{"the apiVersion", "apiVersion: fleet/v1alpha1", "apiVersion: fleet/v1", "apiVersion"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

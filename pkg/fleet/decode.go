@@ -31,9 +31,20 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return
 	}
-	if v.Type() == durationType {
+	switch v.Type() {
+	case durationType:
 		d.duration(n, v, path)
 		return
+	case amountType:
+		d.amount(n, v, path)
+		return
+	case batchType:
+		if n.Kind == yaml.ScalarNode { // "- 10%": a batch of that size
+			var a Amount
+			d.amount(n, reflect.ValueOf(&a).Elem(), path+".size")
+			v.Set(reflect.ValueOf(Batch{Size: &a}))
+			return
+		}
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -92,6 +103,21 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	v.SetInt(int64(dur))
+}
+
+var (
+	amountType = reflect.TypeOf(Amount{})
+	batchType  = reflect.TypeOf(Batch{})
+)
+
+// amount decodes a number of clusters or a percentage ("10%").
+func (d *decoder) amount(n *yaml.Node, v reflect.Value, path string) {
+	a, err := ParseAmount(n.Value)
+	if n.Kind != yaml.ScalarNode || (n.Tag != "!!int" && n.Tag != "!!str") || err != nil || !a.Percent && n.Tag == "!!str" {
+		d.errs.add(path, "want a number of clusters or a percentage of the group's (3, 10%%), got %s", describe(n))
+		return
+	}
+	v.Set(reflect.ValueOf(a))
 }
 
 // list decodes a sequence into the slice v.

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -107,6 +108,11 @@ type errs struct {
 // add records msg for field, at the line of the nearest known enclosing field.
 func (e *errs) add(field, format string, args ...any) {
 	e.list = append(e.list, &FieldError{File: e.file, Line: lineOf(e.pos, field), Field: field, Subject: subject(e.names, field), Msg: fmt.Sprintf(format, args...)})
+}
+
+// has reports whether an error was recorded for field already.
+func (e *errs) has(field string) bool {
+	return slices.ContainsFunc(e.list, func(fe *FieldError) bool { return fe.Field == field })
 }
 
 func (e *errs) err() error {

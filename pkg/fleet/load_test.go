@@ -52,7 +52,7 @@ func TestParseValid(t *testing.T) {
 	if f.Metadata.Name != "acme" || len(f.Groups) != 2 || len(f.Clusters) != 3 {
 		t.Fatalf("parsed %+v", f)
 	}
-	if !f.Groups[1].Protected || f.Groups[0].MaxParallel != 2 {
+	if !f.Groups[1].Protected || f.Groups[0].MaxParallel != (Amount{N: 2}) {
 		t.Errorf("group policy not read: %+v", f.Groups)
 	}
 	c := f.Cluster("prod-eu")
@@ -200,7 +200,19 @@ func TestParseErrors(t *testing.T) {
 		{"wrong kind", replace("kind: Fleet", "kind: Flet"),
 			[]string{`fleet.yaml:2: kind: want "Fleet", got "Flet"`}},
 		{"not an integer", replace("maxParallel: 2", "maxParallel: two"),
-			[]string{`fleet.yaml:10: group staging: maxParallel: want an integer, got "two"`}},
+			[]string{`fleet.yaml:10: group staging: maxParallel: want a number of clusters or a percentage of the group's (3, 10%), got "two"`}},
+		{"percentages", strings.Replace(replace("maxParallel: 2", "maxParallel: 150%"), "maxFailures: 0", "maxFailures: '5'", 1),
+			[]string{`fleet.yaml:10: group staging: maxParallel: a percentage of the group's clusters is at most 100%, got 150%`, `fleet.yaml:11: group staging: maxFailures: want a number of clusters or a percentage of the group's (3, 10%), got "5"`}},
+		{"batches", replace("    protected: true\n", "    protected: true\n    batchSoak: 1m\n    batches:\n      - selector: canary=true\n      - size: 0\n      - {selector: 'a in (b', name: x}\n      - {size: 1, selector: a=b}\n      - {name: x, size: 10%}\n      - 2\n      - two\n"),
+			[]string{`fleet.yaml:18: group production: batches[1].size: must be at least 1 (or 1%), got 0`,
+				`fleet.yaml:19: group production: batches[2].selector: `,
+				`fleet.yaml:20: group production: batches[3]: give a batch either a selector (canary=true) or a size (1, 10%)`,
+				`fleet.yaml:21: group production: batches[4].name: duplicate batch name "x"`,
+				`fleet.yaml:23: group production: batches[6].size: want a number of clusters or a percentage of the group's (3, 10%), got "two"`}},
+		{"after", replace("    protected: true\n", "    protected: true\n    after: [production, prod, staging]\n"),
+			[]string{`fleet.yaml:15: group production: after[0]: group production cannot wait for itself`, `fleet.yaml:15: group production: after[1]: no group "prod" (groups: staging, production)`}},
+		{"after cycle", replace("    maxFailures: 0\n", "    maxFailures: 0\n    after: [production]\n"),
+			[]string{`fleet.yaml:12: group staging: after: groups wait for each other (after:) in a cycle: staging → production → staging`}},
 		{"negative", replace("maxFailures: 0", "maxFailures: -1"),
 			[]string{`fleet.yaml:11: group staging: maxFailures: must not be negative, got -1`}},
 		{"not a bool", replace("protected: true", "protected: maybe"),

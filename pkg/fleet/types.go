@@ -25,8 +25,9 @@ type Fleet struct {
 	Metadata Metadata `yaml:"metadata" jsonschema:"required"`
 	// Defaults are what every cluster inherits.
 	Defaults Defaults `yaml:"defaults"`
-	// Groups are the rollout waves, in order: each group starts once the
-	// one before it verified the release.
+	// Groups are the rollout's steps, in order: each group starts once
+	// the one before it (or those its after: names) verified the
+	// release; a group's batches are steps inside it.
 	Groups []Group `yaml:"groups" jsonschema:"required"`
 	// Clusters are the fleet's members, each in a group.
 	Clusters []Cluster `yaml:"clusters" jsonschema:"required"`
@@ -73,12 +74,24 @@ type Group struct {
 	Attributes map[string]any `yaml:"attributes"`
 	// AttributesFrom are read from each of the group's clusters.
 	AttributesFrom []AttributeFrom `yaml:"attributesFrom"`
-	// MaxParallel is how many clusters of the group are worked on at once;
-	// 0 means no limit beyond the command's --parallel.
-	MaxParallel int `yaml:"maxParallel"`
+	// MaxParallel is how many clusters of the group are worked on at once,
+	// or a percentage of its clusters ("10%", rounded up); 0 means no
+	// limit beyond the command's --parallel.
+	MaxParallel Amount `yaml:"maxParallel"`
 	// MaxFailures is how many failed clusters the group tolerates before the
-	// rollout stops.
-	MaxFailures int `yaml:"maxFailures"`
+	// rollout stops, or a percentage of its clusters ("5%", rounded down).
+	MaxFailures Amount `yaml:"maxFailures"`
+	// Batches split the group into ordered steps, each a wave of its own
+	// that the promotion rule holds until the batches before it verified
+	// the release: by label selector or by size (1, 10%, 100%).
+	Batches []Batch `yaml:"batches"`
+	// BatchSoak is how long the rollout watches each batch but the last
+	// before the next starts; default Soak.
+	BatchSoak time.Duration `yaml:"batchSoak"`
+	// After names the groups this group waits for: they must have
+	// verified the release before it gets it. Default: the group before
+	// it in the file; [] for none (a track of its own).
+	After *[]string `yaml:"after"`
 	// Protected groups need a confirmation (or --yes) before any write.
 	Protected bool `yaml:"protected"`
 	// Soak is how long the rollout watches the group's health after it

@@ -60,19 +60,86 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 			e.add(p+".name", "duplicate group name %q", g.Name)
 		}
 		groups[g.Name] = true
-		if g.MaxParallel < 0 {
-			e.add(p+".maxParallel", "must not be negative, got %d", g.MaxParallel)
-		}
-		if g.MaxFailures < 0 {
-			e.add(p+".maxFailures", "must not be negative, got %d", g.MaxFailures)
-		}
+		validateAmount(e, p+".maxParallel", g.MaxParallel)
+		validateAmount(e, p+".maxFailures", g.MaxFailures)
+		validateBatches(e, p, g)
 		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
 		if g.Soak < 0 {
 			e.add(p+".soak", "must not be negative, got %s", g.Soak)
 		}
+		if g.BatchSoak < 0 {
+			e.add(p+".batchSoak", "must not be negative, got %s", g.BatchSoak)
+		}
 		f.validateChecks(e, p+".verify", g.Verify)
 	}
+	f.validateAfter(e, groups)
 	return groups
+}
+
+// validateAmount checks a number of clusters or a percentage.
+func validateAmount(e *errs, p string, a Amount) {
+	switch {
+	case a.N < 0:
+		e.add(p, "must not be negative, got %s", a)
+	case a.Percent && a.N > 100:
+		e.add(p, "a percentage of the group's clusters is at most 100%%, got %s", a)
+	}
+}
+
+// validateBatches checks a group's batches: each a selector or a size,
+// names unique.
+func validateBatches(e *errs, p string, g Group) {
+	names := map[string]bool{}
+	for i, b := range g.Batches {
+		bp := fmt.Sprintf("%s.batches[%d]", p, i)
+		switch {
+		case (b.Selector == "") == (b.Size == nil):
+			e.add(bp, "give a batch either a selector (canary=true) or a size (1, 10%%)")
+		case b.Selector != "":
+			if _, err := labels.Parse(b.Selector); err != nil {
+				e.add(bp+".selector", "%v", err)
+			}
+		case e.has(bp + ".size"):
+			// said when it was read
+		case b.Size.N < 1:
+			e.add(bp+".size", "must be at least 1 (or 1%%), got %s", b.Size)
+		default:
+			validateAmount(e, bp+".size", *b.Size)
+		}
+		if b.Name != "" {
+			validateName(e, bp+".name", b.Name)
+		}
+		if n := batchName(b, i); names[n] {
+			e.add(bp+".name", "duplicate batch name %q", n)
+		} else {
+			names[n] = true
+		}
+	}
+}
+
+// validateAfter checks that every group's after: names groups, not the
+// group itself, and that no group waits for itself through others.
+func (f *Fleet) validateAfter(e *errs, groups map[string]bool) {
+	for i, g := range f.Groups {
+		if g.After == nil {
+			continue
+		}
+		for j, a := range *g.After {
+			ap := fmt.Sprintf("groups[%d].after[%d]", i, j)
+			switch {
+			case a == g.Name:
+				e.add(ap, "group %s cannot wait for itself", a)
+			case !groups[a]:
+				e.add(ap, "no group %q (groups: %s)", a, strings.Join(f.groupNames(), ", "))
+			}
+		}
+	}
+	for i := range f.Groups {
+		if c := f.cycle(i); c != nil && len(c) > 2 {
+			e.add(fmt.Sprintf("groups[%d].after", i), "groups wait for each other (after:) in a cycle: %s", strings.Join(c, " → "))
+			return // one cycle said once, not by each of its groups
+		}
+	}
 }
 
 // validateClusters checks the clusters (and numbers them), their groups
