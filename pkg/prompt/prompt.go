@@ -77,8 +77,8 @@ func (a *Asker) Ask(ctx context.Context, question string) error {
 // anything is written.
 func (a *Asker) Protected(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, verb string) (func(group string, clusters []string) error, error) {
 	for _, w := range rollout.Waves(f, clusters) {
-		if grp := f.Group(w.Name); grp != nil && grp.Protected && !a.Terminal() {
-			return nil, fmt.Errorf("group %s is protected (%s): pass --yes to write to it without a terminal to confirm on", w.Name, strings.Join(w.Clusters, ", "))
+		if grp := f.Group(w.Group); grp != nil && grp.Protected && !a.Terminal() {
+			return nil, fmt.Errorf("group %s is protected (%s): pass --yes to write to it without a terminal to confirm on", w.Group, strings.Join(w.Clusters, ", "))
 		}
 	}
 	return func(group string, clusters []string) error {

@@ -95,7 +95,7 @@ func TestDecide(t *testing.T) {
 // names its clusters.
 func TestRefuseProtected(t *testing.T) {
 	f := &fleet.Fleet{Groups: []fleet.Group{{Name: "staging"}, {Name: "production", Protected: true}}}
-	ws := []runner.Wave{{Name: "staging", Clusters: []string{"s1"}}, {Name: "production", Clusters: []string{"p1", "p2"}}}
+	ws := []runner.Wave{{Name: "staging", Group: "staging", Clusters: []string{"s1"}}, {Name: "production", Group: "production", Clusters: []string{"p1", "p2"}}}
 	err := RefuseProtected(f, ws, false)
 	if err == nil || !strings.Contains(err.Error(), "group production is protected (p1, p2) and reconcile never asks: pass --yes") {
 		t.Errorf("got %v", err)

@@ -175,7 +175,7 @@ func (e *Engine) Warm(ctx context.Context, req *rendered.Request, parallel int, 
 	if len(ws) == 0 {
 		return
 	}
-	g := f.Group(ws[0].Name)
+	g := f.Group(ws[0].Group)
 	lockEarly := yes || g == nil || !g.Protected
 	for _, name := range ws[0].Clusters[:ws[0].AtOnce(parallel)] {
 		c := f.Cluster(name)
@@ -218,36 +218,28 @@ func (e *Engine) revision(cluster, app string) (RevisionEvent, bool) {
 	return rev, ok
 }
 
-// confirmations sets Confirm as the gate of each protected group's wave
-// (none on a dry run).
+// confirmations sets Confirm as the gate of each protected group's
+// first wave, asked once for all the group's clusters of the run (none
+// on a dry run).
 func (e *Engine) confirmations(ws []runner.Wave) {
 	if e.o.Confirm == nil || e.o.DryRun {
 		return
 	}
+	asked := map[string]bool{}
 	for i := range ws {
 		w := &ws[i]
-		if g := e.r.Fleet.Group(w.Name); g != nil && g.Protected {
-			w.Gate = func() error { return e.o.Confirm(w.Name, w.Clusters) }
+		if g := e.r.Fleet.Group(w.Group); g == nil || !g.Protected || asked[w.Group] {
+			continue
 		}
-	}
-}
-
-// Waves turns the selected clusters into rollout waves: the fleet's
-// groups in order, each with its policy.
-func Waves(f *fleet.Fleet, clusters []*fleet.Cluster) []runner.Wave {
-	var out []runner.Wave
-	for _, g := range f.Groups {
-		w := runner.Wave{Name: g.Name, MaxParallel: g.MaxParallel, MaxFailures: g.MaxFailures}
-		for _, c := range clusters {
-			if c.Group == g.Name {
-				w.Clusters = append(w.Clusters, c.Name)
+		asked[w.Group] = true
+		var clusters []string
+		for _, o := range ws[i:] {
+			if o.Group == w.Group {
+				clusters = append(clusters, o.Clusters...)
 			}
 		}
-		if len(w.Clusters) > 0 {
-			out = append(out, w)
-		}
+		w.Gate = func() error { return e.o.Confirm(w.Group, clusters) }
 	}
-	return out
 }
 
 // appsByWave lists the apps each wave deploys.

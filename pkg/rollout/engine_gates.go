@@ -130,52 +130,44 @@ func (e *Engine) promote() *Promotion {
 	if renders == nil {
 		renders = e.r.Results // at least the run's own groups hold each other
 	}
-	return &Promotion{Groups: promotionGroups(f, renders), Parallel: e.o.Parallel, Reader: ClusterReader{Connect: e.connect}}
+	p := promotionOf(f, renders)
+	p.Parallel, p.Reader = e.o.Parallel, ClusterReader{Connect: e.connect}
+	return p
 }
 
-// promotionGroups are the fleet's groups in order, each with the digest
-// of the render of each app for each of its clusters that results hold.
-func promotionGroups(f *fleet.Fleet, results []render.Result) []Group {
-	var groups []Group
-	for _, g := range f.Groups {
-		rg := Group{Name: g.Name, MaxFailures: g.MaxFailures, Renders: map[string]map[string]Render{}}
-		for _, res := range results {
-			c := res.Cluster.Name
-			if res.Cluster.Group != g.Name {
+// promotionOf is the promotion rule over results: for each step of the
+// fleet (a group, or a batch), the units that must have verified a
+// release before it (units), each with the digest of the render of each
+// app for each of its clusters that results hold.
+func promotionOf(f *fleet.Fleet, results []render.Result) *Promotion {
+	renders := map[string]map[string]Render{}
+	for _, res := range results {
+		c := res.Cluster.Name
+		if renders[c] == nil {
+			renders[c] = map[string]Render{}
+		}
+		renders[c][res.App] = Objects(res.Objects)
+	}
+	p := &Promotion{Before: map[string][]string{}}
+	made := map[string]bool{}
+	for _, s := range f.Steps() {
+		for _, u := range units(f, s) {
+			p.Before[s.Name] = append(p.Before[s.Name], u.Name)
+			if made[u.Name] {
 				continue
 			}
-			if rg.Renders[c] == nil {
-				rg.Renders[c] = map[string]Render{}
-				rg.Clusters = append(rg.Clusters, c)
+			made[u.Name] = true
+			g := Group{Name: u.Name, MaxFailures: u.MaxFailures, Renders: map[string]map[string]Render{}}
+			for _, c := range u.Clusters {
+				if renders[c] != nil {
+					g.Clusters = append(g.Clusters, c)
+					g.Renders[c] = renders[c]
+				}
 			}
-			rg.Renders[c][res.App] = Objects(res.Objects)
-		}
-		groups = append(groups, rg)
-	}
-	return groups
-}
-
-// Upstream are the clusters of the groups before the last of ws that
-// are not in selected: what must have verified a release before a
-// selected group gets it, rendered for the promotion rule.
-func Upstream(f *fleet.Fleet, ws []runner.Wave, selected []*fleet.Cluster) []*fleet.Cluster {
-	if len(ws) == 0 {
-		return nil
-	}
-	last := groupIndex(f, ws[len(ws)-1].Name)
-	var out []*fleet.Cluster
-	for i := range f.Clusters {
-		c := &f.Clusters[i]
-		if groupIndex(f, c.Group) < last && !slices.ContainsFunc(selected, func(s *fleet.Cluster) bool { return s.Name == c.Name }) {
-			out = append(out, c)
+			p.Groups = append(p.Groups, g)
 		}
 	}
-	return out
-}
-
-// groupIndex is the position of a group in the fleet file.
-func groupIndex(f *fleet.Fleet, name string) int {
-	return slices.IndexFunc(f.Groups, func(g fleet.Group) bool { return g.Name == name })
+	return p
 }
 
 // soaks are the soaks of the waves whose group has one: after the group
@@ -190,12 +182,19 @@ func groupIndex(f *fleet.Fleet, name string) int {
 func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 	out := map[string]Soak{}
 	for i := range ws {
-		g := e.r.Fleet.Group(ws[i].Name)
-		if g == nil || g.Soak <= 0 {
+		g := e.r.Fleet.Group(ws[i].Group)
+		if g == nil {
+			continue
+		}
+		d := g.Soak // after the group's last wave
+		if i+1 < len(ws) && ws[i+1].Group == g.Name && g.BatchSoak > 0 {
+			d = g.BatchSoak // after a batch another follows
+		}
+		if d <= 0 {
 			continue
 		}
 		out[ws[i].Name] = Soak{
-			Duration: g.Soak, Interval: e.o.SoakInterval,
+			Duration: d, Interval: e.o.SoakInterval,
 			Health: e.soakCheck,
 			Gates:  e.gatesOf,
 			Emit:   e.emit,

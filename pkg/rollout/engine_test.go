@@ -9,13 +9,11 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -38,7 +36,7 @@ func (clusters) Kubeconfig(*fleet.Fleet, *fleet.Cluster) (string, func(), error)
 // with app web, a ConfigMap, rendered.
 func twoGroups(t *testing.T) (*rendered.Set, clusters) {
 	t.Helper()
-	f, err := fleet.Parse([]byte(`apiVersion: fleet/v1alpha1
+	return renderedFleet(t, `apiVersion: fleet/v1alpha1
 kind: Fleet
 metadata: {name: shop}
 groups:
@@ -49,20 +47,7 @@ clusters:
   - {name: prod, group: production, context: prod}
 apps:
   - {name: web, manifests: .}
-`), "fleet.yaml", t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	set := &rendered.Set{Fleet: f}
-	cs := clusters{}
-	for i := range f.Clusters {
-		c := &f.Clusters[i]
-		set.Clusters = append(set.Clusters, c)
-		cs[c.Name] = kubetest.New(t)
-		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
-		set.Results = append(set.Results, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: "web"}, Objects: []*unstructured.Unstructured{kubetest.Object("v1", "ConfigMap", "default", "web")}})
-	}
-	return set, cs
+`)
 }
 
 // run runs the engine on set and returns the outcomes and the events.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -78,6 +79,10 @@ type Group struct {
 type Promotion struct {
 	// Groups are the fleet's groups in order, each with its renders.
 	Groups []Group
+	// Before, when set, names the Groups each wave waits for, by wave
+	// (a group's batches and the groups after: names); nil: the Groups
+	// before the wave's own.
+	Before map[string][]string
 	Reader Reader
 	// Parallel bounds the clusters read at once (0: 16).
 	Parallel int
@@ -115,8 +120,11 @@ func (e *BlockedError) Error() string {
 // unverified clusters exceed its maxFailures.
 func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error {
 	for _, g := range p.Groups {
-		if g.Name == wave {
+		if p.Before == nil && g.Name == wave {
 			return nil
+		}
+		if p.Before != nil && !slices.Contains(p.Before[wave], g.Name) {
+			continue
 		}
 		reasons := p.unverified(ctx, g, apps)
 		if len(reasons) > g.MaxFailures {
@@ -275,7 +283,8 @@ func Held(ctx context.Context, r *rendered.Set, reader Reader) []PromotionEvent 
 	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
-	p := &Promotion{Groups: promotionGroups(r.Fleet, r.Results), Reader: reader}
+	p := promotionOf(r.Fleet, r.Results)
+	p.Reader = reader
 	var out []PromotionEvent
 	ws := Waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {

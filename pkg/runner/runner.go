@@ -4,6 +4,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,10 +17,17 @@ func Every(names []string) []Wave {
 	return []Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}
 }
 
-// Wave is one group's clusters and rollout policy.
+// Wave is one group's clusters, or one batch of them, and its rollout
+// policy.
 type Wave struct {
-	Name     string
-	Clusters []string
+	// Name is the group's, or "group/batch"; Group and Batch say which.
+	Name         string
+	Group, Batch string
+	Clusters     []string
+	// Needs are the earlier waves that must have gone through for this
+	// one to start; nil: every earlier wave. A wave one of them stopped
+	// after is not started, and holds the waves that need it in turn.
+	Needs []string
 	// MaxParallel bounds the clusters worked on at once; 0: no bound but
 	// the run's.
 	MaxParallel int
@@ -66,7 +74,9 @@ func (e *SkipError) Skipped() bool { return true }
 type Outcome struct {
 	Cluster string
 	Wave    string
-	State   State
+	// Batch is the wave's batch of its group, "" for a group without.
+	Batch string
+	State State
 	// Err is why the cluster failed, or why it was not started.
 	Err error
 }
@@ -77,20 +87,24 @@ type Outcome struct {
 // ones in flight finish. Outcomes are in wave and cluster order.
 func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Context, cluster string) error) []Outcome {
 	var out []Outcome
-	stopped := false
-	var why error // why the later waves did not start
+	held := map[string]error{} // the waves that stopped, and why
+	var earlier []string
 	for _, w := range waves {
 		outcomes := make([]Outcome, len(w.Clusters))
-		for i, c := range w.Clusters {
-			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, State: NotStarted, Err: why}
+		why := w.heldBy(held, earlier)
+		if why == nil && ctx.Err() != nil {
+			why = errInterrupted
 		}
+		for i, c := range w.Clusters {
+			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, Batch: w.Batch, State: NotStarted, Err: why}
+		}
+		stopped := why != nil
 		if !stopped && w.Gate != nil {
 			if err := w.Gate(); err != nil {
 				for i := range outcomes {
 					outcomes[i].Err = err
 				}
-				stopped = true
-				why = err
+				stopped, why = true, err
 			}
 		}
 		if !stopped {
@@ -105,6 +119,9 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 				why = errInterrupted
 			}
 		}
+		if stopped {
+			held[w.Name] = cmp.Or(why, fmt.Errorf("%s stopped", w.Name))
+		}
 		for i := range outcomes {
 			// The wave's own clusters it stopped before starting them.
 			if outcomes[i].State == NotStarted && outcomes[i].Err == nil {
@@ -112,8 +129,24 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 			}
 		}
 		out = append(out, outcomes...)
+		earlier = append(earlier, w.Name)
 	}
 	return out
+}
+
+// heldBy is why w does not start: the reason of the first wave it needs
+// (Needs; nil: every earlier one) that stopped, else nil.
+func (w Wave) heldBy(held map[string]error, earlier []string) error {
+	needs := w.Needs
+	if needs == nil {
+		needs = earlier
+	}
+	for _, n := range needs {
+		if why, ok := held[n]; ok {
+			return why
+		}
+	}
+	return nil
 }
 
 // errInterrupted is why the clusters not started after Ctrl-C were not.

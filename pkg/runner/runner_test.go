@@ -195,3 +195,44 @@ func TestRunSaysInterrupted(t *testing.T) {
 		t.Errorf("later wave %+v", out[1])
 	}
 }
+
+// TestRunTracks: a wave with Needs waits only for those; a failure in
+// one track holds what needs it, directly or not, and nothing else.
+func TestRunTracks(t *testing.T) {
+	waves := []Wave{
+		{Name: "eu-staging", Clusters: []string{"es"}, Needs: []string{}},
+		{Name: "eu-prod", Clusters: []string{"ep"}, Needs: []string{"eu-staging"}},
+		{Name: "us-staging", Clusters: []string{"us"}, Needs: []string{}},
+		{Name: "us-prod", Clusters: []string{"up"}, Needs: []string{"us-staging"}},
+		{Name: "global", Clusters: []string{"g"}, Needs: []string{"eu-staging", "eu-prod", "us-staging", "us-prod"}},
+	}
+	out := Run(context.Background(), waves, 0, func(_ context.Context, c string) error {
+		if c == "es" {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	want := map[string]State{"es": Failed, "ep": NotStarted, "us": Succeeded, "up": Succeeded, "g": NotStarted}
+	if diff := cmp.Diff(want, states(out)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	for _, o := range out {
+		if o.State == NotStarted && (o.Err == nil || o.Err.Error() != "eu-staging failed (1 of 1 clusters; maxFailures 0)") {
+			t.Errorf("%s not started: %v", o.Cluster, o.Err)
+		}
+	}
+}
+
+// TestRunInterruptedHoldsEveryTrack: after Ctrl-C no wave starts, in
+// any track, and none of their gates is asked.
+func TestRunInterruptedHoldsEveryTrack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	waves := []Wave{
+		{Name: "a", Clusters: []string{"a1"}, Needs: []string{}},
+		{Name: "b", Clusters: []string{"b1"}, Needs: []string{}, Gate: func() error { t.Error("gate asked after Ctrl-C"); return nil }},
+	}
+	out := Run(ctx, waves, 0, func(context.Context, string) error { cancel(); return nil })
+	if out[1].State != NotStarted || out[1].Err == nil || out[1].Err.Error() != "interrupted" {
+		t.Errorf("b: %+v", out[1])
+	}
+}

@@ -35,7 +35,10 @@ type Result struct {
 	Type    string `json:"type"`
 	Cluster string `json:"cluster"`
 	Group   string `json:"group"`
-	State   string `json:"state"`
+	// Batch is the cluster's batch of its group (groups[].batches), if
+	// it has them.
+	Batch string `json:"batch,omitempty"`
+	State string `json:"state"`
 	// Gates are the gates the cluster passed or failed: "tests of web
 	// passed", "check smoke failed", "soak passed".
 	Gates []string `json:"gates,omitempty"`
@@ -62,7 +65,7 @@ func (r *Rollout) Failed() int {
 func (r *Rollout) Results() []Result {
 	out := make([]Result, 0, len(r.Outcomes))
 	for _, oc := range r.Outcomes {
-		res := Result{Type: "cluster", Cluster: oc.Cluster, Group: r.Group(oc.Cluster), State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: r.Tally.Gates(oc.Cluster), Revisions: r.Tally.Revisions(oc.Cluster), Rollback: r.rolledBack(oc.Err)}
+		res := Result{Type: "cluster", Cluster: oc.Cluster, Group: r.Group(oc.Cluster), Batch: oc.Batch, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: r.Tally.Gates(oc.Cluster), Revisions: r.Tally.Revisions(oc.Cluster), Rollback: r.rolledBack(oc.Err)}
 		if oc.Err != nil {
 			res.Error = oc.Err.Error()
 		}

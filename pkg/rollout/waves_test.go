@@ -1,0 +1,186 @@
+package rollout
+
+import (
+	"errors"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// renderedFleet is the fleet file doc with app web, a ConfigMap, rendered for
+// every cluster, each an in-memory cluster.
+func renderedFleet(t *testing.T, doc string) (*rendered.Set, clusters) {
+	t.Helper()
+	f, err := fleet.Parse([]byte(doc), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := &rendered.Set{Fleet: f}
+	cs := clusters{}
+	for i := range f.Clusters {
+		c := &f.Clusters[i]
+		set.Clusters = append(set.Clusters, c)
+		cs[c.Name] = kubetest.New(t)
+		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
+		set.Results = append(set.Results, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: "web"}, Objects: []*unstructured.Unstructured{kubetest.Object("v1", "ConfigMap", "default", "web")}})
+	}
+	return set, cs
+}
+
+// refuse makes cluster c refuse web's apply.
+func refuse(cs clusters, c string) {
+	cs[c].Inject(kubetest.Fault{Verb: "patch", Resource: "configmaps", Name: "web", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "web", errors.New("RBAC"))})
+}
+
+// byCluster is each outcome's state and wave, by cluster.
+func byCluster(outcomes []runner.Outcome) map[string]string {
+	out := map[string]string{}
+	for _, oc := range outcomes {
+		out[oc.Cluster] = string(oc.State) + " in " + oc.Wave
+	}
+	return out
+}
+
+// A canary batch that fails holds the rest of its group: in the run (the
+// batch is a wave of its own) and in a later run that selects the rest
+// alone (the promotion rule holds between batches as between groups).
+func TestEngineCanaryBatchHoldsItsGroup(t *testing.T) {
+	set, cs := renderedFleet(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - name: production
+    maxFailures: 50%
+    batches:
+      - {selector: canary=true, name: canary}
+      - 100%
+clusters:
+  - {name: p3, group: production, context: p3}
+  - {name: p2, group: production, context: p2}
+  - {name: p1, group: production, context: p1, labels: {canary: "true"}}
+apps:
+  - {name: web, manifests: .}
+`)
+	refuse(cs, "p1")
+	outcomes, _ := run(t, set, cs, Options{})
+	want := map[string]string{"p1": "failed in production/canary", "p2": "not started in production/2", "p3": "not started in production/2"}
+	if got := byCluster(outcomes); !maps.Equal(got, want) {
+		t.Errorf("first run: %v, want %v", got, want)
+	}
+	// maxFailures 50% of 3 is 1: the canary's failure is within the
+	// group's budget, but the rest waits for a verified canary.
+	rest := set.Only(map[string]bool{"p2": true, "p3": true})
+	outcomes, events := run(t, rest, cs, Options{Promote: set.Results})
+	if got := byCluster(outcomes); got["p2"] != "not started in production/2" || got["p3"] != "not started in production/2" {
+		t.Errorf("second run: %v", got)
+	}
+	if !slices.ContainsFunc(events, func(ev Event) bool {
+		w, ok := ev.(WaveEvent)
+		return ok && w.Wave == "production/2" && slices.ContainsFunc(w.Reasons, func(r string) bool { return strings.HasPrefix(r, "p1 ") })
+	}) {
+		t.Errorf("no wave event says p1 holds production/2: %+v", events)
+	}
+	for _, c := range []string{"p2", "p3"} {
+		if cs[c].Live(kubetest.Object("v1", "ConfigMap", "default", "web")) != nil {
+			t.Errorf("%s was written to", c)
+		}
+	}
+}
+
+// Two tracks (after:): a failure in one holds only what comes after it
+// in that track; the other completes.
+func TestEngineTracks(t *testing.T) {
+	set, cs := renderedFleet(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - {name: eu-staging, after: []}
+  - {name: eu-prod, after: [eu-staging]}
+  - {name: us-staging, after: []}
+  - {name: us-prod, after: [us-staging]}
+clusters:
+  - {name: es, group: eu-staging, context: es}
+  - {name: ep, group: eu-prod, context: ep}
+  - {name: us, group: us-staging, context: us}
+  - {name: up, group: us-prod, context: up}
+apps:
+  - {name: web, manifests: .}
+`)
+	refuse(cs, "es")
+	outcomes, _ := run(t, set, cs, Options{})
+	want := map[string]string{"es": "failed in eu-staging", "ep": "not started in eu-prod", "us": "succeeded in us-staging", "up": "succeeded in us-prod"}
+	if got := byCluster(outcomes); !maps.Equal(got, want) {
+		t.Errorf("outcomes %v, want %v", got, want)
+	}
+}
+
+// TestWaves: a selection keeps every cluster in the batch it is in
+// whatever else is selected, percentages are of the whole group, and a
+// wave needs its group's earlier batches and its upstream groups' waves
+// only.
+func TestWaves(t *testing.T) {
+	set, _ := renderedFleet(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - {name: stg}
+  - name: prod
+    maxParallel: 50%
+    maxFailures: 25%
+    batches: [1, 50%]
+  - {name: other, after: []}
+clusters:
+  - {name: s, group: stg, context: s}
+  - {name: p4, group: prod, context: p4}
+  - {name: p3, group: prod, context: p3}
+  - {name: p2, group: prod, context: p2}
+  - {name: p1, group: prod, context: p1}
+  - {name: o, group: other, context: o}
+apps:
+  - {name: web, manifests: .}
+`)
+	f := set.Fleet
+	var sel []*fleet.Cluster
+	for _, n := range []string{"p3", "o"} {
+		sel = append(sel, f.Cluster(n))
+	}
+	ws := Waves(f, sel)
+	want := []runner.Wave{
+		{Name: "prod/rest", Group: "prod", Batch: "rest", Clusters: []string{"p3"}, MaxParallel: 2, MaxFailures: 1, Needs: []string{}},
+		{Name: "other", Group: "other", Clusters: []string{"o"}, Needs: []string{}},
+	}
+	if diff := cmp.Diff(want, ws, cmpopts.IgnoreFields(runner.Wave{}, "Gate", "After")); diff != "" {
+		t.Errorf("waves of p3 and o (-want +got):\n%s", diff)
+	}
+	all := Waves(f, set.Clusters)
+	var got []string
+	for _, w := range all {
+		got = append(got, w.Name+" needs "+strings.Join(w.Needs, ","))
+	}
+	if diff := cmp.Diff([]string{"stg needs ", "prod/1 needs stg", "prod/2 needs stg,prod/1", "prod/rest needs stg,prod/1,prod/2", "other needs "}, got); diff != "" {
+		t.Errorf("needs (-want +got):\n%s", diff)
+	}
+	// What the promotion rule must read before p3's batch: staging, and
+	// prod's earlier batches (p1, p2), rendered though not selected.
+	var up []string
+	for _, c := range Upstream(f, ws, sel) {
+		up = append(up, c.Name)
+	}
+	if diff := cmp.Diff([]string{"s", "p1", "p2"}, up); diff != "" {
+		t.Errorf("upstream (-want +got):\n%s", diff)
+	}
+}
