@@ -43,6 +43,12 @@ Gates prove a release on each cluster: health, the apps' tests, the group's
 verify checks and its soak. Each revision records its verdict (verified,
 failed, unverified), and a later group only gets a release every earlier
 group runs verified, in this run and the next.`},
+	{"progressive", "progressive.md", "Progressive delivery: batches inside a group, percentages, independent tracks", `A group can roll out in batches (groups[].batches: a canary by label, then
+sizes such as 1%, 10%, 100%), each a wave of its own that the promotion rule
+holds until the batches before it verified the release, across runs and
+reconcile passes. maxParallel and maxFailures take percentages of the group.
+after: makes the groups a graph: independent tracks (eu, us) where a failure
+holds only what comes after it in its track.`},
 	{"revisions", "revisions.md", "Revisions, history and rollback", `Every apply that changes an app's render records a revision in the cluster
 (Secrets in the kubectl-fleet namespace): who, when, the source commit, the
 render's digest and the objects. "kubectl fleet history" lists them,

@@ -100,8 +100,10 @@ type AppStatus struct {
 	Type    string `json:"type"`
 	Cluster string `json:"cluster"`
 	Group   string `json:"group"`
-	State   string `json:"state"`
-	Error   string `json:"error,omitempty"`
+	// Batch is the cluster's batch of its group, if it has batches.
+	Batch string `json:"batch,omitempty"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
 	status.App
 }
 
@@ -168,15 +170,16 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 		}
 	}
 	clusters := status.ClustersOf(r.Fleet, outcomes, results)
+	batch := r.Fleet.BatchOf()
 	switch {
 	case p.JSON:
 		for _, oc := range outcomes {
 			if oc.Err != nil {
-				p.Event(AppStatus{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: "Error", Error: oc.Err.Error()})
+				p.Event(AppStatus{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, Batch: batch[oc.Cluster], State: "Error", Error: oc.Err.Error()})
 			}
 			for _, a := range results[oc.Cluster] {
 				state, _ := a.Summary()
-				p.Event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, State: state, App: a})
+				p.Event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, Batch: batch[oc.Cluster], State: state, App: a})
 			}
 		}
 		o.printNotes(p, r, clusters, results)

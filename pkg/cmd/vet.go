@@ -144,6 +144,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		}
 	}
 	v.Warnings(results)
+	v.Rollout(f)
 	v.Summary(len(clusters), "")
 	if v.Problems > 0 {
 		return &exit.Error{Code: exit.Failed}

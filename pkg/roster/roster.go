@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,9 +24,11 @@ import (
 // Row is one cluster of the listing, and its JSON form.
 type Row struct {
 	// Type is "cluster" in -o json, as every JSON line says what it is.
-	Type       string            `json:"type,omitempty"`
-	Name       string            `json:"name"`
-	Group      string            `json:"group"`
+	Type  string `json:"type,omitempty"`
+	Name  string `json:"name"`
+	Group string `json:"group"`
+	// Batch is the cluster's batch of its group (groups[].batches).
+	Batch      string            `json:"batch,omitempty"`
 	Context    string            `json:"context"`
 	Kubeconfig string            `json:"kubeconfig,omitempty"`
 	Server     string            `json:"server"`
@@ -46,8 +49,9 @@ type Row struct {
 func List(cf *genericclioptions.ConfigFlags, f *fleet.Fleet, clusters []*fleet.Cluster) (rows []Row, kcs *kube.Kubeconfigs, read []*fleet.Cluster) {
 	kcs = &kube.Kubeconfigs{}
 	rows = make([]Row, len(clusters))
+	batch := f.BatchOf()
 	for i, c := range clusters {
-		rows[i] = Row{Name: c.Name, Group: c.Group, Context: c.Context, Kubeconfig: kube.KubeconfigSource(cf, f, c), Labels: c.Labels, Attributes: f.Attributes(c), PinServer: c.Server, PinUID: c.UID}
+		rows[i] = Row{Name: c.Name, Group: c.Group, Batch: batch[c.Name], Context: c.Context, Kubeconfig: kube.KubeconfigSource(cf, f, c), Labels: c.Labels, Attributes: f.Attributes(c), PinServer: c.Server, PinUID: c.UID}
 		if _, from := f.KubeconfigOf(c); from != nil && c.ResolvedKubeconfig == "" {
 			rows[i].unread = true
 			continue
@@ -109,7 +113,12 @@ func Write(w io.Writer, rows []Row, format string, checked bool) error {
 		}
 		return tw.Flush()
 	}
-	fmt.Fprintln(tw, "NAME\tGROUP\tCONTEXT\tSERVER\tLABELS")
+	batches := slices.ContainsFunc(rows, func(r Row) bool { return r.Batch != "" })
+	if batches {
+		fmt.Fprintln(tw, "NAME\tGROUP\tBATCH\tCONTEXT\tSERVER\tLABELS")
+	} else {
+		fmt.Fprintln(tw, "NAME\tGROUP\tCONTEXT\tSERVER\tLABELS")
+	}
 	for _, r := range rows {
 		server := r.Server
 		switch {
@@ -118,7 +127,11 @@ func Write(w io.Writer, rows []Row, format string, checked bool) error {
 		case server == "":
 			server = "<context not found>"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.Group, r.Context, server, labelString(r.Labels))
+		group := r.Group
+		if batches {
+			group += "\t" + orNone(r.Batch)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, group, r.Context, server, labelString(r.Labels))
 	}
 	return tw.Flush()
 }

@@ -15,6 +15,8 @@ import (
 type Cluster struct {
 	Name  string
 	Group string
+	// Batch is the cluster's batch of its group, if it has batches.
+	Batch string
 	// Skipped: the cluster was left out (unreachable, say); Err says why.
 	Skipped bool
 	// Err is why the cluster could not be read, or not whole.
@@ -53,7 +55,11 @@ func WriteMatrix(out, errOut io.Writer, apps []string, clusters []Cluster) error
 		case c.Err != nil:
 			errs = append(errs, fmt.Sprintf("error: %s: %v", c.Name, c.Err))
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", c.Name, c.Group, strings.Join(cells, "\t"))
+		group := c.Group
+		if c.Batch != "" {
+			group += "/" + c.Batch
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", c.Name, group, strings.Join(cells, "\t"))
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -155,6 +155,49 @@ func (v *Out) Warnings(results []render.Result) {
 	}
 }
 
+// Step is a step of the rollout vet draws ("type": "step"): a group or
+// a batch of one, its clusters, and the steps it waits for directly.
+type Step struct {
+	Type     string   `json:"type"`
+	Name     string   `json:"name"`
+	Group    string   `json:"group"`
+	Batch    string   `json:"batch,omitempty"`
+	Clusters []string `json:"clusters"`
+	After    []string `json:"after,omitempty"`
+}
+
+// Rollout draws the fleet's rollout when it is more than its groups in
+// file order (fleet.Fleet.Progressive): a line per step, in order, with
+// the steps it waits for.
+func (v *Out) Rollout(f *fleet.Fleet) {
+	if !f.Progressive() {
+		return
+	}
+	last := map[string]string{} // each group's last step
+	for _, s := range f.Steps() {
+		st := Step{Type: "step", Name: s.Name, Group: s.Group.Name, Batch: s.Batch, Clusters: s.Clusters}
+		if s.N > 1 {
+			st.After = []string{last[s.Group.Name]}
+		} else {
+			for _, g := range f.After(s.Group.Name) {
+				if l, ok := last[g]; ok {
+					st.After = append(st.After, l)
+				}
+			}
+		}
+		last[s.Group.Name] = s.Name
+		if v.json {
+			v.event(st)
+			continue
+		}
+		line := fmt.Sprintf("rollout: %s (%s)", s.Name, output.Plural(len(s.Clusters), "cluster"))
+		if len(st.After) > 0 {
+			line += " after " + strings.Join(st.After, ", ")
+		}
+		fmt.Fprintln(v.w, line)
+	}
+}
+
 // Summary is vet's last line; file names the fleet file when it could
 // not be read whole.
 func (v *Out) Summary(clusters int, file string) {

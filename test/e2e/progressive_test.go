@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// canaryDir is a fleet whose production has a canary batch (pr-a) and
+// the rest (pr-b); its check fails on the canary while the file "fail"
+// exists in the fleet's folder.
+func canaryDir(t *testing.T, ns string) string {
+	t.Helper()
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - name: staging
+  - name: production
+    maxFailures: 50%
+    batches:
+      - {selector: canary=true, name: canary}
+    verify:
+      - {name: smoke, command: [./smoke.sh], timeout: 30s}
+clusters:
+  - {name: pr-stg, group: staging, context: fleet-c1}
+  - {name: pr-b, group: production, context: fleet-c3}
+  - {name: pr-a, group: production, context: fleet-c2, labels: {canary: "true"}}
+apps:
+  - {name: canary, manifests: app.yaml}
+`, map[string]string{
+		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n"),
+		"smoke.sh": "#!/bin/sh\necho \"smoke on $FLEET_CLUSTER_NAME\"\n[ ! -f fail ] || [ \"$FLEET_CLUSTER_NAME\" != pr-a ]\n",
+		"fail":     "",
+	})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	return dir
+}
+
+// A canary batch whose check fails holds the rest of its group: in the
+// run, in a later run of the rest alone, and in a reconcile pass; the
+// rest gets the release once the canary verified it. maxFailures 50%
+// of the group does not let a failed canary of 1 through: a percentage
+// is taken of the clusters rolled out before.
+func TestCanaryBatchHoldsItsGroup(t *testing.T) {
+	const ns = "e2e-canary"
+	dir := canaryDir(t, ns)
+	out, errOut, code := fleet(t, dir, "vet", "--no-kubeconfig")
+	if code != 0 || !strings.Contains(out, "rollout: production/canary (1 cluster) after staging\nrollout: production/rest (1 cluster) after production/canary") {
+		t.Errorf("vet does not draw the batches: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-o", "json")
+	if code != 1 {
+		t.Fatalf("first apply: exit %d\n%s%s", code, out, errOut)
+	}
+	held := "production/rest not started: pr-a runs canary r1, not verified (failed: check smoke: exit status 1)"
+	states := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var ev struct{ Type, Cluster, Batch, State, Wave string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if ev.Type == "cluster" {
+			states[ev.Cluster] = ev.State + " " + ev.Batch
+		}
+	}
+	if states["pr-stg"] != "succeeded " || states["pr-a"] != "failed canary" || states["pr-b"] != "notstarted rest" {
+		t.Errorf("first apply's clusters: %v\n%s", states, out)
+	}
+	if !strings.Contains(out, `"wave":"production/rest","state":"not started"`) {
+		t.Errorf("first apply does not say the rest was held:\n%s", out)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-c", "pr-b")
+	if code != 1 || !strings.Contains(out, held) {
+		t.Errorf("apply -c pr-b: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--yes")
+	if code != 1 || !strings.Contains(out+errOut, "production/rest not started: pr-a runs canary r1, not verified") {
+		t.Errorf("reconcile --once: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c3", "namespace", ns) {
+		t.Fatal("pr-b got a release its canary rejected")
+	}
+	out, _, _ = fleet(t, dir, "status")
+	if !strings.Contains(out, "production/canary") || !strings.Contains(out, "Promotion: "+held) {
+		t.Errorf("status does not say the batch and why the rest waits:\n%s", out)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "fail")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code != 0 || !strings.Contains(out, "[pr-a]   revision 1 verified") || !strings.Contains(out, "[pr-b]   revision 1 verified") {
+		t.Fatalf("apply once the canary passes: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Errorf("pr-b runs %q, want 1", v)
+	}
+}
+
+// Two tracks (after:): a failure in one holds only what comes after it
+// in that track; the other completes, and the exit says a cluster did
+// not apply.
+func TestTracks(t *testing.T) {
+	const ns = "e2e-tracks"
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - name: eu-staging
+    verify:
+      - {name: smoke, command: [./smoke.sh], timeout: 30s}
+  - {name: eu-prod, after: [eu-staging]}
+  - {name: us-prod, after: []}
+clusters:
+  - {name: tr-eu-stg, group: eu-staging, context: fleet-c1}
+  - {name: tr-eu, group: eu-prod, context: fleet-c2}
+  - {name: tr-us, group: us-prod, context: fleet-c3}
+apps:
+  - {name: tracks, manifests: app.yaml}
+`, map[string]string{
+		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n"),
+		"smoke.sh": "#!/bin/sh\nexit 1\n",
+	})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	out, errOut, code := fleet(t, dir, "vet", "--no-kubeconfig")
+	if code != 0 || !strings.Contains(out, "rollout: eu-prod (1 cluster) after eu-staging\nrollout: us-prod (1 cluster)\n") {
+		t.Errorf("vet does not draw the tracks: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code != 1 || !strings.Contains(out, "[tr-eu]     not started: eu-staging failed") || !strings.Contains(out, "[tr-us]     applied") {
+		t.Errorf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c2", "namespace", ns) {
+		t.Error("eu-prod got a release eu-staging failed")
+	}
+	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Errorf("us-prod runs %q, want 1", v)
+	}
+}
