@@ -12,11 +12,9 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
@@ -95,18 +93,6 @@ Exit codes:
 	return cmd
 }
 
-// AppStatus is the JSON form of one app on one cluster.
-type AppStatus struct {
-	Type    string `json:"type"`
-	Cluster string `json:"cluster"`
-	Group   string `json:"group"`
-	// Batch is the cluster's batch of its group, if it has batches.
-	Batch string `json:"batch,omitempty"`
-	State string `json:"state"`
-	Error string `json:"error,omitempty"`
-	status.App
-}
-
 // Run reports.
 func (o *StatusOptions) Run(ctx context.Context) error {
 	r, err := o.rendered(ctx)
@@ -152,7 +138,6 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
-	_, byName := fleet.Index(r.Clusters)
 	outcomes, results := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}}.Read(ctx)
 	if !o.Watch {
 		defer func() {
@@ -160,27 +145,11 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 		}()
 	}
 	p := o.newPrinter(r.Clusters, o.Output == "json")
-	healthy := true
-	for _, oc := range outcomes {
-		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
-			healthy = false
-		}
-		for _, a := range results[oc.Cluster] {
-			healthy = healthy && a.OK()
-		}
-	}
 	clusters := status.ClustersOf(r.Fleet, outcomes, results)
-	batch := r.Fleet.BatchOf()
 	switch {
 	case p.JSON:
-		for _, oc := range outcomes {
-			if oc.Err != nil {
-				p.Event(AppStatus{Type: "cluster", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, Batch: batch[oc.Cluster], State: "Error", Error: oc.Err.Error()})
-			}
-			for _, a := range results[oc.Cluster] {
-				state, _ := a.Summary()
-				p.Event(AppStatus{Type: "app", Cluster: oc.Cluster, Group: byName[oc.Cluster].Group, Batch: batch[oc.Cluster], State: state, App: a})
-			}
+		for _, l := range status.Lines(clusters) {
+			p.Event(l)
 		}
 		o.printNotes(p, r, clusters, results)
 	case o.Verbose:
@@ -197,7 +166,7 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 	if ctx.Err() != nil {
 		return &exit.Error{Code: exit.Interrupted}
 	}
-	if !healthy {
+	if !status.Healthy(outcomes, clusters) {
 		return &exit.Error{Code: exit.Failed}
 	}
 	return summary.Skipped(outcomes, exit.Failed)

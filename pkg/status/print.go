@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/cli-runtime/pkg/printers"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // Cluster is what a status read found on one cluster: its apps' status,
@@ -22,6 +24,53 @@ type Cluster struct {
 	// Err is why the cluster could not be read, or not whole.
 	Err  error
 	Apps []App
+}
+
+// Line is the JSON form of one app on one cluster ("type": "app"), or
+// of a cluster that could not be read ("type": "cluster").
+type Line struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	Group   string `json:"group"`
+	// Batch is the cluster's batch of its group, if it has batches.
+	Batch string `json:"batch,omitempty"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	App
+}
+
+// Lines are the clusters' JSON lines: for each, a line if it could not
+// be read (whole), then a line per app.
+func Lines(clusters []Cluster) []Line {
+	var out []Line
+	for _, c := range clusters {
+		if c.Err != nil {
+			out = append(out, Line{Type: "cluster", Cluster: c.Name, Group: c.Group, Batch: c.Batch, State: "Error", Error: c.Err.Error()})
+		}
+		for _, a := range c.Apps {
+			state, _ := a.Summary()
+			out = append(out, Line{Type: "app", Cluster: c.Name, Group: c.Group, Batch: c.Batch, State: state, App: a})
+		}
+	}
+	return out
+}
+
+// Healthy reports whether every cluster was read (or skipped) and every
+// app on it is OK.
+func Healthy(outcomes []runner.Outcome, clusters []Cluster) bool {
+	for _, oc := range outcomes {
+		if oc.State != runner.Succeeded && oc.State != runner.Skipped {
+			return false
+		}
+	}
+	for _, c := range clusters {
+		for _, a := range c.Apps {
+			if !a.OK() {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // WriteMatrix writes the clusters by apps to out, a table: each cell is

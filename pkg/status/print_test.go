@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 )
 
@@ -90,5 +91,28 @@ error: unreachable
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestLines: status -o json says a cluster that could not be read, then
+// each app, with its group and batch; the report is healthy only when
+// every cluster was read and every app is Current.
+func TestLines(t *testing.T) {
+	cs := printed()
+	cs[0].Batch = "canary"
+	var got []string
+	for _, l := range status.Lines(cs) {
+		got = append(got, l.Type+" "+l.Cluster+" "+l.Group+"/"+l.Batch+" "+l.State+" "+l.Error)
+	}
+	want := []string{"app c1 prod/canary InProgress ", "app c2 prod/ Current ", "app c2 prod/ NotFound ", "cluster c3 prod/ Error app web: forbidden", "cluster c4 dev/ Error unreachable"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("lines (-want +got):\n%s", diff)
+	}
+	ok := []status.Cluster{{Name: "c2", Apps: cs[1].Apps[:1]}}
+	if !status.Healthy(nil, ok) || status.Healthy(nil, cs[:1]) {
+		t.Error("Healthy: want true for every app Current, false for one InProgress")
+	}
+	if status.Healthy([]runner.Outcome{{Cluster: "c2", State: runner.Failed}}, ok) {
+		t.Error("Healthy: a cluster not read is not healthy")
 	}
 }
