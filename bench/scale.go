@@ -34,6 +34,7 @@ import (
 var scaleScenarios = []struct{ id, title string }{
 	{"create", "apply, create (a new namespace and app)"},
 	{"noop", "apply, no-op"},
+	{"noop-batched", "apply, no-op, production in batches [1, 1%, 10%, 100%]"},
 	{"change", "apply, a fifth of the objects changed"},
 	{"diff", "diff of the unchanged fleet"},
 	{"status", "status"},
@@ -255,13 +256,15 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 // plugin's environment (a discovery cache per size), the steady fleet file
 // and the plugin's arguments.
 type scaleRunner struct {
-	be          *backend
-	kind, src   string
-	n           int
-	dir, bin    string
-	env         []string
-	cs          []cluster
-	steady      string
+	be        *backend
+	kind, src string
+	n         int
+	dir, bin  string
+	env       []string
+	cs        []cluster
+	steady    string
+	// batched is steady with production in batches.
+	batched     string
 	par, conc   string
 	cpuProfiles string
 }
@@ -278,8 +281,11 @@ func (b *bench) newScaleRunner(be *backend, kind string, n int, src string) (*sc
 	})
 	sr.env = append(sr.env, "KUBECONFIG="+be.kubeconfig, "HOME="+home)
 	var err error
-	sr.steady, err = sr.fleetFor("scale")
-	return sr, err
+	if sr.steady, err = sr.fleetFor("scale"); err != nil {
+		return nil, err
+	}
+	sr.batched = filepath.Join(sr.dir, "fleet-batched.yaml")
+	return sr, os.WriteFile(sr.batched, []byte(batchedFleetYAML(sr.cs, "scale")), 0o644)
 }
 
 // fleetFor writes the fleet file of the size's clusters with app ns.
@@ -320,6 +326,7 @@ func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, ru
 	}{
 		{"create", sr.apply(ff, ns), nil, nil},
 		{"noop", sr.apply(sr.steady, "scale"), nil, nil},
+		{"noop-batched", sr.apply(sr.batched, "scale"), nil, nil},
 		{"change", sr.apply(sr.steady, "scale"), nil, func() error { _, err := setRevision(sr.src, b.o.objects, rep+2); return err }},
 		{"diff", sr.read("diff"), nil, nil},
 		// Without controllers the Deployments never become available:

@@ -160,6 +160,12 @@ clusters:
 	return b.String()
 }
 
+// batchedFleetYAML is fleetYAML with production in batches: the
+// planning of a progressive rollout, measured on a no-op.
+func batchedFleetYAML(cs []cluster, ns string) string {
+	return strings.Replace(fleetYAML(cs, ns), "  - {name: production, attributes: {replicas: 2}}\n", "  - {name: production, attributes: {replicas: 2}, batches: [1, 1%, 10%, 100%]}\n", 1)
+}
+
 // clustersTxt is the list the shell loops read: name, group, replicas,
 // region, context per line.
 func clustersTxt(cs []cluster) string {
