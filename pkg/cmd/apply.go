@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +35,8 @@ type ApplyFlags struct {
 	HistoryLimit int
 	// Atomic rolls a failed cluster back to what it had before.
 	Atomic bool
+	// IgnoreWindows writes to groups outside their deploy windows.
+	IgnoreWindows bool
 	// PlanFile is --plan: apply only what this plan (diff --out) saw.
 	PlanFile string
 	// LockDuration is --lock-duration, LockTimeout --lock-timeout.
@@ -121,6 +124,7 @@ func (f *ApplyFlags) addApplyFlags(cmd *cobra.Command) {
 	cmd.Flags().BoolVar(&f.SkipGates, "skip-gates", false, "for emergencies: run no test, check or soak, and do not wait for the earlier groups to have verified the release; the revisions are recorded as unverified")
 	cmd.Flags().BoolVar(&f.KeepTests, "keep-tests", false, "leave the test objects in place after a run, for debugging")
 	cmd.Flags().BoolVar(&f.Atomic, "atomic", false, "roll a cluster that fails back to the revisions it had before this apply (objects this apply created are removed)")
+	cmd.Flags().BoolVar(&f.IgnoreWindows, "ignore-windows", false, "for emergencies: write to groups outside their deploy windows (groups[].windows); the revisions say so")
 }
 
 // runState readies the report's collector and checks the lock flags.
@@ -144,6 +148,11 @@ func (o *ApplyOptions) Validate() error {
 		return fmt.Errorf("--concurrency must be at least 1")
 	case o.HistoryLimit < 0:
 		return fmt.Errorf("--history-limit must be 0 (keep all) or more")
+	}
+	if v := os.Getenv(NowEnv); v != "" {
+		if _, err := time.Parse(time.RFC3339, v); err != nil {
+			return fmt.Errorf("$%s %q: want an RFC 3339 time such as 2026-12-24T10:00:00Z", NowEnv, v)
+		}
 	}
 	if err := o.runState(); err != nil {
 		return err
@@ -196,5 +205,22 @@ func (f *ApplyFlags) options(dryRun bool, parallel int) rollout.Options {
 	return rollout.Options{
 		DryRun: dryRun, Diff: f.Diff, ForceConflicts: f.ForceConflicts, Prune: f.Prune, AllowEmpty: f.AllowEmpty, Wait: f.Wait, Timeout: f.Timeout,
 		Concurrency: f.Concurrency, Parallel: parallel, HistoryLimit: f.HistoryLimit, SkipTests: f.SkipTests, SkipGates: f.SkipGates, KeepTests: f.KeepTests, Atomic: f.Atomic,
+		IgnoreWindows: f.IgnoreWindows, Now: clock(),
 	}
+}
+
+// NowEnv, set to an RFC 3339 time, is the clock deploy windows are read
+// on instead of the machine's: for rehearsing a rollout at another time,
+// and for tests.
+const NowEnv = "KUBECTL_FLEET_NOW"
+
+// clock is the time deploy windows are read at: $KUBECTL_FLEET_NOW, else
+// nil (the machine's clock).
+func clock() func() time.Time {
+	at, err := time.Parse(time.RFC3339, os.Getenv(NowEnv))
+	if err != nil {
+		return nil
+	}
+	start := time.Now()
+	return func() time.Time { return at.Add(time.Since(start)) }
 }

@@ -48,7 +48,9 @@ sizes such as 1%, 10%, 100%), each a wave of its own that the promotion rule
 holds until the batches before it verified the release, across runs and
 reconcile passes. maxParallel and maxFailures take percentages of the group.
 after: makes the groups a graph: independent tracks (eu, us) where a failure
-holds only what comes after it in its track.`},
+holds only what comes after it in its track. windows: (allow or deny, a cron
+schedule, a duration, a time zone) keep writes to a group inside its deploy
+windows; --ignore-windows for an emergency.`},
 	{"revisions", "revisions.md", "Revisions, history and rollback", `Every apply that changes an app's render records a revision in the cluster
 (Secrets in the kubectl-fleet namespace): who, when, the source commit, the
 render's digest and the objects. "kubectl fleet history" lists them,

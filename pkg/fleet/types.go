@@ -88,6 +88,9 @@ type Group struct {
 	// BatchSoak is how long the rollout watches each batch but the last
 	// before the next starts; default Soak.
 	BatchSoak time.Duration `yaml:"batchSoak"`
+	// Windows are the group's deploy windows: apply and reconcile start
+	// writes to it only while they let them (--ignore-windows aside).
+	Windows []Window `yaml:"windows"`
 	// After names the groups this group waits for: they must have
 	// verified the release before it gets it. Default: the group before
 	// it in the file; [] for none (a track of its own).

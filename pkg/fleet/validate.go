@@ -63,6 +63,7 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 		validateAmount(e, p+".maxParallel", g.MaxParallel)
 		validateAmount(e, p+".maxFailures", g.MaxFailures)
 		validateBatches(e, p, g)
+		validateWindows(e, p, g.Windows)
 		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
 		if g.Soak < 0 {
 			e.add(p+".soak", "must not be negative, got %s", g.Soak)

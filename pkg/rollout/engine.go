@@ -78,6 +78,11 @@ type Options struct {
 	// SoakInterval is how often a soak reads the objects (0:
 	// DefaultSoakInterval).
 	SoakInterval time.Duration
+	// IgnoreWindows starts writes to a group outside its deploy windows
+	// (--ignore-windows); its revisions say so.
+	IgnoreWindows bool
+	// Now is the clock the deploy windows are read on (nil: time.Now).
+	Now func() time.Time
 }
 
 // Engine rolls a render out to a fleet, group by group: per cluster the
@@ -108,6 +113,9 @@ type Engine struct {
 	clusters  map[string]*fleet.Cluster
 	sources   memo.Memo[string, revision.Source]
 	promotion *Promotion
+	// outside are the groups written to outside their deploy windows
+	// (--ignore-windows): their revisions say so.
+	outside map[string]bool
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every
@@ -118,6 +126,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	e.begin(r, o, sink)
 	ws := Waves(r.Fleet, r.Clusters)
 	e.confirmations(ws)
+	e.windows(ws)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
@@ -240,6 +249,64 @@ func (e *Engine) confirmations(ws []runner.Wave) {
 		}
 		w.Gate = func() error { return e.o.Confirm(w.Group, clusters) }
 	}
+}
+
+// windows puts a gate before each wave of a group with deploy windows
+// (none on a dry run): closed, the wave and those that need it do not
+// start, and a WaveEvent says when the windows open next; with
+// IgnoreWindows it starts, and its revisions say it was outside them.
+// A rollback, the way out of an incident, is not held.
+func (e *Engine) windows(ws []runner.Wave) {
+	if e.o.DryRun || e.o.Rollback != nil {
+		return
+	}
+	for i := range ws {
+		w := &ws[i]
+		g := e.r.Fleet.Group(w.Group)
+		if g == nil || len(g.Windows) == 0 {
+			continue
+		}
+		then := w.Gate
+		w.Gate = func() error {
+			if err := e.windowOpen(w.Name, g); err != nil {
+				return err
+			}
+			if then != nil {
+				return then()
+			}
+			return nil
+		}
+	}
+}
+
+// windowOpen is nil when g's windows let wave start now, or when they
+// are ignored (noted for its revisions); else why not, said as a
+// WaveEvent.
+func (e *Engine) windowOpen(wave string, g *fleet.Group) error {
+	now := time.Now
+	if e.o.Now != nil {
+		now = e.o.Now
+	}
+	open, next, why := g.Open(now())
+	switch {
+	case open:
+		return nil
+	case e.o.IgnoreWindows:
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if e.outside == nil {
+			e.outside = map[string]bool{}
+		}
+		e.outside[g.Name] = true
+		return nil
+	}
+	reason := "outside its deploy windows: " + why
+	if !next.IsZero() {
+		reason += "; they open next at " + next.Format(time.RFC3339)
+	}
+	reason += " (--ignore-windows for an emergency)"
+	e.emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Reasons: []string{reason}})
+	return &BlockedError{Wave: wave, Reasons: []string{reason}}
 }
 
 // appsByWave lists the apps each wave deploys.

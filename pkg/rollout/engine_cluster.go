@@ -204,6 +204,11 @@ func (e *Engine) record(ctx context.Context, cluster string, res render.Result) 
 	rev, ok := e.o.Rollback.Record(cluster, res.App)
 	if !ok {
 		rev.Description, rev.Chart = "apply", res.Chart
+		e.mu.Lock()
+		if e.outside[e.clusters[cluster].Group] {
+			rev.Description = "apply outside the deploy windows, --ignore-windows"
+		}
+		e.mu.Unlock()
 		rev.Source = e.source(ctx, res)
 	}
 	return &apply.Record{Revision: rev, Limit: e.o.HistoryLimit}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -182,5 +183,46 @@ apps:
 	}
 	if diff := cmp.Diff([]string{"s", "p1", "p2"}, up); diff != "" {
 		t.Errorf("upstream (-want +got):\n%s", diff)
+	}
+}
+
+// Deploy windows: outside them a group's waves do not start (and say
+// when the windows open next), the groups before still do; with
+// IgnoreWindows they start, and their revisions say it.
+func TestEngineWindows(t *testing.T) {
+	set, cs := renderedFleet(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - name: staging
+  - name: production
+    windows:
+      - {kind: allow, schedule: "0 9 * * 1-5", duration: 8h, timeZone: Europe/Berlin}
+clusters:
+  - {name: stg, group: staging, context: stg}
+  - {name: prod, group: production, context: prod}
+apps:
+  - {name: web, manifests: .}
+`)
+	saturday := func() time.Time { return time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC) }
+	outcomes, events := run(t, set, cs, Options{Now: saturday})
+	if got := byCluster(outcomes); got["stg"] != "succeeded in staging" || got["prod"] != "not started in production" {
+		t.Errorf("outcomes %v", got)
+	}
+	if !slices.ContainsFunc(events, func(ev Event) bool {
+		w, ok := ev.(WaveEvent)
+		return ok && w.Wave == "production" && strings.Contains(strings.Join(w.Reasons, ""), "they open next at 2026-11-30T09:00:00+01:00")
+	}) {
+		t.Errorf("no wave event says when production's windows open: %+v", events)
+	}
+	outcomes, events = run(t, set, cs, Options{Now: saturday, IgnoreWindows: true})
+	if got := byCluster(outcomes); got["prod"] != "succeeded in production" {
+		t.Errorf("--ignore-windows: %v", got)
+	}
+	if !slices.ContainsFunc(events, func(ev Event) bool {
+		r, ok := ev.(RevisionEvent)
+		return ok && r.Cluster == "prod" && r.Description == "apply outside the deploy windows, --ignore-windows"
+	}) {
+		t.Errorf("prod's revision does not say the windows were ignored: %+v", events)
 	}
 }

@@ -146,3 +146,67 @@ apps:
 		t.Errorf("us-prod runs %q, want 1", v)
 	}
 }
+
+// Deploy windows on an injected clock ($KUBECTL_FLEET_NOW): on a
+// Saturday production's office-hours window is closed, so apply and a
+// reconcile pass leave it not started and say when it opens; on a
+// Monday morning it goes; --ignore-windows writes anyway and its
+// revision says so; a bad clock is refused before anything.
+func TestDeployWindows(t *testing.T) {
+	const ns = "e2e-windows"
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - name: staging
+  - name: production
+    windows:
+      - {kind: allow, schedule: "0 9 * * 1-5", duration: 8h, timeZone: Europe/Berlin}
+      - {kind: deny, schedule: "0 0 24 12 *", duration: 48h}
+clusters:
+  - {name: wi-stg, group: staging, context: fleet-c1}
+  - {name: wi-prod, group: production, context: fleet-c2}
+apps:
+  - {name: windows, manifests: app.yaml}
+`, map[string]string{"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n")})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	at := func(now string, args ...string) (string, string, int) {
+		cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+		cmd.Env = append(cmd.Env, "KUBECTL_FLEET_NOW="+now)
+		return runCmd(t, cmd, "")
+	}
+	closed := "production not started: outside its deploy windows: no allow window is open (allow 0 9 * * 1-5 for 8h0m0s (Europe/Berlin)); they open next at 2026-11-30T09:00:00+01:00"
+	out, errOut, code := at("2026-11-28T12:00:00Z", "apply", "--yes")
+	if code != 1 || !strings.Contains(out, closed) || !strings.Contains(out, "[wi-stg]  applied") {
+		t.Errorf("apply on a Saturday: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = at("2026-11-28T12:00:00Z", "reconcile", "--once", "--yes")
+	if code != 1 || !strings.Contains(out+errOut, "production not started: outside its deploy windows") {
+		t.Errorf("reconcile on a Saturday: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c2", "namespace", ns) {
+		t.Fatal("production was written to outside its windows")
+	}
+	if out, errOut, code = at("2026-12-24T10:00:00Z", "apply", "--yes"); code != 1 || !strings.Contains(out, "deny window deny 0 0 24 12 * for 48h0m0s is open; they open next at 2026-12-28T09:00:00+01:00") {
+		t.Errorf("apply on Christmas Eve: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code = at("2026-11-30T08:30:00Z", "apply", "--yes"); code != 0 {
+		t.Errorf("apply on a Monday morning: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := writeFile(dir, "app.yaml", namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"2\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code = at("2026-11-28T12:00:00Z", "apply", "--yes", "--ignore-windows"); code != 0 || !strings.Contains(out, "(apply outside the deploy windows, --ignore-windows)") {
+		t.Errorf("--ignore-windows: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, _, _ := fleet(t, dir, "history", "-c", "wi-prod"); !strings.Contains(out, "apply outside the deploy windows") {
+		t.Errorf("history does not say the windows were ignored:\n%s", out)
+	}
+	// A rollback is how an incident ends: windows do not hold it.
+	if out, errOut, code = at("2026-11-28T12:00:00Z", "rollback", "-c", "wi-prod", "--yes"); code != 0 || !strings.Contains(out, "rolled back") {
+		t.Errorf("rollback on a Saturday: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code = at("next tuesday", "apply", "--yes"); code != 1 || !strings.Contains(errOut, "$KUBECTL_FLEET_NOW \"next tuesday\": want an RFC 3339 time") {
+		t.Errorf("a bad clock: exit %d\n%s%s", code, out, errOut)
+	}
+}
