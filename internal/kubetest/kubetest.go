@@ -574,7 +574,7 @@ func (c *Cluster) createOrUpdate(k key, a clienttesting.Action, r Request, live 
 	if !c.serves(k.gvr) {
 		return nil, apierrors.NewMethodNotSupported(gr, r.Verb)
 	}
-	u, ok := a.(interface{ GetObject() runtime.Object }).GetObject().(*unstructured.Unstructured)
+	u, ok := asUnstructured(a.(interface{ GetObject() runtime.Object }).GetObject(), k.gvr, c.Client.Mapper)
 	if !ok || r.Name == "" {
 		return nil, apierrors.NewBadRequest("kubetest: a create or update needs an unstructured object with a name")
 	}
@@ -611,8 +611,8 @@ func (c *Cluster) serves(gvr schema.GroupVersionResource) bool {
 
 // objectName is the name of a request's object, or "".
 func objectName(obj runtime.Object) string {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.GetName()
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetName()
 	}
 	return ""
 }
@@ -722,6 +722,25 @@ func roundTrip(obj map[string]any) (map[string]any, error) {
 	}
 	var out map[string]any
 	return out, utiljson.Unmarshal(b, &out)
+}
+
+// asUnstructured is what the Core client sends (a typed object) as the
+// store keeps it, with the kind of gvr; an unstructured object as it is.
+func asUnstructured(obj runtime.Object, gvr schema.GroupVersionResource, mapper meta.RESTMapper) (*unstructured.Unstructured, bool) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, true
+	}
+	gvk, err := mapper.KindFor(gvr)
+	if err != nil || obj == nil {
+		return nil, false
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, false
+	}
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	return u, true
 }
 
 // asTyped is the typed object (or list) the Core client reads of what the

@@ -123,6 +123,9 @@ type Config struct {
 	// cluster, by app: an object one of them renders is never pruned,
 	// but handed to that app, whatever order the apps run in.
 	Others map[string][]*unstructured.Unstructured
+	// Hold, when set, is asked once the inventories are read and before
+	// anything is written: an error stops the apply there (a pause).
+	Hold func(ctx context.Context, n *inventory.Neighbours) error
 }
 
 // Record says how an apply is recorded in the app's history.
@@ -461,6 +464,11 @@ func (p *pass) load(ctx context.Context) error {
 	}
 	if err := set.OwnedBy(p.cfg.Fleet); err != nil {
 		return err
+	}
+	if p.cfg.Hold != nil {
+		if err := p.cfg.Hold(ctx, others); err != nil {
+			return err
+		}
 	}
 	// A snapshot: writing the parent changes the set's Version.
 	p.set, p.others, p.last = set, others, *set

@@ -73,7 +73,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
-	outcomes, entries := history.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.Parallel)
+	outcomes, entries, pauses := history.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.Parallel)
 	var all []history.Entry
 	failed := false
 	for _, oc := range outcomes {
@@ -89,6 +89,8 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		for _, e := range all {
 			p.Event(e)
 		}
+		names, _ := fleet.Index(clusters)
+		o.printPauses(p, names, pauses)
 	case "yaml":
 		b, err := yaml.Marshal(all)
 		if err != nil {
@@ -101,6 +103,8 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		if err := history.WriteTable(o.Out, o.ErrOut, all); err != nil {
 			return err
 		}
+		names, _ := fleet.Index(clusters)
+		o.printPauses(o.newPrinter(clusters, false), names, pauses)
 	}
 	switch {
 	case ctx.Err() != nil:

@@ -84,6 +84,8 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdRollback(g),
 		NewCmdDelete(g),
 		NewCmdUnlock(g),
+		NewCmdPause(g),
+		NewCmdResume(g),
 		NewCmdExec(g),
 		NewCmdVet(g),
 		NewCmdDeps(g),

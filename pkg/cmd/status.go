@@ -12,6 +12,8 @@ import (
 	"golang.org/x/term"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -138,7 +140,7 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
-	outcomes, results := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}}.Read(ctx)
+	outcomes, results, pauses := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}}.Read(ctx)
 	if !o.Watch {
 		defer func() {
 			err = o.finish(o.GlobalOptions, func() report.Report { return report.OfStatus(r.Fleet, outcomes, results) }, err)
@@ -151,16 +153,16 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 		for _, l := range status.Lines(clusters) {
 			p.Event(l)
 		}
-		o.printNotes(p, r, clusters, results)
+		o.printNotes(p, r, clusters, results, pauses)
 	case o.Verbose:
 		status.WriteDetails(p.Cluster, clusters)
 		p.Close()
-		o.printNotes(p, r, clusters, results)
+		o.printNotes(p, r, clusters, results, pauses)
 	default:
 		if err := status.WriteMatrix(o.Out, o.ErrOut, renderedApps(r), clusters); err != nil {
 			return err
 		}
-		o.printNotes(p, r, clusters, results)
+		o.printNotes(p, r, clusters, results, pauses)
 	}
 	p.Close()
 	if ctx.Err() != nil {
@@ -184,9 +186,24 @@ func renderedApps(r *rendered.Set) []string {
 	return apps
 }
 
-// printNotes says, under the status, the version skew within groups and
-// why the promotion rule would hold groups back: lines, or JSON events.
-func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []status.Cluster, results map[string][]status.App) {
+// printPauses says the pauses of clusters: lines, or JSON events.
+func (g *GlobalOptions) printPauses(p *printer, names []string, pauses map[string][]pause.Pause) {
+	lines, text := pause.Lines(names, pauses, time.Now())
+	for i := range lines {
+		if p.JSON {
+			p.Event(lines[i])
+		} else {
+			fmt.Fprintln(g.Out, text[i])
+		}
+	}
+}
+
+// printNotes says, under the status, the pauses, the version skew within
+// groups and why the promotion rule would hold groups back: lines, or
+// JSON events.
+func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []status.Cluster, results map[string][]status.App, pauses map[string][]pause.Pause) {
+	names, _ := fleet.Index(r.Clusters)
+	o.printPauses(p, names, pauses)
 	for _, s := range status.Skews(clusters) {
 		if p.JSON {
 			p.Event(s)

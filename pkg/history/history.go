@@ -17,6 +17,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -35,12 +36,20 @@ type Entry struct {
 // Read reads the revisions of apps (none: every app of f with
 // revisions) on every cluster, parallel at once, and returns each
 // cluster's outcome and entries.
-func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, parallel int) ([]runner.Outcome, map[string][]Entry) {
+func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, parallel int) ([]runner.Outcome, map[string][]Entry, map[string][]pause.Pause) {
 	var (
 		mu      sync.Mutex
 		entries = map[string][]Entry{}
+		pauses  = map[string][]pause.Pause{}
 	)
 	outcomes := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		paused, err := pause.Read(ctx, client, f.Metadata.Name)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		pauses[c.Name] = paused
+		mu.Unlock()
 		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, apps)
 		if err != nil {
 			return err
@@ -63,7 +72,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		}
 		return nil
 	})
-	return outcomes, entries
+	return outcomes, entries, pauses
 }
 
 // WriteTable writes entries as a table to w, or says on errOut that

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -29,9 +30,15 @@ func TestReadAndWriteTable(t *testing.T) {
 		}
 	}
 	f := &fleet.Fleet{Metadata: fleet.Metadata{Name: "shop"}, Clusters: []fleet.Cluster{{Name: "stg", Group: "staging"}}}
-	outcomes, entries := Read(ctx, one{c.Client}, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 1)
+	if err := pause.Set(ctx, c.Client, "shop", []string{"web"}, pause.Pause{By: "bob", Reason: "INC-7"}); err != nil {
+		t.Fatal(err)
+	}
+	outcomes, entries, pauses := Read(ctx, one{c.Client}, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 1)
 	if len(outcomes) != 1 || outcomes[0].Err != nil {
 		t.Fatalf("outcomes %+v", outcomes)
+	}
+	if ps := pauses["stg"]; len(ps) != 1 || ps[0].App != "web" || ps[0].By != "bob" || ps[0].Reason != "INC-7" {
+		t.Errorf("pauses %+v", pauses)
 	}
 	got := entries["stg"]
 	if len(got) != 2 || got[0].Current == got[1].Current || got[0].Group != "staging" {

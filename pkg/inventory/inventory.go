@@ -243,7 +243,24 @@ func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, 
 			}
 		}
 	}
-	return set, neighboursOf(list.Items, app), nil
+	n := neighboursOf(list.Items, app)
+	n.listed = map[string]*corev1.ConfigMap{}
+	for i := range list.Items {
+		if _, parent := list.Items[i].Labels[apply.ApplySetParentIDLabel]; !parent {
+			n.listed[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	return set, n, nil
+}
+
+// ConfigMap is the ConfigMap name of the namespace that is no app's
+// parent, as read with the neighbours (nil: there is none); known is
+// false when the namespace was not listed whole, and it must be read.
+func (n *Neighbours) ConfigMap(name string) (cm *corev1.ConfigMap, known bool) {
+	if n == nil || n.listed == nil {
+		return nil, false
+	}
+	return n.listed[name], true
 }
 
 // newSet is the set of an app that has no parent yet.
@@ -351,6 +368,10 @@ type Neighbours struct {
 	// unknown, when not nil, is why the other apps' parents could not
 	// be read: nothing is deleted then (Decide).
 	unknown error
+	// listed are the namespace's ConfigMaps that are no app's parent,
+	// by name, when the whole namespace was listed (LoadWithNeighbours);
+	// nil when it was not.
+	listed map[string]*corev1.ConfigMap
 	// rendering maps an object.Path to the other app of this run that
 	// renders it on the cluster, and inRun are those apps (Rendering).
 	rendering map[string]string

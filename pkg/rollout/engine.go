@@ -116,6 +116,9 @@ type Engine struct {
 	// outside are the groups written to outside their deploy windows
 	// (--ignore-windows): their revisions say so.
 	outside map[string]bool
+	// holds are the checks that hold each wave before it starts, by wave
+	// name (hold).
+	holds map[string][]func() error
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every
@@ -127,10 +130,11 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	ws := Waves(r.Fleet, r.Clusters)
 	e.confirmations(ws)
 	e.windows(ws)
+	e.pauses(ws)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
-	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: e.promotion, Emit: e.emit}
+	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: e.promotion, Emit: e.emit, Hold: e.held}
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}
@@ -266,17 +270,27 @@ func (e *Engine) windows(ws []runner.Wave) {
 		if g == nil || len(g.Windows) == 0 {
 			continue
 		}
-		then := w.Gate
-		w.Gate = func() error {
-			if err := e.windowOpen(w.Name, g); err != nil {
-				return err
-			}
-			if then != nil {
-				return then()
-			}
-			return nil
+		e.hold(w.Name, func() error { return e.windowOpen(w.Name, g) })
+	}
+}
+
+// hold adds check to what holds wave before it starts (Schedule.Hold):
+// its deploy windows, pauses upstream.
+func (e *Engine) hold(wave string, check func() error) {
+	if e.holds == nil {
+		e.holds = map[string][]func() error{}
+	}
+	e.holds[wave] = append(e.holds[wave], check)
+}
+
+// held runs the checks that hold wave, and returns the first error.
+func (e *Engine) held(wave string) error {
+	for _, check := range e.holds[wave] {
+		if err := check(); err != nil {
+			return err
 		}
 	}
+	return nil
 }
 
 // windowOpen is nil when g's windows let wave start now, or when they

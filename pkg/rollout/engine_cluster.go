@@ -44,6 +44,11 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 		return skip
 	}
 	errs, failed := e.applyApps(ctx, c, client, results)
+	if p := pausedIn(errs); p != nil {
+		// Paused: nothing more is written there, no gate, verdict or
+		// restore; the waves after it are held (pauses).
+		return &runner.SkipError{Reason: p.Error()}
+	}
 	if err := e.clusterGates(ctx, c, results, failed); err != nil {
 		errs = append(errs, err)
 	}
@@ -98,6 +103,7 @@ func (e *Engine) kubeApps(c *fleet.Cluster, client *kube.Client, results []rende
 	o, f := e.o, e.r.Fleet
 	ops := &KubeApps{
 		Fleet: f.Metadata.Name, Cluster: c.Name, Client: client, Results: results, Locks: &e.Locks, Emit: e.emit, Gates: e.gatesOf(c.Name),
+		Pauses: o.Rollback == nil,
 		Config: ApplyConfig{DryRun: o.DryRun, ForceConflicts: o.ForceConflicts, Prune: o.Prune || o.Rollback != nil, AllowEmpty: o.AllowEmpty || o.Rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
 		Tests:  func(app string) []*unstructured.Unstructured { return e.r.TestsOf(c.Name, app) },
 		Ignore: f.IgnoreRules,

@@ -25,9 +25,12 @@ type KubeApps struct {
 	Client  *kube.Client
 	// Results are the cluster's renders, an app each.
 	Results []render.Result
-	Config  ApplyConfig
-	Locks   *Locks
-	Emit    Sink
+	// Pauses stops an app's apply before its first write when the app is
+	// paused on the cluster (holdPaused); a rollback is not held.
+	Pauses bool
+	Config ApplyConfig
+	Locks  *Locks
+	Emit   Sink
 	// Tests are an app's rendered tests, Ignore its ignoreDifferences.
 	Tests  func(app string) []*unstructured.Unstructured
 	Ignore func(app string) []object.IgnoreRule
@@ -123,6 +126,9 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	}
 	if k.Namespace != nil {
 		cfg.Namespace = k.Namespace(app.Name)
+	}
+	if !dryRun && k.Pauses {
+		cfg.Hold = holdPaused(k.Cluster, k.Fleet, app.Name, k.Client)
 	}
 	return apply.Run(ctx, k.Client, cfg)
 }

@@ -26,6 +26,9 @@ type Schedule struct {
 	Soaks map[string]Soak
 	// Emit gets the rollout's own events (a wave held back).
 	Emit Sink
+	// Hold, when set, is asked first before a wave starts (its deploy
+	// windows, pauses): an error holds it, said by Hold itself.
+	Hold func(wave string) error
 }
 
 // WaveEvent is a wave that did not start, and why: the promotion rule's
@@ -59,22 +62,32 @@ func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name
 		if s, ok := p.Soaks[w.Name]; ok {
 			w.After = s.Run
 		}
-		if p.Promotion == nil {
-			continue
-		}
-		confirm, name, apps := w.Gate, w.Name, p.Apps[w.Name]
-		w.Gate = func() error {
-			if err := p.Promotion.Check(ctx, name, apps); err != nil {
-				if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
-					p.Emit(WaveEvent{Type: "wave", Wave: name, State: "not started", Reasons: blocked.Reasons})
-				}
-				return err
-			}
-			if confirm != nil {
-				return confirm()
-			}
-			return nil
+		if p.Promotion != nil || p.Hold != nil {
+			confirm, name := w.Gate, w.Name
+			w.Gate = func() error { return p.gate(ctx, name, confirm) }
 		}
 	}
 	return runner.Run(ctx, ws, p.Parallel, cluster)
+}
+
+// gate is what a wave asks before it starts, in order: what holds it
+// (Hold: windows, pauses), the promotion rule, then its confirmation.
+func (p Schedule) gate(ctx context.Context, wave string, confirm func() error) error {
+	if p.Hold != nil {
+		if err := p.Hold(wave); err != nil {
+			return err
+		}
+	}
+	if p.Promotion != nil {
+		if err := p.Promotion.Check(ctx, wave, p.Apps[wave]); err != nil {
+			if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
+				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Reasons: blocked.Reasons})
+			}
+			return err
+		}
+	}
+	if confirm != nil {
+		return confirm()
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -224,5 +226,46 @@ apps:
 		return ok && r.Cluster == "prod" && r.Description == "apply outside the deploy windows, --ignore-windows"
 	}) {
 		t.Errorf("prod's revision does not say the windows were ignored: %+v", events)
+	}
+}
+
+// A pause: the paused cluster gets no write (its apply stops before the
+// first, and the cluster is skipped, not failed) and the groups after it
+// are held, saying who paused it and why; resumed, the next run goes
+// through.
+func TestEnginePause(t *testing.T) {
+	set, cs := twoGroups(t)
+	ctx := context.Background()
+	if err := pause.Set(ctx, cs["stg"].Client, "shop", nil, pause.Pause{By: "alice", At: time.Now().Add(-10 * time.Minute), Reason: "investigating latency"}); err != nil {
+		t.Fatal(err)
+	}
+	outcomes, events := run(t, set, cs, Options{})
+	if got := byCluster(outcomes); got["stg"] != "skipped in staging" || got["prod"] != "not started in production" {
+		t.Errorf("outcomes %v", got)
+	}
+	for _, c := range []string{"stg", "prod"} {
+		if cs[c].Live(kubetest.Object("v1", "ConfigMap", "default", "web")) != nil {
+			t.Errorf("%s was written to", c)
+		}
+	}
+	if !slices.ContainsFunc(events, func(ev Event) bool {
+		w, ok := ev.(WaveEvent)
+		return ok && w.Wave == "production" && slices.Contains(w.Reasons, `stg paused 10m ago by alice: "investigating latency"`)
+	}) {
+		t.Errorf("no wave event says stg's pause holds production: %+v", events)
+	}
+	// A pause of another app does not hold web.
+	if _, err := pause.Lift(ctx, cs["stg"].Client, "shop", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := pause.Set(ctx, cs["stg"].Client, "shop", []string{"db"}, pause.Pause{By: "bob", At: time.Now(), Reason: "migration"}); err != nil {
+		t.Fatal(err)
+	}
+	outcomes, _ = run(t, set, cs, Options{})
+	if got := byCluster(outcomes); got["stg"] != "succeeded in staging" || got["prod"] != "succeeded in production" {
+		t.Errorf("with db paused, web: %v", got)
+	}
+	if ps, err := pause.Read(ctx, cs["stg"].Client, "shop"); err != nil || len(ps) != 1 || ps[0].App != "db" {
+		t.Errorf("pauses left: %+v, %v", ps, err)
 	}
 }

@@ -2,6 +2,7 @@ package status
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
@@ -32,21 +34,29 @@ type Fleet struct {
 }
 
 // Read reads every cluster of Set once, Parallel at once, and returns
-// each cluster's outcome and its apps' status.
-func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App) {
+// each cluster's outcome, its apps' status and its pauses (kubectl
+// fleet pause, read beside the apps).
+func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, map[string][]pause.Pause) {
 	var (
 		mu      sync.Mutex
 		results = map[string][]App{}
+		pauses  = map[string][]pause.Pause{}
 	)
 	outcomes := kube.Each(ctx, r.Connector, r.Set.Fleet, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
-		name := c.Name
-		apps, err := r.appsOf(ctx, client, name)
+		var (
+			paused []pause.Pause
+			perr   error
+			wg     sync.WaitGroup
+		)
+		wg.Go(func() { paused, perr = pause.Read(ctx, client, r.Set.Fleet.Metadata.Name) })
+		apps, err := r.appsOf(ctx, client, c.Name)
+		wg.Wait()
 		mu.Lock()
-		results[name] = apps
+		results[c.Name], pauses[c.Name] = apps, paused
 		mu.Unlock()
-		return err
+		return cmp.Or(err, perr)
 	})
-	return outcomes, results
+	return outcomes, results, pauses
 }
 
 // appsOf computes the status of each app of a cluster: of its render, or

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // canaryDir is a fleet whose production has a canary batch (pr-a) and
@@ -208,5 +210,74 @@ apps:
 	}
 	if out, errOut, code = at("next tuesday", "apply", "--yes"); code != 1 || !strings.Contains(errOut, "$KUBECTL_FLEET_NOW \"next tuesday\": want an RFC 3339 time") {
 		t.Errorf("a bad clock: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// A pause, recorded in the clusters: issued while a reconcile pass
+// soaks staging, it stops the pass's next write to the paused production
+// cluster (skipped, not failed) while the other goes on; a paused
+// staging holds production in the next run and says who paused it and
+// why; status and history show the pauses; resume lifts them.
+func TestPauseAndResume(t *testing.T) {
+	const ns = "e2e-pause"
+	dir := workdir(t, promotionFleet("pausing", "6s"), map[string]string{
+		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n"),
+		"smoke.sh": smokeCheck,
+	})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "resume"); _, _, _ = fleet(t, dir, "delete", "--yes") })
+	if _, errOut, code := fleet(t, dir, "pause", "-c", "pr-b"); code != 1 || !strings.Contains(errOut, "--reason is required") {
+		t.Errorf("pause without --reason: exit %d\n%s", code, errOut)
+	}
+	r := startFleet(t, dir, nil, "reconcile", "--once", "--yes")
+	r.waitFor(t, "soak started", 60*time.Second)
+	if out, errOut, code := fleet(t, dir, "pause", "-c", "pr-b", "--reason", "INC-1"); code != 0 || !strings.Contains(out, `[pr-b] paused every app (by `) {
+		t.Fatalf("pause -c pr-b: exit %d\n%s%s", code, out, errOut)
+	}
+	if !r.exited(2 * time.Minute) {
+		t.Fatal("reconcile --once did not end")
+	}
+	out, errOut := r.output()
+	if r.code != 1 || !strings.Contains(out+errOut, `pr-b paused`) || !strings.Contains(out+errOut, `"INC-1"`) {
+		t.Errorf("reconcile with pr-b paused mid-pass: exit %d\n%s%s", r.code, out, errOut)
+	}
+	if !absent(t, "fleet-c3", "namespace", ns) {
+		t.Error("pr-b was written to after its pause")
+	}
+	if v, _ := get(t, "fleet-c2", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Errorf("pr-a runs %q, want 1", v)
+	}
+
+	// A paused staging holds production, a new release never reaches it.
+	if out, errOut, code := fleet(t, dir, "pause", "-g", "staging", "--reason", "bad canary"); code != 0 {
+		t.Fatalf("pause -g staging: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := writeFile(dir, "app.yaml", namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"2\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 1 || !regexp.MustCompile(`production not started: pr-stg paused \S+ ago by [^:]+: "bad canary"`).MatchString(out) {
+		t.Errorf("apply with staging paused: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c1", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Errorf("the paused staging runs %q, want 1 (not written)", v)
+	}
+	if out, _, _ := fleet(t, dir, "status"); !strings.Contains(out, "Paused: pr-stg paused") || !strings.Contains(out, "Paused: pr-b paused") {
+		t.Errorf("status does not show the pauses:\n%s", out)
+	}
+	if out, _, _ := fleet(t, dir, "history", "-o", "json"); !strings.Contains(out, `{"type":"pause","cluster":"pr-stg","by":`) {
+		t.Errorf("history -o json does not show the pauses:\n%s", out)
+	}
+
+	if out, errOut, code := fleet(t, dir, "resume"); code != 0 || !strings.Contains(out, `[pr-stg] resumed: was paused`) || !strings.Contains(out, "[pr-a]   not paused") {
+		t.Fatalf("resume: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 {
+		t.Errorf("apply after resume: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "2" {
+		t.Errorf("pr-b runs %q after resume, want 2", v)
 	}
 }

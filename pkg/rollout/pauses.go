@@ -1,0 +1,131 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// PausedError is an app's apply stopped before its first write: the app
+// is paused on the cluster (kubectl fleet pause).
+type PausedError struct {
+	Cluster string
+	Pause   pause.Pause
+}
+
+func (e *PausedError) Error() string {
+	return fmt.Sprintf("%s %s", e.Cluster, e.Pause.Text(time.Now()))
+}
+
+// holdPaused is an apply's Hold (apply.Config.Hold): the app's pause on
+// the cluster, read with its neighbours' inventories (no request of its
+// own, unless the namespace could not be listed), stops the apply
+// before its first write.
+func holdPaused(cluster, fleetName, app string, client *kube.Client) func(context.Context, *inventory.Neighbours) error {
+	return func(ctx context.Context, n *inventory.Neighbours) error {
+		cm, known := n.ConfigMap(pause.Name(fleetName))
+		pauses := pause.Of(cm)
+		if !known {
+			var err error
+			if pauses, err = pause.Read(ctx, client, fleetName); err != nil {
+				return err
+			}
+		}
+		if p := pause.Find(pauses, app); p != nil {
+			return &PausedError{Cluster: cluster, Pause: *p}
+		}
+		return nil
+	}
+}
+
+// pausedIn is the first PausedError among errs, or nil.
+func pausedIn(errs []error) *PausedError {
+	for _, err := range errs {
+		if p := (*PausedError)(nil); errors.As(err, &p) {
+			return p
+		}
+	}
+	return nil
+}
+
+// pauses puts a gate before each wave that has clusters upstream (its
+// group's earlier batches, the groups it waits for, in the run or not):
+// a pause of one of the wave's apps on one of them holds the wave and
+// what needs it, said as a WaveEvent. The pauses are read when the wave
+// would start: a pause that landed while an earlier wave soaked holds
+// it. A cluster whose pauses cannot be read holds the wave too (fail
+// closed); one skipped as unreachable does not. Dry runs and rollbacks
+// are not held.
+func (e *Engine) pauses(ws []runner.Wave) {
+	if e.o.DryRun || e.o.Rollback != nil {
+		return
+	}
+	steps := map[string]fleet.Step{}
+	for _, s := range e.r.Fleet.Steps() {
+		steps[s.Name] = s
+	}
+	apps := appsByWave(e.r, ws)
+	for i := range ws {
+		w := &ws[i]
+		var upstream []string
+		for _, u := range units(e.r.Fleet, steps[w.Name]) {
+			upstream = append(upstream, u.Clusters...)
+		}
+		if len(upstream) == 0 {
+			continue
+		}
+		e.hold(w.Name, func() error {
+			if reasons := e.pausedUpstream(upstream, apps[w.Name]); len(reasons) > 0 {
+				e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Reasons: reasons})
+				return &BlockedError{Wave: w.Name, Reasons: reasons}
+			}
+			return nil
+		})
+	}
+}
+
+// pausedUpstream reads the pauses of clusters (Parallel at once) and
+// says each that holds one of apps.
+func (e *Engine) pausedUpstream(clusters, apps []string) []string {
+	ctx := context.Background() // a gate's reads finish, as the promotion rule's
+	reasons := make([]string, len(clusters))
+	sem := make(chan struct{}, max(1, e.o.Parallel))
+	var wg sync.WaitGroup
+	for i, name := range clusters {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			client, err := e.connect(ctx, name)
+			var pauses []pause.Pause
+			if err == nil {
+				pauses, err = pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
+			}
+			var skip *runner.SkipError
+			switch {
+			case errors.As(err, &skip):
+			case err != nil:
+				reasons[i] = fmt.Sprintf("%s: its pauses cannot be read: %v", name, err)
+			default:
+				if p := pause.Find(pauses, apps...); p != nil {
+					reasons[i] = name + " " + p.Text(time.Now())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	var out []string
+	for _, r := range reasons {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
