@@ -81,6 +81,8 @@ Writing to a group marked protected asks for confirmation on a terminal;
 Exit codes:
   0    every selected cluster applied
   1    a cluster failed or was not started, or an error
+  4    a group marked approval: required awaits approval of this release
+       (kubectl fleet approve), and nothing else failed
   130  interrupted (Ctrl-C): running requests finish, nothing new starts`,
 		Example: `  kubectl fleet apply -k overlays --group staging
   kubectl fleet apply --prune --wait --timeout 5m

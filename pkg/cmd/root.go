@@ -39,6 +39,7 @@ Exit codes:
   1    an error, or problems found (vet); diff: differences found
   2    diff: an error (kubectl diff's convention)
   3    done, except for clusters --skip-unreachable skipped
+  4    apply, reconcile --once: a group awaits approval (kubectl fleet approve)
   130  interrupted (Ctrl-C)`
 
 // NewCmdFleet returns the root command.
@@ -84,6 +85,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdRollback(g),
 		NewCmdDelete(g),
 		NewCmdUnlock(g),
+		NewCmdApprove(g),
 		NewCmdPause(g),
 		NewCmdResume(g),
 		NewCmdExec(g),

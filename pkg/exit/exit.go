@@ -16,6 +16,9 @@ const (
 	// Skipped means done, except for clusters --skip-unreachable
 	// skipped.
 	Skipped = 3
+	// AwaitingApproval means a group marked approval: required was not
+	// started: its release is not approved yet (kubectl fleet approve).
+	AwaitingApproval = 4
 	// Interrupted means the run was stopped by Ctrl-C.
 	Interrupted = 130
 )

@@ -88,6 +88,10 @@ type Group struct {
 	// BatchSoak is how long the rollout watches each batch but the last
 	// before the next starts; default Soak.
 	BatchSoak time.Duration `yaml:"batchSoak"`
+	// Approval "required" holds a rollout before the group until each of
+	// its clusters has an approval of exactly the release it is to get
+	// (kubectl fleet approve); "" or "none": no approval.
+	Approval string `yaml:"approval" jsonschema:"enum=required,enum=none"`
 	// Windows are the group's deploy windows: apply and reconcile start
 	// writes to it only while they let them (--ignore-windows aside).
 	Windows []Window `yaml:"windows"`
@@ -104,6 +108,9 @@ type Group struct {
 	// (and their tests) succeeded.
 	Verify []Check `yaml:"verify"`
 }
+
+// ApprovalRequired is a group's approval: required.
+const ApprovalRequired = "required"
 
 // Check is a command run on this machine against one cluster.
 type Check struct {

@@ -64,6 +64,9 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 		validateAmount(e, p+".maxFailures", g.MaxFailures)
 		validateBatches(e, p, g)
 		validateWindows(e, p, g.Windows)
+		if g.Approval != "" && g.Approval != ApprovalRequired && g.Approval != "none" {
+			e.add(p+".approval", "want required or none, got %q", g.Approval)
+		}
 		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
 		if g.Soak < 0 {
 			e.add(p+".soak", "must not be negative, got %s", g.Soak)

@@ -153,15 +153,7 @@ func Set(ctx context.Context, client *kube.Client, fleet string, apps []string, 
 	}
 	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: Name(fleet), Namespace: Namespace,
 		Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-fleet"}}, Data: data}
-	body, err := json.Marshal(cm)
-	if err != nil {
-		return err
-	}
-	_, err = client.Core.ConfigMaps(Namespace).Patch(ctx, Name(fleet), "application/merge-patch+json", body, metav1.PatchOptions{FieldManager: FieldManager})
-	if apierrors.IsNotFound(err) {
-		_, err = client.Core.ConfigMaps(Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: FieldManager})
-	}
-	return err
+	return kube.MergeConfigMap(ctx, client, cm, FieldManager)
 }
 
 // Lift removes the pauses of apps (none: every pause of the fleet) from

@@ -131,6 +131,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	e.confirmations(ws)
 	e.windows(ws)
 	e.pauses(ws)
+	e.approvals(ws)
 	if e.gated() {
 		e.promotion = e.promote()
 	}

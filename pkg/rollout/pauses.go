@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -92,40 +91,14 @@ func (e *Engine) pauses(ws []runner.Wave) {
 	}
 }
 
-// pausedUpstream reads the pauses of clusters (Parallel at once) and
-// says each that holds one of apps.
+// pausedUpstream says each of clusters that holds a pause of one of
+// apps.
 func (e *Engine) pausedUpstream(clusters, apps []string) []string {
-	ctx := context.Background() // a gate's reads finish, as the promotion rule's
-	reasons := make([]string, len(clusters))
-	sem := make(chan struct{}, max(1, e.o.Parallel))
-	var wg sync.WaitGroup
-	for i, name := range clusters {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			client, err := e.connect(ctx, name)
-			var pauses []pause.Pause
-			if err == nil {
-				pauses, err = pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
-			}
-			var skip *runner.SkipError
-			switch {
-			case errors.As(err, &skip):
-			case err != nil:
-				reasons[i] = fmt.Sprintf("%s: its pauses cannot be read: %v", name, err)
-			default:
-				if p := pause.Find(pauses, apps...); p != nil {
-					reasons[i] = name + " " + p.Text(time.Now())
-				}
-			}
-		})
-	}
-	wg.Wait()
-	var out []string
-	for _, r := range reasons {
-		if r != "" {
-			out = append(out, r)
+	return e.ask(clusters, "pauses", func(ctx context.Context, name string, client *kube.Client) (string, error) {
+		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
+		if p := pause.Find(pauses, apps...); err == nil && p != nil {
+			return name + " " + p.Text(time.Now()), nil
 		}
-	}
-	return out
+		return "", err
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -267,5 +268,51 @@ func TestEnginePause(t *testing.T) {
 	}
 	if ps, err := pause.Read(ctx, cs["stg"].Client, "shop"); err != nil || len(ps) != 1 || ps[0].App != "db" {
 		t.Errorf("pauses left: %+v, %v", ps, err)
+	}
+}
+
+// An approval binds to a release: production (approval: required) waits
+// until its cluster has an approval of exactly its render; approved, it
+// goes; a new render needs a new approval.
+func TestEngineApproval(t *testing.T) {
+	set, cs := renderedFleet(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - name: staging
+  - {name: production, approval: required}
+clusters:
+  - {name: stg, group: staging, context: stg}
+  - {name: prod, group: production, context: prod}
+apps:
+  - {name: web, manifests: .}
+`)
+	outcomes, events := run(t, set, cs, Options{})
+	if got := byCluster(outcomes); got["stg"] != "succeeded in staging" || got["prod"] != "not started in production" {
+		t.Fatalf("unapproved: %v", got)
+	}
+	var awaiting *AwaitingApproval
+	if !errors.As(outcomes[1].Err, &awaiting) || !slices.ContainsFunc(events, func(ev Event) bool {
+		w, ok := ev.(WaveEvent)
+		return ok && w.State == "awaiting approval" && strings.HasPrefix(strings.Join(w.Reasons, ""), "prod: web sha256:")
+	}) {
+		t.Fatalf("prod's error %v; events %+v", outcomes[1].Err, events)
+	}
+	ctx := context.Background()
+	if _, err := approval.Approve(ctx, cs["prod"].Client, "shop", set.Of("prod"), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if outcomes, _ = run(t, set, cs, Options{}); byCluster(outcomes)["prod"] != "succeeded in production" {
+		t.Fatalf("approved: %v", byCluster(outcomes))
+	}
+	// Release B: the approval of A does not let it through.
+	b := kubetest.Object("v1", "ConfigMap", "default", "web")
+	b.Object["data"] = map[string]any{"release": "b"}
+	for i := range set.Results {
+		set.Results[i].Objects = []*unstructured.Unstructured{b}
+	}
+	outcomes, _ = run(t, set, cs, Options{})
+	if got := byCluster(outcomes); got["prod"] != "not started in production" || !strings.Contains(outcomes[1].Err.Error(), "is not approved (approved: sha256:") {
+		t.Errorf("release B: %v, %v", got, outcomes[1].Err)
 	}
 }

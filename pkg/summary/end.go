@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/prompt"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -25,9 +28,12 @@ func (r *Rollout) Finish(ctx context.Context, p *output.Printer, verb string) er
 		r.Print(p.Out, p.Prefix, p.Many, p.Notes)
 	}
 	failed, total := r.Failed(), len(r.Outcomes)
+	awaiting, approve := awaiting(r.Outcomes)
 	switch refused := refused(r.Outcomes); {
 	case ctx.Err() != nil:
 		return &exit.Error{Code: exit.Interrupted}
+	case awaiting > 0 && failed == awaiting:
+		return &exit.Error{Code: exit.AwaitingApproval, Err: fmt.Errorf("%d of %d clusters await approval: %s", awaiting, total, approve)}
 	case refused == total:
 		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("aborted (not confirmed): nothing written")}
 	case refused > 0 && failed == refused:
@@ -48,6 +54,22 @@ func refused(outcomes []runner.Outcome) int {
 		}
 	}
 	return n
+}
+
+// awaiting is how many clusters were not started because their group
+// awaits approval, and what to run.
+func awaiting(outcomes []runner.Outcome) (int, string) {
+	n, groups := 0, []string{}
+	for _, oc := range outcomes {
+		var a *rollout.AwaitingApproval
+		if oc.State == runner.NotStarted && errors.As(oc.Err, &a) {
+			n++
+			if !slices.Contains(groups, a.Group) {
+				groups = append(groups, a.Group)
+			}
+		}
+	}
+	return n, "approve this release with kubectl fleet approve -g " + strings.Join(groups, " -g ") + " (and this run's source flags), then run again"
 }
 
 // Skipped is the error for clusters skipped: exit 3 when all were

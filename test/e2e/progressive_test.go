@@ -281,3 +281,50 @@ func TestPauseAndResume(t *testing.T) {
 		t.Errorf("pr-b runs %q after resume, want 2", v)
 	}
 }
+
+// Approvals bound to a release: production (approval: required) is not
+// started until approved, apply exits 4 and says what to run; approve
+// records who approved render A; A goes; render B needs a new approval.
+func TestApproval(t *testing.T) {
+	const ns = "e2e-approval"
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - name: staging
+  - {name: production, approval: required}
+clusters:
+  - {name: ap-stg, group: staging, context: fleet-c1}
+  - {name: ap-a, group: production, context: fleet-c2}
+  - {name: ap-b, group: production, context: fleet-c3}
+apps:
+  - {name: approval, manifests: app.yaml}
+`, map[string]string{"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"A\"}\n")})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 4 || !strings.Contains(out, "production awaiting approval: ap-a: approval sha256:") || !strings.Contains(errOut, "approve this release with kubectl fleet approve -g production") {
+		t.Fatalf("apply before approval: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c2", "namespace", ns) {
+		t.Fatal("production was written to before its approval")
+	}
+	if out, errOut, code := fleet(t, dir, "approve", "-g", "production"); code != 0 || !strings.Contains(out, "[ap-a] approved approval sha256:") {
+		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 {
+		t.Fatalf("apply of the approved release: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "A" {
+		t.Errorf("ap-b runs %q, want A", v)
+	}
+	if err := writeFile(dir, "app.yaml", namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"B\"}\n")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--yes")
+	if code != 4 || !strings.Contains(out+errOut, "is not approved (approved: sha256:") {
+		t.Errorf("reconcile with release B unapproved: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "A" {
+		t.Errorf("ap-b runs %q: the approval of A let B through", v)
+	}
+}

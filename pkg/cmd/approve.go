@@ -1,0 +1,98 @@
+package cmd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// ApproveOptions are the options of "kubectl fleet approve".
+type ApproveOptions struct {
+	*GlobalOptions
+	SelectOptions
+	SourceOptions
+	Parallel int
+}
+
+// NewCmdApprove returns the approve command.
+func NewCmdApprove(g *GlobalOptions) *cobra.Command {
+	o := &ApproveOptions{GlobalOptions: g}
+	cmd := &cobra.Command{
+		Use:   "approve",
+		Short: "Approve the release each selected cluster would get, for groups marked approval: required",
+		Long: `Render every selected cluster (the same source flags as the apply to approve)
+and record in each (a ConfigMap approval.<fleet> in the namespace
+kubectl-fleet) that the user, as the cluster authenticates them, approved
+that render of each app: its digest, under the cluster's digest key.
+
+A rollout to a group marked approval: required starts only when every one of
+its clusters has an approval of exactly what the rollout renders for it;
+otherwise it stops before the group, exits 4 and says what to approve. A
+different render needs a new approval. In CI: a plan job (diff --out), an
+approve job behind a protected environment, an apply job.
+
+Exit codes:
+  0    every selected cluster approved
+  1    a cluster could not be approved, or an error
+  130  interrupted (Ctrl-C)`,
+		Example: `  kubectl fleet approve -g production
+  kubectl fleet approve -g production -k overlays`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Parallel < 1 {
+				return fmt.Errorf("--parallel must be at least 1")
+			}
+			if err := o.SourceOptions.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	o.SelectOptions.addFlags(cmd, g)
+	o.SourceOptions.addFlags(cmd, g)
+	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters worked on at once")
+	return cmd
+}
+
+// Run renders and approves.
+func (o *ApproveOptions) Run(ctx context.Context) error {
+	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return err
+	}
+	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, r, o.Parallel, time.Now())
+	p := o.newPrinter(r.Clusters, false)
+	failed := 0
+	for _, oc := range outcomes {
+		var apps []string
+		for _, a := range approved[oc.Cluster] {
+			apps = append(apps, a.App+" "+revision.ShortDigest(a.Digest))
+		}
+		line := "approved " + strings.Join(apps, ", ")
+		switch {
+		case oc.State == runner.NotStarted:
+			line = "not started"
+			failed++
+		case oc.Err != nil:
+			line = "error: " + oc.Err.Error()
+			failed++
+		}
+		fmt.Fprintln(p.Cluster(oc.Cluster), line)
+	}
+	p.Close()
+	switch {
+	case ctx.Err() != nil:
+		return &exit.Error{Code: exit.Interrupted}
+	case failed > 0:
+		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%d of %d clusters not approved", failed, len(outcomes))}
+	}
+	return nil
+}
