@@ -50,7 +50,9 @@ reconcile passes. maxParallel and maxFailures take percentages of the group.
 after: makes the groups a graph: independent tracks (eu, us) where a failure
 holds only what comes after it in its track. windows: (allow or deny, a cron
 schedule, a duration, a time zone) keep writes to a group inside its deploy
-windows; --ignore-windows for an emergency.`},
+windows; --ignore-windows for an emergency. pause/resume hold rollouts in the
+clusters themselves; approval: required and approve bind a human's approval
+to one release.`},
 	{"revisions", "revisions.md", "Revisions, history and rollback", `Every apply that changes an app's render records a revision in the cluster
 (Secrets in the kubectl-fleet namespace): who, when, the source commit, the
 render's digest and the objects. "kubectl fleet history" lists them,
