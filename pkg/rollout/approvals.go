@@ -27,12 +27,21 @@ func (e *AwaitingApproval) Error() string {
 	return fmt.Sprintf("%s awaits approval: %s; approve this release with kubectl fleet approve -g %s (and this run's source flags)", e.Wave, strings.Join(e.Reasons, "; "), e.Group)
 }
 
-// approvals holds each wave of a group marked approval: required until
+// approved is the approval check of wave (approvals), nil when it needs
+// none.
+func (e *Engine) approved(wave string) error {
+	if check := e.approvals[wave]; check != nil {
+		return check()
+	}
+	return nil
+}
+
+// requireApprovals holds each wave of a group marked approval: required until
 // every one of its clusters has an approval of exactly what the run
 // renders for it (package approval), read when the wave would start. A
 // cluster whose approvals cannot be read holds it too; one skipped as
 // unreachable does not. Dry runs and rollbacks are not held.
-func (e *Engine) approvals(ws []runner.Wave) {
+func (e *Engine) requireApprovals(ws []runner.Wave) {
 	if e.o.DryRun || e.o.Rollback != nil {
 		return
 	}
@@ -41,14 +50,17 @@ func (e *Engine) approvals(ws []runner.Wave) {
 		if g := e.r.Fleet.Group(w.Group); g == nil || g.Approval != fleet.ApprovalRequired {
 			continue
 		}
-		e.hold(w.Name, func() error {
+		if e.approvals == nil {
+			e.approvals = map[string]func() error{}
+		}
+		e.approvals[w.Name] = func() error {
 			reasons := e.unapproved(w.Clusters)
 			if len(reasons) == 0 {
 				return nil
 			}
 			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "awaiting approval", Reasons: reasons})
 			return &AwaitingApproval{Wave: w.Name, Group: w.Group, Reasons: reasons}
-		})
+		}
 	}
 }
 

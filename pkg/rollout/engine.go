@@ -119,6 +119,9 @@ type Engine struct {
 	// holds are the checks that hold each wave before it starts, by wave
 	// name (hold).
 	holds map[string][]func() error
+	// approvals are the approval checks of the waves that need one, by
+	// wave name (requireApprovals).
+	approvals map[string]func() error
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every
@@ -131,11 +134,11 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	e.confirmations(ws)
 	e.windows(ws)
 	e.pauses(ws)
-	e.approvals(ws)
+	e.requireApprovals(ws)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
-	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: e.promotion, Emit: e.emit, Hold: e.held}
+	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: e.promotion, Emit: e.emit, Hold: e.held, Approved: e.approved}
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}

@@ -27,8 +27,10 @@ type Schedule struct {
 	// Emit gets the rollout's own events (a wave held back).
 	Emit Sink
 	// Hold, when set, is asked first before a wave starts (its deploy
-	// windows, pauses): an error holds it, said by Hold itself.
-	Hold func(wave string) error
+	// windows, pauses): an error holds it, said by Hold itself. Approved,
+	// when set, is asked once the promotion rule let the wave start: a
+	// human's approval of what the earlier waves verified.
+	Hold, Approved func(wave string) error
 }
 
 // WaveEvent is a wave that did not start, and why: the promotion rule's
@@ -62,7 +64,7 @@ func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name
 		if s, ok := p.Soaks[w.Name]; ok {
 			w.After = s.Run
 		}
-		if p.Promotion != nil || p.Hold != nil {
+		if p.Promotion != nil || p.Hold != nil || p.Approved != nil {
 			confirm, name := w.Gate, w.Name
 			w.Gate = func() error { return p.gate(ctx, name, confirm) }
 		}
@@ -71,7 +73,8 @@ func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name
 }
 
 // gate is what a wave asks before it starts, in order: what holds it
-// (Hold: windows, pauses), the promotion rule, then its confirmation.
+// (Hold: windows, pauses), the promotion rule, its approvals, then its
+// confirmation.
 func (p Schedule) gate(ctx context.Context, wave string, confirm func() error) error {
 	if p.Hold != nil {
 		if err := p.Hold(wave); err != nil {
@@ -83,6 +86,11 @@ func (p Schedule) gate(ctx context.Context, wave string, confirm func() error) e
 			if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
 				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Reasons: blocked.Reasons})
 			}
+			return err
+		}
+	}
+	if p.Approved != nil {
+		if err := p.Approved(wave); err != nil {
 			return err
 		}
 	}
