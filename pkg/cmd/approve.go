@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // ApproveOptions are the options of "kubectl fleet approve".
@@ -70,29 +70,15 @@ func (o *ApproveOptions) Run(ctx context.Context) error {
 	}
 	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, r, o.Parallel, time.Now())
 	p := o.newPrinter(r.Clusters, false)
-	failed := 0
-	for _, oc := range outcomes {
+	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string {
 		var apps []string
 		for _, a := range approved[oc.Cluster] {
 			apps = append(apps, a.App+" "+revision.ShortDigest(a.Digest))
 		}
-		line := "approved " + strings.Join(apps, ", ")
-		switch {
-		case oc.State == runner.NotStarted:
-			line = "not started"
-			failed++
-		case oc.Err != nil:
-			line = "error: " + oc.Err.Error()
-			failed++
+		if len(apps) == 0 {
+			return ""
 		}
-		fmt.Fprintln(p.Cluster(oc.Cluster), line)
-	}
-	p.Close()
-	switch {
-	case ctx.Err() != nil:
-		return &exit.Error{Code: exit.Interrupted}
-	case failed > 0:
-		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%d of %d clusters not approved", failed, len(outcomes))}
-	}
-	return nil
+		return "approved " + strings.Join(apps, ", ")
+	}, "error")
+	return summary.Verdict(ctx, failed, len(outcomes), "not approved")
 }

@@ -7,8 +7,8 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 
 	"github.com/spf13/cobra"
 
@@ -104,24 +104,11 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 		}
 		return err
 	})
-	failed := 0
-	for _, oc := range outcomes {
-		line := "ok"
-		switch {
-		case oc.State == runner.NotStarted:
-			line = "not started"
-			failed++
-		case oc.Err != nil:
-			line = oc.Err.Error()
-			failed++
+	failed := summary.Each(stderr, prefix, outcomes, func(oc runner.Outcome) string {
+		if oc.Err != nil {
+			return ""
 		}
-		fmt.Fprintf(stderr, "%s%s\n", prefix.Prefix(oc.Cluster), line)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return &exit.Error{Code: exit.Interrupted}
-	case failed > 0:
-		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("failed on %d of %d clusters", failed, len(outcomes))}
-	}
-	return nil
+		return "ok"
+	}, "")
+	return summary.Verdict(ctx, failed, len(outcomes), "failed")
 }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // PauseOptions are the options of "kubectl fleet pause" and "resume".
@@ -101,25 +101,6 @@ func (o *PauseOptions) Run(ctx context.Context) error {
 	ch := pause.Change{Fleet: f, Clusters: clusters, Apps: o.Apps, Lift: o.lift, Reason: o.Reason, Now: time.Now(), Parallel: o.Parallel}
 	outcomes, said := ch.Apply(ctx, connector{o.GlobalOptions})
 	p := o.newPrinter(clusters, false)
-	failed := 0
-	for _, oc := range outcomes {
-		line := said[oc.Cluster]
-		switch {
-		case oc.State == runner.NotStarted:
-			line = "not started"
-			failed++
-		case oc.Err != nil:
-			line = "error: " + oc.Err.Error()
-			failed++
-		}
-		fmt.Fprintln(p.Cluster(oc.Cluster), line)
-	}
-	p.Close()
-	switch {
-	case ctx.Err() != nil:
-		return &exit.Error{Code: exit.Interrupted}
-	case failed > 0:
-		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%d of %d clusters not done", failed, len(outcomes))}
-	}
-	return nil
+	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string { return said[oc.Cluster] }, "error")
+	return summary.Verdict(ctx, failed, len(outcomes), "not done")
 }

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // UnlockOptions are the options of "kubectl fleet unlock".
@@ -94,29 +94,8 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	states, outcomes := found.Remove(ctx, conn, f, clusters, read, o.Apps, o.Parallel)
 	p.Close()
 	fmt.Fprintln(p.Out, "Summary:")
-	failed := 0
-	for _, oc := range outcomes {
-		line := states[oc.Cluster]
-		switch {
-		case oc.Err != nil:
-			failed++
-			line = "failed: " + oc.Err.Error()
-			if states[oc.Cluster] != "" {
-				line = states[oc.Cluster] + "; " + line
-			}
-		case oc.State == runner.NotStarted:
-			failed++
-			line = "not started"
-		}
-		fmt.Fprintf(p.Out, "%s%s\n", p.Prefix.Prefix(oc.Cluster), line)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return &exit.Error{Code: exit.Interrupted}
-	case failed > 0:
-		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%d of %d clusters not unlocked", failed, len(outcomes))}
-	}
-	return nil
+	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string { return states[oc.Cluster] }, "failed")
+	return summary.Verdict(ctx, failed, len(outcomes), "not unlocked")
 }
 
 // confirmUnlock asks before removing the locks found, unless --yes.

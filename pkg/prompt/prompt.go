@@ -76,10 +76,8 @@ func (a *Asker) Ask(ctx context.Context, question string) error {
 // question per group on a terminal, and without one a refusal before
 // anything is written.
 func (a *Asker) Protected(ctx context.Context, f *fleet.Fleet, clusters []*fleet.Cluster, verb string) (func(group string, clusters []string) error, error) {
-	for _, w := range rollout.Waves(f, clusters) {
-		if grp := f.Group(w.Group); grp != nil && grp.Protected && !a.Terminal() {
-			return nil, fmt.Errorf("group %s is protected (%s): pass --yes to write to it without a terminal to confirm on", w.Group, strings.Join(w.Clusters, ", "))
-		}
+	if g, protected := rollout.FirstProtected(f, rollout.Waves(f, clusters)); g != "" && !a.Terminal() {
+		return nil, fmt.Errorf("group %s is protected (%s): pass --yes to write to it without a terminal to confirm on", g, strings.Join(protected, ", "))
 	}
 	return func(group string, clusters []string) error {
 		return a.Ask(ctx, fmt.Sprintf("%s protected group %s (%s)?", verb, group, strings.Join(clusters, ", ")))

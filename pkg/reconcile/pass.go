@@ -73,10 +73,8 @@ func RefuseProtected(f *fleet.Fleet, waves []runner.Wave, yes bool) error {
 	if yes {
 		return nil
 	}
-	for _, w := range waves {
-		if g := f.Group(w.Group); g != nil && g.Protected {
-			return fmt.Errorf("group %s is protected (%s) and reconcile never asks: pass --yes to let it write there, or select other groups (-g)", w.Group, strings.Join(w.Clusters, ", "))
-		}
+	if g, clusters := rollout.FirstProtected(f, waves); g != "" {
+		return fmt.Errorf("group %s is protected (%s) and reconcile never asks: pass --yes to let it write there, or select other groups (-g)", g, strings.Join(clusters, ", "))
 	}
 	return nil
 }

@@ -122,3 +122,14 @@ func Upstream(f *fleet.Fleet, ws []runner.Wave, selected []*fleet.Cluster) []*fl
 	}
 	return out
 }
+
+// FirstProtected is the first protected group among the waves ws, with
+// all its clusters there (every batch's); "" when none is protected.
+func FirstProtected(f *fleet.Fleet, ws []runner.Wave) (group string, clusters []string) {
+	for _, w := range ws {
+		if g := f.Group(w.Group); g != nil && g.Protected && (group == "" || group == w.Group) {
+			group, clusters = w.Group, append(clusters, w.Clusters...)
+		}
+	}
+	return group, clusters
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -92,4 +93,42 @@ func Skipped(outcomes []runner.Outcome, code int) error {
 		return &exit.Error{Code: exit.Skipped, Err: fmt.Errorf("%d of %d clusters skipped: unreachable", n, len(outcomes))}
 	}
 	return &exit.Error{Code: code, Err: fmt.Errorf("%d of %d clusters skipped", n, len(outcomes))}
+}
+
+// Each writes a line per cluster on w, after its prefix: what said says
+// of a cluster that went through; "not started"; or its error, after
+// what said says of it ("…; failed: …", failed naming the error: "" for
+// the error alone). It returns how many did not go through.
+func Each(w io.Writer, prefix *output.Prefixer, outcomes []runner.Outcome, said func(oc runner.Outcome) string, failed string) int {
+	n := 0
+	for _, oc := range outcomes {
+		line := said(oc)
+		switch {
+		case oc.State == runner.NotStarted:
+			line = "not started"
+			n++
+		case oc.Err != nil:
+			n++
+			msg := oc.Err.Error()
+			if failed != "" {
+				msg = failed + ": " + msg
+			}
+			line = strings.TrimPrefix(line+"; "+msg, "; ")
+		}
+		fmt.Fprintf(w, "%s%s\n", prefix.Prefix(oc.Cluster), line)
+	}
+	return n
+}
+
+// Verdict is the exit of a command that works on each cluster: 130 when
+// interrupted (ctx done), 1 when failed of total clusters did not go
+// through ("2 of 5 clusters not unlocked": what), else nil.
+func Verdict(ctx context.Context, failed, total int, what string) error {
+	switch {
+	case ctx.Err() != nil:
+		return &exit.Error{Code: exit.Interrupted}
+	case failed > 0:
+		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%d of %d clusters %s", failed, total, what)}
+	}
+	return nil
 }
