@@ -67,7 +67,7 @@ func (e *Engine) requireApprovals(ws []runner.Wave) {
 // unapproved says, for each of clusters, what of its render is not
 // approved there.
 func (e *Engine) unapproved(clusters []string) []string {
-	return e.ask(clusters, "approvals", func(ctx context.Context, name string, client *kube.Client) (string, error) {
+	return e.ask(clusters, "approvals", nil, func(ctx context.Context, name string, client *kube.Client) (string, error) {
 		key, err := digest.KeyOf(ctx, client)
 		if err != nil {
 			return "", err
@@ -86,8 +86,9 @@ func (e *Engine) unapproved(clusters []string) []string {
 // ask asks why of each of clusters (Parallel at once, each connected
 // first) and returns the answers that are not "", in order. A cluster
 // skipped as unreachable says nothing; one that cannot be read holds
-// too ("prod-eu: its approvals cannot be read: …"): fail closed.
-func (e *Engine) ask(clusters []string, what string, why func(ctx context.Context, name string, client *kube.Client) (string, error)) []string {
+// too ("prod-eu: its approvals cannot be read: …"): fail closed, unless
+// lenient says it need not.
+func (e *Engine) ask(clusters []string, what string, lenient func(cluster string) bool, why func(ctx context.Context, name string, client *kube.Client) (string, error)) []string {
 	ctx := context.Background() // a gate's reads finish, as the promotion rule's
 	reasons := make([]string, len(clusters))
 	sem := make(chan struct{}, max(1, e.o.Parallel))
@@ -101,7 +102,7 @@ func (e *Engine) ask(clusters []string, what string, why func(ctx context.Contex
 				reasons[i], err = why(ctx, name, client)
 			}
 			var skip *runner.SkipError
-			if err != nil && !errors.As(err, &skip) {
+			if err != nil && !errors.As(err, &skip) && (lenient == nil || !lenient(name)) {
 				reasons[i] = fmt.Sprintf("%s: its %s cannot be read: %v", name, what, err)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -91,10 +92,20 @@ func (e *Engine) pauses(ws []runner.Wave) {
 	}
 }
 
+// unreadablePauseOK reports whether a cluster whose pauses cannot be
+// read lets a wave start: with --skip-gates (an emergency), or when the
+// run failed on it already (its group's budget let the wave through, as
+// the promotion rule does).
+func (e *Engine) unreadablePauseOK(cluster string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.o.SkipGates || slices.Contains(e.failed, cluster)
+}
+
 // pausedUpstream says each of clusters that holds a pause of one of
 // apps.
 func (e *Engine) pausedUpstream(clusters, apps []string) []string {
-	return e.ask(clusters, "pauses", func(ctx context.Context, name string, client *kube.Client) (string, error) {
+	return e.ask(clusters, "pauses", e.unreadablePauseOK, func(ctx context.Context, name string, client *kube.Client) (string, error) {
 		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {
 			return name + " " + p.Text(time.Now()), nil

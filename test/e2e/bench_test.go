@@ -131,7 +131,7 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for _, n := range []int{2, 3} {
-		for _, sc := range []string{"create", "noop", "change", "diff", "status"} {
+		for _, sc := range []string{"create", "noop", "noop-batched", "change", "diff", "status"} {
 			if id := fmt.Sprintf("standin/%d/%s", n, sc); !scaled[id] {
 				t.Errorf("no scaling result for %s", id)
 			}
@@ -143,8 +143,8 @@ func TestBench(t *testing.T) {
 			t.Errorf("no scaling result for %s", id)
 		}
 	}
-	if len(got.Scale) != 12 {
-		t.Errorf("%d scaling rows, want 12 (stand-in only)", len(got.Scale))
+	if len(got.Scale) != 14 {
+		t.Errorf("%d scaling rows, want 14 (stand-in only)", len(got.Scale))
 	}
 	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issue 22):**"} {
 		if !strings.Contains(stdout, s) {

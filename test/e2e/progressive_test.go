@@ -205,7 +205,7 @@ apps:
 		t.Errorf("history does not say the windows were ignored:\n%s", out)
 	}
 	// A rollback is how an incident ends: windows do not hold it.
-	if out, errOut, code = at("2026-11-28T12:00:00Z", "rollback", "-c", "wi-prod", "--yes"); code != 0 || !strings.Contains(out, "rolled back") {
+	if out, errOut, code = at("2026-11-28T12:00:00Z", "rollback", "--app", "windows", "-c", "wi-prod", "--yes"); code != 0 || !strings.Contains(out, "rolled back") {
 		t.Errorf("rollback on a Saturday: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code = at("next tuesday", "apply", "--yes"); code != 1 || !strings.Contains(errOut, "$KUBECTL_FLEET_NOW \"next tuesday\": want an RFC 3339 time") {
