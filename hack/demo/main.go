@@ -68,6 +68,9 @@ func run() error {
 		{[]string{"fleet", "render", "--cluster", "prod-us", "--app", "dashboard", "-o", "json"}, []int{0}},
 		{[]string{"fleet", "diff", "--group", "staging"}, []int{1}}, // 1: differences
 		{[]string{"fleet", "apply", "--group", "staging", "--wait", "--timeout", "2m"}, []int{0}},
+		{[]string{"fleet", "vet"}, []int{0}},                       // the rollout's steps: staging, production/canary, production/rest
+		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{4}}, // 4: production awaits approval
+		{[]string{"fleet", "approve", "--group", "production"}, []int{0}},
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
 		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
 		{[]string{"fleet", "status"}, []int{0}},

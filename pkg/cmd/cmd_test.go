@@ -204,9 +204,9 @@ func TestVet(t *testing.T) {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	for _, want := range []string{
-		bad + `:34: cluster prod-eu: contxet: unknown field "contxet" (did you mean "context"?)`,
-		bad + `:32: cluster prod-eu: context: required`,
-		bad + `:38: cluster prod-us: group: unknown group "prod" (groups: staging, production)`,
+		bad + `:37: cluster prod-eu: contxet: unknown field "contxet" (did you mean "context"?)`,
+		bad + `:35: cluster prod-eu: context: required`,
+		bad + `:41: cluster prod-us: group: unknown group "prod" (groups: staging, production)`,
 		"vet: 3 problems in " + bad,
 	} {
 		if !strings.Contains(out, want) {
@@ -279,7 +279,7 @@ func TestClustersMissingContext(t *testing.T) {
 		t.Fatalf("--kubeconfig: exit %d: %s", code, errOut.String())
 	}
 	_, errText, code := run(t, "", "clusters", "-F", example, "--kubeconfig", filepath.Join(t.TempDir(), "empty"))
-	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:29: cluster staging-eu: context:`) {
+	if code != 1 || !strings.Contains(errText, `../../examples/fleet.yaml:32: cluster staging-eu: context:`) {
 		t.Errorf("exit %d, stderr:\n%s", code, errText)
 	}
 }
