@@ -17,12 +17,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -31,7 +31,7 @@ import (
 )
 
 // Namespace is where approvals are kept, beside the apps' sets.
-const Namespace = "kubectl-fleet"
+const Namespace = inventory.Namespace
 
 // FieldManager writes the approvals.
 const FieldManager = "kubectl-fleet"
@@ -49,12 +49,9 @@ type Approval struct {
 
 // Read reads fleet's approvals on the cluster of client, by app.
 func Read(ctx context.Context, client *kube.Client, fleet string) (map[string]Approval, error) {
-	cm, err := client.Core.ConfigMaps(Namespace).Get(ctx, Name(fleet), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the approvals (configmap %s/%s): %w", Namespace, Name(fleet), err)
+	cm, err := kube.ConfigMap(ctx, client, Namespace, Name(fleet))
+	if err != nil || cm == nil {
+		return nil, err
 	}
 	out := map[string]Approval{}
 	for app, v := range cm.Data {

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -29,7 +29,7 @@ import (
 
 // Namespace is where pauses are kept: kubectl fleet's namespace, beside
 // the apps' sets and revisions.
-const Namespace = "kubectl-fleet"
+const Namespace = inventory.Namespace
 
 // All is the key of a pause of every app of the fleet: no app name (a
 // DNS label) has an underscore.
@@ -121,12 +121,9 @@ func Find(pauses []Pause, apps ...string) *Pause {
 // Read reads fleet's pauses on the cluster of client: none when it has
 // no ConfigMap of them (or no namespace kubectl-fleet).
 func Read(ctx context.Context, client *kube.Client, fleet string) ([]Pause, error) {
-	cm, err := client.Core.ConfigMaps(Namespace).Get(ctx, Name(fleet), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, fmt.Errorf("reading the pauses (configmap %s/%s): %w", Namespace, Name(fleet), err)
+	cm, err := kube.ConfigMap(ctx, client, Namespace, Name(fleet))
+	if err != nil {
+		return nil, fmt.Errorf("reading the pauses: %w", err)
 	}
 	return Of(cm), nil
 }
@@ -159,11 +156,8 @@ func Set(ctx context.Context, client *kube.Client, fleet string, apps []string, 
 // Lift removes the pauses of apps (none: every pause of the fleet) from
 // the cluster of client, and returns those it removed.
 func Lift(ctx context.Context, client *kube.Client, fleet string, apps []string) ([]Pause, error) {
-	cm, err := client.Core.ConfigMaps(Namespace).Get(ctx, Name(fleet), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
+	cm, err := kube.ConfigMap(ctx, client, Namespace, Name(fleet))
+	if err != nil || cm == nil {
 		return nil, err
 	}
 	var lifted []Pause

@@ -10,6 +10,19 @@ import (
 	"time"
 )
 
+// release is an app of one ConfigMap, release, in namespace ns: data.v
+// is v.
+func release(ns, v string) string {
+	return namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \""+v+"\"}\n")
+}
+
+// runs is the release (data.v) the cluster of context runs in ns.
+func runs(t *testing.T, context, ns string) string {
+	t.Helper()
+	v, _ := get(t, context, "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}")
+	return v
+}
+
 // canaryDir is a fleet whose production has a canary batch (pr-a) and
 // the rest (pr-b); its check fails on the canary while the file "fail"
 // exists in the fleet's folder.
@@ -33,7 +46,7 @@ clusters:
 apps:
   - {name: canary, manifests: app.yaml}
 `, map[string]string{
-		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n"),
+		"app.yaml": release(ns, "1"),
 		"smoke.sh": "#!/bin/sh\necho \"smoke on $FLEET_CLUSTER_NAME\"\n[ ! -f fail ] || [ \"$FLEET_CLUSTER_NAME\" != pr-a ]\n",
 		"fail":     "",
 	})
@@ -100,7 +113,7 @@ func TestCanaryBatchHoldsItsGroup(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "[pr-a]   revision 1 verified") || !strings.Contains(out, "[pr-b]   revision 1 verified") {
 		t.Fatalf("apply once the canary passes: exit %d\n%s%s", code, out, errOut)
 	}
-	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+	if v := runs(t, "fleet-c3", ns); v != "1" {
 		t.Errorf("pr-b runs %q, want 1", v)
 	}
 }
@@ -126,7 +139,7 @@ clusters:
 apps:
   - {name: tracks, manifests: app.yaml}
 `, map[string]string{
-		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n"),
+		"app.yaml": release(ns, "1"),
 		"smoke.sh": "#!/bin/sh\nexit 1\n",
 	})
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
@@ -144,7 +157,7 @@ apps:
 	if !absent(t, "fleet-c2", "namespace", ns) {
 		t.Error("eu-prod got a release eu-staging failed")
 	}
-	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+	if v := runs(t, "fleet-c3", ns); v != "1" {
 		t.Errorf("us-prod runs %q, want 1", v)
 	}
 }
@@ -170,7 +183,7 @@ clusters:
   - {name: wi-prod, group: production, context: fleet-c2}
 apps:
   - {name: windows, manifests: app.yaml}
-`, map[string]string{"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n")})
+`, map[string]string{"app.yaml": release(ns, "1")})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
 	at := func(now string, args ...string) (string, string, int) {
 		cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
@@ -195,7 +208,7 @@ apps:
 	if out, errOut, code = at("2026-11-30T08:30:00Z", "apply", "--yes"); code != 0 {
 		t.Errorf("apply on a Monday morning: exit %d\n%s%s", code, out, errOut)
 	}
-	if err := writeFile(dir, "app.yaml", namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"2\"}\n")); err != nil {
+	if err := writeFile(dir, "app.yaml", release(ns, "2")); err != nil {
 		t.Fatal(err)
 	}
 	if out, errOut, code = at("2026-11-28T12:00:00Z", "apply", "--yes", "--ignore-windows"); code != 0 || !strings.Contains(out, "(apply outside the deploy windows, --ignore-windows)") {
@@ -221,7 +234,7 @@ apps:
 func TestPauseAndResume(t *testing.T) {
 	const ns = "e2e-pause"
 	dir := workdir(t, promotionFleet("pausing", "6s"), map[string]string{
-		"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"1\"}\n"),
+		"app.yaml": release(ns, "1"),
 		"smoke.sh": smokeCheck,
 	})
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
@@ -246,7 +259,7 @@ func TestPauseAndResume(t *testing.T) {
 	if !absent(t, "fleet-c3", "namespace", ns) {
 		t.Error("pr-b was written to after its pause")
 	}
-	if v, _ := get(t, "fleet-c2", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+	if v := runs(t, "fleet-c2", ns); v != "1" {
 		t.Errorf("pr-a runs %q, want 1", v)
 	}
 
@@ -254,14 +267,14 @@ func TestPauseAndResume(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "pause", "-g", "staging", "--reason", "bad canary"); code != 0 {
 		t.Fatalf("pause -g staging: exit %d\n%s%s", code, out, errOut)
 	}
-	if err := writeFile(dir, "app.yaml", namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"2\"}\n")); err != nil {
+	if err := writeFile(dir, "app.yaml", release(ns, "2")); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code := fleet(t, dir, "apply", "--yes")
 	if code != 1 || !regexp.MustCompile(`production not started: pr-stg paused \S+ ago by [^:]+: "bad canary"`).MatchString(out) {
 		t.Errorf("apply with staging paused: exit %d\n%s%s", code, out, errOut)
 	}
-	if v, _ := get(t, "fleet-c1", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "1" {
+	if v := runs(t, "fleet-c1", ns); v != "1" {
 		t.Errorf("the paused staging runs %q, want 1 (not written)", v)
 	}
 	if out, _, _ := fleet(t, dir, "status"); !strings.Contains(out, "Paused: pr-stg paused") || !strings.Contains(out, "Paused: pr-b paused") {
@@ -277,7 +290,7 @@ func TestPauseAndResume(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 {
 		t.Errorf("apply after resume: exit %d\n%s%s", code, out, errOut)
 	}
-	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "2" {
+	if v := runs(t, "fleet-c3", ns); v != "2" {
 		t.Errorf("pr-b runs %q after resume, want 2", v)
 	}
 }
@@ -299,7 +312,7 @@ clusters:
   - {name: ap-b, group: production, context: fleet-c3}
 apps:
   - {name: approval, manifests: app.yaml}
-`, map[string]string{"app.yaml": namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"A\"}\n")})
+`, map[string]string{"app.yaml": release(ns, "A")})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
 	out, errOut, code := fleet(t, dir, "apply", "--yes")
 	if code != 4 || !strings.Contains(out, "production awaiting approval: ap-a: approval sha256:") || !strings.Contains(errOut, "approve this release with kubectl fleet approve -g production") {
@@ -314,17 +327,17 @@ apps:
 	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 {
 		t.Fatalf("apply of the approved release: exit %d\n%s%s", code, out, errOut)
 	}
-	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "A" {
+	if v := runs(t, "fleet-c3", ns); v != "A" {
 		t.Errorf("ap-b runs %q, want A", v)
 	}
-	if err := writeFile(dir, "app.yaml", namespaced(ns, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: release, namespace: "+ns+"}\ndata: {v: \"B\"}\n")); err != nil {
+	if err := writeFile(dir, "app.yaml", release(ns, "B")); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--yes")
 	if code != 4 || !strings.Contains(out+errOut, "is not approved (approved: sha256:") {
 		t.Errorf("reconcile with release B unapproved: exit %d\n%s%s", code, out, errOut)
 	}
-	if v, _ := get(t, "fleet-c3", "configmap", "release", "-n", ns, "-o", "jsonpath={.data.v}"); v != "A" {
+	if v := runs(t, "fleet-c3", ns); v != "A" {
 		t.Errorf("ap-b runs %q: the approval of A let B through", v)
 	}
 }
