@@ -84,7 +84,7 @@ func (e *Engine) pauses(ws []runner.Wave) {
 		}
 		e.hold(w.Name, func() error {
 			if reasons := e.pausedUpstream(upstream, apps[w.Name]); len(reasons) > 0 {
-				e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Reasons: reasons})
+				e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: BrakePause, Reasons: reasons})
 				return &BlockedError{Wave: w.Name, Reasons: reasons}
 			}
 			return nil

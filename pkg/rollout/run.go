@@ -36,10 +36,32 @@ type Schedule struct {
 // WaveEvent is a wave that did not start, and why: the promotion rule's
 // reasons.
 type WaveEvent struct {
-	Type    string   `json:"type"`
-	Wave    string   `json:"wave"`
-	State   string   `json:"state"`
+	Type  string `json:"type"`
+	Wave  string `json:"wave"`
+	State string `json:"state"`
+	// Brake is what held it: promotion, windows, pause or approval.
+	Brake   string   `json:"brake"`
 	Reasons []string `json:"reasons,omitempty"`
+}
+
+// The brakes that hold a wave (WaveEvent.Brake).
+const (
+	BrakePromotion = "promotion"
+	BrakeWindows   = "windows"
+	BrakePause     = "pause"
+	BrakeApproval  = "approval"
+)
+
+// Hint is how to get past the brake, if there is a flag for it:
+// "--skip-gates promotes anyway".
+func (e WaveEvent) Hint() string {
+	switch e.Brake {
+	case BrakePromotion:
+		return "--skip-gates promotes anyway"
+	case BrakePause:
+		return "kubectl fleet resume lifts it"
+	}
+	return "" // windows: said in the reason; approval: said in the error
 }
 
 // Where is no cluster: a wave is several.
@@ -84,7 +106,7 @@ func (p Schedule) gate(ctx context.Context, wave string, confirm func() error) e
 	if p.Promotion != nil {
 		if err := p.Promotion.Check(ctx, wave, p.Apps[wave]); err != nil {
 			if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
-				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Reasons: blocked.Reasons})
+				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: BrakePromotion, Reasons: blocked.Reasons})
 			}
 			return err
 		}

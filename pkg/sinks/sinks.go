@@ -75,7 +75,11 @@ func (c Set) Emit(ev rollout.Event) {
 		}
 	case rollout.WaveEvent:
 		if !c.Printer.JSON { // said once, under the summary's heading
-			c.Printer.Note(ev.Text() + " (--skip-gates promotes anyway)")
+			note := ev.Text()
+			if hint := ev.Hint(); hint != "" {
+				note += " (" + hint + ")"
+			}
+			c.Printer.Note(note)
 			return
 		}
 	}
