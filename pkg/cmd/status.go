@@ -188,12 +188,12 @@ func renderedApps(r *rendered.Set) []string {
 
 // printPauses says the pauses of clusters: lines, or JSON events.
 func (g *GlobalOptions) printPauses(p *printer, names []string, pauses map[string][]pause.Pause) {
-	lines, text := pause.Lines(names, pauses, time.Now())
-	for i := range lines {
+	now := time.Now()
+	for _, l := range pause.Lines(names, pauses) {
 		if p.JSON {
-			p.Event(lines[i])
+			p.Event(l)
 		} else {
-			fmt.Fprintln(g.Out, text[i])
+			fmt.Fprintln(g.Out, l.Text(now))
 		}
 	}
 }

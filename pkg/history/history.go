@@ -4,6 +4,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -43,17 +44,21 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		pauses  = map[string][]pause.Pause{}
 	)
 	outcomes := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
-		paused, err := pause.Read(ctx, client, f.Metadata.Name)
-		if err != nil {
+		// The pauses are read beside the sets, not before them.
+		var (
+			paused []pause.Pause
+			perr   error
+			wg     sync.WaitGroup
+		)
+		wg.Go(func() { paused, perr = pause.Read(ctx, client, f.Metadata.Name) })
+		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, apps)
+		wg.Wait()
+		if err = cmp.Or(err, perr); err != nil {
 			return err
 		}
 		mu.Lock()
 		pauses[c.Name] = paused
 		mu.Unlock()
-		sets, err := rollback.AppSets(ctx, client, f.Metadata.Name, apps)
-		if err != nil {
-			return err
-		}
 		for _, set := range sets {
 			list, err := revision.List(ctx, client, set.App)
 			if err != nil {

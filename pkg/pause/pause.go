@@ -69,17 +69,20 @@ type Line struct {
 }
 
 // Lines are the pauses of clusters, by cluster name, in the order of
-// names: JSON lines, and with text a line each ("prod-eu paused 10m ago
-// by alice: …").
-func Lines(names []string, pauses map[string][]Pause, now time.Time) (lines []Line, text []string) {
+// names.
+func Lines(names []string, pauses map[string][]Pause) []Line {
+	var lines []Line
 	for _, c := range names {
 		for _, p := range pauses[c] {
 			lines = append(lines, Line{Type: "pause", Cluster: c, Pause: p})
-			text = append(text, "Paused: "+c+" "+p.Text(now))
 		}
 	}
-	return lines, text
+	return lines
 }
+
+// Text is the line as text, at now: "Paused: prod-eu paused 10m ago by
+// alice: …".
+func (l Line) Text(now time.Time) string { return "Paused: " + l.Cluster + " " + l.Pause.Text(now) }
 
 // Holds reports whether p pauses app.
 func (p Pause) Holds(app string) bool { return p.App == "" || p.App == app }

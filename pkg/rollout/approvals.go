@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
@@ -65,9 +64,9 @@ func (e *Engine) requireApprovals(ws []runner.Wave) {
 }
 
 // unapproved says, for each of clusters, what of its render is not
-// approved there.
+// approved there; one whose approvals cannot be read holds too.
 func (e *Engine) unapproved(clusters []string) []string {
-	return e.ask(clusters, "approvals", nil, func(ctx context.Context, name string, client *kube.Client) (string, error) {
+	unapproved, unread := e.ask(clusters, "approvals", func(ctx context.Context, name string, client *kube.Client) (string, error) {
 		key, err := digest.KeyOf(ctx, client)
 		if err != nil {
 			return "", err
@@ -81,32 +80,35 @@ func (e *Engine) unapproved(clusters []string) []string {
 		}
 		return "", nil
 	})
+	return append(unapproved, unread...)
 }
 
-// ask asks why of each of clusters (Parallel at once, each connected
-// first) and returns the answers that are not "", in order. A cluster
-// skipped as unreachable says nothing; one that cannot be read holds
-// too ("prod-eu: its approvals cannot be read: …"): fail closed, unless
-// lenient says it need not.
-func (e *Engine) ask(clusters []string, what string, lenient func(cluster string) bool, why func(ctx context.Context, name string, client *kube.Client) (string, error)) []string {
-	ctx := context.Background() // a gate's reads finish, as the promotion rule's
-	reasons := make([]string, len(clusters))
-	sem := make(chan struct{}, max(1, e.o.Parallel))
-	var wg sync.WaitGroup
+// ask asks why of each of clusters (kube.Each: Parallel at once, each
+// connected first, every one whatever the others do) and returns, in
+// order, the answers that are not "" and, apart, why the clusters that
+// could not be read were not ("prod-eu: its approvals cannot be read:
+// …"). A cluster skipped as unreachable says nothing.
+func (e *Engine) ask(clusters []string, what string, why func(ctx context.Context, name string, client *kube.Client) (string, error)) (answers, unread []string) {
+	cs := make([]*fleet.Cluster, len(clusters))
 	for i, name := range clusters {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			client, err := e.connect(ctx, name)
-			if err == nil {
-				reasons[i], err = why(ctx, name, client)
-			}
-			var skip *runner.SkipError
-			if err != nil && !errors.As(err, &skip) && (lenient == nil || !lenient(name)) {
-				reasons[i] = fmt.Sprintf("%s: its %s cannot be read: %v", name, what, err)
-			}
-		})
+		cs[i] = e.clusters[name]
 	}
-	wg.Wait()
-	return slices.DeleteFunc(reasons, func(r string) bool { return r == "" })
+	said := make([]string, len(clusters))
+	at := make(map[string]int, len(clusters))
+	for i, name := range clusters {
+		at[name] = i
+	}
+	// A gate's reads finish, as the promotion rule's: not on the run's
+	// context, which Ctrl-C ends (the gate is then not asked at all).
+	for _, oc := range kube.Each(context.Background(), e.Connector, e.r.Fleet, cs, e.o.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		var err error
+		said[at[c.Name]], err = why(ctx, c.Name, client)
+		return err
+	}) {
+		var skip *runner.SkipError
+		if oc.Err != nil && !errors.As(oc.Err, &skip) {
+			unread = append(unread, fmt.Sprintf("%s: its %s cannot be read: %v", oc.Cluster, what, oc.Err))
+		}
+	}
+	return slices.DeleteFunc(said, func(r string) bool { return r == "" }), unread
 }

@@ -119,9 +119,6 @@ type Engine struct {
 	// holds are the checks that hold each wave before it starts, by wave
 	// name (hold).
 	holds map[string][]func() error
-	// failed are the clusters this run failed on (their group's budget
-	// counted them).
-	failed []string
 	// approvals are the approval checks of the waves that need one, by
 	// wave name (requireApprovals).
 	approvals map[string]func() error
@@ -153,11 +150,6 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 			// only, and releases the locks once over (soaks).
 			e.Locks.ReleaseCluster(ctx, name, e.Log)
 			e.Connector.Idle(name)
-		}
-		if err != nil {
-			e.mu.Lock()
-			e.failed = append(e.failed, name)
-			e.mu.Unlock()
 		}
 		e.emit(EndEvent{Cluster: name, Err: err})
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -61,9 +60,11 @@ func pausedIn(errs []error) *PausedError {
 // a pause of one of the wave's apps on one of them holds the wave and
 // what needs it, said as a WaveEvent. The pauses are read when the wave
 // would start: a pause that landed while an earlier wave soaked holds
-// it. A cluster whose pauses cannot be read holds the wave too (fail
-// closed); one skipped as unreachable does not. Dry runs and rollbacks
-// are not held.
+// it. Clusters whose pauses cannot be read count against their unit's
+// budget, as the promotion rule counts clusters it cannot read (past
+// it, they hold: fail closed; with --skip-gates, an emergency, they do
+// not); one skipped as unreachable does not count. Dry runs and
+// rollbacks are not held.
 func (e *Engine) pauses(ws []runner.Wave) {
 	if e.o.DryRun || e.o.Rollback != nil {
 		return
@@ -75,41 +76,37 @@ func (e *Engine) pauses(ws []runner.Wave) {
 	apps := appsByWave(e.r, ws)
 	for i := range ws {
 		w := &ws[i]
-		var upstream []string
-		for _, u := range units(e.r.Fleet, steps[w.Name]) {
-			upstream = append(upstream, u.Clusters...)
-		}
-		if len(upstream) == 0 {
+		us := units(e.r.Fleet, steps[w.Name])
+		if len(us) == 0 {
 			continue
 		}
 		e.hold(w.Name, func() error {
-			if reasons := e.pausedUpstream(upstream, apps[w.Name]); len(reasons) > 0 {
-				e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: BrakePause, Reasons: reasons})
-				return &BlockedError{Wave: w.Name, Reasons: reasons}
+			var reasons []string
+			for _, u := range us {
+				reasons = append(reasons, e.pausesOf(u, apps[w.Name])...)
 			}
-			return nil
+			if len(reasons) == 0 {
+				return nil
+			}
+			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: BrakePause, Reasons: reasons})
+			return &BlockedError{Wave: w.Name, Reasons: reasons}
 		})
 	}
 }
 
-// unreadablePauseOK reports whether a cluster whose pauses cannot be
-// read lets a wave start: with --skip-gates (an emergency), or when the
-// run failed on it already (its group's budget let the wave through, as
-// the promotion rule does).
-func (e *Engine) unreadablePauseOK(cluster string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.o.SkipGates || slices.Contains(e.failed, cluster)
-}
-
-// pausedUpstream says each of clusters that holds a pause of one of
-// apps.
-func (e *Engine) pausedUpstream(clusters, apps []string) []string {
-	return e.ask(clusters, "pauses", e.unreadablePauseOK, func(ctx context.Context, name string, client *kube.Client) (string, error) {
+// pausesOf says each cluster of u that holds a pause of one of apps, and
+// the clusters whose pauses cannot be read when they are more than u's
+// budget (none with --skip-gates).
+func (e *Engine) pausesOf(u unit, apps []string) []string {
+	paused, unread := e.ask(u.Clusters, "pauses", func(ctx context.Context, name string, client *kube.Client) (string, error) {
 		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {
 			return name + " " + p.Text(time.Now()), nil
 		}
 		return "", err
 	})
+	if !e.o.SkipGates && len(unread) > u.MaxFailures {
+		paused = append(paused, unread...)
+	}
+	return paused
 }
