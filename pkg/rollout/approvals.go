@@ -23,7 +23,14 @@ type AwaitingApproval struct {
 }
 
 func (e *AwaitingApproval) Error() string {
-	return fmt.Sprintf("%s awaits approval: %s; approve this release with kubectl fleet approve -g %s (and this run's source flags)", e.Wave, strings.Join(e.Reasons, "; "), e.Group)
+	return fmt.Sprintf("%s awaits approval: %s; %s", e.Wave, strings.Join(e.Reasons, "; "), ApproveCommand(e.Group))
+}
+
+// ApproveCommand says what approves the release groups await: "approve
+// this release with kubectl fleet approve -g production (and this run's
+// source flags)".
+func ApproveCommand(groups ...string) string {
+	return "approve this release with kubectl fleet approve -g " + strings.Join(groups, " -g ") + " (and this run's source flags)"
 }
 
 // approved is the approval check of wave (approvals), nil when it needs

@@ -70,7 +70,7 @@ func awaiting(outcomes []runner.Outcome) (int, string) {
 			}
 		}
 	}
-	return n, "approve this release with kubectl fleet approve -g " + strings.Join(groups, " -g ") + " (and this run's source flags), then run again"
+	return n, rollout.ApproveCommand(groups...) + ", then run again"
 }
 
 // Skipped is the error for clusters skipped: exit 3 when all were
