@@ -1,0 +1,61 @@
+// Package sopstest gives tests an age key of their own and a process
+// environment in which the sops keysources find only what the test gives
+// them.
+package sopstest
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"filippo.io/age"
+)
+
+// Key is an age identity made for one test.
+type Key struct {
+	// Identity is the secret key, "AGE-SECRET-KEY-1…".
+	Identity string
+	// Recipient is the public key, "age1…".
+	Recipient string
+}
+
+// NewKey makes an age identity.
+func NewKey(t testing.TB) Key {
+	t.Helper()
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Key{Identity: id.String(), Recipient: id.Recipient().String()}
+}
+
+// Isolate empties every place the sops keysources look for keys, for the
+// rest of the test: SOPS_* variables are unset, and HOME,
+// XDG_CONFIG_HOME and GNUPGHOME are an empty folder. It returns that
+// folder.
+func Isolate(t testing.TB) string {
+	t.Helper()
+	home := t.TempDir()
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); strings.HasPrefix(name, "SOPS_") || strings.HasPrefix(name, "AWS_") || strings.HasPrefix(name, "VAULT_") {
+			t.Setenv(name, "")
+			os.Unsetenv(name)
+		}
+	}
+	for _, name := range []string{"HOME", "XDG_CONFIG_HOME", "GNUPGHOME", "USERPROFILE", "APPDATA"} {
+		t.Setenv(name, home)
+	}
+	return home
+}
+
+// Env is the environment a test's child process runs with to find only
+// key k: os.Environ without SOPS_ variables, and SOPS_AGE_KEY.
+func Env(k Key) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SOPS_") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "SOPS_AGE_KEY="+k.Identity)
+}

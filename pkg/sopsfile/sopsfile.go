@@ -1,0 +1,315 @@
+// Package sopsfile decrypts SOPS-encrypted files in memory as a render
+// reads them, with getsops/sops' own stores, keysources and MAC check, and
+// the keys the sops CLI would find (age, SSH, PGP, AWS KMS, GCP KMS, Azure
+// Key Vault, Vault transit, HuaweiCloud KMS): nothing new to configure. A
+// file is decrypted once per run however many clusters read it, never
+// written back, and a file that carries no SOPS metadata is returned as
+// it is, after one search for the word "sops".
+package sopsfile
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/getsops/sops/v3"
+	"github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/config"
+	"github.com/getsops/sops/v3/keyservice"
+	sopslog "github.com/getsops/sops/v3/logging"
+	"github.com/getsops/sops/v3/stores/dotenv"
+	"github.com/getsops/sops/v3/stores/ini"
+	sopsjson "github.com/getsops/sops/v3/stores/json"
+	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+)
+
+// Format is how a file is encrypted, as the sops CLI decides it from the
+// file's name.
+type Format string
+
+// The formats.
+const (
+	YAML   Format = "yaml"
+	JSON   Format = "json"
+	Dotenv Format = "dotenv"
+	INI    Format = "ini"
+	Binary Format = "binary"
+)
+
+// FormatOf is the format sops gives a file of this name: .yaml and .yml
+// are YAML, .json JSON, .env dotenv, .ini INI, anything else binary.
+func FormatOf(path string) Format {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		return YAML
+	case ".json":
+		return JSON
+	case ".env":
+		return Dotenv
+	case ".ini":
+		return INI
+	}
+	return Binary
+}
+
+// The marks of SOPS metadata in each format: a top-level "sops" key, the
+// flattened "sops_" keys of dotenv, the [sops] section of INI.
+var (
+	yamlMark   = regexp.MustCompile(`(?m)^sops:\s*$`)
+	jsonMark   = regexp.MustCompile(`"sops"\s*:\s*\{`)
+	dotenvMark = regexp.MustCompile(`(?m)^sops_mac=`)
+	iniMark    = regexp.MustCompile(`(?m)^\[sops\]\s*$`)
+)
+
+// Encrypted reports whether data, read from a file in format f, carries
+// SOPS metadata. A file without the word "sops" costs one search.
+func Encrypted(f Format, data []byte) bool {
+	if !bytes.Contains(data, []byte("sops")) {
+		return false
+	}
+	switch f {
+	case YAML:
+		return yamlMark.Match(data) && bytes.Contains(data, []byte("mac:"))
+	case Dotenv:
+		return dotenvMark.Match(data)
+	case INI:
+		return iniMark.Match(data)
+	case Binary:
+		return bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && jsonMark.Match(data)
+	}
+	return jsonMark.Match(data) && bytes.Contains(data, []byte(`"mac"`))
+}
+
+func init() {
+	// sops logs each key it tries on standard error; what failed reaches
+	// the caller in the error instead, with its file.
+	for _, l := range sopslog.Loggers {
+		l.SetOutput(io.Discard)
+	}
+}
+
+// Decrypter decrypts files for one run and remembers each, by content:
+// a values file read for 100 clusters is decrypted once. It is safe for
+// concurrent use.
+type Decrypter struct {
+	// KeysOptional reads a file no key here decrypts as it is, encrypted,
+	// and lists it in Undecrypted (vet and render in a job without keys);
+	// otherwise it is an error. A file that is not what its MAC says is
+	// an error either way.
+	KeysOptional bool
+	// Off reads every file as it is: render --output-dir leaves encrypted
+	// files encrypted for a decryptor in the cluster (Flux).
+	Off bool
+	// Keys are the key services asked; nil is the local one, which finds
+	// keys as the sops CLI does.
+	Keys []keyservice.KeyServiceClient
+
+	files memo.Memo[content, []byte]
+	mu    sync.Mutex
+	seen  map[string]*File
+}
+
+// File is an encrypted file the run read.
+type File struct {
+	// Path is the file as first read.
+	Path string
+	// Recipients are the keys it is encrypted for, "age age1…".
+	Recipients []string
+	// Decrypted is false when no key here decrypted it (KeysOptional).
+	Decrypted bool
+	// Reason is why it was not decrypted.
+	Reason string
+}
+
+// Read returns data, read from path, decrypted if it carries SOPS
+// metadata; anything else is returned as it is.
+func (d *Decrypter) Read(path string, data []byte) ([]byte, error) {
+	f := FormatOf(path)
+	if d == nil || !Encrypted(f, data) {
+		return data, nil
+	}
+	if d.Off {
+		d.note(path, nil, false, "left encrypted")
+		return data, nil
+	}
+	key := content{sha256.Sum256(data), f}
+	out, err := d.files.Do(key, func() ([]byte, error) { return d.decrypt(path, f, data) })
+	var nk *NoKeyError
+	switch {
+	case errors.As(err, &nk) && d.KeysOptional:
+		d.note(path, nk.Recipients, false, nk.Tried)
+		return data, nil
+	case err != nil:
+		return nil, err
+	}
+	d.note(path, nil, true, "")
+	return out, nil
+}
+
+// content is what a decryption is remembered by: the same bytes read
+// in the same format decrypt the same.
+type content struct {
+	sum    [sha256.Size]byte
+	format Format
+}
+
+// note records an encrypted file read, once per path.
+func (d *Decrypter) note(path string, recipients []string, decrypted bool, reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.seen == nil {
+		d.seen = map[string]*File{}
+	}
+	if f, ok := d.seen[path]; ok {
+		f.Decrypted = f.Decrypted && decrypted
+		return
+	}
+	d.seen[path] = &File{Path: path, Recipients: recipients, Decrypted: decrypted, Reason: reason}
+}
+
+// Files are the encrypted files read so far, by path.
+func (d *Decrypter) Files() []File {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]File, 0, len(d.seen))
+	for _, f := range d.seen {
+		out = append(out, *f)
+	}
+	slices.SortFunc(out, func(a, b File) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// Undecrypted are the encrypted files read as they are.
+func (d *Decrypter) Undecrypted() []File {
+	var out []File
+	for _, f := range d.Files() {
+		if !f.Decrypted {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// storeFor is sops' store for a format, with its defaults.
+func storeFor(f Format) sops.Store {
+	switch f {
+	case YAML:
+		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
+	case Dotenv:
+		return dotenv.NewStore(&config.DotenvStoreConfig{})
+	case INI:
+		return ini.NewStore(&config.INIStoreConfig{})
+	case Binary:
+		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
+	}
+	return sopsjson.NewStore(&config.JSONStoreConfig{})
+}
+
+// decrypt is what "sops -d" does: load, get the data key from the key
+// services, decrypt, and check the MAC; its errors name the file and
+// never hold a value.
+func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) {
+	s := storeFor(f)
+	tree, err := s.LoadEncryptedFile(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a SOPS %s file: %s", path, f, safeMessage(err))
+	}
+	keys := d.Keys
+	if keys == nil {
+		keys = []keyservice.KeyServiceClient{keyservice.NewLocalClient()}
+	}
+	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices(keys, nil)
+	if err != nil {
+		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: tried(err)}
+	}
+	cipher := aes.NewCipher()
+	mac, err := tree.Decrypt(dataKey, cipher)
+	if err != nil {
+		return nil, fmt.Errorf("%s: SOPS: %s", path, safeMessage(err))
+	}
+	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
+	if err != nil || stored != mac {
+		return nil, fmt.Errorf("%s: SOPS: the file is not what its MAC says: it was changed after it was encrypted (edited by hand?); edit it with \"sops %s\", which re-encrypts it", path, path)
+	}
+	out, err := s.EmitPlainFile(tree.Branches)
+	if err != nil {
+		return nil, fmt.Errorf("%s: SOPS: %s", path, safeMessage(err))
+	}
+	return out, nil
+}
+
+// tried is what each key of a failed GetDataKey said, "age1…: failed to
+// load age identities…": sops keeps the keys' errors in an exported field
+// of an unexported type, which its Error does not print.
+func tried(err error) string {
+	v := reflect.ValueOf(err)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct || !v.FieldByName("GroupResults").IsValid() {
+		return err.Error()
+	}
+	var out []string
+	for _, group := range v.FieldByName("GroupResults").Interface().([]error) {
+		keys := reflect.ValueOf(group)
+		if group == nil || keys.Kind() != reflect.Slice {
+			if group != nil {
+				out = append(out, group.Error())
+			}
+			continue
+		}
+		for i := range keys.Len() {
+			if e, ok := keys.Index(i).Interface().(error); ok && e != nil {
+				msg := strings.TrimPrefix(e.Error(), "error decrypting key ")
+				out = append(out, strings.NewReplacer(": [", ": ", "]", "").Replace(msg))
+			}
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// safeMessage is an error's first line, which sops' store and cipher
+// errors keep free of values.
+func safeMessage(err error) string {
+	msg, _, _ := strings.Cut(err.Error(), "\n")
+	return msg
+}
+
+// Recipients are the keys a file is encrypted for, "age age1…", in its
+// key groups' order.
+func Recipients(m sops.Metadata) []string {
+	var out []string
+	for _, g := range m.KeyGroups {
+		for _, k := range g {
+			out = append(out, k.TypeToIdentifier()+" "+k.ToString())
+		}
+	}
+	return out
+}
+
+// NoKeyError is a file no key here decrypts: which keys it is encrypted
+// for, and what was tried.
+type NoKeyError struct {
+	Path       string
+	Recipients []string
+	Tried      string
+}
+
+func (e *NoKeyError) Error() string {
+	return fmt.Sprintf("%s is encrypted with SOPS and no key here decrypts it; it is encrypted for %s; tried: %s (keys are found where the sops CLI finds them)",
+		e.Path, strings.Join(e.Recipients, ", "), e.Tried)
+}

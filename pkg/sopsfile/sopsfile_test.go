@@ -1,0 +1,187 @@
+package sopsfile_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/getsops/sops/v3/keyservice"
+	"google.golang.org/grpc"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
+)
+
+const password = "hunter2-correct-horse"
+
+// plain is one file of each format, holding the password.
+var plain = map[string]string{
+	"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\nstringData:\n  password: " + password + "\n",
+	"values.json": `{"db": {"password": "` + password + `"}}`,
+	"db.env":      "USER=app\nPASSWORD=" + password + "\n",
+	"db.ini":      "[db]\npassword = " + password + "\n",
+	"tls.key":     "-----BEGIN KEY-----\n" + password + "\n-----END KEY-----\n",
+}
+
+func encrypt(t *testing.T, k sopstest.Key, name, regex string) []byte {
+	t.Helper()
+	enc, err := sopsfile.Encrypt(sopsfile.FormatOf(name), []byte(plain[name]), []string{k.Recipient}, regex)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if bytes.Contains(enc, []byte(password)) {
+		t.Fatalf("%s: the encrypted file holds the password", name)
+	}
+	return enc
+}
+
+func TestReadEveryFormat(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	t.Setenv("SOPS_AGE_KEY", k.Identity)
+	for name := range plain {
+		t.Run(name, func(t *testing.T) {
+			enc := encrypt(t, k, name, "")
+			if !sopsfile.Encrypted(sopsfile.FormatOf(name), enc) {
+				t.Fatalf("Encrypted = false for\n%s", enc)
+			}
+			var d sopsfile.Decrypter
+			out, err := d.Read("repo/"+name, enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(out, []byte(password)) {
+				t.Errorf("decrypted:\n%s", out)
+			}
+			if files := d.Files(); len(files) != 1 || !files[0].Decrypted || files[0].Path != "repo/"+name {
+				t.Errorf("Files = %+v", files)
+			}
+		})
+	}
+}
+
+// A file with no SOPS metadata is returned as it is, even when it speaks
+// of sops: nothing is decrypted that is not encrypted.
+func TestReadPlain(t *testing.T) {
+	var d sopsfile.Decrypter
+	for name, data := range map[string]string{
+		"cm.yaml":  "kind: ConfigMap\ndata:\n  sops: |\n    sops:\n      mac: x\n",
+		"doc.yaml": "# how to use sops:\nkind: ConfigMap\n",
+		"a.json":   `{"tool": "sops"}`,
+		"a.env":    "TOOL=sops\n",
+		"plain":    plain["tls.key"],
+	} {
+		out, err := d.Read(name, []byte(data))
+		if err != nil || string(out) != data {
+			t.Errorf("%s: Read = %q, %v; want it as it is", name, out, err)
+		}
+	}
+	if files := d.Files(); len(files) != 0 {
+		t.Errorf("Files = %+v, want none", files)
+	}
+}
+
+// counting is the local key service, counting its decryptions.
+type counting struct {
+	keyservice.KeyServiceClient
+	n atomic.Int32
+}
+
+func (c *counting) Decrypt(ctx context.Context, in *keyservice.DecryptRequest, opts ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
+	c.n.Add(1)
+	return c.KeyServiceClient.Decrypt(ctx, in, opts...)
+}
+
+// 100 clusters reading one file, at once, decrypt it once.
+func TestReadOncePerFile(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	t.Setenv("SOPS_AGE_KEY", k.Identity)
+	enc := encrypt(t, k, "values.json", "")
+	keys := &counting{KeyServiceClient: keyservice.NewLocalClient()}
+	d := sopsfile.Decrypter{Keys: []keyservice.KeyServiceClient{keys}}
+	var wg sync.WaitGroup
+	for range 100 {
+		wg.Go(func() {
+			if _, err := d.Read("values.json", bytes.Clone(enc)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := keys.n.Load(); n != 1 {
+		t.Errorf("%d decryptions, want 1", n)
+	}
+}
+
+func TestReadRefuses(t *testing.T) {
+	sopstest.Isolate(t)
+	k, other := sopstest.NewKey(t), sopstest.NewKey(t)
+	enc := encrypt(t, k, "secret.yaml", "^(data|stringData)$")
+	tampered := bytes.Replace(enc, []byte("name: db"), []byte("name: dc"), 1)
+	for _, tc := range []struct {
+		name, key string
+		data      []byte
+		want      []string
+	}{
+		{"missing key", "", enc, []string{"secret.yaml is encrypted with SOPS and no key here decrypts it", "age " + k.Recipient, "failed to load age identities", "SOPS_AGE_KEY"}},
+		{"wrong key", other.Identity, enc, []string{"no key here decrypts it", "age " + k.Recipient, "identity did not match"}},
+		{"tampered", k.Identity, tampered, []string{"secret.yaml: SOPS: the file is not what its MAC says"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("SOPS_AGE_KEY", tc.key)
+			if tc.key == "" {
+				os.Unsetenv("SOPS_AGE_KEY")
+			}
+			var d sopsfile.Decrypter
+			out, err := d.Read("secret.yaml", tc.data)
+			if err == nil {
+				t.Fatalf("Read = %s, want an error", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not say %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), password) || strings.Contains(err.Error(), other.Identity) {
+				t.Errorf("the error holds a secret: %v", err)
+			}
+			// Without keys, what cannot be decrypted is read as it is;
+			// what is not what its MAC says is refused all the same.
+			opt := sopsfile.Decrypter{KeysOptional: true}
+			out, err = opt.Read("secret.yaml", tc.data)
+			var nk *sopsfile.NoKeyError
+			switch {
+			case errors.As(err, &nk):
+				t.Errorf("KeysOptional: %v", err)
+			case tc.name == "tampered" && err == nil:
+				t.Error("KeysOptional read a tampered file")
+			case tc.name != "tampered" && (err != nil || !bytes.Equal(out, tc.data)):
+				t.Errorf("KeysOptional: Read = %q, %v; want the file as it is", out, err)
+			case tc.name != "tampered" && len(opt.Undecrypted()) != 1:
+				t.Errorf("Undecrypted = %+v", opt.Undecrypted())
+			}
+		})
+	}
+}
+
+// Off reads encrypted files as they are, and lists them.
+func TestReadOff(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	t.Setenv("SOPS_AGE_KEY", k.Identity)
+	enc := encrypt(t, k, "db.env", "")
+	d := sopsfile.Decrypter{Off: true}
+	out, err := d.Read("db.env", enc)
+	if err != nil || !bytes.Equal(out, enc) {
+		t.Fatalf("Read = %q, %v", out, err)
+	}
+	if u := d.Undecrypted(); len(u) != 1 || u[0].Path != "db.env" {
+		t.Errorf("Undecrypted = %+v", u)
+	}
+}
