@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/getsops/sops/v3"
-	"github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/aes"
+	"github.com/getsops/sops/v3/age"
 	"github.com/getsops/sops/v3/keys"
 )
 
