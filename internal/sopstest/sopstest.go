@@ -4,11 +4,15 @@
 package sopstest
 
 import (
+	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"filippo.io/age"
+	"github.com/getsops/sops/v3/keyservice"
+	"google.golang.org/grpc"
 )
 
 // Key is an age identity made for one test.
@@ -58,4 +62,26 @@ func Env(k Key) []string {
 		}
 	}
 	return append(out, "SOPS_AGE_KEY="+k.Identity)
+}
+
+// Counting is the local key service, counting the data keys it decrypts.
+type Counting struct {
+	keyservice.KeyServiceClient
+	N atomic.Int32
+}
+
+// NewCounting is a Counting over the local key service.
+func NewCounting() *Counting {
+	return &Counting{KeyServiceClient: keyservice.NewLocalClient()}
+}
+
+// Decrypt implements keyservice.KeyServiceClient.
+func (c *Counting) Decrypt(ctx context.Context, in *keyservice.DecryptRequest, opts ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
+	c.N.Add(1)
+	return c.KeyServiceClient.Decrypt(ctx, in, opts...)
+}
+
+// Keys is c as a Decrypter's Keys.
+func (c *Counting) Keys() []keyservice.KeyServiceClient {
+	return []keyservice.KeyServiceClient{c}
 }

@@ -96,7 +96,7 @@ func BenchmarkScriptedLoop100Clusters(b *testing.B) {
 				g = "production"
 			}
 			c := cluster(fmt.Sprintf("c%03d", i), g, map[string]any{"replicas": 1 + i%3, "registry": "ghcr.io/acme"})
-			raws, err := buildKustomize(filepath.Join(dir, g), DefaultMaxBytes)
+			raws, err := buildKustomize(filepath.Join(dir, g), files{max: DefaultMaxBytes})
 			if err != nil {
 				b.Fatal(err)
 			}

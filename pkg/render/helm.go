@@ -87,14 +87,14 @@ func helmHookPhase(events []release.HookEvent) (phase int, ok bool) {
 // then --set: each file read and substituted (typed: "${replicas}" alone
 // is the attribute's value, an integer stays one), then the inline
 // values, substituted the same way, then the --set pairs.
-func helmValues(h *Helm, vars Vars, max int64) (map[string]any, error) {
+func helmValues(h *Helm, vars Vars, fs files) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, file := range h.Values {
 		path, err := Substitute(file, vars.Text)
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", file, err)
 		}
-		data, err := readFile(path, max)
+		data, err := fs.read(path)
 		if err != nil {
 			return nil, fmt.Errorf("values file: %w", err)
 		}
@@ -243,7 +243,7 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, err := helmValues(h, VariablesOf(c), lim.MaxBytes)
+	vals, err := helmValues(h, VariablesOf(c), e.files(lim.MaxBytes))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/google/go-jsonnet"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // evalJsonnet evaluates file in a fresh VM with the cluster as the
@@ -19,12 +21,12 @@ import (
 // its root: a render never reads /etc/hostname or ~/.kube/config. Calls
 // nest at most lim.MaxStack deep, and the output is at most lim.MaxBytes
 // long.
-func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits) ([]rawObject, error) {
+func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits, secrets *sopsfile.Decrypter) ([]rawObject, error) {
 	vm := jsonnet.MakeVM()
 	vm.MaxStack = lim.MaxStack
 	jpaths := append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)
 	roots := append([]string{filepath.Dir(file)}, jpaths...)
-	vm.Importer(&confined{FileImporter: jsonnet.FileImporter{JPaths: jpaths}, roots: realPaths(roots)})
+	vm.Importer(&confined{FileImporter: jsonnet.FileImporter{JPaths: jpaths}, roots: realPaths(roots), secrets: secrets})
 	vm.TLACode("cluster", clusterJSON)
 	vm.ExtCode("cluster", clusterJSON)
 	out, err := vm.EvaluateFile(file)
@@ -51,10 +53,12 @@ func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits) ([
 
 // confined is a file importer whose imports must resolve under one of
 // roots (symbolic links followed): `importstr '/etc/hostname'` or
-// `import '../../.kube/config'` is an error, not a render.
+// `import '../../.kube/config'` is an error, not a render. What it
+// imports is decrypted if it is SOPS-encrypted.
 type confined struct {
 	jsonnet.FileImporter
-	roots []string
+	roots   []string
+	secrets *sopsfile.Decrypter
 }
 
 // Import imports path as the file importer does, if it is under a root.
@@ -66,10 +70,23 @@ func (c *confined) Import(importedFrom, importedPath string) (jsonnet.Contents, 
 	real := realPaths([]string{foundAt})[0]
 	for _, root := range c.roots {
 		if rel, err := filepath.Rel(root, real); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return contents, foundAt, nil
+			return c.decrypt(contents, foundAt)
 		}
 	}
 	return jsonnet.Contents{}, "", fmt.Errorf("import %q: %s is outside the source's folder and the library folders (vendor/, -J, jpath: add its folder there)", importedPath, foundAt)
+}
+
+// decrypt is contents, read from foundAt, decrypted if it is encrypted.
+func (c *confined) decrypt(contents jsonnet.Contents, foundAt string) (jsonnet.Contents, string, error) {
+	data := []byte(contents.String())
+	out, err := c.secrets.Read(displayPath(foundAt), data)
+	if err != nil {
+		return jsonnet.Contents{}, "", err
+	}
+	if len(out) == len(data) && (len(out) == 0 || &out[0] == &data[0]) {
+		return contents, foundAt, nil
+	}
+	return jsonnet.MakeContents(string(out)), foundAt, nil
 }
 
 // realPaths are paths made absolute with their symbolic links resolved

@@ -15,6 +15,9 @@ import (
 	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/api/resource"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // KustomizeDir picks the overlay for a cluster: dir/<cluster>, else
@@ -43,10 +46,11 @@ func hasKustomization(dir string) bool {
 var krustyMu sync.Mutex
 
 // buildKustomize runs kustomize in process on dir. Every file it reads is
-// at most max bytes, with aliases that expand it no further (limitedFS), and
-// so is its output.
-func buildKustomize(dir string, max int64) ([]rawObject, error) {
-	resMap, err := runKustomize(dir, max)
+// at most max bytes, with aliases that expand it no further, decrypted
+// if it is SOPS-encrypted (limitedFS), and so is its output.
+func buildKustomize(dir string, fs files) ([]rawObject, error) {
+	max := fs.max
+	resMap, err := runKustomize(dir, fs)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +59,9 @@ func buildKustomize(dir string, max int64) ([]rawObject, error) {
 		total int64
 	)
 	for _, res := range resMap.Resources() {
+		if err := decryptResource(res, fs.sops); err != nil {
+			return nil, err
+		}
 		objs, size, err := objectsOf(res)
 		if total += size; total > max {
 			return nil, overLimit("output", max)
@@ -65,6 +72,35 @@ func buildKustomize(dir string, max int64) ([]rawObject, error) {
 		raws = append(raws, objs...)
 	}
 	return raws, nil
+}
+
+// decryptResource decrypts a Secret that kustomize built still carrying
+// SOPS metadata (Flux's convention: a file whose name says it is not
+// YAML), as its YAML, in place. Its MAC holds only if no transformer
+// changed it (a namespace, a label, a name prefix), unless it was
+// encrypted with --mac-only-encrypted.
+func decryptResource(res *resource.Resource, d *sopsfile.Decrypter) error {
+	if d == nil || d.Off || res.GetKind() != "Secret" {
+		return nil
+	}
+	if field, err := res.Pipe(kyaml.Lookup("sops")); err != nil || field == nil {
+		return nil
+	}
+	text, err := res.AsYAML()
+	if err != nil {
+		return err
+	}
+	ref := "Secret " + res.GetNamespace() + "/" + res.GetName()
+	plain, err := d.ReadAs(ref, sopsfile.YAML, text)
+	if err != nil {
+		return fmt.Errorf("%w (a Secret still encrypted after the kustomize build must come out of it as it was encrypted: give its file a .yaml name, so that it is decrypted as it is read, before kustomize changes it)", err)
+	}
+	node, err := kyaml.Parse(string(plain))
+	if err != nil {
+		return err
+	}
+	res.SetYNode(node.YNode())
+	return nil
 }
 
 // objectsOf is what kustomize built of one resource, and about its size
@@ -85,10 +121,10 @@ func objectsOf(res *resource.Resource) ([]rawObject, int64, error) {
 
 // runKustomize is kustomize's build of dir, one at a time (krustyMu);
 // what it built is read outside the lock.
-func runKustomize(dir string, max int64) (resmap.ResMap, error) {
+func runKustomize(dir string, fs files) (resmap.ResMap, error) {
 	krustyMu.Lock()
 	defer krustyMu.Unlock()
-	fsys := &limitedFS{FileSystem: filesys.MakeFsOnDisk(), max: max}
+	fsys := &limitedFS{FileSystem: filesys.MakeFsOnDisk(), files: fs}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	resMap, err := k.Run(fsys, dir)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // Limits bound what rendering one source may cost, so that a bad input — a
@@ -194,18 +196,35 @@ func (s *aliasSizer) size(n *yaml.Node) int64 {
 	return s.sizes[n]
 }
 
+// files reads a render's input files: each of at most max bytes, and
+// decrypted by sops when it is SOPS-encrypted (nil reads it as it is).
+type files struct {
+	max  int64
+	sops *sopsfile.Decrypter
+}
+
+// read reads path (readFile) and decrypts it if it is encrypted.
+func (f files) read(path string) ([]byte, error) {
+	data, err := readFile(path, f.max)
+	if err != nil {
+		return nil, err
+	}
+	return f.sops.Read(displayPath(path), data)
+}
+
 // limitedFS is the disk as kustomize sees it, with every file read through
-// readFile and checked by checkAliases. The first limit a read hits is kept,
-// since kustomize buries the errors of its reads in its own messages.
+// files.read and checked by checkAliases. The first limit a read hits is
+// kept, since kustomize buries the errors of its reads in its own
+// messages; so is the first decryption error.
 type limitedFS struct {
 	filesys.FileSystem
-	max int64
+	files
 	err error
 }
 
 // ReadFile implements filesys.FileSystem.
 func (fs *limitedFS) ReadFile(path string) ([]byte, error) {
-	data, err := readFile(path, fs.max)
+	data, err := fs.read(path)
 	if err == nil {
 		err = checkAliasesAll(data, fs.max)
 		if err != nil {
@@ -213,7 +232,7 @@ func (fs *limitedFS) ReadFile(path string) ([]byte, error) {
 		}
 	}
 	var limit *limitError
-	if fs.err == nil && errors.As(err, &limit) {
+	if fs.err == nil && (errors.As(err, &limit) || sopsfile.Failed(err)) {
 		fs.err = err
 	}
 	return data, err

@@ -97,7 +97,7 @@ func docDir(t *testing.T, doc string) string {
 // many it read (kustomize's errors, a fuzzed input's, read none).
 func checkNodeObjects(t *testing.T, dir string) (read int) {
 	t.Helper()
-	resMap, err := runKustomize(dir, DefaultMaxBytes)
+	resMap, err := runKustomize(dir, files{max: DefaultMaxBytes})
 	if err != nil {
 		return 0
 	}

@@ -18,6 +18,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // parseDocuments splits a YAML or JSON stream into objects; Lists are
@@ -180,6 +182,9 @@ func (e *Engine) readManifests(path string, max int64) ([]rawObject, error) {
 				return
 			}
 			e.stdin.data, e.stdin.err = readAll(e.Stdin, max, "standard input")
+			if e.stdin.err == nil {
+				e.stdin.data, e.stdin.err = e.Secrets.ReadAs("standard input", sopsfile.YAML, e.stdin.data)
+			}
 		})
 		if e.stdin.err != nil {
 			return nil, fmt.Errorf("reading standard input: %w", e.stdin.err)
@@ -224,7 +229,7 @@ func (e *Engine) readManifests(path string, max int64) ([]rawObject, error) {
 		total int64
 	)
 	for _, f := range files {
-		data, err := readFile(f, max-total)
+		data, err := e.files(max - total).read(f)
 		if err != nil {
 			if total > 0 && errors.As(err, new(*limitError)) {
 				return nil, &limitError{fmt.Sprintf("%s: its manifest files together exceed the %s limit", displayPath(path), byteSize(max))}

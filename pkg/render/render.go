@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // Cluster is what every renderer is given about the cluster it renders for.
@@ -124,6 +125,9 @@ type Engine struct {
 	// ChartCache is where charts from repositories and registries are
 	// kept; "" is helm's own cache.
 	ChartCache string
+	// Secrets decrypts the SOPS-encrypted files the sources read, each
+	// once however many clusters read it; nil reads them as they are.
+	Secrets *sopsfile.Decrypter
 
 	memo memo.Memo[string, []rawObject]
 	// charts are the Helm charts loaded, each once per run.
@@ -185,10 +189,28 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 		}
 	}
 	if r.Err != nil {
-		r.Err = &TargetError{Cluster: t.Cluster.Name, App: t.App, Err: r.Err}
+		r.Err = &TargetError{Cluster: t.Cluster.Name, App: t.App, Err: e.redact(r.Err)}
 	}
 	return r
 }
+
+// redact is err with every decrypted value in its message replaced
+// (sopsfile.Decrypter.Redact): the last guard, for a tool's error that
+// quotes a value it was given.
+func (e *Engine) redact(err error) error {
+	if msg := e.Secrets.Redact(err.Error()); msg != err.Error() {
+		return &redacted{msg: msg, err: err}
+	}
+	return err
+}
+
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }
 
 // TargetError is why one target (an app for a cluster) did not render:
 // "cluster c1: app web: …".
@@ -203,6 +225,9 @@ func (e *TargetError) Error() string {
 
 // Unwrap is the render's own error.
 func (e *TargetError) Unwrap() error { return e.Err }
+
+// files reads the sources' files, each of at most max bytes.
+func (e *Engine) files(max int64) files { return files{max: max, sops: e.Secrets} }
 
 // Release forgets what the engine kept for one cluster: its jsonnet
 // evaluations, which depend on the cluster and so are kept per cluster.
@@ -247,7 +272,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 			return nil, "", nil, err
 		}
 		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) {
-			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) { return buildKustomize(path, lim.MaxBytes) })
+			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) { return buildKustomize(path, e.files(lim.MaxBytes)) })
 			if err != nil {
 				return nil, fmt.Errorf("kustomize build %s: %w", displayPath(path), err)
 			}
@@ -263,7 +288,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
 		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
 			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
-				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim)
+				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim, e.Secrets)
 			})
 			if err != nil {
 				return nil, fmt.Errorf("jsonnet %s: %w", displayPath(path), err)

@@ -10,6 +10,7 @@ package sopsfile
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -118,6 +119,8 @@ type Decrypter struct {
 	files memo.Memo[content, []byte]
 	mu    sync.Mutex
 	seen  map[string]*File
+	// values are the decrypted values (remember).
+	values []string
 }
 
 // File is an encrypted file the run read.
@@ -135,7 +138,11 @@ type File struct {
 // Read returns data, read from path, decrypted if it carries SOPS
 // metadata; anything else is returned as it is.
 func (d *Decrypter) Read(path string, data []byte) ([]byte, error) {
-	f := FormatOf(path)
+	return d.ReadAs(path, FormatOf(path), data)
+}
+
+// ReadAs is Read for data in format f, whatever its name.
+func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
 	if d == nil || !Encrypted(f, data) {
 		return data, nil
 	}
@@ -204,6 +211,84 @@ func (d *Decrypter) Undecrypted() []File {
 	return out
 }
 
+// leaves are a tree's leaf values, in order; decryption keeps the order.
+func leaves(branches sops.TreeBranches) []any {
+	var out []any
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case sops.TreeBranch:
+			for _, item := range v {
+				walk(item.Value)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		default:
+			out = append(out, v)
+		}
+	}
+	for _, b := range branches {
+		walk(b)
+	}
+	return out
+}
+
+// remember keeps the values that were encrypted, for Redact and Values:
+// the strings of at least MinValue bytes.
+func (d *Decrypter) remember(before, after []any) {
+	if len(before) != len(after) {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i, b := range before {
+		enc, _ := b.(string)
+		plain, ok := after[i].(string)
+		if !ok || !strings.HasPrefix(enc, "ENC[") || len(plain) < MinValue {
+			continue
+		}
+		if !slices.Contains(d.values, plain) {
+			d.values = append(d.values, plain)
+		}
+	}
+}
+
+// MinValue is the length below which a decrypted value is not searched
+// for (Redact, Values): "true" or "5432" would match everywhere.
+const MinValue = 6
+
+// Values are the decrypted values, of at least MinValue bytes.
+func (d *Decrypter) Values() []string {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.values)
+}
+
+// Redact replaces every decrypted value in s, and its base64 form (a
+// Secret's data), by "***": the last guard of error messages, which
+// should never quote a value.
+func (d *Decrypter) Redact(s string) string {
+	if d == nil {
+		return s
+	}
+	for _, v := range d.Values() {
+		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
+			s = strings.ReplaceAll(s, form, "***")
+		}
+		for line := range strings.Lines(v) {
+			if line = strings.TrimSpace(line); len(line) >= MinValue {
+				s = strings.ReplaceAll(s, line, "***")
+			}
+		}
+	}
+	return s
+}
+
 // storeFor is sops' store for a format, with its defaults.
 func storeFor(f Format) sops.Store {
 	switch f {
@@ -226,7 +311,7 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	s := storeFor(f)
 	tree, err := s.LoadEncryptedFile(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a SOPS %s file: %s", path, f, safeMessage(err))
+		return nil, &Error{path, fmt.Sprintf("not a SOPS %s file: %s", f, safeMessage(err))}
 	}
 	keys := d.Keys
 	if keys == nil {
@@ -237,18 +322,20 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: tried(err)}
 	}
 	cipher := aes.NewCipher()
+	before := leaves(tree.Branches)
 	mac, err := tree.Decrypt(dataKey, cipher)
 	if err != nil {
-		return nil, fmt.Errorf("%s: SOPS: %s", path, safeMessage(err))
+		return nil, &Error{path, safeMessage(err)}
 	}
 	stored, err := cipher.Decrypt(tree.Metadata.MessageAuthenticationCode, dataKey, tree.Metadata.LastModified.Format(time.RFC3339))
 	if err != nil || stored != mac {
-		return nil, fmt.Errorf("%s: SOPS: the file is not what its MAC says: it was changed after it was encrypted (edited by hand?); edit it with \"sops %s\", which re-encrypts it", path, path)
+		return nil, &Error{path, fmt.Sprintf("the file is not what its MAC says: it was changed after it was encrypted (edited by hand?); edit it with \"sops %s\", which re-encrypts it", path)}
 	}
 	out, err := s.EmitPlainFile(tree.Branches)
 	if err != nil {
-		return nil, fmt.Errorf("%s: SOPS: %s", path, safeMessage(err))
+		return nil, &Error{path, safeMessage(err)}
 	}
+	d.remember(before, leaves(tree.Branches))
 	return out, nil
 }
 
@@ -299,6 +386,19 @@ func Recipients(m sops.Metadata) []string {
 		}
 	}
 	return out
+}
+
+// Error is why an encrypted file could not be read, other than a missing
+// key: it is not what its MAC says, or not SOPS.
+type Error struct {
+	Path, Reason string
+}
+
+func (e *Error) Error() string { return e.Path + ": SOPS: " + e.Reason }
+
+// Failed reports whether err is a file's decryption failing.
+func Failed(err error) bool {
+	return errors.As(err, new(*Error)) || errors.As(err, new(*NoKeyError))
 }
 
 // NoKeyError is a file no key here decrypts: which keys it is encrypted

@@ -2,16 +2,12 @@ package sopsfile_test
 
 import (
 	"bytes"
-	"context"
+	"encoding/base64"
 	"errors"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"github.com/getsops/sops/v3/keyservice"
-	"google.golang.org/grpc"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
@@ -86,25 +82,14 @@ func TestReadPlain(t *testing.T) {
 	}
 }
 
-// counting is the local key service, counting its decryptions.
-type counting struct {
-	keyservice.KeyServiceClient
-	n atomic.Int32
-}
-
-func (c *counting) Decrypt(ctx context.Context, in *keyservice.DecryptRequest, opts ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
-	c.n.Add(1)
-	return c.KeyServiceClient.Decrypt(ctx, in, opts...)
-}
-
 // 100 clusters reading one file, at once, decrypt it once.
 func TestReadOncePerFile(t *testing.T) {
 	sopstest.Isolate(t)
 	k := sopstest.NewKey(t)
 	t.Setenv("SOPS_AGE_KEY", k.Identity)
 	enc := encrypt(t, k, "values.json", "")
-	keys := &counting{KeyServiceClient: keyservice.NewLocalClient()}
-	d := sopsfile.Decrypter{Keys: []keyservice.KeyServiceClient{keys}}
+	keys := sopstest.NewCounting()
+	d := sopsfile.Decrypter{Keys: keys.Keys()}
 	var wg sync.WaitGroup
 	for range 100 {
 		wg.Go(func() {
@@ -114,7 +99,7 @@ func TestReadOncePerFile(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := keys.n.Load(); n != 1 {
+	if n := keys.N.Load(); n != 1 {
 		t.Errorf("%d decryptions, want 1", n)
 	}
 }
@@ -183,5 +168,25 @@ func TestReadOff(t *testing.T) {
 	}
 	if u := d.Undecrypted(); len(u) != 1 || u[0].Path != "db.env" {
 		t.Errorf("Undecrypted = %+v", u)
+	}
+}
+
+// The decrypted values are known, and redacted from any text, in their
+// base64 form too.
+func TestValuesRedact(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	t.Setenv("SOPS_AGE_KEY", k.Identity)
+	var d sopsfile.Decrypter
+	if _, err := d.Read("secret.yaml", encrypt(t, k, "secret.yaml", "^(data|stringData)$")); err != nil {
+		t.Fatal(err)
+	}
+	if v := d.Values(); len(v) != 1 || v[0] != password {
+		t.Errorf("Values = %q, want only the password (metadata was not encrypted)", v)
+	}
+	b64 := base64.StdEncoding.EncodeToString([]byte(password))
+	msg := d.Redact("error: " + password + " and " + b64 + " in name: db")
+	if want := "error: *** and *** in name: db"; msg != want {
+		t.Errorf("Redact = %q, want %q", msg, want)
 	}
 }
