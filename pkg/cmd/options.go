@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // GlobalOptions are the flags every command shares.
@@ -260,9 +261,10 @@ func (c connector) Kubeconfig(f *fleet.Fleet, cl *fleet.Cluster) (string, func()
 }
 
 // engine is a render engine for this command: standard input for -f -,
-// and the chart cache (charts pinned by fleet.lock, under their digest).
+// the chart cache (charts pinned by fleet.lock, under their digest), and
+// SOPS-encrypted files decrypted, the keys required.
 func (g *GlobalOptions) engine() *render.Engine {
-	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache()}
+	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache(), Secrets: &sopsfile.Decrypter{}}
 }
 
 // chartCache is where charts are cached (render.ChartCacheDir), with

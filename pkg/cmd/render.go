@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // RenderOptions are the options of "kubectl fleet render".
@@ -21,6 +24,9 @@ type RenderOptions struct {
 	Output      string
 	OutputDir   string
 	ShowSecrets bool
+	// Decrypt writes SOPS-encrypted files' values decrypted into
+	// --output-dir, which leaves them encrypted otherwise.
+	Decrypt bool
 	// Revision prints a revision stored in each cluster instead of
 	// rendering.
 	Revision int
@@ -45,7 +51,14 @@ GitOps engine (Flux, Argo CD) to consume; .yaml files left in a cluster's
 folder by an earlier render are removed.
 
 Secret values are masked on standard output unless --show-secrets;
---output-dir writes them as rendered.
+--output-dir writes them as rendered, each Secret in a file only its owner
+reads (0600).
+
+SOPS-encrypted files are decrypted as they are read, with the keys the sops
+CLI would find; a file no key here decrypts is rendered as it is, values
+encrypted, and said on standard error. --output-dir leaves encrypted files
+encrypted, for a decryptor in the cluster (Flux's kustomize-controller),
+unless --decrypt.
 
 Clusters render in parallel and each is printed as soon as it and the
 clusters before it are rendered, in fleet order. A render error ends the
@@ -78,6 +91,7 @@ error is listed and the command exits 1.`,
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "yaml", "output format: yaml or json (JSON Lines: one object per cluster and line)")
 	cmd.Flags().StringVar(&o.OutputDir, "output-dir", "", "write one folder per cluster, one file per object, into this folder")
 	cmd.Flags().BoolVar(&o.ShowSecrets, "show-secrets", false, "print Secret values instead of masking them")
+	cmd.Flags().BoolVar(&o.Decrypt, "decrypt", false, "write SOPS-encrypted files' values decrypted into --output-dir (the keys required)")
 	cmd.Flags().IntVar(&o.Revision, "revision", 0, "print revision N of --app as stored in each selected cluster, instead of rendering")
 	return cmd
 }
@@ -86,6 +100,9 @@ error is listed and the command exits 1.`,
 func (o *RenderOptions) Validate() error {
 	if o.Output != "yaml" && o.Output != "json" {
 		return fmt.Errorf("--output %q: want yaml or json", o.Output)
+	}
+	if o.Decrypt && o.OutputDir == "" {
+		return fmt.Errorf("--decrypt is for --output-dir, which leaves SOPS-encrypted files encrypted without it; standard output has them decrypted, Secret values masked")
 	}
 	if o.OutputDir != "" && o.Output != "yaml" {
 		return fmt.Errorf("--output-dir writes YAML files; it does not go with -o %s", o.Output)
@@ -132,7 +149,36 @@ func (o *RenderOptions) stream(ctx context.Context) error {
 	if err := stream.CheckDir(o.OutputDir, pl.Clusters); err != nil {
 		return err
 	}
-	return o.printer(pl.Clusters).Stream(ctx, pl.Clusters, pl.Targets(false), c.Engine, runtime.GOMAXPROCS(0))
+	secrets := c.Engine.Secrets
+	switch {
+	case o.OutputDir != "" && !o.Decrypt:
+		secrets.Off = true
+	case o.OutputDir == "":
+		secrets.KeysOptional = true
+	}
+	err = o.printer(pl.Clusters).Stream(ctx, pl.Clusters, pl.Targets(false), c.Engine, runtime.GOMAXPROCS(0))
+	o.encryptedNote(secrets)
+	return err
+}
+
+// encryptedNote says on standard error which SOPS-encrypted files were
+// rendered as they are, and why.
+func (o *RenderOptions) encryptedNote(d *sopsfile.Decrypter) {
+	files := d.Undecrypted()
+	if len(files) == 0 {
+		return
+	}
+	paths := make([]string, len(files))
+	for i, f := range files {
+		paths[i] = f.Path
+	}
+	if d.Off {
+		fmt.Fprintf(o.ErrOut, "note: %s encrypted with SOPS left encrypted in %s, for a decryptor in the cluster (Flux's kustomize-controller); --decrypt writes the values decrypted: %s\n", output.Plural(len(files), "file"), o.OutputDir, strings.Join(paths, ", "))
+		return
+	}
+	for _, f := range files {
+		fmt.Fprintf(o.ErrOut, "note: %s is encrypted with SOPS for %s and no key here decrypts it: rendered with its values encrypted\n", f.Path, strings.Join(f.Recipients, ", "))
+	}
 }
 
 // printer prints the clusters as the flags say.

@@ -126,6 +126,9 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	}
 	pl := rendered.Request{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
 	engine := o.engine()
+	// vet checks what it can without the keys (a pull request from a
+	// fork): a file no key decrypts is checked as it is, and said.
+	engine.Secrets.KeysOptional = true
 	results := pl.Render(ctx, engine)
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, pl.Targets(true))
@@ -143,7 +146,9 @@ func (o *VetOptions) Run(ctx context.Context) error {
 			v.Problem(c.Name, pr)
 		}
 	}
+	vet.Exposed(results, engine.Secrets.Values())
 	v.Warnings(results)
+	v.Encrypted(engine.Secrets.Undecrypted())
 	v.Rollout(f)
 	v.Summary(len(clusters), "")
 	if v.Problems > 0 {

@@ -90,7 +90,10 @@ func decryptResource(res *resource.Resource, d *sopsfile.Decrypter) error {
 	if err != nil {
 		return err
 	}
-	ref := "Secret " + res.GetNamespace() + "/" + res.GetName()
+	ref := "Secret " + res.GetName()
+	if ns := res.GetNamespace(); ns != "" {
+		ref = "Secret " + ns + "/" + res.GetName()
+	}
 	plain, err := d.ReadAs(ref, sopsfile.YAML, text)
 	if err != nil {
 		return fmt.Errorf("%w (a Secret still encrypted after the kustomize build must come out of it as it was encrypted: give its file a .yaml name, so that it is decrypted as it is read, before kustomize changes it)", err)

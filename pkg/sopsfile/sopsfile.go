@@ -133,6 +133,7 @@ type File struct {
 	Decrypted bool
 	// Reason is why it was not decrypted.
 	Reason string
+	mac    string
 }
 
 // Read returns data, read from path, decrypted if it carries SOPS
@@ -147,7 +148,7 @@ func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
 		return data, nil
 	}
 	if d.Off {
-		d.note(path, nil, false, "left encrypted")
+		d.note(path, "", nil, false, "left encrypted")
 		return data, nil
 	}
 	key := content{sha256.Sum256(data), f}
@@ -155,12 +156,12 @@ func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
 	var nk *NoKeyError
 	switch {
 	case errors.As(err, &nk) && d.KeysOptional:
-		d.note(path, nk.Recipients, false, nk.Tried)
+		d.note(path, nk.mac, nk.Recipients, false, nk.Tried)
 		return data, nil
 	case err != nil:
 		return nil, err
 	}
-	d.note(path, nil, true, "")
+	d.note(path, "", nil, true, "")
 	return out, nil
 }
 
@@ -171,8 +172,9 @@ type content struct {
 	format Format
 }
 
-// note records an encrypted file read, once per path.
-func (d *Decrypter) note(path string, recipients []string, decrypted bool, reason string) {
+// note records an encrypted file read, once per path, and once per MAC
+// (a file, and the Secret kustomize built of it, are one).
+func (d *Decrypter) note(path, mac string, recipients []string, decrypted bool, reason string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.seen == nil {
@@ -182,7 +184,12 @@ func (d *Decrypter) note(path string, recipients []string, decrypted bool, reaso
 		f.Decrypted = f.Decrypted && decrypted
 		return
 	}
-	d.seen[path] = &File{Path: path, Recipients: recipients, Decrypted: decrypted, Reason: reason}
+	for _, f := range d.seen {
+		if mac != "" && f.mac == mac {
+			return
+		}
+	}
+	d.seen[path] = &File{Path: path, Recipients: recipients, Decrypted: decrypted, Reason: reason, mac: mac}
 }
 
 // Files are the encrypted files read so far, by path.
@@ -319,7 +326,7 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	}
 	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices(keys, nil)
 	if err != nil {
-		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: tried(err)}
+		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: tried(err), mac: tree.Metadata.MessageAuthenticationCode}
 	}
 	cipher := aes.NewCipher()
 	before := leaves(tree.Branches)
@@ -407,6 +414,7 @@ type NoKeyError struct {
 	Path       string
 	Recipients []string
 	Tried      string
+	mac        string
 }
 
 func (e *NoKeyError) Error() string {
