@@ -29,10 +29,11 @@ demo: build controlplane
 up: build controlplane
 	$(GO) run ./hack/demo -up "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$(CURDIR)/$(BIN)"
 
-## run: the plugin on the example fleet, offline (no clusters)
+## run: the plugin on the example fleet, offline (no clusters); its one
+## SOPS-encrypted file is decrypted with the demo key committed beside it
 run: build
-	$(BIN)/kubectl-fleet vet --no-kubeconfig -F examples/fleet.yaml
-	$(BIN)/kubectl-fleet render -F examples/fleet.yaml --group production --app web
+	SOPS_AGE_KEY_FILE=$(CURDIR)/examples/demo-age-key.txt $(BIN)/kubectl-fleet vet --no-kubeconfig -F examples/fleet.yaml
+	SOPS_AGE_KEY_FILE=$(CURDIR)/examples/demo-age-key.txt $(BIN)/kubectl-fleet render -F examples/fleet.yaml --group production --app web
 
 ## test: every test: lint, unit (fuzz seeds included), then e2e on real clusters
 test: lint test-unit e2e

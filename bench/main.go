@@ -43,6 +43,7 @@ type options struct {
 	rtt, long                                     time.Duration
 	render                                        []int
 	helmRender                                    int
+	sopsRender, sopsFiles                         int
 	tools                                         []string
 	out, jsonOut, binDir, cpuProfiles             string
 	keep                                          bool
@@ -65,6 +66,8 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
 	flag.StringVar(&render, "render", "100,1000", "fleet sizes (clusters) to render, comma-separated; empty for none")
 	flag.IntVar(&o.helmRender, "helm-render", 100, "clusters to render a Helm chart for, against a helm template loop (0: none)")
+	flag.IntVar(&o.sopsRender, "sops-render", 100, "clusters to render -sops-files SOPS-encrypted Secrets for, against the same in plaintext and a sops -d loop (0: none)")
+	flag.IntVar(&o.sopsFiles, "sops-files", 100, "SOPS-encrypted files of the -sops-render app")
 	flag.StringVar(&tools, "tools", "", "tools to time, comma-separated (fleet, loop, loop-par, floor; default all): -tools fleet,floor leaves the slow loops out while working on kubectl fleet")
 	flag.DurationVar(&o.long, "long", 20*time.Second, "a tool whose first run of a scenario takes longer is repeated at most 3 times")
 	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
@@ -218,6 +221,11 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	}
 	if o.helmRender > 0 {
 		if err := b.helmScenario(ctx, o.helmRender); err != nil {
+			return err
+		}
+	}
+	if o.sopsRender > 0 {
+		if err := b.sopsScenario(ctx, o.sopsRender, o.sopsFiles); err != nil {
 			return err
 		}
 	}

@@ -59,6 +59,9 @@ func (b *bench) markdown() string {
 	for _, n := range o.render {
 		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
 	}
+	renders = append(renders,
+		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},
+		struct{ id, title string }{fmt.Sprintf("sops-render-%d", o.sopsRender), fmt.Sprintf("SOPS: %d encrypted Secrets rendered for %d clusters", o.sopsFiles, o.sopsRender)})
 	scenarios = append(renders, scenarios...)
 	for _, sc := range scenarios {
 		first := true

@@ -10,6 +10,7 @@
 #       kustomize                           (sigs.k8s.io/kustomize/kustomize/v5, for make bench)
 #       envsubst                            (github.com/a8m/envsubst, for make bench)
 #       helm                                (helm.sh/helm/v4: the fidelity test's reference, and make bench)
+#       sops                                (github.com/getsops/sops/v3: make bench's SOPS loop)
 #   ${FLEET_CACHE:-<repo>/.cache}/k8s/<K8S_VERSION>/kwok-stages/
 #       kwok's stage configs (kustomize/stage/ of its module); use e.g.
 #       `kwok --config <dir>/kwok-stages/fast.yaml` (or the `fast` kustomize dir).
@@ -20,7 +21,7 @@
 #
 # Usage: hack/controlplane/build.sh [--print-dir|--print-stages-dir|--help] [component...]
 #   components: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
-#               kwok krew kustomize envsubst helm
+#               kwok krew kustomize envsubst helm sops
 #               (default: all; krew is skipped on failure unless named)
 # Progress goes to stderr; on success the bin dir is printed on stdout, so
 #   BIN=$(hack/controlplane/build.sh) works.
@@ -40,6 +41,7 @@ KUSTOMIZE_VERSION=${KUSTOMIZE_VERSION:-v5.8.2}
 ENVSUBST_VERSION=${ENVSUBST_VERSION:-v1.4.3}
 # The Helm SDK version kubectl fleet is built with (go.mod).
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
+SOPS_VERSION=${SOPS_VERSION:-v3.13.3}
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_ROOT=${FLEET_CACHE:-$REPO_ROOT/.cache}
@@ -49,7 +51,7 @@ SRC=$BASE/src
 STAGES=$BASE/kwok-stages
 
 KUBE_CMDS=(kube-apiserver kubectl kube-controller-manager kube-scheduler)
-ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm)
+ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm sops)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
 
@@ -335,6 +337,12 @@ if wanted helm; then
   if have helm; then log "helm: present"; else
     build_tool helm helm.sh/helm/v4 "$HELM_VERSION" helm.sh/helm/v4/cmd/helm \
       "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" || die "helm build failed"
+  fi
+fi
+
+if wanted sops; then
+  if have sops; then log "sops: present"; else
+    build_tool sops github.com/getsops/sops/v3 "$SOPS_VERSION" github.com/getsops/sops/v3/cmd/sops || die "sops build failed"
   fi
 fi
 

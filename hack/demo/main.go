@@ -53,8 +53,14 @@ func run() error {
 		fmt.Println("# clusters stopped")
 	}()
 
+	// The example fleet's one encrypted file is encrypted for this demo
+	// key, committed for the demo only.
+	demoKey, err := filepath.Abs(filepath.Join("examples", "demo-age-key.txt"))
+	if err != nil {
+		return err
+	}
 	if *up {
-		fmt.Printf("# clusters up; in another shell:\nexport KUBECONFIG=%s PATH=%s:%s:$PATH\n# Ctrl-C stops them\n", env.Kubeconfig, pluginDir, binDir)
+		fmt.Printf("# clusters up; in another shell:\nexport KUBECONFIG=%s PATH=%s:%s:$PATH SOPS_AGE_KEY_FILE=%s\n# Ctrl-C stops them\n", env.Kubeconfig, pluginDir, binDir, demoKey)
 		<-ctx.Done()
 		return nil
 	}
@@ -73,6 +79,8 @@ func run() error {
 		{[]string{"fleet", "approve", "--group", "production"}, []int{0}},
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
 		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
+		// The Secret decrypted from apps/dashboard/credentials.json (SOPS).
+		{[]string{"get", "secret", "dashboard-credentials", "-n", "dashboard", "--context", "fleet-c2", "-o", "jsonpath={.data.username}{\"\\n\"}"}, []int{0}},
 		{[]string{"fleet", "status"}, []int{0}},
 		{[]string{"fleet", "history"}, []int{0}},
 	}
@@ -80,7 +88,7 @@ func run() error {
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(step.args, " "))
 		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), step.args...)
 		cmd.Dir = "examples"
-		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+env.Kubeconfig)
+		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+env.Kubeconfig, "SOPS_AGE_KEY_FILE="+demoKey)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		err := cmd.Run()
 		if code := cmd.ProcessState.ExitCode(); !slices.Contains(step.ok, code) {

@@ -28,6 +28,8 @@ func run(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	t.Setenv("NO_COLOR", "")
 	t.Setenv("KUBECONFIG", filepath.Join("testdata", "kubeconfig"))
+	// The example fleet's encrypted file, decrypted with its demo key.
+	t.Setenv("SOPS_AGE_KEY_FILE", filepath.Join("..", "..", "examples", "demo-age-key.txt"))
 	var out, errOut bytes.Buffer
 	code := Execute(context.Background(), genericiooptions.IOStreams{In: strings.NewReader(stdin), Out: &out, ErrOut: &errOut}, args)
 	return out.String(), errOut.String(), code
@@ -163,11 +165,24 @@ func TestRenderSecrets(t *testing.T) {
 	}
 }
 
+// The example fleet's dashboard imports an encrypted file: --output-dir
+// cannot leave it encrypted for Flux, and says so; with --decrypt, its
+// Secret is written decrypted, for its owner only.
 func TestOutputDirExample(t *testing.T) {
 	dir := t.TempDir()
 	_, errOut, code := run(t, "", "render", "-F", example, "--output-dir", dir)
+	if code != 1 || !strings.Contains(errOut, "apps/dashboard/credentials.json: SOPS: it feeds the render") {
+		t.Fatalf("without --decrypt: exit %d: %s", code, errOut)
+	}
+	_, errOut, code = run(t, "", "render", "-F", example, "--output-dir", dir, "--decrypt")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	secret := filepath.Join(dir, "prod-eu", "secret_dashboard_dashboard-credentials.yaml")
+	if data, err := os.ReadFile(secret); err != nil || !strings.Contains(string(data), "demo-only-dashboard-password") {
+		t.Errorf("%s: %v\n%s", secret, err, data)
+	} else if fi, _ := os.Stat(secret); runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, want 0600", secret, fi.Mode().Perm())
 	}
 	var files []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
@@ -179,7 +194,7 @@ func TestOutputDirExample(t *testing.T) {
 	})
 	sort.Strings(files)
 	golden.Assert(t, "testdata/golden/output-dir.txt", []byte(strings.Join(files, "\n")+"\n"))
-	if !strings.Contains(errOut, "[prod-us]") || !strings.Contains(errOut, "wrote 9 objects") {
+	if !strings.Contains(errOut, "[prod-us]") || !strings.Contains(errOut, "wrote 10 objects") {
 		t.Errorf("progress on stderr: %s", errOut)
 	}
 }

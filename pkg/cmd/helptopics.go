@@ -53,6 +53,14 @@ schedule, a duration, a time zone) keep writes to a group inside its deploy
 windows; --ignore-windows for an emergency. pause/resume hold rollouts in the
 clusters themselves; approval: required and approve bind a human's approval
 to one release.`},
+	{"secrets", "secrets.md", "Secrets in the repository: SOPS-encrypted files", `Files encrypted with SOPS (age, SSH, PGP, AWS KMS, GCP KMS, Azure Key Vault,
+Vault transit) are decrypted in memory as a render reads them, with the keys
+the sops CLI would find: kustomize resources and generator inputs, manifests,
+Helm values files, jsonnet imports. Each file once per run, never written
+back, its MAC checked. Values are masked wherever Secrets are; without the
+keys vet and render still work and say so, diff and apply refuse before any
+write. render --output-dir leaves encrypted Secret manifests encrypted for
+Flux unless --decrypt.`},
 	{"revisions", "revisions.md", "Revisions, history and rollback", `Every apply that changes an app's render records a revision in the cluster
 (Secrets in the kubectl-fleet namespace): who, when, the source commit, the
 render's digest and the objects. "kubectl fleet history" lists them,

@@ -92,6 +92,23 @@ func Encrypted(f Format, data []byte) bool {
 	return jsonMark.Match(data) && bytes.Contains(data, []byte(`"mac"`))
 }
 
+// secretManifest reports whether an encrypted file is a Kubernetes Secret
+// manifest, which a decryptor in the cluster (Flux) decrypts as it is.
+func secretManifest(f Format, data []byte) bool {
+	switch f {
+	case YAML:
+		return secretYAML.Match(data)
+	case JSON:
+		return secretJSON.Match(data)
+	}
+	return false
+}
+
+var (
+	secretYAML = regexp.MustCompile(`(?m)^kind:\s*Secret\s*$`)
+	secretJSON = regexp.MustCompile(`"kind"\s*:\s*"Secret"`)
+)
+
 func init() {
 	// sops logs each key it tries on standard error; what failed reaches
 	// the caller in the error instead, with its file.
@@ -109,8 +126,10 @@ type Decrypter struct {
 	// otherwise it is an error. A file that is not what its MAC says is
 	// an error either way.
 	KeysOptional bool
-	// Off reads every file as it is: render --output-dir leaves encrypted
-	// files encrypted for a decryptor in the cluster (Flux).
+	// Off reads an encrypted Secret manifest as it is, for a decryptor in
+	// the cluster (Flux), and refuses any other encrypted file, which feeds
+	// the render and would come out of it neither encrypted nor decrypted
+	// (render --output-dir without --decrypt).
 	Off bool
 	// Keys are the key services asked; nil is the local one, which finds
 	// keys as the sops CLI does.
@@ -148,6 +167,9 @@ func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
 		return data, nil
 	}
 	if d.Off {
+		if !secretManifest(f, data) {
+			return nil, &Error{path, "it feeds the render (a generator's input, a values file, an import), so it cannot be left encrypted for a decryptor in the cluster, which decrypts only Secret manifests encrypted whole; --decrypt writes its values decrypted"}
+		}
 		d.note(path, "", nil, false, "left encrypted")
 		return data, nil
 	}
@@ -296,19 +318,20 @@ func (d *Decrypter) Redact(s string) string {
 	return s
 }
 
-// storeFor is sops' store for a format, with its defaults.
+// storeFor is sops' store for a format, with the sops CLI's defaults.
 func storeFor(f Format) sops.Store {
+	c := config.NewStoresConfig()
 	switch f {
 	case YAML:
-		return sopsyaml.NewStore(&config.YAMLStoreConfig{})
+		return sopsyaml.NewStore(&c.YAML)
 	case Dotenv:
-		return dotenv.NewStore(&config.DotenvStoreConfig{})
+		return dotenv.NewStore(&c.Dotenv)
 	case INI:
-		return ini.NewStore(&config.INIStoreConfig{})
+		return ini.NewStore(&c.INI)
 	case Binary:
-		return sopsjson.NewBinaryStore(&config.JSONBinaryStoreConfig{})
+		return sopsjson.NewBinaryStore(&c.JSONBinary)
 	}
-	return sopsjson.NewStore(&config.JSONStoreConfig{})
+	return sopsjson.NewStore(&c.JSON)
 }
 
 // decrypt is what "sops -d" does: load, get the data key from the key

@@ -155,19 +155,25 @@ func TestReadRefuses(t *testing.T) {
 	}
 }
 
-// Off reads encrypted files as they are, and lists them.
+// Off reads an encrypted Secret manifest as it is, and lists it; any
+// other encrypted file is refused.
 func TestReadOff(t *testing.T) {
 	sopstest.Isolate(t)
 	k := sopstest.NewKey(t)
 	t.Setenv("SOPS_AGE_KEY", k.Identity)
-	enc := encrypt(t, k, "db.env", "")
 	d := sopsfile.Decrypter{Off: true}
-	out, err := d.Read("db.env", enc)
+	enc := encrypt(t, k, "secret.yaml", "^(data|stringData)$")
+	out, err := d.Read("secret.yaml", enc)
 	if err != nil || !bytes.Equal(out, enc) {
 		t.Fatalf("Read = %q, %v", out, err)
 	}
-	if u := d.Undecrypted(); len(u) != 1 || u[0].Path != "db.env" {
+	if u := d.Undecrypted(); len(u) != 1 || u[0].Path != "secret.yaml" {
 		t.Errorf("Undecrypted = %+v", u)
+	}
+	for _, name := range []string{"db.env", "values.json"} {
+		if _, err := d.Read(name, encrypt(t, k, name, "")); err == nil || !strings.Contains(err.Error(), "--decrypt writes its values decrypted") {
+			t.Errorf("%s: err = %v", name, err)
+		}
 	}
 }
 

@@ -114,7 +114,8 @@ func startExampleFleet(t *testing.T) *exampleFleet {
 func (x *exampleFleet) command(args ...string) *exec.Cmd {
 	cmd := kubectlCmd(args...)
 	cmd.Dir = x.dir
-	cmd.Env = append(cmd.Env, "KUBECONFIG="+x.kubeconfig, "KUBECTL_FLEET=") // the last value counts
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+x.kubeconfig, "KUBECTL_FLEET=", // the last value counts
+		"SOPS_AGE_KEY_FILE="+filepath.Join(x.dir, "demo-age-key.txt")) // the demo key of the one encrypted file
 	return cmd
 }
 
