@@ -127,8 +127,9 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	pl := rendered.Request{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
 	engine := o.engine()
 	// vet checks what it can without the keys (a pull request from a
-	// fork): a file no key decrypts is checked as it is, and said.
-	engine.Secrets.KeysOptional = true
+	// fork): a file no key decrypts is checked as it is, and said. Not
+	// with --server, which would send the encrypted text to be checked.
+	engine.Secrets.KeysOptional = !o.Server
 	results := pl.Render(ctx, engine)
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, pl.Targets(true))

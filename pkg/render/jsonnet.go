@@ -77,7 +77,11 @@ func (c *confined) Import(importedFrom, importedPath string) (jsonnet.Contents, 
 }
 
 // decrypt is contents, read from foundAt, decrypted if it is encrypted.
+// A file that never says "sops" is not copied.
 func (c *confined) decrypt(contents jsonnet.Contents, foundAt string) (jsonnet.Contents, string, error) {
+	if c.secrets == nil || !strings.Contains(contents.String(), "sops") {
+		return contents, foundAt, nil
+	}
 	data := []byte(contents.String())
 	out, err := c.secrets.Read(displayPath(foundAt), data)
 	if err != nil {
