@@ -399,11 +399,11 @@ func tried(err error) string {
 	return strings.Join(out, "; ")
 }
 
-// safeMessage is an error's first line, which sops' store and cipher
-// errors keep free of values.
+// safeMessage is an error's lines on one line. sops' store and cipher
+// errors speak of the metadata and the structure, whose values are
+// encrypted, never of a decrypted value.
 func safeMessage(err error) string {
-	msg, _, _ := strings.Cut(err.Error(), "\n")
-	return msg
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
 }
 
 // Recipients are the keys a file is encrypted for, "age age1…", in its

@@ -196,3 +196,24 @@ func TestValuesRedact(t *testing.T) {
 		t.Errorf("Redact = %q, want %q", msg, want)
 	}
 }
+
+// A file with SOPS metadata that does not load is an error naming it, not
+// a plain file; so is one whose metadata names no key.
+func TestReadBadMetadata(t *testing.T) {
+	sopstest.Isolate(t)
+	for name, data := range map[string]string{
+		"junk.yaml":   "password: ENC[x]\nsops:\n  mac: 42\n  version: [1, 2]\n",
+		"nokeys.yaml": "password: ENC[AES256_GCM,data:AA==,iv:AA==,tag:AA==,type:str]\nsops:\n  mac: x\n  lastmodified: \"2026-01-01T00:00:00Z\"\n  version: 3.13.3\n",
+		"junk.json":   `{"a": 1, "sops": {"mac": []}}`,
+	} {
+		var d sopsfile.Decrypter
+		out, err := d.Read(name, []byte(data))
+		if err == nil {
+			t.Errorf("%s: Read = %q, want an error", name, out)
+			continue
+		}
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: the error does not name the file: %v", name, err)
+		}
+	}
+}
