@@ -80,7 +80,7 @@ func run() error {
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
 		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
 		// The Secret decrypted from apps/dashboard/credentials.json (SOPS).
-		{[]string{"get", "secret", "dashboard-credentials", "-n", "dashboard", "--context", "fleet-c2", "-o", "jsonpath={.data.username}{\"\\n\"}"}, []int{0}},
+		{[]string{"get", "secret", "dashboard-credentials", "-n", "dashboard", "--context", "fleet-c2", "-o", "go-template={{.data.username | base64decode}}{{\"\\n\"}}"}, []int{0}},
 		{[]string{"fleet", "status"}, []int{0}},
 		{[]string{"fleet", "history"}, []int{0}},
 	}
