@@ -31,6 +31,9 @@ func (b *bench) ratio(r row) string {
 	if r.Tool == "floor" {
 		return fmt.Sprintf("fleet takes %.2f× the floor", f.Median/r.Median)
 	}
+	if r.Tool == "plain" {
+		return fmt.Sprintf("decrypting costs %.2f s of CPU (fleet takes %.2f× plaintext)", f.CPU-r.CPU, f.Median/r.Median)
+	}
 	x := r.Median / f.Median
 	if x >= 1 {
 		return fmt.Sprintf("fleet %.1f× faster", x)
