@@ -12,13 +12,14 @@ import (
 )
 
 // TestBench runs make bench's program once at a tiny size (2 clusters, 5
-// objects, 1 repetition, a render and a chart render of 3 clusters, and
-// the scaling run on 2 and 3 stand-in clusters), so that it cannot rot:
+// objects, 1 repetition, a render, a chart render and a render of 3 SOPS
+// files for 3 clusters, and the scaling run on 2 and 3 stand-in
+// clusters), so that it cannot rot:
 // every scenario must produce a row for every tool, with a time, and the
 // request profiles of kubectl fleet's no-op and rollout. No time is
 // judged here.
 func TestBench(t *testing.T) {
-	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "kustomize", "envsubst", "helm")
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "kustomize", "envsubst", "helm", "sops")
 	build.Stderr = os.Stderr
 	out, err := build.Output()
 	if err != nil {
@@ -28,7 +29,7 @@ func TestBench(t *testing.T) {
 		t.Fatalf("build.sh put kustomize in %s, the control plane is in %s", dir, binDir)
 	}
 	results := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-helm-render", "3",
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3",
 		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1", "-json", results)
 	cmd.Dir = repo
 	stdout, stderr, code := runCmd(t, cmd, "")
@@ -74,6 +75,7 @@ func TestBench(t *testing.T) {
 	want := map[string][]string{
 		"render-3":      {"fleet", "loop"},
 		"helm-render-3": {"fleet", "loop"},
+		"sops-render-3": {"fleet", "plain", "loop"},
 		"apply-create":  {"fleet", "loop", "loop-par", "floor"},
 		"apply-noop":    {"fleet", "loop", "loop-par", "floor"},
 		"apply-change":  {"fleet", "loop", "loop-par", "floor"},
@@ -99,8 +101,8 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Rows) != 19 {
-		t.Errorf("%d rows, want 19", len(got.Rows))
+	if len(got.Rows) != 22 {
+		t.Errorf("%d rows, want 22", len(got.Rows))
 	}
 	// The rollout changed one object (a fifth of 5) on the profiled
 	// cluster: one request for it; the no-op sends none.
