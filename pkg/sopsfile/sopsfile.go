@@ -9,6 +9,8 @@ package sopsfile
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -31,6 +33,7 @@ import (
 	"github.com/getsops/sops/v3/stores/ini"
 	sopsjson "github.com/getsops/sops/v3/stores/json"
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
+	"google.golang.org/grpc"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 )
@@ -134,6 +137,10 @@ type Decrypter struct {
 	// Keys are the key services asked; nil is the local one, which finds
 	// keys as the sops CLI does.
 	Keys []keyservice.KeyServiceClient
+	// KeyTimeout bounds each key service's answer, so that a KMS that
+	// does not answer fails the file instead of hanging the run; 0 is
+	// DefaultKeyTimeout.
+	KeyTimeout time.Duration
 
 	files memo.Memo[content, []byte]
 	mu    sync.Mutex
@@ -343,9 +350,13 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	if err != nil {
 		return nil, &Error{path, fmt.Sprintf("not a SOPS %s file: %s", f, safeMessage(err))}
 	}
-	keys := d.Keys
-	if keys == nil {
-		keys = []keyservice.KeyServiceClient{keyservice.NewLocalClient()}
+	services := d.Keys
+	if services == nil {
+		services = []keyservice.KeyServiceClient{keyservice.NewLocalClient()}
+	}
+	keys := make([]keyservice.KeyServiceClient, len(services))
+	for i, k := range services {
+		keys[i] = &bounded{KeyServiceClient: k, timeout: cmp.Or(d.KeyTimeout, DefaultKeyTimeout)}
 	}
 	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices(keys, nil)
 	if err != nil {
@@ -367,6 +378,40 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	}
 	d.remember(before, leaves(tree.Branches))
 	return out, nil
+}
+
+// DefaultKeyTimeout is how long a key service may take to decrypt a
+// file's data key: a KMS a network away, a SOPS_AGE_KEY_CMD.
+const DefaultKeyTimeout = time.Minute
+
+// bounded is a key service whose Decrypt gives up after timeout: sops
+// asks its key services without a deadline (context.Background), and a
+// local key service's KMS calls take the context they are given. The
+// call given up on ends on its own.
+type bounded struct {
+	keyservice.KeyServiceClient
+	timeout time.Duration
+}
+
+// Decrypt implements keyservice.KeyServiceClient.
+func (b *bounded) Decrypt(ctx context.Context, in *keyservice.DecryptRequest, opts ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	type answer struct {
+		out *keyservice.DecryptResponse
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		out, err := b.KeyServiceClient.Decrypt(ctx, in, opts...)
+		done <- answer{out, err}
+	}()
+	select {
+	case a := <-done:
+		return a.out, a.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("the key service did not answer in %v", b.timeout)
+	}
 }
 
 // tried is what each key of a failed GetDataKey said, "age1…: failed to

@@ -2,12 +2,17 @@ package sopsfile_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"errors"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/getsops/sops/v3/keyservice"
+	"google.golang.org/grpc"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
@@ -215,5 +220,35 @@ func TestReadBadMetadata(t *testing.T) {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: the error does not name the file: %v", name, err)
 		}
+	}
+}
+
+// hanging is a key service that never answers: a KMS behind a network
+// that drops packets.
+type hanging struct{ keyservice.KeyServiceClient }
+
+func (hanging) Decrypt(ctx context.Context, _ *keyservice.DecryptRequest, _ ...grpc.CallOption) (*keyservice.DecryptResponse, error) {
+	select {} // ignores ctx, as a client without a deadline would
+}
+
+// A key service that does not answer fails the file within KeyTimeout,
+// naming it, instead of hanging the run.
+func TestReadKeyServiceHangs(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	enc := encrypt(t, k, "values.json", "")
+	d := sopsfile.Decrypter{Keys: []keyservice.KeyServiceClient{hanging{}}, KeyTimeout: 100 * time.Millisecond}
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Read("values.json", enc)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "values.json") || !strings.Contains(err.Error(), "did not answer in 100ms") {
+			t.Errorf("err = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Read hangs with a key service that does not answer")
 	}
 }
