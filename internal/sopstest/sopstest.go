@@ -52,18 +52,6 @@ func Isolate(t testing.TB) string {
 	return home
 }
 
-// Env is the environment a test's child process runs with to find only
-// key k: os.Environ without SOPS_ variables, and SOPS_AGE_KEY.
-func Env(k Key) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SOPS_") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, "SOPS_AGE_KEY="+k.Identity)
-}
-
 // Counting is the local key service, counting the data keys it decrypts.
 type Counting struct {
 	keyservice.KeyServiceClient
