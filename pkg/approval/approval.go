@@ -16,8 +16,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
@@ -107,9 +105,7 @@ func Approve(ctx context.Context, client *kube.Client, fleet string, results []r
 		data[res.App], out = string(b), append(out, a)
 	}
 	slices.SortFunc(out, func(a, b Approval) int { return strings.Compare(a.App, b.App) })
-	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: Name(fleet), Namespace: Namespace,
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-fleet"}}, Data: data}
-	return out, kube.MergeConfigMap(ctx, client, cm, FieldManager)
+	return out, kube.MergeConfigMap(ctx, client, Namespace, Name(fleet), data, FieldManager)
 }
 
 // Fleet approves, on every cluster of r (Parallel at once), what r

@@ -24,17 +24,20 @@ func ConfigMap(ctx context.Context, c *Client, namespace, name string) (*corev1.
 	return cm, nil
 }
 
-// MergeConfigMap writes cm's data beside what the live ConfigMap of its
-// name holds (a JSON merge patch: its keys replace theirs, the others
-// stay), creating it when there is none.
-func MergeConfigMap(ctx context.Context, c *Client, cm *corev1.ConfigMap, fieldManager string) error {
+// MergeConfigMap writes data into the ConfigMap namespace/name, beside
+// what it holds (a JSON merge patch: these keys replace theirs, the
+// others stay), creating it, labelled as kubectl fleet's, when there is
+// none. The namespace must exist.
+func MergeConfigMap(ctx context.Context, c *Client, namespace, name string, data map[string]string, fieldManager string) error {
+	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+		Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-fleet"}}, Data: data}
 	body, err := json.Marshal(cm)
 	if err != nil {
 		return err
 	}
-	_, err = c.Core.ConfigMaps(cm.Namespace).Patch(ctx, cm.Name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
+	_, err = c.Core.ConfigMaps(namespace).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: fieldManager})
 	if apierrors.IsNotFound(err) {
-		_, err = c.Core.ConfigMaps(cm.Namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
+		_, err = c.Core.ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
 	}
 	return err
 }

@@ -151,9 +151,7 @@ func Set(ctx context.Context, client *kube.Client, fleet string, apps []string, 
 		}
 		data[k] = string(b)
 	}
-	cm := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: Name(fleet), Namespace: Namespace,
-		Labels: map[string]string{"app.kubernetes.io/managed-by": "kubectl-fleet"}}, Data: data}
-	return kube.MergeConfigMap(ctx, client, cm, FieldManager)
+	return kube.MergeConfigMap(ctx, client, Namespace, Name(fleet), data, FieldManager)
 }
 
 // Lift removes the pauses of apps (none: every pause of the fleet) from
