@@ -203,11 +203,13 @@ type files struct {
 	sops *sopsfile.Decrypter
 }
 
-// read reads path (readFile) and decrypts it if it is encrypted.
+// read reads path (readFile) and decrypts it if it is encrypted. Only an
+// encrypted file pays for its display path (a getcwd): Helm values files
+// are read for every cluster.
 func (f files) read(path string) ([]byte, error) {
 	data, err := readFile(path, f.max)
-	if err != nil {
-		return nil, err
+	if err != nil || !sopsfile.Encrypted(sopsfile.FormatOf(path), data) {
+		return data, err
 	}
 	return f.sops.Read(displayPath(path), data)
 }
