@@ -177,7 +177,7 @@ func (o *RenderOptions) encryptedNote(d *sopsfile.Decrypter) {
 		return
 	}
 	for _, f := range files {
-		fmt.Fprintf(o.ErrOut, "note: %s is encrypted with SOPS for %s and no key here decrypts it: rendered with its values encrypted\n", f.Path, strings.Join(f.Recipients, ", "))
+		fmt.Fprintf(o.ErrOut, "note: %s: rendered with its values encrypted\n", f.NoKey())
 	}
 }
 

@@ -162,6 +162,12 @@ type File struct {
 	mac    string
 }
 
+// NoKey says that no key here decrypts f, and which keys it is
+// encrypted for.
+func (f File) NoKey() string {
+	return f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and no key here decrypts it"
+}
+
 // Read returns data, read from path, decrypted if it carries SOPS
 // metadata; anything else is returned as it is.
 func (d *Decrypter) Read(path string, data []byte) ([]byte, error) {

@@ -13,7 +13,7 @@ import (
 // encrypted, and diff and apply will refuse them here.
 func (v *Out) Encrypted(files []sopsfile.File) {
 	for _, f := range files {
-		msg := fmt.Sprintf("%s is encrypted with SOPS for %s and no key here decrypts it: its values are checked encrypted, and diff and apply need the key", f.Path, strings.Join(f.Recipients, ", "))
+		msg := f.NoKey() + ": its values are checked encrypted, and diff and apply need the key"
 		if v.json {
 			v.event(Warning{Type: "warning", Message: msg})
 		} else {
