@@ -13,6 +13,8 @@ import (
 	"filippo.io/age"
 	"github.com/getsops/sops/v3/keyservice"
 	"google.golang.org/grpc"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // Key is an age identity made for one test.
@@ -72,4 +74,15 @@ func (c *Counting) Decrypt(ctx context.Context, in *keyservice.DecryptRequest, o
 // Keys is c as a Decrypter's Keys.
 func (c *Counting) Keys() []keyservice.KeyServiceClient {
 	return []keyservice.KeyServiceClient{c}
+}
+
+// Encrypt encrypts plain for k, in the format the file name gives, as
+// "sops -e --age k [--encrypted-regex regex]" does.
+func (k Key) Encrypt(t testing.TB, name, plain, regex string) []byte {
+	t.Helper()
+	out, err := sopsfile.Encrypt(sopsfile.FormatOf(name), []byte(plain), []string{k.Recipient}, regex)
+	if err != nil {
+		t.Fatalf("encrypting %s: %v", name, err)
+	}
+	return out
 }

@@ -20,11 +20,7 @@ const secretValue = "s3cr3t-from-sops"
 // writeEncrypted writes plain, encrypted for k, to dir/name.
 func writeEncrypted(t *testing.T, k sopstest.Key, dir, name, plain, regex string) {
 	t.Helper()
-	enc, err := sopsfile.Encrypt(sopsfile.FormatOf(name), []byte(plain), []string{k.Recipient}, regex)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	write(t, dir, name, string(enc))
+	write(t, dir, name, string(k.Encrypt(t, name, plain, regex)))
 }
 
 func write(t *testing.T, dir, name, text string) {

@@ -31,10 +31,7 @@ var plain = map[string]string{
 
 func encrypt(t *testing.T, k sopstest.Key, name, regex string) []byte {
 	t.Helper()
-	enc, err := sopsfile.Encrypt(sopsfile.FormatOf(name), []byte(plain[name]), []string{k.Recipient}, regex)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
+	enc := k.Encrypt(t, name, plain[name], regex)
 	if bytes.Contains(enc, []byte(password)) {
 		t.Fatalf("%s: the encrypted file holds the password", name)
 	}

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // sopsApps writes three apps whose Secrets come from files encrypted with
@@ -18,13 +17,7 @@ import (
 // importing an encrypted JSON file.
 func sopsApps(t *testing.T, k sopstest.Key, ns, v string) string {
 	t.Helper()
-	enc := func(name, plain, regex string) string {
-		out, err := sopsfile.Encrypt(sopsfile.FormatOf(name), []byte(plain), []string{k.Recipient}, regex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out)
-	}
+	enc := func(name, plain, regex string) string { return string(k.Encrypt(t, name, plain, regex)) }
 	fleetYAML := stgOnly + `apps:
   - {name: kust, kustomize: kust, namespace: ` + ns + `}
   - name: chart
