@@ -58,13 +58,15 @@ HUNT_STEPS    ?= 200
 hunt: controlplane
 	HUNT_SEED=random HUNT_DURATION=$(HUNT_DURATION) HUNT_STEPS=$(HUNT_STEPS) $(GO) test -count=1 -timeout 0 -run '^TestHunt$$' -v ./test/e2e
 
-## fuzz: fuzz the fleet parser, the substitution engine, the manifest
+## fuzz: fuzz the fleet parser, the planning of a parsed fleet (windows,
+## batches, after: graph, each input within a time budget), the substitution engine, the manifest
 ## splitter, the reading of kustomize output, the diff formatter and the
 ## YAML writer,
 ## FUZZTIME each (FUZZTIME=5m make fuzz)
 FUZZTIME ?= 30s
 fuzz:
 	$(GO) test ./pkg/fleet -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./pkg/fleet -run '^$$' -fuzz '^FuzzPlan$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzSubstitute$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzParseDocuments$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./pkg/render -run '^$$' -fuzz '^FuzzNodeObject$$' -fuzztime $(FUZZTIME)

@@ -87,6 +87,7 @@ func mapType(t reflect.Type) *invopop.Schema {
 		batch.Properties.Set("name", &invopop.Schema{Type: "string", Description: "the batch's name in output (default its number)"})
 		batch.Properties.Set("selector", &invopop.Schema{Type: "string", Description: "a label selector over cluster labels, e.g. canary=true"})
 		batch.Properties.Set("size", amount())
+		batch.Properties.Set("optional", &invopop.Schema{Type: "boolean", Description: "a selector batch may match none of the group's clusters (otherwise an error: a typo would drop the canary)"})
 		return &invopop.Schema{OneOf: []*invopop.Schema{batch, size}}
 	}
 	return nil

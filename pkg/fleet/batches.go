@@ -67,6 +67,10 @@ type Batch struct {
 	// ones hold this many of the group's (1, 10%, 100%): sizes count
 	// from the group's first cluster, not from the batch's.
 	Size *Amount `yaml:"size"`
+	// Optional lets a selector batch match no cluster of its group (a
+	// canary batch of a group whose canaries come later); otherwise that
+	// is a fleet-file error: a typo would drop the canary unseen.
+	Optional bool `yaml:"optional"`
 }
 
 // Step is one wave of a rollout: a group, or one batch of a group, with

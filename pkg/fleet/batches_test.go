@@ -55,7 +55,7 @@ func TestBatches(t *testing.T) {
 		// c000, c003, c006, c009 are canaries; the second selector
 		// overlaps the first and takes only what it left.
 		{10, "[{selector: canary=true, name: canary}, {selector: 'canary in (true,yes)'}, 50%]", []string{"prod/canary:4", "prod/3:1", "prod/rest:5"}},
-		{10, "[{selector: nobody=here}, 1]", []string{"prod/2:1", "prod/rest:9"}},
+		{10, "[{selector: nobody=here, optional: true}, 1]", []string{"prod/2:1", "prod/rest:9"}},
 	} {
 		t.Run(fmt.Sprintf("%d %s", tt.n, tt.batches), func(t *testing.T) {
 			f := group(t, tt.n, tt.batches)

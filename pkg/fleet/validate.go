@@ -35,6 +35,7 @@ func (f *Fleet) validate(e *errs) {
 
 	groups := f.validateGroups(e)
 	f.validateClusters(e, groups)
+	f.validateBatchSelectors(e)
 	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
 	apps := map[string]bool{}
 	for i := range f.Apps {
@@ -119,6 +120,51 @@ func validateBatches(e *errs, p string, g Group) {
 			names[n] = true
 		}
 	}
+}
+
+// validateBatchSelectors refuses a selector batch that matches none of
+// its group's clusters unless it is optional: "canary=ture" would drop
+// the canary, and the rollout would go on without it.
+func (f *Fleet) validateBatchSelectors(e *errs) {
+	for i := range f.Groups {
+		g := &f.Groups[i]
+		members := f.groupClusters(g)
+		for j, b := range g.Batches {
+			bp := fmt.Sprintf("groups[%d].batches[%d]", i, j)
+			if b.Selector == "" || b.Size != nil || b.Optional || e.has(bp+".selector") {
+				continue
+			}
+			sel, err := labels.Parse(b.Selector)
+			if err != nil {
+				continue
+			}
+			if slices.ContainsFunc(members, func(c *Cluster) bool { return sel.Matches(labels.Set(c.Labels)) }) {
+				continue
+			}
+			e.add(bp+".selector", "%q matches none of group %s's %d clusters (their labels: %s): a typo? Say optional: true if the batch may be empty", b.Selector, g.Name, len(members), labelsOf(members))
+		}
+	}
+}
+
+// labelsOf lists the labels clusters carry, "canary=true, region=eu",
+// sorted, at most ten.
+func labelsOf(clusters []*Cluster) string {
+	var all []string
+	for _, c := range clusters {
+		for k, v := range c.Labels {
+			if l := k + "=" + v; !slices.Contains(all, l) {
+				all = append(all, l)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return "none"
+	}
+	slices.Sort(all)
+	if len(all) > 10 {
+		all = append(all[:10], "…")
+	}
+	return strings.Join(all, ", ")
 }
 
 // validateAfter checks that every group's after: names groups, not the

@@ -34,6 +34,16 @@ const (
 	Deny  = "deny"
 )
 
+// MaxWindowDuration bounds how long a window stays open once opened: a
+// year. A deny window open for longer is a freeze, said with pause.
+const MaxWindowDuration = 366 * 24 * time.Hour
+
+// scheduleRef is when a schedule is asked whether it ever opens: cron
+// searches five years ahead, which holds every day a five-field schedule
+// can name (the 29th of February of 2000 among them), so a schedule of a
+// day that never comes ("0 0 30 2 *") finds none.
+var scheduleRef = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // schedule is the window's parsed schedule in its zone.
 func (w Window) schedule() (cron.Schedule, *time.Location, error) {
 	loc := time.UTC
@@ -43,28 +53,70 @@ func (w Window) schedule() (cron.Schedule, *time.Location, error) {
 			return nil, nil, fmt.Errorf("timeZone %q: %w", w.TimeZone, err)
 		}
 	}
-	s, err := cron.ParseStandard(w.Schedule)
+	s, err := parseSchedule(w.Schedule)
 	if err != nil {
-		return nil, nil, fmt.Errorf("schedule %q: %w", w.Schedule, err)
+		return nil, nil, err
 	}
 	return s, loc, nil
 }
 
+// parseSchedule reads a five-field cron expression (or @daily, @weekly…).
+// A time zone inside it (CRON_TZ=, TZ=) is refused, so that timeZone is
+// the only one a window is read in; so is @every, which counts from
+// whenever it is asked, not from a time of day; so is a schedule that
+// never fires (the 30th of February).
+func parseSchedule(spec string) (cron.Schedule, error) {
+	f := strings.Fields(spec)
+	switch {
+	case len(f) > 0 && (strings.HasPrefix(f[0], "CRON_TZ=") || strings.HasPrefix(f[0], "TZ=")):
+		return nil, fmt.Errorf("a time zone in the schedule (%s) is not read: give it as the window's timeZone", f[0])
+	case len(f) > 0 && f[0] == "@every":
+		return nil, fmt.Errorf("@every counts from whenever it is asked, not from a time of day: give a cron expression")
+	}
+	s, err := cron.ParseStandard(spec)
+	if err != nil {
+		return nil, err
+	}
+	if s.Next(scheduleRef).IsZero() {
+		return nil, fmt.Errorf("it never opens (no such day: the 30th of February, the 31st of April?)")
+	}
+	return s, nil
+}
+
 // openAt is when the window last opened at or before t if it is still
-// open at t; ok is false when it is closed at t.
+// open at t; ok is false when it is closed at t. It costs a few dozen
+// of the schedule's Next, whatever the schedule and duration.
 func (w Window) openAt(t time.Time) (opened time.Time, ok bool) {
 	s, loc, err := w.schedule()
-	if err != nil {
-		return time.Time{}, false // validated on load
+	if err != nil || w.Duration <= 0 || w.Duration > MaxWindowDuration {
+		// Refused on load; a window that cannot be read closes the
+		// group, whatever its kind (a deny window open, an allow one
+		// closed).
+		return t, w.Kind == Deny
 	}
 	// The first opening after t - Duration, if it is not after t, is
 	// one the window is still open from (cron's Next is strictly after).
 	start := s.Next(t.In(loc).Add(-w.Duration - time.Second).Truncate(time.Minute))
-	if start.After(t) {
+	if start.IsZero() || start.After(t) {
 		return time.Time{}, false
 	}
-	for next := s.Next(start); !next.After(t); next = s.Next(next) {
-		start = next // the latest opening, when they overlap
+	// The latest opening at or before t, when they overlap: halve the
+	// span in which it lies (start is an opening, none is in (hi, t]).
+	hi := t
+	for i := 0; i < 64 && hi.Sub(start) > time.Minute; i++ {
+		mid := start.Add(hi.Sub(start) / 2).Truncate(time.Minute)
+		if next := s.Next(mid); !next.IsZero() && !next.After(t) && next.After(start) {
+			start = next
+		} else {
+			hi = mid
+		}
+	}
+	for i := 0; i < 2; i++ {
+		next := s.Next(start)
+		if next.IsZero() || next.After(t) {
+			break
+		}
+		start = next
 	}
 	return start, t.Before(start.Add(w.Duration))
 }
@@ -123,7 +175,9 @@ func (g *Group) openNow(t time.Time) (bool, string, time.Time) {
 		case w.Kind == Allow:
 			allows = append(allows, w.String())
 			if s, loc, err := w.schedule(); err == nil {
-				sooner(s.Next(t.In(loc)))
+				if next := s.Next(t.In(loc)); !next.IsZero() {
+					sooner(next)
+				}
 			}
 		}
 	}
@@ -143,10 +197,13 @@ func validateWindows(e *errs, p string, ws []Window) {
 		if w.Kind != Allow && w.Kind != Deny {
 			e.add(wp+".kind", "want allow or deny, got %q", w.Kind)
 		}
-		if w.Duration <= 0 {
+		switch {
+		case w.Duration <= 0:
 			e.add(wp+".duration", "must be positive, got %s", w.Duration)
+		case w.Duration > MaxWindowDuration:
+			e.add(wp+".duration", "at most %s (a year), got %s: a freeze longer than that is a pause (kubectl fleet pause)", MaxWindowDuration, w.Duration)
 		}
-		if _, err := cron.ParseStandard(w.Schedule); err != nil {
+		if _, err := parseSchedule(w.Schedule); err != nil {
 			e.add(wp+".schedule", "want a cron expression such as '0 9 * * 1-5' (minute hour day month weekday): %v", err)
 		}
 		if _, err := time.LoadLocation(w.TimeZone); err != nil {

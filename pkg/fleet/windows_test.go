@@ -50,3 +50,54 @@ func TestOpen(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenEnds: windows that validation refuses (a day that never
+// comes, a duration of centuries) still get an answer from Open, at
+// once, and the answer is closed: a window that cannot be read fails
+// closed. Before, the first spun forever and the second for minutes.
+func TestOpenEnds(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		name string
+		w    Window
+	}{
+		{"the 30th of February", Window{Kind: Allow, Schedule: "0 0 30 2 *", Duration: time.Hour}},
+		{"the 31st of April", Window{Kind: Allow, Schedule: "0 0 31 4 *", Duration: time.Hour}},
+		{"a deny window of centuries", Window{Kind: Deny, Schedule: "* * * * *", Duration: 2000000 * time.Hour}},
+		{"a schedule in another zone", Window{Kind: Allow, Schedule: "CRON_TZ=Asia/Tokyo * * * * *", Duration: time.Hour}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan bool, 1)
+			go func() {
+				g := Group{Name: "production", Windows: []Window{tt.w}}
+				open, _, _ := g.Open(now)
+				done <- open
+			}()
+			select {
+			case open := <-done:
+				if open {
+					t.Errorf("open, want closed: a window that cannot be read closes the group")
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Open has not answered in 30s")
+			}
+		})
+	}
+}
+
+// TestOpenOverlapping: a deny window whose openings overlap (every
+// minute for a day) stays open until a day after the latest opening,
+// found without walking every minute.
+func TestOpenOverlapping(t *testing.T) {
+	w := Window{Kind: Deny, Schedule: "* * * * *", Duration: MaxWindowDuration}
+	now := time.Date(2026, 11, 26, 12, 0, 30, 0, time.UTC)
+	opened, ok := w.openAt(now)
+	if !ok || !opened.Equal(now.Truncate(time.Minute)) {
+		t.Errorf("openAt = %s, %v; want the minute before, open", opened, ok)
+	}
+	daily := Window{Kind: Deny, Schedule: "0 3 * * *", Duration: 48 * time.Hour}
+	opened, ok = daily.openAt(now)
+	if want := time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC); !ok || !opened.Equal(want) {
+		t.Errorf("openAt = %s, %v; want %s, open", opened, ok, want)
+	}
+}
