@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 
 	"github.com/spf13/cobra"
 
@@ -100,6 +101,9 @@ func (o *DiffOptions) Validate() error {
 
 // Run diffs every selected cluster, and writes the report.
 func (o *DiffOptions) Run(ctx context.Context) error {
+	if o.ShowSecrets {
+		mask.Show(o.Out)
+	}
 	res := &diffRun{summaries: map[string]diff.Summary{}, plans: map[string][]plan.App{}}
 	err := o.run(ctx, res)
 	if res.r == nil {

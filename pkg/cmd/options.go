@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -39,6 +40,8 @@ type GlobalOptions struct {
 	// sources holds the clusters' kubeconfigFrom, written to temporary
 	// files; Execute removes them.
 	sources kube.KubeconfigSources
+	// mask holds the values the run decrypted; the streams mask them.
+	mask *mask.Set
 }
 
 // resolveKubeconfigs materializes the kubeconfigFrom of the clusters (each
@@ -264,7 +267,7 @@ func (c connector) Kubeconfig(f *fleet.Fleet, cl *fleet.Cluster) (string, func()
 // the chart cache (charts pinned by fleet.lock, under their digest), and
 // SOPS-encrypted files decrypted, the keys required.
 func (g *GlobalOptions) engine() *render.Engine {
-	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache(), Secrets: &sopsfile.Decrypter{}}
+	return &render.Engine{Stdin: g.In, ChartCache: g.chartCache(), Secrets: &sopsfile.Decrypter{Mask: g.mask}, Trace: g.ErrOut}
 }
 
 // chartCache is where charts are cached (render.ChartCacheDir), with

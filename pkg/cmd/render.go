@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -118,6 +119,9 @@ func (o *RenderOptions) Validate() error {
 // Run renders and prints, cluster by cluster as they are rendered (see
 // stream), or prints the stored revision.
 func (o *RenderOptions) Run(ctx context.Context) error {
+	if o.ShowSecrets {
+		mask.Show(o.Out)
+	}
 	if o.Revision == 0 {
 		return o.stream(ctx)
 	}
@@ -183,7 +187,7 @@ func (o *RenderOptions) encryptedNote(d *sopsfile.Decrypter) {
 
 // printer prints the clusters as the flags say.
 func (o *RenderOptions) printer(clusters []*fleet.Cluster) *stream.Printer {
-	so := stream.Options{Out: o.Out, JSON: o.Output == "json", ShowSecrets: o.ShowSecrets, Dir: o.OutputDir, Progress: o.ErrOut}
+	so := stream.Options{Out: o.Out, JSON: o.Output == "json", ShowSecrets: o.ShowSecrets, Mask: o.mask, Dir: o.OutputDir, Progress: o.ErrOut}
 	if o.OutputDir != "" {
 		so.Prefix = o.prefixer(clusters)
 	}

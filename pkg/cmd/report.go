@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 )
 
@@ -50,13 +51,13 @@ func (r *ReportOptions) enabled() bool {
 
 // write writes the report to --report and appends it, as markdown, to
 // the job summary. A report that cannot be written is an error.
-func (r *ReportOptions) write(rep report.Report) error {
+func (r *ReportOptions) write(rep report.Report, m *mask.Set) error {
 	var errs []error
 	if r.Report != "" {
-		errs = append(errs, report.Write(rep, r.ReportFormat, r.Report, false))
+		errs = append(errs, report.Write(rep, r.ReportFormat, r.Report, false, m))
 	}
 	if s := os.Getenv(StepSummaryEnv); s != "" {
-		errs = append(errs, report.Write(rep, report.Markdown, s, true))
+		errs = append(errs, report.Write(rep, report.Markdown, s, true, m))
 	}
 	return errors.Join(errs...)
 }
@@ -67,7 +68,7 @@ func (r *ReportOptions) finish(g *GlobalOptions, rep func() report.Report, err e
 	if !r.enabled() {
 		return err
 	}
-	werr := r.write(rep())
+	werr := r.write(rep(), g.mask)
 	switch {
 	case werr == nil:
 		return err

@@ -20,6 +20,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 )
 
 const rootLong = `kubectl fleet deploys one set of manifests to many clusters safely.
@@ -50,6 +51,11 @@ func NewCmdFleet(streams genericiooptions.IOStreams) *cobra.Command {
 }
 
 func newCmdFleet(g *GlobalOptions) *cobra.Command {
+	// Whatever reaches standard output and error passes the mask of the
+	// values the run decrypts: objects, diffs, errors, traces and logs
+	// alike (--show-secrets shows them on standard output).
+	g.mask = &mask.Set{}
+	g.Out, g.ErrOut = g.mask.Writer(g.Out), g.mask.Writer(g.ErrOut)
 	streams := g.IOStreams
 	cmd := &cobra.Command{
 		Use:   "kubectl-fleet",
@@ -122,7 +128,7 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 	if ctx.Err() != nil && code == exit.Failed {
 		code = exit.Interrupted
 	}
-	fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+	fmt.Fprintf(g.ErrOut, "error: %v\n", err)
 	return code
 }
 

@@ -4,15 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
@@ -107,8 +106,8 @@ func (o *StatusOptions) Run(ctx context.Context) error {
 	if o.WatchInterval <= 0 {
 		return fmt.Errorf("--watch-interval must be positive")
 	}
-	f, ok := o.Out.(*os.File)
-	inPlace := ok && term.IsTerminal(int(f.Fd())) && o.Output != "json"
+	_, ok := output.Terminal(o.Out)
+	inPlace := ok && o.Output != "json"
 	out := o.Out
 	defer func() { o.Out = out }()
 	status.Watch(ctx, out, o.WatchInterval, inPlace, o.Output == "json", func(w io.Writer) {

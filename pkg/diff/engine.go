@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
@@ -92,6 +93,9 @@ type Options struct {
 	FieldManager string
 	Force        bool
 	ShowSecrets  bool
+	// Mask holds the values decrypted from SOPS files, masked in any
+	// object's diff on both sides (unless ShowSecrets).
+	Mask *mask.Set
 	// Concurrency bounds the object requests in flight.
 	Concurrency int
 	// Context lines around each change.
@@ -547,6 +551,7 @@ func finish(d *Object, o Options) error {
 		if d.Live, d.Merged, err = object.Mask(d.Live, d.Merged); err != nil {
 			return err
 		}
+		d.Live, d.Merged = maskPair(o.Mask, d.Live, d.Merged)
 	}
 	if d.Kind == Unchanged {
 		return nil
@@ -560,6 +565,29 @@ func finish(d *Object, o Options) error {
 	where := o.Cluster + "/" + o.App + "/" + d.Path
 	d.Text = Unified("live/"+where, "merged/"+where, live, merged, o.Context)
 	return nil
+}
+
+// maskPair masks the decrypted values of m in both sides of a diff
+// (mask.Set.Pair); nil stays nil.
+func maskPair(m *mask.Set, live, merged *unstructured.Unstructured) (*unstructured.Unstructured, *unstructured.Unstructured) {
+	if m.Empty() {
+		return live, merged
+	}
+	var l, r map[string]any
+	if live != nil {
+		l = live.Object
+	}
+	if merged != nil {
+		r = merged.Object
+	}
+	l, r = m.Pair(l, r)
+	if live != nil {
+		live = &unstructured.Unstructured{Object: l}
+	}
+	if merged != nil {
+		merged = &unstructured.Unstructured{Object: r}
+	}
+	return live, merged
 }
 
 // yaml is the object's live and merged forms as YAML.

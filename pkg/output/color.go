@@ -27,8 +27,25 @@ func UseColor(w io.Writer, noColor bool) bool {
 	if noColor || os.Getenv("NO_COLOR") != "" {
 		return false
 	}
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
+	_, ok := Terminal(w)
+	return ok
+}
+
+// Terminal is the terminal w writes to, looking through writers that
+// wrap another (Unwrap, as the mask of decrypted values does), and
+// whether it is one.
+func Terminal(w io.Writer) (fd int, ok bool) {
+	for {
+		if f, isFile := w.(*os.File); isFile {
+			fd := int(f.Fd())
+			return fd, term.IsTerminal(fd)
+		}
+		u, wraps := w.(interface{ Unwrap() io.Writer })
+		if !wraps {
+			return 0, false
+		}
+		w = u.Unwrap()
+	}
 }
 
 // Prefixer builds aligned, optionally coloured line prefixes for a set of

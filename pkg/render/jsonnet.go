@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,8 +22,9 @@ import (
 // its root: a render never reads /etc/hostname or ~/.kube/config. Calls
 // nest at most lim.MaxStack deep, and the output is at most lim.MaxBytes
 // long.
-func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits, secrets *sopsfile.Decrypter) ([]rawObject, error) {
+func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits, secrets *sopsfile.Decrypter, trace io.Writer) ([]rawObject, error) {
 	vm := jsonnet.MakeVM()
+	vm.SetTraceOut(trace)
 	vm.MaxStack = lim.MaxStack
 	jpaths := append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)
 	roots := append([]string{filepath.Dir(file)}, jpaths...)

@@ -1,12 +1,14 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"runtime"
@@ -128,6 +130,9 @@ type Engine struct {
 	// Secrets decrypts the SOPS-encrypted files the sources read, each
 	// once however many clusters read it; nil reads them as they are.
 	Secrets *sopsfile.Decrypter
+	// Trace receives jsonnet's std.trace, its decrypted values masked;
+	// nil is standard error.
+	Trace io.Writer
 
 	memo memo.Memo[string, []rawObject]
 	// charts are the Helm charts loaded, each once per run.
@@ -192,6 +197,12 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 		r.Err = &TargetError{Cluster: t.Cluster.Name, App: t.App, Err: e.redact(r.Err)}
 	}
 	return r
+}
+
+// trace is where std.trace writes: Trace (or standard error) behind the
+// mask of the decrypted values, whoever gave it.
+func (e *Engine) trace() io.Writer {
+	return e.Secrets.Sensitive().Writer(cmp.Or[io.Writer](e.Trace, os.Stderr))
 }
 
 // redact is err with every decrypted value in its message replaced
@@ -288,7 +299,7 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
 		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
 			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
-				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim, e.Secrets)
+				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim, e.Secrets, e.trace())
 			})
 			if err != nil {
 				return nil, fmt.Errorf("jsonnet %s: %w", displayPath(path), err)

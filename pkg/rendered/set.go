@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -21,6 +22,9 @@ type Set struct {
 	Results  []render.Result
 	// Tests are the apps' rendered tests, when asked for (Config.Tests).
 	Tests []render.Result
+	// Mask holds the values the render decrypted: whoever prints the
+	// set's objects, or diffs of them, masks them.
+	Mask *mask.Set
 
 	once  sync.Once
 	of    map[string][]render.Result
@@ -52,7 +56,7 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if len(errs) > 0 {
 		return nil, render.Failed(errs)
 	}
-	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests}, nil
+	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests, Mask: c.Engine.Secrets.Sensitive()}, nil
 }
 
 // Render renders every target of the request as apply sends it: with

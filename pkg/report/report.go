@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 )
 
 // Formats.
@@ -64,8 +66,8 @@ type App struct {
 }
 
 // Write writes r in format to path; with appendTo, it appends (a job
-// summary), else it replaces the file.
-func Write(r Report, format, path string, appendTo bool) error {
+// summary), else it replaces the file; the values m holds are masked.
+func Write(r Report, format, path string, appendTo bool, m *mask.Set) error {
 	flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
 	if appendTo {
 		flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
@@ -74,11 +76,14 @@ func Write(r Report, format, path string, appendTo bool) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	// A report is read in a pull request and a job summary: the values
+	// the run decrypted are masked in it as on standard output.
+	w := m.Writer(f)
 	switch format {
 	case JUnit:
-		err = r.WriteJUnit(f)
+		err = r.WriteJUnit(w)
 	default:
-		err = r.WriteMarkdown(f)
+		err = r.WriteMarkdown(w)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

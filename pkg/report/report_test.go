@@ -15,6 +15,8 @@ import (
 	"github.com/yuin/goldmark/extension"
 	east "github.com/yuin/goldmark/extension/ast"
 	"github.com/yuin/goldmark/text"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 )
 
 func sample() Report {
@@ -181,7 +183,7 @@ func TestJUnit(t *testing.T) {
 func TestWriteAppends(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "summary.md")
 	for range 2 {
-		if err := Write(sample(), Markdown, path, true); err != nil {
+		if err := Write(sample(), Markdown, path, true, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -192,10 +194,29 @@ func TestWriteAppends(t *testing.T) {
 	if n := strings.Count(string(b), "### kubectl fleet diff"); n != 2 {
 		t.Errorf("%d reports appended, want 2", n)
 	}
-	if err := Write(sample(), JUnit, path, false); err != nil {
+	if err := Write(sample(), JUnit, path, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(path); !bytes.HasPrefix(b, []byte("<?xml")) {
 		t.Errorf("not replaced: %s", b[:40])
+	}
+}
+
+// A report masks the values the run decrypted, in every format: a
+// pull-request comment is read by more people than the cluster's Secrets.
+func TestWriteMasks(t *testing.T) {
+	var m mask.Set
+	m.Add("s3cr3t-token-84710293847561")
+	rep := sample()
+	rep.Clusters[1].Error = "app web: token s3cr3t-token-84710293847561 rejected"
+	for _, format := range []string{Markdown, JUnit} {
+		path := filepath.Join(t.TempDir(), "report")
+		if err := Write(rep, format, path, false, &m); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(path)
+		if bytes.Contains(b, []byte("84710293847561")) || !bytes.Contains(b, []byte("token *** rejected")) {
+			t.Errorf("%s report holds the value, or lost the message:\n%s", format, b)
+		}
 	}
 }

@@ -114,7 +114,7 @@ func (e *Engine) diffCluster(ctx context.Context, c *fleet.Cluster, o DiffOption
 func (e *Engine) diffApp(ctx context.Context, client *kube.Client, cluster string, res render.Result, results []render.Result, o DiffOptions) ([]diff.Object, error) {
 	f := e.r.Fleet
 	return diff.Run(ctx, client, res.Objects, diff.Options{
-		App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Concurrency: o.Concurrency, Context: 3, Cluster: cluster,
+		App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Mask: e.r.Mask, Concurrency: o.Concurrency, Context: 3, Cluster: cluster,
 		Ignore: f.IgnoreRules(res.App), SkipUnchanged: !o.All, Version: version.Get(), Others: OthersOf(results, res.App), Fleet: f.Metadata.Name,
 	})
 }

@@ -12,7 +12,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +36,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 )
 
 // Format is how a file is encrypted, as the sops CLI decides it from the
@@ -68,11 +69,14 @@ func FormatOf(path string) Format {
 }
 
 // The marks of SOPS metadata in each format: a top-level "sops" key, the
-// flattened "sops_" keys of dotenv, the [sops] section of INI.
+// flattened "sops_" keys of dotenv, the [sops] section of INI. Any of
+// them makes a file encrypted, whatever else it lacks: a file whose MAC
+// was removed is refused, not read as plain (its ciphertext would be
+// applied as the values).
 var (
-	yamlMark   = regexp.MustCompile(`(?m)^sops:\s*$`)
-	jsonMark   = regexp.MustCompile(`"sops"\s*:\s*\{`)
-	dotenvMark = regexp.MustCompile(`(?m)^sops_mac=`)
+	yamlMark   = regexp.MustCompile(`(?m)^sops:`)
+	jsonMark   = regexp.MustCompile(`"sops"\s*:`)
+	dotenvMark = regexp.MustCompile(`(?m)^sops_[A-Za-z0-9_]*=`)
 	iniMark    = regexp.MustCompile(`(?m)^\[sops\]\s*$`)
 )
 
@@ -84,15 +88,31 @@ func Encrypted(f Format, data []byte) bool {
 	}
 	switch f {
 	case YAML:
-		return yamlMark.Match(data) && bytes.Contains(data, []byte("mac:"))
+		return yamlMark.Match(data)
 	case Dotenv:
 		return dotenvMark.Match(data)
 	case INI:
 		return iniMark.Match(data)
 	case Binary:
-		return bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && jsonMark.Match(data)
+		return bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) && topLevelSops(data)
 	}
-	return jsonMark.Match(data) && bytes.Contains(data, []byte(`"mac"`))
+	return topLevelSops(data)
+}
+
+// topLevelSops reports whether JSON data is an object with a "sops" key:
+// a JSON file that only mentions sops in a nested object or a string is
+// plain.
+func topLevelSops(data []byte) bool {
+	if !jsonMark.Match(data) {
+		return false
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		// Not one JSON object: sops' store says why, naming the file.
+		return bytes.HasPrefix(bytes.TrimSpace(data), []byte("{"))
+	}
+	_, ok := top["sops"]
+	return ok
 }
 
 // secretManifest reports whether an encrypted file is a Kubernetes Secret
@@ -142,11 +162,13 @@ type Decrypter struct {
 	// DefaultKeyTimeout.
 	KeyTimeout time.Duration
 
+	// Mask receives every decrypted value, for the run's printers to
+	// mask; nil: one of the Decrypter's own (Sensitive).
+	Mask *mask.Set
+
 	files memo.Memo[content, []byte]
 	mu    sync.Mutex
 	seen  map[string]*File
-	// values are the decrypted values (remember).
-	values []string
 }
 
 // File is an encrypted file the run read.
@@ -277,59 +299,42 @@ func leaves(branches sops.TreeBranches) []any {
 	return out
 }
 
-// remember keeps the values that were encrypted, for Redact and Values:
-// the strings of at least MinValue bytes.
+// remember adds the values that were encrypted to the run's mask:
+// strings, numbers and booleans, however short (mask.Set's rules say
+// where each is masked).
 func (d *Decrypter) remember(before, after []any) {
 	if len(before) != len(after) {
 		return
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	m := d.Sensitive()
 	for i, b := range before {
-		enc, _ := b.(string)
-		plain, ok := after[i].(string)
-		if !ok || !strings.HasPrefix(enc, "ENC[") || len(plain) < MinValue {
-			continue
-		}
-		if !slices.Contains(d.values, plain) {
-			d.values = append(d.values, plain)
+		if enc, _ := b.(string); strings.HasPrefix(enc, "ENC[") {
+			m.Add(after[i])
 		}
 	}
 }
 
-// MinValue is the length below which a decrypted value is not searched
-// for (Redact, Values): "true" or "5432" would match everywhere.
-const MinValue = 6
-
-// Values are the decrypted values, of at least MinValue bytes.
-func (d *Decrypter) Values() []string {
+// Sensitive is the run's mask: every value decrypted so far (Mask, else
+// one of the Decrypter's own).
+func (d *Decrypter) Sensitive() *mask.Set {
 	if d == nil {
 		return nil
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return slices.Clone(d.values)
+	if d.Mask == nil {
+		d.Mask = &mask.Set{}
+	}
+	return d.Mask
 }
 
-// Redact replaces every decrypted value in s, and its base64 form (a
-// Secret's data), by "***": the last guard of error messages, which
-// should never quote a value.
-func (d *Decrypter) Redact(s string) string {
-	if d == nil {
-		return s
-	}
-	for _, v := range d.Values() {
-		for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v))} {
-			s = strings.ReplaceAll(s, form, "***")
-		}
-		for line := range strings.Lines(v) {
-			if line = strings.TrimSpace(line); len(line) >= MinValue {
-				s = strings.ReplaceAll(s, line, "***")
-			}
-		}
-	}
-	return s
-}
+// Values are the decrypted values of mask.MinText bytes or more.
+func (d *Decrypter) Values() []string { return d.Sensitive().Values() }
+
+// Redact masks every decrypted value in s, and its base64 form (a
+// Secret's data): the last guard of error messages, which should never
+// quote a value.
+func (d *Decrypter) Redact(s string) string { return d.Sensitive().String(s) }
 
 // storeFor is sops' store for a format, with the sops CLI's defaults.
 func storeFor(f Format) sops.Store {
@@ -355,6 +360,9 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	tree, err := s.LoadEncryptedFile(data)
 	if err != nil {
 		return nil, &Error{path, fmt.Sprintf("not a SOPS %s file: %s", f, safeMessage(err))}
+	}
+	if tree.Metadata.MessageAuthenticationCode == "" {
+		return nil, &Error{path, "it has SOPS metadata but no MAC (was its mac removed?), so nothing proves it is what was encrypted; edit it with \"sops " + path + "\", which re-encrypts it"}
 	}
 	services := d.Keys
 	if services == nil {

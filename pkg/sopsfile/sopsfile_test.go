@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -247,5 +248,39 @@ func TestReadKeyServiceHangs(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Read hangs with a key service that does not answer")
+	}
+}
+
+// A file whose MAC was removed still carries SOPS metadata: it is
+// encrypted, and refused, with a key or without one. Before, YAML and
+// JSON without "mac" were read as plain, and their ciphertext would have
+// been applied as the values.
+func TestReadNoMAC(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	macLine := regexp.MustCompile(`(?m)^\s*"?(sops_)?mac"?\s*[:=].*\n`)
+	for name := range plain {
+		t.Run(name, func(t *testing.T) {
+			enc := encrypt(t, k, name, "")
+			stripped := macLine.ReplaceAll(enc, nil)
+			if bytes.Equal(stripped, enc) {
+				t.Fatalf("no mac line in\n%s", enc)
+			}
+			if strings.HasSuffix(name, ".json") || name == "tls.key" {
+				// The line before ends with a comma JSON no longer wants.
+				stripped = regexp.MustCompile(`,(\s*})`).ReplaceAll(stripped, []byte("$1"))
+			}
+			if !sopsfile.Encrypted(sopsfile.FormatOf(name), stripped) {
+				t.Fatalf("Encrypted = false without the MAC:\n%s", stripped)
+			}
+			for _, key := range []string{k.Identity, ""} {
+				t.Setenv("SOPS_AGE_KEY", key)
+				d := sopsfile.Decrypter{KeysOptional: key == ""}
+				out, err := d.Read(name, stripped)
+				if err == nil || !strings.Contains(err.Error(), "no MAC") {
+					t.Errorf("key %v: Read = %.60q, %v; want a refusal for the missing MAC", key != "", out, err)
+				}
+			}
+		})
 	}
 }

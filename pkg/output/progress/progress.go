@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -81,8 +80,8 @@ const plainEvery = 15 * time.Second
 // the terminal has rows for, or, on a pipe, manyOnPipe. More clusters get
 // compact output, and summaries group their identical lines.
 func Many(w io.Writer) int {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-		if _, rows, err := term.GetSize(int(f.Fd())); err == nil && rows > 0 {
+	if fd, ok := output.Terminal(w); ok {
+		if _, rows, err := term.GetSize(fd); err == nil && rows > 0 {
 			return max(rows-4, 4)
 		}
 	}
@@ -98,7 +97,7 @@ const manyOnPipe = 30
 func New(w io.Writer, prefix *output.Prefixer, names []string, group func(cluster string) string) *Display {
 	many := Many(w)
 	pr := &Display{prefix: prefix, clusters: map[string]*clusterProgress{}, plain: output.NewSyncWriter(w), compact: len(names) > many, lines: max(many-2, 3)}
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if _, ok := output.Terminal(w); ok {
 		pr.live = mpb.New(mpb.WithOutput(w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
 	}
 	byGroup := map[string]*groupProgress{}
@@ -223,7 +222,7 @@ func (pr *Display) Writer(stdout io.Writer) io.Writer {
 	if pr == nil || pr.live == nil {
 		return stdout
 	}
-	if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if _, ok := output.Terminal(stdout); ok {
 		return above{pr, stdout}
 	}
 	return stdout

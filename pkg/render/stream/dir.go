@@ -78,10 +78,15 @@ func (p *Printer) writeDir(c *fleet.Cluster, chunks []chunk, n int) error {
 			}
 			seen[f.name]++
 			mode := os.FileMode(0o644)
-			if strings.HasPrefix(name, "secret_") {
+			if f.private {
 				mode = 0o600
 			}
-			if err := os.WriteFile(filepath.Join(dir, name), f.data, mode); err != nil {
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, f.data, mode); err != nil {
+				return err
+			}
+			// WriteFile keeps the mode of a file that was there.
+			if err := os.Chmod(path, mode); err != nil {
 				return err
 			}
 			written = append(written, name)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/encode"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
@@ -21,8 +22,12 @@ type Options struct {
 	Out io.Writer
 	// JSON prints a RenderedCluster per line instead of YAML.
 	JSON bool
-	// ShowSecrets prints Secret values on Out instead of masking them.
+	// ShowSecrets prints Secret values, and the values Mask holds, on
+	// Out instead of masking them.
 	ShowSecrets bool
+	// Mask holds the values decrypted from SOPS files: masked on Out in
+	// any object, and, in Dir, the files that hold one are 0600.
+	Mask *mask.Set
 	// Dir, when set, is where the clusters go instead of Out:
 	// Dir/<cluster>/<ObjectFileName>, Secrets as rendered. A cluster's
 	// .yaml files that the last render wrote there are removed first.
@@ -91,6 +96,9 @@ type chunk struct {
 type objectFile struct {
 	name string // ObjectFileName
 	data []byte
+	// private files (Secrets, objects holding a decrypted value) are
+	// written 0600.
+	private bool
 }
 
 // encode masks (on Out) and encodes objects; it is safe for concurrent
@@ -109,13 +117,17 @@ func (p *Printer) encode(objs []*unstructured.Unstructured) (c chunk, err error)
 			if err != nil {
 				return chunk{}, err
 			}
-			c.files[i] = objectFile{name: ObjectFileName(obj), data: y}
+			_, sensitive := p.o.Mask.Object(obj.Object)
+			c.files[i] = objectFile{name: ObjectFileName(obj), data: y, private: sensitive || obj.GetKind() == "Secret"}
 		}
 		return c, nil
 	}
 	for i, obj := range objs {
 		if !p.o.ShowSecrets {
 			obj = object.MaskSecret(obj)
+			if m, masked := p.o.Mask.Object(obj.Object); masked {
+				obj = &unstructured.Unstructured{Object: m}
+			}
 		}
 		if p.o.JSON {
 			if i > 0 {
