@@ -203,7 +203,7 @@ func (o *RenderOptions) stored(ctx context.Context) (*rendered.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, errs, err := rendered.Stored(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps[0], o.Revision, 10)
+	r, errs, err := rendered.Stored(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps[0], o.Revision, 10, o.mask)
 	if err != nil {
 		return nil, err
 	}

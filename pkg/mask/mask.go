@@ -158,6 +158,64 @@ func (s *Set) Values() []string {
 	return out
 }
 
+// In are the values of the set that objs hold, whole or inside a string
+// (by Object's rules), each once: what a stored revision of objs keeps,
+// so that it is masked when printed again in a run that decrypted
+// nothing.
+func (s *Set) In(objs ...map[string]any) []string {
+	if s.Empty() {
+		return nil
+	}
+	s.mu.RLock()
+	var values []string
+	for v := range s.whole {
+		if !isBase64Of(v, s.whole) {
+			values = append(values, v)
+		}
+	}
+	s.mu.RUnlock()
+	found := map[string]bool{}
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for _, e := range v {
+				walk(e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		default:
+			if _, isBool := v.(bool); isBool {
+				return
+			}
+			text, ok := scalar(v)
+			if !ok {
+				return
+			}
+			if masked, _ := s.leaf(v); masked == v {
+				return
+			}
+			for _, val := range values {
+				b64 := base64.StdEncoding.EncodeToString([]byte(val))
+				if text == val || text == b64 || len(val) >= MinText && (strings.Contains(text, val) || strings.Contains(text, b64)) {
+					found[val] = true
+				}
+			}
+		}
+	}
+	for _, o := range objs {
+		walk(o)
+	}
+	out := make([]string, 0, len(found))
+	for v := range found {
+		out = append(out, v)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // isBase64Of reports whether v is the base64 form of another value of
 // whole.
 func isBase64Of(v string, whole map[string]bool) bool {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -13,7 +14,7 @@ import (
 // Stored is revision n of app as each of clusters stored it (render
 // --revision), parallel clusters at once: a Set of the clusters that
 // have it, and an error per cluster that does not, in fleet order.
-func Stored(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, app string, n, parallel int) (*Set, []error, error) {
+func Stored(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, app string, n, parallel int, m *mask.Set) (*Set, []error, error) {
 	if err := conn.CheckContexts(ctx, f, clusters); err != nil {
 		return nil, nil, err
 	}
@@ -23,11 +24,14 @@ func Stored(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fle
 		at[c.Name] = i
 	}
 	outcomes := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
-		_, objs, err := revision.Load(ctx, client, app, n)
+		rev, objs, err := revision.Load(ctx, client, app, n)
+		for _, v := range rev.Sensitive {
+			m.Add(v)
+		}
 		results[at[c.Name]] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs}
 		return err
 	})
-	s := &Set{Fleet: f}
+	s := &Set{Fleet: f, Mask: m}
 	var errs []error
 	for i, oc := range outcomes {
 		if oc.Err != nil {

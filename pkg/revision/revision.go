@@ -55,6 +55,11 @@ const (
 	// ObjectsKey is the data key of the compressed objects (a gzipped JSON
 	// array, split across the Secrets in order).
 	ObjectsKey = "objects"
+	// SensitiveKey is the data key, on a revision's first Secret, of the
+	// values its objects hold that were decrypted from SOPS files (a JSON
+	// list): printed again (render --revision), they are masked, though
+	// that run decrypts nothing.
+	SensitiveKey = "sensitive"
 	managedBy  = "app.kubernetes.io/managed-by"
 	fieldOwner = "kubectl-fleet"
 )
@@ -143,6 +148,10 @@ type Revision struct {
 	// revision itself when no gate follows its apply), never in
 	// InfoAnnotation.
 	Verification Verification `json:"verification,omitzero"`
+	// Sensitive are the values its objects hold that were decrypted from
+	// SOPS files (SensitiveKey), kept beside the objects, never in an
+	// annotation.
+	Sensitive []string `json:"-"`
 }
 
 // SecretName is the name of a revision's first Secret.
@@ -272,6 +281,9 @@ func Load(ctx context.Context, c *kube.Client, app string, n int) (Revision, []*
 	if err != nil {
 		return r, nil, fmt.Errorf("revision %d of app %s: %w", n, app, err)
 	}
+	if r.Sensitive, err = sensitiveOf(first); err != nil {
+		return r, nil, fmt.Errorf("revision %d of app %s: %w", n, app, err)
+	}
 	key, err := digest.KeyOf(ctx, c)
 	if err != nil {
 		return r, nil, err
@@ -358,6 +370,23 @@ func dataOf(s *unstructured.Unstructured) ([]byte, error) {
 		return nil, fmt.Errorf("secret %s: %w", s.GetName(), err)
 	}
 	return b, nil
+}
+
+// sensitiveOf reads a revision's SensitiveKey: nil when it has none.
+func sensitiveOf(s *unstructured.Unstructured) ([]string, error) {
+	v, found, err := unstructured.NestedString(s.Object, "data", SensitiveKey)
+	if err != nil || !found {
+		return nil, err
+	}
+	b, err := base64.StdEncoding.DecodeString(v)
+	var out []string
+	if err == nil {
+		err = json.Unmarshal(b, &out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("secret %s: %s: %w", s.GetName(), SensitiveKey, err)
+	}
+	return out, nil
 }
 
 // encode compresses objs as a JSON list, and returns with it their
@@ -475,12 +504,18 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 	for i := len(parts) - 1; i >= 0; i-- {
 		labels := map[string]any{managedBy: fieldOwner, AppLabel: r.App, NumberLabel: strconv.Itoa(r.Number)}
 		meta := map[string]any{"name": chunkName(r.App, r.Number, i), "namespace": inventory.Namespace, "labels": labels}
+		data := map[string]any{ObjectsKey: parts[i]}
 		if i > 0 {
 			labels[ChunkLabel] = strconv.Itoa(i)
 		} else {
 			meta["annotations"] = annotations
+			if len(r.Sensitive) > 0 {
+				if data[SensitiveKey], err = json.Marshal(r.Sensitive); err != nil {
+					return err
+				}
+			}
 		}
-		if err := applySecret(ctx, c, meta, parts[i]); err != nil {
+		if err := applySecret(ctx, c, meta, data); err != nil {
 			return fmt.Errorf("recording revision %d of app %s: %w", r.Number, r.App, err)
 		}
 	}
@@ -495,10 +530,10 @@ func Store(ctx context.Context, c *kube.Client, r *Revision, objs []*unstructure
 	return nil
 }
 
-func applySecret(ctx context.Context, c *kube.Client, meta map[string]any, data []byte) error {
+func applySecret(ctx context.Context, c *kube.Client, meta map[string]any, data map[string]any) error {
 	s := map[string]any{"apiVersion": "v1", "kind": "Secret", "type": SecretType, "metadata": meta}
 	if data != nil {
-		s["data"] = map[string]any{ObjectsKey: data} // []byte marshals as base64
+		s["data"] = data // []byte marshals as base64
 	}
 	body, err := json.Marshal(s)
 	if err != nil {

@@ -72,7 +72,7 @@ func Choose(ctx context.Context, c *kube.Client, fleet string, apps []string, to
 			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
 			continue
 		}
-		out = append(out, Target{App: set.App, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Namespace: rev.Namespace}})
+		out = append(out, Target{App: set.App, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Namespace: rev.Namespace, Sensitive: rev.Sensitive}})
 	}
 	return out, skips, errors.Join(errs...)
 }

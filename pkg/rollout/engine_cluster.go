@@ -216,6 +216,7 @@ func (e *Engine) record(ctx context.Context, cluster string, res render.Result) 
 		}
 		e.mu.Unlock()
 		rev.Source = e.source(ctx, res)
+		rev.Sensitive = e.r.Mask.In(objectMaps(res.Objects)...)
 	}
 	return &apply.Record{Revision: rev, Limit: e.o.HistoryLimit}
 }
@@ -245,4 +246,13 @@ func dependedOn(f *fleet.Fleet, app string, results []render.Result) string {
 		}
 	}
 	return ""
+}
+
+// objectMaps are objs' contents.
+func objectMaps(objs []*unstructured.Unstructured) []map[string]any {
+	out := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		out[i] = o.Object
+	}
+	return out
 }
