@@ -60,8 +60,8 @@ const (
 	// list): printed again (render --revision), they are masked, though
 	// that run decrypts nothing.
 	SensitiveKey = "sensitive"
-	managedBy  = "app.kubernetes.io/managed-by"
-	fieldOwner = "kubectl-fleet"
+	managedBy    = "app.kubernetes.io/managed-by"
+	fieldOwner   = "kubectl-fleet"
 )
 
 // DefaultLimit is how many revisions are kept per app and cluster unless
