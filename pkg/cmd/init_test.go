@@ -18,11 +18,15 @@ const initKubeconfig = `apiVersion: v1
 kind: Config
 clusters:
 - {name: a, cluster: {server: "https://127.0.0.1:1"}}
+- {name: b, cluster: {server: "https://127.0.0.1:2"}}
+- {name: c, cluster: {server: "https://127.0.0.1:3"}}
+- {name: d, cluster: {server: "https://127.0.0.1:4"}}
+- {name: e, cluster: {server: "https://127.0.0.1:5"}}
 contexts:
-- {name: kind-staging, context: {cluster: a, user: u}}
-- {name: prod-eu, context: {cluster: a, user: u}}
-- {name: prod-us, context: {cluster: a, user: u}}
-- {name: "arn:aws:eks:eu-west-1:1234:cluster/prod-eks", context: {cluster: a, user: u}}
+- {name: kind-staging, context: {cluster: b, user: u}}
+- {name: prod-eu, context: {cluster: c, user: u}}
+- {name: prod-us, context: {cluster: d, user: u}}
+- {name: "arn:aws:eks:eu-west-1:1234:cluster/prod-eks", context: {cluster: e, user: u}}
 - {name: dev, context: {cluster: a, user: u}}
 users:
 - {name: u, user: {token: do-not-print-this-token}}

@@ -25,9 +25,9 @@ defaults:
 groups: [{name: g}]
 clusters:
   - {name: by-env, group: g, context: from-secret}
-  - {name: by-command, group: g, context: from-secret, kubeconfigFrom: {command: [./kc.sh]}}
-  - {name: by-command-too, group: g, context: from-secret, kubeconfigFrom: {command: [./kc.sh]}}
-  - {name: by-file, group: g, context: fleet-c1, kubeconfig: ` + "%s" + `}
+  - {name: by-command, group: g, context: from-secret, kubeconfigFrom: {command: [./kc.sh]}, sameClusterAs: by-env}
+  - {name: by-command-too, group: g, context: from-secret, kubeconfigFrom: {command: [./kc.sh]}, sameClusterAs: by-env}
+  - {name: by-file, group: g, context: fleet-c1, kubeconfig: ` + "%s" + `, sameClusterAs: by-env}
 apps: [{name: cm, manifests: cm.yaml}]
 `
 

@@ -211,6 +211,11 @@ func TestParseErrors(t *testing.T) {
 				`fleet.yaml:23: group production: batches[6].size: want a number of clusters or a percentage of the group's (3, 10%), got "two"`}},
 		{"a batch selector with a typo", replace("    protected: true\n", "    protected: true\n    batches: [{name: canary, selector: canary=ture}, 50%, {selector: 'region in (eu)'}, {selector: ring=0, optional: true}]\n"),
 			[]string{`fleet.yaml:15: group production: batches[0].selector: "canary=ture" matches none of group production's 2 clusters (their labels: region=eu, region=us, tier=gold): a typo? Say optional: true if the batch may be empty`}},
+		{"one server twice", replace("    labels: {region: us}\n", "    labels: {region: us}\n    server: https://10.0.0.1:6443/\n    uid: 7c1c0000-0000-0000-0000-000000000000\n"),
+			[]string{`fleet.yaml:32: cluster prod-us: server: server is also cluster prod-eu's (clusters[1]): two entries of one API server would share every app's records there; remove one, or say sameClusterAs: prod-eu`,
+				`fleet.yaml:33: cluster prod-us: uid: uid is also cluster prod-eu's (clusters[1])`}},
+		{"same as nobody", replace("    labels: {region: us}\n", "    labels: {region: us}\n    sameClusterAs: prod-as\n"),
+			[]string{`fleet.yaml:32: cluster prod-us: sameClusterAs: no cluster "prod-as"`}},
 		{"after", replace("    protected: true\n", "    protected: true\n    after: [production, prod, staging]\n"),
 			[]string{`fleet.yaml:15: group production: after[0]: group production cannot wait for itself`, `fleet.yaml:15: group production: after[1]: no group "prod" (groups: staging, production)`}},
 		{"windows", replace("    protected: true\n", "    protected: true\n    windows:\n      - {kind: allow, schedule: '0 9 * * 1-5', duration: 8h, timeZone: Europe/Berlin}\n      - {kind: maybe, schedule: 'every day', duration: 0s, timeZone: Mars/Olympus}\n      - {kind: deny, schedule: '0 0 24 12 *'}\n"),
@@ -370,4 +375,17 @@ func FuzzParse(f *testing.F) {
 			_, _ = fl.Select(Selection{})
 		}
 	})
+}
+
+// TestSameClusterAs: two entries of one API server are accepted when one
+// says it is the other.
+func TestSameClusterAs(t *testing.T) {
+	in := replace("    labels: {region: us}\n", "    labels: {region: us}\n    server: https://10.0.0.1:6443\n    uid: 7c1c0000-0000-0000-0000-000000000000\n    sameClusterAs: prod-eu\n")
+	f, err := Parse([]byte(in), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.SameCluster(f.Cluster("prod-us"), f.Cluster("prod-eu")) || f.SameCluster(f.Cluster("prod-us"), f.Cluster("staging-eu")) {
+		t.Error("SameCluster does not follow sameClusterAs")
+	}
 }

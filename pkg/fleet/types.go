@@ -152,6 +152,11 @@ type Cluster struct {
 	Server string `yaml:"server"`
 	// UID pins the cluster identity: the UID of the kube-system namespace.
 	UID string `yaml:"uid"`
+	// SameClusterAs names the cluster this entry reaches the same API
+	// server as, on purpose; two entries of one server (the same server
+	// or uid pin, or contexts pointing at the same URL) are otherwise an
+	// error: they would share every app's records there.
+	SameClusterAs string `yaml:"sameClusterAs"`
 
 	// Index is the cluster's position in the fleet file.
 	Index int `yaml:"-"`

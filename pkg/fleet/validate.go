@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -230,6 +231,55 @@ func (f *Fleet) validateClusters(e *errs, groups map[string]bool) {
 		validateAttributesFrom(e, p+".attributesFrom", c.AttributesFrom)
 		validateKubeconfig(e, p, c.Kubeconfig, c.KubeconfigFrom)
 	}
+	f.validateSameCluster(e, clusters)
+}
+
+// validateSameCluster refuses two entries with the same server or uid
+// pin, unless one says it is the other (sameClusterAs), and a
+// sameClusterAs that names no other cluster.
+func (f *Fleet) validateSameCluster(e *errs, clusters map[string]bool) {
+	servers, uids := map[string]*Cluster{}, map[string]*Cluster{}
+	for i := range f.Clusters {
+		c := &f.Clusters[i]
+		p := fmt.Sprintf("clusters[%d]", i)
+		switch {
+		case c.SameClusterAs == c.Name && c.Name != "":
+			e.add(p+".sameClusterAs", "a cluster is always itself: name the other entry of its API server")
+		case c.SameClusterAs != "" && !clusters[c.SameClusterAs]:
+			e.add(p+".sameClusterAs", "no cluster %q", c.SameClusterAs)
+		}
+		for _, pin := range []struct {
+			field, value string
+			seen         map[string]*Cluster
+		}{{"server", ServerKey(c.Server), servers}, {"uid", c.UID, uids}} {
+			if pin.value == "" {
+				continue
+			}
+			if other := pin.seen[pin.value]; other != nil && !f.SameCluster(c, other) {
+				e.add(p+"."+pin.field, "%s is also cluster %s's (clusters[%d]): two entries of one API server would share every app's records there; remove one, or say sameClusterAs: %s", pin.field, other.Name, other.Index, other.Name)
+				continue
+			}
+			pin.seen[pin.value] = c
+		}
+	}
+}
+
+// SameCluster reports whether a and b are entries of one API server on
+// purpose: one names the other, or both the same, in sameClusterAs.
+func (f *Fleet) SameCluster(a, b *Cluster) bool {
+	root := func(c *Cluster) string { return cmp.Or(c.SameClusterAs, c.Name) }
+	return root(a) == root(b) || a.SameClusterAs == b.Name || b.SameClusterAs == a.Name
+}
+
+// ServerKey is an API server URL as compared: its scheme and host lower
+// case, without a trailing slash.
+func ServerKey(server string) string {
+	u, err := url.Parse(strings.TrimSuffix(server, "/"))
+	if err != nil || u.Host == "" {
+		return server
+	}
+	u.Scheme, u.Host = strings.ToLower(u.Scheme), strings.ToLower(u.Host)
+	return u.String()
 }
 
 // validateApp checks one app at p: its source, namespace, targets, ignore

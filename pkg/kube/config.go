@@ -165,6 +165,10 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 	var (
 		paths []string
 		seen  = map[string]*byPath{}
+		// servers are the clusters by the API server their context
+		// points at: two entries of one server are refused.
+		servers = map[string]*fleet.Cluster{}
+		same    fleet.ErrorList
 		// names says "env:NAME" rather than a temporary file.
 		names = map[string]string{}
 	)
@@ -199,6 +203,13 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s%s", c.Context, display(path), guess(c.Context, cfg.Contexts)))
 		case cfg.Clusters[ctx.Cluster] == nil:
 			p.errs = append(p.errs, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, display(path)))
+		default:
+			server := fleet.ServerKey(cfg.Clusters[ctx.Cluster].Server)
+			if other := servers[server]; other != nil && !f.SameCluster(c, other) {
+				same = append(same, f.FieldError(field, "context %q points at %s, as cluster %s's context %q does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: %s", c.Context, cfg.Clusters[ctx.Cluster].Server, other.Name, other.Context, other.Name))
+			} else if other == nil {
+				servers[server] = c
+			}
 		}
 	}
 	var list fleet.ErrorList
@@ -220,6 +231,7 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 			list = append(list, p.errs...)
 		}
 	}
+	list = append(list, same...)
 	if len(list) == 0 {
 		return nil
 	}

@@ -95,3 +95,56 @@ func clustersOf(f *fleet.Fleet) []*fleet.Cluster {
 	}
 	return out
 }
+
+// TestCheckContextsOneServerTwice: two entries whose contexts point at
+// one API server (the URL compared without case or trailing slash) are
+// refused, unless one says it is the other; two servers are fine.
+func TestCheckContextsOneServerTwice(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters:
+  - {name: one, cluster: {server: "https://10.0.0.1:6443"}}
+  - {name: one-again, cluster: {server: "https://10.0.0.1:6443/"}}
+  - {name: two, cluster: {server: "https://10.0.0.2:6443"}}
+users: [{name: u, user: {}}]
+contexts:
+  - {name: stg, context: {cluster: one, user: u}}
+  - {name: p1, context: {cluster: one-again, user: u, namespace: prod}}
+  - {name: p2, context: {cluster: two, user: u}}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, same, want string
+	}{
+		{"one server twice", "", `fleet.yaml:7: cluster p1: context: context "p1" points at https://10.0.0.1:6443/, as cluster stg's context "stg" does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: stg`},
+		{"on purpose", ", sameClusterAs: stg", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := fleet.Parse([]byte("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: staging}, {name: production}]\nclusters:\n"+
+				"  - {name: stg, group: staging, context: stg, kubeconfig: "+kc+"}\n"+
+				"  - {name: p1, group: production, context: p1, kubeconfig: "+kc+tt.same+"}\n"+
+				"  - {name: p2, group: production, context: p2, kubeconfig: "+kc+"}\n"), "fleet.yaml", dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var clusters []*fleet.Cluster
+			for i := range f.Clusters {
+				clusters = append(clusters, &f.Clusters[i])
+			}
+			err = CheckContexts(nil, &Kubeconfigs{}, f, clusters)
+			if got := errString(err); got != tt.want {
+				t.Errorf("CheckContexts = %q\nwant            %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

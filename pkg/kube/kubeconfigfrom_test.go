@@ -33,8 +33,13 @@ func fromFleet(t *testing.T, dir string, clusters ...[2]string) *fleet.Fleet {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: g}]\nclusters:\n")
-	for _, c := range clusters {
-		b.WriteString("  - {name: " + c[0] + ", group: g, context: from-secret, kubeconfigFrom: " + c[1] + "}\n")
+	for i, c := range clusters {
+		// Every entry reaches the one test server: on purpose.
+		same := ""
+		if i > 0 {
+			same = ", sameClusterAs: " + clusters[0][0]
+		}
+		b.WriteString("  - {name: " + c[0] + ", group: g, context: from-secret, kubeconfigFrom: " + c[1] + same + "}\n")
 	}
 	f, err := fleet.Parse([]byte(b.String()), "fleet.yaml", dir)
 	if err != nil {

@@ -43,9 +43,10 @@ type Config struct {
 	Engine *render.Engine
 	// Tests renders the apps' tests too (Render only).
 	Tests bool
-	// Warm, when set, is started once the clusters are selected and the
-	// apps resolved, to run beside the render (Render only; apply: the
-	// first requests to the clusters).
+	// Warm, when set, is started once every target rendered, never
+	// before and never after a failed render (Render only; apply: the
+	// first wave's connections, identities and locks, taken in the
+	// background while the run starts).
 	Warm func(ctx context.Context, pl *Request)
 }
 

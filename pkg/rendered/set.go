@@ -31,16 +31,16 @@ type Set struct {
 	tests map[[2]string][]*unstructured.Unstructured
 }
 
-// Render makes the request (NewRequest), starts c.Warm, and renders every target, and
-// with c.Tests every app's tests. Any render error fails the whole render,
-// every error reported (render.Failed), before anything touches a cluster.
+// Render makes the request (NewRequest), renders every target, and with
+// c.Tests every app's tests, then starts c.Warm. Any render error fails
+// the whole render, every error reported (render.Failed), before anything
+// is written to a cluster or asked of it but what the render reads
+// (attributesFrom, a chart's capabilities): no lock, no identity, until
+// every render and decryption of the run succeeded.
 func Render(ctx context.Context, c Config) (*Set, error) {
 	pl, err := NewRequest(ctx, c)
 	if err != nil {
 		return nil, err
-	}
-	if c.Warm != nil {
-		c.Warm(ctx, pl)
 	}
 	results := pl.Render(ctx, c.Engine)
 	var tests []render.Result
@@ -55,6 +55,9 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	}
 	if len(errs) > 0 {
 		return nil, render.Failed(errs)
+	}
+	if c.Warm != nil {
+		c.Warm(ctx, pl)
 	}
 	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests, Mask: c.Engine.Secrets.Sensitive()}, nil
 }

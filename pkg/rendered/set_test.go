@@ -1,6 +1,9 @@
 package rendered
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -8,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -98,5 +102,41 @@ func TestCreateNamespaces(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestRenderWarmsOnlyAfterSuccess: Warm, which asks the clusters who the
+// user is and takes their locks, starts only once every target of the
+// run rendered; a render that fails on one cluster sends nothing to any.
+func TestRenderWarmsOnlyAfterSuccess(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("fleet.yaml", "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: stg}, {name: prod}]\n"+
+		"clusters:\n- {name: a, group: stg, context: a, attributes: {n: '1'}}\n- {name: b, group: prod, context: b}\n"+
+		"apps:\n- {name: web, manifests: web}\n")
+	// ${n} has no value on b: its render fails, a's does not.
+	write("web/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {n: '${n}'}\n")
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		clusters []string
+		warmed   bool
+	}{{[]string{"a"}, true}, {[]string{"a", "b"}, false}} {
+		warmed := false
+		_, err := Render(context.Background(), Config{Fleet: f, Selection: fleet.Selection{Clusters: tt.clusters}, Engine: &render.Engine{},
+			Warm: func(context.Context, *Request) { warmed = true }})
+		if warmed != tt.warmed || (err == nil) != tt.warmed {
+			t.Errorf("clusters %v: warmed %v, err %v; want warmed %v", tt.clusters, warmed, err, tt.warmed)
+		}
 	}
 }

@@ -176,11 +176,12 @@ func (e *Engine) connect(ctx context.Context, name string) (*kube.Client, error)
 func (e *Engine) Release(ctx context.Context) { e.Locks.Release(ctx, e.Log) }
 
 // Warm connects to the clusters of the first wave and asks each who the
-// user is (for its locks and revisions) while the sources render, so
-// that the TLS handshake and that read overlap the render instead of
-// following it; unless the first group is protected and yes (--yes) is
-// not given, it starts taking their locks too (Locks.Early), released
-// unused if the render fails. Nothing else is written; an error is the
+// user is (for its locks and revisions) once every render succeeded
+// (rendered.Config.Warm), in the background while the run starts; unless
+// the first group is protected and yes (--yes) is not given, it starts
+// taking their locks too (Locks.Early). Nothing is sent before every
+// render and decryption of the run succeeded: a run that cannot render
+// leaves no trace on a cluster. Nothing else is written; an error is the
 // cluster's own connect's, met again when its apply starts. Later waves
 // connect when they start: a cluster that is down now may be up by then.
 // So do the first wave's clusters past the first parallel (its
