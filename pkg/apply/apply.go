@@ -126,6 +126,60 @@ type Config struct {
 	// Hold, when set, is asked once the inventories are read and before
 	// anything is written: an error stops the apply there (a pause).
 	Hold func(ctx context.Context, n *inventory.Neighbours) error
+	// Held, when set, is asked before each write once the apply started
+	// (an object's apply or replacement, a prune's delete), at most once
+	// every HeldEvery (DefaultHeldEvery) however many writes wait: an
+	// error stops the apply as Ctrl-C does (no write starts after it,
+	// the parent keeps every member) and is what Run returns (a pause
+	// given while the app is applied).
+	Held      func(ctx context.Context) error
+	HeldEvery time.Duration
+}
+
+// DefaultHeldEvery is how often, at most, Config.Held is asked while an
+// app is written: a pause stops its writes within a second.
+const DefaultHeldEvery = time.Second
+
+// held asks Config.Held before each write, at most once every
+// Config.HeldEvery; its first error cancels the run's stop (kube.StopOf)
+// and is kept.
+type held struct {
+	check func(context.Context) error
+	every time.Duration
+	stop  context.CancelCauseFunc
+
+	mu   sync.Mutex
+	last time.Time
+	err  error
+}
+
+// before is nil when a write may start: nothing held it since the last
+// asking (or now, when that was longer ago than every).
+func (h *held) before(ctx context.Context) error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.err != nil || time.Since(h.last) < h.every {
+		return h.err
+	}
+	h.last = time.Now()
+	if err := h.check(ctx); err != nil {
+		h.err = err
+		h.stop(err)
+	}
+	return h.err
+}
+
+// cause is what held the apply, or nil.
+func (h *held) cause() error {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.err
 }
 
 // Record says how an apply is recorded in the app's history.
@@ -194,6 +248,15 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	defer lists.Wait()
 	p := newPass(c, cfg)
 	defer p.history.Wait() // read in case a revision is recorded
+	if cfg.Held != nil && !cfg.DryRun {
+		// A pause seen before a write stops the run as Ctrl-C does.
+		stopped, cancel := context.WithCancelCause(kube.StopOf(ctx))
+		defer cancel(nil)
+		ctx = kube.WithStop(ctx, stopped)
+		// Hold asks the same as the apply starts: the first asking is
+		// one HeldEvery later.
+		p.held = &held{check: cfg.Held, every: cmp.Or(cfg.HeldEvery, DefaultHeldEvery), stop: cancel, last: time.Now()}
+	}
 	if !cfg.DryRun {
 		keys := c.ListKeys(objs, func(o *unstructured.Unstructured) bool { return object.Ignored(o, cfg.Ignore) })
 		lists.Go(func() { p.listed.Prefetch(ctx, c, keys, cfg.Concurrency) })
@@ -207,7 +270,7 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	p.storeRevision(ctx)
 	waited, err := p.write(ctx, objs, contents)
 	if err != nil {
-		return p.unstore(ctx, err)
+		return p.unstore(ctx, cmp.Or(p.held.cause(), err))
 	}
 	if !cfg.DryRun {
 		if err := p.finish(ctx, objs); err != nil {
@@ -381,8 +444,10 @@ func byPhase(objs []*unstructured.Unstructured) []phase {
 // set, what the cluster's other apps hold, the live objects' metadata
 // listed so far, and the UIDs the server returned for applied objects.
 type pass struct {
-	c      *kube.Client
-	cfg    Config
+	c   *kube.Client
+	cfg Config
+	// held asks Config.Held before each write (nil: nothing to ask).
+	held   *held
 	set    *inventory.Set
 	others *inventory.Neighbours
 	listed kube.Listings
@@ -593,6 +658,10 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch
 		ch.Action = Unchanged
 		p.keep(live.UID)
 		p.record(obj, sum, live.ResourceVersion, live.UID)
+		return ch
+	}
+	if err := p.held.before(ctx); err != nil {
+		ch.Action, ch.Reason = Skipped, "not written: "+err.Error()
 		return ch
 	}
 	after, err := p.patch(ctx, ri, m, obj, opts)

@@ -57,6 +57,9 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 		if err := stop.Err(); err != nil {
 			return err
 		}
+		if err := p.held.before(ctx); err != nil {
+			return err
+		}
 		ch := p.pruneOne(ctx, m, inUse)
 		if ch.Action != Pruned {
 			p.guard.Spare(m) // still there

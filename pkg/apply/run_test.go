@@ -1399,3 +1399,51 @@ func TestParentNamespaceOnlyWhenMissing(t *testing.T) {
 		t.Errorf("db's parent: %+v, %v", set, err)
 	}
 }
+
+// A pause given while an app is written stops its next write and its
+// prune, not only the next app: Held is asked before each write; what
+// was not written is said, the parent keeps every member, and Run
+// returns what held it.
+func TestHeldBeforeEachWrite(t *testing.T) {
+	paused := errors.New("app web is paused")
+	before := []*unstructured.Unstructured{ns("web"), cm("web", "old")}
+	render := []*unstructured.Unstructured{ns("web")}
+	for i := range 8 {
+		render = append(render, cm("web", fmt.Sprintf("c%d", i)))
+	}
+	for _, tt := range []struct {
+		name  string
+		after int // Held answers paused from its after-th asking on
+	}{{"during the apply", 3}, {"at the prune", 9}} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := kubetest.New(t)
+			mustRun(t, c, apply.Config{Objects: before})
+			var asked atomic.Int32
+			got, err := run(t, c, apply.Config{Prune: true, Objects: render, Concurrency: 1, HeldEvery: time.Nanosecond,
+				Held: func(context.Context) error {
+					if asked.Add(1) >= int32(tt.after) {
+						return paused
+					}
+					return nil
+				}})
+			if !errors.Is(err, paused) {
+				t.Fatalf("Run: %v, want the pause", err)
+			}
+			written := 0
+			for i := range 8 {
+				if c.Live(cm("web", fmt.Sprintf("c%d", i))) != nil {
+					written++
+				}
+			}
+			if want := min(tt.after-1, 8); written != want {
+				t.Errorf("%d objects written, want %d (%v)", written, want, actions(got))
+			}
+			if c.Live(cm("web", "old")) == nil {
+				t.Error("pruned after the pause")
+			}
+			if ms := members(t, c, "web"); !slices.Contains(ms, "ConfigMap/web/old") || !slices.Contains(ms, "ConfigMap/web/c7") {
+				t.Errorf("the parent lost members: %v", ms)
+			}
+		})
+	}
+}

@@ -129,6 +129,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	}
 	if !dryRun && k.Pauses {
 		cfg.Hold = holdPaused(k.Cluster, k.Fleet, app.Name, k.Client)
+		cfg.Held = pausedNow(k.Cluster, k.Fleet, app.Name, k.Client)
 	}
 	return apply.Run(ctx, k.Client, cfg)
 }

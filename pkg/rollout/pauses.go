@@ -45,6 +45,23 @@ func holdPaused(cluster, fleetName, app string, client *kube.Client) func(contex
 	}
 }
 
+// pausedNow is an apply's Held (apply.Config.Held): the app's pause on
+// the cluster read again while it is written, so that a pause given
+// during a 500-object apply stops its next write, and its prune. A pause
+// that cannot be read stops the writes too: failing closed.
+func pausedNow(cluster, fleetName, app string, client *kube.Client) func(context.Context) error {
+	return func(ctx context.Context) error {
+		pauses, err := pause.Read(ctx, client, fleetName)
+		if err != nil {
+			return fmt.Errorf("reading the pauses of the fleet: %w", err)
+		}
+		if p := pause.Find(pauses, app); p != nil {
+			return &PausedError{Cluster: cluster, Pause: *p}
+		}
+		return nil
+	}
+}
+
 // pausedIn is the first PausedError among errs, or nil.
 func pausedIn(errs []error) *PausedError {
 	for _, err := range errs {
