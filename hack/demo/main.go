@@ -76,7 +76,8 @@ func run() error {
 		{[]string{"fleet", "apply", "--group", "staging", "--wait", "--timeout", "2m"}, []int{0}},
 		{[]string{"fleet", "vet"}, []int{0}},                       // the rollout's steps: staging, production/canary, production/rest
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{4}}, // 4: production awaits approval
-		{[]string{"fleet", "approve", "--group", "production"}, []int{0}},
+		// alice approves, with her key: not the identity that applies.
+		{[]string{"fleet", "approve", "--group", "production", "--key", "demo-approver-key.pem", "--as", "alice", "--as-group", "system:masters"}, []int{0}},
 		{[]string{"fleet", "apply", "--prune", "--yes"}, []int{0}},
 		{[]string{"fleet", "diff"}, []int{0}}, // 0: nothing left to change
 		// The Secret decrypted from apps/dashboard/credentials.json (SOPS).

@@ -1,14 +1,17 @@
 package cmd
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
@@ -20,7 +23,12 @@ type ApproveOptions struct {
 	SelectOptions
 	SourceOptions
 	Parallel int
+	// Key is --key: the approver's private key.
+	Key string
 }
+
+// ApproverKeyEnv names the approver's private key when --key does not.
+const ApproverKeyEnv = "KUBECTL_FLEET_APPROVER_KEY"
 
 // NewCmdApprove returns the approve command.
 func NewCmdApprove(g *GlobalOptions) *cobra.Command {
@@ -31,7 +39,12 @@ func NewCmdApprove(g *GlobalOptions) *cobra.Command {
 		Long: `Render every selected cluster (the same source flags as the apply to approve)
 and record in each (a ConfigMap approval.<fleet> in the namespace
 kubectl-fleet) that the user, as the cluster authenticates them, approved
-that render of each app: its digest, under the cluster's digest key.
+that render of each app: its digest, under the cluster's digest key,
+signed with an approver's Ed25519 key (--key, else $KUBECTL_FLEET_APPROVER_KEY)
+whose public key the fleet file lists under approvers:. The job that applies
+holds no approver's key: it cannot approve its own release, whatever it may
+write in the clusters; an approval no approver's key verifies, or given by
+the identity that applies, does not count.
 
 A rollout to a group marked approval: required starts only when every one of
 its clusters has an approval of exactly what the rollout renders for it;
@@ -43,8 +56,12 @@ Exit codes:
   0    every selected cluster approved
   1    a cluster could not be approved, or an error
   130  interrupted (Ctrl-C)`,
-		Example: `  kubectl fleet approve -g production
-  kubectl fleet approve -g production -k overlays`,
+		Example: `  kubectl fleet approve -g production --key ~/.config/fleet/alice.pem
+  KUBECTL_FLEET_APPROVER_KEY=alice.pem kubectl fleet approve -g production -k overlays
+
+  # An approver's key, and the public key to list under approvers:
+  openssl genpkey -algorithm ed25519 -out alice.pem
+  openssl pkey -in alice.pem -pubout`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Parallel < 1 {
@@ -59,16 +76,30 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters worked on at once")
+	cmd.Flags().StringVar(&o.Key, "key", "", "the approver's Ed25519 private key, PEM (default $"+ApproverKeyEnv+")")
 	return cmd
 }
 
 // Run renders and approves.
 func (o *ApproveOptions) Run(ctx context.Context) error {
+	// The key first: without one, nothing is rendered or asked.
+	f, err := o.loadFleet()
+	if err != nil {
+		return err
+	}
+	key := cmp.Or(o.Key, os.Getenv(ApproverKeyEnv))
+	if key == "" {
+		return fmt.Errorf("approve signs with an approver's key: give --key or $%s (the fleet's approvers: %s)", ApproverKeyEnv, approverNames(f))
+	}
+	signer, err := approval.LoadSigner(key, f.Approvers)
+	if err != nil {
+		return err
+	}
 	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
 	if err != nil {
 		return err
 	}
-	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, r, o.Parallel, time.Now())
+	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, r, o.Parallel, time.Now(), signer)
 	p := o.newPrinter(r.Clusters, false)
 	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string {
 		var apps []string
@@ -81,4 +112,16 @@ func (o *ApproveOptions) Run(ctx context.Context) error {
 		return "approved " + strings.Join(apps, ", ")
 	}, "error")
 	return summary.Verdict(ctx, failed, len(outcomes), "not approved")
+}
+
+// approverNames lists the fleet's approvers, or says it has none.
+func approverNames(f *fleet.Fleet) string {
+	var names []string
+	for _, a := range f.Approvers {
+		names = append(names, a.Name)
+	}
+	if len(names) == 0 {
+		return "none: list them under approvers: in the fleet file"
+	}
+	return strings.Join(names, ", ")
 }

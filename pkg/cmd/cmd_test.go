@@ -210,7 +210,7 @@ func TestVet(t *testing.T) {
 	data, _ := os.ReadFile(example)
 	text := strings.Replace(string(data), "context: fleet-c2", "contxet: fleet-c2", 1)
 	text = strings.Replace(text, "group: production\n    context: fleet-c3", "group: prod\n    context: fleet-c3", 1)
-	text = text[:strings.Index(text, "apps:")]
+	text = text[:strings.Index(text, "apps:")] + text[strings.Index(text, "approvers:"):]
 	if err := os.WriteFile(bad, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,9 @@ type Fleet struct {
 	Apps []App `yaml:"apps"`
 	// IgnoreDifferences applies to every app, ad hoc sources included.
 	IgnoreDifferences []object.IgnoreRule `yaml:"ignoreDifferences"`
+	// Approvers are those whose signed approvals let a release into a
+	// group marked approval: required (kubectl fleet approve --key).
+	Approvers []Approver `yaml:"approvers"`
 
 	// Path is the absolute path of the file the fleet was read from.
 	Path string `yaml:"-"`

@@ -38,6 +38,7 @@ func (f *Fleet) validate(e *errs) {
 	f.validateClusters(e, groups)
 	f.validateBatchSelectors(e)
 	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
+	f.validateApprovers(e)
 	apps := map[string]bool{}
 	for i := range f.Apps {
 		a := &f.Apps[i]

@@ -82,7 +82,8 @@ func (e *Engine) unapproved(clusters []string) []string {
 		if err != nil {
 			return "", err
 		}
-		if why := approval.Check(e.r.Of(name), found, key, time.Now()); len(why) > 0 {
+		rules := approval.Rules{Fleet: e.r.Fleet.Metadata.Name, Cluster: name, Approvers: e.r.Fleet.Approvers, Self: e.Locks.User(client, name)(ctx)}
+		if why := approval.Check(e.r.Of(name), found, key, time.Now(), rules); len(why) > 0 {
 			return name + ": " + strings.Join(why, ", "), nil
 		}
 		return "", nil

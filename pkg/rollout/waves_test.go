@@ -275,6 +275,10 @@ func TestEnginePause(t *testing.T) {
 // until its cluster has an approval of exactly its render; approved, it
 // goes; a new render needs a new approval.
 func TestEngineApproval(t *testing.T) {
+	alice, _, alicePub, err := approval.GenerateKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
 	set, cs := renderedFleet(t, `apiVersion: fleet/v1alpha1
 kind: Fleet
 metadata: {name: shop}
@@ -286,6 +290,8 @@ clusters:
   - {name: prod, group: production, context: prod}
 apps:
   - {name: web, manifests: .}
+approvers:
+  - {name: alice, publicKey: `+alicePub+`}
 `)
 	outcomes, events := run(t, set, cs, Options{})
 	if got := byCluster(outcomes); got["stg"] != "succeeded in staging" || got["prod"] != "not started in production" {
@@ -299,7 +305,19 @@ apps:
 		t.Fatalf("prod's error %v; events %+v", outcomes[1].Err, events)
 	}
 	ctx := context.Background()
-	if _, err := approval.Approve(ctx, cs["prod"].Client, "shop", set.Of("prod"), time.Now()); err != nil {
+	// An approval no approver signed (written by whoever may write the
+	// ConfigMap) does not count.
+	mallory, _, _, err := approval.GenerateKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := approval.Approve(ctx, cs["prod"].Client, "shop", "prod", set.Of("prod"), time.Now(), mallory); err != nil {
+		t.Fatal(err)
+	}
+	if outcomes, _ = run(t, set, cs, Options{}); byCluster(outcomes)["prod"] != "not started in production" || !strings.Contains(outcomes[1].Err.Error(), "signed by none of the fleet's approvers") {
+		t.Fatalf("approved with a key not the fleet's: %v, %v", byCluster(outcomes), outcomes[1].Err)
+	}
+	if _, err := approval.Approve(ctx, cs["prod"].Client, "shop", "prod", set.Of("prod"), time.Now(), alice); err != nil {
 		t.Fatal(err)
 	}
 	if outcomes, _ = run(t, set, cs, Options{}); byCluster(outcomes)["prod"] != "succeeded in production" {

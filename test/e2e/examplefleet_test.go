@@ -32,13 +32,13 @@ func TestDocsExampleFleet(t *testing.T) {
 	// waits for its approval (exit 4), then goes, its canary first.
 	x.run(0, "fleet", "apply", "--group", "staging", "--wait", "--as", "alice", "--as-group", "system:masters")
 	x.run(4, "fleet", "apply", "--prune", "--yes")
-	x.run(0, "fleet", "approve", "--group", "production")
+	x.run(0, "fleet", "approve", "--group", "production", "--key", "demo-approver-key.pem", "--as", "alice", "--as-group", "system:masters")
 	docs.check("README.md", "$ kubectl fleet apply --prune --yes", x.command)
 
 	// A render changed on prod-eu, a hand edit on prod-us.
 	x.edit("prod-eu: its own banner", "attributes: {domain: eu.acme.io}", "attributes: {domain: eu.acme.io, banner: Hello from Europe}")
 	x.run(0, "patch", "configmap", "web-config", "-n", "web", "--context", "fleet-c3", "--type", "merge", "-p", `{"data":{"banner":"edited by hand"}}`)
-	x.run(0, "fleet", "approve", "--group", "production") // prod-eu's new render
+	x.run(0, "fleet", "approve", "--group", "production", "--key", "demo-approver-key.pem", "--as", "alice", "--as-group", "system:masters") // prod-eu's new render
 	docs.check("docs/reconcile.md", "$ kubectl fleet reconcile --once --yes", x.command)
 
 	// prod-eu scaled by hand beyond what its node takes.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 )
 
 // release is an app of one ConfigMap, release, in namespace ns: data.v
@@ -295,11 +297,24 @@ func TestPauseAndResume(t *testing.T) {
 	}
 }
 
-// Approvals bound to a release: production (approval: required) is not
-// started until approved, apply exits 4 and says what to run; approve
-// records who approved render A; A goes; render B needs a new approval.
+// Approvals bound to a release and to an approver: production
+// (approval: required) is not started until approved, apply exits 4 and
+// says what to run. The deploy credential cannot approve: approve
+// without an approver's key is refused, an approval written with
+// kubectl (it may write ConfigMaps there) or signed by a key not the
+// fleet's does not count, nor one the applying identity gave itself.
+// Alice's signed approval of render A lets A go; render B needs a new
+// one.
 func TestApproval(t *testing.T) {
 	const ns = "e2e-approval"
+	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, malloryPEM, _, err := approval.GenerateKey("mallory")
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := workdir(t, `apiVersion: fleet/v1alpha1
 kind: Fleet
 metadata: {name: e2e}
@@ -312,7 +327,9 @@ clusters:
   - {name: ap-b, group: production, context: fleet-c3}
 apps:
   - {name: approval, manifests: app.yaml}
-`, map[string]string{"app.yaml": release(ns, "A")})
+approvers:
+  - {name: alice, publicKey: `+alicePub+`}
+`, map[string]string{"app.yaml": release(ns, "A"), "alice.pem": string(alicePEM), "mallory.pem": string(malloryPEM)})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
 	out, errOut, code := fleet(t, dir, "apply", "--yes")
 	if code != 4 || !strings.Contains(out, "production awaiting approval: ap-a: approval sha256:") || !strings.Contains(errOut, "approve this release with kubectl fleet approve -g production") {
@@ -321,7 +338,47 @@ apps:
 	if !absent(t, "fleet-c2", "namespace", ns) {
 		t.Fatal("production was written to before its approval")
 	}
-	if out, errOut, code := fleet(t, dir, "approve", "-g", "production"); code != 0 || !strings.Contains(out, "[ap-a] approved approval sha256:") {
+
+	// The deploy job approving its own release: without an approver's
+	// key nothing is written; with a key not the fleet's, nothing either;
+	// a ConfigMap written by hand, or the job's own signed approval, does
+	// not count.
+	if out, errOut, code := fleet(t, dir, "approve", "-g", "production"); code != 1 || !strings.Contains(errOut, "approve signs with an approver's key: give --key or $KUBECTL_FLEET_APPROVER_KEY (the fleet's approvers: alice)") {
+		t.Errorf("approve without a key: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "approve", "-g", "production", "--key", filepath.Join(dir, "mallory.pem")); code != 1 || !strings.Contains(errOut, "is not one of the fleet's approvers (alice)") {
+		t.Errorf("approve with a key not the fleet's: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c2", "configmap", "approval.e2e", "-n", "kubectl-fleet") {
+		t.Error("a refused approve wrote an approval")
+	}
+	if out, errOut, code := fleet(t, dir, "approve", "-g", "production", "--key", filepath.Join(dir, "alice.pem")); code != 0 {
+		t.Fatalf("approve as admin with alice's key: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 4 || !strings.Contains(out+errOut, "was approved by admin, who applies it") {
+		t.Errorf("apply approved by its own identity: exit %d\n%s%s", code, out, errOut)
+	}
+	// The job edits the approval to say alice gave it: its signature no
+	// longer verifies.
+	for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
+		a, errOut, code := kubectl(t, "", "get", "configmap", "approval.e2e", "-n", "kubectl-fleet", "--context", ctx, "-o", "jsonpath={.data.approval}")
+		if code != 0 || !strings.Contains(a, `"by":"admin"`) {
+			t.Fatalf("the approval on %s: %s%s", ctx, a, errOut)
+		}
+		forged, _ := json.Marshal(map[string]any{"data": map[string]string{"approval": strings.Replace(a, `"by":"admin"`, `"by":"alice"`, 1)}})
+		if _, errOut, code := kubectl(t, "", "patch", "configmap", "approval.e2e", "-n", "kubectl-fleet", "--context", ctx, "--type", "merge", "-p", string(forged)); code != 0 {
+			t.Fatal(errOut)
+		}
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 4 || !strings.Contains(out+errOut, "signed by none of the fleet's approvers") {
+		t.Errorf("apply with a forged approval: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c2", "namespace", ns) {
+		t.Fatal("production was written to without a valid approval")
+	}
+
+	// Alice approves, with her key.
+	if out, errOut, code := fleet(t, dir, "approve", "-g", "production", "--key", filepath.Join(dir, "alice.pem"), "--as", "alice", "--as-group", "system:masters"); code != 0 || !strings.Contains(out, "[ap-a] approved approval sha256:") {
 		t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
 	}
 	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 {
