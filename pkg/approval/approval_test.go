@@ -85,7 +85,7 @@ func TestLoadSigner(t *testing.T) {
 		t.Errorf("alice's key: %+v, %v", s.Name, err)
 	}
 	for file, want := range map[string]string{
-		write("other.pem", otherPEM):          "is not one of the fleet's approvers (alice)",
+		write("other.pem", otherPEM):           "is not one of the fleet's approvers (alice)",
 		write("junk.pem", []byte("not a key")): "is not PEM",
 		filepath.Join(dir, "missing.pem"):      "no such file",
 	} {
