@@ -1447,3 +1447,44 @@ func TestHeldBeforeEachWrite(t *testing.T) {
 		})
 	}
 }
+
+// A neighbour the prune cannot read keeps the object: a CRD whose custom
+// resources may not be listed, a Namespace whose contents may not be, is
+// left in the set untouched, whatever the refusal (Forbidden included:
+// not allowed to see is not "nothing there").
+func TestPruneKeepsWhatItCannotRead(t *testing.T) {
+	crd := func() *unstructured.Unstructured {
+		o := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
+		o.Object["spec"] = map[string]any{"group": "policy.example.com", "scope": "Cluster",
+			"names":    map[string]any{"plural": "clusterpolicies", "kind": "ClusterPolicy"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}}
+		return o
+	}
+	for _, tt := range []struct {
+		name     string
+		obj      *unstructured.Unstructured
+		resource string
+		err      error
+	}{
+		{"a CRD, Forbidden", crd(), "clusterpolicies", apierrors.NewForbidden(schema.GroupResource{Group: "policy.example.com", Resource: "clusterpolicies"}, "", errors.New("RBAC: list not allowed"))},
+		{"a CRD, unavailable", crd(), "clusterpolicies", apierrors.NewServiceUnavailable("etcd is away")},
+		{"a Namespace, Forbidden", ns("web"), "configmaps", apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC: list not allowed"))},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := kubetest.New(t)
+			mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{tt.obj}})
+			for range 20 {
+				c.Inject(kubetest.Fault{Verb: "list", Resource: tt.resource, Err: tt.err})
+			}
+			got, _ := run(t, c, apply.Config{Prune: true, AllowEmpty: true})
+			if c.Live(tt.obj) == nil {
+				t.Fatalf("deleted although what it holds could not be read: %+v", got)
+			}
+			for _, ch := range got {
+				if ch.Action == apply.Pruned {
+					t.Errorf("said pruned: %+v", ch)
+				}
+			}
+		})
+	}
+}
