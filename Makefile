@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e hunt fuzz bench bench-scale lint tidy-check dist clean controlplane docs schema
+.PHONY: all build run demo up test test-unit e2e hunt fuzz mutants bench bench-scale lint tidy-check dist clean controlplane docs schema
 
 all: build
 
@@ -57,6 +57,13 @@ HUNT_DURATION ?= 60m
 HUNT_STEPS    ?= 200
 hunt: controlplane
 	HUNT_SEED=random HUNT_DURATION=$(HUNT_DURATION) HUNT_STEPS=$(HUNT_STEPS) $(GO) test -count=1 -timeout 0 -run '^TestHunt$$' -v ./test/e2e
+
+## mutants: plant each regression the safety tests guard against (a
+## guard that fails open, a check skipped), one at a time, and show the
+## tests kill it (hack/mutants; about 3 minutes). MUTANTS_FLAGS=-e2e adds
+## the hunt on real API servers to the ownership mutants.
+mutants:
+	$(GO) run ./hack/mutants $(MUTANTS_FLAGS)
 
 ## fuzz: fuzz the fleet parser, the planning of a parsed fleet (windows,
 ## batches, after: graph, each input within a time budget), the substitution engine, the manifest

@@ -1,0 +1,203 @@
+// Command mutants plants the regressions the safety tests guard against,
+// one at a time, and shows that the tests kill each: a safety test that
+// cannot fail is no test. Each mutant is a one-line change of a rule
+// (a guard that fails open, a check skipped); the tests that hold the
+// rule run against it, and must fail. The file is restored after each,
+// and on Ctrl-C. Usage, from the module's folder:
+//
+//	go run ./hack/mutants [-run REGEXP] [-e2e]
+//
+// -e2e adds the data-loss hunt on real API servers (TestHunt, make
+// test's seeds) to each ownership mutant's tests: minutes each. It
+// exits 1 when a mutant survives.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// mutant is one planted regression: old, found exactly once in file,
+// becomes new; pkgs and run are the tests that must then fail.
+type mutant struct {
+	name, file, old, new string
+	pkgs                 []string
+	run                  string
+	// hunt: the ownership rule's, which TestHunt also holds (-e2e).
+	hunt bool
+}
+
+var mutants = []mutant{
+	// The ownership rule (trust 3), as the review planted them.
+	{"a guard that reads Forbidden as nothing there", "pkg/inventory/guard.go",
+		"\tcase err != nil:\n\t\treturn d, fmt.Sprintf(\"not deleted: %s (%v)",
+		"\tcase err != nil && !apierrors.IsForbidden(err):\n\t\treturn d, fmt.Sprintf(\"not deleted: %s (%v)",
+		[]string{"./pkg/apply", "./pkg/inventory"}, "", true},
+	{"a rule blind to the fleet", "pkg/inventory/inventory.go",
+		"if fleet != \"\" && s.Exists && s.Fleet != \"\" && s.Fleet != fleet {",
+		"if false && fleet != \"\" && s.Exists && s.Fleet != \"\" && s.Fleet != fleet {",
+		[]string{"./pkg/inventory", "./pkg/apply", "./pkg/rollout"}, "", true},
+	{"an adopted object deleted", "pkg/inventory/inventory.go",
+		"adopted := s.Adopted.Has(path) && !object.PruneAlways(m)",
+		"adopted := false && s.Adopted.Has(path) && !object.PruneAlways(m)",
+		[]string{"./pkg/inventory", "./pkg/apply"}, "", true},
+	{"a CRD deleted with others' custom resources", "pkg/inventory/guard.go",
+		"if !g.dooms(item.GetUID()) {",
+		"if false && !g.dooms(item.GetUID()) {",
+		[]string{"./pkg/inventory", "./pkg/apply"}, "", true},
+	{"a kept member not spared from its CRD's count", "pkg/apply/prune.go",
+		"\t\t\tp.guard.Spare(m) // still there\n",
+		"\t\t\t_ = m // still there\n",
+		[]string{"./pkg/apply"}, "", true},
+	{"an object moved to another app deleted", "pkg/inventory/inventory.go",
+		"if app := n.rendering[path]; app != \"\" {",
+		"if app := n.rendering[path]; false && app != \"\" {",
+		[]string{"./pkg/inventory", "./pkg/apply"}, "", true},
+	{"a Namespace deleted with another app's objects", "pkg/inventory/inventory.go",
+		"if apps := n.inNamespace[m.GetName()]; len(apps) > 0 {",
+		"if apps := n.inNamespace[m.GetName()]; false && len(apps) > 0 {",
+		[]string{"./pkg/inventory", "./pkg/apply"}, "", true},
+	{"unknown neighbours read as none", "pkg/inventory/inventory.go",
+		"\tif n.unknown != nil {\n\t\treturn Decision{Retain: true",
+		"\tif false && n.unknown != nil {\n\t\treturn Decision{Retain: true",
+		[]string{"./pkg/inventory", "./pkg/apply"}, "", true},
+
+	// Trust 4.
+	{"a decrypted value masked in Secrets only", "pkg/mask/mask.go",
+		"\tif whole {\n\t\treturn Masked, true\n\t}",
+		"\tif false && whole {\n\t\treturn Masked, true\n\t}",
+		[]string{"./pkg/mask", "./pkg/report"}, "", false},
+	{"a file without its MAC read as plain", "pkg/sopsfile/sopsfile.go",
+		"\t\treturn yamlMark.Match(data)\n",
+		"\t\treturn yamlMark.Match(data) && bytes.Contains(data, []byte(\"mac:\"))\n",
+		[]string{"./pkg/sopsfile"}, "", false},
+	{"a schedule that never opens passes", "pkg/fleet/windows.go",
+		"\tif s.Next(scheduleRef).IsZero() {",
+		"\tif false {",
+		[]string{"./pkg/fleet"}, "", false},
+	{"a window's duration unbounded", "pkg/fleet/windows.go",
+		"\tcase w.Duration > MaxWindowDuration:",
+		"\tcase false:",
+		[]string{"./pkg/fleet"}, "", false},
+	{"a time zone inside a schedule", "pkg/fleet/windows.go",
+		"\tcase len(f) > 0 && (strings.HasPrefix(f[0], \"CRON_TZ=\") || strings.HasPrefix(f[0], \"TZ=\")):",
+		"\tcase false:",
+		[]string{"./pkg/fleet"}, "", false},
+	{"a batch selector that matches nothing", "pkg/fleet/validate.go",
+		"if b.Selector == \"\" || b.Size != nil || b.Optional || e.has(bp+\".selector\") {",
+		"if true || b.Selector == \"\" || b.Size != nil || b.Optional || e.has(bp+\".selector\") {",
+		[]string{"./pkg/fleet"}, "", false},
+	{"one API server in two entries", "pkg/kube/config.go",
+		"if other := servers[server]; other != nil && !f.SameCluster(c, other) {",
+		"if other := servers[server]; false && other != nil && !f.SameCluster(c, other) {",
+		[]string{"./pkg/kube"}, "", false},
+	{"a pause read once per app", "pkg/apply/apply.go",
+		"\tif err := p.held.before(ctx); err != nil {\n\t\tch.Action, ch.Reason = Skipped",
+		"\tif err := error(nil); err != nil {\n\t\tch.Action, ch.Reason = Skipped",
+		[]string{"./pkg/apply"}, "", false},
+	{"an identity asked before the render succeeded", "pkg/rendered/set.go",
+		"\tresults := pl.Render(ctx, c.Engine)\n",
+		"\tif c.Warm != nil {\n\t\tc.Warm(ctx, pl)\n\t}\n\tresults := pl.Render(ctx, c.Engine)\n",
+		[]string{"./pkg/rendered"}, "", false},
+	{"an approval no approver signed", "pkg/approval/approval.go",
+		"\t\tcase ok && a.Digest == d && rules.verified(a) == \"\":",
+		"\t\tcase false:",
+		[]string{"./pkg/approval", "./pkg/rollout"}, "", false},
+	{"an approval by who applies", "pkg/approval/approval.go",
+		"\t\tcase ok && a.Digest == d && rules.Self != \"\" && a.By == rules.Self:",
+		"\t\tcase false:",
+		[]string{"./pkg/approval"}, "", false},
+}
+
+func main() {
+	only := flag.String("run", "", "only the mutants whose name matches this regular expression")
+	e2e := flag.Bool("e2e", false, "also run the hunt (TestHunt) against the ownership mutants")
+	flag.Parse()
+	re, err := regexp.Compile(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	killed, total := 0, 0
+	for _, m := range mutants {
+		if !re.MatchString(m.name) {
+			continue
+		}
+		total++
+		ok, how, err := m.try(ctx, *e2e)
+		switch {
+		case err != nil:
+			fmt.Printf("ERROR     %s: %v\n", m.name, err)
+		case ok:
+			killed++
+			fmt.Printf("killed    %s (%s)\n", m.name, how)
+		default:
+			fmt.Printf("SURVIVED  %s: %s\n", m.name, how)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	fmt.Printf("mutants: %d of %d killed\n", killed, total)
+	if killed < total {
+		os.Exit(1)
+	}
+}
+
+// try plants m, runs its tests, and restores the file: killed reports
+// whether the tests failed.
+func (m mutant) try(ctx context.Context, e2e bool) (killed bool, how string, err error) {
+	orig, err := os.ReadFile(m.file)
+	if err != nil {
+		return false, "", err
+	}
+	if n := strings.Count(string(orig), m.old); n != 1 {
+		return false, "", fmt.Errorf("%s: the line to change is there %d times, want once: the code moved, update the mutant", m.file, n)
+	}
+	if err := os.WriteFile(m.file, []byte(strings.Replace(string(orig), m.old, m.new, 1)), 0o644); err != nil {
+		return false, "", err
+	}
+	defer func() {
+		if rerr := os.WriteFile(m.file, orig, 0o644); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	args := append([]string{"test", "-count=1", "-timeout", "10m"}, m.pkgs...)
+	if m.run != "" {
+		args = append(args, "-run", m.run)
+	}
+	start := time.Now()
+	out, terr := exec.CommandContext(ctx, "go", args...).CombinedOutput()
+	if strings.Contains(string(out), "[build failed]") || strings.Contains(string(out), "[setup failed]") {
+		return false, "", fmt.Errorf("the mutant does not build:\n%s", out)
+	}
+	if terr != nil {
+		return true, fmt.Sprintf("%s in %s", firstFail(string(out)), time.Since(start).Round(time.Second)), nil
+	}
+	if m.hunt && e2e {
+		hunt := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "30m", "-run", "^TestHunt$", "./test/e2e")
+		if out, err := hunt.CombinedOutput(); err != nil {
+			return true, "TestHunt: " + firstFail(string(out)), nil
+		}
+	}
+	return false, "every test passed: " + strings.Join(m.pkgs, " "), nil
+}
+
+// firstFail is the first failing test's name in go test's output.
+func firstFail(out string) string {
+	for line := range strings.Lines(out) {
+		if f, ok := strings.CutPrefix(strings.TrimSpace(line), "--- FAIL: "); ok {
+			return strings.Fields(f)[0]
+		}
+	}
+	return "the tests failed"
+}
