@@ -196,13 +196,16 @@ func TestPinThenRepoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Contexts["fleet-c1"].Cluster = cfg.Contexts["fleet-c2"].Cluster
+	// Repointed at a cluster the fleet does not name: at another entry's,
+	// it would be refused before the check, as one server in two entries.
+	cfg.Contexts["fleet-c1"].Cluster = cfg.Contexts["fleet-c3"].Cluster
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
 		t.Fatal(err)
 	}
 	out, _, code = kubectl(t, "", "fleet", "clusters", "--check", "-F", f, "--kubeconfig", kc)
-	want := fmt.Sprintf("identity mismatch: the fleet file pins uid %s, the cluster has %s", uid1, uid2)
+	uid3, _ := get(t, "fleet-c3", "namespace", "kube-system", "-o", "jsonpath={.metadata.uid}")
+	want := fmt.Sprintf("identity mismatch: the fleet file pins uid %s, the cluster has %s", uid1, uid3)
 	if code == 0 || !strings.Contains(out, want) {
 		t.Errorf("exit %d, want %q in:\n%s", code, want, out)
 	}

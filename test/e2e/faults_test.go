@@ -937,7 +937,13 @@ func TestFaultTwentyClusters(t *testing.T) {
 		name := fmt.Sprintf("s%02d", i)
 		names = append(names, name)
 		contexts["stress-"+name] = testenv.ContextSpec{Server: env.Clusters[i%len(env.Clusters)].Direct}
-		fmt.Fprintf(&f, "  - {name: %s, group: all, context: stress-%s, kubeconfig: kubeconfig}\n", name, name)
+		// One API server in several entries, on purpose (sameClusterAs):
+		// each has an app and a namespace of its own.
+		same := ""
+		if i > len(env.Clusters) {
+			same = fmt.Sprintf(", sameClusterAs: s%02d", (i-1)%len(env.Clusters)+1)
+		}
+		fmt.Fprintf(&f, "  - {name: %s, group: all, context: stress-%s, kubeconfig: kubeconfig%s}\n", name, name, same)
 		fmt.Fprintf(&apps, "  - {name: stress-%s, manifests: app, clusters: [%s]}\n", name, name)
 	}
 	f.WriteString("apps:\n" + apps.String())

@@ -406,7 +406,11 @@ func TestManyClustersThroughPipes(t *testing.T) {
 		if i < 4 {
 			group = "staging"
 		}
-		fmt.Fprintf(&b, "  - {name: many-%02d, group: %s, context: fleet-c%d}\n", i, group, i%3+1)
+		same := "" // three servers, each in many entries on purpose
+		if i >= 3 {
+			same = fmt.Sprintf(", sameClusterAs: many-%02d", i%3)
+		}
+		fmt.Fprintf(&b, "  - {name: many-%02d, group: %s, context: fleet-c%d%s}\n", i, group, i%3+1, same)
 	}
 	b.WriteString("apps:\n  - {name: many, manifests: app.yaml}\n")
 	dir := workdir(t, b.String(), map[string]string{
