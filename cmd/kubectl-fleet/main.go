@@ -15,11 +15,23 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/stats"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/cmd"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 func main() { os.Exit(run()) }
 
 func run() int {
+	// A key command sops runs for a key (SOPS_AGE_KEY_CMD), run by the
+	// plugin itself so that it is stopped, with all it started, when it
+	// hangs (sopsfile.BoundKeyCommands).
+	if len(os.Args) > 1 && os.Args[1] == sopsfile.KeyCommandArg {
+		return sopsfile.RunKeyCommand(os.Args[2:], os.Stdout, os.Stderr)
+	}
+	if self, err := os.Executable(); err == nil {
+		// A little inside the key services' limit: the command's
+		// timeout is said as such, not as a key service's.
+		sopsfile.BoundKeyCommands(self, sopsfile.KeyTimeout()*9/10)
+	}
 	// KUBECTL_FLEET_CPUPROFILE names a file for a CPU profile of the run
 	// (go tool pprof reads it): how make bench shows where time goes.
 	if f := os.Getenv("KUBECTL_FLEET_CPUPROFILE"); f != "" {

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -181,12 +182,17 @@ type File struct {
 	Decrypted bool
 	// Reason is why it was not decrypted.
 	Reason string
-	mac    string
+	// TimedOut: a key service or key command did not answer in time.
+	TimedOut bool
+	mac      string
 }
 
-// NoKey says that no key here decrypts f, and which keys it is
-// encrypted for.
+// NoKey says that no key here decrypts f (or that the keys did not
+// answer in time), and which keys it is encrypted for.
 func (f File) NoKey() string {
+	if f.TimedOut {
+		return f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and its key did not answer in time (" + f.Reason + ")"
+	}
 	return f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and no key here decrypts it"
 }
 
@@ -214,6 +220,13 @@ func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
 	switch {
 	case errors.As(err, &nk) && d.KeysOptional:
 		d.note(path, nk.mac, nk.Recipients, false, nk.Tried)
+		if nk.TimedOut {
+			d.mu.Lock()
+			if f := d.seen[path]; f != nil {
+				f.TimedOut = true
+			}
+			d.mu.Unlock()
+		}
 		return data, nil
 	case err != nil:
 		return nil, err
@@ -370,11 +383,13 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	}
 	keys := make([]keyservice.KeyServiceClient, len(services))
 	for i, k := range services {
-		keys[i] = &bounded{KeyServiceClient: k, timeout: cmp.Or(d.KeyTimeout, DefaultKeyTimeout)}
+		keys[i] = &bounded{KeyServiceClient: k, timeout: cmp.Or(d.KeyTimeout, KeyTimeout())}
 	}
 	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices(keys, nil)
 	if err != nil {
-		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: tried(err), mac: tree.Metadata.MessageAuthenticationCode}
+		why, timedOut := explainKeyCommands(tried(err))
+		timedOut = timedOut || strings.Contains(why, keyServiceTimeout)
+		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: why, TimedOut: timedOut, mac: tree.Metadata.MessageAuthenticationCode}
 	}
 	cipher := aes.NewCipher()
 	before := leaves(tree.Branches)
@@ -394,9 +409,24 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	return out, nil
 }
 
+// keyServiceTimeout starts what a key service that did not answer says.
+const keyServiceTimeout = "the key service did not answer in"
+
 // DefaultKeyTimeout is how long a key service may take to decrypt a
 // file's data key: a KMS a network away, a SOPS_AGE_KEY_CMD.
 const DefaultKeyTimeout = time.Minute
+
+// KeyTimeoutEnv sets the key services' time limit (a Go duration) in
+// place of DefaultKeyTimeout.
+const KeyTimeoutEnv = "KUBECTL_FLEET_KEY_TIMEOUT"
+
+// KeyTimeout is $KUBECTL_FLEET_KEY_TIMEOUT, else DefaultKeyTimeout.
+func KeyTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(KeyTimeoutEnv)); err == nil && d > 0 {
+		return d
+	}
+	return DefaultKeyTimeout
+}
 
 // bounded is a key service whose Decrypt gives up after timeout: sops
 // asks its key services without a deadline (context.Background), and a
@@ -424,7 +454,7 @@ func (b *bounded) Decrypt(ctx context.Context, in *keyservice.DecryptRequest, op
 	case a := <-done:
 		return a.out, a.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("the key service did not answer in %v", b.timeout)
+		return nil, fmt.Errorf("%s %v", keyServiceTimeout, b.timeout)
 	}
 }
 
@@ -496,10 +526,17 @@ type NoKeyError struct {
 	Path       string
 	Recipients []string
 	Tried      string
-	mac        string
+	// TimedOut is true when a key service or key command did not answer
+	// in time: the key may well be there.
+	TimedOut bool
+	mac      string
 }
 
 func (e *NoKeyError) Error() string {
+	if e.TimedOut {
+		return fmt.Sprintf("%s is encrypted with SOPS and it could not be decrypted in time; it is encrypted for %s; tried: %s",
+			e.Path, strings.Join(e.Recipients, ", "), e.Tried)
+	}
 	return fmt.Sprintf("%s is encrypted with SOPS and no key here decrypts it; it is encrypted for %s; tried: %s (keys are found where the sops CLI finds them)",
 		e.Path, strings.Join(e.Recipients, ", "), e.Tried)
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
 )
@@ -131,4 +132,48 @@ func TestSOPS(t *testing.T) {
 		}
 	}
 	run(k.Identity, 0, "deleted", "delete", "--yes")
+}
+
+// TestSOPSKeyCommandHangs: a SOPS_AGE_KEY_CMD that never answers (a
+// password prompt without a terminal) is stopped at the key time limit,
+// with every process it started, and said as a timeout, not as a
+// missing key; nothing is written.
+func TestSOPSKeyCommandHangs(t *testing.T) {
+	const ns = "e2e-sops-keycmd"
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	dir := sopsApps(t, k, ns, "sops-keycmd-3b9e")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	t.Setenv("SOPS_AGE_KEY_CMD", `sh -c 'sleep 300 & echo $! > `+pidFile+`; wait'`)
+	t.Setenv("KUBECTL_FLEET_KEY_TIMEOUT", "3s")
+	start := time.Now()
+	out, errOut, code := fleet(t, dir, "apply", "--yes", "--app", "kust")
+	if code != 1 || !strings.Contains(errOut, "timed out after") || !strings.Contains(errOut, "SOPS_AGE_KEY_CMD") || strings.Contains(errOut, "no key here decrypts it") {
+		t.Errorf("apply with a key command that hangs: exit %d after %s\n%s%s", code, time.Since(start).Round(time.Second), out, withoutLogs(errOut))
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("apply took %s with a 3s key limit", d)
+	}
+	if !absent(t, "fleet-c1", "namespace", ns) {
+		t.Error("something was written")
+	}
+	out, errOut, code = fleet(t, dir, "vet")
+	if !strings.Contains(out+errOut, "its key did not answer in time") {
+		t.Errorf("vet: exit %d\n%s%s", code, out, withoutLogs(errOut))
+	}
+	pid, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatalf("the key command never ran: %v", err)
+	}
+	// The command's own child is gone with it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat("/proc/" + strings.TrimSpace(string(pid))); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the key command's child %s still runs after the plugin exited", strings.TrimSpace(string(pid)))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
