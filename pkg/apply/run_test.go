@@ -872,15 +872,17 @@ func TestNamespaceOfARollback(t *testing.T) {
 // of its kind that the app does not delete remain (deleting it would
 // delete them): it is left, released from the set, and said. Once only
 // the app's own remain, they go and so does it.
+// crd is the CRD of kubetest's ClusterPolicy kind.
+func crd() *unstructured.Unstructured {
+	o := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
+	o.Object["spec"] = map[string]any{"group": "policy.example.com", "scope": "Cluster",
+		"names":    map[string]any{"plural": "clusterpolicies", "kind": "ClusterPolicy"},
+		"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}}
+	return o
+}
+
 func TestPruneKeepsACRDWithOthersResources(t *testing.T) {
 	c := kubetest.New(t)
-	crd := func() *unstructured.Unstructured {
-		o := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
-		o.Object["spec"] = map[string]any{"group": "policy.example.com", "scope": "Cluster",
-			"names":    map[string]any{"plural": "clusterpolicies", "kind": "ClusterPolicy"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}}
-		return o
-	}
 	policy := func(name string) *unstructured.Unstructured {
 		return kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "", name)
 	}
@@ -1453,13 +1455,6 @@ func TestHeldBeforeEachWrite(t *testing.T) {
 // left in the set untouched, whatever the refusal (Forbidden included:
 // not allowed to see is not "nothing there").
 func TestPruneKeepsWhatItCannotRead(t *testing.T) {
-	crd := func() *unstructured.Unstructured {
-		o := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterpolicies.policy.example.com")
-		o.Object["spec"] = map[string]any{"group": "policy.example.com", "scope": "Cluster",
-			"names":    map[string]any{"plural": "clusterpolicies", "kind": "ClusterPolicy"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true}}}
-		return o
-	}
 	for _, tt := range []struct {
 		name     string
 		obj      *unstructured.Unstructured
