@@ -93,6 +93,10 @@ func (o *InitOptions) Run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	contexts, left := scaffold.OneEach(&raw, contexts)
+	for _, l := range left {
+		fmt.Fprintf(o.ErrOut, "note: context %s: left out, one entry per API server (sameClusterAs: in the fleet file says otherwise)\n", l)
+	}
 	groups, clusters, err := scaffold.Place(contexts, o.Groups)
 	if err != nil {
 		return err

@@ -125,3 +125,22 @@ func TestInitRefuses(t *testing.T) {
 // repo is the module's folder, from this package's (before a test
 // changes the working folder).
 var repo, _ = filepath.Abs("../..")
+
+// TestInitOneEntryPerServer: two contexts of one API server make one
+// cluster entry, the other said left out: a fleet file refuses two
+// entries of one server.
+func TestInitOneEntryPerServer(t *testing.T) {
+	shared := strings.Replace(initKubeconfig, "- {name: prod-us, context: {cluster: d, user: u}}", "- {name: prod-us, context: {cluster: c, user: u}}", 1)
+	dir, kc := initDir(t, shared)
+	out, errOut, code := run(t, "", "init", "--kubeconfig", kc)
+	if code != 0 || !strings.Contains(errOut, "note: context prod-us: the API server of prod-eu: left out") {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "context: prod-us") || !strings.Contains(string(b), "context: prod-eu") {
+		t.Errorf("the fleet file:\n%s", b)
+	}
+}

@@ -148,6 +148,28 @@ func Contexts(contexts map[string]*clientcmdapi.Context, globs []string) ([]stri
 	return names, nil
 }
 
+// OneEach keeps, of names (sorted contexts of cfg), the first context of
+// each API server: two entries of one server would share every app's
+// records there, and a fleet file refuses them. It returns the contexts
+// kept, and a line for each left out ("prod-admin: the API server of
+// prod-eu").
+func OneEach(cfg *clientcmdapi.Config, names []string) (kept, left []string) {
+	first := map[string]string{}
+	for _, name := range names {
+		server := ""
+		if ctx := cfg.Contexts[name]; ctx != nil && cfg.Clusters[ctx.Cluster] != nil {
+			server = fleet.ServerKey(cfg.Clusters[ctx.Cluster].Server)
+		}
+		if other, ok := first[server]; ok && server != "" {
+			left = append(left, fmt.Sprintf("%s: the API server of %s", name, other))
+			continue
+		}
+		first[server] = name
+		kept = append(kept, name)
+	}
+	return kept, left
+}
+
 // KubeconfigField is the defaults.kubeconfig of a fleet file in dir for
 // the kubeconfig given (--kubeconfig; relative to dir when it can be),
 // so that later commands find the same contexts; "" for kubectl's own.
