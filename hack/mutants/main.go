@@ -8,7 +8,8 @@
 //	go run ./hack/mutants [-run REGEXP] [-e2e]
 //
 // -e2e adds the data-loss hunt on real API servers (TestHunt, make
-// test's seeds) to each ownership mutant's tests: minutes each. It
+// test's seeds) to each ownership mutant's tests: minutes each; -hunt
+// runs the hunt alone against them, to see what it finds by itself. It
 // exits 1 when a mutant survives.
 package main
 
@@ -119,6 +120,7 @@ var mutants = []mutant{
 func main() {
 	only := flag.String("run", "", "only the mutants whose name matches this regular expression")
 	e2e := flag.Bool("e2e", false, "also run the hunt (TestHunt) against the ownership mutants")
+	huntOnly := flag.Bool("hunt", false, "run only the hunt (TestHunt) against the ownership mutants, no unit test")
 	flag.Parse()
 	re, err := regexp.Compile(*only)
 	if err != nil {
@@ -129,8 +131,11 @@ func main() {
 	defer stop()
 	killed, total := 0, 0
 	for _, m := range mutants {
-		if !re.MatchString(m.name) {
+		if !re.MatchString(m.name) || *huntOnly && !m.hunt {
 			continue
+		}
+		if *huntOnly {
+			m.pkgs = nil
 		}
 		total++
 		ok, how, err := m.try(ctx, *e2e)
@@ -171,25 +176,41 @@ func (m mutant) try(ctx context.Context, e2e bool) (killed bool, how string, err
 			err = rerr
 		}
 	}()
-	args := append([]string{"test", "-count=1", "-timeout", "10m"}, m.pkgs...)
-	if m.run != "" {
-		args = append(args, "-run", m.run)
-	}
 	start := time.Now()
-	out, terr := exec.CommandContext(ctx, "go", args...).CombinedOutput()
-	if strings.Contains(string(out), "[build failed]") || strings.Contains(string(out), "[setup failed]") {
-		return false, "", fmt.Errorf("the mutant does not build:\n%s", out)
-	}
-	if terr != nil {
-		return true, fmt.Sprintf("%s in %s", firstFail(string(out)), time.Since(start).Round(time.Second)), nil
-	}
-	if m.hunt && e2e {
-		hunt := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "30m", "-run", "^TestHunt$", "./test/e2e")
-		if out, err := hunt.CombinedOutput(); err != nil {
-			return true, "TestHunt: " + firstFail(string(out)), nil
+	if len(m.pkgs) > 0 {
+		args := append([]string{"test", "-count=1", "-timeout", "10m"}, m.pkgs...)
+		if m.run != "" {
+			args = append(args, "-run", m.run)
+		}
+		out, terr := exec.CommandContext(ctx, "go", args...).CombinedOutput()
+		if strings.Contains(string(out), "[build failed]") || strings.Contains(string(out), "[setup failed]") {
+			return false, "", fmt.Errorf("the mutant does not build:\n%s", out)
+		}
+		if terr != nil {
+			return true, fmt.Sprintf("%s in %s", firstFail(string(out)), time.Since(start).Round(time.Second)), nil
 		}
 	}
-	return false, "every test passed: " + strings.Join(m.pkgs, " "), nil
+	if m.hunt && (e2e || len(m.pkgs) == 0) {
+		hunt := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "30m", "-run", "^TestHunt$", "./test/e2e")
+		if out, err := hunt.CombinedOutput(); err != nil {
+			return true, fmt.Sprintf("TestHunt: %s in %s", huntFinding(string(out)), time.Since(start).Round(time.Second)), nil
+		}
+	}
+	ran := m.pkgs
+	if m.hunt && (e2e || len(m.pkgs) == 0) {
+		ran = append(ran, "TestHunt")
+	}
+	return false, "every test passed: " + strings.Join(ran, " "), nil
+}
+
+// huntFinding is what the hunt said it found ("seed 1: …"), one line.
+func huntFinding(out string) string {
+	for line := range strings.Lines(out) {
+		if _, f, ok := strings.Cut(line, "data-loss hunt: "); ok {
+			return strings.TrimSpace(f)
+		}
+	}
+	return firstFail(out)
 }
 
 // firstFail is the first failing test's name in go test's output.
