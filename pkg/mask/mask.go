@@ -25,7 +25,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,10 +51,10 @@ type Set struct {
 	// forms are what is searched in text: the values of MinText or more
 	// characters, their lines, their base64 and their JSON forms.
 	forms map[string]bool
-	// r replaces the forms of MinLoose or more characters, short those
-	// of fewer where they stand alone (replacer).
-	r     *strings.Replacer
-	short *regexp.Regexp
+	// loose and alone are the forms, sorted (textForms), built once the
+	// forms last changed.
+	loose, alone []string
+	built        bool
 }
 
 // Add records a decrypted value: a string, a number or a boolean as a
@@ -87,7 +86,7 @@ func (s *Set) Add(v any) {
 			s.forms[line] = true
 		}
 	}
-	s.r, s.short = nil, nil
+	s.built = false
 }
 
 // scalar is a leaf's text: strings as they are, numbers as YAML and
@@ -223,19 +222,20 @@ func isBase64Of(v string, whole map[string]bool) bool {
 	return err == nil && len(b) > 0 && whole[string(b)]
 }
 
-// replacer replaces every form of MinLoose characters or more, longest
-// first so that a value is masked whole before a line of it is; the
-// regexp finds the shorter ones where they stand alone.
-func (s *Set) replacer() (*strings.Replacer, *regexp.Regexp) {
+// forms are the text forms masked, longest first so that a value is
+// masked whole before a line of it is: loose (MinLoose characters or
+// more) masked wherever they are, alone only where they stand alone.
+func (s *Set) textForms() (loose, alone []string) {
 	s.mu.RLock()
-	r, short := s.r, s.short
+	loose, alone = s.loose, s.alone
+	built := s.built
 	s.mu.RUnlock()
-	if r != nil {
-		return r, short
+	if built {
+		return loose, alone
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.r == nil {
+	if !s.built {
 		forms := make([]string, 0, len(s.forms))
 		for f := range s.forms {
 			forms = append(forms, f)
@@ -246,37 +246,73 @@ func (s *Set) replacer() (*strings.Replacer, *regexp.Regexp) {
 			}
 			return strings.Compare(a, b)
 		})
-		var pairs, alone []string
+		s.loose, s.alone = nil, nil
 		for _, f := range forms {
 			if len(f) >= MinLoose {
-				pairs = append(pairs, f, Masked)
+				s.loose = append(s.loose, f)
 			} else {
-				alone = append(alone, regexp.QuoteMeta(f))
+				s.alone = append(s.alone, f)
 			}
 		}
-		s.r, s.short = strings.NewReplacer(pairs...), nil
-		if len(alone) > 0 {
-			s.short = regexp.MustCompile(`(^|[^A-Za-z0-9])(?:` + strings.Join(alone, "|") + `)([^A-Za-z0-9]|$)`)
-		}
+		s.built = true
 	}
-	return s.r, s.short
+	return s.loose, s.alone
 }
 
 // String is text with every decrypted value of MinText characters or
-// more masked: the guard of errors, traces, logs and reports.
+// more masked: the guard of errors, traces, logs and reports. Each form
+// costs one search of the text (strings.Index), a replacement only where
+// it is found.
 func (s *Set) String(text string) string {
 	if s.Empty() {
 		return text
 	}
-	r, short := s.replacer()
-	text = r.Replace(text)
-	if short != nil {
-		// Twice: two values one separator apart share it.
-		for range 2 {
-			text = short.ReplaceAllString(text, "${1}"+Masked+"${2}")
+	loose, alone := s.textForms()
+	for _, f := range loose {
+		if strings.Contains(text, f) {
+			text = strings.ReplaceAll(text, f, Masked)
 		}
 	}
+	for _, f := range alone {
+		text = replaceAlone(text, f)
+	}
 	return text
+}
+
+// replaceAlone masks f in text where it stands alone: not between
+// letters or digits (a PIN inside a digest or a UID is not the PIN).
+func replaceAlone(text, f string) string {
+	var b strings.Builder
+	rest, done := text, 0
+	for {
+		i := strings.Index(rest, f)
+		if i < 0 {
+			break
+		}
+		at := len(text) - len(rest) + i
+		end := at + len(f)
+		if (at == 0 || !wordByte(text[at-1])) && (end == len(text) || !wordByte(text[end])) {
+			if b.Len() == 0 {
+				b.Grow(len(text))
+			}
+			b.WriteString(text[done:at])
+			b.WriteString(Masked)
+			done = end
+			rest = text[end:]
+			continue
+		}
+		rest = text[at+1:]
+	}
+	if done == 0 {
+		return text
+	}
+	b.WriteString(text[done:])
+	return b.String()
+}
+
+// wordByte reports whether c is an ASCII letter or digit.
+func wordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // leaf is a leaf masked: a whole decrypted value, or a string holding

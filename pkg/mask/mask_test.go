@@ -119,3 +119,24 @@ func TestStringAndWriter(t *testing.T) {
 		t.Error("a nil set masks")
 	}
 }
+
+// TestReplaceAlone: a short value is masked where it stands alone, at
+// the text's ends and beside another, never inside a word.
+func TestReplaceAlone(t *testing.T) {
+	for in, want := range map[string]string{
+		"0482":             "***",
+		"0482 0482":        "*** ***",
+		"0482,0482.":       "***,***.",
+		"a0482 04822 0482": "a0482 04822 ***",
+		"x-0482-y":         "x-***-y",
+		"00482":            "00482",
+		"":                 "",
+	} {
+		if got := replaceAlone(in, "0482"); got != want {
+			t.Errorf("replaceAlone(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := replaceAlone("a-a-a-", "a-a-"); got != "***a-" && got != "a-***" {
+		t.Errorf("overlapping: %q", got)
+	}
+}
