@@ -10,7 +10,8 @@
 // -e2e adds the data-loss hunt on real API servers (TestHunt, make
 // test's seeds) to each ownership mutant's tests: minutes each; -hunt
 // runs the hunt alone against them, to see what it finds by itself. It
-// exits 1 when a mutant survives.
+// exits 1 when a mutant survives. It edits the working tree while it
+// runs: commit nothing until it is over.
 package main
 
 import (
@@ -186,13 +187,20 @@ func (m mutant) try(ctx context.Context, e2e bool) (killed bool, how string, err
 		if strings.Contains(string(out), "[build failed]") || strings.Contains(string(out), "[setup failed]") {
 			return false, "", fmt.Errorf("the mutant does not build:\n%s", out)
 		}
+		if ctx.Err() != nil {
+			return false, "", ctx.Err() // interrupted: neither killed nor survived
+		}
 		if terr != nil {
 			return true, fmt.Sprintf("%s in %s", firstFail(string(out)), time.Since(start).Round(time.Second)), nil
 		}
 	}
 	if m.hunt && (e2e || len(m.pkgs) == 0) {
 		hunt := exec.CommandContext(ctx, "go", "test", "-count=1", "-timeout", "30m", "-run", "^TestHunt$", "./test/e2e")
-		if out, err := hunt.CombinedOutput(); err != nil {
+		out, err := hunt.CombinedOutput()
+		if ctx.Err() != nil {
+			return false, "", ctx.Err()
+		}
+		if err != nil {
 			return true, fmt.Sprintf("TestHunt: %s in %s", huntFinding(string(out)), time.Since(start).Round(time.Second)), nil
 		}
 	}
