@@ -129,16 +129,6 @@ func (s *Set) Empty() bool {
 	return len(s.whole) == 0
 }
 
-// Len is how many values are masked.
-func (s *Set) Len() int {
-	if s == nil {
-		return 0
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.whole) / 2
-}
-
 // Values are the masked values of MinText characters or more, longest
 // first (vet's warning searches objects for them).
 func (s *Set) Values() []string {
