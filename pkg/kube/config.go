@@ -165,10 +165,6 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 	var (
 		paths []string
 		seen  = map[string]*byPath{}
-		// servers are the clusters by the API server their context
-		// points at: two entries of one server are refused.
-		servers = map[string]*fleet.Cluster{}
-		same    fleet.ErrorList
 		// names says "env:NAME" rather than a temporary file.
 		names = map[string]string{}
 	)
@@ -203,13 +199,6 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 			p.errs = append(p.errs, f.FieldError(field, "context %q not found in kubeconfig %s%s", c.Context, display(path), guess(c.Context, cfg.Contexts)))
 		case cfg.Clusters[ctx.Cluster] == nil:
 			p.errs = append(p.errs, f.FieldError(field, "context %q refers to cluster %q, which kubeconfig %s does not define", c.Context, ctx.Cluster, display(path)))
-		default:
-			server := fleet.ServerKey(cfg.Clusters[ctx.Cluster].Server)
-			if other := servers[server]; other != nil && !f.SameCluster(c, other) {
-				same = append(same, f.FieldError(field, "context %q points at %s, as cluster %s's context %q does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: %s", c.Context, cfg.Clusters[ctx.Cluster].Server, other.Name, other.Context, other.Name))
-			} else if other == nil {
-				servers[server] = c
-			}
 		}
 	}
 	var list fleet.ErrorList
@@ -231,9 +220,33 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 			list = append(list, p.errs...)
 		}
 	}
-	list = append(list, same...)
+	list = append(list, oneEntryPerServer(base, kcs, f, clusters)...)
 	if len(list) == 0 {
 		return nil
+	}
+	return list
+}
+
+// oneEntryPerServer refuses two clusters whose contexts point at one API
+// server (the URL compared by fleet.ServerKey) unless one says it is the
+// other (sameClusterAs): they would share every app's records there.
+// Contexts that do not resolve are CheckContexts' to report.
+func oneEntryPerServer(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fleet.Fleet, clusters []*fleet.Cluster) fleet.ErrorList {
+	var list fleet.ErrorList
+	first := map[string]*fleet.Cluster{}
+	for _, c := range clusters {
+		cfg, err := kcs.Load(KubeconfigPath(base, f, c))
+		if err != nil || cfg.Contexts[c.Context] == nil || cfg.Clusters[cfg.Contexts[c.Context].Cluster] == nil {
+			continue
+		}
+		url := cfg.Clusters[cfg.Contexts[c.Context].Cluster].Server
+		server := fleet.ServerKey(url)
+		switch other := first[server]; {
+		case other == nil:
+			first[server] = c
+		case !f.SameCluster(c, other):
+			list = append(list, f.FieldError(fmt.Sprintf("clusters[%d].context", c.Index), "context %q points at %s, as cluster %s's context %q does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: %s", c.Context, url, other.Name, other.Context, other.Name))
+		}
 	}
 	return list
 }
