@@ -89,6 +89,8 @@ type FaultProxy struct {
 	held    int
 	trigger *trigger
 	log     []Request
+	// failGV is a group version whose discovery fails (FailDiscovery).
+	failGV  string
 	closed  bool
 	serving sync.WaitGroup
 }
@@ -170,7 +172,7 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			t.after--
 		}
 	}
-	mode, release := p.mode, p.release
+	mode, release, failGV := p.mode, p.release, p.failGV
 	i := len(p.log)
 	p.log = append(p.log, Request{At: time.Now(), Method: r.Method, Path: r.URL.Path, Mode: mode})
 	if mode == Hung {
@@ -193,10 +195,32 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 	}
+	if failGV != "" {
+		switch r.URL.Path {
+		case "/apis/" + failGV:
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"the server is currently unable to handle the request","reason":"ServiceUnavailable","code":503}`)
+			return
+		case "/api", "/apis":
+			// Not aggregated: the client asks each group version.
+			r.Header.Set("Accept", "application/json")
+		}
+	}
 	p.mu.Lock()
 	p.log[i].Forwarded = time.Now()
 	p.mu.Unlock()
 	p.forward.ServeHTTP(w, r)
+}
+
+// FailDiscovery makes discovery of group version gv ("group/version")
+// fail with 503, as it does while an aggregated API server is down; /api
+// and /apis are then served unaggregated, so that a client asks each
+// group version, and only that one fails. "" serves it again.
+func (p *FaultProxy) FailDiscovery(gv string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failGV = gv
 }
 
 // After lets n requests that match (nil: any) pass, and switches the

@@ -124,3 +124,49 @@ func TestOpenPTY(t *testing.T) {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
 }
+
+func TestFaultProxyFailDiscovery(t *testing.T) {
+	backend := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, r.URL.Path+" "+r.Header.Get("Accept"))
+	}))
+	defer backend.Close()
+	p, err := NewFaultProxy(backend.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(path string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, p.URL+path, nil)
+		req.Header.Set("Accept", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	aggregated := "/apis application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+	if code, got := get("/apis"); code != 200 || got != aggregated {
+		t.Fatalf("before: %d %q", code, got)
+	}
+	p.FailDiscovery("g.example.com/v1")
+	for path, want := range map[string]string{
+		"/apis":                  "/apis application/json",
+		"/api":                   "/api application/json",
+		"/apis/g.example.com":    "/apis/g.example.com " + aggregated[len("/apis "):],
+		"/apis/h.example.com/v1": "/apis/h.example.com/v1 " + aggregated[len("/apis "):],
+	} {
+		if code, got := get(path); code != 200 || got != want {
+			t.Errorf("%s: %d %q, want %q", path, code, got, want)
+		}
+	}
+	if code, got := get("/apis/g.example.com/v1"); code != http.StatusServiceUnavailable || !strings.Contains(got, "ServiceUnavailable") {
+		t.Errorf("the failed group version: %d %q", code, got)
+	}
+	p.FailDiscovery("")
+	if code, got := get("/apis"); code != 200 || got != aggregated {
+		t.Fatalf("served again: %d %q", code, got)
+	}
+}

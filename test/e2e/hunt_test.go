@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -141,6 +143,8 @@ type hunter struct {
 	// step's commands go through one.
 	kubeconfig string
 	runs       int
+	// groups are the API groups the server serves, the core one aside.
+	groups []string
 	// only, when not nil, are the kinds of steps generated besides
 	// applies, and what applies may do ("move", "keep", "crd"): HUNT_ONLY.
 	only map[string]bool
@@ -157,6 +161,19 @@ func newHunter(t *testing.T) *hunter {
 		t.Fatal(err)
 	}
 	h := &hunter{t: t, dyn: dyn, pathEnv: pathEnv}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := dc.ServerGroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range groups.Groups {
+		if g.Name != "" {
+			h.groups = append(h.groups, g.Name)
+		}
+	}
 	_, h.kubeconfig = h.proxy()
 	if only := os.Getenv("HUNT_ONLY"); only != "" {
 		h.only = map[string]bool{}
@@ -209,7 +226,11 @@ func (s step) String() string {
 
 // mutates reports whether the step changes the renders and applies them.
 func (s step) mutates() bool {
-	return s.Kind == "apply" || s.Kind == "kill" || s.Kind == "two-runs" || s.Kind == "lost-lease"
+	switch s.Kind {
+	case "apply", "kill", "two-runs", "lost-lease", "restricted", "no-force":
+		return true
+	}
+	return false
 }
 
 // spec is an object as an app renders it.
@@ -240,6 +261,13 @@ type world struct {
 	ours    map[string]bool
 	secrets []string
 	n       int
+	// gone are foreign keys the foreign actor deleted, which may come
+	// back; labelled are keys it labelled since an app last took them
+	// (a field of its own an apply without --force-conflicts meets).
+	gone     []string
+	labelled map[string]bool
+	// rbac: the restricted identities of this run exist.
+	rbac bool
 	// keyReplaced: the digest key was deleted since the apps' last
 	// applies; the next apply of an app with a Secret records a revision
 	// even of the same render (its digest is under the new key).
@@ -273,7 +301,7 @@ func (w *world) ref(key string) (schema.GroupVersionResource, string, string) {
 	switch kind {
 	case "cm", "fcm":
 		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, w.ns("one"), name
-	case "cm2":
+	case "cm2", "fcm2":
 		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, w.ns("two"), name
 	case "secret":
 		return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, w.ns("one"), name
@@ -384,7 +412,7 @@ func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
 		p: fmt.Sprintf("h%d-%d", seed%10000, h.runs), dir: t.TempDir(), apps: []string{"a", "b", "c"},
 		render: map[string]map[string]spec{"a": {}, "b": {}, "c": {}}, revs: map[string][]map[string]spec{},
 		applied: map[string]spec{}, uids: map[string]types.UID{}, foreign: map[string]types.UID{}, pristine: map[string]string{},
-		released: map[string]bool{}, ours: map[string]bool{},
+		released: map[string]bool{}, ours: map[string]bool{}, labelled: map[string]bool{},
 	}
 	ctx := context.Background()
 	defer h.cleanup(w)
@@ -419,6 +447,7 @@ func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
 // inventories and revisions), best effort.
 func (h *hunter) cleanup(w *world) {
 	ctx := context.Background()
+	h.cleanupRBAC(ctx, w)
 	for _, key := range []string{"ns/one", "ns/two", "crd/hunts"} {
 		gvr, _, name := w.ref(key)
 		_ = h.dyn.Resource(gvr).Delete(ctx, name, metav1.DeleteOptions{})
@@ -442,7 +471,7 @@ func (h *hunter) generate(rng *rand.Rand, w *world) step {
 		case s.mutates() && !h.only["crd"] && (strings.HasPrefix(s.Key, "cr") || strings.HasPrefix(s.Key, "crd")):
 			continue
 		}
-		if !h.only["move"] && s.Op == "move" {
+		if !h.only["move"] && (s.Op == "move" || s.Op == "swap") {
 			s.Op = "change"
 		}
 		if !h.only["keep"] {
@@ -477,41 +506,45 @@ func (h *hunter) candidate(rng *rand.Rand, w *world) step {
 		return step{Kind: "rollback", App: app}
 	case r < 33:
 		return step{Kind: "delete-key"}
+	case r < 36:
+		return step{Kind: "foreign-delete", Data: data()}
+	case r < 38:
+		return step{Kind: "foreign-return", Data: data()}
+	case r < 41:
+		return step{Kind: "foreign-ns", Data: data()}
 	}
 	// A mutation of the renders, then an apply of every app: one run, or
-	// disrupted (killed, two at once, its lease lost), then one run.
+	// disrupted (killed, two at once, its lease lost), restricted (an
+	// identity that may not list some kinds, discovery failing for a
+	// group), or without --force-conflicts; then one run.
 	s := step{Kind: "apply", App: app, Key: huntKeys[rng.IntN(len(huntKeys))], Data: data(), Keep: rng.IntN(4) == 0}
 	s.To = w.apps[rng.IntN(len(w.apps))]
-	s.Op = []string{"move", "remove", "remove", "change"}[rng.IntN(4)]
+	s.Op = []string{"move", "remove", "remove", "change", "swap"}[rng.IntN(5)]
 	switch r := rng.IntN(100); {
-	case r < 20:
+	case r < 15:
 		s.Flag = "--atomic"
-	case r < 26:
+	case r < 21:
 		s.Kind, s.Writes, s.Signal = "kill", 1+rng.IntN(12), []string{"SIGINT", "SIGKILL"}[rng.IntN(2)]
-	case r < 31:
+	case r < 26:
 		s.Kind = "two-runs"
-	case r < 35:
+	case r < 30:
 		s.Kind, s.Writes = "lost-lease", 1+rng.IntN(12)
+	case r < 45:
+		s.Kind, s.Flag = "restricted", []string{"reads", "inventories", "discovery"}[rng.IntN(3)]
+	case r < 55:
+		s.Kind = "no-force"
 	}
 	return s
 }
 
 // mutate changes the renders as an apply step says (Op): its key added
 // to App's render (a key that needs another joins the app that renders
-// that one, or comes with it), moved to To's with what goes with it,
+// that one, or comes with it), moved to To's with what goes with it
+// (swap: and one of To's keys, with what goes with it, the other way),
 // changed, or removed with what needs it. An op that does not fit the
 // key's state changes it instead.
 func (w *world) mutate(s step) {
-	root := s.Key
-	if p := parentKey(s.Key); p != "" {
-		root = p
-	}
-	family := []string{root}
-	for _, k := range huntKeys {
-		if parentKey(k) == root {
-			family = append(family, k)
-		}
-	}
+	root := rootKey(s.Key)
 	from := w.owner(s.Key)
 	switch {
 	case from == "":
@@ -522,22 +555,55 @@ func (w *world) mutate(s step) {
 			w.render[app][root] = spec{data: s.Data}
 		}
 		w.render[app][s.Key] = spec{data: s.Data, keep: s.Keep}
-	case s.Op == "move" && from != s.To:
-		for _, k := range family {
-			if sp, ok := w.render[from][k]; ok {
-				delete(w.render[from], k)
-				w.render[s.To][k] = sp
+	case (s.Op == "move" || s.Op == "swap") && from != s.To:
+		var back string // swap: the first of To's other families
+		for _, k := range slices.Sorted(maps.Keys(w.render[s.To])) {
+			if r := rootKey(k); s.Op == "swap" && back == "" && r != root {
+				back = r
 			}
+		}
+		w.move(root, from, s.To)
+		if back != "" {
+			w.move(back, s.To, from)
 		}
 	case s.Op == "remove":
 		delete(w.render[from], s.Key)
 		if s.Key == root {
-			for _, k := range family {
+			for _, k := range family(root) {
 				delete(w.render[from], k)
 			}
 		}
 	default:
 		w.render[from][s.Key] = spec{data: s.Data, keep: s.Keep}
+	}
+}
+
+// rootKey is the key key needs rendered by its app, or key itself.
+func rootKey(key string) string {
+	if p := parentKey(key); p != "" {
+		return p
+	}
+	return key
+}
+
+// family is root and the keys that need it.
+func family(root string) []string {
+	out := []string{root}
+	for _, k := range huntKeys {
+		if parentKey(k) == root {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// move hands root's family from one app's render to another's.
+func (w *world) move(root, from, to string) {
+	for _, k := range family(root) {
+		if sp, ok := w.render[from][k]; ok {
+			delete(w.render[from], k)
+			w.render[to][k] = sp
+		}
 	}
 }
 
@@ -580,7 +646,7 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		before := w.snapshot()
 		w.mutate(s)
 		return true, h.applyAll(ctx, w, before, s.Flag)
-	case "kill", "two-runs", "lost-lease":
+	case "kill", "two-runs", "lost-lease", "restricted", "no-force":
 		// Not while a replaced key is pending: a disrupted run may record
 		// the revision the model expects of the next apply.
 		if len(w.keyReplaced) > 0 {
@@ -588,7 +654,18 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		}
 		before := w.snapshot()
 		w.mutate(s)
-		if err := h.disrupted(ctx, w, s, before); err != nil {
+		switch s.Kind {
+		case "restricted":
+			err = h.restricted(ctx, w, s, before)
+		case "no-force":
+			var done bool
+			if done, err = h.noForce(ctx, w, before); done || err != nil {
+				return true, err
+			}
+		default:
+			err = h.disrupted(ctx, w, s, before)
+		}
+		if err != nil {
 			return true, err
 		}
 		return true, h.applyAll(ctx, w, before, "")
@@ -630,6 +707,7 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		gvr, ns, name := w.ref(key)
 		patch := fmt.Sprintf(`{"metadata":{"labels":{"applyset.kubernetes.io/part-of":%q}}}`, inventory.ID(w.app(s.App)))
 		_, err := h.dyn.Resource(gvr).Namespace(ns).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		w.labelled[key] = true
 		return true, err
 	case "foreign-cr":
 		// Only while the CRD serves its kind (established, not being
@@ -639,12 +717,57 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		if err != nil || crd.GetDeletionTimestamp() != nil || !established(crd) {
 			return false, nil
 		}
-		if err := h.foreignCreate(ctx, w, "fcr/f"+s.Data, nil, nil); err != nil && !apierrors.IsNotFound(errors.Unwrap(err)) {
+		if err := h.foreignCreate(ctx, w, "fcr/f"+s.Data, map[string]any{"v": s.Data}, nil); err != nil && !apierrors.IsNotFound(errors.Unwrap(err)) {
 			return true, err
 		} else if err != nil {
 			return false, nil // the kind is not served yet
 		}
 		return true, nil
+	case "foreign-ns":
+		// Inside a Namespace an app renders: it keeps the Namespace.
+		if !h.canHold(ctx, w, "fcm2/f"+s.Data) {
+			return false, nil
+		}
+		return true, h.foreignCreate(ctx, w, "fcm2/f"+s.Data, map[string]any{"v": s.Data}, nil)
+	case "foreign-delete":
+		// The foreign actor deletes one of its objects no app renders.
+		var keys []string
+		for k := range w.foreign {
+			if w.owner(k) == "" {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			return false, nil
+		}
+		slices.Sort(keys)
+		key := keys[pick(s.Data, len(keys))]
+		gvr, ns, name := w.ref(key)
+		if err := h.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return true, err
+		}
+		delete(w.foreign, key)
+		delete(w.released, key)
+		delete(w.pristine, key)
+		delete(w.labelled, key)
+		w.gone = append(w.gone, key)
+		return true, nil
+	case "foreign-return":
+		// ... and makes it again, with other content.
+		if len(w.gone) == 0 {
+			return false, nil
+		}
+		i := pick(s.Data, len(w.gone))
+		key := w.gone[i]
+		if w.owner(key) != "" || h.exists(ctx, w, key) || !h.canHold(ctx, w, key) {
+			return false, nil
+		}
+		w.gone = slices.Delete(w.gone, i, i+1)
+		err := h.foreignCreate(ctx, w, key, map[string]any{"v": s.Data}, nil)
+		if err != nil && apierrors.IsNotFound(errors.Unwrap(err)) {
+			return true, nil // its kind is not served yet
+		}
+		return true, err
 	case "foreign-smoke":
 		if h.exists(ctx, w, "fcm/smoke") {
 			return false, nil
@@ -773,15 +896,29 @@ func (h *hunter) applyAll(ctx context.Context, w *world, before map[string]map[s
 	if flag != "" {
 		args = append(args, flag)
 	}
-	w.learnSecrets()
-	h.untilDeleted(ctx, w, w.snapshot())
-	out, code := h.fleet(w, args...)
+	out, code := h.applyRun(ctx, w, h.kubeconfig, args)
 	if err := w.secretFree(out); err != nil {
 		return err
 	}
 	if code != 0 {
 		return fmt.Errorf("apply: exit %d\n%s", code, out)
 	}
+	return h.afterApply(ctx, w, before)
+}
+
+// applyRun runs an apply of w's renders through kubeconfig kc.
+func (h *hunter) applyRun(ctx context.Context, w *world, kc string, args []string) (string, int) {
+	w.learnSecrets()
+	h.untilDeleted(ctx, w, w.snapshot())
+	out, errOut, code := runCmd(h.t, h.command(kc, args...), "")
+	h.log(args, out+errOut, code)
+	return out + errOut, code
+}
+
+// afterApply updates the model after an apply of every app succeeded,
+// the renders changed from before, and checks what only an apply step
+// can: the uids of what stayed rendered.
+func (h *hunter) afterApply(ctx context.Context, w *world, before map[string]map[string]spec) error {
 	w.settle(before)
 	for _, a := range w.apps {
 		if revs := w.revs[a]; len(revs) == 0 || !sameRender(revs[len(revs)-1], w.render[a]) || w.keyReplaced[a] && hasSecret(w.render[a]) {
@@ -860,6 +997,7 @@ func (w *world) settle(before map[string]map[string]spec) {
 				w.ours[k] = true
 			}
 			delete(w.pristine, k)
+			delete(w.labelled, k)
 			w.applied[k] = sp
 		}
 	}
@@ -909,6 +1047,7 @@ func (h *hunter) foreignCreate(ctx context.Context, w *world, key string, data m
 	if gvr.Resource == "hunts" {
 		obj.SetAPIVersion(w.group() + "/v1")
 		obj.SetKind("Hunt")
+		obj.Object["spec"] = data
 	} else {
 		obj.SetAPIVersion("v1")
 		obj.SetKind("ConfigMap")
@@ -995,7 +1134,7 @@ func (h *hunter) untouched(ctx context.Context, w *world) error {
 			return fmt.Errorf("%s, the foreign actor's, was re-created (uid %s, was %s)", key, live.GetUID(), uid)
 		}
 		if v, ok := w.pristine[key]; ok && w.owner(key) == "" {
-			if got, _, _ := unstructured.NestedString(live.Object, "data", "v"); got != v {
+			if got := liveValue(key, live); got != v {
 				return fmt.Errorf("%s, the foreign actor's, rendered by no app, was changed: %q, was %q", key, got, v)
 			}
 		}
