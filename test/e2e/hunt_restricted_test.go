@@ -224,7 +224,7 @@ func (h *hunter) cleanupRBAC(ctx context.Context, w *world) {
 func (h *hunter) canHold(ctx context.Context, w *world, key string) bool {
 	var holder string
 	switch kind, _, _ := strings.Cut(key, "/"); kind {
-	case "cm2", "fcm2":
+	case "cm2", "fcm2", "ep":
 		holder = "ns/two"
 	case "cr", "fcr":
 		holder = "crd/hunts"
