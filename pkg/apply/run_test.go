@@ -616,6 +616,41 @@ func TestDelete(t *testing.T) {
 	if got["namespace/solo"] != apply.Deleted || c.Live(ns("solo")) != nil {
 		t.Errorf("a namespace with only the app's objects: %v", got)
 	}
+	// Endpoints the endpoints controller keeps, and those of a Service,
+	// go with their Service; Endpoints of no Service are someone's (a
+	// Service with no selector) and keep the Namespace.
+	for _, tc := range []struct {
+		name   string
+		app    *unstructured.Unstructured // besides the Namespace
+		others []*unstructured.Unstructured
+		want   apply.Action
+	}{
+		{"mirror", cm("mirror", "a"), []*unstructured.Unstructured{endpoints("mirror", "web", true)}, apply.Deleted},
+		{"service", kubetest.Object("v1", "Service", "service", "web"), []*unstructured.Unstructured{endpoints("service", "web", false)}, apply.Deleted},
+		{"manual", cm("manual", "a"), []*unstructured.Unstructured{endpoints("manual", "db", false)}, apply.Kept},
+	} {
+		mustRun(t, c, apply.Config{App: tc.name, Objects: []*unstructured.Unstructured{ns(tc.name), tc.app}})
+		for _, o := range tc.others {
+			c.Put(o)
+		}
+		got := map[string]apply.Action{}
+		if _, err := apply.Delete(context.Background(), c.Client, "", tc.name, false, func(ch apply.Change) { got[ch.Ref] = ch.Action }); err != nil {
+			t.Fatal(err)
+		}
+		if got["namespace/"+tc.name] != tc.want {
+			t.Errorf("%s: the namespace %s, want %s", tc.name, got["namespace/"+tc.name], tc.want)
+		}
+	}
+}
+
+// endpoints is an Endpoints object, labelled as the endpoints controller
+// labels those it keeps when mirror.
+func endpoints(namespace, name string, mirror bool) *unstructured.Unstructured {
+	o := kubetest.Object("v1", "Endpoints", namespace, name)
+	if mirror {
+		o.SetLabels(map[string]string{"endpoints.kubernetes.io/managed-by": "endpoint-controller"})
+	}
+	return o
 }
 
 // TestTrimKeepsTheCurrentRevision: old revisions are deleted while the

@@ -34,15 +34,21 @@ type Guard struct {
 
 	mu     sync.Mutex
 	doomed sets.Set[types.UID]
+	// services are the doomed Services, "namespace/name": the endpoints
+	// controller deletes their Endpoints with them.
+	services sets.Set[string]
 }
 
 // NewGuard is the guard of a prune of app that means to delete doomed:
 // what is in a doomed Namespace, or of a doomed CRD, and doomed itself
 // does not count as remaining.
 func NewGuard(c *kube.Client, app string, doomed []*unstructured.Unstructured) *Guard {
-	g := &Guard{Client: c, App: app, doomed: sets.New[types.UID]()}
+	g := &Guard{Client: c, App: app, doomed: sets.New[types.UID](), services: sets.New[string]()}
 	for _, m := range doomed {
 		g.doomed.Insert(m.GetUID())
+		if m.GetKind() == "Service" && m.GetAPIVersion() == "v1" {
+			g.services.Insert(m.GetNamespace() + "/" + m.GetName())
+		}
 	}
 	return g
 }
@@ -53,6 +59,9 @@ func (g *Guard) Spare(m *unstructured.Unstructured) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.doomed.Delete(m.GetUID())
+	if m.GetKind() == "Service" && m.GetAPIVersion() == "v1" {
+		g.services.Delete(m.GetNamespace() + "/" + m.GetName())
+	}
 }
 
 func (g *Guard) dooms(uid types.UID) bool {
@@ -143,9 +152,11 @@ func (g *Guard) customResources(ctx context.Context, crd *unstructured.Unstructu
 // foreignIn says what namespace ns holds that this prune does not delete
 // ("2 objects that are not the app's remain: configmaps/x, secrets/y");
 // "" when nothing. What the cluster makes itself (the default
-// ServiceAccount, kube-root-ca.crt, Events, Endpoints, metrics) does not
-// count, nor an object whose owner is in the namespace (the owner
-// counts) or is deleted by this prune. It fails closed: a resource that
+// ServiceAccount, kube-root-ca.crt, Events, metrics, the Endpoints the
+// endpoints controller keeps, or deletes with their Service) does not count, nor an
+// object whose owner is in the namespace (the owner counts) or is
+// deleted by this prune. Endpoints of no Service are someone's data (a
+// Service with no selector): they count. It fails closed: a resource that
 // cannot be listed (forbidden, discovery failed) is an error, and the
 // Namespace is kept.
 func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
@@ -160,6 +171,8 @@ func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
 		ref    string
 		uid    types.UID
 		owners []metav1.OwnerReference
+		// mirror: Endpoints the endpoints controller says it keeps.
+		mirror bool
 	}
 	var (
 		mu    sync.Mutex
@@ -168,7 +181,7 @@ func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
 	)
 	lists.SetLimit(8)
 	for _, gvr := range resources {
-		if gvr.Resource == "events" || gvr.Resource == "endpoints" || gvr.Group == "metrics.k8s.io" {
+		if gvr.Resource == "events" || gvr.Group == "metrics.k8s.io" {
 			continue // mirrors of what is there, made by the cluster
 		}
 		lists.Go(func() error {
@@ -183,7 +196,8 @@ func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
 			defer mu.Unlock()
 			for _, it := range list.Items {
 				if !clusterMade(gvr.Resource, it.GetName()) {
-					items = append(items, item{strings.ToLower(gvr.Resource) + "/" + it.GetName(), it.GetUID(), it.GetOwnerReferences()})
+					mirror := gvr.Resource == "endpoints" && gvr.Group == "" && it.GetLabels()[endpointsManagedBy] == endpointsController
+					items = append(items, item{strings.ToLower(gvr.Resource) + "/" + it.GetName(), it.GetUID(), it.GetOwnerReferences(), mirror})
 				}
 			}
 			return nil
@@ -192,12 +206,18 @@ func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
 	if err := lists.Wait(); err != nil {
 		return "", err
 	}
-	present := sets.New[types.UID]()
+	present, services := sets.New[types.UID](), sets.New[string]()
 	for _, it := range items {
 		present.Insert(it.uid)
+		if name, ok := strings.CutPrefix(it.ref, "services/"); ok {
+			services.Insert(name)
+		}
 	}
 	var foreign []string
 	for _, it := range items {
+		if name, ok := strings.CutPrefix(it.ref, "endpoints/"); ok && (it.mirror || services.Has(name) || g.services.Has(ns+"/"+name)) {
+			continue // its Service's: the Service counts, or goes with the prune
+		}
 		if g.dooms(it.uid) || slices.ContainsFunc(it.owners, func(o metav1.OwnerReference) bool { return present.Has(o.UID) || g.dooms(o.UID) }) {
 			continue
 		}
@@ -260,6 +280,13 @@ func (g *Guard) ownersGone(ctx context.Context, ns string, owners []metav1.Owner
 	}
 	return true, nil
 }
+
+// The label the endpoints controller puts on the Endpoints it keeps
+// (k8s.io/kubernetes pkg/controller/endpoint).
+const (
+	endpointsManagedBy  = "endpoints.kubernetes.io/managed-by"
+	endpointsController = "endpoint-controller"
+)
 
 // clusterMade reports whether the cluster itself puts an object in every
 // namespace.
