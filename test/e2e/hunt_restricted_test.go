@@ -135,9 +135,11 @@ func (h *hunter) noForce(ctx context.Context, w *world, before map[string]map[st
 }
 
 // ensureRBAC makes the run's restricted identities, once: <p>-reads may
-// do everything but list Secrets outside kubectl-fleet and list the
-// custom resources; <p>-inventories everything but list ConfigMaps (the
-// apps' inventories among them).
+// do everything but list Secrets and the custom resources outside the
+// apps' namespace "one" and kubectl-fleet (so not in the Namespace
+// "two" nor across namespaces, as the guard does); <p>-inventories
+// everything but list ConfigMaps outside "one" (so not the apps'
+// inventories in kubectl-fleet).
 func (h *hunter) ensureRBAC(ctx context.Context, w *world) error {
 	if w.rbac {
 		return nil
@@ -188,16 +190,29 @@ func (h *hunter) ensureRBAC(ctx context.Context, w *world) error {
 			return err
 		}
 	}
-	// The revisions are Secrets in kubectl-fleet, listed by app.
-	name := w.p + "-reads-revisions"
-	if err := create(rbac("roles"), "kubectl-fleet", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": name},
-		"rules": []any{rule([]any{""}, []any{"secrets"}, all)}}); err != nil {
-		return err
+	// Where the apps' members are (namespace "one") and their revisions
+	// (kubectl-fleet), each identity lists what it must to find an
+	// app's members: the restriction is elsewhere, in the Namespace
+	// the guard reads and across namespaces, or in the inventories.
+	lists := map[string][]any{
+		"reads":       {rule([]any{""}, []any{"secrets"}, all), rule([]any{w.group()}, all, all)},
+		"inventories": {rule([]any{""}, []any{"configmaps"}, all)},
 	}
-	if err := create(rbac("rolebindings"), "kubectl-fleet", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": name},
-		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-		"subjects": []any{map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": w.p + "-reads"}}}); err != nil {
-		return err
+	for _, flavour := range []string{"reads", "inventories"} {
+		for _, ns := range []string{w.ns("one"), "kubectl-fleet"} {
+			if flavour == "inventories" && ns == "kubectl-fleet" {
+				continue // the inventories are there
+			}
+			name := w.p + "-" + flavour + "-lists"
+			if err := create(rbac("roles"), ns, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": name}, "rules": lists[flavour]}); err != nil {
+				return err
+			}
+			if err := create(rbac("rolebindings"), ns, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": name},
+				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+				"subjects": []any{map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": w.p + "-" + flavour}}}); err != nil {
+				return err
+			}
+		}
 	}
 	w.rbac = true
 	return nil
@@ -215,8 +230,10 @@ func (h *hunter) cleanupRBAC(ctx context.Context, w *world) {
 		_ = h.dyn.Resource(rbac("clusterrolebindings")).Delete(ctx, w.p+"-"+flavour, metav1.DeleteOptions{})
 		_ = h.dyn.Resource(rbac("clusterroles")).Delete(ctx, w.p+"-"+flavour, metav1.DeleteOptions{})
 	}
-	_ = h.dyn.Resource(rbac("rolebindings")).Namespace("kubectl-fleet").Delete(ctx, w.p+"-reads-revisions", metav1.DeleteOptions{})
-	_ = h.dyn.Resource(rbac("roles")).Namespace("kubectl-fleet").Delete(ctx, w.p+"-reads-revisions", metav1.DeleteOptions{})
+	for _, name := range []string{w.p + "-reads-lists", w.p + "-inventories-lists"} {
+		_ = h.dyn.Resource(rbac("rolebindings")).Namespace("kubectl-fleet").Delete(ctx, name, metav1.DeleteOptions{})
+		_ = h.dyn.Resource(rbac("roles")).Namespace("kubectl-fleet").Delete(ctx, name, metav1.DeleteOptions{})
+	}
 }
 
 // canHold reports whether the cluster can take key now: its Namespace

@@ -39,8 +39,14 @@ import (
 // an app of the same name, the apps' tests beside a foreign object of a
 // test's name, delete, rollback, the digest key deleted, and applies
 // disrupted (hunt_faults_test.go: a run killed mid-apply, two runs at
-// once, a run that loses its lease), every command through a fault
-// proxy — and after each step the invariants:
+// once, a run that loses its lease) or blind (hunt_restricted_test.go:
+// an identity that may not list Secrets or the custom resources, one
+// that may not list the inventories, discovery failing for a group
+// version) or without --force-conflicts, every command through a fault
+// proxy. The foreign actor's objects carry content, live in the apps'
+// Namespace too, disappear and come back; moves go both ways; half the
+// mutations are aimed where a broken rule would lose something (aim).
+// After each step the invariants:
 //
 //   - an object the foreign actor made is never deleted, nor changed
 //     while no app renders its name;
@@ -52,6 +58,10 @@ import (
 //   - a rollback to the previous revision succeeds and restores it;
 //   - no two runs write one app at once, a run that lost its lease
 //     stops, and the apply after a disrupted one succeeds;
+//   - a run that cannot read something deletes nothing still rendered
+//     and nothing no app owns;
+//   - an apply without --force-conflicts leaves a field someone else
+//     set as it was, and fails only for such a conflict;
 //   - no Secret value appears in any output.
 //
 // HUNT_SHRINK=0 reports the whole sequence without looking for a shorter
