@@ -196,7 +196,10 @@ func (w *world) atOnce(before map[string]map[string]spec, logs ...[]testenv.Requ
 
 // pathsOf maps the API paths of what the apps write to the app: each
 // key to the app that renders it now (or rendered it before, when none
-// does), each app's base ConfigMap and its inventory.
+// does), each app's base ConfigMap and its inventory. A key moving
+// between apps is left out: both apps' runs may write it (the one it
+// leaves hands it over, with the resourceVersion it read as a
+// precondition), each under its own app's lock.
 func (w *world) pathsOf(before map[string]map[string]spec) map[string]string {
 	out := map[string]string{}
 	cm := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
@@ -204,13 +207,21 @@ func (w *world) pathsOf(before map[string]map[string]spec) map[string]string {
 		out[restPath(cm, w.ns("one"), "base-"+a)] = a
 		out[restPath(cm, "kubectl-fleet", inventory.ParentName(w.app(a)))] = a
 	}
+	moving := map[string]bool{}
 	for _, renders := range []map[string]map[string]spec{before, w.render} {
 		for a, r := range renders {
 			for key := range r {
 				gvr, ns, name := w.ref(key)
-				out[restPath(gvr, ns, name)] = a
+				p := restPath(gvr, ns, name)
+				if app, ok := out[p]; ok && app != a {
+					moving[p] = true
+				}
+				out[p] = a
 			}
 		}
+	}
+	for p := range moving {
+		delete(out, p)
 	}
 	return out
 }

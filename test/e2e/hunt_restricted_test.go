@@ -36,6 +36,14 @@ func (h *hunter) restricted(ctx context.Context, w *world, s step, before map[st
 			return err
 		}
 		args = append(args, "--as", w.p+"-"+s.Flag)
+		// What it must list in the Namespace "two", for this run only
+		// (a Role there counts as someone else's object in it).
+		if h.canHold(ctx, w, "fcm2/x") {
+			if err := h.lists(ctx, w, s.Flag, w.ns("two")); err != nil && !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err) {
+				return err
+			}
+			defer h.unlist(ctx, w, s.Flag, w.ns("two"))
+		}
 		if s.Flag == "inventories" {
 			// The app that rendered the key: what it no longer renders
 			// another app may render now, which this run cannot see.
@@ -134,12 +142,14 @@ func (h *hunter) noForce(ctx context.Context, w *world, before map[string]map[st
 	return false, h.untouched(ctx, w)
 }
 
-// ensureRBAC makes the run's restricted identities, once: <p>-reads may
-// do everything but list Secrets and the custom resources outside the
-// apps' namespace "one" and kubectl-fleet (so not in the Namespace
-// "two" nor across namespaces, as the guard does); <p>-inventories
-// everything but list ConfigMaps outside "one" (so not the apps'
-// inventories in kubectl-fleet).
+// ensureRBAC makes the run's restricted identities, once. <p>-reads may
+// do everything but list PodTemplates (a kind no app renders, so only
+// the Namespace guard, which lists every kind, meets the refusal) and
+// list the custom resources across namespaces (as the CRD guard does);
+// <p>-inventories everything but list ConfigMaps in kubectl-fleet (the
+// apps' inventories). Each lists what it must to find an app's members
+// in the apps' namespaces: granted in "one" here, in "two" for the
+// length of a run (lists).
 func (h *hunter) ensureRBAC(ctx context.Context, w *world) error {
 	if w.rbac {
 		return nil
@@ -149,73 +159,82 @@ func (h *hunter) ensureRBAC(ctx context.Context, w *world) error {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	all := []any{"*"}
-	noList := []any{"get", "create", "update", "patch", "delete"}
-	core := []any{"namespaces", "serviceaccounts", "services", "endpoints", "events", "pods", "persistentvolumeclaims", "limitranges", "resourcequotas", "replicationcontrollers", "podtemplates"}
+	core := []any{"namespaces", "serviceaccounts", "services", "endpoints", "events", "pods", "persistentvolumeclaims", "limitranges", "resourcequotas", "replicationcontrollers"}
 	var groups []any // every group the server serves but the core one
 	for _, g := range h.groups {
 		groups = append(groups, g)
 	}
-	rule := func(groups, resources, verbs []any) any {
-		return map[string]any{"apiGroups": groups, "resources": resources, "verbs": verbs}
-	}
 	roles := map[string][]any{
 		"reads": {
-			rule([]any{""}, append(core, "configmaps"), all),
-			rule([]any{""}, []any{"secrets"}, noList),
-			rule(groups, all, all),
-			rule([]any{w.group()}, all, noList),
+			rbacRule([]any{""}, append(core, "configmaps", "secrets"), rbacAll),
+			rbacRule([]any{""}, []any{"podtemplates"}, rbacNoList),
+			rbacRule(groups, rbacAll, rbacAll),
+			rbacRule([]any{w.group()}, rbacAll, rbacNoList),
 		},
 		"inventories": {
-			rule([]any{""}, append(core, "secrets"), all),
-			rule([]any{""}, []any{"configmaps"}, noList),
-			rule(append(groups, w.group()), all, all),
+			rbacRule([]any{""}, append(core, "secrets", "podtemplates"), rbacAll),
+			rbacRule([]any{""}, []any{"configmaps"}, rbacNoList),
+			rbacRule(append(groups, w.group()), rbacAll, rbacAll),
 		},
-	}
-	create := func(gvr schema.GroupVersionResource, namespace string, obj map[string]any) error {
-		_, err := h.dyn.Resource(gvr).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
-		return err
-	}
-	rbac := func(r string) schema.GroupVersionResource {
-		return schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: r}
 	}
 	for _, flavour := range []string{"reads", "inventories"} {
 		name := w.p + "-" + flavour
 		subjects := []any{map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": name}}
-		if err := create(rbac("clusterroles"), "", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name}, "rules": roles[flavour]}); err != nil {
+		if err := h.create(ctx, rbacResource("clusterroles"), "", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": name}, "rules": roles[flavour]}); err != nil {
 			return err
 		}
-		if err := create(rbac("clusterrolebindings"), "", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
+		if err := h.create(ctx, rbacResource("clusterrolebindings"), "", map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": name},
 			"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}, "subjects": subjects}); err != nil {
 			return err
 		}
-	}
-	// Where the apps' members are (namespace "one") and their revisions
-	// (kubectl-fleet), each identity lists what it must to find an
-	// app's members: the restriction is elsewhere, in the Namespace
-	// the guard reads and across namespaces, or in the inventories.
-	lists := map[string][]any{
-		"reads":       {rule([]any{""}, []any{"secrets"}, all), rule([]any{w.group()}, all, all)},
-		"inventories": {rule([]any{""}, []any{"configmaps"}, all)},
-	}
-	for _, flavour := range []string{"reads", "inventories"} {
-		for _, ns := range []string{w.ns("one"), "kubectl-fleet"} {
-			if flavour == "inventories" && ns == "kubectl-fleet" {
-				continue // the inventories are there
-			}
-			name := w.p + "-" + flavour + "-lists"
-			if err := create(rbac("roles"), ns, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": name}, "rules": lists[flavour]}); err != nil {
-				return err
-			}
-			if err := create(rbac("rolebindings"), ns, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": name},
-				"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-				"subjects": []any{map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": w.p + "-" + flavour}}}); err != nil {
-				return err
-			}
+		if err := h.lists(ctx, w, flavour, w.ns("one")); err != nil {
+			return err
 		}
 	}
 	w.rbac = true
 	return nil
+}
+
+var (
+	rbacAll    = []any{"*"}
+	rbacNoList = []any{"get", "create", "update", "patch", "delete"}
+)
+
+func rbacRule(groups, resources, verbs []any) any {
+	return map[string]any{"apiGroups": groups, "resources": resources, "verbs": verbs}
+}
+
+func rbacResource(r string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: r}
+}
+
+func (h *hunter) create(ctx context.Context, gvr schema.GroupVersionResource, namespace string, obj map[string]any) error {
+	_, err := h.dyn.Resource(gvr).Namespace(namespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	return err
+}
+
+// lists lets flavour's identity list what an app's members may be in
+// namespace ns: the custom resources (reads), the ConfigMaps
+// (inventories). It returns the Role and RoleBinding it made.
+func (h *hunter) lists(ctx context.Context, w *world, flavour, ns string) error {
+	rules := map[string][]any{
+		"reads":       {rbacRule([]any{w.group()}, rbacAll, rbacAll)},
+		"inventories": {rbacRule([]any{""}, []any{"configmaps"}, rbacAll)},
+	}[flavour]
+	name := w.p + "-" + flavour + "-lists"
+	if err := h.create(ctx, rbacResource("roles"), ns, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": map[string]any{"name": name}, "rules": rules}); err != nil {
+		return err
+	}
+	return h.create(ctx, rbacResource("rolebindings"), ns, map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": map[string]any{"name": name},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+		"subjects": []any{map[string]any{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": w.p + "-" + flavour}}})
+}
+
+// unlist takes back what lists gave in ns, best effort.
+func (h *hunter) unlist(ctx context.Context, w *world, flavour, ns string) {
+	name := w.p + "-" + flavour + "-lists"
+	_ = h.dyn.Resource(rbacResource("rolebindings")).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	_ = h.dyn.Resource(rbacResource("roles")).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{})
 }
 
 // cleanupRBAC deletes the run's restricted identities, best effort.
@@ -223,16 +242,9 @@ func (h *hunter) cleanupRBAC(ctx context.Context, w *world) {
 	if !w.rbac {
 		return
 	}
-	rbac := func(r string) schema.GroupVersionResource {
-		return schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: r}
-	}
 	for _, flavour := range []string{"reads", "inventories"} {
-		_ = h.dyn.Resource(rbac("clusterrolebindings")).Delete(ctx, w.p+"-"+flavour, metav1.DeleteOptions{})
-		_ = h.dyn.Resource(rbac("clusterroles")).Delete(ctx, w.p+"-"+flavour, metav1.DeleteOptions{})
-	}
-	for _, name := range []string{w.p + "-reads-lists", w.p + "-inventories-lists"} {
-		_ = h.dyn.Resource(rbac("rolebindings")).Namespace("kubectl-fleet").Delete(ctx, name, metav1.DeleteOptions{})
-		_ = h.dyn.Resource(rbac("roles")).Namespace("kubectl-fleet").Delete(ctx, name, metav1.DeleteOptions{})
+		_ = h.dyn.Resource(rbacResource("clusterrolebindings")).Delete(ctx, w.p+"-"+flavour, metav1.DeleteOptions{})
+		_ = h.dyn.Resource(rbacResource("clusterroles")).Delete(ctx, w.p+"-"+flavour, metav1.DeleteOptions{})
 	}
 }
 
