@@ -875,7 +875,9 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		// Someone deletes the Namespace or CRD no app renders any more,
 		// with all it holds: the next app that renders it creates it,
 		// and its guard is asked again when it lets it go.
-		inside := func(k string) bool { return rootKey(k) == s.Key || k == "ep/e0" && s.Key == "ns/two" || canon(k) != k && rootKey(canon(k)) == s.Key }
+		inside := func(k string) bool {
+			return rootKey(k) == s.Key || k == "ep/e0" && s.Key == "ns/two" || canon(k) != k && rootKey(canon(k)) == s.Key
+		}
 		for _, a := range w.apps {
 			for k := range w.render[a] {
 				if k == s.Key || inside(k) {
