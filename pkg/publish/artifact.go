@@ -1,0 +1,113 @@
+// Package publish delivers a cluster's render through a registry instead
+// of the cluster's API server: the objects an app renders for a cluster
+// are packed as a Flux OCI artifact (the format `flux push artifact`
+// writes, which Flux's source-controller pulls through an OCIRepository
+// and kustomize-controller applies), pushed by digest, and the cluster's
+// tag moved to it only when its wave starts. Clusters behind NAT, in
+// air-gapped sites or on private endpoints pull; nothing writes to them.
+package publish
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// The media types and annotations of a Flux artifact (fluxcd/pkg/oci:
+// CanonicalConfigMediaType, CanonicalContentMediaType, and the OCI
+// image-spec annotations Flux reads back as the artifact's origin).
+const (
+	ConfigMediaType  types.MediaType = "application/vnd.cncf.flux.config.v1+json"
+	ContentMediaType types.MediaType = "application/vnd.cncf.flux.content.v1.tar+gzip"
+
+	SourceAnnotation   = "org.opencontainers.image.source"
+	RevisionAnnotation = "org.opencontainers.image.revision"
+)
+
+// File is the one file an artifact holds: kustomize-controller applies
+// every manifest under its path (it writes a kustomization.yaml for a
+// folder that has none).
+const File = "manifests.yaml"
+
+// Origin is where a render came from, as Flux shows it: the source
+// (the fleet repository's URL) and its revision ("main@sha1:…").
+type Origin struct {
+	Source, Revision string
+}
+
+// Pack is the Flux artifact of objects: one layer, a tar.gz holding File
+// with the objects in their order, written so that the same objects give
+// the same bytes (no times, owners or names that vary), hence the same
+// digest: identical renders share their blobs in the registry. The
+// origin is in the manifest's annotations, so two clusters whose render
+// is the same share the layer, not necessarily the manifest.
+func Pack(objects []*unstructured.Unstructured, origin Origin) (v1.Image, error) {
+	var docs bytes.Buffer
+	for i, o := range objects {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("packing %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		if i > 0 {
+			docs.WriteString("---\n")
+		}
+		docs.Write(b)
+	}
+	content, err := tarGz(File, docs.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(content)), nil
+	}, tarball.WithMediaType(ContentMediaType))
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, ConfigMediaType)
+	ann := map[string]string{}
+	if origin.Source != "" {
+		ann[SourceAnnotation] = origin.Source
+	}
+	if origin.Revision != "" {
+		ann[RevisionAnnotation] = origin.Revision
+	}
+	if len(ann) > 0 {
+		img = mutate.Annotations(img, ann).(v1.Image)
+	}
+	return mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: ContentMediaType})
+}
+
+// tarGz is a gzipped tar of one regular file, with nothing in its
+// headers that varies between two packings of the same data.
+func tarGz(name string, data []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	gz, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	tw := tar.NewWriter(gz)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

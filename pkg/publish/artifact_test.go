@@ -1,0 +1,199 @@
+package publish_test
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+)
+
+func cm(name, value string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": name, "namespace": "web"}, "data": map[string]any{"v": value}}}
+}
+
+func TestPack(t *testing.T) {
+	objs := []*unstructured.Unstructured{cm("a", "1"), cm("b", "2")}
+	origin := publish.Origin{Source: "https://git.example.com/fleet", Revision: "main@sha1:abc"}
+	img, err := publish.Pack(objs, origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.MediaType != publish.ConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != publish.ContentMediaType {
+		t.Fatalf("not a Flux artifact: config %s, layers %v", m.Config.MediaType, m.Layers)
+	}
+	if m.Annotations[publish.SourceAnnotation] != origin.Source || m.Annotations[publish.RevisionAnnotation] != origin.Revision {
+		t.Errorf("annotations: %v", m.Annotations)
+	}
+	layers, _ := img.Layers()
+	rc, err := layers[0].Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz, err := gzip.NewReader(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	h, err := tr.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(tr)
+	want := "apiVersion: v1\ndata:\n  v: \"1\"\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: web\n---\napiVersion: v1\ndata:\n  v: \"2\"\nkind: ConfigMap\nmetadata:\n  name: b\n  namespace: web\n"
+	if h.Name != publish.File || string(body) != want || !h.ModTime.IsZero() && h.ModTime.Unix() != 0 {
+		t.Errorf("%s (%v):\n%s", h.Name, h.ModTime, body)
+	}
+	if _, err := tr.Next(); err != io.EOF {
+		t.Errorf("more than one file: %v", err)
+	}
+
+	// The same objects: the same bytes, whatever the time; the layer is
+	// shared across origins, the manifest is not.
+	again, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1"), cm("b", "2")}, origin)
+	other, _ := publish.Pack(objs, publish.Origin{Source: origin.Source, Revision: "main@sha1:def"})
+	changed, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1"), cm("b", "3")}, origin)
+	d, _ := img.Digest()
+	if d2, _ := again.Digest(); d2 != d {
+		t.Errorf("packed twice: %s, %s", d, d2)
+	}
+	if od, _ := other.Digest(); od == d {
+		t.Error("another revision, the same manifest")
+	}
+	om, _ := other.Manifest()
+	if om.Layers[0].Digest != m.Layers[0].Digest {
+		t.Error("another revision of the same objects does not share the layer")
+	}
+	cmf, _ := changed.Manifest()
+	if cmf.Layers[0].Digest == m.Layers[0].Digest {
+		t.Error("other objects, the same layer")
+	}
+}
+
+// counting is a registry on loopback that counts the blob uploads and
+// manifest writes it receives.
+type counting struct {
+	mu      sync.Mutex
+	uploads int
+	puts    map[string]int
+}
+
+func (c *counting) serve(t *testing.T) string {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	c.puts = map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/blobs/uploads/"):
+			c.uploads++
+		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/"):
+			c.puts[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]++
+		}
+		c.mu.Unlock()
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+func TestRegistry(t *testing.T) {
+	var c counting
+	host := c.serve(t)
+	r, err := publish.ParseRegistry("oci://"+host+"/fleets/prod", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain() // anonymous, whatever this machine's Docker config says
+	ctx := context.Background()
+	if _, found, err := r.Resolve(ctx, "web", "p1"); found || err != nil {
+		t.Fatalf("a tag never pushed: %v, %v", found, err)
+	}
+	img, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1")}, publish.Origin{Revision: "r1"})
+	d, err := r.Push(ctx, "web", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pushed by digest: no tag moved.
+	if _, found, _ := r.Resolve(ctx, "web", "p1"); found {
+		t.Fatal("a push moved a tag")
+	}
+	uploads := c.uploads
+	// The same render for two more clusters: nothing uploaded again.
+	for _, tag := range []string{"p1", "p2"} {
+		if d2, err := r.Push(ctx, "web", img); err != nil || d2 != d {
+			t.Fatalf("push again: %s, %v", d2, err)
+		}
+		if err := r.Tag(ctx, "web", tag, d); err != nil {
+			t.Fatal(err)
+		}
+		if got, found, err := r.Resolve(ctx, "web", tag); !found || err != nil || got != d {
+			t.Errorf("%s: %s %v %v, want %s", tag, got, found, err, d)
+		}
+	}
+	if c.uploads != uploads {
+		t.Errorf("the same render uploaded %d more blobs", c.uploads-uploads)
+	}
+	// A tag moves back to an earlier artifact (rollback).
+	img2, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "2")}, publish.Origin{Revision: "r2"})
+	d2, err := r.Push(ctx, "web", img2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []v1.Hash{d2, d} {
+		if err := r.Tag(ctx, "web", "p1", to); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := r.Resolve(ctx, "web", "p1"); got != to {
+			t.Errorf("p1 at %s, want %s", got, to)
+		}
+	}
+	// A tag is never moved to what was not pushed.
+	missing, _ := publish.Pack([]*unstructured.Unstructured{cm("never", "pushed")}, publish.Origin{})
+	md, _ := missing.Digest()
+	if err := r.Tag(ctx, "web", "p2", md); err == nil {
+		t.Error("tagged an artifact the registry does not have")
+	}
+	if got, _, _ := r.Resolve(ctx, "web", "p2"); got != d {
+		t.Errorf("p2 moved to %s after a failed tag", got)
+	}
+}
+
+func TestParseRegistry(t *testing.T) {
+	for _, tc := range []struct{ url, err string }{
+		{"oci://registry.example.com/fleets/prod", ""},
+		{"oci://registry.example.com:5000/fleets/prod/", ""},
+		{"oci://127.0.0.1:5000/f", ""},
+		{"registry.example.com/fleets", "not an oci:// URL"},
+		{"https://registry.example.com/fleets", "not an oci:// URL"},
+		{"oci://registry.example.com/fleets:v1", "names a tag or digest"},
+		{"oci://registry.example.com/fleets@sha256:0000000000000000000000000000000000000000000000000000000000000000", "names a tag or digest"},
+		{"oci://registry.example.com/Fleets", "repository"},
+		{"oci://", "names no registry"},
+	} {
+		_, err := publish.ParseRegistry(tc.url, false)
+		if got := ""; err != nil {
+			got = err.Error()
+			if tc.err == "" || !strings.Contains(got, tc.err) {
+				t.Errorf("%s: %v, want %q", tc.url, err, tc.err)
+			}
+		} else if tc.err != "" {
+			t.Errorf("%s: no error, want %q", tc.url, tc.err)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+package publish
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+)
+
+// Scheme prefixes a registry repository in the fleet file, as in Flux.
+const Scheme = "oci://"
+
+// Registry is where a delivery publishes: a repository base
+// ("registry.example.com/fleets/prod") under which each app has its
+// repository, and each cluster its tag.
+type Registry struct {
+	// Base is the repository base, without Scheme.
+	Base string
+	// Insecure allows plain HTTP (a registry on loopback).
+	Insecure bool
+	// Keychain finds credentials: the Docker config and its credential
+	// helpers, as crane and flux find them, when nil.
+	Keychain authn.Keychain
+	// Transport, when not nil, sends the requests.
+	Transport http.RoundTripper
+}
+
+// ParseRegistry reads an oci:// URL of the fleet file.
+func ParseRegistry(url string, insecure bool) (Registry, error) {
+	base, ok := strings.CutPrefix(url, Scheme)
+	if !ok {
+		return Registry{}, fmt.Errorf("%q is not an oci:// URL", url)
+	}
+	base = strings.TrimSuffix(base, "/")
+	host, rest, _ := strings.Cut(base, "/")
+	switch {
+	case host == "":
+		return Registry{}, fmt.Errorf("%q names no registry: oci://<registry>/<repository>", url)
+	case strings.ContainsAny(rest, "@:") || strings.Contains(host, "@"):
+		return Registry{}, fmt.Errorf("%q names a tag or digest: give the repository only, each app and cluster gets its own", url)
+	}
+	r := Registry{Base: base, Insecure: insecure}
+	if _, err := r.Repository("app"); err != nil {
+		return Registry{}, fmt.Errorf("%q: %w", url, err)
+	}
+	return r, nil
+}
+
+// Repository is app's repository.
+func (r Registry) Repository(app string) (name.Repository, error) {
+	var opts []name.Option
+	if r.Insecure {
+		opts = append(opts, name.Insecure)
+	}
+	return name.NewRepository(r.Base+"/"+app, append(opts, name.StrictValidation)...)
+}
+
+func (r Registry) options(ctx context.Context) []remote.Option {
+	kc := r.Keychain
+	if kc == nil {
+		kc = authn.DefaultKeychain
+	}
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("kubectl-fleet")}
+	if r.Transport != nil {
+		opts = append(opts, remote.WithTransport(r.Transport))
+	}
+	return opts
+}
+
+// Push writes img to app's repository by digest (blobs the registry has
+// already are not sent again), and returns the digest. No tag moves.
+func (r Registry) Push(ctx context.Context, app string, img v1.Image) (v1.Hash, error) {
+	repo, err := r.Repository(app)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := remote.Write(repo.Digest(d.String()), img, r.options(ctx)...); err != nil {
+		return v1.Hash{}, fmt.Errorf("pushing to %s: %w", repo, plain(err))
+	}
+	return d, nil
+}
+
+// Tag moves app's tag tag to the artifact d, already pushed.
+func (r Registry) Tag(ctx context.Context, app, tag string, d v1.Hash) error {
+	repo, err := r.Repository(app)
+	if err != nil {
+		return err
+	}
+	opts := r.options(ctx)
+	desc, err := remote.Get(repo.Digest(d.String()), opts...)
+	if err != nil {
+		return fmt.Errorf("reading %s@%s: %w", repo, d, plain(err))
+	}
+	if err := remote.Tag(repo.Tag(tag), desc, opts...); err != nil {
+		return fmt.Errorf("tagging %s:%s: %w", repo, tag, plain(err))
+	}
+	return nil
+}
+
+// Resolve is the digest app's tag points at; found is false when there
+// is no such tag.
+func (r Registry) Resolve(ctx context.Context, app, tag string) (d v1.Hash, found bool, err error) {
+	repo, err := r.Repository(app)
+	if err != nil {
+		return v1.Hash{}, false, err
+	}
+	desc, err := remote.Head(repo.Tag(tag), r.options(ctx)...)
+	var te *transport.Error
+	switch {
+	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+		return v1.Hash{}, false, nil
+	case err != nil:
+		return v1.Hash{}, false, fmt.Errorf("reading %s:%s: %w", repo, tag, plain(err))
+	}
+	return desc.Digest, true, nil
+}
+
+// plain is a registry error said without what a transport error may
+// carry of the request (never a credential: go-containerregistry keeps
+// them in headers, which it does not print).
+func plain(err error) error {
+	var te *transport.Error
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		var msgs []string
+		for _, e := range te.Errors {
+			msgs = append(msgs, string(e.Code)+": "+e.Message)
+		}
+		return fmt.Errorf("the registry answered %d: %s", te.StatusCode, strings.Join(msgs, "; "))
+	}
+	return err
+}
