@@ -11,6 +11,8 @@
 #       envsubst                            (github.com/a8m/envsubst, for make bench)
 #       helm                                (helm.sh/helm/v4: the fidelity test's reference, and make bench)
 #       sops                                (github.com/getsops/sops/v3: make bench's SOPS loop)
+#       source-controller kustomize-controller   (github.com/fluxcd/*: the e2e test bed's Flux,
+#                                                 run out of cluster; their CRDs in flux-crds/)
 #   ${FLEET_CACHE:-<repo>/.cache}/k8s/<K8S_VERSION>/kwok-stages/
 #       kwok's stage configs (kustomize/stage/ of its module); use e.g.
 #       `kwok --config <dir>/kwok-stages/fast.yaml` (or the `fast` kustomize dir).
@@ -22,7 +24,8 @@
 # Usage: hack/controlplane/build.sh [--print-dir|--print-stages-dir|--help] [component...]
 #   components: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
 #               kwok krew kustomize envsubst helm sops
-#               (default: all; krew is skipped on failure unless named)
+#               source-controller kustomize-controller (only when named)
+#               (default: all but Flux's two; krew is skipped on failure unless named)
 # Progress goes to stderr; on success the bin dir is printed on stdout, so
 #   BIN=$(hack/controlplane/build.sh) works.
 # Environment: FLEET_CACHE, K8S_VERSION, ETCD_VERSION, KWOK_VERSION, KREW_VERSION,
@@ -42,6 +45,8 @@ ENVSUBST_VERSION=${ENVSUBST_VERSION:-v1.4.3}
 # The Helm SDK version kubectl fleet is built with (go.mod).
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
 SOPS_VERSION=${SOPS_VERSION:-v3.13.3}
+# Flux's controllers: v1.9.6 declares Go 1.26.0 (v1.10 needs Go 1.27).
+FLUX_VERSION=${FLUX_VERSION:-v1.9.6}
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_ROOT=${FLEET_CACHE:-$REPO_ROOT/.cache}
@@ -51,7 +56,8 @@ SRC=$BASE/src
 STAGES=$BASE/kwok-stages
 
 KUBE_CMDS=(kube-apiserver kubectl kube-controller-manager kube-scheduler)
-ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm sops)
+FLUX_CMDS=(source-controller kustomize-controller)
+ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm sops "${FLUX_CMDS[@]}")
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
 
@@ -60,6 +66,7 @@ for arg in "$@"; do
   case $arg in
     --print-dir) echo "$BIN"; exit 0 ;;
     --print-stages-dir) echo "$STAGES"; exit 0 ;;
+    --print-flux-crds-dir) echo "$BASE/flux-crds"; exit 0 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "unknown flag: $arg" >&2; usage; exit 2 ;;
     *)
@@ -71,7 +78,8 @@ for arg in "$@"; do
 done
 explicit_krew=false
 if [ ${#want[@]} -eq 0 ]; then
-  want=("${ALL_COMPONENTS[@]}")
+  # Flux's controllers only when named: what the e2e suite starts.
+  want=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm sops)
 else
   case " ${want[*]} " in *" krew "*) explicit_krew=true ;; esac
 fi
@@ -345,6 +353,31 @@ if wanted sops; then
     build_tool sops github.com/getsops/sops/v3 "$SOPS_VERSION" github.com/getsops/sops/v3/cmd/sops || die "sops build failed"
   fi
 fi
+
+# ---------------------------------------------------------------- flux
+# Each controller's module carries replace directives (its api module,
+# pinned dependencies), which only count in the main module: so it is
+# built inside a writable copy of its own module, not required from a
+# throwaway one. Its CRDs (config/crd/bases) are copied beside.
+build_flux() {
+  local name=$1 mod=github.com/fluxcd/$1
+  local dir=$SRC/$name
+  local mdir
+  mdir=$(module_info "$mod@$FLUX_VERSION" Dir) || return 1
+  rm -rf "$dir"
+  cp -r "$mdir" "$dir"
+  chmod -R u+w "$dir"
+  build_bin "$dir" "$name" . || return 1
+  mkdir -p "$BASE/flux-crds"
+  cp "$mdir"/config/crd/bases/*.yaml "$BASE/flux-crds/"
+  chmod u+w "$BASE"/flux-crds/*.yaml
+  touch "$BASE/flux-crds/.done-$name-$FLUX_VERSION"
+}
+for c in "${FLUX_CMDS[@]}"; do
+  if wanted "$c"; then
+    if have "$c" && [ -f "$BASE/flux-crds/.done-$c-$FLUX_VERSION" ]; then log "$c: present"; else build_flux "$c" || die "$c build failed"; fi
+  fi
+done
 
 log "done in $((SECONDS - total0))s; binaries in $BIN"
 echo "$BIN"

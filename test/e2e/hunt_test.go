@@ -575,7 +575,7 @@ func (h *hunter) candidate(rng *rand.Rand, w *world) step {
 		s.Kind, s.Flag = "restricted", []string{"reads", "reads", "inventories", "discovery"}[rng.IntN(4)]
 	case r < 58:
 		s.Kind = "no-force"
-	case r < 66:
+	case r < 70:
 		s.Kind = "one-app"
 	}
 	w.aim(rng, &s, func(key string) bool { return h.exists(context.Background(), w, key) })
@@ -606,10 +606,33 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 		}
 	}
 	switch {
-	case s.Kind == "one-app" && w.owner("ns/two") != "":
-		// The Namespace of another app's objects, which this run does
-		// not apply; what the guard would count may have drifted away.
-		s.Key, s.Op, s.App = "ns/two", "remove", w.owner("ns/two")
+	case s.Kind == "one-app":
+		// Toward a Namespace an app lets go of in a run of its own while
+		// another app records objects in it that have drifted away (the
+		// guard, reading the cluster, sees none of them then): only the
+		// ownership rule keeps the Namespace. One stage a step: the
+		// Namespace rendered, another app's Endpoints in it, those
+		// deleted by someone, the Namespace taken away.
+		owner, ep := w.owner("ns/two"), w.owner("ep/e0")
+		others := slices.DeleteFunc(slices.Clone(w.apps), func(a string) bool { return a == owner })
+		switch {
+		case owner == "" && exists("ns/two") && ep != "":
+			s.Kind, s.Key, s.Op = "apply", "ep/e0", "remove"
+		case owner == "" && exists("ns/two"):
+			s.Kind, s.Key = "foreign-clear", "ns/two" // its app made it: ours
+		case owner == "":
+			s.Key, s.Op, s.Keep, s.App = "ns/two", "change", false, w.apps[rng.IntN(len(w.apps))]
+		case !w.ours["ns/two"] || w.applied["ns/two"].keep:
+			s.Kind, s.Key, s.Op = "apply", "ns/two", "remove" // adopted or kept: let go
+		case ep == owner:
+			s.Kind, s.Key, s.Op, s.To = "apply", "ep/e0", "move", others[rng.IntN(len(others))]
+		case ep == "":
+			s.Key, s.Op, s.Keep, s.App = "ep/e0", "change", false, others[rng.IntN(len(others))]
+		case w.uids["ep/e0"] != "":
+			s.Kind, s.Key = "drift", "ep/e0"
+		default:
+			s.Key, s.Op, s.App = "ns/two", "remove", owner
+		}
 	case s.Kind == "restricted" && s.Flag == "reads":
 		// Toward a Namespace or CRD an app made itself, with someone
 		// else's object in it, taken away by a run that may not list
