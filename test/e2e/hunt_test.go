@@ -631,6 +631,21 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 		case w.uids["ep/e0"] != "":
 			s.Kind, s.Key = "drift", "ep/e0"
 		default:
+			// What the guard would count first goes: someone's objects
+			// in it, and those released there.
+			var in []string
+			for _, m := range []map[string]bool{w.released, keySet(w.foreign)} {
+				for k := range m {
+					if _, ns, _ := w.ref(k); ns == w.ns("two") && w.owner(k) == "" {
+						in = append(in, k)
+					}
+				}
+			}
+			slices.Sort(in)
+			if len(in) > 0 {
+				s.Kind, s.Key = "foreign-delete", in[0]
+				return
+			}
 			s.Key, s.Op, s.App = "ns/two", "remove", owner
 		}
 	case s.Kind == "restricted" && s.Flag == "reads":
@@ -711,6 +726,14 @@ func (w *world) mutate(s step) {
 	default:
 		w.render[from][s.Key] = spec{data: s.Data, keep: s.Keep}
 	}
+}
+
+func keySet[V any](m map[string]V) map[string]bool {
+	out := make(map[string]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
 }
 
 // canon is a foreign key as the key of the same kind an app renders
@@ -975,12 +998,17 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		}
 		return true, h.foreignCreate(ctx, w, "fcm2/f"+s.Data, map[string]any{"v": s.Data}, nil)
 	case "foreign-delete":
-		// The foreign actor deletes one of its objects no app renders.
+		// The foreign actor deletes one of its objects no app renders (or
+		// the one named, its own or one released).
 		var keys []string
 		for k := range w.foreign {
 			if w.owner(k) == "" {
 				keys = append(keys, k)
 			}
+		}
+		_, theirs := w.foreign[s.Key]
+		if s.Key != "" && w.owner(s.Key) == "" && (theirs || w.released[s.Key]) {
+			keys = []string{s.Key}
 		}
 		if len(keys) == 0 {
 			return false, nil
