@@ -471,6 +471,9 @@ func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
 			continue // preconditions no longer hold (replay)
 		}
 		done = append(done, s)
+		if os.Getenv("HUNT_VERBOSE") == "1" {
+			t.Logf("hunt: step %d: %s", len(done), s)
+		}
 		if err == nil {
 			err = h.check(ctx, w)
 		}
@@ -628,8 +631,6 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 			s.Kind, s.Key, s.Op, s.To = "apply", "ep/e0", "move", others[rng.IntN(len(others))]
 		case ep == "":
 			s.Key, s.Op, s.Keep, s.App = "ep/e0", "change", false, others[rng.IntN(len(others))]
-		case w.uids["ep/e0"] != "":
-			s.Kind, s.Key = "drift", "ep/e0"
 		default:
 			// What the guard would count first goes: someone's objects
 			// in it, and those released there.
@@ -646,7 +647,9 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 				s.Kind, s.Key = "foreign-delete", in[0]
 				return
 			}
-			s.Key, s.Op, s.App = "ns/two", "remove", owner
+			// Someone deletes the Endpoints right before: the next
+			// apply of all apps would make them again.
+			s.Key, s.Op, s.App, s.Flag = "ns/two", "remove", owner, "after drift"
 		}
 	case s.Kind == "restricted" && s.Flag == "reads":
 		// Toward a Namespace or CRD an app made itself, with someone
@@ -969,6 +972,13 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		}
 		if s.Op == "move" || s.Op == "swap" {
 			s.Op = "change"
+		}
+		if s.Flag == "after drift" && w.uids["ep/e0"] != "" {
+			gvr, ns, name := w.ref("ep/e0")
+			if err := h.dyn.Resource(gvr).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				return true, err
+			}
+			delete(w.uids, "ep/e0")
 		}
 		before := w.snapshot()
 		w.mutate(s)
