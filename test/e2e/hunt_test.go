@@ -684,9 +684,40 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 	case len(adopted) > 0 && rng.IntN(2) == 0:
 		s.Key, s.Op = adopted[rng.IntN(len(adopted))], []string{"remove", "move"}[rng.IntN(2)]
 	case rng.IntN(2) == 0:
-		s.Key, s.Op = "crd/hunts", "remove"
+		w.aimKept(s, exists)
 	default:
 		s.Key, s.Keep = []string{"cr/h0", "cr/h1", "ep/e0"}[rng.IntN(3)], true
+	}
+}
+
+// aimKept walks the CRD, one stage a step, toward the case only the
+// count of its custom resources decides: made by its app, no one else's
+// custom resource, one of its own kept (prune: disabled), the CRD taken
+// away with it. The kept one must be spared from the count.
+func (w *world) aimKept(s *step, exists func(string) bool) {
+	owner := w.owner("crd/hunts")
+	var theirs []string
+	for k := range w.foreign {
+		if strings.HasPrefix(k, "fcr/") {
+			theirs = append(theirs, k)
+		}
+	}
+	slices.Sort(theirs)
+	kept := w.applied["cr/h0"].keep && w.owner("cr/h0") != "" || w.applied["cr/h1"].keep && w.owner("cr/h1") != ""
+	s.Keep = false
+	switch {
+	case owner == "" && exists("crd/hunts"):
+		s.Kind, s.Key = "foreign-clear", "crd/hunts"
+	case owner == "":
+		s.Key, s.Op = "crd/hunts", "change"
+	case !w.ours["crd/hunts"] || w.applied["crd/hunts"].keep:
+		s.Key, s.Op = "crd/hunts", "remove" // adopted or kept: let go
+	case len(theirs) > 0:
+		s.Kind, s.Key = "foreign-delete", theirs[0]
+	case !kept:
+		s.Key, s.Op, s.Keep = "cr/h0", "change", true
+	default:
+		s.Key, s.Op = "crd/hunts", "remove"
 	}
 }
 
