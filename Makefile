@@ -46,7 +46,7 @@ test-unit:
 ## e2e: kubectl fleet through a real kubectl against real API servers on
 ## loopback (builds the control plane first if missing)
 e2e: controlplane
-	$(GO) test -count=1 -timeout 30m ./test/e2e $(E2E_FLAGS)
+	$(GO) test -count=1 -timeout 45m ./test/e2e $(E2E_FLAGS)
 
 ## hunt: the data-loss hunt of make e2e (TestHunt: random steps on a real
 ## API server, invariants checked after each) with random seeds, one after

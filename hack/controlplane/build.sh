@@ -47,6 +47,9 @@ HELM_VERSION=${HELM_VERSION:-v4.3.1}
 SOPS_VERSION=${SOPS_VERSION:-v3.13.3}
 # Flux's controllers: v1.9.6 declares Go 1.26.0 (v1.10 needs Go 1.27).
 FLUX_VERSION=${FLUX_VERSION:-v1.9.6}
+# Dependencies of theirs the module proxy refuses ("403 This module
+# version is not available"), pinned to the nearest patch it serves.
+FLUX_PINS=${FLUX_PINS:-github.com/fluxcd/pkg/artifact=github.com/fluxcd/pkg/artifact@v0.18.1}
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 CACHE_ROOT=${FLEET_CACHE:-$REPO_ROOT/.cache}
@@ -355,18 +358,27 @@ if wanted sops; then
 fi
 
 # ---------------------------------------------------------------- flux
-# Each controller's module carries replace directives (its api module,
-# pinned dependencies), which only count in the main module: so it is
-# built inside a writable copy of its own module, not required from a
-# throwaway one. Its CRDs (config/crd/bases) are copied beside.
+# Each controller's module carries replace directives (pinned
+# dependencies), which only count in the main module: so it is built
+# inside a writable copy of its own module, not required from a
+# throwaway one. Its api module, replaced by ./api in the repository, is
+# a module of its own that the module's zip leaves out: it is taken at
+# the version go.mod requires instead. Its CRDs (config/crd/bases) are
+# copied beside.
 build_flux() {
   local name=$1 mod=github.com/fluxcd/$1
   local dir=$SRC/$name
-  local mdir
+  local mdir pin
   mdir=$(module_info "$mod@$FLUX_VERSION" Dir) || return 1
   rm -rf "$dir"
   cp -r "$mdir" "$dir"
   chmod -R u+w "$dir"
+  (cd "$dir" && go mod edit -dropreplace "$mod/api") || return 1
+  for pin in $FLUX_PINS; do
+    if grep -q "^[[:space:]]*${pin%%=*} " "$dir/go.mod"; then
+      (cd "$dir" && go mod edit -replace "$pin") || return 1
+    fi
+  done
   build_bin "$dir" "$name" . || return 1
   mkdir -p "$BASE/flux-crds"
   cp "$mdir"/config/crd/bases/*.yaml "$BASE/flux-crds/"

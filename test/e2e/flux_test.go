@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/clientcmd"
+
+	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+)
+
+// TestFluxPullsPublished is the proof of the publish format: what
+// pkg/publish packs and pushes to a registry on loopback, Flux's own
+// source-controller and kustomize-controller (built from the Go module
+// proxy, run out of cluster against a test API server) pull and apply;
+// moving the tag rolls forward and back, and the artifact of nothing
+// prunes everything. Not a fake of Flux.
+func TestFluxPullsPublished(t *testing.T) {
+	cluster := env.Clusters[2]
+	flux := startFlux(t, cluster.Context)
+
+	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/e2e", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain()
+	ctx := context.Background()
+	const ns = "e2e-flux"
+	obj := func(kind, name string, data map[string]any) *unstructured.Unstructured {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": name}}}
+		if kind != "Namespace" {
+			o.SetNamespace(ns)
+			o.Object["data"] = data
+		}
+		return o
+	}
+	release := func(objs ...*unstructured.Unstructured) v1.Hash {
+		t.Helper()
+		img, err := artifact.Pack(objs, artifact.Origin{Source: "https://git.example.com/fleet", Revision: "main@sha1:e2e"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := r.Push(ctx, "web", img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	r1 := release(obj("Namespace", ns, nil), obj("ConfigMap", "a", map[string]any{"v": "1"}))
+	r2 := release(obj("Namespace", ns, nil), obj("ConfigMap", "a", map[string]any{"v": "2"}), obj("ConfigMap", "b", map[string]any{"v": "new"}))
+	none := release()
+	if err := r.Tag(ctx, "web", "c3", r1); err != nil {
+		t.Fatal(err)
+	}
+
+	// What publish --bootstrap is to write: the cluster follows its tag.
+	follow := fmt.Sprintf(`apiVersion: v1
+kind: Namespace
+metadata: {name: flux-e2e}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: OCIRepository
+metadata: {name: web, namespace: flux-e2e}
+spec:
+  interval: 1s
+  url: oci://%s/fleets/e2e/web
+  ref: {tag: c3}
+  insecure: true
+---
+apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata: {name: web, namespace: flux-e2e}
+spec:
+  interval: 1s
+  retryInterval: 1s
+  sourceRef: {kind: OCIRepository, name: web}
+  path: ./
+  prune: true
+  wait: true
+  timeout: 1m
+`, host)
+	if out, errOut, code := kubectl(t, follow, "--context", cluster.Context, "apply", "-f", "-"); code != 0 {
+		t.Fatalf("applying the OCIRepository and Kustomization: exit %d\n%s%s", code, out, errOut)
+	}
+	defer kubectl(t, "", "--context", cluster.Context, "delete", "namespace", "flux-e2e", ns, "--wait=false", "--ignore-not-found")
+
+	// applied waits until Flux applied digest d and the ConfigMaps hold
+	// want (name → v; "" for none).
+	applied := func(step string, d v1.Hash, want map[string]string) {
+		t.Helper()
+		var last string
+		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			rev, _, _ := kubectl(t, "", "--context", cluster.Context, "-n", "flux-e2e", "get", "kustomization", "web", "-o", "jsonpath={.status.lastAppliedRevision}")
+			got := map[string]string{}
+			for name := range want {
+				v, _, code := kubectl(t, "", "--context", cluster.Context, "-n", ns, "get", "configmap", name, "-o", "jsonpath={.data.v}")
+				if code == 0 {
+					got[name] = v
+				} else {
+					got[name] = ""
+				}
+			}
+			last = fmt.Sprintf("revision %q, ConfigMaps %v", rev, got)
+			if strings.HasSuffix(rev, "@"+d.String()) && fmt.Sprint(got) == fmt.Sprint(want) {
+				return
+			}
+		}
+		t.Fatalf("%s: Flux did not apply %s in 2 minutes: %s\n%s", step, d, last, flux.logs())
+	}
+	applied("the first release", r1, map[string]string{"a": "1", "b": ""})
+	for _, s := range []struct {
+		step string
+		d    v1.Hash
+		want map[string]string
+	}{
+		{"the tag moved on", r2, map[string]string{"a": "2", "b": "new"}},
+		{"the tag moved back (rollback)", r1, map[string]string{"a": "1", "b": ""}},
+		{"the artifact of nothing (delete)", none, map[string]string{"a": "", "b": ""}},
+	} {
+		if err := r.Tag(ctx, "web", "c3", s.d); err != nil {
+			t.Fatal(err)
+		}
+		applied(s.step, s.d, s.want)
+	}
+}
+
+// fluxProcs are Flux's controllers running for a test.
+type fluxProcs struct {
+	dir string
+}
+
+// logs is the tail of each controller's log.
+func (f fluxProcs) logs() string {
+	var b strings.Builder
+	for _, name := range []string{"source-controller", "kustomize-controller"} {
+		data, _ := os.ReadFile(filepath.Join(f.dir, name+".log"))
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		fmt.Fprintf(&b, "--- %s (last lines):\n%s\n", name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
+	}
+	return b.String()
+}
+
+// startFlux builds (when missing) and starts source-controller and
+// kustomize-controller against the cluster of context, with their CRDs
+// installed, until the test ends.
+func startFlux(t *testing.T, context string) fluxProcs {
+	t.Helper()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "source-controller", "kustomize-controller")
+	build.Stderr = os.Stderr
+	out, err := build.Output()
+	if err != nil {
+		t.Fatalf("building Flux's controllers: %v", err)
+	}
+	bin := strings.TrimSpace(string(out))
+	crds, err := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "--print-flux-crds-dir").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := kubectl(t, "", "--context", context, "apply", "--server-side", "-f", strings.TrimSpace(string(crds))); code != 0 {
+		t.Fatalf("installing Flux's CRDs: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := kubectl(t, "", "--context", context, "wait", "--for", "condition=established", "--timeout", "60s", "crd/ocirepositories.source.toolkit.fluxcd.io", "crd/kustomizations.kustomize.toolkit.fluxcd.io"); code != 0 {
+		t.Fatalf("Flux's CRDs: exit %d\n%s%s", code, out, errOut)
+	}
+
+	dir := t.TempDir()
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.CurrentContext = context
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	storage := freeAddr(t)
+	if err := os.MkdirAll(filepath.Join(dir, "storage"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"source-controller": {"--storage-path=" + filepath.Join(dir, "storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
+			"--metrics-addr=0", "--health-addr=" + freeAddr(t), "--log-level=debug"},
+		"kustomize-controller": {"--metrics-addr=0", "--health-addr=" + freeAddr(t), "--log-level=debug", "--requeue-dependency=1s"},
+	} {
+		logf, err := os.Create(filepath.Join(dir, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(filepath.Join(bin, name), args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kc, "RUNTIME_NAMESPACE=flux-e2e")
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			logf.Close()
+		})
+	}
+	return fluxProcs{dir: dir}
+}
+
+// freeAddr is a loopback address no one listens on now.
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
