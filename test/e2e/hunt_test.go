@@ -1400,7 +1400,11 @@ func (h *hunter) check(ctx context.Context, w *world) error {
 
 // rendered: what the apps render stays as the last apply left it, the
 // same object (uid), holding the render.
-func (h *hunter) rendered(ctx context.Context, w *world) error {
+func (h *hunter) rendered(ctx context.Context, w *world) error { return h.same(ctx, w, true) }
+
+// same: what the apps render is the object the last apply left (uid),
+// holding the render when content.
+func (h *hunter) same(ctx context.Context, w *world, content bool) error {
 	for key, uid := range w.uids {
 		app := w.owner(key)
 		if app == "" {
@@ -1414,7 +1418,7 @@ func (h *hunter) rendered(ctx context.Context, w *world) error {
 		case live.GetUID() != uid:
 			return fmt.Errorf("%s, rendered by app %s, was re-created (uid %s, was %s)", key, app, live.GetUID(), uid)
 		}
-		if v, _, _ := unstructured.NestedString(live.Object, "data", "v"); strings.HasPrefix(key, "cm") && v != w.render[app][key].data {
+		if v, _, _ := unstructured.NestedString(live.Object, "data", "v"); content && strings.HasPrefix(key, "cm") && v != w.render[app][key].data {
 			return fmt.Errorf("%s, rendered by app %s, holds %q, not its render's %q", key, app, v, w.render[app][key].data)
 		}
 	}
