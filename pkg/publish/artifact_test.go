@@ -103,7 +103,7 @@ func (c *counting) serve(t *testing.T) string {
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/blobs/uploads/"):
 			c.uploads++
 		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/"):
-			c.puts[r.URL.Path[strings.LastIndex(r.URL.Path, "/")+1:]]++
+			c.puts[r.URL.Path]++
 		}
 		c.mu.Unlock()
 		reg.ServeHTTP(w, r)
@@ -195,5 +195,54 @@ func TestParseRegistry(t *testing.T) {
 		} else if tc.err != "" {
 			t.Errorf("%s: no error, want %q", tc.url, tc.err)
 		}
+	}
+}
+
+func TestPushAll(t *testing.T) {
+	var c counting
+	host := c.serve(t)
+	r, err := publish.ParseRegistry("oci://"+host+"/fleets/prod", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain()
+	ctx := context.Background()
+	same := []*unstructured.Unstructured{cm("a", "1")}
+	targets := []publish.Target{
+		{App: "web", Cluster: "p1", Objects: same},
+		{App: "web", Cluster: "p2", Objects: []*unstructured.Unstructured{cm("a", "1")}},
+		{App: "web", Cluster: "p3", Objects: []*unstructured.Unstructured{cm("a", "3")}},
+		{App: "db", Cluster: "p1", Objects: same},
+	}
+	pushed, err := r.PushAll(ctx, targets, publish.Origin{Revision: "r1"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pushed) != 4 || pushed[0].Digest != pushed[1].Digest || pushed[0].Digest == pushed[2].Digest || pushed[3].Cluster != "p1" || pushed[3].App != "db" {
+		t.Fatalf("pushed: %+v", pushed)
+	}
+	// One manifest write per distinct artifact and repository: p1 and p2
+	// share theirs.
+	writes := 0
+	for _, n := range c.puts {
+		writes += n
+		if n != 1 {
+			t.Errorf("a manifest written %d times: %v", n, c.puts)
+		}
+	}
+	if writes != 3 {
+		t.Errorf("%d manifest writes, want 3 (web twice, db once): %v", writes, c.puts)
+	}
+	// Nothing a cluster pulls moved.
+	for _, p := range pushed {
+		if _, found, _ := r.Resolve(ctx, p.App, p.Cluster); found {
+			t.Errorf("%s:%s tagged by a push", p.App, p.Cluster)
+		}
+	}
+	// A registry that refuses: the error names the app and cluster.
+	bad, _ := publish.ParseRegistry("oci://127.0.0.1:1/fleets", true)
+	bad.Keychain = authn.NewMultiKeychain()
+	if _, err := bad.PushAll(ctx, targets[:1], publish.Origin{}, 1); err == nil || !strings.Contains(err.Error(), "app web for cluster p1") {
+		t.Errorf("a registry down: %v", err)
 	}
 }

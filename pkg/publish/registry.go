@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Scheme prefixes a registry repository in the fleet file, as in Flux.
@@ -139,4 +142,78 @@ func plain(err error) error {
 		return fmt.Errorf("the registry answered %d: %s", te.StatusCode, strings.Join(msgs, "; "))
 	}
 	return err
+}
+
+// Target is what one app renders for one cluster.
+type Target struct {
+	App, Cluster string
+	Objects      []*unstructured.Unstructured
+}
+
+// Pushed is a target's artifact, in the registry by digest.
+type Pushed struct {
+	App, Cluster string
+	Digest       v1.Hash
+}
+
+// PushAll packs every target and pushes each artifact by digest, at most
+// parallel at once (0: 4); an artifact two targets share is pushed once.
+// It moves no tag, so nothing a cluster pulls changes: a rollout moves
+// each cluster's tag (Tag) when its wave starts, and a run whose push
+// fails leaves only unreferenced artifacts behind. The first error
+// stops it.
+func (r Registry) PushAll(ctx context.Context, targets []Target, origin Origin, parallel int) ([]Pushed, error) {
+	if parallel <= 0 {
+		parallel = 4
+	}
+	out := make([]Pushed, len(targets))
+	type key struct {
+		app string
+		d   v1.Hash
+	}
+	var (
+		mu   sync.Mutex
+		once = map[key]*sync.Once{}
+		errs = map[key]error{}
+	)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(parallel)
+	for i, t := range targets {
+		g.Go(func() error {
+			img, err := Pack(t.Objects, origin)
+			if err != nil {
+				return fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
+			}
+			d, err := img.Digest()
+			if err != nil {
+				return err
+			}
+			k := key{t.App, d}
+			mu.Lock()
+			o, ok := once[k]
+			if !ok {
+				o = &sync.Once{}
+				once[k] = o
+			}
+			mu.Unlock()
+			o.Do(func() {
+				_, err := r.Push(ctx, t.App, img)
+				mu.Lock()
+				errs[k] = err
+				mu.Unlock()
+			})
+			mu.Lock()
+			err = errs[k]
+			mu.Unlock()
+			if err != nil {
+				return fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
+			}
+			out[i] = Pushed{App: t.App, Cluster: t.Cluster, Digest: d}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
