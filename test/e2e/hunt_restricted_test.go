@@ -16,7 +16,7 @@ import (
 
 // The hunt's runs that cannot see everything, where a guard that fails
 // open deletes what it could not read: an identity that may not list
-// some kinds (Secrets outside kubectl-fleet, the custom resources), one
+// some kinds (PodTemplates, the custom resources across namespaces), one
 // that may not list the other apps' inventories (and applies one app),
 // and discovery failing for the custom resources' group version. And
 // runs without --force-conflicts, which must not take a field someone
@@ -200,7 +200,8 @@ func (h *hunter) create(ctx context.Context, gvr schema.GroupVersionResource, na
 
 // lists lets flavour's identity list what an app's members may be in
 // namespace ns: the custom resources (reads), the ConfigMaps
-// (inventories). It returns the Role and RoleBinding it made.
+// (inventories), with a Role and RoleBinding there (unlist takes them
+// back).
 func (h *hunter) lists(ctx context.Context, w *world, flavour, ns string) error {
 	rules := map[string][]any{
 		"reads":       {rbacRule([]any{w.group()}, rbacAll, rbacAll)},
