@@ -1521,7 +1521,7 @@ func (w *world) secretFree(out string) error {
 // break the same invariant.
 func kindOf(err error) string {
 	msg := err.Error()
-	for _, k := range []string{"is gone", "re-created", "was changed", "not its render", "not pruned", "Secret value", "at once", "lost its lease", "still runs", "rollback", "delete:", "tests failed", "apply:"} {
+	for _, k := range []string{"is gone", "re-created", "was changed", "not its render", "not pruned", "no Namespace to go to", "Secret value", "at once", "lost its lease", "still runs", "rollback", "delete:", "tests failed", "not for a conflict", "nothing of anyone else's", "apply:", "apply (restricted"} {
 		if strings.Contains(msg, k) {
 			return k
 		}
