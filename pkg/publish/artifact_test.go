@@ -246,3 +246,45 @@ func TestPushAll(t *testing.T) {
 		t.Errorf("a registry down: %v", err)
 	}
 }
+
+func TestBootstrap(t *testing.T) {
+	r, err := publish.ParseRegistry("oci://registry.example.com/fleets/prod", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := r.Bootstrap("shop", "web", "p1", publish.Follow{SecretRef: "registry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(objs) != 2 {
+		t.Fatalf("%d objects", len(objs))
+	}
+	src, ks := objs[0], objs[1]
+	field := func(o *unstructured.Unstructured, path ...string) any {
+		v, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+		return v
+	}
+	for _, c := range []struct {
+		got, want any
+	}{
+		{src.GetKind() + " " + src.GetNamespace() + "/" + src.GetName(), "OCIRepository flux-system/shop-web"},
+		{ks.GetKind() + " " + ks.GetNamespace() + "/" + ks.GetName(), "Kustomization flux-system/shop-web"},
+		{field(src, "spec", "url"), "oci://registry.example.com/fleets/prod/web"},
+		{field(src, "spec", "ref", "tag"), "p1"},
+		{field(src, "spec", "insecure"), nil},
+		{field(src, "spec", "secretRef", "name"), "registry"},
+		{field(src, "spec", "interval"), "1m0s"},
+		{field(ks, "spec", "sourceRef", "name"), "shop-web"},
+		{field(ks, "spec", "prune"), true},
+		{field(ks, "spec", "wait"), true},
+		{field(ks, "spec", "timeout"), "5m0s"},
+		{src.GetLabels()[publish.DeliveryLabel] + " " + ks.GetLabels()[publish.DeliveryLabel], "shop shop"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%v, want %v", c.got, c.want)
+		}
+	}
+	if _, err := r.Bootstrap("Shop_", "web", "p1", publish.Follow{}); err == nil {
+		t.Error("a name Kubernetes refuses")
+	}
+}

@@ -19,6 +19,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
@@ -71,32 +72,19 @@ func TestFluxPullsPublished(t *testing.T) {
 	}
 
 	// What publish --bootstrap is to write: the cluster follows its tag.
-	follow := fmt.Sprintf(`apiVersion: v1
-kind: Namespace
-metadata: {name: flux-e2e}
----
-apiVersion: source.toolkit.fluxcd.io/v1
-kind: OCIRepository
-metadata: {name: web, namespace: flux-e2e}
-spec:
-  interval: 1s
-  url: oci://%s/fleets/e2e/web
-  ref: {tag: c3}
-  insecure: true
----
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata: {name: web, namespace: flux-e2e}
-spec:
-  interval: 1s
-  retryInterval: 1s
-  sourceRef: {kind: OCIRepository, name: web}
-  path: ./
-  prune: true
-  wait: true
-  timeout: 1m
-`, host)
-	if out, errOut, code := kubectl(t, follow, "--context", cluster.Context, "apply", "-f", "-"); code != 0 {
+	follow, err := r.Bootstrap("e2e", "web", "c3", artifact.Follow{Namespace: "flux-e2e", Interval: time.Second, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-e2e}\n"}
+	for _, o := range follow {
+		b, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	if out, errOut, code := kubectl(t, strings.Join(docs, "---\n"), "--context", cluster.Context, "apply", "-f", "-"); code != 0 {
 		t.Fatalf("applying the OCIRepository and Kustomization: exit %d\n%s%s", code, out, errOut)
 	}
 	defer kubectl(t, "", "--context", cluster.Context, "delete", "namespace", "flux-e2e", ns, "--wait=false", "--ignore-not-found")
@@ -107,7 +95,7 @@ spec:
 		t.Helper()
 		var last string
 		for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-			rev, _, _ := kubectl(t, "", "--context", cluster.Context, "-n", "flux-e2e", "get", "kustomization", "web", "-o", "jsonpath={.status.lastAppliedRevision}")
+			rev, _, _ := kubectl(t, "", "--context", cluster.Context, "-n", "flux-e2e", "get", "kustomization", "e2e-web", "-o", "jsonpath={.status.lastAppliedRevision}")
 			got := map[string]string{}
 			for name := range want {
 				v, _, code := kubectl(t, "", "--context", cluster.Context, "-n", ns, "get", "configmap", name, "-o", "jsonpath={.data.v}")
