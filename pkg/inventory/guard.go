@@ -153,57 +153,15 @@ func (g *Guard) customResources(ctx context.Context, crd *unstructured.Unstructu
 // ("2 objects that are not the app's remain: configmaps/x, secrets/y");
 // "" when nothing. What the cluster makes itself (the default
 // ServiceAccount, kube-root-ca.crt, Events, metrics, the Endpoints the
-// endpoints controller keeps, or deletes with their Service) does not count, nor an
-// object whose owner is in the namespace (the owner counts) or is
-// deleted by this prune. Endpoints of no Service are someone's data (a
+// endpoints controller keeps, or deletes with their Service) does not
+// count, nor an object whose owner is in the namespace (the owner
+// counts) or is deleted by this prune. Endpoints of no Service are someone's data (a
 // Service with no selector): they count. It fails closed: a resource that
 // cannot be listed (forbidden, discovery failed) is an error, and the
 // Namespace is kept.
 func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
-	if g.Client.Listable == nil {
-		return "", errors.New("the cluster's resources cannot be discovered")
-	}
-	resources, err := g.Client.Listable()
+	items, err := g.listIn(ctx, ns)
 	if err != nil {
-		return "", err
-	}
-	type item struct {
-		ref    string
-		uid    types.UID
-		owners []metav1.OwnerReference
-		// mirror: Endpoints the endpoints controller says it keeps.
-		mirror bool
-	}
-	var (
-		mu    sync.Mutex
-		items []item
-		lists errgroup.Group
-	)
-	lists.SetLimit(8)
-	for _, gvr := range resources {
-		if gvr.Resource == "events" || gvr.Group == "metrics.k8s.io" {
-			continue // mirrors of what is there, made by the cluster
-		}
-		lists.Go(func() error {
-			list, err := g.Client.Metadata.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil // no longer served: none of it is there
-			case err != nil:
-				return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			for _, it := range list.Items {
-				if !clusterMade(gvr.Resource, it.GetName()) {
-					mirror := gvr.Resource == "endpoints" && gvr.Group == "" && it.GetLabels()[endpointsManagedBy] == endpointsController
-					items = append(items, item{strings.ToLower(gvr.Resource) + "/" + it.GetName(), it.GetUID(), it.GetOwnerReferences(), mirror})
-				}
-			}
-			return nil
-		})
-	}
-	if err := lists.Wait(); err != nil {
 		return "", err
 	}
 	present, services := sets.New[types.UID](), sets.New[string]()
@@ -244,6 +202,62 @@ func (g *Guard) foreignIn(ctx context.Context, ns string) (string, error) {
 		verb = " that is not the app's remains: "
 	}
 	return output.Plural(len(foreign), "object") + verb + strings.Join(foreign[:min(3, len(foreign))], ", ") + map[bool]string{true: ", …"}[len(foreign) > 3], nil
+}
+
+// nsItem is an object listed in a namespace, as foreignIn judges it.
+type nsItem struct {
+	ref    string // "configmaps/x"
+	uid    types.UID
+	owners []metav1.OwnerReference
+	// mirror: Endpoints the endpoints controller says it keeps.
+	mirror bool
+}
+
+// listIn lists everything namespace ns holds, one metadata list per kind
+// the cluster serves (8 at once), but what the cluster makes in every
+// namespace and mirrors of what is there (Events, metrics). A kind that
+// cannot be listed is an error.
+func (g *Guard) listIn(ctx context.Context, ns string) ([]nsItem, error) {
+	if g.Client.Listable == nil {
+		return nil, errors.New("the cluster's resources cannot be discovered")
+	}
+	resources, err := g.Client.Listable()
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu    sync.Mutex
+		items []nsItem
+		lists errgroup.Group
+	)
+	lists.SetLimit(8)
+	for _, gvr := range resources {
+		if gvr.Resource == "events" || gvr.Group == "metrics.k8s.io" {
+			continue // mirrors of what is there, made by the cluster
+		}
+		lists.Go(func() error {
+			list, err := g.Client.Metadata.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil // no longer served: none of it is there
+			case err != nil:
+				return fmt.Errorf("listing %s: %w", gvr.GroupResource(), err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, it := range list.Items {
+				if !clusterMade(gvr.Resource, it.GetName()) {
+					mirror := gvr.Resource == "endpoints" && gvr.Group == "" && it.GetLabels()[endpointsManagedBy] == endpointsController
+					items = append(items, nsItem{strings.ToLower(gvr.Resource) + "/" + it.GetName(), it.GetUID(), it.GetOwnerReferences(), mirror})
+				}
+			}
+			return nil
+		})
+	}
+	if err := lists.Wait(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 // ownersGone reports whether every owner an object in namespace ns
