@@ -44,7 +44,7 @@ func (e *Env) startFull(ctx context.Context, i int, direct string) error {
 		"--kubeconfig="+kc, "--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0"); err != nil {
 		return err
 	}
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}

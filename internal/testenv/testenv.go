@@ -125,7 +125,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if err := writeCredentials(opts.Dir, env.Token); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2 + opts.Clusters)
+	ports, err := FreePorts(2 + opts.Clusters)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func (e *Env) startAPIServer(name string, port int) (string, error) {
 // context (ContextPrefix + "x" + n) is not in Kubeconfig: give it one with
 // WriteKubeconfig. Stop stops it with the rest.
 func (e *Env) AddCluster(ctx context.Context) (Cluster, error) {
-	ports, err := freePorts(1)
+	ports, err := FreePorts(1)
 	if err != nil {
 		return Cluster{}, err
 	}
@@ -278,8 +278,8 @@ func writeCredentials(dir, token string) error {
 	return os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(token+`,admin,admin-uid,"system:masters"`+"\n"), 0o600)
 }
 
-// freePorts asks the kernel for n free loopback ports.
-func freePorts(n int) ([]int, error) {
+// FreePorts asks the kernel for n free loopback ports, distinct.
+func FreePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
 	defer func() {

@@ -49,7 +49,9 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 	if err != nil {
 		return nil, err
 	}
-	meta := map[string]any{"name": name, "namespace": f.Namespace, "labels": map[string]any{DeliveryLabel: fleet}}
+	meta := func() map[string]any { // one for each object: none shares a map
+		return map[string]any{"name": name, "namespace": f.Namespace, "labels": map[string]any{DeliveryLabel: fleet}}
+	}
 	source := map[string]any{
 		"interval": f.Interval.String(),
 		"url":      Scheme + repo.Name(),
@@ -62,8 +64,8 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 		source["secretRef"] = map[string]any{"name": f.SecretRef}
 	}
 	return []*unstructured.Unstructured{
-		{Object: map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository", "metadata": meta, "spec": source}},
-		{Object: map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": copyMeta(meta), "spec": map[string]any{
+		{Object: map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository", "metadata": meta(), "spec": source}},
+		{Object: map[string]any{"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": meta(), "spec": map[string]any{
 			"interval":      f.Interval.String(),
 			"retryInterval": f.Interval.String(),
 			"sourceRef":     map[string]any{"kind": "OCIRepository", "name": name},
@@ -73,8 +75,4 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 			"timeout":       f.Timeout.String(),
 		}}},
 	}, nil
-}
-
-func copyMeta(m map[string]any) map[string]any {
-	return map[string]any{"name": m["name"], "namespace": m["namespace"], "labels": map[string]any{DeliveryLabel: m["labels"].(map[string]any)[DeliveryLabel]}}
 }

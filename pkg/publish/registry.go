@@ -171,10 +171,13 @@ func (r Registry) PushAll(ctx context.Context, targets []Target, origin Origin, 
 		app string
 		d   v1.Hash
 	}
+	type push struct {
+		once sync.Once
+		err  error
+	}
 	var (
-		mu   sync.Mutex
-		once = map[key]*sync.Once{}
-		errs = map[key]error{}
+		mu     sync.Mutex
+		pushes = map[key]*push{}
 	)
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(parallel)
@@ -190,23 +193,15 @@ func (r Registry) PushAll(ctx context.Context, targets []Target, origin Origin, 
 			}
 			k := key{t.App, d}
 			mu.Lock()
-			o, ok := once[k]
+			p, ok := pushes[k]
 			if !ok {
-				o = &sync.Once{}
-				once[k] = o
+				p = &push{}
+				pushes[k] = p
 			}
 			mu.Unlock()
-			o.Do(func() {
-				_, err := r.Push(ctx, t.App, img)
-				mu.Lock()
-				errs[k] = err
-				mu.Unlock()
-			})
-			mu.Lock()
-			err = errs[k]
-			mu.Unlock()
-			if err != nil {
-				return fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
+			p.once.Do(func() { _, p.err = r.Push(ctx, t.App, img) })
+			if p.err != nil { // written in Do, read after it: ordered by the Once
+				return fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, p.err)
 			}
 			out[i] = Pushed{App: t.App, Cluster: t.Cluster, Digest: d}
 			return nil

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
@@ -182,14 +182,19 @@ func startFlux(t *testing.T, context string) fluxProcs {
 	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
 		t.Fatal(err)
 	}
-	storage := freeAddr(t)
+	ports, err := testenv.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
+	storage := addr(0)
 	if err := os.MkdirAll(filepath.Join(dir, "storage"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for name, args := range map[string][]string{
 		"source-controller": {"--storage-path=" + filepath.Join(dir, "storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
-			"--metrics-addr=0", "--health-addr=" + freeAddr(t), "--log-level=debug"},
-		"kustomize-controller": {"--metrics-addr=0", "--health-addr=" + freeAddr(t), "--log-level=debug", "--requeue-dependency=1s"},
+			"--metrics-addr=0", "--health-addr=" + addr(1), "--log-level=debug"},
+		"kustomize-controller": {"--metrics-addr=0", "--health-addr=" + addr(2), "--log-level=debug", "--requeue-dependency=1s"},
 	} {
 		logf, err := os.Create(filepath.Join(dir, name+".log"))
 		if err != nil {
@@ -208,14 +213,4 @@ func startFlux(t *testing.T, context string) fluxProcs {
 		})
 	}
 	return fluxProcs{dir: dir}
-}
-
-// freeAddr is a loopback address no one listens on now.
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
