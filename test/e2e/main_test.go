@@ -46,6 +46,15 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(work)
+	// Discovery cached by kubectl and the plugin, a run's own: the
+	// user's ~/.kube/cache holds earlier test beds' servers, keyed by
+	// host and port, and a port used again read another server's kinds
+	// (a CRD "served" that this API server never had: a 404, not "CRD
+	// pending").
+	if err := os.Setenv("KUBECACHEDIR", filepath.Join(work, "kube-cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 
 	// The control plane: built from the Go module proxy when missing.
 	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kube-controller-manager", "kube-scheduler", "kwok", "krew", "helm")
