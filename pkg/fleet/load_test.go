@@ -319,6 +319,16 @@ func TestParseErrors(t *testing.T) {
 			[]string{`fleet.yaml:19: cluster staging-eu: kubeconfigFrom: want a mapping, got "PROD_EU"`}},
 		{"defaults kubeconfig and kubeconfigFrom", replace("defaults:\n", "defaults:\n  kubeconfig: ~/.kube/all\n  kubeconfigFrom: {command: []}\n"),
 			[]string{`fleet.yaml:7: defaults.kubeconfigFrom: only one of kubeconfig and kubeconfigFrom may be set`, `fleet.yaml:7: defaults.kubeconfigFrom.command: must be a non-empty list`}},
+		{"delivery", replace("    protected: true\n", "    protected: true\n    delivery: {oci: 'https://r.example.com/x', namespace: Flux_System, interval: -1m}\n"),
+			[]string{`fleet.yaml:15: group production: delivery.oci: "https://r.example.com/x" is not an oci:// URL`, `fleet.yaml:15: group production: delivery.namespace: "Flux_System" is not a valid name`, `fleet.yaml:15: group production: delivery.interval: must not be negative`}},
+		{"delivery typo", replace("    protected: true\n", "    protected: true\n    delivery: {oic: oci://r.example.com/x}\n"),
+			[]string{`fleet.yaml:15: group production: delivery.oic: unknown field "oic" (did you mean "oci"?)`}},
+		{"delivery with a tag", replace("    protected: true\n", "    protected: true\n    delivery: {oci: 'oci://r.example.com/x:v1'}\n  - name: edge\n    delivery: {oci: 'oci:///x'}\n"),
+			[]string{`fleet.yaml:15: group production: delivery.oci: "oci://r.example.com/x:v1" names a tag or digest`, `fleet.yaml:17: group edge: delivery.oci: "oci:///x" names no registry`}},
+		{"no context without a delivery", replace("    context: stg-eu\n", ""),
+			[]string{`fleet.yaml:16: cluster staging-eu: context: required (a cluster delivered through a registry may go without one`}},
+		{"no context with what reads the cluster", replace("    protected: true\n", "    protected: true\n    delivery: {oci: oci://r.example.com/x}\n    attributesFrom: [{apiVersion: v1, kind: ConfigMap, name: c, attributes: {a: '{.data.a}'}}]\n") + "  - {name: edge-1, group: production}\n  - {name: edge-2, group: staging, delivery: {oci: oci://r.example.com/x}, server: https://1.2.3.4}\n",
+			[]string{`fleet.yaml:35: cluster edge-1: context: required: attributesFrom reads the cluster`, `fleet.yaml:36: cluster edge-2: context: required with a server or uid pin`}},
 		{"dependencies", valid + "apps:\n  - {name: web, manifests: ., dependsOn: [db, web, nope, db]}\n  - {name: db, manifests: ., dependsOn: [cache]}\n  - {name: cache, manifests: ., dependsOn: [web], tests: nope}\n",
 			[]string{`fleet.yaml:34: app web: dependsOn[1]: an app cannot depend on itself`, `fleet.yaml:34: app web: dependsOn[2]: unknown app "nope" (apps: web, db, cache)`,
 				`fleet.yaml:34: app web: dependsOn[3]: "db" is listed twice`, `fleet.yaml:34: app web: dependsOn: dependency cycle: web → db → cache → web`,
@@ -343,6 +353,34 @@ func TestParseErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestDeliveryOf(t *testing.T) {
+	in := strings.Replace(valid, "    protected: true\n", "    protected: true\n    delivery: {oci: oci://r.example.com/fleets/acme, insecure: true}\n", 1) +
+		"  - {name: edge-1, group: production}\n  - {name: edge-2, group: staging, delivery: {oci: 'oci://localhost:5000/edge/'}}\n"
+	f, err := Parse([]byte(in), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		cluster, oci string
+		observed     bool
+	}{
+		{"staging-eu", "", true},
+		{"prod-eu", "oci://r.example.com/fleets/acme", true},
+		{"edge-1", "oci://r.example.com/fleets/acme", false},
+		{"edge-2", "oci://localhost:5000/edge/", false},
+	} {
+		c := f.Cluster(tt.cluster)
+		d := f.DeliveryOf(c)
+		got := ""
+		if d != nil {
+			got = d.OCI
+		}
+		if got != tt.oci || c.Observed() != tt.observed {
+			t.Errorf("%s: delivery %q observed %v, want %q %v", tt.cluster, got, c.Observed(), tt.oci, tt.observed)
+		}
 	}
 }
 

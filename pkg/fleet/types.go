@@ -110,6 +110,9 @@ type Group struct {
 	// Verify are checks run for each cluster of the group once its apps
 	// (and their tests) succeeded.
 	Verify []Check `yaml:"verify"`
+	// Delivery, when set, publishes the group's renders to a registry
+	// its clusters' Flux pulls from, instead of writing to them.
+	Delivery *Delivery `yaml:"delivery"`
 }
 
 // ApprovalRequired is a group's approval: required.
@@ -136,8 +139,9 @@ type Cluster struct {
 	Name string `yaml:"name" jsonschema:"required"`
 	// Group is the name of the group the cluster is in.
 	Group string `yaml:"group" jsonschema:"required"`
-	// Context is the kubeconfig context that reaches the cluster.
-	Context string `yaml:"context" jsonschema:"required"`
+	// Context is the kubeconfig context that reaches the cluster;
+	// optional for a delivered cluster, which it then only reads.
+	Context string `yaml:"context"`
 	// Kubeconfig is the kubeconfig file of the context (relative to the
 	// fleet file's folder); kubectl's own when empty.
 	Kubeconfig string `yaml:"kubeconfig"`
@@ -160,6 +164,8 @@ type Cluster struct {
 	// or uid pin, or contexts pointing at the same URL) are otherwise an
 	// error: they would share every app's records there.
 	SameClusterAs string `yaml:"sameClusterAs"`
+	// Delivery, when set, is the cluster's over its group's.
+	Delivery *Delivery `yaml:"delivery"`
 
 	// Index is the cluster's position in the fleet file.
 	Index int `yaml:"-"`

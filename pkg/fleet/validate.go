@@ -78,6 +78,7 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 			e.add(p+".batchSoak", "must not be negative, got %s", g.BatchSoak)
 		}
 		f.validateChecks(e, p+".verify", g.Verify)
+		validateDelivery(e, p+".delivery", g.Delivery)
 	}
 	f.validateAfter(e, groups)
 	return groups
@@ -213,9 +214,8 @@ func (f *Fleet) validateClusters(e *errs, groups map[string]bool) {
 		case !groups[c.Group]:
 			e.add(p+".group", "unknown group %q (groups: %s)", c.Group, strings.Join(f.groupNames(), ", "))
 		}
-		if c.Context == "" {
-			e.add(p+".context", "required")
-		}
+		validateDelivery(e, p+".delivery", c.Delivery)
+		f.validateContext(e, p, c)
 		for k, v := range c.Labels {
 			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {
 				e.add(p+".labels."+k, "invalid label key %q: %s", k, strings.Join(msgs, "; "))
@@ -233,6 +233,22 @@ func (f *Fleet) validateClusters(e *errs, groups map[string]bool) {
 		validateKubeconfig(e, p, c.Kubeconfig, c.KubeconfigFrom)
 	}
 	f.validateSameCluster(e, clusters)
+}
+
+// validateContext checks that c has a context, unless it is delivered
+// through a registry and nothing needs to read it before rendering.
+func (f *Fleet) validateContext(e *errs, p string, c *Cluster) {
+	switch {
+	case c.Context != "":
+	case f.DeliveryOf(c) == nil:
+		e.add(p+".context", "required (a cluster delivered through a registry may go without one: delivery)")
+	case len(f.AttributesFrom(c)) > 0:
+		e.add(p+".context", "required: attributesFrom reads the cluster before rendering (a read-only context is enough)")
+	case c.Kubeconfig != "" || c.KubeconfigFrom != nil:
+		e.add(p+".context", "required with a kubeconfig: the context to use in it")
+	case c.Server != "" || c.UID != "":
+		e.add(p+".context", "required with a server or uid pin: they are checked through it")
+	}
 }
 
 // validateSameCluster refuses two entries with the same server or uid
