@@ -36,10 +36,17 @@ func NewConfigFlags() *genericclioptions.ConfigFlags {
 // ForCluster returns a ConfigFlags of the cluster's own: its kubeconfig and
 // context, with the shared flags (timeout, impersonation, cache folder)
 // copied. Each cluster so gets its own REST mapper and discovery cache.
+// A delivered cluster's client only reads (readOnly).
 func ForCluster(base *genericclioptions.ConfigFlags, f *fleet.Fleet, c *fleet.Cluster) *genericclioptions.ConfigFlags {
 	out := genericclioptions.NewConfigFlags(true)
 	kc := KubeconfigPath(base, f, c)
 	ctx := c.Context
+	if ctx == "" {
+		ctx = NoContext(c)
+	}
+	if f.DeliveryOf(c) != nil {
+		out.WrapConfigFn = readOnly(c.Name)
+	}
 	out.KubeConfig = &kc
 	out.Context = &ctx
 	copyString(&out.CacheDir, base.CacheDir)

@@ -86,13 +86,19 @@ func str(p *string) string {
 	return *p
 }
 
-// ToRESTConfig is the cluster's REST config.
+// ToRESTConfig is the cluster's REST config, wrapped as the flags say
+// (WrapConfigFn: a delivered cluster's only reads).
 func (g *Getter) ToRESTConfig() (*rest.Config, error) {
 	cfg, err := g.ToRawKubeConfigLoader().ClientConfig()
-	if clientcmd.IsEmptyConfig(err) {
+	switch {
+	case clientcmd.IsEmptyConfig(err):
 		return nil, genericclioptions.ErrEmptyConfig
+	case err != nil:
+		return nil, err
+	case g.flags.WrapConfigFn != nil:
+		return g.flags.WrapConfigFn(cfg), nil
 	}
-	return cfg, err
+	return cfg, nil
 }
 
 // ToDiscoveryClient is the cluster's discovery, cached on disk as
