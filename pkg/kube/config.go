@@ -182,6 +182,9 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 		return describe(path)
 	}
 	for _, c := range clusters {
+		if !c.Observed() {
+			continue // published to, never read: it has no context to check
+		}
 		path := KubeconfigPath(base, f, c)
 		if _, from := f.KubeconfigOf(c); from != nil {
 			names[path] = from.String()

@@ -41,7 +41,7 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 	if f.Timeout == 0 {
 		f.Timeout = 5 * time.Minute
 	}
-	name := fleet + "-" + app
+	name := Name(fleet, app)
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return nil, fmt.Errorf("the Flux objects' name %q: %s", name, msgs[0])
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 )
 
 // Scheme prefixes a registry repository in the fleet file, as in Flux.
@@ -35,26 +37,16 @@ type Registry struct {
 	Transport http.RoundTripper
 }
 
-// ParseRegistry reads an oci:// URL of the fleet file.
+// ParseRegistry reads an oci:// URL of the fleet file (fleet.ParseOCI).
 func ParseRegistry(url string, insecure bool) (Registry, error) {
-	base, ok := strings.CutPrefix(url, Scheme)
-	if !ok {
-		return Registry{}, fmt.Errorf("%q is not an oci:// URL", url)
+	if err := fleet.ParseOCI(url); err != nil {
+		return Registry{}, err
 	}
-	base = strings.TrimSuffix(base, "/")
-	host, rest, _ := strings.Cut(base, "/")
-	switch {
-	case host == "":
-		return Registry{}, fmt.Errorf("%q names no registry: oci://<registry>/<repository>", url)
-	case strings.ContainsAny(rest, "@:") || strings.Contains(host, "@"):
-		return Registry{}, fmt.Errorf("%q names a tag or digest: give the repository only, each app and cluster gets its own", url)
-	}
-	r := Registry{Base: base, Insecure: insecure}
-	if _, err := r.Repository("app"); err != nil {
-		return Registry{}, fmt.Errorf("%q: %w", url, err)
-	}
-	return r, nil
+	return Registry{Base: strings.TrimSuffix(strings.TrimPrefix(url, Scheme), "/"), Insecure: insecure}, nil
 }
+
+// For is the registry a delivery publishes to.
+func For(d *fleet.Delivery) (Registry, error) { return ParseRegistry(d.OCI, d.Insecure) }
 
 // Repository is app's repository.
 func (r Registry) Repository(app string) (name.Repository, error) {

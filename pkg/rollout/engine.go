@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -122,6 +124,11 @@ type Engine struct {
 	// approvals are the approval checks of the waves that need one, by
 	// wave name (requireApprovals).
 	approvals map[string]func() error
+	// artifacts are the delivered clusters' renders in their registries,
+	// by cluster and app (publishAll): read-only once the waves start.
+	artifacts map[string]map[string]artifact
+	// moved are the tags each delivered cluster's run moved (movedOf).
+	moved map[string]map[string]v1.Hash
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every
@@ -131,6 +138,9 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	defer e.Locks.Release(ctx, e.Log)
 	e.begin(r, o, sink)
 	ws := Waves(r.Fleet, r.Clusters)
+	if err := e.publishAll(ctx); err != nil {
+		return e.notStarted(ws, err)
+	}
 	e.confirmations(ws)
 	e.windows(ws)
 	e.pauses(ws)
@@ -154,6 +164,19 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 		e.emit(EndEvent{Cluster: name, Err: err})
 		return err
 	})
+}
+
+// notStarted is the outcome of a run that failed before its first wave:
+// every cluster not started, for err.
+func (e *Engine) notStarted(ws []runner.Wave, err error) []runner.Outcome {
+	var out []runner.Outcome
+	for _, w := range ws {
+		for _, name := range w.Clusters {
+			out = append(out, runner.Outcome{Cluster: name, Wave: w.Name, Batch: w.Batch, State: runner.NotStarted, Err: err})
+			e.emit(EndEvent{Cluster: name, Err: err})
+		}
+	}
+	return out
 }
 
 // begin readies a run of r as o says, its events to sink.
@@ -197,6 +220,9 @@ func (e *Engine) Warm(ctx context.Context, req *rendered.Request, parallel int, 
 	lockEarly := yes || g == nil || !g.Protected
 	for _, name := range ws[0].Clusters[:ws[0].AtOnce(parallel)] {
 		c := f.Cluster(name)
+		if f.DeliveryOf(c) != nil {
+			continue // nothing is locked there, nothing written
+		}
 		go func() {
 			if client, err := e.Connector.Connect(ctx, f, c); err == nil {
 				if lockEarly {

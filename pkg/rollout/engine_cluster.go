@@ -25,6 +25,9 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 	if err := e.o.Rollback.Failed(c.Name); err != nil {
 		return err
 	}
+	if d := e.delivered(c); d != nil {
+		return e.published(ctx, c, d)
+	}
 	e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
 	client, err := e.Connector.Connect(ctx, e.r.Fleet, c)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -166,13 +167,16 @@ func (e RevisionEvent) Text() string {
 // VerificationEvent is what a cluster's gates said of the revision an
 // app's apply left current.
 type VerificationEvent struct {
-	Type     string   `json:"type"`
-	Cluster  string   `json:"cluster"`
-	App      string   `json:"app"`
-	Revision int      `json:"revision,omitempty"`
-	State    string   `json:"state"`
-	Reason   string   `json:"reason,omitempty"`
-	Gates    []string `json:"gates,omitempty"`
+	Type     string `json:"type"`
+	Cluster  string `json:"cluster"`
+	App      string `json:"app"`
+	Revision int    `json:"revision,omitempty"`
+	// Digest is the artifact a delivered cluster's tag points at (it
+	// has no revision recorded on it).
+	Digest string   `json:"digest,omitempty"`
+	State  string   `json:"state"`
+	Reason string   `json:"reason,omitempty"`
+	Gates  []string `json:"gates,omitempty"`
 	// Error says why the verdict could not be recorded.
 	Error string `json:"error,omitempty"`
 	Label string `json:"-"`
@@ -190,6 +194,9 @@ func (e VerificationEvent) Where() string { return e.Cluster }
 // Text is "revision 8 failed: check smoke: exit status 1".
 func (e VerificationEvent) Text() string {
 	line := fmt.Sprintf("revision %d %s", e.Revision, revision.Verification{State: revision.State(e.State), Reason: e.Reason})
+	if e.Revision == 0 && e.Digest != "" {
+		line = fmt.Sprintf("%s %s", Short(e.Digest), revision.Verification{State: revision.State(e.State), Reason: e.Reason})
+	}
 	if e.Error != "" {
 		line += "; not recorded: " + e.Error
 	}
@@ -349,4 +356,67 @@ func (e EndEvent) Text() string {
 		return e.Err.Error()
 	}
 	return "done"
+}
+
+// PublishEvent is an app's artifact published for a delivered cluster:
+// the cluster's tag moved to it (or already there, or, on a dry run,
+// where it would move).
+type PublishEvent struct {
+	Type    string `json:"type"`
+	Cluster string `json:"cluster"`
+	App     string `json:"app"`
+	// Repository is the app's (oci://…), Tag the cluster's there.
+	Repository string `json:"repository"`
+	Tag        string `json:"tag"`
+	Digest     string `json:"digest"`
+	// Previous is what the tag pointed at before ("": no tag).
+	Previous string `json:"previous,omitempty"`
+	DryRun   bool   `json:"dryRun,omitempty"`
+	Label    string `json:"-"`
+}
+
+// Where is the cluster.
+func (e PublishEvent) Where() string { return e.Cluster }
+
+// Text is "published oci://r/fleet/web:edge-1 sha256:0123456789ab (was
+// sha256:…)".
+func (e PublishEvent) Text() string {
+	verb := "published"
+	switch {
+	case e.Previous == e.Digest:
+		verb = "unchanged"
+	case e.DryRun:
+		verb = "would publish"
+	}
+	line := fmt.Sprintf("%s %s:%s %s", verb, e.Repository, e.Tag, Short(e.Digest))
+	if e.Previous != "" && e.Previous != e.Digest {
+		line += " (was " + Short(e.Previous) + ")"
+	}
+	return labelled(e.Label, line)
+}
+
+// FluxEvent is what a delivered cluster's Flux says once it applied an
+// app's artifact.
+type FluxEvent struct {
+	Type    string       `json:"type"`
+	Cluster string       `json:"cluster"`
+	App     string       `json:"app"`
+	Digest  string       `json:"digest"`
+	Flux    publish.Flux `json:"flux"`
+	Label   string       `json:"-"`
+}
+
+// Where is the cluster.
+func (e FluxEvent) Where() string { return e.Cluster }
+
+// Text is "Flux applied sha256:0123456789ab, Ready (healthy) since …".
+func (e FluxEvent) Text() string {
+	line := "Flux applied " + Short(e.Digest) + ", Ready"
+	if e.Flux.Wait {
+		line += " (healthy)"
+	}
+	if !e.Flux.Since.IsZero() {
+		line += " since " + e.Flux.Since.UTC().Format(time.RFC3339)
+	}
+	return labelled(e.Label, line)
 }

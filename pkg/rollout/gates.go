@@ -105,6 +105,8 @@ func (g *Gates) Verdict(app string) revision.Verification {
 		return revision.Verification{State: revision.Failed, Reason: g.failed[app], Gates: gates}
 	case g.failed[""] != "":
 		return revision.Verification{State: revision.Failed, Reason: g.failed[""], Gates: gates}
+	case !slices.Contains(g.passed[app], Applied) && g.unverified[app] != "":
+		return revision.Verification{State: revision.Unverified, Reason: g.unverified[app], Gates: gates} // published, not observed
 	case !slices.Contains(g.passed[app], Applied):
 		return revision.Verification{State: revision.Unverified, Reason: "not applied in this run", Gates: gates}
 	case g.unverified[app] != "":

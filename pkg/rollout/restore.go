@@ -42,6 +42,9 @@ func RolledBack(err error) string {
 // re-apply and prune under it. That is said: "not restored (lost the
 // lock)", "rollback stopped (lost the lock)".
 func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolled error) {
+	if e.delivered(e.clusters[cluster]) != nil {
+		return e.untag(ctx, cluster, err)
+	}
 	e.mu.Lock()
 	before := e.before[cluster]
 	e.mu.Unlock()

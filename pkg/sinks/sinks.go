@@ -65,6 +65,14 @@ func (c Set) Emit(ev rollout.Event) {
 		if c.Tally != nil && ev.Error == "" {
 			c.Tally.SetRevision(ev.Cluster, ev.App, ev.Revision)
 		}
+	case rollout.PublishEvent:
+		if c.Tally != nil {
+			c.Tally.SetPublished(ev.Cluster, ev.App, ev.Digest)
+		}
+	case rollout.FluxEvent:
+		if c.Tally != nil {
+			c.Tally.AddGate(ev.Cluster, "Flux applied "+ev.App)
+		}
 	case rollout.CheckEvent:
 		if c.Tally != nil {
 			c.Tally.AddGate(ev.Cluster, "check "+ev.Check+" "+ev.State)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
@@ -44,6 +46,9 @@ type Result struct {
 	Gates []string `json:"gates,omitempty"`
 	// Revisions are the apps' current revisions after the run.
 	Revisions map[string]int `json:"revisions,omitempty"`
+	// Published are the artifacts a delivered cluster's tags point at
+	// after the run, by app.
+	Published map[string]string `json:"published,omitempty"`
 	// Rollback says what --atomic did for a failed cluster: "rolled back
 	// to r2", "rollback failed: …".
 	Rollback string `json:"rollback,omitempty"`
@@ -65,7 +70,7 @@ func (r *Rollout) Failed() int {
 func (r *Rollout) Results() []Result {
 	out := make([]Result, 0, len(r.Outcomes))
 	for _, oc := range r.Outcomes {
-		res := Result{Type: "cluster", Cluster: oc.Cluster, Group: r.Group(oc.Cluster), Batch: oc.Batch, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: r.Tally.Gates(oc.Cluster), Revisions: r.Tally.Revisions(oc.Cluster), Rollback: r.rolledBack(oc.Err)}
+		res := Result{Type: "cluster", Cluster: oc.Cluster, Group: r.Group(oc.Cluster), Batch: oc.Batch, State: strings.ReplaceAll(string(oc.State), " ", ""), Gates: r.Tally.Gates(oc.Cluster), Revisions: r.Tally.Revisions(oc.Cluster), Published: r.Tally.Published(oc.Cluster), Rollback: r.rolledBack(oc.Err)}
 		if oc.Err != nil {
 			res.Error = oc.Err.Error()
 		}
@@ -114,7 +119,14 @@ func (r *Rollout) line(oc runner.Outcome) string {
 		state = "skipped"
 	}
 	c := r.Tally.Actions(oc.Cluster)
-	if len(c) == 0 && oc.State == runner.Succeeded && r.Nothing != "" {
+	published := r.Tally.Published(oc.Cluster)
+	switch {
+	case len(published) > 0 && oc.State == runner.Succeeded:
+		state = "published " + publishedList(published)
+		if r.DryRun {
+			state = "would publish " + publishedList(published)
+		}
+	case len(c) == 0 && oc.State == runner.Succeeded && r.Nothing != "":
 		state = r.Nothing
 	}
 	line := state
@@ -132,6 +144,15 @@ func (r *Rollout) line(oc runner.Outcome) string {
 		line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
 	}
 	return line
+}
+
+// publishedList is "web sha256:0123456789ab, db sha256:…", by app.
+func publishedList(published map[string]string) string {
+	var parts []string
+	for _, app := range slices.Sorted(maps.Keys(published)) {
+		parts = append(parts, app+" "+rollout.Short(published[app]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // actionCounts is "2 created, 38 unchanged", in the order of the actions.

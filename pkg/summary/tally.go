@@ -17,6 +17,31 @@ type Tally struct {
 	gates   map[string][]string
 	// revisions are the current revision of each app, per cluster.
 	revisions map[string]map[string]int
+	// published are the artifacts each app's tag points at, per
+	// delivered cluster.
+	published map[string]map[string]string
+}
+
+// SetPublished records the artifact (its digest) a delivered cluster's
+// tag of app points at after the run.
+func (t *Tally) SetPublished(cluster, app, digest string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.published == nil {
+		t.published = map[string]map[string]string{}
+	}
+	if t.published[cluster] == nil {
+		t.published[cluster] = map[string]string{}
+	}
+	t.published[cluster][app] = digest
+}
+
+// Published are the artifacts a delivered cluster's tags point at, by
+// app.
+func (t *Tally) Published(cluster string) map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.published[cluster])
 }
 
 // Add counts an object's action on a cluster.

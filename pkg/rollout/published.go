@@ -1,0 +1,323 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// A delivered cluster (fleet.Delivery) is never written to: each app's
+// render for it is an artifact in a registry, pushed by digest before
+// the first wave (publishAll), and the cluster's tag moves to it when
+// its wave starts (published). Its Flux pulls the tag and applies it;
+// the rollout reads, through the cluster's context when it has one,
+// that Flux applied exactly that artifact and is Ready, and the gates
+// and the promotion rule go on from there as for any cluster.
+
+// artifact is one app's render for a delivered cluster, in its registry.
+type artifact struct {
+	registry publish.Registry
+	digest   v1.Hash
+}
+
+// delivered is c's delivery, or nil when the run writes to c.
+func (e *Engine) delivered(c *fleet.Cluster) *fleet.Delivery { return e.r.Fleet.DeliveryOf(c) }
+
+// publishAll packs every delivered cluster's renders and pushes each
+// artifact by digest (a dry run only packs them), before any wave: no
+// tag moves, so nothing a cluster pulls changes, and a push that fails
+// fails the run before anything is written anywhere. A render that
+// holds a Secret or a value decrypted for the run is refused first: a
+// registry keeps what it is given, for whoever may pull.
+func (e *Engine) publishAll(ctx context.Context) error {
+	type repo struct {
+		registry publish.Registry
+		targets  []publish.Target
+	}
+	var repos []*repo
+	for _, c := range e.r.Clusters {
+		d := e.delivered(c)
+		if d == nil {
+			continue
+		}
+		reg, err := publish.For(d)
+		if err != nil {
+			return fmt.Errorf("cluster %s: delivery: %w", c.Name, err)
+		}
+		i := slices.IndexFunc(repos, func(r *repo) bool { return r.registry.Base == reg.Base && r.registry.Insecure == reg.Insecure })
+		if i < 0 {
+			repos, i = append(repos, &repo{registry: reg}), len(repos)
+		}
+		for _, res := range e.r.Of(c.Name) {
+			if err := e.publishable(res); err != nil {
+				return err
+			}
+			repos[i].targets = append(repos[i].targets, publish.Target{App: res.App, Cluster: c.Name, Objects: res.Objects})
+		}
+	}
+	e.artifacts = map[string]map[string]artifact{}
+	for _, r := range repos {
+		pushed, err := e.push(ctx, r.registry, r.targets)
+		if err != nil {
+			return fmt.Errorf("publishing to oci://%s: %w", r.registry.Base, err)
+		}
+		for _, p := range pushed {
+			if e.artifacts[p.Cluster] == nil {
+				e.artifacts[p.Cluster] = map[string]artifact{}
+			}
+			e.artifacts[p.Cluster][p.App] = artifact{registry: r.registry, digest: p.Digest}
+		}
+	}
+	return nil
+}
+
+// push pushes targets to reg, or on a dry run only packs them.
+func (e *Engine) push(ctx context.Context, reg publish.Registry, targets []publish.Target) ([]publish.Pushed, error) {
+	origin := publish.Origin{}
+	if len(e.r.Results) > 0 {
+		origin.Revision = e.source(ctx, e.r.Results[0]).Commit
+	}
+	if !e.o.DryRun {
+		return reg.PushAll(ctx, targets, origin, e.o.Parallel)
+	}
+	out := make([]publish.Pushed, len(targets))
+	for i, t := range targets {
+		img, err := publish.Pack(t.Objects, origin)
+		if err != nil {
+			return nil, fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = publish.Pushed{App: t.App, Cluster: t.Cluster, Digest: d}
+	}
+	return out, nil
+}
+
+// publishable refuses a render that must not go to a registry: one
+// with a Secret, or with a value the run decrypted (SOPS) in any
+// object. Flux decrypts SOPS files on the cluster itself: publish them
+// encrypted, from a source that does not decrypt them.
+func (e *Engine) publishable(res render.Result) error {
+	for _, o := range res.Objects {
+		if o.GetKind() == "Secret" && (o.GetAPIVersion() == "v1") {
+			return fmt.Errorf("cluster %s is delivered through a registry, and app %s renders Secret %s: a registry keeps a Secret's values for whoever may pull; nothing was published", res.Cluster.Name, res.App, o.GetName())
+		}
+	}
+	if len(e.r.Mask.In(objectMaps(res.Objects)...)) > 0 {
+		return fmt.Errorf("cluster %s is delivered through a registry, and app %s renders values decrypted with SOPS: a registry keeps them in the clear for whoever may pull; nothing was published", res.Cluster.Name, res.App)
+	}
+	return nil
+}
+
+// published rolls the run out to a delivered cluster: app by app in
+// dependency order, its tag moves to the app's artifact, then, when the
+// cluster is observed, the rollout waits for Flux to have applied it
+// and be Ready before the next app's tag moves. An unobserved cluster's
+// tags all move, and its verdict says it was not observed. The group's
+// checks run on the cluster's context as for any cluster.
+func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+	if e.o.Rollback != nil {
+		return fmt.Errorf("cluster %s is delivered through a registry: rollback moves no tags yet; move them with `crane tag` to the digest history shows", c.Name)
+	}
+	results := inDependencyOrder(e.r.Fleet, e.r.Of(c.Name), func(r render.Result) string { return r.App })
+	gates := e.gatesOf(c.Name)
+	var client *kube.Client
+	if c.Observed() && !e.o.DryRun {
+		e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
+		var err error
+		if client, err = e.connect(ctx, c.Name); err != nil {
+			return err
+		}
+	}
+	moved := e.movedOf(c.Name)
+	var errs []error
+	failed := map[string]bool{}
+	for _, res := range results {
+		if dep := failedDependency(e.r.Fleet, res.App, failed); dep != "" {
+			failed[res.App] = true
+			errs = append(errs, fmt.Errorf("app %s: not started: dependency %s failed", res.App, dep))
+			continue
+		}
+		err := e.publishApp(ctx, c, d, client, res, moved)
+		e.emit(AppEvent{Cluster: c.Name, App: res.App, Err: err})
+		if err != nil {
+			failed[res.App] = true
+			gates.Fail(res.App, oneLine(err))
+			errs = append(errs, fmt.Errorf("app %s: %w", res.App, err))
+		}
+	}
+	if len(failed) == 0 && !e.o.DryRun {
+		if err := e.clusterGates(ctx, c, results, failed); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 || !e.soaking(c) {
+		e.settle(ctx, client, c.Name)
+	}
+	return e.rollBack(ctx, c.Name, errors.Join(errs...)) // untag
+}
+
+// movedOf are the tags a delivered cluster's run moved, by app, each to
+// what it pointed at before: written by the cluster's run alone, read
+// by --atomic (untag).
+func (e *Engine) movedOf(cluster string) map[string]v1.Hash {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.moved == nil {
+		e.moved = map[string]map[string]v1.Hash{}
+	}
+	if e.moved[cluster] == nil {
+		e.moved[cluster] = map[string]v1.Hash{}
+	}
+	return e.moved[cluster]
+}
+
+// publishApp moves c's tag of one app to its artifact, and, when the
+// cluster is observed, waits for Flux to apply it.
+func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, client *kube.Client, res render.Result, moved map[string]v1.Hash) error {
+	a := e.artifacts[c.Name][res.App]
+	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: Label(res.App, len(e.r.Of(c.Name)) > 1)}
+	prev, found, err := a.registry.Resolve(ctx, res.App, c.Name)
+	if err != nil {
+		return err
+	}
+	if found {
+		ev.Previous = prev.String()
+	}
+	if !e.o.DryRun && (!found || prev != a.digest) {
+		e.emit(StageEvent{Cluster: c.Name, Stage: "publishing " + res.App})
+		if err := a.registry.Tag(ctx, res.App, c.Name, a.digest); err != nil {
+			return err
+		}
+		moved[res.App] = prev // the zero hash: there was no tag
+	}
+	e.emit(ev)
+	if e.o.DryRun {
+		return nil
+	}
+	gates := e.gatesOf(c.Name)
+	gates.Pass(res.App, Published)
+	if client == nil {
+		gates.Unverified(res.App, "published, not observed: no context reads cluster "+c.Name)
+		return nil
+	}
+	flux, err := e.await(ctx, c.Name, d, client, res.App, a.digest.String())
+	if err != nil {
+		return err
+	}
+	gates.Pass(res.App, Applied)
+	if flux.Wait {
+		gates.Pass(res.App, "healthy")
+	}
+	if len(e.r.TestsOf(c.Name, res.App)) > 0 {
+		gates.Unverified(res.App, "its tests write to the cluster, and nothing writes to a delivered cluster")
+	}
+	return nil
+}
+
+// Published is the gate of an artifact whose tag moved: the cluster's
+// Flux may pull it.
+const Published = "published"
+
+// FluxPoll is how often the rollout reads a delivered cluster's Flux
+// objects while it waits for them.
+var FluxPoll = 2 * time.Second
+
+// await waits until the cluster's Flux applied artifact dg of app and is
+// Ready, or failed it, bounded by --timeout plus the delivery's
+// interval (Flux looks for a new artifact that often).
+func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, client *kube.Client, app, dg string) (publish.Flux, error) {
+	interval := d.Interval
+	if interval == 0 {
+		interval = time.Minute
+	}
+	timeout := e.o.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout+interval)
+	defer cancel()
+	e.emit(StageEvent{Cluster: cluster, Stage: "waiting for Flux to apply " + app})
+	var last publish.Flux
+	for {
+		flux, err := publish.ReadFlux(ctx, client.Dynamic, d, e.r.Fleet.Metadata.Name, app)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			return flux, err
+		case err == nil && flux.Converged(dg):
+			e.emit(FluxEvent{Type: "flux", Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Of(cluster)) > 1)})
+			return flux, nil
+		case err == nil && flux.Failed(dg) != "":
+			return flux, fmt.Errorf("Flux failed to apply %s: %s", Short(dg), flux.Failed(dg))
+		case err == nil:
+			last = flux
+		}
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return last, fmt.Errorf("Flux did not apply %s within %s: %s", Short(dg), timeout+interval, last.Status())
+			}
+			return last, ctx.Err()
+		case <-time.After(FluxPoll):
+		}
+	}
+}
+
+// untag, with --atomic, moves the tags a failed cluster's run moved back
+// to where they were (a tag that did not exist stays: nothing else
+// deletes a tag, and Flux would keep what it applied), and says so.
+func (e *Engine) untag(ctx context.Context, cluster string, err error) error {
+	moved := e.movedOf(cluster)
+	if err == nil || !e.o.Atomic || len(moved) == 0 || ctx.Err() != nil {
+		return err
+	}
+	e.emit(StageEvent{Cluster: cluster, Stage: "moving the tags back"})
+	var notes []string
+	for _, app := range slices.Sorted(maps.Keys(moved)) {
+		prev := moved[app]
+		if prev == (v1.Hash{}) {
+			notes = append(notes, app+" had no tag before")
+			continue
+		}
+		a := e.artifacts[cluster][app]
+		if terr := a.registry.Tag(ctx, app, cluster, prev); terr != nil {
+			notes = append(notes, app+": "+terr.Error())
+			continue
+		}
+		notes = append(notes, app+" back to "+Short(prev.String()))
+	}
+	return &AtomicError{Err: err, Note: "tags moved back: " + strings.Join(notes, "; ")}
+}
+
+// Short is a digest cut to what a person compares: sha256:0123456789ab.
+func Short(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+// failedDependency is a dependency of app that failed, or "".
+func failedDependency(f *fleet.Fleet, app string, failed map[string]bool) string {
+	if a := f.App(app); a != nil {
+		for _, d := range a.DependsOn {
+			if failed[d] {
+				return d
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,179 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	"sigs.k8s.io/yaml"
+
+	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+)
+
+// publishedFleet is staging written to directly, production delivered
+// through the registry at host: pub-a followed by Flux on fleet-c3 and
+// read through its context, pub-b with no context at all.
+func publishedFleet(host, prodAttrs string) string {
+	return `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+defaults:
+  attributes: {v: "1"}
+groups:
+  - name: staging
+    verify:
+      - {name: smoke, command: [./smoke.sh], timeout: 30s}
+  - name: production
+    attributes: {` + prodAttrs + `}
+    delivery: {oci: "oci://` + host + `/fleets/e2e", insecure: true, namespace: flux-pub, interval: 1s}
+clusters:
+  - {name: pub-stg, group: staging, context: fleet-c1}
+  - {name: pub-a, group: production, context: fleet-c3}
+  - {name: pub-b, group: production}
+apps:
+  - {name: web, manifests: app.yaml}
+`
+}
+
+const publishedApp = `apiVersion: v1
+kind: Namespace
+metadata: {name: e2e-pub}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: release, namespace: "${ns:=e2e-pub}"}
+data: {v: "${v}"}
+`
+
+// TestPublishedRollout is a mixed fleet's rollout through the engine:
+// staging applied directly, production published to a registry on
+// loopback and applied by Flux's own controllers on fleet-c3. A staging
+// check that fails leaves production's tags where they were; once it
+// passes, the tags move, the rollout reads back that Flux applied
+// exactly the published digest, and a cluster no context reads is said
+// to be published, not observed. A Secret is never published, and
+// nothing is applied anywhere then. With --atomic, an artifact Flux
+// cannot apply has its tag moved back. Nothing the plugin keeps
+// (records, locks) is written to a delivered cluster.
+func TestPublishedRollout(t *testing.T) {
+	flux := startFlux(t, "fleet-c3")
+	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	host := strings.TrimPrefix(reg.URL, "http://")
+	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/e2e", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain()
+	ctx := context.Background()
+	tag := func() string {
+		t.Helper()
+		d, found, err := r.Resolve(ctx, "web", "pub-a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !found {
+			return ""
+		}
+		return d.String()
+	}
+
+	dir := workdir(t, publishedFleet(host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": ""})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes", "-g", "staging") })
+	follow, err := r.Bootstrap("e2e", "web", "pub-a", artifact.Follow{Namespace: "flux-pub", Interval: time.Second, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-pub}\n"}
+	for _, o := range follow {
+		b, _ := yaml.Marshal(o.Object)
+		docs = append(docs, string(b))
+	}
+	if out, errOut, code := kubectl(t, strings.Join(docs, "---\n"), "--context", "fleet-c3", "apply", "-f", "-"); code != 0 {
+		t.Fatalf("bootstrapping pub-a: exit %d\n%s%s", code, out, errOut)
+	}
+	defer kubectl(t, "", "--context", "fleet-c3", "delete", "namespace", "flux-pub", "e2e-pub", "--wait=false", "--ignore-not-found")
+
+	// A staging check fails: production's tags never move.
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 1 || !strings.Contains(out, "[pub-a]   not started: staging failed") || strings.Contains(out, "published") {
+		t.Fatalf("apply with staging failing: exit %d\n%s%s", code, out, errOut)
+	}
+	if d := tag(); d != "" {
+		t.Fatalf("a tag moved although staging failed: web:pub-a is %s", d)
+	}
+
+	// It passes: pub-a's tag moves, and Flux applies that digest.
+	if err := os.Remove(filepath.Join(dir, "fail")); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	d1 := tag()
+	for _, want := range [][2]string{
+		{"pub-a", "published oci://" + host + "/fleets/e2e/web:pub-a " + short(d1)},
+		{"pub-a", "Flux applied " + short(d1) + ", Ready (healthy) since "},
+		{"pub-a", short(d1) + " verified"},
+		{"pub-a", "published web " + short(d1) + "; Flux applied web"},
+		{"pub-b", "published oci://" + host + "/fleets/e2e/web:pub-b " + short(d1)},
+		{"pub-b", short(d1) + " unverified: published, not observed: no context reads cluster pub-b"},
+	} {
+		if code != 0 || d1 == "" || !said(out, want[0], want[1]) {
+			t.Fatalf("apply: exit %d, want [%s] %q\n%s%s\n%s", code, want[0], want[1], out, errOut, flux.logs())
+		}
+	}
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Fatalf("Flux applied %q, want 1", v)
+	}
+	if cms, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "kubectl-fleet", "get", "configmaps,leases", "-o", "name"); strings.Contains(cms, "e2e") {
+		t.Fatalf("the plugin wrote to a delivered cluster:\n%s", cms)
+	}
+
+	// A Secret in the render: nothing is published, nothing applied.
+	secret := publishedApp + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: e2e-pub}\nstringData: {token: s3cr3t-value}\n"
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(strings.ReplaceAll(secret, "${v}", "2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code == 0 || !strings.Contains(out+errOut, "app web renders Secret token") || strings.Contains(out+errOut, "s3cr3t-value") {
+		t.Fatalf("apply of a Secret to a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c1", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" || tag() != d1 {
+		t.Fatalf("a refused publish changed staging (%q) or moved the tag (%s, was %s)", v, tag(), d1)
+	}
+
+	// --atomic: an artifact Flux cannot apply has its tag moved back.
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(publishedApp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, `ns: nowhere, v: "3"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "--atomic", "--timeout", "20s")
+	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to "+short(d1)) || tag() != d1 {
+		t.Fatalf("apply --atomic of what Flux cannot apply: exit %d, tag %s (was %s)\n%s%s\n%s", code, tag(), d1, out, errOut, flux.logs())
+	}
+}
+
+// said reports whether out has a line of cluster's that holds text.
+func said(out, cluster, text string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "["+cluster+"]") && strings.Contains(line, text) {
+			return true
+		}
+	}
+	return false
+}
+
+// short is a digest as the plugin says it.
+func short(d string) string { return d[:min(len(d), 19)] }
