@@ -40,10 +40,7 @@ func NewConfigFlags() *genericclioptions.ConfigFlags {
 func ForCluster(base *genericclioptions.ConfigFlags, f *fleet.Fleet, c *fleet.Cluster) *genericclioptions.ConfigFlags {
 	out := genericclioptions.NewConfigFlags(true)
 	kc := KubeconfigPath(base, f, c)
-	ctx := c.Context
-	if ctx == "" {
-		ctx = NoContext(c)
-	}
+	ctx := ContextOf(c)
 	if f.DeliveryOf(c) != nil {
 		out.WrapConfigFn = readOnly(c.Name)
 	}

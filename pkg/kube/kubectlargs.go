@@ -42,7 +42,7 @@ func CheckKubectlArgs(args []string) error {
 // kubectl fleet (cf, and -v as logLevel), so that none is accepted and
 // dropped.
 func KubectlArgs(cf *genericclioptions.ConfigFlags, f *fleet.Fleet, c *fleet.Cluster, logLevel int) []string {
-	args := []string{"--context", c.Context}
+	args := []string{"--context", ContextOf(c)}
 	if kc := KubeconfigPath(cf, f, c); kc != "" {
 		args = append(args, "--kubeconfig", kc)
 	}

@@ -10,11 +10,15 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 )
 
-// NoContext is the context a cluster without one is given: no
-// kubeconfig has it, so a path that forgot the cluster cannot be read
-// fails to load, rather than fall back to the kubeconfig's current
-// context, another cluster.
-func NoContext(c *fleet.Cluster) string {
+// ContextOf is the context that reaches c. A cluster without one (a
+// delivered cluster no one reads) gets a name no kubeconfig has: a path
+// that forgot it cannot be read fails to load, kubectl's and checks'
+// too, rather than fall back to the kubeconfig's current context,
+// another cluster.
+func ContextOf(c *fleet.Cluster) string {
+	if c.Context != "" {
+		return c.Context
+	}
 	return "(cluster " + c.Name + " has no context: published to, never read)"
 }
 

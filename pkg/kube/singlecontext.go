@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"fmt"
 	"os"
 
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -18,14 +19,15 @@ func SingleContextKubeconfig(cf *genericclioptions.ConfigFlags, sources *Kubecon
 	if err != nil {
 		return "", nil, err
 	}
-	raw.CurrentContext = c.Context
+	name := ContextOf(c)
+	raw.CurrentContext = name
 	if err := clientcmdapi.MinifyConfig(&raw); err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("context %q: %w", name, err)
 	}
 	if ns := cf.Namespace; ns != nil && *ns != "" {
-		raw.Contexts[c.Context].Namespace = *ns
+		raw.Contexts[name].Namespace = *ns
 	}
-	impersonate(&raw, c.Context, cf)
+	impersonate(&raw, name, cf)
 	// In the folder of the run's temporary kubeconfigs: removed when the
 	// check ends, and with the folder when the run ends or is interrupted
 	// (a second Ctrl-C, SIGTERM or SIGHUP included).

@@ -65,6 +65,32 @@ type App struct {
 	// what it would prune follows from its members. Plans written
 	// before it was recorded have none, and are not checked for it.
 	Set *Set `json:"set,omitempty"`
+	// Published is, for a delivered cluster, the artifact the cluster's
+	// tag of the app pointed at when planned ("none": no tag); such an
+	// app has no Objects or Set, as no cluster was asked.
+	Published string `json:"published,omitempty"`
+}
+
+// NoTag is App.Published when the cluster's tag did not exist.
+const NoTag = "none"
+
+// CheckPublished returns a wrapped ErrStale when the render of a
+// delivered cluster's app (objs) changed since the plan, or its tag
+// (current, "" for none) was moved by someone else since.
+func CheckPublished(planned *App, objs []*unstructured.Unstructured, current string) error {
+	if planned == nil {
+		return fmt.Errorf("%w: the plan has no such app", ErrStale)
+	}
+	if d := digest.Render(objs, nil); d != planned.Digest {
+		return fmt.Errorf("%w: the render of app %s changed since the plan (digest %s, planned %s)", ErrStale, planned.App, revision.ShortDigest(d), revision.ShortDigest(planned.Digest))
+	}
+	if current == "" {
+		current = NoTag
+	}
+	if current != planned.Published {
+		return fmt.Errorf("%w: the tag of app %s moved since the plan (now %s, planned %s)", ErrStale, planned.App, current, planned.Published)
+	}
+	return nil
 }
 
 // Set is the state of an app's ApplySet parent.

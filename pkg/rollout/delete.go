@@ -36,6 +36,9 @@ func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.C
 // deleteFrom deletes, in order, the apps that go to cluster c.
 func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []rendered.App) error {
 	f, dryRun := e.r.Fleet, e.o.DryRun
+	if d := f.DeliveryOf(c); d != nil {
+		return e.unpublish(ctx, c, d, apps)
+	}
 	e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
 	client, err := e.Connector.Connect(ctx, f, c)
 	if err != nil {

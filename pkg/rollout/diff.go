@@ -70,6 +70,9 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 
 // diffCluster diffs the apps of one cluster.
 func (e *Engine) diffCluster(ctx context.Context, c *fleet.Cluster, o DiffOptions) (diff.Summary, []plan.App, error) {
+	if d := e.delivered(c); d != nil {
+		return e.diffPublished(ctx, c, d, o)
+	}
 	client, err := e.Connector.Connect(ctx, e.r.Fleet, c)
 	if err != nil {
 		return diff.Summary{}, nil, err

@@ -11,10 +11,14 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 )
 
 // A delivered cluster (fleet.Delivery) is never written to: each app's
@@ -122,6 +126,52 @@ func (e *Engine) publishable(res render.Result) error {
 	return nil
 }
 
+// diffPublished is what publishing would change for a delivered
+// cluster, app by app, against the artifacts its tags point at (no
+// cluster is asked), said as DiffEvents; with o.Plan, what apply --plan
+// checks of each app: its render's digest and where its tag was.
+func (e *Engine) diffPublished(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, o DiffOptions) (diff.Summary, []plan.App, error) {
+	reg, err := publish.For(d)
+	if err != nil {
+		return diff.Summary{}, nil, err
+	}
+	var (
+		all   []diff.Object
+		plans []plan.App
+	)
+	for _, res := range e.r.Of(c.Name) {
+		diffs, at, err := e.diffArtifact(ctx, reg, c.Name, res, !o.All)
+		if err != nil {
+			return diff.Summarize(all), plans, fmt.Errorf("app %s: %w", res.App, err)
+		}
+		e.emit(DiffEvent{Cluster: c.Name, App: res.App, Diffs: diffs})
+		all = append(all, diffs...)
+		if o.Plan {
+			plans = append(plans, plan.App{App: res.App, Digest: digest.Render(res.Objects, nil), Source: e.source(ctx, res), Published: at})
+		}
+	}
+	return diff.Summarize(all), plans, nil
+}
+
+// diffArtifact diffs an app's render for a delivered cluster against
+// the artifact the cluster's tag points at, and says where the tag
+// was (plan.NoTag for nowhere).
+func (e *Engine) diffArtifact(ctx context.Context, reg publish.Registry, cluster string, res render.Result, skipUnchanged bool) ([]diff.Object, string, error) {
+	if err := e.publishable(res); err != nil {
+		return nil, "", err
+	}
+	before, at, found, err := reg.Pull(ctx, res.App, cluster)
+	if err != nil {
+		return nil, "", err
+	}
+	tag := plan.NoTag
+	if found {
+		tag = at.String()
+	}
+	diffs, err := diff.Published(res.Objects, before, diff.Options{App: res.App, Cluster: cluster, Context: 3, SkipUnchanged: skipUnchanged})
+	return diffs, tag, err
+}
+
 // published rolls the run out to a delivered cluster: app by app in
 // dependency order, its tag moves to the app's artifact, then, when the
 // cluster is observed, the rollout waits for Flux to have applied it
@@ -142,6 +192,9 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 			return err
 		}
 	}
+	if err := e.beforePublishing(ctx, c, results); err != nil {
+		return err
+	}
 	moved := e.movedOf(c.Name)
 	var errs []error
 	failed := map[string]bool{}
@@ -159,7 +212,11 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 			errs = append(errs, fmt.Errorf("app %s: %w", res.App, err))
 		}
 	}
-	if len(failed) == 0 && !e.o.DryRun {
+	switch {
+	case len(failed) > 0 || e.o.DryRun:
+	case client == nil:
+		gates.Unverified("", "published, not observed: no context reads cluster "+c.Name)
+	default:
 		if err := e.clusterGates(ctx, c, results, failed); err != nil {
 			errs = append(errs, err)
 		}
@@ -183,6 +240,35 @@ func (e *Engine) movedOf(cluster string) map[string]v1.Hash {
 		e.moved[cluster] = map[string]v1.Hash{}
 	}
 	return e.moved[cluster]
+}
+
+// beforePublishing does what comes before a delivered cluster's first
+// tag moves: with Diff, the diffs against its artifacts; with a plan,
+// the check that neither its renders nor its tags moved since.
+func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results []render.Result) error {
+	if !e.o.Diff && e.o.Plan == nil {
+		return nil
+	}
+	for _, res := range results {
+		a := e.artifacts[c.Name][res.App]
+		diffs, at, err := e.diffArtifact(ctx, a.registry, c.Name, res, true)
+		if err != nil {
+			return fmt.Errorf("app %s: diff: %w", res.App, err)
+		}
+		if e.o.Diff {
+			e.emit(DiffEvent{Cluster: c.Name, App: res.App, Diffs: diffs})
+		}
+		if e.o.Plan != nil {
+			e.emit(StageEvent{Cluster: c.Name, Stage: "checking the plan"})
+			if at == plan.NoTag {
+				at = ""
+			}
+			if err := plan.CheckPublished(e.o.Plan.Cluster(c.Name).App(res.App), res.Objects, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // publishApp moves c's tag of one app to its artifact, and, when the
@@ -320,4 +406,71 @@ func failedDependency(f *fleet.Fleet, app string, failed map[string]bool) string
 		}
 	}
 	return ""
+}
+
+// unpublish deletes apps from a delivered cluster: each app's tag moves
+// to the artifact of nothing, and the cluster's Flux prunes what it
+// applied (its Kustomization prunes); when the cluster is observed, the
+// run waits until Flux applied it. A tag that does not exist is
+// nothing to delete.
+func (e *Engine) unpublish(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, apps []rendered.App) error {
+	reg, err := publish.For(d)
+	if err != nil {
+		return err
+	}
+	var client *kube.Client
+	if c.Observed() && !e.o.DryRun {
+		if client, err = e.connect(ctx, c.Name); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, a := range apps {
+		if !a.GoesTo(c) {
+			continue
+		}
+		if err := e.unpublishApp(ctx, c, d, reg, client, a.Name); err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unpublishApp moves one app's tag of c to the artifact of nothing.
+func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, reg publish.Registry, client *kube.Client, app string) error {
+	prev, found, err := reg.Resolve(ctx, app, c.Name)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		e.emit(OutputEvent{Cluster: c.Name, Line: app + ": nothing to delete (never published here)"})
+		return nil
+	}
+	img, err := publish.Pack(nil, publish.Origin{})
+	if err != nil {
+		return err
+	}
+	none, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: app, Repository: publish.Scheme + reg.Base + "/" + app, Tag: c.Name, Digest: none.String(), Previous: prev.String(), DryRun: e.o.DryRun, Label: app}
+	if e.o.DryRun {
+		e.emit(ev)
+		return nil
+	}
+	e.emit(StageEvent{Cluster: c.Name, Stage: "deleting " + app})
+	if _, err := reg.Push(ctx, app, img); err != nil {
+		return err
+	}
+	if err := reg.Tag(ctx, app, c.Name, none); err != nil {
+		return err
+	}
+	e.emit(ev)
+	if client == nil {
+		e.emit(OutputEvent{Cluster: c.Name, Line: app + ": the artifact of nothing published; not observed: its Flux prunes what it applied when it pulls"})
+		return nil
+	}
+	_, err = e.await(ctx, c.Name, d, client, app, none.String())
+	return err
 }

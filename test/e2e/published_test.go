@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"sigs.k8s.io/yaml"
 
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
@@ -139,6 +140,38 @@ func TestPublishedRollout(t *testing.T) {
 		t.Fatalf("the plugin wrote to a delivered cluster:\n%s", cms)
 	}
 
+	// diff compares a delivered cluster's render with the artifact its
+	// tag points at; a plan binds the render and where the tag was.
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, `v: "2"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plan := filepath.Join(dir, "plan.json")
+	out, errOut, code = fleet(t, dir, "diff", "-g", "production", "--out", plan)
+	if code != 1 || !said(out, "pub-b", `+  v: "2"`) || !said(out, "pub-b", "merged/pub-b/web/ConfigMap/e2e-pub/release") {
+		t.Fatalf("diff of delivered clusters: exit %d\n%s%s", code, out, errOut)
+	}
+	img, err := artifact.Pack(nil, artifact.Origin{Revision: "another publisher"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := r.Push(ctx, "web", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Tag(ctx, "web", "pub-b", other); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "production", "--plan", plan)
+	// Each cluster is held to its own part of the plan, as when written
+	// to directly: pub-a goes on.
+	if code != 1 || !said(out, "pub-b", "the tag of app web moved since the plan (now "+other.String()) || !said(out, "pub-a", "Flux applied") || tag() == d1 {
+		t.Fatalf("apply --plan after pub-b's tag moved: exit %d, pub-a at %s (was %s)\n%s%s", code, tag(), d1, out, errOut)
+	}
+	d1 = tag()
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// A Secret in the render: nothing is published, nothing applied.
 	secret := publishedApp + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: e2e-pub}\nstringData: {token: s3cr3t-value}\n"
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(strings.ReplaceAll(secret, "${v}", "2")), 0o644); err != nil {
@@ -163,6 +196,22 @@ func TestPublishedRollout(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to "+short(d1)) || tag() != d1 {
 		t.Fatalf("apply --atomic of what Flux cannot apply: exit %d, tag %s (was %s)\n%s%s\n%s", code, tag(), d1, out, errOut, flux.logs())
 	}
+
+	// delete publishes the artifact of nothing; Flux prunes.
+	out, errOut, code = fleet(t, dir, "delete", "--yes", "-g", "production")
+	if code != 0 || !said(out, "pub-a", "published oci://") || absent(t, "fleet-c3", "-n", "e2e-pub", "configmap", "release") == false {
+		t.Fatalf("delete of delivered clusters: exit %d\n%s%s\n%s", code, out, errOut, flux.logs())
+	}
+}
+
+// mustDigest is what web's tag of cluster points at.
+func mustDigest(t *testing.T, r artifact.Registry, cluster string) v1.Hash {
+	t.Helper()
+	d, found, err := r.Resolve(context.Background(), "web", cluster)
+	if err != nil || !found {
+		t.Fatalf("web:%s: %v %v", cluster, found, err)
+	}
+	return d
 }
 
 // said reports whether out has a line of cluster's that holds text.
