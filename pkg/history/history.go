@@ -19,6 +19,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -43,7 +44,20 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		entries = map[string][]Entry{}
 		pauses  = map[string][]pause.Pause{}
 	)
-	outcomes := kube.Each(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	names, byName := fleet.Index(clusters)
+	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		if d := f.DeliveryOf(c); d != nil {
+			list, err := published(ctx, f, c, d, apps)
+			mu.Lock()
+			entries[c.Name] = append(entries[c.Name], list...)
+			mu.Unlock()
+			return err
+		}
+		client, err := conn.Connect(ctx, f, c)
+		if err != nil {
+			return err
+		}
 		// The pauses are read beside the sets, not before them.
 		var (
 			paused []pause.Pause
@@ -78,6 +92,31 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		return nil
 	})
 	return outcomes, entries, pauses
+}
+
+// published reads a delivered cluster's history of apps (none: every
+// app of the fleet) from its registry.
+func published(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *fleet.Delivery, apps []string) ([]Entry, error) {
+	reg, err := publish.For(d)
+	if err != nil {
+		return nil, err
+	}
+	if len(apps) == 0 {
+		for _, a := range f.Apps {
+			apps = append(apps, a.Name)
+		}
+	}
+	var out []Entry
+	for _, app := range apps {
+		h, err := reg.History(ctx, app, c.Name)
+		if err != nil {
+			return out, err
+		}
+		for _, r := range h.Revisions {
+			out = append(out, Entry{Type: "revision", Cluster: c.Name, Group: c.Group, Current: r.Number == h.Current, Revision: r})
+		}
+	}
+	return out, nil
 }
 
 // WriteTable writes entries as a table to w, or says on errOut that

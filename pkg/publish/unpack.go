@@ -104,17 +104,26 @@ func (r Registry) Pull(ctx context.Context, app, tag string) (objs []*unstructur
 	if err != nil || !found {
 		return nil, d, found, err
 	}
+	objs, err = r.PullDigest(ctx, app, d.String())
+	return objs, d, true, err
+}
+
+// PullDigest reads the objects of app's artifact d (sha256:…).
+func (r Registry) PullDigest(ctx context.Context, app, d string) ([]*unstructured.Unstructured, error) {
 	repo, err := r.Repository(app)
 	if err != nil {
-		return nil, d, false, err
+		return nil, err
 	}
-	img, err := remote.Image(repo.Digest(d.String()), r.options(ctx)...)
+	if _, err := v1.NewHash(d); err != nil {
+		return nil, fmt.Errorf("artifact %q: %w", d, err)
+	}
+	img, err := remote.Image(repo.Digest(d), r.options(ctx)...)
 	if err != nil {
-		return nil, d, true, fmt.Errorf("reading %s@%s: %w", repo, d, plain(err))
+		return nil, fmt.Errorf("reading %s@%s: %w", repo, d, plain(err))
 	}
-	objs, err = Unpack(img)
+	objs, err := Unpack(img)
 	if err != nil {
-		return nil, d, true, fmt.Errorf("%s@%s: %w", repo, d, err)
+		return nil, fmt.Errorf("%s@%s: %w", repo, d, err)
 	}
-	return objs, d, true, nil
+	return objs, nil
 }

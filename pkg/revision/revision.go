@@ -152,6 +152,9 @@ type Revision struct {
 	// SOPS files (SensitiveKey), kept beside the objects, never in an
 	// annotation.
 	Sensitive []string `json:"-"`
+	// Artifact is, for a delivered cluster, the digest of the artifact
+	// its tag pointed at for this revision (its objects are there).
+	Artifact string `json:"artifact,omitempty"`
 }
 
 // SecretName is the name of a revision's first Secret.

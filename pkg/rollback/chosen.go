@@ -48,11 +48,20 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 }
 
 func (pl *Chosen) read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
-	client, err := conn.Connect(ctx, f, c)
-	if err != nil {
-		return nil, err
+	var (
+		targets []Target
+		skips   []Skip
+		err     error
+	)
+	if d := f.DeliveryOf(c); d != nil {
+		targets, skips, err = ChoosePublished(ctx, f, c, d, apps, to)
+	} else {
+		client, cerr := conn.Connect(ctx, f, c)
+		if cerr != nil {
+			return nil, cerr
+		}
+		targets, skips, err = Choose(ctx, client, f.Metadata.Name, apps, to)
 	}
-	targets, skips, err := Choose(ctx, client, f.Metadata.Name, apps, to)
 	var out []render.Result
 	pl.mu.Lock()
 	defer pl.mu.Unlock()

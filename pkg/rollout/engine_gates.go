@@ -93,9 +93,13 @@ func (e *Engine) settle(ctx context.Context, client *kube.Client, cluster string
 			e.promotion.Note(cluster, res.App, Release{Exists: true, Revision: n, Digest: d, Key: key, Verification: v})
 		}
 		if a, ok := e.artifacts[cluster][res.App]; ok {
-			ev := Verdict(cluster, res.App, Label(res.App, len(results) > 1), 0, v, nil)
+			var err error // a delivered cluster: recorded in the registry
+			if recorded {
+				err = verifyPublished(ctx, a.registry, cluster, res.App, n, v)
+			}
+			ev := Verdict(cluster, res.App, Label(res.App, len(results) > 1), n, v, err)
 			ev.Digest = a.digest.String()
-			e.emit(ev) // a delivered cluster: nothing recorded there
+			e.emit(ev)
 			continue
 		}
 		if !recorded {
@@ -140,7 +144,7 @@ func (e *Engine) promote() *Promotion {
 		renders = e.r.Results // at least the run's own groups hold each other
 	}
 	p := promotionOf(f, renders)
-	p.Parallel, p.Reader = e.o.Parallel, ClusterReader{Connect: e.connect}
+	p.Parallel, p.Reader = e.o.Parallel, PublishedReader{Fleet: f, Next: ClusterReader{Connect: e.connect}}
 	return p
 }
 

@@ -194,8 +194,8 @@ func (e VerificationEvent) Where() string { return e.Cluster }
 // Text is "revision 8 failed: check smoke: exit status 1".
 func (e VerificationEvent) Text() string {
 	line := fmt.Sprintf("revision %d %s", e.Revision, revision.Verification{State: revision.State(e.State), Reason: e.Reason})
-	if e.Revision == 0 && e.Digest != "" {
-		line = fmt.Sprintf("%s %s", Short(e.Digest), revision.Verification{State: revision.State(e.State), Reason: e.Reason})
+	if e.Digest != "" {
+		line = fmt.Sprintf("revision %d (%s) %s", e.Revision, Short(e.Digest), revision.Verification{State: revision.State(e.State), Reason: e.Reason})
 	}
 	if e.Error != "" {
 		line += "; not recorded: " + e.Error

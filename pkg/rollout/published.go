@@ -19,6 +19,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
 // A delivered cluster (fleet.Delivery) is never written to: each app's
@@ -67,22 +69,43 @@ func (e *Engine) publishAll(ctx context.Context) error {
 			if err := e.publishable(res); err != nil {
 				return err
 			}
+			if rev, ok := e.o.Rollback.Record(c.Name, res.App); ok && rev.Artifact != "" {
+				if err := e.keep(c.Name, res.App, reg, rev.Artifact); err != nil {
+					return err
+				}
+				continue // back to exactly that artifact
+			}
 			repos[i].targets = append(repos[i].targets, publish.Target{App: res.App, Cluster: c.Name, Objects: res.Objects})
 		}
 	}
-	e.artifacts = map[string]map[string]artifact{}
 	for _, r := range repos {
 		pushed, err := e.push(ctx, r.registry, r.targets)
 		if err != nil {
 			return fmt.Errorf("publishing to oci://%s: %w", r.registry.Base, err)
 		}
 		for _, p := range pushed {
-			if e.artifacts[p.Cluster] == nil {
-				e.artifacts[p.Cluster] = map[string]artifact{}
+			if err := e.keep(p.Cluster, p.App, r.registry, p.Digest.String()); err != nil {
+				return err
 			}
-			e.artifacts[p.Cluster][p.App] = artifact{registry: r.registry, digest: p.Digest}
 		}
 	}
+	return nil
+}
+
+// keep notes the artifact d in reg that cluster's tag of app is to
+// point at.
+func (e *Engine) keep(cluster, app string, reg publish.Registry, d string) error {
+	h, err := v1.NewHash(d)
+	if err != nil {
+		return fmt.Errorf("cluster %s, app %s: artifact %q: %w", cluster, app, d, err)
+	}
+	if e.artifacts == nil {
+		e.artifacts = map[string]map[string]artifact{}
+	}
+	if e.artifacts[cluster] == nil {
+		e.artifacts[cluster] = map[string]artifact{}
+	}
+	e.artifacts[cluster][app] = artifact{registry: reg, digest: h}
 	return nil
 }
 
@@ -179,10 +202,11 @@ func (e *Engine) diffArtifact(ctx context.Context, reg publish.Registry, cluster
 // tags all move, and its verdict says it was not observed. The group's
 // checks run on the cluster's context as for any cluster.
 func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-	if e.o.Rollback != nil {
-		return fmt.Errorf("cluster %s is delivered through a registry: rollback moves no tags yet; move them with `crane tag` to the digest history shows", c.Name)
-	}
 	results := inDependencyOrder(e.r.Fleet, e.r.Of(c.Name), func(r render.Result) string { return r.App })
+	skip := e.skipped(c.Name)
+	if skip != nil && len(results) == 0 {
+		return skip
+	}
 	gates := e.gatesOf(c.Name)
 	var client *kube.Client
 	if c.Observed() && !e.o.DryRun {
@@ -223,6 +247,9 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 	}
 	if len(errs) > 0 || !e.soaking(c) {
 		e.settle(ctx, client, c.Name)
+	}
+	if len(errs) == 0 && skip != nil {
+		return skip // some apps went back, the skipped ones are said
 	}
 	return e.rollBack(ctx, c.Name, errors.Join(errs...)) // untag
 }
@@ -275,7 +302,8 @@ func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results
 // cluster is observed, waits for Flux to apply it.
 func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, client *kube.Client, res render.Result, moved map[string]v1.Hash) error {
 	a := e.artifacts[c.Name][res.App]
-	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: Label(res.App, len(e.r.Of(c.Name)) > 1)}
+	label := Label(res.App, len(e.r.Of(c.Name)) > 1)
+	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
 	prev, found, err := a.registry.Resolve(ctx, res.App, c.Name)
 	if err != nil {
 		return err
@@ -283,7 +311,15 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 	if found {
 		ev.Previous = prev.String()
 	}
-	if !e.o.DryRun && (!found || prev != a.digest) {
+	if e.o.DryRun {
+		e.emit(ev)
+		return nil
+	}
+	rev, err := e.release(ctx, c.Name, res, a, prev, found)
+	if err != nil {
+		return err
+	}
+	if !found || prev != a.digest {
 		e.emit(StageEvent{Cluster: c.Name, Stage: "publishing " + res.App})
 		if err := a.registry.Tag(ctx, res.App, c.Name, a.digest); err != nil {
 			return err
@@ -291,9 +327,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		moved[res.App] = prev // the zero hash: there was no tag
 	}
 	e.emit(ev)
-	if e.o.DryRun {
-		return nil
-	}
+	e.emit(rev)
 	gates := e.gatesOf(c.Name)
 	gates.Pass(res.App, Published)
 	if client == nil {
@@ -317,6 +351,53 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 // Published is the gate of an artifact whose tag moved: the cluster's
 // Flux may pull it.
 const Published = "published"
+
+// release records, in the registry, the revision a delivered cluster's
+// tag of res's app is about to point at: a new one (its artifact kept by
+// its own tag, then the history saying it is current) unless the
+// current revision is that artifact already. The tag moves after it:
+// a run stopped in between leaves a history ahead of its tag, which the
+// promotion rule does not count (ReleaseOf). It returns the event that
+// says the revision.
+func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact, tagged v1.Hash, found bool) (RevisionEvent, error) {
+	reg := a.registry
+	h, err := reg.History(ctx, res.App, cluster)
+	if err != nil {
+		return RevisionEvent{}, err
+	}
+	ev := RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Of(cluster)) > 1)}
+	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() && found && tagged == a.digest {
+		ev.Revision, ev.Description, ev.Digest = cur.Number, cur.Description, cur.Digest
+		return ev, nil
+	}
+	rev := e.record(ctx, cluster, res).Revision
+	rev.App, rev.Number, rev.Time, rev.Version = res.App, h.Next(), time.Now().UTC().Truncate(time.Second), version.Get()
+	rev.Digest, rev.Objects, rev.Artifact = digest.Render(res.Objects, nil), len(res.Objects), a.digest.String()
+	if err := reg.Tag(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest); err != nil {
+		return RevisionEvent{}, err
+	}
+	limit := e.o.HistoryLimit
+	h.Add(rev, limit)
+	if err := reg.SaveHistory(ctx, res.App, cluster, h); err != nil {
+		return RevisionEvent{}, err
+	}
+	ev.Revision, ev.New, ev.Description, ev.Digest = rev.Number, true, rev.Description, rev.Digest
+	return ev, nil
+}
+
+// verifyPublished records v on revision n of app's history on a
+// delivered cluster, read again first: another run may have written it
+// since.
+func verifyPublished(ctx context.Context, reg publish.Registry, cluster, app string, n int, v revision.Verification) error {
+	h, err := reg.History(ctx, app, cluster)
+	if err != nil {
+		return err
+	}
+	if !h.Verify(n, v) {
+		return fmt.Errorf("revision %d is no longer in the history", n)
+	}
+	return reg.SaveHistory(ctx, app, cluster, h)
+}
 
 // FluxPoll is how often the rollout reads a delivered cluster's Flux
 // objects while it waits for them.
@@ -383,9 +464,36 @@ func (e *Engine) untag(ctx context.Context, cluster string, err error) error {
 			notes = append(notes, app+": "+terr.Error())
 			continue
 		}
-		notes = append(notes, app+" back to "+Short(prev.String()))
+		note := app + " back to " + Short(prev.String())
+		if n, herr := backTo(ctx, a.registry, cluster, app, prev.String()); herr != nil {
+			note += " (the history still says otherwise: " + herr.Error() + ")"
+		} else if n > 0 {
+			note = fmt.Sprintf("%s back to r%d (%s)", app, n, Short(prev.String()))
+		}
+		notes = append(notes, note)
 	}
 	return &AtomicError{Err: err, Note: "tags moved back: " + strings.Join(notes, "; ")}
+}
+
+// backTo makes the history of app on cluster say that the newest
+// revision of artifact d is current again, once its tag moved back there
+// (--atomic), and returns its number (0: none is d's).
+func backTo(ctx context.Context, reg publish.Registry, cluster, app, d string) (int, error) {
+	h, err := reg.History(ctx, app, cluster)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range h.Revisions {
+		if r.Artifact == d {
+			n = max(n, r.Number)
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	h.Current = n
+	return n, reg.SaveHistory(ctx, app, cluster, h)
 }
 
 // Short is a digest cut to what a person compares: sha256:0123456789ab.
@@ -473,4 +581,48 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 	}
 	_, err = e.await(ctx, c.Name, d, client, app, none.String())
 	return err
+}
+
+// PublishedReader reads releases of delivered clusters from their
+// registries (the history's current revision, counted only when the
+// cluster's tag points at its artifact: a publish that did not finish is
+// no release), and of the other clusters through Next.
+type PublishedReader struct {
+	Fleet *fleet.Fleet
+	Next  Reader
+}
+
+// Release reads what cluster runs of app.
+func (p PublishedReader) Release(ctx context.Context, cluster, app string) (Release, error) {
+	c := p.Fleet.Cluster(cluster)
+	d := p.Fleet.DeliveryOf(c)
+	if d == nil {
+		return p.Next.Release(ctx, cluster, app)
+	}
+	reg, err := publish.For(d)
+	if err != nil {
+		return Release{}, err
+	}
+	return PublishedRelease(ctx, reg, cluster, app)
+}
+
+// PublishedRelease is what the registry says a delivered cluster runs
+// of app.
+func PublishedRelease(ctx context.Context, reg publish.Registry, cluster, app string) (Release, error) {
+	h, err := reg.History(ctx, app, cluster)
+	if err != nil {
+		return Release{}, err
+	}
+	cur, ok := h.Record()
+	if !ok {
+		return Release{}, nil
+	}
+	at, found, err := reg.Resolve(ctx, app, cluster)
+	switch {
+	case err != nil:
+		return Release{}, err
+	case !found || at.String() != cur.Artifact:
+		return Release{Exists: true, Verification: revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("its tag is not at revision %d's artifact", cur.Number)}}, nil
+	}
+	return Release{Exists: true, Revision: cur.Number, Digest: cur.Digest, Verification: cur.Verification}, nil
 }

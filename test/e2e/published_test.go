@@ -124,10 +124,11 @@ func TestPublishedRollout(t *testing.T) {
 	for _, want := range [][2]string{
 		{"pub-a", "published oci://" + host + "/fleets/e2e/web:pub-a " + short(d1)},
 		{"pub-a", "Flux applied " + short(d1) + ", Ready (healthy) since "},
-		{"pub-a", short(d1) + " verified"},
+		{"pub-a", "revision 1 recorded"},
+		{"pub-a", "revision 1 (" + short(d1) + ") verified"},
 		{"pub-a", "published web " + short(d1) + "; Flux applied web"},
 		{"pub-b", "published oci://" + host + "/fleets/e2e/web:pub-b " + short(d1)},
-		{"pub-b", short(d1) + " unverified: published, not observed: no context reads cluster pub-b"},
+		{"pub-b", "revision 1 (" + short(d1) + ") unverified: published, not observed: no context reads cluster pub-b"},
 	} {
 		if code != 0 || d1 == "" || !said(out, want[0], want[1]) {
 			t.Fatalf("apply: exit %d, want [%s] %q\n%s%s\n%s", code, want[0], want[1], out, errOut, flux.logs())
@@ -193,7 +194,7 @@ func TestPublishedRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "--atomic", "--timeout", "20s")
-	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to "+short(d1)) || tag() != d1 {
+	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to r2 ("+short(d1)) || tag() != d1 {
 		t.Fatalf("apply --atomic of what Flux cannot apply: exit %d, tag %s (was %s)\n%s%s\n%s", code, tag(), d1, out, errOut, flux.logs())
 	}
 

@@ -1,0 +1,72 @@
+package rollback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+)
+
+// ChoosePublished is Choose for a delivered cluster, from the histories
+// its registry keeps (publish.History): the revision each app's tag goes
+// back to, its objects read from its artifact, and a record that names
+// the artifact, so that the tag moves back to exactly it. apps none:
+// every app of f with a history there.
+func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *fleet.Delivery, apps []string, to int) ([]Target, []Skip, error) {
+	reg, err := publish.For(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	named := len(apps) > 0
+	if !named {
+		for _, a := range f.Apps {
+			apps = append(apps, a.Name)
+		}
+	}
+	var (
+		out   []Target
+		skips []Skip
+		errs  []error
+	)
+	skip := func(app, format string, args ...any) { skips = append(skips, Skip{app, fmt.Sprintf(format, args...)}) }
+	for _, app := range apps {
+		h, err := reg.History(ctx, app, c.Name)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			continue
+		case len(h.Revisions) == 0 && named:
+			skip(app, "app %s was never published here", app)
+			continue
+		case len(h.Revisions) == 0:
+			continue
+		}
+		target := to
+		if target == 0 {
+			if target = Previous(h.Revisions, h.Current); target == 0 {
+				skip(app, "app %s has no revision before r%d here", app, h.Current)
+				continue
+			}
+		}
+		i := slices.IndexFunc(h.Revisions, func(r revision.Revision) bool { return r.Number == target })
+		if i < 0 {
+			skip(app, "app %s has no revision %d here", app, target)
+			continue
+		}
+		rev := h.Revisions[i]
+		objs, err := reg.PullDigest(ctx, app, rev.Artifact)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
+			continue
+		}
+		out = append(out, Target{App: app, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})
+	}
+	if len(out) == 0 && len(skips) == 0 && len(errs) == 0 {
+		skip("", "no app published here")
+	}
+	return out, skips, errors.Join(errs...)
+}
