@@ -90,6 +90,7 @@ func newCmdFleet(g *GlobalOptions) *cobra.Command {
 		NewCmdHistory(g),
 		NewCmdRollback(g),
 		NewCmdDelete(g),
+		NewCmdBootstrap(g),
 		NewCmdUnlock(g),
 		NewCmdApprove(g),
 		NewCmdPause(g),

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -30,6 +31,18 @@ type Delivery struct {
 	// SecretRef names the Secret in Namespace with the registry's
 	// credentials, for the cluster's Flux; "" for none.
 	SecretRef string `yaml:"secretRef"`
+	// Signing signs every artifact published, as cosign signs, so that
+	// the cluster's Flux verifies it (bootstrap writes the verify).
+	Signing *Signing `yaml:"signing"`
+}
+
+// Signing is the key a delivery signs its artifacts with: an ECDSA P-256
+// private key (cosign generate-key-pair's, with COSIGN_PASSWORD, or a
+// PEM one), from exactly one of a file (relative to the fleet file's
+// folder; SOPS-encrypted is fine) and an environment variable.
+type Signing struct {
+	Key    string `yaml:"key"`
+	KeyEnv string `yaml:"keyEnv"`
 }
 
 // DefaultDeliveryNamespace is where a cluster's Flux objects are when
@@ -54,7 +67,7 @@ func (c *Cluster) Observed() bool { return c.Context != "" }
 
 // validateDelivery checks a group's or cluster's delivery (p the
 // field's path).
-func validateDelivery(e *errs, p string, d *Delivery) {
+func (f *Fleet) validateDelivery(e *errs, p string, d *Delivery) {
 	if d == nil {
 		return
 	}
@@ -72,6 +85,20 @@ func validateDelivery(e *errs, p string, d *Delivery) {
 	}
 	if d.Timeout < 0 {
 		e.add(p+".timeout", "must not be negative, got %s", d.Timeout)
+	}
+	if s := d.Signing; s != nil {
+		switch {
+		case s.Key == "" && s.KeyEnv == "":
+			e.add(p+".signing", "one of key and keyEnv is required")
+		case s.Key != "" && s.KeyEnv != "":
+			e.add(p+".signing", "only one of key and keyEnv may be set")
+		case s.KeyEnv != "" && !envName.MatchString(s.KeyEnv):
+			e.add(p+".signing.keyEnv", "%q is not an environment variable name such as COSIGN_KEY", s.KeyEnv)
+		case s.Key != "":
+			if _, err := os.Stat(f.ResolvePath(s.Key)); err != nil {
+				e.add(p+".signing.key", "%s does not exist (relative paths start at the fleet file's folder)", s.Key)
+			}
+		}
 	}
 }
 

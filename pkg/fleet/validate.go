@@ -78,7 +78,7 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 			e.add(p+".batchSoak", "must not be negative, got %s", g.BatchSoak)
 		}
 		f.validateChecks(e, p+".verify", g.Verify)
-		validateDelivery(e, p+".delivery", g.Delivery)
+		f.validateDelivery(e, p+".delivery", g.Delivery)
 	}
 	f.validateAfter(e, groups)
 	return groups
@@ -214,7 +214,7 @@ func (f *Fleet) validateClusters(e *errs, groups map[string]bool) {
 		case !groups[c.Group]:
 			e.add(p+".group", "unknown group %q (groups: %s)", c.Group, strings.Join(f.groupNames(), ", "))
 		}
-		validateDelivery(e, p+".delivery", c.Delivery)
+		f.validateDelivery(e, p+".delivery", c.Delivery)
 		f.validateContext(e, p, c)
 		for k, v := range c.Labels {
 			if msgs := validation.IsQualifiedName(k); len(msgs) > 0 {

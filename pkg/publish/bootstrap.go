@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -21,7 +22,33 @@ type Follow struct {
 	// SecretRef names the Secret in Namespace with the registry's
 	// credentials (a docker-registry Secret); "" for a public registry.
 	SecretRef string
+	// Verify names the Secret in Namespace whose cosign.pub verifies
+	// every artifact before Flux applies it; "" for none.
+	Verify string
 }
+
+// FollowOf is how a delivery's clusters follow their tags; verify names
+// the Secret of its public key when it signs.
+func FollowOf(d *fleet.Delivery, verify string) Follow {
+	return Follow{Namespace: d.Namespace, Interval: d.Interval, Timeout: d.Timeout, SecretRef: d.SecretRef, Verify: verify}
+}
+
+// VerifySecret is the Secret that holds the public key (cosign.pub) of
+// fleet's signing key, in namespace, for Flux's verify.
+func VerifySecret(fleetName, namespace string, publicKey []byte) *unstructured.Unstructured {
+	if namespace == "" {
+		namespace = fleet.DefaultDeliveryNamespace
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": VerifySecretName(fleetName), "namespace": namespace, "labels": map[string]any{DeliveryLabel: fleetName}},
+		"type":       "Opaque",
+		"stringData": map[string]any{"cosign.pub": string(publicKey)},
+	}}
+}
+
+// VerifySecretName is the name of fleet's VerifySecret.
+func VerifySecretName(fleetName string) string { return fleetName + "-cosign" }
 
 // DeliveryLabel marks the Flux objects Bootstrap writes with their
 // fleet: no app of the fleet renders, adopts or prunes them.
@@ -31,9 +58,9 @@ const DeliveryLabel = "fleet.kubectl.io/delivery"
 // OCIRepository on the tag (insecure for a plain-HTTP registry) and a
 // Kustomization that applies it, prunes what a later artifact no longer
 // holds, and waits for its objects' health. Named <fleet>-<app>.
-func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructured.Unstructured, error) {
+func (r Registry) Bootstrap(fleetName, app, cluster string, f Follow) ([]*unstructured.Unstructured, error) {
 	if f.Namespace == "" {
-		f.Namespace = "flux-system"
+		f.Namespace = fleet.DefaultDeliveryNamespace
 	}
 	if f.Interval == 0 {
 		f.Interval = time.Minute
@@ -41,7 +68,7 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 	if f.Timeout == 0 {
 		f.Timeout = 5 * time.Minute
 	}
-	name := Name(fleet, app)
+	name := Name(fleetName, app)
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return nil, fmt.Errorf("the Flux objects' name %q: %s", name, msgs[0])
 	}
@@ -50,7 +77,7 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 		return nil, err
 	}
 	meta := func() map[string]any { // one for each object: none shares a map
-		return map[string]any{"name": name, "namespace": f.Namespace, "labels": map[string]any{DeliveryLabel: fleet}}
+		return map[string]any{"name": name, "namespace": f.Namespace, "labels": map[string]any{DeliveryLabel: fleetName}}
 	}
 	source := map[string]any{
 		"interval": f.Interval.String(),
@@ -62,6 +89,9 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 	}
 	if f.SecretRef != "" {
 		source["secretRef"] = map[string]any{"name": f.SecretRef}
+	}
+	if f.Verify != "" {
+		source["verify"] = map[string]any{"provider": "cosign", "secretRef": map[string]any{"name": f.Verify}}
 	}
 	return []*unstructured.Unstructured{
 		{Object: map[string]any{"apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository", "metadata": meta(), "spec": source}},
@@ -75,4 +105,38 @@ func (r Registry) Bootstrap(fleet, app, cluster string, f Follow) ([]*unstructur
 			"timeout":       f.Timeout.String(),
 		}}},
 	}, nil
+}
+
+// BootstrapCluster is everything that makes cluster c of f follow its
+// tags of apps: the verify Secret when its delivery signs (its public
+// key from signer), then each app's OCIRepository and Kustomization.
+func BootstrapCluster(f *fleet.Fleet, c *fleet.Cluster, apps []string, signer *Signer) ([]map[string]any, error) {
+	d := f.DeliveryOf(c)
+	if d == nil {
+		return nil, fmt.Errorf("cluster %s has no delivery: the rollout writes to it, nothing needs to follow a tag", c.Name)
+	}
+	reg, err := For(d)
+	if err != nil {
+		return nil, err
+	}
+	var out []map[string]any
+	verify := ""
+	if signer != nil {
+		pub, err := signer.PublicKey()
+		if err != nil {
+			return nil, err
+		}
+		verify = VerifySecretName(f.Metadata.Name)
+		out = append(out, VerifySecret(f.Metadata.Name, d.Namespace, pub).Object)
+	}
+	for _, app := range apps {
+		objs, err := reg.Bootstrap(f.Metadata.Name, app, c.Name, FollowOf(d, verify))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			out = append(out, o.Object)
+		}
+	}
+	return out, nil
 }

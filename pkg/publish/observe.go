@@ -41,8 +41,10 @@ type Flux struct {
 	Ready   string    `json:"ready,omitempty"`
 	Since   time.Time `json:"since,omitzero"`
 	Message string    `json:"message,omitempty"`
-	// SourceMessage is why the OCIRepository is not Ready ("" when it
-	// is): an artifact it cannot pull or verify.
+	// SourceReady is the OCIRepository's Ready condition, SourceMessage
+	// why it is not ("" when it is): an artifact it cannot pull or
+	// verify.
+	SourceReady   string `json:"sourceReady,omitempty"`
 	SourceMessage string `json:"sourceMessage,omitempty"`
 	// Wait: the Kustomization waits for its objects' health, so Ready
 	// says they are healthy.
@@ -88,6 +90,17 @@ func (f Flux) Failed(d string) string {
 	return ""
 }
 
+// Refused is why the OCIRepository does not take an artifact other than
+// the one it fetched ("" when nothing says it does not): it is not
+// Ready, and says why (a signature that does not verify, an artifact it
+// cannot pull).
+func (f Flux) Refused(d string) string {
+	if f.SourceReady == "False" && !Is(f.Fetched, d) {
+		return f.SourceMessage
+	}
+	return ""
+}
+
 // ReadFlux reads what the cluster's Flux says of fleet's app, through a
 // client that may only read.
 func ReadFlux(ctx context.Context, dyn dynamic.Interface, d *fleet.Delivery, fleetName, app string) (Flux, error) {
@@ -102,7 +115,8 @@ func ReadFlux(ctx context.Context, dyn dynamic.Interface, d *fleet.Delivery, fle
 		return out, notFollowing("OCIRepository", ns, name, err)
 	}
 	out.Fetched, _, _ = unstructured.NestedString(src.Object, "status", "artifact", "revision")
-	if status, _, msg := ready(src); status != "True" {
+	var msg string
+	if out.SourceReady, _, msg = ready(src); out.SourceReady != "True" {
 		out.SourceMessage = msg
 	}
 	ks, err := dyn.Resource(Kustomizations).Namespace(ns).Get(ctx, name, metav1.GetOptions{})

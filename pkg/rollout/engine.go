@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -129,6 +130,8 @@ type Engine struct {
 	artifacts map[string]map[string]artifact
 	// moved are the tags each delivered cluster's run moved (movedOf).
 	moved map[string]map[string]v1.Hash
+	// signers are the deliveries' signing keys, read once (signer).
+	signers memo.Memo[*fleet.Signing, *publish.Signer]
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every

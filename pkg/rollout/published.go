@@ -61,6 +61,11 @@ func (e *Engine) publishAll(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("cluster %s: delivery: %w", c.Name, err)
 		}
+		if d.Signing != nil && !e.o.DryRun {
+			if _, err := e.signer(d.Signing); err != nil {
+				return fmt.Errorf("cluster %s: delivery: %w", c.Name, err) // before anything is pushed
+			}
+		}
 		i := slices.IndexFunc(repos, func(r *repo) bool { return r.registry.Base == reg.Base && r.registry.Insecure == reg.Insecure })
 		if i < 0 {
 			repos, i = append(repos, &repo{registry: reg}), len(repos)
@@ -86,6 +91,40 @@ func (e *Engine) publishAll(ctx context.Context) error {
 		for _, p := range pushed {
 			if err := e.keep(p.Cluster, p.App, r.registry, p.Digest.String()); err != nil {
 				return err
+			}
+		}
+	}
+	return e.sign(ctx)
+}
+
+// signer is the signer of a delivery's signing key, read once per run.
+func (e *Engine) signer(s *fleet.Signing) (*publish.Signer, error) {
+	return e.signers.Do(s, func() (*publish.Signer, error) { return publish.LoadSigning(e.r.Fleet, s) })
+}
+
+// sign signs, once each, the artifacts the run's delivered clusters
+// with a signing key are to get (a rollback's too), before any tag
+// moves: a cluster whose Flux verifies never meets an unsigned one.
+func (e *Engine) sign(ctx context.Context) error {
+	type key struct{ repo, app, digest string }
+	done := map[key]bool{}
+	for _, c := range e.r.Clusters {
+		d := e.delivered(c)
+		if d == nil || d.Signing == nil || e.o.DryRun {
+			continue
+		}
+		for app, a := range e.artifacts[c.Name] {
+			k := key{a.registry.Base, app, a.digest.String()}
+			if done[k] {
+				continue
+			}
+			done[k] = true
+			s, err := e.signer(d.Signing)
+			if err != nil {
+				return err
+			}
+			if err := a.registry.Sign(ctx, app, a.digest, s); err != nil {
+				return fmt.Errorf("app %s for cluster %s: %w", app, c.Name, err)
 			}
 		}
 	}
@@ -419,8 +458,12 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 	defer cancel()
 	e.emit(StageEvent{Cluster: cluster, Stage: "waiting for Flux to apply " + app})
 	var last publish.Flux
+	refused := 0 // polls in a row the source said it does not take dg
 	for {
 		flux, err := publish.ReadFlux(ctx, client.Dynamic, d, e.r.Fleet.Metadata.Name, app)
+		if err == nil {
+			last = flux
+		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return flux, err
@@ -429,8 +472,13 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 			return flux, nil
 		case err == nil && flux.Failed(dg) != "":
 			return flux, fmt.Errorf("Flux failed to apply %s: %s", Short(dg), flux.Failed(dg))
+		case err == nil && flux.Refused(dg) != "":
+			// Not at once: the source may say so of the artifact before.
+			if refused++; refused >= 3 {
+				return flux, fmt.Errorf("the cluster's Flux does not take %s: %s", Short(dg), flux.Refused(dg))
+			}
 		case err == nil:
-			last = flux
+			refused = 0
 		}
 		select {
 		case <-ctx.Done():
@@ -570,6 +618,15 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 	e.emit(StageEvent{Cluster: c.Name, Stage: "deleting " + app})
 	if _, err := reg.Push(ctx, app, img); err != nil {
 		return err
+	}
+	if d.Signing != nil {
+		s, err := e.signer(d.Signing)
+		if err != nil {
+			return err
+		}
+		if err := reg.Sign(ctx, app, none, s); err != nil {
+			return err
+		}
 	}
 	if err := reg.Tag(ctx, app, c.Name, none); err != nil {
 		return err

@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -14,7 +19,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"sigs.k8s.io/yaml"
 
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
@@ -34,7 +38,7 @@ groups:
       - {name: smoke, command: [./smoke.sh], timeout: 30s}
   - name: production
     attributes: {` + prodAttrs + `}
-    delivery: {oci: "oci://` + host + `/fleets/e2e", insecure: true, namespace: flux-pub, interval: 1s}
+    delivery: {oci: "oci://` + host + `/fleets/e2e", insecure: true, namespace: flux-pub, interval: 1s, timeout: 30s, signing: {key: cosign.key}}
 clusters:
   - {name: pub-stg, group: staging, context: fleet-c1}
   - {name: pub-a, group: production, context: fleet-c3}
@@ -87,21 +91,22 @@ func TestPublishedRollout(t *testing.T) {
 		return d.String()
 	}
 
-	dir := workdir(t, publishedFleet(host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": ""})
+	dir := workdir(t, publishedFleet(host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": "", "cosign.key": signingKey(t)})
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes", "-g", "staging") })
-	follow, err := r.Bootstrap("e2e", "web", "pub-a", artifact.Follow{Namespace: "flux-pub", Interval: time.Second, Timeout: 30 * time.Second})
-	if err != nil {
-		t.Fatal(err)
+
+	// What makes pub-a follow its tags, applied with admin credentials
+	// the plugin never holds; several clusters need a folder.
+	if out, errOut, code := fleet(t, dir, "bootstrap", "-g", "production"); code != 1 || !strings.Contains(errOut, "2 delivered clusters selected: give --output-dir") {
+		t.Fatalf("bootstrap of two clusters to standard output: exit %d\n%s%s", code, out, errOut)
 	}
-	docs := []string{"apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-pub}\n"}
-	for _, o := range follow {
-		b, _ := yaml.Marshal(o.Object)
-		docs = append(docs, string(b))
+	follow, errOut, code := fleet(t, dir, "bootstrap", "-c", "pub-a")
+	if code != 0 || !strings.Contains(follow, "cosign.pub: |") || strings.Contains(follow, "PRIVATE KEY") {
+		t.Fatalf("bootstrap: exit %d\n%s%s", code, follow, errOut)
 	}
-	if out, errOut, code := kubectl(t, strings.Join(docs, "---\n"), "--context", "fleet-c3", "apply", "-f", "-"); code != 0 {
+	if out, errOut, code := kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-pub}\n---\n"+follow, "--context", "fleet-c3", "apply", "-f", "-"); code != 0 {
 		t.Fatalf("bootstrapping pub-a: exit %d\n%s%s", code, out, errOut)
 	}
 	defer kubectl(t, "", "--context", "fleet-c3", "delete", "namespace", "flux-pub", "e2e-pub", "--wait=false", "--ignore-not-found")
@@ -139,6 +144,35 @@ func TestPublishedRollout(t *testing.T) {
 	}
 	if cms, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "kubectl-fleet", "get", "configmaps,leases", "-o", "name"); strings.Contains(cms, "e2e") {
 		t.Fatalf("the plugin wrote to a delivered cluster:\n%s", cms)
+	}
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="SourceVerified")].status}`); v != "True" {
+		t.Fatalf("Flux did not verify the signature: SourceVerified %q\n%s", v, flux.logs())
+	}
+
+	// Someone with push rights and no key moves the tag: Flux refuses.
+	forged, err := artifact.Pack(nil, artifact.Origin{Revision: "forged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := r.Push(ctx, "web", forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Tag(ctx, "web", "pub-a", fd); err != nil {
+		t.Fatal(err)
+	}
+	var msg string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !strings.Contains(msg, "no matching signatures"); time.Sleep(500 * time.Millisecond) {
+		msg, _, _ = kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
+	}
+	if !strings.Contains(msg, "no matching signatures") {
+		t.Fatalf("Flux took an unsigned artifact: %q\n%s", msg, flux.logs())
+	}
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Fatalf("after a forged tag the cluster runs %q", v)
+	}
+	if err := r.Tag(ctx, "web", "pub-a", mustDigest(t, r, "pub-b")); err != nil {
+		t.Fatal(err)
 	}
 
 	// diff compares a delivered cluster's render with the artifact its
@@ -213,6 +247,20 @@ func mustDigest(t *testing.T, r artifact.Registry, cluster string) v1.Hash {
 		t.Fatalf("web:%s: %v %v", cluster, found, err)
 	}
 	return d
+}
+
+// signingKey is a new ECDSA P-256 key, PEM: what a delivery signs with.
+func signingKey(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 }
 
 // said reports whether out has a line of cluster's that holds text.
