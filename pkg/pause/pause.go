@@ -208,7 +208,16 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outco
 	var mu sync.Mutex
 	said := map[string]string{}
 	name := ch.Fleet.Metadata.Name
-	outcomes := kube.Each(ctx, conn, ch.Fleet, ch.Clusters, ch.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	names, byName := fleet.Index(ch.Clusters)
+	outcomes := runner.Run(ctx, runner.Every(names), ch.Parallel, func(ctx context.Context, cluster string) error {
+		c := byName[cluster]
+		if ch.Fleet.DeliveryOf(c) != nil {
+			return fmt.Errorf("cluster %s is delivered through a registry, and a pause is kept on the cluster, which nothing writes to: hold its wave with a deploy window, or pause a cluster upstream", c.Name)
+		}
+		client, err := conn.Connect(ctx, ch.Fleet, c)
+		if err != nil {
+			return err
+		}
 		line, err := ch.one(ctx, client, name)
 		mu.Lock()
 		said[c.Name] = line

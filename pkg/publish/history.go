@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,19 +19,20 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
-// A delivered cluster's history of an app lives beside its tag, in the
-// app's repository, where the publisher can write and nothing on the
-// cluster must: the tag <cluster>.history holds the records (History),
-// and <cluster>.r<N> keeps revision N's artifact tagged, so that a
-// registry that collects untagged artifacts does not take what a
-// rollback needs. Flux follows <cluster> alone.
+// What kubectl fleet keeps of a delivered cluster lives beside its tag,
+// in each app's repository, where the publisher can write and nothing on
+// the cluster must: records, small JSON artifacts under tags of their
+// own. <cluster>.history holds the app's revisions (History),
+// <cluster>.approval its approval, and <cluster>.r<N> keeps revision N's
+// artifact tagged, so that a registry that collects untagged artifacts
+// does not take what a rollback needs. Flux follows <cluster> alone.
 const (
-	HistoryConfigMediaType types.MediaType = "application/vnd.kubectl-fleet.history.config.v1+json"
-	HistoryMediaType       types.MediaType = "application/vnd.kubectl-fleet.history.v1+json"
+	RecordConfigMediaType types.MediaType = "application/vnd.kubectl-fleet.record.config.v1+json"
+	RecordMediaType       types.MediaType = "application/vnd.kubectl-fleet.record.v1+json"
 )
 
-// MaxHistory bounds a history's size as read back.
-const MaxHistory = 4 << 20
+// MaxRecord bounds a record's size as read back.
+const MaxRecord = 4 << 20
 
 // History is an app's releases to a delivered cluster: its revisions,
 // oldest first, and the current one.
@@ -87,65 +87,77 @@ func RevisionTag(cluster string, n int) string { return cluster + ".r" + strconv
 
 // History reads app's history on cluster; none yet is an empty History.
 func (r Registry) History(ctx context.Context, app, cluster string) (History, error) {
-	repo, err := r.Repository(app)
-	if err != nil {
-		return History{}, err
-	}
-	d, found, err := r.Resolve(ctx, app, HistoryTag(cluster))
-	if err != nil || !found {
-		return History{}, err
-	}
-	img, err := remote.Image(repo.Digest(d.String()), r.options(ctx)...)
-	if err != nil {
-		return History{}, fmt.Errorf("reading %s:%s: %w", repo, HistoryTag(cluster), plain(err))
-	}
-	h, err := historyOf(img)
-	if err != nil {
-		return History{}, fmt.Errorf("%s:%s: %w", repo, HistoryTag(cluster), err)
-	}
-	return h, nil
-}
-
-// historyOf reads a history artifact, bounded by MaxHistory.
-func historyOf(img v1.Image) (History, error) {
-	m, err := img.Manifest()
-	if err != nil {
-		return History{}, err
-	}
-	if m.Config.MediaType != HistoryConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != HistoryMediaType {
-		return History{}, errors.New("not a history kubectl fleet wrote")
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return History{}, err
-	}
-	rc, err := layers[0].Uncompressed()
-	if err != nil {
-		return History{}, err
-	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, MaxHistory+1))
-	switch {
-	case err != nil:
-		return History{}, err
-	case len(data) > MaxHistory:
-		return History{}, fmt.Errorf("a history larger than %d MiB", MaxHistory>>20)
-	}
 	var h History
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&h); err != nil {
-		return History{}, fmt.Errorf("the history: %w", err)
-	}
-	return h, nil
+	_, err := r.ReadRecord(ctx, app, HistoryTag(cluster), &h)
+	return h, err
 }
 
 // SaveHistory writes app's history on cluster.
 func (r Registry) SaveHistory(ctx context.Context, app, cluster string, h History) error {
-	data, err := json.Marshal(h)
+	return r.WriteRecord(ctx, app, HistoryTag(cluster), h)
+}
+
+// ReadRecord reads the record tag holds in app's repository into v
+// (JSON, bounded by MaxRecord); found is false when there is no tag.
+func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found bool, err error) {
+	repo, err := r.Repository(app)
+	if err != nil {
+		return false, err
+	}
+	d, found, err := r.Resolve(ctx, app, tag)
+	if err != nil || !found {
+		return false, err
+	}
+	img, err := remote.Image(repo.Digest(d.String()), r.options(ctx)...)
+	if err != nil {
+		return true, fmt.Errorf("reading %s:%s: %w", repo, tag, plain(err))
+	}
+	data, err := recordOf(img)
+	if err == nil {
+		err = json.Unmarshal(data, v)
+	}
+	if err != nil {
+		return true, fmt.Errorf("%s:%s: %w", repo, tag, err)
+	}
+	return true, nil
+}
+
+// recordOf reads a record artifact, bounded by MaxRecord.
+func recordOf(img v1.Image) ([]byte, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return nil, err
+	}
+	if m.Config.MediaType != RecordConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != RecordMediaType {
+		return nil, errors.New("not a record kubectl fleet wrote")
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, MaxRecord+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(data) > MaxRecord:
+		return nil, fmt.Errorf("a record larger than %d MiB", MaxRecord>>20)
+	}
+	return data, nil
+}
+
+// WriteRecord writes v as JSON under tag in app's repository.
+func (r Registry) WriteRecord(ctx context.Context, app, tag string, v any) error {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), HistoryConfigMediaType)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, HistoryMediaType), MediaType: HistoryMediaType})
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), RecordConfigMediaType)
+	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, RecordMediaType), MediaType: RecordMediaType})
 	if err != nil {
 		return err
 	}
@@ -153,5 +165,5 @@ func (r Registry) SaveHistory(ctx context.Context, app, cluster string, h Histor
 	if err != nil {
 		return err
 	}
-	return r.Tag(ctx, app, HistoryTag(cluster), d)
+	return r.Tag(ctx, app, tag, d)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -73,7 +74,26 @@ func (e *Engine) requireApprovals(ws []runner.Wave) {
 // unapproved says, for each of clusters, what of its render is not
 // approved there; one whose approvals cannot be read holds too.
 func (e *Engine) unapproved(clusters []string) []string {
-	unapproved, unread := e.ask(clusters, "approvals", func(ctx context.Context, name string, client *kube.Client) (string, error) {
+	var direct []string
+	var published, unreadPublished []string
+	for _, name := range clusters {
+		c := e.clusters[name]
+		if e.delivered(c) == nil {
+			direct = append(direct, name)
+			continue
+		}
+		// A gate's reads finish: not on the run's context (ask).
+		found, err := approval.ReadPublished(context.Background(), e.r.Fleet, c, appNames(e.r.Of(name)))
+		if err != nil {
+			unreadPublished = append(unreadPublished, fmt.Sprintf("%s: its approvals cannot be read: %v", name, err))
+			continue
+		}
+		rules := approval.Rules{Fleet: e.r.Fleet.Metadata.Name, Cluster: name, Approvers: e.r.Fleet.Approvers}
+		if why := approval.Check(e.r.Of(name), found, nil, time.Now(), rules); len(why) > 0 {
+			published = append(published, name+": "+strings.Join(why, ", "))
+		}
+	}
+	unapproved, unread := e.ask(direct, "approvals", func(ctx context.Context, name string, client *kube.Client) (string, error) {
 		key, err := digest.KeyOf(ctx, client)
 		if err != nil {
 			return "", err
@@ -88,7 +108,7 @@ func (e *Engine) unapproved(clusters []string) []string {
 		}
 		return "", nil
 	})
-	return append(unapproved, unread...)
+	return slices.Concat(unapproved, published, unread, unreadPublished)
 }
 
 // ask asks why of each of clusters (kube.Each: Parallel at once, each
@@ -119,4 +139,13 @@ func (e *Engine) ask(clusters []string, what string, why func(ctx context.Contex
 		}
 	}
 	return slices.DeleteFunc(said, func(r string) bool { return r == "" }), unread
+}
+
+// appNames are the apps of results.
+func appNames(results []render.Result) []string {
+	out := make([]string, len(results))
+	for i, r := range results {
+		out[i] = r.App
+	}
+	return out
 }

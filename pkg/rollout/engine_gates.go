@@ -145,6 +145,11 @@ func (e *Engine) promote() *Promotion {
 	}
 	p := promotionOf(f, renders)
 	p.Parallel, p.Reader = e.o.Parallel, PublishedReader{Fleet: f, Next: ClusterReader{Connect: e.connect}}
+	p.Vouched = func(wave string) bool {
+		group, _, _ := strings.Cut(wave, "/") // a batch's wave is group/batch
+		g := f.Group(group)
+		return g != nil && g.Approval == fleet.ApprovalRequired
+	}
 	return p
 }
 

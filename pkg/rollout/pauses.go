@@ -115,7 +115,13 @@ func (e *Engine) pauses(ws []runner.Wave) {
 // the clusters whose pauses cannot be read when they are more than u's
 // budget (none with --skip-gates).
 func (e *Engine) pausesOf(u unit, apps []string) []string {
-	paused, unread := e.ask(u.Clusters, "pauses", func(ctx context.Context, name string, client *kube.Client) (string, error) {
+	var clusters []string
+	for _, name := range u.Clusters {
+		if e.delivered(e.clusters[name]) == nil {
+			clusters = append(clusters, name) // a delivered one cannot be paused (pause.Change)
+		}
+	}
+	paused, unread := e.ask(clusters, "pauses", func(ctx context.Context, name string, client *kube.Client) (string, error) {
 		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {
 			return name + " " + p.Text(time.Now()), nil

@@ -86,6 +86,11 @@ type Promotion struct {
 	Reader Reader
 	// Parallel bounds the clusters read at once (0: 16).
 	Parallel int
+	// Vouched, when set, reports whether a person vouches for wave (its
+	// group requires an approval, checked next): a delivered cluster
+	// published, not observed, then holds it no more than a verified
+	// one. Without it such a cluster holds every wave after it.
+	Vouched func(wave string) bool
 
 	mu sync.Mutex
 	// known are the releases this run verified or failed, or read, by
@@ -126,7 +131,7 @@ func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error
 		if p.Before != nil && !slices.Contains(p.Before[wave], g.Name) {
 			continue
 		}
-		reasons := p.unverified(ctx, g, apps)
+		reasons := p.unverified(ctx, g, apps, p.Vouched != nil && p.Vouched(wave))
 		if len(reasons) > g.MaxFailures {
 			return &BlockedError{Wave: wave, Reasons: reasons}
 		}
@@ -136,7 +141,7 @@ func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error
 
 // unverified returns, for each cluster of g that does not run a verified
 // revision of its render of one of apps, why.
-func (p *Promotion) unverified(ctx context.Context, g Group, apps []string) []string {
+func (p *Promotion) unverified(ctx context.Context, g Group, apps []string, vouched bool) []string {
 	reasons := make([]string, len(g.Clusters))
 	sem := make(chan struct{}, max(1, p.parallel()))
 	var wg sync.WaitGroup
@@ -149,7 +154,7 @@ func (p *Promotion) unverified(ctx context.Context, g Group, apps []string) []st
 				if !ok {
 					continue // the app does not go to this cluster
 				}
-				if why := p.why(ctx, cluster, app, render); why != "" {
+				if why := p.why(ctx, cluster, app, render, vouched); why != "" {
 					reasons[i] = why
 					return
 				}
@@ -175,7 +180,7 @@ func (p *Promotion) parallel() int {
 
 // why says why cluster does not run a verified revision of render, or ""
 // when it does, or when the Reader skipped the cluster.
-func (p *Promotion) why(ctx context.Context, cluster, app string, render Render) string {
+func (p *Promotion) why(ctx context.Context, cluster, app string, render Render, vouched bool) string {
 	p.mu.Lock()
 	r, ok := p.known[cluster+"/"+app]
 	p.mu.Unlock()
@@ -191,7 +196,11 @@ func (p *Promotion) why(ctx context.Context, cluster, app string, render Render)
 		}
 		p.Note(cluster, app, r) // a later wave need not read it again
 	}
-	return Why(cluster, app, render.Digest(r.Key), r)
+	d := render.Digest(r.Key)
+	if vouched && r.Exists && r.Digest == d && r.Verification.State == revision.Unverified && strings.HasPrefix(r.Verification.Reason, NotObserved) {
+		return "" // published, not observed, and an approval vouches for the next wave
+	}
+	return Why(cluster, app, d, r)
 }
 
 // Why says why a release r of app on cluster is not a verified revision

@@ -34,6 +34,9 @@ var (
 	checkFails = revision.Verification{State: revision.Failed, Reason: "check smoke failed"}
 )
 
+// notObserved is prod-eu's release, published and never read.
+var notObserved = Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: revision.Verification{State: revision.Unverified, Reason: NotObserved + ": no context reads cluster prod-eu"}}
+
 func fleetOf(stagingBudget int) []Group {
 	return []Group{
 		{Name: "staging", MaxFailures: stagingBudget, Clusters: []string{"staging-eu", "staging-us"}, Renders: map[string]map[string]Render{
@@ -67,6 +70,7 @@ func TestPromotionCheck(t *testing.T) {
 		budget   int
 		wave     string
 		apps     []string
+		vouched  bool   // the wave needs an approval
 		want     string // "" : may start
 	}{
 		{name: "all verified", releases: good, wave: "production", apps: []string{"web"}},
@@ -86,10 +90,20 @@ func TestPromotionCheck(t *testing.T) {
 		{name: "an app the wave does not deploy does not hold it", releases: with("staging-eu/db", Release{Exists: true, Revision: 2, Digest: "sha256:db-eu", Verification: checkFails}), wave: "production", apps: []string{"web"}},
 		{name: "every earlier group counts", releases: with("prod-eu/web", Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: checkFails}), wave: "edge", apps: []string{"web"},
 			want: "edge not started: prod-eu runs web r5, not verified (failed: check smoke failed)"},
+		{name: "published, not observed, holds the next group", releases: with("prod-eu/web", notObserved), wave: "edge", apps: []string{"web"},
+			want: "edge not started: prod-eu runs web r5, not verified (unverified: published, not observed"},
+		{name: "published, not observed, and vouched for", releases: with("prod-eu/web", notObserved), vouched: true, wave: "edge", apps: []string{"web"}},
+		{name: "vouched for is not verified otherwise", releases: with("prod-eu/web", Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: checkFails}), vouched: true, wave: "edge", apps: []string{"web"},
+			want: "edge not started: prod-eu runs web r5, not verified (failed"},
+		{name: "vouched for is not another render", releases: with("prod-eu/web", Release{Exists: true, Revision: 4, Digest: "sha256:old", Verification: notObserved.Verification}), vouched: true, wave: "edge", apps: []string{"web"},
+			want: "prod-eu runs web r4, not this render"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &Promotion{Groups: fleetOf(tt.budget), Reader: &fakeReader{releases: tt.releases, errs: tt.errs}}
+			if tt.vouched {
+				p.Vouched = func(wave string) bool { return wave == tt.wave }
+			}
 			err := p.Check(context.Background(), tt.wave, tt.apps)
 			switch {
 			case tt.want == "" && err != nil:

@@ -278,7 +278,7 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 	switch {
 	case len(failed) > 0 || e.o.DryRun:
 	case client == nil:
-		gates.Unverified("", "published, not observed: no context reads cluster "+c.Name)
+		gates.Unverified("", NotObserved+": no context reads cluster "+c.Name)
 	default:
 		if err := e.clusterGates(ctx, c, results, failed); err != nil {
 			errs = append(errs, err)
@@ -370,7 +370,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 	gates := e.gatesOf(c.Name)
 	gates.Pass(res.App, Published)
 	if client == nil {
-		gates.Unverified(res.App, "published, not observed: no context reads cluster "+c.Name)
+		gates.Unverified(res.App, NotObserved+": no context reads cluster "+c.Name)
 		return nil
 	}
 	flux, err := e.await(ctx, c.Name, d, client, res.App, a.digest.String())
@@ -386,6 +386,11 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 	}
 	return nil
 }
+
+// NotObserved starts the reason a delivered cluster's release is
+// unverified when no context reads the cluster: the promotion rule lets
+// a wave that needs an approval pass it (Promotion.Vouched), no other.
+const NotObserved = "published, not observed"
 
 // Published is the gate of an artifact whose tag moved: the cluster's
 // Flux may pull it.

@@ -20,13 +20,17 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
 // publishedFleet is staging written to directly, production delivered
 // through the registry at host: pub-a followed by Flux on fleet-c3 and
 // read through its context, pub-b with no context at all.
-func publishedFleet(host, prodAttrs string) string {
+func publishedFleet(host, prodAttrs string) string { return publishedFleetWith(host, prodAttrs, "", "") }
+
+// publishedFleetWith adds groups and clusters to it.
+func publishedFleetWith(host, prodAttrs, groups, clusters string) string {
 	return `apiVersion: fleet/v1alpha1
 kind: Fleet
 metadata: {name: e2e}
@@ -39,11 +43,11 @@ groups:
   - name: production
     attributes: {` + prodAttrs + `}
     delivery: {oci: "oci://` + host + `/fleets/e2e", insecure: true, namespace: flux-pub, interval: 1s, timeout: 30s, signing: {key: cosign.key}}
-clusters:
+` + groups + `clusters:
   - {name: pub-stg, group: staging, context: fleet-c1}
   - {name: pub-a, group: production, context: fleet-c3}
   - {name: pub-b, group: production}
-apps:
+` + clusters + `apps:
   - {name: web, manifests: app.yaml}
 `
 }
@@ -126,6 +130,7 @@ func TestPublishedRollout(t *testing.T) {
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes")
 	d1 := tag()
+	first := d1
 	for _, want := range [][2]string{
 		{"pub-a", "published oci://" + host + "/fleets/e2e/web:pub-a " + short(d1)},
 		{"pub-a", "Flux applied " + short(d1) + ", Ready (healthy) since "},
@@ -230,6 +235,70 @@ func TestPublishedRollout(t *testing.T) {
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "--atomic", "--timeout", "20s")
 	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to r2 ("+short(d1)) || tag() != d1 {
 		t.Fatalf("apply --atomic of what Flux cannot apply: exit %d, tag %s (was %s)\n%s%s\n%s", code, tag(), d1, out, errOut, flux.logs())
+	}
+
+	// The history is the registry's; rollback moves the tag back to the
+	// artifact of the revision before (--atomic made r2 current again).
+	out, errOut, code = fleet(t, dir, "history", "-c", "pub-a", "-o", "json")
+	if code != 0 || strings.Count(out, `"artifact":"sha256:`) != 3 || !strings.Contains(out, `"current":true,"app":"web","revision":2`) {
+		t.Fatalf("history of a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "rollback", "--yes", "-c", "pub-a")
+	if code != 0 || !said(out, "pub-a", "revision 4 recorded (rollback to 1)") || tag() != first {
+		t.Fatalf("rollback of a delivered cluster: exit %d, tag %s, want %s\n%s%s\n%s", code, tag(), first, out, errOut, flux.logs())
+	}
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
+		t.Fatalf("Flux runs %q after the rollback, want 1", v)
+	}
+
+	// A group after production reads its releases from the registry:
+	// pub-b, never observed, holds it.
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "production"); code != 0 || !said(out, "pub-a", "revision 4 is current") || !said(out, "pub-b", "revision 3 recorded") {
+		t.Fatalf("apply -g production: exit %d\n%s%s", code, out, errOut)
+	}
+	late := publishedFleetWith(host, "", "  - {name: late}\n", "  - {name: pub-late, group: late, context: fleet-c2}\n")
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(late), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
+	if code != 1 || !strings.Contains(out, "late not started: pub-b runs web r3, not verified (unverified: published, not observed") {
+		t.Fatalf("apply -g late: exit %d\n%s%s", code, out, errOut)
+	}
+	if !absent(t, "fleet-c2", "namespace", "e2e-pub") {
+		t.Fatal("late got a release production did not verify")
+	}
+
+	// With an approval required, a person vouches for what no one
+	// observed: the approval of late's own render, kept in the registry
+	// (edge-1 is delivered and unobserved too), lets it go.
+	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alice.pem"), alicePEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	approved := publishedFleetWith(host, "", "  - {name: late, approval: required, delivery: {oci: \"oci://"+host+"/fleets/e2e\", insecure: true, signing: {key: cosign.key}}}\n", "  - {name: edge-1, group: late}\n")
+	approved = strings.Replace(approved, "apps:\n", "approvers:\n  - {name: alice, publicKey: "+alicePub+"}\napps:\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(approved), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
+	if code != 4 || !strings.Contains(out, "late awaiting approval: edge-1: web sha256:") {
+		t.Fatalf("apply -g late before its approval: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, code := fleet(t, dir, "approve", "-g", "late", "--key", filepath.Join(dir, "alice.pem")); code != 0 {
+		t.Fatalf("approve a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
+	if code != 0 || !said(out, "edge-1", "published oci://"+host+"/fleets/e2e/web:edge-1") {
+		t.Fatalf("apply -g late once approved: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
+		t.Fatal(err)
 	}
 
 	// delete publishes the artifact of nothing; Flux prunes.

@@ -1,0 +1,63 @@
+package approval
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// A delivered cluster is never written to: its approvals are kept in its
+// registry, beside its tags (publish.ReadRecord), one per app under the
+// tag <cluster>.approval, signed as on any cluster. Who approved is the
+// approver the key names: no cluster authenticates anyone there. The
+// digest is the render's without a key (a delivered cluster's renders
+// hold no Secret).
+
+// Tag is the tag of a delivered cluster's approval of an app.
+func Tag(cluster string) string { return cluster + ".approval" }
+
+// ReadPublished reads the approvals of apps on delivered cluster c.
+func ReadPublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []string) (map[string]Approval, error) {
+	reg, err := publish.For(f.DeliveryOf(c))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Approval{}
+	for _, app := range apps {
+		var a Approval
+		found, err := reg.ReadRecord(ctx, app, Tag(c.Name), &a)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			a.App = app
+			out[app] = a
+		}
+	}
+	return out, nil
+}
+
+// ApprovePublished records, in delivered cluster c's registry, s's
+// approval of each of results (c's renders, an app each).
+func ApprovePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result, now time.Time, s Signer) ([]Approval, error) {
+	reg, err := publish.For(f.DeliveryOf(c))
+	if err != nil {
+		return nil, err
+	}
+	var out []Approval
+	for _, res := range results {
+		a := Approval{App: res.App, Digest: digest.Render(res.Objects, nil), By: "approver " + s.Name, At: now.UTC().Truncate(time.Second), Approver: s.Name}
+		a.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, a.Payload(f.Metadata.Name, c.Name)))
+		if err := reg.WriteRecord(ctx, res.App, Tag(c.Name), a); err != nil {
+			return out, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
