@@ -27,7 +27,9 @@ import (
 // publishedFleet is staging written to directly, production delivered
 // through the registry at host: pub-a followed by Flux on fleet-c3 and
 // read through its context, pub-b with no context at all.
-func publishedFleet(host, prodAttrs string) string { return publishedFleetWith(host, prodAttrs, "", "") }
+func publishedFleet(host, prodAttrs string) string {
+	return publishedFleetWith(host, prodAttrs, "", "")
+}
 
 // publishedFleetWith adds groups and clusters to it.
 func publishedFleetWith(host, prodAttrs, groups, clusters string) string {
