@@ -204,3 +204,11 @@ func (r Registry) PushAll(ctx context.Context, targets []Target, origin Origin, 
 	}
 	return out, nil
 }
+
+// Short is a digest cut to what a person compares: sha256:0123456789ab.
+func Short(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

@@ -195,7 +195,7 @@ func (e VerificationEvent) Where() string { return e.Cluster }
 func (e VerificationEvent) Text() string {
 	line := fmt.Sprintf("revision %d %s", e.Revision, revision.Verification{State: revision.State(e.State), Reason: e.Reason})
 	if e.Digest != "" {
-		line = fmt.Sprintf("revision %d (%s) %s", e.Revision, Short(e.Digest), revision.Verification{State: revision.State(e.State), Reason: e.Reason})
+		line = fmt.Sprintf("revision %d (%s) %s", e.Revision, publish.Short(e.Digest), revision.Verification{State: revision.State(e.State), Reason: e.Reason})
 	}
 	if e.Error != "" {
 		line += "; not recorded: " + e.Error
@@ -388,9 +388,9 @@ func (e PublishEvent) Text() string {
 	case e.DryRun:
 		verb = "would publish"
 	}
-	line := fmt.Sprintf("%s %s:%s %s", verb, e.Repository, e.Tag, Short(e.Digest))
+	line := fmt.Sprintf("%s %s:%s %s", verb, e.Repository, e.Tag, publish.Short(e.Digest))
 	if e.Previous != "" && e.Previous != e.Digest {
-		line += " (was " + Short(e.Previous) + ")"
+		line += " (was " + publish.Short(e.Previous) + ")"
 	}
 	return labelled(e.Label, line)
 }
@@ -411,7 +411,7 @@ func (e FluxEvent) Where() string { return e.Cluster }
 
 // Text is "Flux applied sha256:0123456789ab, Ready (healthy) since …".
 func (e FluxEvent) Text() string {
-	line := "Flux applied " + Short(e.Digest) + ", Ready"
+	line := "Flux applied " + publish.Short(e.Digest) + ", Ready"
 	if e.Flux.Wait {
 		line += " (healthy)"
 	}

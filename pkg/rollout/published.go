@@ -476,11 +476,11 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 			e.emit(FluxEvent{Type: "flux", Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Of(cluster)) > 1)})
 			return flux, nil
 		case err == nil && flux.Failed(dg) != "":
-			return flux, fmt.Errorf("Flux failed to apply %s: %s", Short(dg), flux.Failed(dg))
+			return flux, fmt.Errorf("Flux failed to apply %s: %s", publish.Short(dg), flux.Failed(dg))
 		case err == nil && flux.Refused(dg) != "":
 			// Not at once: the source may say so of the artifact before.
 			if refused++; refused >= 3 {
-				return flux, fmt.Errorf("the cluster's Flux does not take %s: %s", Short(dg), flux.Refused(dg))
+				return flux, fmt.Errorf("the cluster's Flux does not take %s: %s", publish.Short(dg), flux.Refused(dg))
 			}
 		case err == nil:
 			refused = 0
@@ -488,7 +488,7 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return last, fmt.Errorf("Flux did not apply %s within %s: %s", Short(dg), timeout+interval, last.Status())
+				return last, fmt.Errorf("Flux did not apply %s within %s: %s", publish.Short(dg), timeout+interval, last.Status())
 			}
 			return last, ctx.Err()
 		case <-time.After(FluxPoll):
@@ -517,11 +517,11 @@ func (e *Engine) untag(ctx context.Context, cluster string, err error) error {
 			notes = append(notes, app+": "+terr.Error())
 			continue
 		}
-		note := app + " back to " + Short(prev.String())
+		note := app + " back to " + publish.Short(prev.String())
 		if n, herr := backTo(ctx, a.registry, cluster, app, prev.String()); herr != nil {
 			note += " (the history still says otherwise: " + herr.Error() + ")"
 		} else if n > 0 {
-			note = fmt.Sprintf("%s back to r%d (%s)", app, n, Short(prev.String()))
+			note = fmt.Sprintf("%s back to r%d (%s)", app, n, publish.Short(prev.String()))
 		}
 		notes = append(notes, note)
 	}
@@ -547,14 +547,6 @@ func backTo(ctx context.Context, reg publish.Registry, cluster, app, d string) (
 	}
 	h.Current = n
 	return n, reg.SaveHistory(ctx, app, cluster, h)
-}
-
-// Short is a digest cut to what a person compares: sha256:0123456789ab.
-func Short(d string) string {
-	if len(d) > 19 {
-		return d[:19]
-	}
-	return d
 }
 
 // failedDependency is a dependency of app that failed, or "".

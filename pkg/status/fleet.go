@@ -42,7 +42,21 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 		results = map[string][]App{}
 		pauses  = map[string][]pause.Pause{}
 	)
-	outcomes := kube.Each(ctx, r.Connector, r.Set.Fleet, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	f := r.Set.Fleet
+	names, byName := fleet.Index(r.Set.Clusters)
+	outcomes := runner.Run(ctx, runner.Every(names), r.Parallel, func(ctx context.Context, name string) error {
+		c := byName[name]
+		if f.DeliveryOf(c) != nil {
+			apps, err := r.publishedOf(ctx, c)
+			mu.Lock()
+			results[c.Name] = apps
+			mu.Unlock()
+			return err
+		}
+		client, err := r.Connector.Connect(ctx, f, c)
+		if err != nil {
+			return err
+		}
 		var (
 			paused []pause.Pause
 			perr   error
@@ -57,6 +71,31 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 		return cmp.Or(err, perr)
 	})
 	return outcomes, results, pauses
+}
+
+// publishedOf is the status of each app rendered for delivered cluster
+// c (Recorded: of every app of the fleet published there), read through
+// its context when it has one.
+func (r Fleet) publishedOf(ctx context.Context, c *fleet.Cluster) ([]App, error) {
+	var client *kube.Client
+	if c.Observed() {
+		var err error
+		if client, err = r.Connector.Connect(ctx, r.Set.Fleet, c); err != nil {
+			return nil, err
+		}
+	}
+	var out []App
+	for _, res := range r.Set.Of(c.Name) {
+		if len(r.Apps) > 0 && !slices.Contains(r.Apps, res.App) {
+			continue
+		}
+		app, err := PublishedApp(ctx, r.Set.Fleet, c, client, res.App, res.Objects)
+		if err != nil {
+			return out, fmt.Errorf("app %s: %w", res.App, err)
+		}
+		out = append(out, app)
+	}
+	return out, nil
 }
 
 // appsOf computes the status of each app of a cluster: of its render, or

@@ -65,6 +65,8 @@ type App struct {
 	// Verification is what the gates said of the current revision.
 	Verification *revision.Verification `json:"verification,omitempty"`
 	Objects      []Object               `json:"objects"`
+	// Published is, for a delivered cluster, its tag and its Flux.
+	Published *Published `json:"published,omitempty"`
 }
 
 // RevisionLabel is the current revision and its state: "r8 verified",
@@ -196,7 +198,7 @@ const (
 )
 
 // rank orders states from best to worst.
-var rank = map[string]int{Current: 0, InProgress: 1, OutOfSync: 2, Drifted: 3, "Terminating": 4, string(kstatus.UnknownStatus): 5, NotFound: 6, NotDeployed: 7, Failed: 8}
+var rank = map[string]int{Current: 0, InProgress: 1, NotObserved: 2, OutOfSync: 2, Drifted: 3, "Terminating": 4, string(kstatus.UnknownStatus): 5, NotFound: 6, NotDeployed: 7, Failed: 8}
 
 // sync is what an object's difference from the render is: "" (none),
 // Drifted or OutOfSync.
@@ -218,6 +220,9 @@ func (a App) Summary() (state string, n int) {
 		return NotDeployed, len(a.Objects)
 	}
 	state = Current
+	if s := a.Published.state(); s != "" {
+		state = s
+	}
 	for _, o := range a.Objects {
 		s := o.Health
 		if d := o.sync(); d != "" && (s == Current || o.Orphaned) {
@@ -243,6 +248,9 @@ func (a App) Summary() (state string, n int) {
 func (a App) Cell() string {
 	if a.NotDeployed {
 		return "not deployed"
+	}
+	if c := a.Published.cell(); c != "" {
+		return c
 	}
 	health, n, total, drifted, outOfSync := Current, 0, 0, 0, 0
 	for _, o := range a.Objects {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -150,7 +151,7 @@ func (r *Rollout) line(oc runner.Outcome) string {
 func publishedList(published map[string]string) string {
 	var parts []string
 	for _, app := range slices.Sorted(maps.Keys(published)) {
-		parts = append(parts, app+" "+rollout.Short(published[app]))
+		parts = append(parts, app+" "+publish.Short(published[app]))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -152,6 +152,16 @@ func TestPublishedRollout(t *testing.T) {
 	if cms, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "kubectl-fleet", "get", "configmaps,leases", "-o", "name"); strings.Contains(cms, "e2e") {
 		t.Fatalf("the plugin wrote to a delivered cluster:\n%s", cms)
 	}
+	// status reads the registry, and Flux and the objects' health
+	// through a context that only reads.
+	out, errOut, code = fleet(t, dir, "status", "-g", "production")
+	if !strings.Contains(out, "pub-b     production   published "+short(d1)+", not observed (r1 unverified)") || !strings.Contains(out, "pub-a     production   2 of 2 Current (r1 verified)") {
+		t.Fatalf("status of delivered clusters: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, _ = fleet(t, dir, "status", "-c", "pub-a", "-o", "json")
+	if !strings.Contains(out, `"published":{"repository":"oci://`+host+`/fleets/e2e/web","tag":"pub-a","artifact":"`+d1+`","flux":{"fetched":"pub-a@`+d1+`","applied":"pub-a@`+d1+`"`) {
+		t.Fatalf("status -o json of a delivered cluster:\n%s%s", out, errOut)
+	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="SourceVerified")].status}`); v != "True" {
 		t.Fatalf("Flux did not verify the signature: SourceVerified %q\n%s", v, flux.logs())
 	}
