@@ -137,7 +137,8 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	v.Prefix = o.prefixer(clusters)
 	for _, c := range clusters {
 		names, problems := vet.Render(c.Name, results, tests, objects[c.Name])
-		if o.Server && len(problems) == 0 && v.Problems == 0 {
+		problems = append(problems, vet.Unpublishable(f, c, results, engine.Secrets.Values())...)
+		if o.Server && len(problems) == 0 && v.Problems == 0 && f.DeliveryOf(c) == nil { // nothing dry-runs on a delivered cluster
 			problems = append(problems, o.serverCheck(ctx, f, c, results)...)
 		}
 		if len(problems) == 0 {
@@ -150,6 +151,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	vet.Exposed(results, engine.Secrets.Values())
 	v.Warnings(results)
 	v.Encrypted(engine.Secrets.Undecrypted())
+	v.Deliveries(f, clusters)
 	v.Rollout(f)
 	v.Summary(len(clusters), "")
 	if v.Problems > 0 {

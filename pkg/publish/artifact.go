@@ -111,3 +111,20 @@ func tarGz(name string, data []byte) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
+
+// Refuse is why the render of app for cluster must not be published,
+// or nil: a registry keeps what it is given, for whoever may pull, so no
+// Secret goes there, nor an object holding a value decrypted for the run
+// (decrypted). Flux decrypts SOPS files on the cluster itself: publish
+// them encrypted, from a source that does not decrypt them.
+func Refuse(cluster, app string, objects []*unstructured.Unstructured, decrypted bool) error {
+	for _, o := range objects {
+		if o.GetKind() == "Secret" && o.GetAPIVersion() == "v1" {
+			return fmt.Errorf("cluster %s is delivered through a registry, and app %s renders Secret %s: a registry keeps a Secret's values for whoever may pull; nothing was published", cluster, app, o.GetName())
+		}
+	}
+	if decrypted {
+		return fmt.Errorf("cluster %s is delivered through a registry, and app %s renders values decrypted with SOPS: a registry keeps them in the clear for whoever may pull; nothing was published", cluster, app)
+	}
+	return nil
+}

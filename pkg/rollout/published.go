@@ -172,20 +172,10 @@ func (e *Engine) push(ctx context.Context, reg publish.Registry, targets []publi
 	return out, nil
 }
 
-// publishable refuses a render that must not go to a registry: one
-// with a Secret, or with a value the run decrypted (SOPS) in any
-// object. Flux decrypts SOPS files on the cluster itself: publish them
-// encrypted, from a source that does not decrypt them.
+// publishable refuses a render that must not go to a registry
+// (publish.Refuse).
 func (e *Engine) publishable(res render.Result) error {
-	for _, o := range res.Objects {
-		if o.GetKind() == "Secret" && (o.GetAPIVersion() == "v1") {
-			return fmt.Errorf("cluster %s is delivered through a registry, and app %s renders Secret %s: a registry keeps a Secret's values for whoever may pull; nothing was published", res.Cluster.Name, res.App, o.GetName())
-		}
-	}
-	if len(e.r.Mask.In(objectMaps(res.Objects)...)) > 0 {
-		return fmt.Errorf("cluster %s is delivered through a registry, and app %s renders values decrypted with SOPS: a registry keeps them in the clear for whoever may pull; nothing was published", res.Cluster.Name, res.App)
-	}
-	return nil
+	return publish.Refuse(res.Cluster.Name, res.App, res.Objects, len(e.r.Mask.In(objectMaps(res.Objects)...)) > 0)
 }
 
 // diffPublished is what publishing would change for a delivered

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -318,6 +320,75 @@ func ByCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]
 	out := make(map[string][]*unstructured.Unstructured, len(clusters))
 	for _, r := range results {
 		out[r.Cluster.Name] = append(out[r.Cluster.Name], r.Objects...)
+	}
+	return out
+}
+
+// Deliveries says what a fleet's deliveries risk: a group or cluster
+// that publishes unsigned artifacts (anyone who may push to the
+// registry changes what its clusters run), or reaches a registry that is
+// not on this machine over plain HTTP.
+func (v *Out) Deliveries(f *fleet.Fleet, clusters []*fleet.Cluster) {
+	seen := map[*fleet.Delivery][]string{}
+	var order []*fleet.Delivery
+	for _, c := range clusters {
+		if d := f.DeliveryOf(c); d != nil {
+			if seen[d] == nil {
+				order = append(order, d)
+			}
+			seen[d] = append(seen[d], c.Name)
+		}
+	}
+	for _, d := range order {
+		names := seen[d]
+		who := output.Plural(len(names), "cluster") + " (" + strings.Join(names[:min(len(names), 5)], ", ") + ")"
+		if d.Signing == nil {
+			v.warn("delivery " + d.OCI + ": artifacts are published unsigned: whoever may push there changes what " + who + " run; sign them (delivery.signing) and bootstrap again, so that their Flux verifies each one")
+		}
+		if d.Insecure && !loopback(d.OCI) {
+			v.warn("delivery " + d.OCI + ": insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine")
+		}
+	}
+}
+
+// warn says a warning of the fleet's ("type": "warning", no app).
+func (v *Out) warn(msg string) {
+	if v.json {
+		v.event(Warning{Type: "warning", Message: msg})
+		return
+	}
+	fmt.Fprintln(v.w, "warning: "+msg)
+}
+
+// loopback reports whether an oci:// URL's registry is on this machine.
+func loopback(oci string) bool {
+	host, _, _ := strings.Cut(strings.TrimPrefix(oci, "oci://"), "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
+}
+
+// Unpublishable are the problems of a delivered cluster's renders that
+// apply would refuse to publish (publish.Refuse): decrypted holds the
+// values decrypted for the run.
+func Unpublishable(f *fleet.Fleet, c *fleet.Cluster, results []render.Result, decrypted []string) []Problem {
+	if f.DeliveryOf(c) == nil {
+		return nil
+	}
+	var out []Problem
+	for _, r := range results {
+		if r.Cluster.Name != c.Name {
+			continue
+		}
+		held := false
+		for _, o := range r.Objects {
+			held = held || holdsAny(o.Object, decrypted)
+		}
+		if err := publish.Refuse(c.Name, r.App, r.Objects, held); err != nil {
+			out = append(out, Problem{App: r.App, Message: err.Error()})
+		}
 	}
 	return out
 }

@@ -2,9 +2,14 @@ package vet
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
 // A problem two clusters share is counted once, said in full on the
@@ -27,6 +32,60 @@ func TestOutSaysASharedProblemOnce(t *testing.T) {
 		v.Summary(2, "")
 		if out.String() != tt.want || v.Problems != 1 {
 			t.Errorf("json %v: %d problems,\n%s\nwant\n%s", tt.json, v.Problems, out.String(), tt.want)
+		}
+	}
+}
+
+// A delivery that publishes unsigned, or over plain HTTP off this
+// machine, is warned about once; a render that would not be published
+// is a problem of its cluster.
+func TestDeliveries(t *testing.T) {
+	f, err := fleet.Parse([]byte(`apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: f}
+groups:
+  - {name: stg}
+  - {name: edge, delivery: {oci: "oci://registry.example.com:5000/f", insecure: true}}
+  - {name: lab, delivery: {oci: "oci://127.0.0.1:5000/f", insecure: true, signing: {keyEnv: KEY}}}
+clusters:
+  - {name: stg-1, group: stg, context: s}
+  - {name: edge-1, group: edge}
+  - {name: edge-2, group: edge}
+  - {name: lab-1, group: lab}
+`), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	v := NewOut(&out, false)
+	all := []*fleet.Cluster{f.Cluster("stg-1"), f.Cluster("edge-1"), f.Cluster("edge-2"), f.Cluster("lab-1")}
+	v.Deliveries(f, all)
+	want := "warning: delivery oci://registry.example.com:5000/f: artifacts are published unsigned: whoever may push there changes what 2 clusters (edge-1, edge-2) run; sign them (delivery.signing) and bootstrap again, so that their Flux verifies each one\n" +
+		"warning: delivery oci://registry.example.com:5000/f: insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine\n"
+	if out.String() != want {
+		t.Errorf("got\n%swant\n%s", out.String(), want)
+	}
+
+	secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "token"}}}
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "conf"}, "data": map[string]any{"password": "hunter2"}}}
+	result := func(cluster string, objs ...*unstructured.Unstructured) render.Result {
+		return render.Result{Target: render.Target{Cluster: render.Cluster{Name: cluster}, App: "web"}, Objects: objs}
+	}
+	results := []render.Result{result("stg-1", secret), result("edge-1", secret), result("lab-1", cm)}
+	for _, tt := range []struct {
+		cluster string
+		want    string
+	}{
+		{"stg-1", ""},
+		{"edge-1", "app web renders Secret token"},
+		{"lab-1", "app web renders values decrypted with SOPS"},
+	} {
+		got := ""
+		for _, p := range Unpublishable(f, f.Cluster(tt.cluster), results, []string{"hunter2"}) {
+			got += p.Message
+		}
+		if tt.want == "" && got != "" || !strings.Contains(got, tt.want) || strings.Contains(got, "hunter2") {
+			t.Errorf("%s: %q, want %q", tt.cluster, got, tt.want)
 		}
 	}
 }
