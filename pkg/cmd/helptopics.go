@@ -66,6 +66,12 @@ Flux unless --decrypt.`},
 render's digest and the objects. "kubectl fleet history" lists them,
 "kubectl fleet rollback" re-applies one, and "apply --atomic" puts a failed
 cluster back the way it was.`},
+	{"delivery", "delivery.md", "Clusters you cannot reach: publish to a registry, roll out through Flux", `A group or cluster with delivery: {oci: oci://…} is never written to:
+apply publishes each app's render for it as a signed Flux OCI artifact, moves
+the cluster's tag <app>:<cluster> when its wave starts, and, through a
+read-only context, waits until its Flux applied exactly that digest. Gates,
+approvals, windows, history, rollback and delete work as for any cluster;
+"kubectl fleet bootstrap" writes what makes a cluster follow its tags.`},
 	{"ci", "ci.md", "CI: locks, plans, reports, the GitHub Action, least privilege", `Locks keep one writer per app and cluster ("kubectl fleet unlock" removes a
 stale one). "diff --out plan.json" writes a plan, and "apply --plan" applies
 exactly what was reviewed or refuses. --report writes markdown or JUnit.
