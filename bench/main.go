@@ -42,11 +42,15 @@ type options struct {
 	clusters, staging, objects, reps, concurrency int
 	rtt, long                                     time.Duration
 	render                                        []int
-	helmRender                                    int
-	sopsRender, sopsFiles                         int
-	tools                                         []string
-	out, jsonOut, binDir, cpuProfiles             string
-	keep                                          bool
+	// publish are the fleet sizes published to a registry; publishLoop
+	// the largest the crane loop publishes too.
+	publish                           []int
+	publishLoop                       int
+	helmRender                        int
+	sopsRender, sopsFiles             int
+	tools                             []string
+	out, jsonOut, binDir, cpuProfiles string
+	keep                              bool
 	// scale are the fleet sizes of the scaling run; scaleReal the largest
 	// of them also run on real kube-apiservers; compare runs the
 	// comparison with the loops and the floor (and the renders).
@@ -57,7 +61,7 @@ type options struct {
 
 func main() {
 	var o options
-	var render, tools, scale string
+	var render, tools, scale, publish string
 	flag.IntVar(&o.clusters, "clusters", 10, "clusters to start")
 	flag.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "round trip time the latency proxy adds in front of each cluster")
 	flag.IntVar(&o.staging, "staging", 0, "clusters in a staging group that kubectl fleet applies before the rest (0: one group, every cluster at once, as the loops and the floor go)")
@@ -65,6 +69,8 @@ func main() {
 	flag.IntVar(&o.reps, "reps", 5, "repetitions of each run")
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
 	flag.StringVar(&render, "render", "100,1000", "fleet sizes (clusters) to render, comma-separated; empty for none")
+	flag.StringVar(&publish, "publish", "100,1000,10000", "fleet sizes (clusters) to publish to a loopback registry, each cluster's render its own and then shared, comma-separated; empty for none")
+	flag.IntVar(&o.publishLoop, "publish-loop", 1000, "the crane loop publishes fleets up to this many clusters (one process per cluster)")
 	flag.IntVar(&o.helmRender, "helm-render", 100, "clusters to render a Helm chart for, against a helm template loop (0: none)")
 	flag.IntVar(&o.sopsRender, "sops-render", 100, "clusters to render -sops-files SOPS-encrypted Secrets for, against the same in plaintext and a sops -d loop (0: none)")
 	flag.IntVar(&o.sopsFiles, "sops-files", 100, "SOPS-encrypted files of the -sops-render app")
@@ -83,7 +89,7 @@ func main() {
 	for _, sizes := range []struct {
 		flag, list string
 		into       *[]int
-	}{{"render", render, &o.render}, {"scale", scale, &o.scale}} {
+	}{{"render", render, &o.render}, {"scale", scale, &o.scale}, {"publish", publish, &o.publish}} {
 		for _, f := range strings.Split(sizes.list, ",") {
 			if f = strings.TrimSpace(f); f == "" {
 				continue
@@ -135,14 +141,16 @@ func main() {
 
 // bench is one run of the benchmark.
 type bench struct {
-	o                      options
-	repo, work, bin, kbin  string
-	src, loop, kubeconfig  string
-	env                    []string
-	cs                     []cluster
-	clustersFile           string
-	fleetFiles             map[string]string
-	rows                   []row
+	o                     options
+	repo, work, bin, kbin string
+	src, loop, kubeconfig string
+	env                   []string
+	cs                    []cluster
+	clustersFile          string
+	fleetFiles            map[string]string
+	rows                  []row
+	// pushed are the bytes each publish run pushed, by scenario/tool.
+	pushed                 map[string][]int64
 	profiles               []profile
 	k8sVersion, pluginVers string
 	started                time.Time
@@ -171,10 +179,12 @@ type row struct {
 type tool struct {
 	id, command string
 	prepare     func(rep int) (string, []string, error)
+	// done, if set, is called after each timed run (untimed).
+	done func() error
 }
 
 func runBench(ctx context.Context, o options) (err error) {
-	b := &bench{o: o, fleetFiles: map[string]string{}, started: time.Now().UTC(), loadStart: loadAverage()}
+	b := &bench{o: o, fleetFiles: map[string]string{}, pushed: map[string][]int64{}, started: time.Now().UTC(), loadStart: loadAverage()}
 	if b.repo, err = repoRoot(); err != nil {
 		return err
 	}
@@ -217,6 +227,13 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	for _, n := range o.render {
 		if err := b.renderScenario(ctx, n); err != nil {
 			return err
+		}
+	}
+	for _, n := range o.publish {
+		for _, shared := range []bool{false, true} {
+			if err := b.publishScenario(ctx, n, shared); err != nil {
+				return err
+			}
 		}
 	}
 	if o.helmRender > 0 {
@@ -298,7 +315,7 @@ func (b *bench) build(ctx context.Context) error {
 	}
 	b.k8sVersion = filepath.Base(filepath.Dir(b.kbin))
 	b.bin = filepath.Join(b.work, "bin")
-	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor"} {
+	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor", "./bench/registry": "registry", "github.com/google/go-containerregistry/cmd/crane": "crane"} {
 		// Stamped, as make build stamps it: a development build ("dev")
 		// never skips an unchanged object.
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-X github.com/kubectl-fleet/kubectl-fleet/pkg/version.Version=v0.0.0-bench", "-o", filepath.Join(b.bin, name), pkg)
@@ -387,6 +404,11 @@ func (b *bench) scenario(ctx context.Context, name string, tools []tool, before 
 				limit[i] = min(limit[i], 3)
 			}
 			runs[i] = append(runs[i], r)
+			if tools[i].done != nil {
+				if err := tools[i].done(); err != nil {
+					return fmt.Errorf("%s, %s: %w", name, tools[i].id, err)
+				}
+			}
 			progress("%s %d/%d: %-9s %6.2fs  cpu %5.2fs  servers %5.2fs  %s", name, rep+1, b.o.reps, tools[i].id, r.wall.Seconds(), r.cpu.Seconds(), r.serverCPU.Seconds(), rss(r.maxRSS))
 		}
 	}

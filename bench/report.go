@@ -41,6 +41,16 @@ func (b *bench) ratio(r row) string {
 	return fmt.Sprintf("fleet %.1f× slower", 1/x)
 }
 
+// note is what a row's last column says: its ratio, and the bytes a
+// publish run pushed.
+func (b *bench) note(r row) string {
+	parts := []string{b.ratio(r)}
+	if n, ok := b.pushedOf(r); ok {
+		parts = append(parts, bytesOf(n)+" pushed")
+	}
+	return strings.Trim(strings.Join(parts, "; "), "; ")
+}
+
 func (b *bench) markdown() string {
 	o := b.o
 	var s strings.Builder
@@ -62,6 +72,11 @@ func (b *bench) markdown() string {
 	for _, n := range o.render {
 		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
 	}
+	for _, n := range o.publish {
+		renders = append(renders,
+			struct{ id, title string }{fmt.Sprintf("publish-%d", n), fmt.Sprintf("publish %d clusters × (1+%d) objects to a loopback registry, each render its own (servers' CPU: the registry's)", n, o.objects)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-shared", n), fmt.Sprintf("publish %d clusters, two renders shared by all (blobs pushed once)", n)})
+	}
 	renders = append(renders,
 		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},
 		struct{ id, title string }{fmt.Sprintf("sops-render-%d", o.sopsRender), fmt.Sprintf("SOPS: %d encrypted Secrets rendered for %d clusters", o.sopsFiles, o.sopsRender)})
@@ -76,7 +91,7 @@ func (b *bench) markdown() string {
 			if first {
 				title, first = "**"+sc.title+"**", false
 			}
-			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %.2f s | %.2f s | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, r.CPU, r.ServerCPU, rss(r.MaxRSS), b.ratio(r))
+			fmt.Fprintf(&s, "| %s | %s | %.3f s | %.3f–%.3f s | %d | %.2f s | %.2f s | %s | %s |\n", title, r.Tool, r.Median, r.Min, r.Max, r.Runs, r.CPU, r.ServerCPU, rss(r.MaxRSS), b.note(r))
 		}
 	}
 	s.WriteString("\n**Tools:**\n\n")
@@ -154,4 +169,12 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// bytesOf is n bytes in KiB or MiB.
+func bytesOf(n int64) string {
+	if n < 1<<20 {
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }

@@ -29,7 +29,7 @@ func TestBench(t *testing.T) {
 		t.Fatalf("build.sh put kustomize in %s, the control plane is in %s", dir, binDir)
 	}
 	results := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3",
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3",
 		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1", "-json", results)
 	cmd.Dir = repo
 	stdout, stderr, code := runCmd(t, cmd, "")
@@ -73,13 +73,15 @@ func TestBench(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"render-3":      {"fleet", "loop"},
-		"helm-render-3": {"fleet", "loop"},
-		"sops-render-3": {"fleet", "plain", "loop"},
-		"apply-create":  {"fleet", "loop", "loop-par", "floor"},
-		"apply-noop":    {"fleet", "loop", "loop-par", "floor"},
-		"apply-change":  {"fleet", "loop", "loop-par", "floor"},
-		"diff-noop":     {"fleet", "loop", "loop-par"},
+		"render-3":         {"fleet", "loop"},
+		"publish-3":        {"fleet", "loop"},
+		"publish-3-shared": {"fleet", "loop"},
+		"helm-render-3":    {"fleet", "loop"},
+		"sops-render-3":    {"fleet", "plain", "loop"},
+		"apply-create":     {"fleet", "loop", "loop-par", "floor"},
+		"apply-noop":       {"fleet", "loop", "loop-par", "floor"},
+		"apply-change":     {"fleet", "loop", "loop-par", "floor"},
+		"diff-noop":        {"fleet", "loop", "loop-par"},
 	}
 	seen := map[string]bool{}
 	for _, r := range got.Rows {
@@ -101,8 +103,11 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Rows) != 22 {
-		t.Errorf("%d rows, want 22", len(got.Rows))
+	if len(got.Rows) != 26 {
+		t.Errorf("%d rows, want 26", len(got.Rows))
+	}
+	if !strings.Contains(stdout, " KiB pushed |") {
+		t.Error("the publish rows say no bytes pushed")
 	}
 	// The rollout changed one object (a fifth of 5) on the profiled
 	// cluster: one request for it; the no-op sends none.

@@ -1,0 +1,198 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// publishLoopScript is the loop users write to publish each cluster's
+// render to a registry, as `flux push artifact` does after a render:
+// per cluster, kustomize build | envsubst into manifests.yaml, a tar.gz
+// of it, and crane append of that layer onto an empty OCI image, tagged
+// with the cluster's name. Usage: publish-loop.sh SRC REPOSITORY CLUSTERS.
+const publishLoopScript = `#!/usr/bin/env bash
+set -uo pipefail
+src=$1 repo=$2 clusters=$3 rc=0
+export ns=bench registry=ghcr.io/acme
+tmp=$(mktemp -d)
+while read -r name group replicas region context; do
+  export FLEET_CLUSTER_NAME=$name replicas region
+  kustomize build "$src/$group" | envsubst >"$tmp/manifests.yaml" || rc=1
+  tar -C "$tmp" -czf "$tmp/layer.tar.gz" manifests.yaml || rc=1
+  crane append --insecure --oci-empty-base -f "$tmp/layer.tar.gz" -t "$repo:$name" >/dev/null || rc=1
+done <"$clusters"
+rm -rf "$tmp"
+exit $rc
+`
+
+// registryProc is the benchmark's registry process (bench/registry).
+type registryProc struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// startRegistry starts a fresh, empty registry.
+func (b *bench) startRegistry(ctx context.Context) (*registryProc, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(b.bin, "registry"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("the registry did not start: %w", err)
+	}
+	return &registryProc{cmd: cmd, addr: strings.TrimSpace(line)}, nil
+}
+
+// pushed is how many bytes were pushed to r so far.
+func (r *registryProc) pushed() (int64, error) {
+	resp, err := http.Get("http://" + r.addr + "/bench/pushed")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	_, err = fmt.Sscan(string(b), &n)
+	return n, err
+}
+
+func (r *registryProc) stop() {
+	if r != nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+	}
+}
+
+// publishSource writes the app of the publish scenarios: the apply
+// scenarios' kustomize source, or, shared, the same without the
+// cluster's name in it (two renders, eu and us, for every cluster).
+func (b *bench) publishSource(shared bool) (string, error) {
+	if !shared {
+		return b.src, nil
+	}
+	dir := filepath.Join(b.work, "src-shared")
+	if err := writeSource(dir, b.o.objects); err != nil {
+		return "", err
+	}
+	return dir, filepath.WalkDir(filepath.Join(dir, "base"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err == nil {
+			err = os.WriteFile(p, []byte(strings.ReplaceAll(string(data), "${FLEET_CLUSTER_NAME}", "every")), 0o644)
+		}
+		return err
+	})
+}
+
+// publishFleet is a fleet of cs, every one delivered through repository
+// base on the registry at addr, none with a context: published, not
+// observed.
+func publishFleet(cs []cluster, addr, base string) string {
+	var s strings.Builder
+	fmt.Fprintf(&s, "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: bench}\ndefaults:\n  attributes: {registry: ghcr.io/acme, ns: bench}\ngroups:\n  - {name: production, attributes: {replicas: 2}, delivery: {oci: \"oci://%s/%s\", insecure: true}}\nclusters:\n", addr, base)
+	for _, c := range cs {
+		fmt.Fprintf(&s, "  - {name: %s, group: production, attributes: {region: %s}}\n", c.name, c.region)
+	}
+	return s.String()
+}
+
+// publishScenario publishes a fleet of n clusters × the app's objects to
+// a fresh loopback registry for each run: kubectl fleet apply of a
+// delivered group (packs, pushes by digest, signs nothing, records and
+// moves every tag) against the crane loop (up to -publish-loop
+// clusters). Shared: every cluster's render is one of two, so the
+// registry receives each blob once. The registry's CPU is the servers'
+// CPU; the bytes pushed are counted.
+func (b *bench) publishScenario(ctx context.Context, n int, shared bool) error {
+	name := fmt.Sprintf("publish-%d", n)
+	if shared {
+		name += "-shared"
+	}
+	src, err := b.publishSource(shared)
+	if err != nil {
+		return err
+	}
+	cs := fleetClusters(n, 0, "ctx-")
+	for i := range cs {
+		cs[i].group = "production"
+	}
+	list := filepath.Join(b.work, name+".txt")
+	if err := os.WriteFile(list, []byte(clustersTxt(cs)), 0o644); err != nil {
+		return err
+	}
+	script := filepath.Join(b.work, "publish-loop.sh")
+	if err := os.WriteFile(script, []byte(publishLoopScript), 0o755); err != nil {
+		return err
+	}
+	var reg *registryProc
+	defer func() { reg.stop() }()
+	saved := b.serverCPU
+	defer func() { b.serverCPU = saved }()
+	fresh := func() error {
+		reg.stop()
+		var err error
+		if reg, err = b.startRegistry(ctx); err != nil {
+			return err
+		}
+		pid := reg.cmd.Process.Pid
+		b.serverCPU = func() time.Duration { return procCPU(pid) }
+		return nil
+	}
+	record := func(tool string) func() error {
+		return func() error {
+			n, err := reg.pushed()
+			b.pushed[name+"/"+tool] = append(b.pushed[name+"/"+tool], n)
+			return err
+		}
+	}
+	tools := []tool{{id: "fleet", command: "kubectl-fleet apply -F fleet.yaml -k src --yes (a delivered group, no context)", done: record("fleet"), prepare: func(rep int) (string, []string, error) {
+		if err := fresh(); err != nil {
+			return "", nil, err
+		}
+		ff := filepath.Join(b.work, fmt.Sprintf("%s-%d.yaml", name, rep))
+		if err := os.WriteFile(ff, []byte(publishFleet(cs, reg.addr, "bench")), 0o644); err != nil {
+			return "", nil, err
+		}
+		return filepath.Join(b.bin, "kubectl-fleet"), []string{"apply", "-F", ff, "-k", src, "--name", "web", "--yes", "--parallel", "32"}, nil
+	}}}
+	if n <= b.o.publishLoop {
+		tools = append(tools, tool{id: "loop", command: "for each cluster: kustomize build | envsubst > manifests.yaml; tar czf; crane append --oci-empty-base -t REPO:CLUSTER", done: record("loop"), prepare: func(int) (string, []string, error) {
+			if err := fresh(); err != nil {
+				return "", nil, err
+			}
+			return "bash", []string{script, src, reg.addr + "/bench/web", list}, nil
+		}})
+	}
+	return b.scenario(ctx, name, tools, nil)
+}
+
+// pushedOf is the median of the bytes r's runs pushed, and whether they
+// were counted.
+func (b *bench) pushedOf(r row) (int64, bool) {
+	ns := slices.Clone(b.pushed[r.Scenario+"/"+r.Tool])
+	if len(ns) == 0 {
+		return 0, false
+	}
+	slices.Sort(ns)
+	return ns[len(ns)/2], true
+}
