@@ -112,14 +112,21 @@ func (c *counting) serve(t *testing.T) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
-func TestRegistry(t *testing.T) {
-	var c counting
-	host := c.serve(t)
-	r, err := publish.ParseRegistry("oci://"+host+"/fleets/prod", true)
+// registryOf is a Registry of the fleet prod on c's loopback registry,
+// anonymous whatever this machine's Docker config says.
+func (c *counting) registryOf(t *testing.T) publish.Registry {
+	t.Helper()
+	r, err := publish.ParseRegistry("oci://"+c.serve(t)+"/fleets/prod", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Keychain = authn.NewMultiKeychain() // anonymous, whatever this machine's Docker config says
+	r.Keychain = authn.NewMultiKeychain()
+	return r
+}
+
+func TestRegistry(t *testing.T) {
+	var c counting
+	r := c.registryOf(t)
 	ctx := context.Background()
 	if _, found, err := r.Resolve(ctx, "web", "p1"); found || err != nil {
 		t.Fatalf("a tag never pushed: %v, %v", found, err)
@@ -200,12 +207,7 @@ func TestParseRegistry(t *testing.T) {
 
 func TestPushAll(t *testing.T) {
 	var c counting
-	host := c.serve(t)
-	r, err := publish.ParseRegistry("oci://"+host+"/fleets/prod", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Keychain = authn.NewMultiKeychain()
+	r := c.registryOf(t)
 	ctx := context.Background()
 	same := []*unstructured.Unstructured{cm("a", "1")}
 	targets := []publish.Target{

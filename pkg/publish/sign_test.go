@@ -14,7 +14,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/nacl/secretbox"
 	"golang.org/x/crypto/scrypt"
@@ -92,11 +91,7 @@ func TestLoadSigner(t *testing.T) {
 // verifier does: by the tag cosign names, checked with the public key.
 func TestSign(t *testing.T) {
 	var c counting
-	r, err := publish.ParseRegistry("oci://"+c.serve(t)+"/fleets/prod", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Keychain = authn.NewMultiKeychain()
+	r := c.registryOf(t)
 	ctx := context.Background()
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	s, err := publish.LoadSigner(cosignKey(t, ec, "pw"), func() ([]byte, error) { return []byte("pw"), nil })

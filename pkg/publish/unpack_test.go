@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -24,11 +23,7 @@ import (
 // TestPull reads back what was published, by tag.
 func TestPull(t *testing.T) {
 	var c counting
-	r, err := publish.ParseRegistry("oci://"+c.serve(t)+"/fleets/prod", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Keychain = authn.NewMultiKeychain()
+	r := c.registryOf(t)
 	ctx := context.Background()
 	if _, _, found, err := r.Pull(ctx, "web", "p1"); found || err != nil {
 		t.Fatalf("no tag: found %v, %v", found, err)

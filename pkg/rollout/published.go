@@ -344,7 +344,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		e.emit(ev)
 		return nil
 	}
-	rev, err := e.release(ctx, c.Name, res, a, prev, found)
+	rev, err := e.release(ctx, c.Name, res, a)
 	if err != nil {
 		return err
 	}
@@ -393,14 +393,16 @@ const Published = "published"
 // a run stopped in between leaves a history ahead of its tag, which the
 // promotion rule does not count (ReleaseOf). It returns the event that
 // says the revision.
-func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact, tagged v1.Hash, found bool) (RevisionEvent, error) {
+func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact) (RevisionEvent, error) {
 	reg := a.registry
 	h, err := reg.History(ctx, res.App, cluster)
 	if err != nil {
 		return RevisionEvent{}, err
 	}
 	ev := RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Of(cluster)) > 1)}
-	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() && found && tagged == a.digest {
+	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() {
+		// Current already; its tag may lag (a run stopped, or a registry
+		// that failed, between the two): it moves now.
 		ev.Revision, ev.Description, ev.Digest = cur.Number, cur.Description, cur.Digest
 		return ev, nil
 	}

@@ -149,8 +149,9 @@ func TestPublishedRollout(t *testing.T) {
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
 		t.Fatalf("Flux applied %q, want 1", v)
 	}
-	if cms, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "kubectl-fleet", "get", "configmaps,leases", "-o", "name"); strings.Contains(cms, "e2e") {
-		t.Fatalf("the plugin wrote to a delivered cluster:\n%s", cms)
+	// The app's inventory, lock, revisions: none of them on pub-a.
+	if objs, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "kubectl-fleet", "get", "configmaps,leases,secrets", "-o", "name"); strings.Contains(objs, "/fleet-web") {
+		t.Fatalf("the plugin wrote to a delivered cluster:\n%s", objs)
 	}
 	// status reads the registry, and Flux and the objects' health
 	// through a context that only reads.
