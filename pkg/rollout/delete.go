@@ -8,6 +8,8 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -69,4 +71,80 @@ func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []render
 		return err
 	}
 	return errors.Join(errs...)
+}
+
+// unpublish deletes apps from a delivered cluster: each app's tag moves
+// to the artifact of nothing, and the cluster's Flux prunes what it
+// applied (its Kustomization prunes); when the cluster is observed, the
+// run waits until Flux applied it. A tag that does not exist is
+// nothing to delete.
+func (e *Engine) unpublish(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, apps []rendered.App) error {
+	reg, err := publish.For(d)
+	if err != nil {
+		return err
+	}
+	var client *kube.Client
+	if c.Observed() && !e.o.DryRun {
+		if client, err = e.connect(ctx, c.Name); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, a := range apps {
+		if !a.GoesTo(c) {
+			continue
+		}
+		if err := e.unpublishApp(ctx, c, d, reg, client, a.Name); err != nil {
+			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unpublishApp moves one app's tag of c to the artifact of nothing.
+func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, reg publish.Registry, client *kube.Client, app string) error {
+	prev, found, err := reg.Resolve(ctx, app, c.Name)
+	switch {
+	case err != nil:
+		return err
+	case !found:
+		e.emit(OutputEvent{Cluster: c.Name, Line: app + ": nothing to delete (never published here)"})
+		return nil
+	}
+	img, err := publish.Pack(nil, publish.Origin{})
+	if err != nil {
+		return err
+	}
+	none, err := img.Digest()
+	if err != nil {
+		return err
+	}
+	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: app, Repository: publish.Scheme + reg.Base + "/" + app, Tag: c.Name, Digest: none.String(), Previous: prev.String(), DryRun: e.o.DryRun, Label: app}
+	if e.o.DryRun {
+		e.emit(ev)
+		return nil
+	}
+	e.emit(StageEvent{Cluster: c.Name, Stage: "deleting " + app})
+	if _, err := reg.Push(ctx, app, img); err != nil {
+		return err
+	}
+	if d.Signing != nil {
+		s, err := e.signer(d.Signing)
+		if err != nil {
+			return err
+		}
+		if err := reg.Sign(ctx, app, none, s); err != nil {
+			return err
+		}
+	}
+	if err := reg.Tag(ctx, app, c.Name, none); err != nil {
+		return err
+	}
+	e.emit(ev)
+	if client == nil {
+		e.emit(OutputEvent{Cluster: c.Name, Line: app + ": the artifact of nothing published; not observed: its Flux prunes what it applied when it pulls"})
+		return nil
+	}
+	_, err = e.await(ctx, c.Name, d, client, app, none.String())
+	return err
 }

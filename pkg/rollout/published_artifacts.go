@@ -1,0 +1,200 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+)
+
+// publishAll packs every delivered cluster's renders and pushes each
+// artifact by digest (a dry run only packs them), before any wave: no
+// tag moves, so nothing a cluster pulls changes, and a push that fails
+// fails the run before anything is written anywhere. A render that
+// holds a Secret or a value decrypted for the run is refused first: a
+// registry keeps what it is given, for whoever may pull.
+func (e *Engine) publishAll(ctx context.Context) error {
+	type repo struct {
+		registry publish.Registry
+		targets  []publish.Target
+	}
+	var repos []*repo
+	for _, c := range e.r.Clusters {
+		d := e.delivered(c)
+		if d == nil {
+			continue
+		}
+		reg, err := publish.For(d)
+		if err != nil {
+			return fmt.Errorf("cluster %s: delivery: %w", c.Name, err)
+		}
+		if d.Signing != nil && !e.o.DryRun {
+			if _, err := e.signer(d.Signing); err != nil {
+				return fmt.Errorf("cluster %s: delivery: %w", c.Name, err) // before anything is pushed
+			}
+		}
+		i := slices.IndexFunc(repos, func(r *repo) bool { return r.registry.Base == reg.Base && r.registry.Insecure == reg.Insecure })
+		if i < 0 {
+			repos, i = append(repos, &repo{registry: reg}), len(repos)
+		}
+		for _, res := range e.r.Of(c.Name) {
+			if err := e.publishable(res); err != nil {
+				return err
+			}
+			if rev, ok := e.o.Rollback.Record(c.Name, res.App); ok && rev.Artifact != "" {
+				if err := e.keep(c.Name, res.App, reg, rev.Artifact); err != nil {
+					return err
+				}
+				continue // back to exactly that artifact
+			}
+			repos[i].targets = append(repos[i].targets, publish.Target{App: res.App, Cluster: c.Name, Objects: res.Objects})
+		}
+	}
+	for _, r := range repos {
+		pushed, err := e.push(ctx, r.registry, r.targets)
+		if err != nil {
+			return fmt.Errorf("publishing to oci://%s: %w", r.registry.Base, err)
+		}
+		for _, p := range pushed {
+			if err := e.keep(p.Cluster, p.App, r.registry, p.Digest.String()); err != nil {
+				return err
+			}
+		}
+	}
+	return e.sign(ctx)
+}
+
+// signer is the signer of a delivery's signing key, read once per run.
+func (e *Engine) signer(s *fleet.Signing) (*publish.Signer, error) {
+	return e.signers.Do(s, func() (*publish.Signer, error) { return publish.LoadSigning(e.r.Fleet, s) })
+}
+
+// sign signs, once each, the artifacts the run's delivered clusters
+// with a signing key are to get (a rollback's too), before any tag
+// moves: a cluster whose Flux verifies never meets an unsigned one.
+func (e *Engine) sign(ctx context.Context) error {
+	type key struct{ repo, app, digest string }
+	done := map[key]bool{}
+	for _, c := range e.r.Clusters {
+		d := e.delivered(c)
+		if d == nil || d.Signing == nil || e.o.DryRun {
+			continue
+		}
+		for app, a := range e.artifacts[c.Name] {
+			k := key{a.registry.Base, app, a.digest.String()}
+			if done[k] {
+				continue
+			}
+			done[k] = true
+			s, err := e.signer(d.Signing)
+			if err != nil {
+				return err
+			}
+			if err := a.registry.Sign(ctx, app, a.digest, s); err != nil {
+				return fmt.Errorf("app %s for cluster %s: %w", app, c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// keep notes the artifact d in reg that cluster's tag of app is to
+// point at.
+func (e *Engine) keep(cluster, app string, reg publish.Registry, d string) error {
+	h, err := v1.NewHash(d)
+	if err != nil {
+		return fmt.Errorf("cluster %s, app %s: artifact %q: %w", cluster, app, d, err)
+	}
+	if e.artifacts == nil {
+		e.artifacts = map[string]map[string]artifact{}
+	}
+	if e.artifacts[cluster] == nil {
+		e.artifacts[cluster] = map[string]artifact{}
+	}
+	e.artifacts[cluster][app] = artifact{registry: reg, digest: h}
+	return nil
+}
+
+// push pushes targets to reg, or on a dry run only packs them.
+func (e *Engine) push(ctx context.Context, reg publish.Registry, targets []publish.Target) ([]publish.Pushed, error) {
+	origin := publish.Origin{}
+	if len(e.r.Results) > 0 {
+		origin.Revision = e.source(ctx, e.r.Results[0]).Commit
+	}
+	if !e.o.DryRun {
+		return reg.PushAll(ctx, targets, origin, e.o.Parallel)
+	}
+	out := make([]publish.Pushed, len(targets))
+	for i, t := range targets {
+		img, err := publish.Pack(t.Objects, origin)
+		if err != nil {
+			return nil, fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = publish.Pushed{App: t.App, Cluster: t.Cluster, Digest: d}
+	}
+	return out, nil
+}
+
+// publishable refuses a render that must not go to a registry
+// (publish.Refuse).
+func (e *Engine) publishable(res render.Result) error {
+	return publish.Refuse(res.Cluster.Name, res.App, res.Objects, len(e.r.Mask.In(objectMaps(res.Objects)...)) > 0)
+}
+
+// diffPublished is what publishing would change for a delivered
+// cluster, app by app, against the artifacts its tags point at (no
+// cluster is asked), said as DiffEvents; with o.Plan, what apply --plan
+// checks of each app: its render's digest and where its tag was.
+func (e *Engine) diffPublished(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, o DiffOptions) (diff.Summary, []plan.App, error) {
+	reg, err := publish.For(d)
+	if err != nil {
+		return diff.Summary{}, nil, err
+	}
+	var (
+		all   []diff.Object
+		plans []plan.App
+	)
+	for _, res := range e.r.Of(c.Name) {
+		diffs, at, err := e.diffArtifact(ctx, reg, c.Name, res, !o.All)
+		if err != nil {
+			return diff.Summarize(all), plans, fmt.Errorf("app %s: %w", res.App, err)
+		}
+		e.emit(DiffEvent{Cluster: c.Name, App: res.App, Diffs: diffs})
+		all = append(all, diffs...)
+		if o.Plan {
+			plans = append(plans, plan.App{App: res.App, Digest: digest.Render(res.Objects, nil), Source: e.source(ctx, res), Published: at})
+		}
+	}
+	return diff.Summarize(all), plans, nil
+}
+
+// diffArtifact diffs an app's render for a delivered cluster against
+// the artifact the cluster's tag points at, and says where the tag
+// was (plan.NoTag for nowhere).
+func (e *Engine) diffArtifact(ctx context.Context, reg publish.Registry, cluster string, res render.Result, skipUnchanged bool) ([]diff.Object, string, error) {
+	if err := e.publishable(res); err != nil {
+		return nil, "", err
+	}
+	before, at, found, err := reg.Pull(ctx, res.App, cluster)
+	if err != nil {
+		return nil, "", err
+	}
+	tag := plan.NoTag
+	if found {
+		tag = at.String()
+	}
+	diffs, err := diff.Published(res.Objects, before, diff.Options{App: res.App, Cluster: cluster, Context: 3, SkipUnchanged: skipUnchanged})
+	return diffs, tag, err
+}
