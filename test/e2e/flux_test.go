@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -34,14 +35,7 @@ func TestFluxPullsPublished(t *testing.T) {
 	cluster := env.Clusters[2]
 	flux := startFlux(t, cluster.Context)
 
-	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	defer reg.Close()
-	host := strings.TrimPrefix(reg.URL, "http://")
-	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/e2e", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Keychain = authn.NewMultiKeychain()
+	r, _ := loopbackRegistry(t, nil)
 	ctx := context.Background()
 	const ns = "e2e-flux"
 	obj := func(kind, name string, data map[string]any) *unstructured.Unstructured {
@@ -127,6 +121,26 @@ func TestFluxPullsPublished(t *testing.T) {
 		}
 		applied(s.step, s.d, s.want)
 	}
+}
+
+// loopbackRegistry serves an OCI registry on loopback until the test
+// ends, through wrap when it is not nil (faults), and returns the
+// Registry of oci://<host>/fleets/e2e on it, anonymous, and its host.
+func loopbackRegistry(t *testing.T, wrap func(http.Handler) http.Handler) (artifact.Registry, string) {
+	t.Helper()
+	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/e2e", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain()
+	return r, host
 }
 
 // fluxProcs are Flux's controllers running for a test.

@@ -7,17 +7,12 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
@@ -76,14 +71,7 @@ data: {v: "${v}"}
 // (records, locks) is written to a delivered cluster.
 func TestPublishedRollout(t *testing.T) {
 	flux := startFlux(t, "fleet-c3")
-	reg := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	defer reg.Close()
-	host := strings.TrimPrefix(reg.URL, "http://")
-	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/e2e", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Keychain = authn.NewMultiKeychain()
+	r, host := loopbackRegistry(t, nil)
 	ctx := context.Background()
 	tag := func() string {
 		t.Helper()
@@ -221,6 +209,18 @@ func TestPublishedRollout(t *testing.T) {
 		t.Fatalf("apply --plan after pub-b's tag moved: exit %d, pub-a at %s (was %s)\n%s%s", code, tag(), d1, out, errOut)
 	}
 	d1 = tag()
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A dry run says what would be published, and pushes nothing.
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, `v: "4"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--dry-run=server", "-g", "production")
+	if code != 0 || !said(out, "pub-a", "would publish oci://"+host+"/fleets/e2e/web:pub-a sha256:") || tag() != d1 {
+		t.Fatalf("apply --dry-run of delivered clusters: exit %d, tag %s (was %s)\n%s%s", code, tag(), d1, out, errOut)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,10 @@
 package e2e
 
 import (
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
-
-	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
 // TestPublishRegistryFaults is a registry that fails under a rollout:
@@ -21,31 +14,26 @@ import (
 // run converges without a second revision of the same artifact.
 func TestPublishRegistryFaults(t *testing.T) {
 	var down, refuseTag atomic.Bool
-	reg := ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case down.Load():
-			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-			return
-		case refuseTag.Load() && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/rf-b"):
-			http.Error(w, `{"errors":[{"code":"DENIED","message":"quota exceeded"}]}`, http.StatusForbidden)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	defer srv.Close()
-	host := strings.TrimPrefix(srv.URL, "http://")
-	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/faults", true)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, host := loopbackRegistry(t, func(reg http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			switch {
+			case down.Load():
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			case refuseTag.Load() && r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/manifests/rf-b"):
+				http.Error(w, `{"errors":[{"code":"DENIED","message":"quota exceeded"}]}`, http.StatusForbidden)
+				return
+			}
+			reg.ServeHTTP(w, r)
+		})
+	})
 	const ns = "e2e-publish-faults"
 	dir := workdir(t, `apiVersion: fleet/v1alpha1
 kind: Fleet
 metadata: {name: e2e}
 groups:
   - {name: staging}
-  - {name: edge, maxFailures: 1, delivery: {oci: "oci://`+host+`/fleets/faults", insecure: true}}
+  - {name: edge, maxFailures: 1, delivery: {oci: "oci://`+host+`/fleets/e2e", insecure: true}}
 clusters:
   - {name: rf-stg, group: staging, context: fleet-c1}
   - {name: rf-a, group: edge}
@@ -68,7 +56,7 @@ apps:
 
 	down.Store(true)
 	out, errOut, code := fleet(t, dir, "apply", "--yes")
-	if code != 1 || !strings.Contains(out+errOut, "publishing to oci://"+host+"/fleets/faults") || !strings.Contains(out+errOut, "503") {
+	if code != 1 || !strings.Contains(out+errOut, "publishing to oci://"+host+"/fleets/e2e") || !strings.Contains(out+errOut, "503") {
 		t.Fatalf("apply with the registry down: exit %d\n%s%s", code, out, errOut)
 	}
 	if !absent(t, "fleet-c1", "namespace", ns) {
