@@ -290,3 +290,22 @@ func TestBootstrap(t *testing.T) {
 		t.Error("a name Kubernetes refuses")
 	}
 }
+
+// A plain-HTTP registry that fails is said by its own answer, not by the
+// HTTPS attempt before it.
+func TestRegistryDown(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+	r, err := publish.ParseRegistry("oci://"+strings.TrimPrefix(srv.URL, "http://")+"/fleets/prod", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain()
+	img, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1")}, publish.Origin{})
+	_, err = r.Push(context.Background(), "web", img)
+	if err == nil || !strings.Contains(err.Error(), "503 Service Unavailable: down for maintenance") || strings.Contains(err.Error(), "HTTPS") || strings.HasSuffix(err.Error(), "; ") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -133,6 +133,12 @@ func plain(err error) error {
 		}
 		return fmt.Errorf("the registry answered %d: %s", te.StatusCode, strings.Join(msgs, "; "))
 	}
+	// A plain-HTTP registry (insecure) is tried over HTTPS first: that
+	// attempt's error says nothing of what went wrong.
+	const https = "http: server gave HTTP response to HTTPS client; "
+	if msg := err.Error(); strings.Contains(msg, https) {
+		return errors.New(strings.TrimSuffix(msg[strings.Index(msg, https)+len(https):], "; "))
+	}
 	return err
 }
 
