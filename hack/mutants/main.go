@@ -116,6 +116,24 @@ var mutants = []mutant{
 		"\t\tcase ok && a.Digest == d && rules.Self != \"\" && a.By == rules.Self:",
 		"\t\tcase false:",
 		[]string{"./pkg/approval"}, "", false},
+	// Delivery (issue 44): nothing writes to a delivered cluster, nothing
+	// secret goes to a registry, an unobserved release vouches for nothing.
+	{"a delivered cluster's client that writes", "pkg/kube/getter.go",
+		"	case g.flags.WrapConfigFn != nil:",
+		"	case false:",
+		[]string{"./pkg/kube"}, "", false},
+	{"a review path that lets any POST through", "pkg/kube/readonly.go",
+		"strings.HasPrefix(path, \"/apis/\") && strings.HasSuffix(path, r) && strings.Count(path, \"/\") == 4",
+		"strings.HasSuffix(path, r)",
+		[]string{"./pkg/kube"}, "", false},
+	{"a Secret published to a registry", "pkg/publish/artifact.go",
+		"if o.GetKind() == \"Secret\" && o.GetAPIVersion() == \"v1\" {",
+		"if false {",
+		[]string{"./pkg/vet"}, "", false},
+	{"an unobserved release counted as verified", "pkg/rollout/promotion.go",
+		"\tif vouched && r.Exists",
+		"\tif r.Exists",
+		[]string{"./pkg/rollout"}, "", false},
 }
 
 func main() {
