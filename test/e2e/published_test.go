@@ -70,29 +70,61 @@ data: {v: "${v}"}
 // cannot apply has its tag moved back. Nothing the plugin keeps
 // (records, locks) is written to a delivered cluster.
 func TestPublishedRollout(t *testing.T) {
-	flux := startFlux(t, "fleet-c3")
-	r, host := loopbackRegistry(t, nil)
-	ctx := context.Background()
-	tag := func() string {
-		t.Helper()
-		d, found, err := r.Resolve(ctx, "web", "pub-a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !found {
-			return ""
-		}
-		return d.String()
-	}
+	b := newPubBed(t)
+	b.bootstrap()
+	b.stagingHoldsProduction()
+	first := b.firstRelease()
+	b.forgedTagRefused()
+	d := b.diffAndPlan(first)
+	b.dryRun(d)
+	b.secretRefused(d)
+	b.atomicMovesBack(d)
+	b.historyAndRollback(first)
+	b.laterGroupHeld()
+	b.approvalVouches()
+	b.deleteAll()
+}
 
-	dir := workdir(t, publishedFleet(host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": "", "cosign.key": signingKey(t)})
-	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+// pubBed is TestPublishedRollout's world: Flux on fleet-c3, the
+// registry, and the work folder of the fleet file.
+type pubBed struct {
+	t         *testing.T
+	flux      fluxProcs
+	r         artifact.Registry
+	host, dir string
+}
+
+func newPubBed(t *testing.T) *pubBed {
+	b := &pubBed{t: t, flux: startFlux(t, "fleet-c3")}
+	b.r, b.host = loopbackRegistry(t, nil)
+	b.dir = workdir(t, publishedFleet(b.host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": "", "cosign.key": signingKey(t)})
+	if err := os.Chmod(filepath.Join(b.dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes", "-g", "staging") })
+	t.Cleanup(func() { _, _, _ = fleet(t, b.dir, "delete", "--yes", "-g", "staging") })
+	t.Cleanup(func() {
+		kubectl(t, "", "--context", "fleet-c3", "delete", "namespace", "flux-pub", "e2e-pub", "--wait=false", "--ignore-not-found")
+	})
+	return b
+}
 
-	// What makes pub-a follow its tags, applied with admin credentials
-	// the plugin never holds; several clusters need a folder.
+// tag is what pub-a's tag of web points at, "" for no tag.
+func (b *pubBed) tag() string {
+	b.t.Helper()
+	d, found, err := b.r.Resolve(context.Background(), "web", "pub-a")
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if !found {
+		return ""
+	}
+	return d.String()
+}
+
+// What makes pub-a follow its tags, applied with admin credentials
+// the plugin never holds; several clusters need a folder.
+func (b *pubBed) bootstrap() {
+	t, dir := b.t, b.dir
 	if out, errOut, code := fleet(t, dir, "bootstrap", "-g", "production"); code != 1 || !strings.Contains(errOut, "2 delivered clusters selected: give --output-dir") {
 		t.Fatalf("bootstrap of two clusters to standard output: exit %d\n%s%s", code, out, errOut)
 	}
@@ -103,24 +135,32 @@ func TestPublishedRollout(t *testing.T) {
 	if out, errOut, code := kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-pub}\n---\n"+follow, "--context", "fleet-c3", "apply", "-f", "-"); code != 0 {
 		t.Fatalf("bootstrapping pub-a: exit %d\n%s%s", code, out, errOut)
 	}
-	defer kubectl(t, "", "--context", "fleet-c3", "delete", "namespace", "flux-pub", "e2e-pub", "--wait=false", "--ignore-not-found")
+}
 
-	// A staging check fails: production's tags never move.
+// A staging check fails: production's tags never move.
+func (b *pubBed) stagingHoldsProduction() {
+	t, dir := b.t, b.dir
 	out, errOut, code := fleet(t, dir, "apply", "--yes")
 	if code != 1 || !strings.Contains(out, "[pub-a]   not started: staging failed") || strings.Contains(out, "published") {
 		t.Fatalf("apply with staging failing: exit %d\n%s%s", code, out, errOut)
 	}
-	if d := tag(); d != "" {
+	if d := b.tag(); d != "" {
 		t.Fatalf("a tag moved although staging failed: web:pub-a is %s", d)
 	}
+}
 
-	// It passes: pub-a's tag moves, and Flux applies that digest.
+// It passes: pub-a's tag moves, and Flux applies that digest.
+func (b *pubBed) firstRelease() string {
+	t, dir, host := b.t, b.dir, b.host
+	var (
+		out, errOut string
+		code        int
+	)
 	if err := os.Remove(filepath.Join(dir, "fail")); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes")
-	d1 := tag()
-	first := d1
+	d1 := b.tag()
 	for _, want := range [][2]string{
 		{"pub-a", "published oci://" + host + "/fleets/e2e/web:pub-a " + short(d1)},
 		{"pub-a", "Flux applied " + short(d1) + ", Ready (healthy) since "},
@@ -131,7 +171,7 @@ func TestPublishedRollout(t *testing.T) {
 		{"pub-b", "revision 1 (" + short(d1) + ") unverified: published, not observed: no context reads cluster pub-b"},
 	} {
 		if code != 0 || d1 == "" || !said(out, want[0], want[1]) {
-			t.Fatalf("apply: exit %d, want [%s] %q\n%s%s\n%s", code, want[0], want[1], out, errOut, flux.logs())
+			t.Fatalf("apply: exit %d, want [%s] %q\n%s%s\n%s", code, want[0], want[1], out, errOut, b.flux.logs())
 		}
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
@@ -152,10 +192,14 @@ func TestPublishedRollout(t *testing.T) {
 		t.Fatalf("status -o json of a delivered cluster:\n%s%s", out, errOut)
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="SourceVerified")].status}`); v != "True" {
-		t.Fatalf("Flux did not verify the signature: SourceVerified %q\n%s", v, flux.logs())
+		t.Fatalf("Flux did not verify the signature: SourceVerified %q\n%s", v, b.flux.logs())
 	}
+	return d1
+}
 
-	// Someone with push rights and no key moves the tag: Flux refuses.
+// Someone with push rights and no key moves the tag: Flux refuses.
+func (b *pubBed) forgedTagRefused() {
+	t, r, ctx := b.t, b.r, context.Background()
 	forged, err := artifact.Pack(nil, artifact.Origin{Revision: "forged"})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +216,7 @@ func TestPublishedRollout(t *testing.T) {
 		msg, _, _ = kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
 	}
 	if !strings.Contains(msg, "no matching signatures") {
-		t.Fatalf("Flux took an unsigned artifact: %q\n%s", msg, flux.logs())
+		t.Fatalf("Flux took an unsigned artifact: %q\n%s", msg, b.flux.logs())
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
 		t.Fatalf("after a forged tag the cluster runs %q", v)
@@ -180,9 +224,16 @@ func TestPublishedRollout(t *testing.T) {
 	if err := r.Tag(ctx, "web", "pub-a", mustDigest(t, r, "pub-b")); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// diff compares a delivered cluster's render with the artifact its
-	// tag points at; a plan binds the render and where the tag was.
+// diff compares a delivered cluster's render with the artifact its
+// tag points at; a plan binds the render and where the tag was.
+func (b *pubBed) diffAndPlan(d1 string) string {
+	t, dir, host, r, ctx := b.t, b.dir, b.host, b.r, context.Background()
+	var (
+		out, errOut string
+		code        int
+	)
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, `v: "2"`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -205,27 +256,42 @@ func TestPublishedRollout(t *testing.T) {
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "production", "--plan", plan)
 	// Each cluster is held to its own part of the plan, as when written
 	// to directly: pub-a goes on.
-	if code != 1 || !said(out, "pub-b", "the tag of app web moved since the plan (now "+other.String()) || !said(out, "pub-a", "Flux applied") || tag() == d1 {
-		t.Fatalf("apply --plan after pub-b's tag moved: exit %d, pub-a at %s (was %s)\n%s%s", code, tag(), d1, out, errOut)
+	if code != 1 || !said(out, "pub-b", "the tag of app web moved since the plan (now "+other.String()) || !said(out, "pub-a", "Flux applied") || b.tag() == d1 {
+		t.Fatalf("apply --plan after pub-b's tag moved: exit %d, pub-a at %s (was %s)\n%s%s", code, b.tag(), d1, out, errOut)
 	}
-	d1 = tag()
+	d1 = b.tag()
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return d1
+}
 
-	// A dry run says what would be published, and pushes nothing.
+// A dry run says what would be published, and pushes nothing.
+func (b *pubBed) dryRun(d1 string) {
+	t, dir, host := b.t, b.dir, b.host
+	var (
+		out, errOut string
+		code        int
+	)
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, `v: "4"`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--dry-run=server", "-g", "production")
-	if code != 0 || !said(out, "pub-a", "would publish oci://"+host+"/fleets/e2e/web:pub-a sha256:") || tag() != d1 {
-		t.Fatalf("apply --dry-run of delivered clusters: exit %d, tag %s (was %s)\n%s%s", code, tag(), d1, out, errOut)
+	if code != 0 || !said(out, "pub-a", "would publish oci://"+host+"/fleets/e2e/web:pub-a sha256:") || b.tag() != d1 {
+		t.Fatalf("apply --dry-run of delivered clusters: exit %d, tag %s (was %s)\n%s%s", code, b.tag(), d1, out, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// A Secret in the render: nothing is published, nothing applied.
+// A Secret in the render: nothing is published, nothing applied.
+func (b *pubBed) secretRefused(d1 string) {
+	t, dir := b.t, b.dir
+	var (
+		out, errOut string
+		code        int
+	)
 	secret := publishedApp + "---\napiVersion: v1\nkind: Secret\nmetadata: {name: token, namespace: e2e-pub}\nstringData: {token: s3cr3t-value}\n"
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(strings.ReplaceAll(secret, "${v}", "2")), 0o644); err != nil {
 		t.Fatal(err)
@@ -234,11 +300,18 @@ func TestPublishedRollout(t *testing.T) {
 	if code == 0 || !strings.Contains(out+errOut, "app web renders Secret token") || strings.Contains(out+errOut, "s3cr3t-value") {
 		t.Fatalf("apply of a Secret to a delivered cluster: exit %d\n%s%s", code, out, errOut)
 	}
-	if v, _, _ := kubectl(t, "", "--context", "fleet-c1", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" || tag() != d1 {
-		t.Fatalf("a refused publish changed staging (%q) or moved the tag (%s, was %s)", v, tag(), d1)
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c1", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" || b.tag() != d1 {
+		t.Fatalf("a refused publish changed staging (%q) or moved the tag (%s, was %s)", v, b.tag(), d1)
 	}
+}
 
-	// --atomic: an artifact Flux cannot apply has its tag moved back.
+// --atomic: an artifact Flux cannot apply has its tag moved back.
+func (b *pubBed) atomicMovesBack(d1 string) {
+	t, dir, host := b.t, b.dir, b.host
+	var (
+		out, errOut string
+		code        int
+	)
 	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(publishedApp), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -246,26 +319,40 @@ func TestPublishedRollout(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "--atomic", "--timeout", "20s")
-	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to r2 ("+short(d1)) || tag() != d1 {
-		t.Fatalf("apply --atomic of what Flux cannot apply: exit %d, tag %s (was %s)\n%s%s\n%s", code, tag(), d1, out, errOut, flux.logs())
+	if code != 1 || !strings.Contains(out, "Flux failed to apply") || !strings.Contains(out, "tags moved back: web back to r2 ("+short(d1)) || b.tag() != d1 {
+		t.Fatalf("apply --atomic of what Flux cannot apply: exit %d, tag %s (was %s)\n%s%s\n%s", code, b.tag(), d1, out, errOut, b.flux.logs())
 	}
+}
 
-	// The history is the registry's; rollback moves the tag back to the
-	// artifact of the revision before (--atomic made r2 current again).
+// The history is the registry's; rollback moves the tag back to the
+// artifact of the revision before (--atomic made r2 current again).
+func (b *pubBed) historyAndRollback(first string) {
+	t, dir := b.t, b.dir
+	var (
+		out, errOut string
+		code        int
+	)
 	out, errOut, code = fleet(t, dir, "history", "-c", "pub-a", "-o", "json")
 	if code != 0 || strings.Count(out, `"artifact":"sha256:`) != 3 || !strings.Contains(out, `"current":true,"app":"web","revision":2`) {
 		t.Fatalf("history of a delivered cluster: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, code = fleet(t, dir, "rollback", "--yes", "-c", "pub-a")
-	if code != 0 || !said(out, "pub-a", "revision 4 recorded (rollback to 1)") || tag() != first {
-		t.Fatalf("rollback of a delivered cluster: exit %d, tag %s, want %s\n%s%s\n%s", code, tag(), first, out, errOut, flux.logs())
+	if code != 0 || !said(out, "pub-a", "revision 4 recorded (rollback to 1)") || b.tag() != first {
+		t.Fatalf("rollback of a delivered cluster: exit %d, tag %s, want %s\n%s%s\n%s", code, b.tag(), first, out, errOut, b.flux.logs())
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
 		t.Fatalf("Flux runs %q after the rollback, want 1", v)
 	}
+}
 
-	// A group after production reads its releases from the registry:
-	// pub-b, never observed, holds it.
+// A group after production reads its releases from the registry:
+// pub-b, never observed, holds it.
+func (b *pubBed) laterGroupHeld() {
+	t, dir, host := b.t, b.dir, b.host
+	var (
+		out, errOut string
+		code        int
+	)
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -283,10 +370,13 @@ func TestPublishedRollout(t *testing.T) {
 	if !absent(t, "fleet-c2", "namespace", "e2e-pub") {
 		t.Fatal("late got a release production did not verify")
 	}
+}
 
-	// With an approval required, a person vouches for what no one
-	// observed: the approval of late's own render, kept in the registry
-	// (edge-1 is delivered and unobserved too), lets it go.
+// With an approval required, a person vouches for what no one
+// observed: the approval of late's own render, kept in the registry
+// (edge-1 is delivered and unobserved too), lets it go.
+func (b *pubBed) approvalVouches() {
+	t, dir, host := b.t, b.dir, b.host
 	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -299,7 +389,7 @@ func TestPublishedRollout(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(approved), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
+	out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "late")
 	if code != 4 || !strings.Contains(out, "late awaiting approval: edge-1: web sha256:") {
 		t.Fatalf("apply -g late before its approval: exit %d\n%s%s", code, out, errOut)
 	}
@@ -313,11 +403,18 @@ func TestPublishedRollout(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
 
-	// delete publishes the artifact of nothing; Flux prunes.
+// delete publishes the artifact of nothing; Flux prunes.
+func (b *pubBed) deleteAll() {
+	t, dir := b.t, b.dir
+	var (
+		out, errOut string
+		code        int
+	)
 	out, errOut, code = fleet(t, dir, "delete", "--yes", "-g", "production")
 	if code != 0 || !said(out, "pub-a", "published oci://") || absent(t, "fleet-c3", "-n", "e2e-pub", "configmap", "release") == false {
-		t.Fatalf("delete of delivered clusters: exit %d\n%s%s\n%s", code, out, errOut, flux.logs())
+		t.Fatalf("delete of delivered clusters: exit %d\n%s%s\n%s", code, out, errOut, b.flux.logs())
 	}
 }
 
