@@ -36,7 +36,11 @@ type Row struct {
 	Attributes map[string]any    `json:"attributes,omitempty"`
 	PinServer  string            `json:"pinnedServer,omitempty"`
 	PinUID     string            `json:"pinnedUID,omitempty"`
-	// Check is what --check found.
+	// Delivery is the registry a delivered cluster's renders are
+	// published to (delivery.oci).
+	Delivery string `json:"delivery,omitempty"`
+	// Check is what --check found (nil for a cluster no context reads:
+	// published, not observed).
 	Check *kube.Probe `json:"check,omitempty"`
 
 	// unread says the kubeconfig (a kubeconfigFrom) was not read.
@@ -52,6 +56,12 @@ func List(cf *genericclioptions.ConfigFlags, f *fleet.Fleet, clusters []*fleet.C
 	batch := f.BatchOf()
 	for i, c := range clusters {
 		rows[i] = Row{Name: c.Name, Group: c.Group, Batch: batch[c.Name], Context: c.Context, Kubeconfig: kube.KubeconfigSource(cf, f, c), Labels: c.Labels, Attributes: f.Attributes(c), PinServer: c.Server, PinUID: c.UID}
+		if d := f.DeliveryOf(c); d != nil {
+			rows[i].Delivery = d.OCI
+		}
+		if !c.Observed() {
+			continue // no kubeconfig to read
+		}
 		if _, from := f.KubeconfigOf(c); from != nil && c.ResolvedKubeconfig == "" {
 			rows[i].unread = true
 			continue
@@ -69,7 +79,15 @@ func List(cf *genericclioptions.ConfigFlags, f *fleet.Fleet, clusters []*fleet.C
 // many failed.
 func Check(ctx context.Context, cf *genericclioptions.ConfigFlags, f *fleet.Fleet, clusters []*fleet.Cluster, rows []Row, parallel int) (pins map[string]fleet.Pin, failed int) {
 	pins = map[string]fleet.Pin{}
-	for i, p := range kube.ProbeFleet(ctx, cf, f, clusters, parallel) {
+	var observed []*fleet.Cluster
+	var at []int
+	for i, c := range clusters {
+		if c.Observed() {
+			observed, at = append(observed, c), append(at, i)
+		}
+	}
+	for k, p := range kube.ProbeFleet(ctx, cf, f, observed, parallel) {
+		i := at[k]
 		rows[i].Check = &p
 		if !p.OK() {
 			failed++
@@ -79,6 +97,9 @@ func Check(ctx context.Context, cf *genericclioptions.ConfigFlags, f *fleet.Flee
 	}
 	return pins, failed
 }
+
+// notObserved is what the listing says of a cluster no context reads.
+const notObserved = "published, not observed"
 
 // Write prints rows as format says: "json" (JSON Lines), "yaml", or a
 // table ("" ), with the check's columns when checked.
@@ -105,6 +126,10 @@ func Write(w io.Writer, rows []Row, format string, checked bool) error {
 	if checked {
 		fmt.Fprintln(tw, "NAME\tGROUP\tCONTEXT\tSERVER\tVERSION\tUID\tSTATUS")
 		for _, r := range rows {
+			if r.Check == nil {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Group, "<none>", r.Delivery, "<none>", "<none>", notObserved)
+				continue
+			}
 			status := "ok"
 			if len(r.Check.Problems) > 0 {
 				status = strings.Join(r.Check.Problems, "; ")
@@ -120,8 +145,10 @@ func Write(w io.Writer, rows []Row, format string, checked bool) error {
 		fmt.Fprintln(tw, "NAME\tGROUP\tCONTEXT\tSERVER\tLABELS")
 	}
 	for _, r := range rows {
-		server := r.Server
+		server, context := r.Server, r.Context
 		switch {
+		case context == "" && r.Delivery != "":
+			context, server = "<none>", r.Delivery+" ("+notObserved+")"
 		case r.unread:
 			server = "<kubeconfigFrom " + r.Kubeconfig + ">"
 		case server == "":
@@ -131,7 +158,7 @@ func Write(w io.Writer, rows []Row, format string, checked bool) error {
 		if batches {
 			group += "\t" + orNone(r.Batch)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, group, r.Context, server, labelString(r.Labels))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, group, context, server, labelString(r.Labels))
 	}
 	return tw.Flush()
 }
