@@ -45,9 +45,22 @@ type Signing struct {
 	KeyEnv string `yaml:"keyEnv"`
 }
 
-// DefaultDeliveryNamespace is where a cluster's Flux objects are when
-// the delivery names no namespace.
-const DefaultDeliveryNamespace = "flux-system"
+// The delivery's defaults: where a cluster's Flux objects are, how often
+// Flux looks for a new artifact, and how long its apply and health
+// checks may take.
+const (
+	DefaultDeliveryNamespace = "flux-system"
+	DefaultDeliveryInterval  = time.Minute
+	DefaultDeliveryTimeout   = 5 * time.Minute
+)
+
+// Every is how often the delivery's clusters look for a new artifact.
+func (d *Delivery) Every() time.Duration {
+	if d.Interval > 0 {
+		return d.Interval
+	}
+	return DefaultDeliveryInterval
+}
 
 // DeliveryOf is how c's renders reach it: its own delivery, else its
 // group's; nil when the rollout writes to the cluster itself.

@@ -63,10 +63,10 @@ func (r Registry) Bootstrap(fleetName, app, cluster string, f Follow) ([]*unstru
 		f.Namespace = fleet.DefaultDeliveryNamespace
 	}
 	if f.Interval == 0 {
-		f.Interval = time.Minute
+		f.Interval = fleet.DefaultDeliveryInterval
 	}
 	if f.Timeout == 0 {
-		f.Timeout = 5 * time.Minute
+		f.Timeout = fleet.DefaultDeliveryTimeout
 	}
 	name := Name(fleetName, app)
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {

@@ -161,9 +161,14 @@ func (r Registry) WriteRecord(ctx context.Context, app, tag string, v any) error
 	if err != nil {
 		return err
 	}
-	d, err := r.Push(ctx, app, img)
+	repo, err := r.Repository(app)
 	if err != nil {
 		return err
 	}
-	return r.Tag(ctx, app, tag, d)
+	// Straight to its tag: a record is never shared, so no push by
+	// digest and no read of it back to tag it.
+	if err := remote.Write(repo.Tag(tag), img, r.options(ctx)...); err != nil {
+		return fmt.Errorf("writing %s:%s: %w", repo, tag, plain(err))
+	}
+	return nil
 }

@@ -257,13 +257,9 @@ var FluxPoll = 2 * time.Second
 // Ready, or failed it, bounded by --timeout plus the delivery's
 // interval (Flux looks for a new artifact that often).
 func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, client *kube.Client, app, dg string) (publish.Flux, error) {
-	interval := d.Interval
-	if interval == 0 {
-		interval = time.Minute
-	}
-	timeout := e.o.Timeout
+	interval, timeout := d.Every(), e.o.Timeout
 	if timeout <= 0 {
-		timeout = 5 * time.Minute
+		timeout = fleet.DefaultDeliveryTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout+interval)
 	defer cancel()
