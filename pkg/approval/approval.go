@@ -209,24 +209,18 @@ func Approve(ctx context.Context, client *kube.Client, fleet, cluster string, re
 func Fleet(ctx context.Context, conn kube.Connector, r *rendered.Set, parallel int, now time.Time, s Signer) ([]runner.Outcome, map[string][]Approval) {
 	var mu sync.Mutex
 	out := map[string][]Approval{}
-	names, byName := fleet.Index(r.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		var (
-			approved []Approval
-			err      error
-		)
-		if r.Fleet.DeliveryOf(c) != nil {
-			approved, err = ApprovePublished(ctx, r.Fleet, c, r.Of(c.Name), now, s)
-		} else if client, cerr := conn.Connect(ctx, r.Fleet, c); cerr != nil {
-			return cerr
-		} else {
-			approved, err = Approve(ctx, client, r.Fleet.Metadata.Name, c.Name, r.Of(c.Name), now, s)
-		}
+	say := func(c *fleet.Cluster, approved []Approval, err error) error {
 		mu.Lock()
 		out[c.Name] = approved
 		mu.Unlock()
 		return err
+	}
+	outcomes := kube.EachDelivered(ctx, conn, r.Fleet, r.Clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		approved, err := Approve(ctx, client, r.Fleet.Metadata.Name, c.Name, r.Of(c.Name), now, s)
+		return say(c, approved, err)
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+		approved, err := ApprovePublished(ctx, r.Fleet, c, r.Of(c.Name), now, s)
+		return say(c, approved, err)
 	})
 	return outcomes, out
 }

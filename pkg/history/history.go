@@ -44,20 +44,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		entries = map[string][]Entry{}
 		pauses  = map[string][]pause.Pause{}
 	)
-	names, byName := fleet.Index(clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		if d := f.DeliveryOf(c); d != nil {
-			list, err := published(ctx, f, c, d, apps)
-			mu.Lock()
-			entries[c.Name] = append(entries[c.Name], list...)
-			mu.Unlock()
-			return err
-		}
-		client, err := conn.Connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
+	outcomes := kube.EachDelivered(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		// The pauses are read beside the sets, not before them.
 		var (
 			paused []pause.Pause
@@ -90,6 +77,13 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 			mu.Unlock()
 		}
 		return nil
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+		list, err := published(ctx, f, c, d, apps)
+		paused, perr := pause.ReadPublished(ctx, d, c.Name)
+		mu.Lock()
+		entries[c.Name], pauses[c.Name] = append(entries[c.Name], list...), paused
+		mu.Unlock()
+		return cmp.Or(err, perr)
 	})
 	return outcomes, entries, pauses
 }

@@ -21,9 +21,20 @@ type Connector interface {
 // read that tolerates the others' failures (runner.Every); it returns
 // every cluster's outcome, in order.
 func Each(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int, fn func(ctx context.Context, c *fleet.Cluster, client *Client) error) []runner.Outcome {
+	return EachDelivered(ctx, conn, f, clusters, parallel, fn, nil)
+}
+
+// EachDelivered is Each, but a cluster delivered through a registry
+// (fleet.Delivery), whose state is kept there and not on the cluster,
+// goes to delivered instead, unconnected (nil delivered: it is connected
+// as any other).
+func EachDelivered(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int, fn func(ctx context.Context, c *fleet.Cluster, client *Client) error, delivered func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error) []runner.Outcome {
 	names, byName := fleet.Index(clusters)
 	return runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
+		if d := f.DeliveryOf(c); d != nil && delivered != nil {
+			return delivered(ctx, c, d)
+		}
 		client, err := conn.Connect(ctx, f, c)
 		if err != nil {
 			return err

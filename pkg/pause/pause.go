@@ -124,19 +124,22 @@ func Find(pauses []Pause, apps ...string) *Pause {
 // Read reads fleet's pauses on the cluster of client: none when it has
 // no ConfigMap of them (or no namespace kubectl-fleet).
 func Read(ctx context.Context, client *kube.Client, fleet string) ([]Pause, error) {
-	cm, err := kube.ConfigMap(ctx, client, Namespace, Name(fleet))
-	if err != nil {
-		return nil, fmt.Errorf("reading the pauses: %w", err)
-	}
-	return Of(cm), nil
+	return read(ctx, configMap{client, fleet})
 }
 
 // Set records p for each of apps (none: every app) on the cluster of
 // client, beside the pauses there already.
 func Set(ctx context.Context, client *kube.Client, fleet string, apps []string, p Pause) error {
-	if err := client.EnsureNamespace(ctx, Namespace, FieldManager); err != nil {
-		return err
-	}
+	return set(ctx, configMap{client, fleet}, apps, p)
+}
+
+// Lift removes the pauses of apps (none: every pause of the fleet) from
+// the cluster of client, and returns those it removed.
+func Lift(ctx context.Context, client *kube.Client, fleet string, apps []string) ([]Pause, error) {
+	return lift(ctx, configMap{client, fleet}, apps)
+}
+
+func set(ctx context.Context, s store, apps []string, p Pause) error {
 	data := map[string]string{}
 	keys := apps
 	if len(keys) == 0 {
@@ -151,32 +154,64 @@ func Set(ctx context.Context, client *kube.Client, fleet string, apps []string, 
 		}
 		data[k] = string(b)
 	}
-	return kube.MergeConfigMap(ctx, client, Namespace, Name(fleet), data, FieldManager)
+	return s.merge(ctx, data)
 }
 
-// Lift removes the pauses of apps (none: every pause of the fleet) from
-// the cluster of client, and returns those it removed.
-func Lift(ctx context.Context, client *kube.Client, fleet string, apps []string) ([]Pause, error) {
-	cm, err := kube.ConfigMap(ctx, client, Namespace, Name(fleet))
-	if err != nil || cm == nil {
+func lift(ctx context.Context, s store, apps []string) ([]Pause, error) {
+	pauses, err := read(ctx, s)
+	if err != nil {
 		return nil, err
 	}
 	var lifted []Pause
-	for _, p := range Of(cm) {
+	var keys []string
+	for _, p := range pauses {
 		if len(apps) == 0 || slices.Contains(apps, p.App) {
 			lifted = append(lifted, p)
-			delete(cm.Data, keyOf(p))
+			keys = append(keys, keyOf(p))
 		}
 	}
-	switch {
-	case len(lifted) == 0:
+	if len(lifted) == 0 {
 		return nil, nil
-	case len(cm.Data) == 0:
-		err = client.Core.ConfigMaps(Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cm.ResourceVersion}})
-	default:
-		_, err = client.Core.ConfigMaps(Namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
-	return lifted, err
+	return lifted, s.lift(ctx, keys)
+}
+
+// configMap keeps fleet's pauses on a cluster in the ConfigMap Name.
+type configMap struct {
+	client *kube.Client
+	fleet  string
+}
+
+func (c configMap) data(ctx context.Context) (map[string]string, error) {
+	cm, err := kube.ConfigMap(ctx, c.client, Namespace, Name(c.fleet))
+	if err != nil || cm == nil {
+		return nil, err
+	}
+	return cm.Data, nil
+}
+
+func (c configMap) merge(ctx context.Context, data map[string]string) error {
+	if err := c.client.EnsureNamespace(ctx, Namespace, FieldManager); err != nil {
+		return err
+	}
+	return kube.MergeConfigMap(ctx, c.client, Namespace, Name(c.fleet), data, FieldManager)
+}
+
+// lift removes keys, and the ConfigMap once it holds none: both only if
+// it did not change since it was read.
+func (c configMap) lift(ctx context.Context, keys []string) error {
+	cm, err := kube.ConfigMap(ctx, c.client, Namespace, Name(c.fleet))
+	if err != nil || cm == nil {
+		return err
+	}
+	for _, k := range keys {
+		delete(cm.Data, k)
+	}
+	if len(cm.Data) == 0 {
+		return c.client.Core.ConfigMaps(Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cm.ResourceVersion}})
+	}
+	_, err = c.client.Core.ConfigMaps(Namespace).Update(ctx, cm, metav1.UpdateOptions{FieldManager: FieldManager})
+	return err
 }
 
 // keyOf is the ConfigMap key of p.
@@ -202,50 +237,69 @@ type Change struct {
 
 // Apply makes the change on every cluster (Parallel at once): a pause
 // records who the cluster says the user is; a resume lifts the pauses
-// of the apps. It returns each cluster's outcome and what it did there,
-// a line by cluster name.
+// of the apps. A delivered cluster's pauses are kept in its registry. It
+// returns each cluster's outcome and what it did there, a line by
+// cluster name.
 func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outcome, map[string]string) {
 	var mu sync.Mutex
 	said := map[string]string{}
 	name := ch.Fleet.Metadata.Name
-	names, byName := fleet.Index(ch.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), ch.Parallel, func(ctx context.Context, cluster string) error {
-		c := byName[cluster]
-		if ch.Fleet.DeliveryOf(c) != nil {
-			return fmt.Errorf("cluster %s is delivered through a registry, and a pause is kept on the cluster, which nothing writes to: hold its wave with a deploy window, or pause a cluster upstream", c.Name)
-		}
-		client, err := conn.Connect(ctx, ch.Fleet, c)
-		if err != nil {
-			return err
-		}
-		line, err := ch.one(ctx, client, name)
+	say := func(c *fleet.Cluster, line string, err error) error {
 		mu.Lock()
 		said[c.Name] = line
 		mu.Unlock()
 		return err
+	}
+	outcomes := kube.EachDelivered(ctx, conn, ch.Fleet, ch.Clusters, ch.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		line, err := ch.one(ctx, configMap{client, name}, func() string { return revision.User(ctx, client) })
+		return say(c, line, err)
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+		s, err := registryStore(d, c.Name)
+		if err != nil {
+			return err
+		}
+		line, err := ch.one(ctx, s, func() string { return publishedUser(ctx, conn, ch.Fleet, c) })
+		return say(c, line, err)
 	})
 	return outcomes, said
 }
 
-// one makes the change on one cluster and says what it did.
-func (ch Change) one(ctx context.Context, client *kube.Client, fleetName string) (string, error) {
+// publishedUser is who pauses delivered cluster c: the user of its
+// context when it has one (which reads it only), else the local user.
+func publishedUser(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster) string {
+	if !c.Observed() {
+		return LocalUser()
+	}
+	client, err := conn.Connect(ctx, f, c)
+	if err != nil {
+		return LocalUser()
+	}
+	if u := revision.User(ctx, client); u != "" {
+		return u
+	}
+	return LocalUser()
+}
+
+// one makes the change in s, a cluster's pauses, and says what it did;
+// by says who pauses.
+func (ch Change) one(ctx context.Context, s store, by func() string) (string, error) {
 	what := "every app"
 	if len(ch.Apps) > 0 {
 		what = "app " + strings.Join(ch.Apps, ", ")
 	}
 	if !ch.Lift {
-		p := Pause{By: revision.User(ctx, client), At: ch.Now.UTC().Truncate(time.Second), Reason: ch.Reason}
-		if err := Set(ctx, client, fleetName, ch.Apps, p); err != nil {
+		p := Pause{By: by(), At: ch.Now.UTC().Truncate(time.Second), Reason: ch.Reason}
+		if err := set(ctx, s, ch.Apps, p); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("paused %s (by %s: %q)", what, p.By, p.Reason), nil
 	}
-	lifted, err := Lift(ctx, client, fleetName, ch.Apps)
+	lifted, err := lift(ctx, s, ch.Apps)
 	if err != nil {
 		return "", err
 	}
 	if len(lifted) == 0 {
-		left, err := Read(ctx, client, fleetName)
+		left, err := read(ctx, s)
 		if p := Find(left, ch.Apps...); err == nil && p != nil {
 			return "", fmt.Errorf("still %s: it pauses every app; resume without --app lifts it", p.Text(ch.Now))
 		}

@@ -74,63 +74,56 @@ func (e *Engine) requireApprovals(ws []runner.Wave) {
 // unapproved says, for each of clusters, what of its render is not
 // approved there; one whose approvals cannot be read holds too.
 func (e *Engine) unapproved(clusters []string) []string {
-	var direct []string
-	var published, unreadPublished []string
-	for _, name := range clusters {
-		c := e.clusters[name]
-		if e.delivered(c) == nil {
-			direct = append(direct, name)
-			continue
+	name := e.r.Fleet.Metadata.Name
+	check := func(cluster string, found map[string]approval.Approval, key []byte, self string) string {
+		rules := approval.Rules{Fleet: name, Cluster: cluster, Approvers: e.r.Fleet.Approvers, Self: self}
+		if why := approval.Check(e.r.Of(cluster), found, key, time.Now(), rules); len(why) > 0 {
+			return cluster + ": " + strings.Join(why, ", ")
 		}
-		// A gate's reads finish: not on the run's context (ask).
-		found, err := approval.ReadPublished(context.Background(), e.r.Fleet, c, appNames(e.r.Of(name)))
-		if err != nil {
-			unreadPublished = append(unreadPublished, fmt.Sprintf("%s: its approvals cannot be read: %v", name, err))
-			continue
-		}
-		rules := approval.Rules{Fleet: e.r.Fleet.Metadata.Name, Cluster: name, Approvers: e.r.Fleet.Approvers}
-		if why := approval.Check(e.r.Of(name), found, nil, time.Now(), rules); len(why) > 0 {
-			published = append(published, name+": "+strings.Join(why, ", "))
-		}
+		return ""
 	}
-	unapproved, unread := e.ask(direct, "approvals", func(ctx context.Context, name string, client *kube.Client) (string, error) {
+	unapproved, unread := e.ask(clusters, "approvals", func(ctx context.Context, c *fleet.Cluster, client *kube.Client) (string, error) {
 		key, err := digest.KeyOf(ctx, client)
 		if err != nil {
 			return "", err
 		}
-		found, err := approval.Read(ctx, client, e.r.Fleet.Metadata.Name)
+		found, err := approval.Read(ctx, client, name)
 		if err != nil {
 			return "", err
 		}
-		rules := approval.Rules{Fleet: e.r.Fleet.Metadata.Name, Cluster: name, Approvers: e.r.Fleet.Approvers, Self: e.Locks.User(client, name)(ctx)}
-		if why := approval.Check(e.r.Of(name), found, key, time.Now(), rules); len(why) > 0 {
-			return name + ": " + strings.Join(why, ", "), nil
+		return check(c.Name, found, key, e.Locks.User(client, c.Name)(ctx)), nil
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) (string, error) {
+		found, err := approval.ReadPublished(ctx, e.r.Fleet, c, appNames(e.r.Of(c.Name)))
+		if err != nil {
+			return "", err
 		}
-		return "", nil
+		return check(c.Name, found, nil, ""), nil
 	})
-	return slices.Concat(unapproved, published, unread, unreadPublished)
+	return slices.Concat(unapproved, unread)
 }
 
-// ask asks why of each of clusters (kube.Each: Parallel at once, each
-// connected first, every one whatever the others do) and returns, in
+// ask asks why of each of clusters (kube.EachDelivered: Parallel at
+// once, each connected first, or, when delivered through a registry,
+// asked delivered, every one whatever the others do) and returns, in
 // order, the answers that are not "" and, apart, why the clusters that
 // could not be read were not ("prod-eu: its approvals cannot be read:
 // …"). A cluster skipped as unreachable says nothing.
-func (e *Engine) ask(clusters []string, what string, why func(ctx context.Context, name string, client *kube.Client) (string, error)) (answers, unread []string) {
+func (e *Engine) ask(clusters []string, what string, why func(ctx context.Context, c *fleet.Cluster, client *kube.Client) (string, error), delivered func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) (string, error)) (answers, unread []string) {
 	cs := make([]*fleet.Cluster, len(clusters))
-	for i, name := range clusters {
-		cs[i] = e.clusters[name]
-	}
-	said := make([]string, len(clusters))
 	at := make(map[string]int, len(clusters))
 	for i, name := range clusters {
-		at[name] = i
+		cs[i], at[name] = e.clusters[name], i
 	}
+	said := make([]string, len(clusters))
 	// A gate's reads finish, as the promotion rule's: not on the run's
 	// context, which Ctrl-C ends (the gate is then not asked at all).
-	for _, oc := range kube.Each(context.Background(), e.Connector, e.r.Fleet, cs, e.o.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	for _, oc := range kube.EachDelivered(context.Background(), e.Connector, e.r.Fleet, cs, e.o.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		var err error
-		said[at[c.Name]], err = why(ctx, c.Name, client)
+		said[at[c.Name]], err = why(ctx, c, client)
+		return err
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+		var err error
+		said[at[c.Name]], err = delivered(ctx, c, d)
 		return err
 	}) {
 		var skip *runner.SkipError

@@ -115,21 +115,21 @@ func (e *Engine) pauses(ws []runner.Wave) {
 // the clusters whose pauses cannot be read when they are more than u's
 // budget (none with --skip-gates).
 func (e *Engine) pausesOf(u unit, apps []string) []string {
-	var clusters []string
-	for _, name := range u.Clusters {
-		if e.delivered(e.clusters[name]) == nil {
-			clusters = append(clusters, name) // a delivered one cannot be paused (pause.Change)
-		}
-	}
-	paused, unread := e.ask(clusters, "pauses", func(ctx context.Context, name string, client *kube.Client) (string, error) {
-		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
+	paused := func(c *fleet.Cluster, pauses []pause.Pause, err error) (string, error) {
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {
-			return name + " " + p.Text(time.Now()), nil
+			return c.Name + " " + p.Text(time.Now()), nil
 		}
 		return "", err
+	}
+	held, unread := e.ask(u.Clusters, "pauses", func(ctx context.Context, c *fleet.Cluster, client *kube.Client) (string, error) {
+		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
+		return paused(c, pauses, err)
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) (string, error) {
+		pauses, err := pause.ReadPublished(ctx, d, c.Name)
+		return paused(c, pauses, err)
 	})
 	if !e.o.SkipGates && len(unread) > u.MaxFailures {
-		paused = append(paused, unread...)
+		held = append(held, unread...)
 	}
-	return paused
+	return held
 }

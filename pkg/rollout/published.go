@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
@@ -62,22 +63,21 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 	if err := e.beforePublishing(ctx, c, results); err != nil {
 		return err
 	}
-	moved := e.movedOf(c.Name)
-	var errs []error
-	failed := map[string]bool{}
+	ops := &publishedApps{e: e, cluster: c, d: d, client: client, results: results, moved: e.movedOf(c.Name)}
+	run := ClusterRun{
+		Cluster: c.Name, Ops: ops, Gates: gates, Write: !e.o.DryRun,
+		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
+	}
 	for _, res := range results {
-		if dep := failedDependency(e.r.Fleet, res.App, failed); dep != "" {
-			failed[res.App] = true
-			errs = append(errs, fmt.Errorf("app %s: not started: dependency %s failed", res.App, dep))
-			continue
+		a := App{Name: res.App, Published: true}
+		if fa := e.r.Fleet.App(res.App); fa != nil {
+			a.DependsOn = fa.DependsOn
 		}
-		err := e.publishApp(ctx, c, d, client, res, moved)
-		e.emit(AppEvent{Cluster: c.Name, App: res.App, Err: err})
-		if err != nil {
-			failed[res.App] = true
-			gates.Fail(res.App, oneLine(err))
-			errs = append(errs, fmt.Errorf("app %s: %w", res.App, err))
-		}
+		run.Apps = append(run.Apps, a)
+	}
+	errs, failed := run.Run(ctx)
+	if p := pausedIn(errs); p != nil {
+		return &runner.SkipError{Reason: p.Error()} // as on any cluster
 	}
 	switch {
 	case len(failed) > 0 || e.o.DryRun:
@@ -349,16 +349,4 @@ func backTo(ctx context.Context, reg publish.Registry, cluster, app, d string) (
 	}
 	h.Current = n
 	return n, reg.SaveHistory(ctx, app, cluster, h)
-}
-
-// failedDependency is a dependency of app that failed, or "".
-func failedDependency(f *fleet.Fleet, app string, failed map[string]bool) string {
-	if a := f.App(app); a != nil {
-		for _, d := range a.DependsOn {
-			if failed[d] {
-				return d
-			}
-		}
-	}
-	return ""
 }

@@ -42,33 +42,30 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 		results = map[string][]App{}
 		pauses  = map[string][]pause.Pause{}
 	)
-	f := r.Set.Fleet
-	names, byName := fleet.Index(r.Set.Clusters)
-	outcomes := runner.Run(ctx, runner.Every(names), r.Parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		if f.DeliveryOf(c) != nil {
-			apps, err := r.publishedOf(ctx, c)
-			mu.Lock()
-			results[c.Name] = apps
-			mu.Unlock()
-			return err
-		}
-		client, err := r.Connector.Connect(ctx, f, c)
-		if err != nil {
-			return err
-		}
+	// The pauses are read beside the apps, not before them.
+	beside := func(c *fleet.Cluster, readPauses func() ([]pause.Pause, error), readApps func() ([]App, error)) error {
 		var (
 			paused []pause.Pause
 			perr   error
 			wg     sync.WaitGroup
 		)
-		wg.Go(func() { paused, perr = pause.Read(ctx, client, r.Set.Fleet.Metadata.Name) })
-		apps, err := r.appsOf(ctx, client, c.Name)
+		wg.Go(func() { paused, perr = readPauses() })
+		apps, err := readApps()
 		wg.Wait()
 		mu.Lock()
 		results[c.Name], pauses[c.Name] = apps, paused
 		mu.Unlock()
 		return cmp.Or(err, perr)
+	}
+	f := r.Set.Fleet
+	outcomes := kube.EachDelivered(ctx, r.Connector, f, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		return beside(c,
+			func() ([]pause.Pause, error) { return pause.Read(ctx, client, f.Metadata.Name) },
+			func() ([]App, error) { return r.appsOf(ctx, client, c.Name) })
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+		return beside(c,
+			func() ([]pause.Pause, error) { return pause.ReadPublished(ctx, d, c.Name) },
+			func() ([]App, error) { return r.publishedOf(ctx, c) })
 	})
 	return outcomes, results, pauses
 }

@@ -82,6 +82,7 @@ func TestPublishedRollout(t *testing.T) {
 	b.historyAndRollback(first)
 	b.laterGroupHeld()
 	b.approvalVouches()
+	b.pauseHolds()
 	b.deleteAll()
 }
 
@@ -399,6 +400,39 @@ func (b *pubBed) approvalVouches() {
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
 	if code != 0 || !said(out, "edge-1", "published oci://"+host+"/fleets/e2e/web:edge-1") {
 		t.Fatalf("apply -g late once approved: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A pause of delivered clusters is kept in the registry: it stops their
+// tags before they move, status says it, and resume lifts it.
+func (b *pubBed) pauseHolds() {
+	t, dir, host := b.t, b.dir, b.host
+	before := map[string]v1.Hash{"pub-a": mustDigest(t, b.r, "pub-a"), "pub-b": mustDigest(t, b.r, "pub-b")}
+	out, errOut, code := fleet(t, dir, "pause", "-g", "production", "--reason", "INC-9")
+	if code != 0 || !said(out, "pub-b", "paused every app (by ") || !said(out, "pub-b", "(local user)") {
+		t.Fatalf("pause of delivered clusters: exit %d\n%s%s", code, out, errOut)
+	}
+	if out, errOut, _ := fleet(t, dir, "status", "-g", "production"); !strings.Contains(out+errOut, "pub-b paused") || !strings.Contains(out+errOut, "INC-9") {
+		t.Fatalf("status does not say the pause kept in the registry:\n%s%s", out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "v: \"9\"")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "production")
+	if code == 0 || !said(out, "pub-a", "INC-9") || !said(out, "pub-b", "INC-9") {
+		t.Fatalf("apply over paused delivered clusters: exit %d\n%s%s", code, out, errOut)
+	}
+	for c, d := range before {
+		if now := mustDigest(t, b.r, c); now != d {
+			t.Fatalf("%s is paused, yet its tag moved from %s to %s", c, d, now)
+		}
+	}
+	out, errOut, code = fleet(t, dir, "resume", "-g", "production")
+	if code != 0 || !said(out, "pub-a", "resumed: was paused") {
+		t.Fatalf("resume of delivered clusters: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
