@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e hunt fuzz mutants bench bench-scale lint tidy-check dist clean controlplane docs schema
+.PHONY: all build run demo up test test-unit e2e hunt fuzz mutants bench bench-scale lint tidy-check dist clean controlplane flux docs schema
 
 all: build
 
@@ -20,14 +20,14 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-fleet ./cmd/kubectl-fleet
 
-## demo: build the plugin and (if missing) the control plane, start three
-## local clusters, run kubectl fleet on the example fleet, stop the clusters
-demo: build controlplane
-	$(GO) run ./hack/demo "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$(CURDIR)/$(BIN)"
+## demo: build the plugin and (if missing) the control plane and Flux, start four
+## local clusters, a registry and Flux, run kubectl fleet on the example fleet and its edge, stop them
+demo: build controlplane flux
+	$(GO) run ./hack/demo "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$$(hack/controlplane/build.sh --print-flux-crds-dir)" "$(CURDIR)/$(BIN)"
 
-## up: three local clusters kept running until Ctrl-C, for debugging by hand
-up: build controlplane
-	$(GO) run ./hack/demo -up "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$(CURDIR)/$(BIN)"
+## up: the same four clusters, registry and Flux kept running until Ctrl-C, for trying by hand
+up: build controlplane flux
+	$(GO) run ./hack/demo -up "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$$(hack/controlplane/build.sh --print-flux-crds-dir)" "$(CURDIR)/$(BIN)"
 
 ## run: the plugin on the example fleet, offline (no clusters); its one
 ## SOPS-encrypted file is decrypted with the demo key committed beside it
@@ -151,6 +151,11 @@ dist:
 ## about 6.5 minutes cold on 2 cores, 0.02 s warm)
 controlplane:
 	hack/controlplane/build.sh
+
+## flux: build Flux's source-controller and kustomize-controller (the
+## edge of make demo, and the e2e test bed's Flux)
+flux:
+	hack/controlplane/build.sh source-controller kustomize-controller
 
 clean:
 	rm -rf $(BIN) dist

@@ -1,9 +1,10 @@
-// Command demo starts three local clusters (contexts fleet-c1..fleet-c3, the
-// ones examples/fleet.yaml names; fleet-c1 full, with a fake node), runs
-// kubectl fleet on the example fleet through the real kubectl, and stops the
-// clusters, also on failure or Ctrl-C. Run it with `make demo`; with -up
-// (`make up`) it instead keeps the clusters running until Ctrl-C, for
-// debugging by hand.
+// Command demo starts four local clusters (contexts fleet-c1..fleet-c4, the
+// ones examples/fleet.yaml and examples/edge.yaml name; each full, with a
+// fake node), a registry on 127.0.0.1:5310 and Flux on fleet-c4, runs
+// kubectl fleet on the example fleet, then on its edge (a cluster that
+// pulls through Flux), through the real kubectl, and stops everything,
+// also on failure or Ctrl-C. Run it with `make demo`; with -up (`make
+// up`) it instead keeps them running until Ctrl-C, for trying by hand.
 package main
 
 import (
@@ -21,6 +22,9 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 )
 
+// registry is where examples/edge.yaml publishes.
+const registry = "127.0.0.1:5310"
+
 func main() {
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
@@ -31,10 +35,10 @@ func main() {
 func run() error {
 	up := flag.Bool("up", false, "keep the clusters up until Ctrl-C instead of running the demo")
 	flag.Parse()
-	if flag.NArg() != 3 {
-		return fmt.Errorf("usage: demo [-up] CONTROL_PLANE_BIN_DIR KWOK_STAGES_DIR PLUGIN_BIN_DIR")
+	if flag.NArg() != 4 {
+		return fmt.Errorf("usage: demo [-up] CONTROL_PLANE_BIN_DIR KWOK_STAGES_DIR FLUX_CRDS_DIR PLUGIN_BIN_DIR")
 	}
-	binDir, stages, pluginDir := flag.Arg(0), flag.Arg(1), flag.Arg(2)
+	binDir, stages, crds, pluginDir := flag.Arg(0), flag.Arg(1), flag.Arg(2), flag.Arg(3)
 	work, err := os.MkdirTemp("", "fleet-demo-")
 	if err != nil {
 		return err
@@ -43,8 +47,8 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	fmt.Println("# starting 3 local clusters (one etcd, three kube-apiservers on loopback)")
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 3, Full: 3, KwokStages: filepath.Join(stages, "fast.yaml"), Dir: filepath.Join(work, "clusters")})
+	fmt.Println("# starting 4 local clusters (one etcd, four kube-apiservers on loopback)")
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: binDir, Clusters: 4, Full: 4, KwokStages: filepath.Join(stages, "fast.yaml"), Dir: filepath.Join(work, "clusters")})
 	if err != nil {
 		return err
 	}
@@ -52,6 +56,16 @@ func run() error {
 		env.Stop()
 		fmt.Println("# clusters stopped")
 	}()
+	// The edge's registry and the Flux that edge-1 (fleet-c4) runs.
+	reg, err := testenv.StartRegistry(registry, nil)
+	if err != nil {
+		return err
+	}
+	defer reg.Stop()
+	if _, err := env.StartFlux(ctx, "fleet-c4", testenv.FluxOptions{BinDir: binDir, CRDs: crds, Namespace: "flux-system"}); err != nil {
+		return err
+	}
+	fmt.Printf("# a registry on %s, Flux on fleet-c4 (the edge's)\n", registry)
 
 	// The example fleet's one encrypted file is encrypted for this demo
 	// key, committed for the demo only.
@@ -60,11 +74,12 @@ func run() error {
 		return err
 	}
 	if *up {
-		fmt.Printf("# clusters up; in another shell:\nexport KUBECONFIG=%s PATH=%s:%s:$PATH SOPS_AGE_KEY_FILE=%s\n# Ctrl-C stops them\n", env.Kubeconfig, pluginDir, binDir, demoKey)
+		fmt.Printf("# clusters up (and the edge's registry and Flux); in another shell:\nexport KUBECONFIG=%s PATH=%s:%s:$PATH SOPS_AGE_KEY_FILE=%s\n# Ctrl-C stops them\n", env.Kubeconfig, pluginDir, binDir, demoKey)
 		<-ctx.Done()
 		return nil
 	}
 	path := pluginDir + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
+	flux := filepath.Join(work, "flux")
 	steps := []struct {
 		args []string
 		ok   []int // exit codes that are expected
@@ -84,6 +99,16 @@ func run() error {
 		{[]string{"get", "secret", "dashboard-credentials", "-n", "dashboard", "--context", "fleet-c2", "-o", "go-template={{.data.username | base64decode}}{{\"\\n\"}}"}, []int{0}},
 		{[]string{"fleet", "status"}, []int{0}},
 		{[]string{"fleet", "history"}, []int{0}},
+		// The edge: edge-1 pulls. Its Flux objects are applied once, with
+		// its admin rights; then apply publishes and reads back what Flux
+		// applied, through a context it only reads with.
+		{[]string{"fleet", "vet", "-F", "edge.yaml"}, []int{0}},
+		{[]string{"fleet", "bootstrap", "-F", "edge.yaml", "--output-dir", flux}, []int{0}},
+		{[]string{"apply", "--context", "fleet-c4", "-f", flux}, []int{0}},
+		{[]string{"fleet", "apply", "-F", "edge.yaml", "--dry-run=server"}, []int{0}}, // would publish …, with the digests
+		{[]string{"fleet", "apply", "-F", "edge.yaml", "--yes"}, []int{0}},
+		{[]string{"fleet", "status", "-F", "edge.yaml"}, []int{0}},
+		{[]string{"fleet", "history", "-F", "edge.yaml"}, []int{0}},
 	}
 	for _, step := range steps {
 		fmt.Printf("\n$ kubectl %s\n", strings.Join(step.args, " "))

@@ -18,19 +18,28 @@ import (
 // kwokNodeAnnotation marks the nodes kwok manages.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
+// adminKubeconfig writes, beside cluster i's data, a kubeconfig whose
+// current context is the cluster's API server at direct, as admin, and
+// returns its path.
+func (e *Env) adminKubeconfig(i int, direct string) (string, error) {
+	name := "c" + strconv.Itoa(i)
+	kc := filepath.Join(e.opts.Dir, name, "admin.kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: direct, InsecureSkipTLSVerify: true}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
+	cfg.CurrentContext = name
+	return kc, clientcmd.WriteToFile(*cfg, kc)
+}
+
 // startFull makes cluster i (1-based) a "full" cluster: a controller
 // manager and a scheduler, and kwok running one fake node, so that
 // Deployments become Available.
 func (e *Env) startFull(ctx context.Context, i int, direct string) error {
 	name := "c" + strconv.Itoa(i)
 	dir := filepath.Join(e.opts.Dir, name)
-	kc := filepath.Join(dir, "admin.kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: direct, InsecureSkipTLSVerify: true}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: e.Token}
-	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "admin"}
-	cfg.CurrentContext = name
-	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+	kc, err := e.adminKubeconfig(i, direct)
+	if err != nil {
 		return err
 	}
 	if _, err := e.start("kube-controller-manager-"+name, filepath.Join(e.opts.BinDir, "kube-controller-manager"),

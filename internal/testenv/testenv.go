@@ -299,12 +299,20 @@ func FreePorts(n int) ([]int, error) {
 }
 
 func (e *Env) start(name, bin string, args ...string) (*process, error) {
+	return e.startWith(name, bin, nil, args...)
+}
+
+// startWith starts bin with environ added to this process's environment.
+func (e *Env) startWith(name, bin string, environ []string, args ...string) (*process, error) {
 	logPath := filepath.Join(e.opts.Dir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	if environ != nil {
+		cmd.Env = append(os.Environ(), environ...)
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {

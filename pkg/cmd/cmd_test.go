@@ -199,6 +199,26 @@ func TestOutputDirExample(t *testing.T) {
 	}
 }
 
+// The example fleet's edge (make demo's pulled group) vets clean, and
+// bootstrap writes what makes edge-1's Flux follow its tag, verified
+// with the demo key's public half.
+func TestExampleEdge(t *testing.T) {
+	edge := filepath.Join("..", "..", "examples", "edge.yaml")
+	out, errOut, code := run(t, "", "vet", "--no-kubeconfig", "-F", edge)
+	if code != 0 || !strings.Contains(out, "[edge-1] ok: 5 objects from app web") {
+		t.Fatalf("vet of examples/edge.yaml: exit %d: %s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "", "bootstrap", "-F", edge)
+	if code != 0 {
+		t.Fatalf("bootstrap of examples/edge.yaml: exit %d: %s%s", code, out, errOut)
+	}
+	for _, want := range []string{"url: oci://127.0.0.1:5310/fleets/acme-edge/web", "tag: edge-1", "provider: cosign", "name: acme-edge-cosign", "insecure: true"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bootstrap does not write %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestVet(t *testing.T) {
 	out, errOut, code := run(t, "", "vet", "-F", example)
 	if code != 0 {

@@ -3,10 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,10 +12,8 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
@@ -123,41 +118,28 @@ func TestFluxPullsPublished(t *testing.T) {
 	}
 }
 
-// loopbackRegistry serves an OCI registry on loopback until the test
-// ends, through wrap when it is not nil (faults), and returns the
-// Registry of oci://<host>/fleets/e2e on it, anonymous, and its host.
+// loopbackRegistry serves a registry on loopback until the test ends
+// (through wrap when set) and returns a Registry of the fleet e2e there,
+// anonymous whatever this machine's Docker config says, and its host.
 func loopbackRegistry(t *testing.T, wrap func(http.Handler) http.Handler) (artifact.Registry, string) {
 	t.Helper()
-	var h http.Handler = ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0)))
-	if wrap != nil {
-		h = wrap(h)
+	reg, err := testenv.StartRegistry("127.0.0.1:0", wrap)
+	if err != nil {
+		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	r, err := artifact.ParseRegistry("oci://"+host+"/fleets/e2e", true)
+	t.Cleanup(reg.Stop)
+	r, err := artifact.ParseRegistry("oci://"+reg.Host+"/fleets/e2e", true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.Keychain = authn.NewMultiKeychain()
-	return r, host
+	return r, reg.Host
 }
 
 // fluxProcs are Flux's controllers running for a test.
-type fluxProcs struct {
-	dir string
-}
+type fluxProcs struct{ *testenv.Flux }
 
-// logs is the tail of each controller's log.
-func (f fluxProcs) logs() string {
-	var b strings.Builder
-	for _, name := range []string{"source-controller", "kustomize-controller"} {
-		data, _ := os.ReadFile(filepath.Join(f.dir, name+".log"))
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		fmt.Fprintf(&b, "--- %s (last lines):\n%s\n", name, strings.Join(lines[max(0, len(lines)-15):], "\n"))
-	}
-	return b.String()
-}
+func (f fluxProcs) logs() string { return f.Logs() }
 
 // startFlux builds (when missing) and starts source-controller and
 // kustomize-controller against the cluster of context, with their CRDs
@@ -174,57 +156,14 @@ func startFlux(t *testing.T, context string) fluxProcs {
 	if err != nil {
 		t.Fatalf("building Flux's controllers: %v", err)
 	}
-	bin := strings.TrimSpace(string(out))
 	crds, err := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "--print-flux-crds-dir").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := kubectl(t, "", "--context", context, "apply", "--server-side", "-f", strings.TrimSpace(string(crds))); code != 0 {
-		t.Fatalf("installing Flux's CRDs: exit %d\n%s%s", code, out, errOut)
-	}
-	if out, errOut, code := kubectl(t, "", "--context", context, "wait", "--for", "condition=established", "--timeout", "60s", "crd/ocirepositories.source.toolkit.fluxcd.io", "crd/kustomizations.kustomize.toolkit.fluxcd.io"); code != 0 {
-		t.Fatalf("Flux's CRDs: exit %d\n%s%s", code, out, errOut)
-	}
-
-	dir := t.TempDir()
-	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	flux, err := env.StartFlux(stopping, context, testenv.FluxOptions{BinDir: strings.TrimSpace(string(out)), CRDs: strings.TrimSpace(string(crds)), Namespace: "flux-e2e"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.CurrentContext = context
-	kc := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
-		t.Fatal(err)
-	}
-	ports, err := testenv.FreePorts(3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
-	storage := addr(0)
-	if err := os.MkdirAll(filepath.Join(dir, "storage"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, args := range map[string][]string{
-		"source-controller": {"--storage-path=" + filepath.Join(dir, "storage"), "--storage-addr=" + storage, "--storage-adv-addr=" + storage,
-			"--metrics-addr=0", "--health-addr=" + addr(1), "--log-level=debug"},
-		"kustomize-controller": {"--metrics-addr=0", "--health-addr=" + addr(2), "--log-level=debug", "--requeue-dependency=1s"},
-	} {
-		logf, err := os.Create(filepath.Join(dir, name+".log"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(filepath.Join(bin, name), args...)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kc, "RUNTIME_NAMESPACE=flux-e2e")
-		cmd.Stdout, cmd.Stderr = logf, logf
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			logf.Close()
-		})
-	}
-	return fluxProcs{dir: dir}
+	t.Cleanup(flux.Stop)
+	return fluxProcs{flux}
 }
