@@ -35,7 +35,9 @@ const NotObserved = "NotObserved"
 
 // state is what Published says of an app, or "" when its objects do:
 // NotObserved, OutOfSync while Flux has not applied the tag's artifact,
-// Failed when it failed to.
+// Failed when it failed to. Once it applied it, a Ready that is Unknown
+// is Flux reconciling it again (every interval): the objects' health
+// says how they are.
 func (p *Published) state() string {
 	switch {
 	case p == nil:
@@ -44,7 +46,7 @@ func (p *Published) state() string {
 		return NotObserved
 	case p.Flux.Failed(p.Artifact) != "" || p.Flux.Refused(p.Artifact) != "":
 		return Failed
-	case !p.Flux.Converged(p.Artifact):
+	case !publish.Is(p.Flux.Applied, p.Artifact):
 		return OutOfSync
 	}
 	return ""

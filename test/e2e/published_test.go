@@ -20,8 +20,9 @@ import (
 )
 
 // publishedFleet is staging written to directly, production delivered
-// through the registry at host: pub-a followed by Flux on fleet-c3 and
-// read through its context, pub-b with no context at all.
+// through the registry at host: pub-a and pub-c followed by Flux on
+// fleet-c3 and fleet-c2 and read through their contexts, pub-b with no
+// context at all.
 func publishedFleet(host, prodAttrs string) string {
 	return publishedFleetWith(host, prodAttrs, "", "")
 }
@@ -44,6 +45,7 @@ groups:
   - {name: pub-stg, group: staging, context: fleet-c1}
   - {name: pub-a, group: production, context: fleet-c3}
   - {name: pub-b, group: production}
+  - {name: pub-c, group: production, context: fleet-c2}
 ` + clusters + `apps:
   - {name: web, manifests: app.yaml}
 `
@@ -90,13 +92,14 @@ func TestPublishedRollout(t *testing.T) {
 // registry, and the work folder of the fleet file.
 type pubBed struct {
 	t         *testing.T
-	flux      fluxProcs
+	flux      fluxProcs // pub-a's; pub-c's is started beside it
 	r         artifact.Registry
 	host, dir string
 }
 
 func newPubBed(t *testing.T) *pubBed {
 	b := &pubBed{t: t, flux: startFlux(t, "fleet-c3")}
+	startFlux(t, "fleet-c2")
 	b.r, b.host = loopbackRegistry(t, nil)
 	b.dir = workdir(t, publishedFleet(b.host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": "", "cosign.key": signingKey(t)})
 	if err := os.Chmod(filepath.Join(b.dir, "smoke.sh"), 0o755); err != nil {
@@ -104,7 +107,9 @@ func newPubBed(t *testing.T) *pubBed {
 	}
 	t.Cleanup(func() { _, _, _ = fleet(t, b.dir, "delete", "--yes", "-g", "staging") })
 	t.Cleanup(func() {
-		kubectl(t, "", "--context", "fleet-c3", "delete", "namespace", "flux-pub", "e2e-pub", "--wait=false", "--ignore-not-found")
+		for _, c := range []string{"fleet-c3", "fleet-c2"} {
+			kubectl(t, "", "--context", c, "delete", "namespace", "flux-pub", "e2e-pub", "--wait=false", "--ignore-not-found")
+		}
 	})
 	return b
 }
@@ -122,19 +127,32 @@ func (b *pubBed) tag() string {
 	return d.String()
 }
 
-// What makes pub-a follow its tags, applied with admin credentials
-// the plugin never holds; several clusters need a folder.
+// What makes pub-a and pub-c follow their tags, applied with admin
+// credentials the plugin never holds; several clusters need a folder.
 func (b *pubBed) bootstrap() {
 	t, dir := b.t, b.dir
-	if out, errOut, code := fleet(t, dir, "bootstrap", "-g", "production"); code != 1 || !strings.Contains(errOut, "2 delivered clusters selected: give --output-dir") {
-		t.Fatalf("bootstrap of two clusters to standard output: exit %d\n%s%s", code, out, errOut)
+	if out, errOut, code := fleet(t, dir, "bootstrap", "-g", "production"); code != 1 || !strings.Contains(errOut, "3 delivered clusters selected: give --output-dir") {
+		t.Fatalf("bootstrap of three clusters to standard output: exit %d\n%s%s", code, out, errOut)
 	}
 	follow, errOut, code := fleet(t, dir, "bootstrap", "-c", "pub-a")
 	if code != 0 || !strings.Contains(follow, "cosign.pub: |") || strings.Contains(follow, "PRIVATE KEY") {
 		t.Fatalf("bootstrap: exit %d\n%s%s", code, follow, errOut)
 	}
-	if out, errOut, code := kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-pub}\n---\n"+follow, "--context", "fleet-c3", "apply", "-f", "-"); code != 0 {
-		t.Fatalf("bootstrapping pub-a: exit %d\n%s%s", code, out, errOut)
+	out := filepath.Join(t.TempDir(), "flux")
+	if _, errOut, code := fleet(t, dir, "bootstrap", "-g", "production", "--output-dir", out); code != 0 {
+		t.Fatalf("bootstrap --output-dir: exit %d\n%s", code, errOut)
+	}
+	for cluster, context := range map[string]string{"pub-a": "fleet-c3", "pub-c": "fleet-c2"} {
+		data, err := os.ReadFile(filepath.Join(out, cluster+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cluster == "pub-a" && string(data) != follow {
+			t.Fatalf("bootstrap writes pub-a differently to a folder:\n%s\nthan to standard output:\n%s", data, follow)
+		}
+		if out, errOut, code := kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-pub}\n---\n"+string(data), "--context", context, "apply", "-f", "-"); code != 0 {
+			t.Fatalf("bootstrapping %s: exit %d\n%s%s", cluster, code, out, errOut)
+		}
 	}
 }
 
@@ -170,13 +188,17 @@ func (b *pubBed) firstRelease() string {
 		{"pub-a", "published web " + short(d1) + "; Flux applied web"},
 		{"pub-b", "published oci://" + host + "/fleets/e2e/web:pub-b " + short(d1)},
 		{"pub-b", "revision 1 (" + short(d1) + ") unverified: published, not observed: no context reads cluster pub-b"},
+		{"pub-c", "Flux applied " + short(d1) + ", Ready (healthy) since "},
+		{"pub-c", "revision 1 (" + short(d1) + ") verified"},
 	} {
 		if code != 0 || d1 == "" || !said(out, want[0], want[1]) {
 			t.Fatalf("apply: exit %d, want [%s] %q\n%s%s\n%s", code, want[0], want[1], out, errOut, b.flux.logs())
 		}
 	}
-	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
-		t.Fatalf("Flux applied %q, want 1", v)
+	for _, c := range []string{"fleet-c3", "fleet-c2"} {
+		if v, _, _ := kubectl(t, "", "--context", c, "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
+			t.Fatalf("Flux on %s applied %q, want 1", c, v)
+		}
 	}
 	// The app's inventory, lock, revisions: none of them on pub-a.
 	if objs, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "kubectl-fleet", "get", "configmaps,leases,secrets", "-o", "name"); strings.Contains(objs, "/fleet-web") {
@@ -360,7 +382,7 @@ func (b *pubBed) laterGroupHeld() {
 	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "production"); code != 0 || !said(out, "pub-a", "revision 4 is current") || !said(out, "pub-b", "revision 3 recorded") {
 		t.Fatalf("apply -g production: exit %d\n%s%s", code, out, errOut)
 	}
-	late := publishedFleetWith(host, "", "  - {name: late}\n", "  - {name: pub-late, group: late, context: fleet-c2}\n")
+	late := publishedFleetWith(host, "", "  - {name: late, attributes: {v: \"7\"}}\n", "  - {name: pub-late, group: late, context: fleet-c2}\n")
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(late), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +390,7 @@ func (b *pubBed) laterGroupHeld() {
 	if code != 1 || !strings.Contains(out, "late not started: pub-b runs web r3, not verified (unverified: published, not observed") {
 		t.Fatalf("apply -g late: exit %d\n%s%s", code, out, errOut)
 	}
-	if !absent(t, "fleet-c2", "namespace", "e2e-pub") {
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c2", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v == "7" { // pub-c's Flux applies v 1 there
 		t.Fatal("late got a release production did not verify")
 	}
 }
@@ -447,7 +469,7 @@ func (b *pubBed) deleteAll() {
 		code        int
 	)
 	out, errOut, code = fleet(t, dir, "delete", "--yes", "-g", "production")
-	if code != 0 || !said(out, "pub-a", "published oci://") || absent(t, "fleet-c3", "-n", "e2e-pub", "configmap", "release") == false {
+	if code != 0 || !said(out, "pub-a", "published oci://") || !absent(t, "fleet-c3", "-n", "e2e-pub", "configmap", "release") || !absent(t, "fleet-c2", "-n", "e2e-pub", "configmap", "release") {
 		t.Fatalf("delete of delivered clusters: exit %d\n%s%s\n%s", code, out, errOut, b.flux.logs())
 	}
 }
