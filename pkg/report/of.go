@@ -33,6 +33,14 @@ func OfRollout(command string, f *fleet.Fleet, outcomes []runner.Outcome, tally 
 		case runner.Skipped:
 			c.Skipped = true
 		}
+		if published := tally.Published(oc.Cluster); len(published) > 0 {
+			// A delivered cluster: what its tags point at, and what its
+			// Flux was seen to apply.
+			c.State += "; published " + summary.PublishedList(published)
+			for _, g := range tally.Gates(oc.Cluster) {
+				c.State += "; " + g
+			}
+		}
 		c.Apps, c.Diff = rc.Of(oc.Cluster)
 		rep.Clusters = append(rep.Clusters, c)
 	}

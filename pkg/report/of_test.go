@@ -34,3 +34,16 @@ func TestOfRollout(t *testing.T) {
 		t.Errorf("prod: %+v", prod)
 	}
 }
+
+// A delivered cluster's report says the artifact its tag points at and
+// what its Flux was seen to do.
+func TestOfRolloutPublished(t *testing.T) {
+	f := &fleet.Fleet{Clusters: []fleet.Cluster{{Name: "edge-1", Group: "edge"}}}
+	var tally summary.Tally
+	tally.SetPublished("edge-1", "web", "sha256:0123456789abcdef0123")
+	tally.AddGate("edge-1", "Flux applied web")
+	rep := OfRollout("apply", f, []runner.Outcome{{Cluster: "edge-1", State: runner.Succeeded}}, &tally, nil, false)
+	if got, want := rep.Clusters[0].State, "succeeded; published web sha256:0123456789ab; Flux applied web"; got != want {
+		t.Errorf("state %q, want %q", got, want)
+	}
+}

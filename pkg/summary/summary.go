@@ -123,9 +123,9 @@ func (r *Rollout) line(oc runner.Outcome) string {
 	published := r.Tally.Published(oc.Cluster)
 	switch {
 	case len(published) > 0 && oc.State == runner.Succeeded:
-		state = "published " + publishedList(published)
+		state = "published " + PublishedList(published)
 		if r.DryRun {
-			state = "would publish " + publishedList(published)
+			state = "would publish " + PublishedList(published)
 		}
 	case len(c) == 0 && oc.State == runner.Succeeded && r.Nothing != "":
 		state = r.Nothing
@@ -147,8 +147,10 @@ func (r *Rollout) line(oc runner.Outcome) string {
 	return line
 }
 
-// publishedList is "web sha256:0123456789ab, db sha256:…", by app.
-func publishedList(published map[string]string) string {
+// PublishedList is "web sha256:0123456789ab, db sha256:…", by app: the
+// artifacts a delivered cluster's tags point at, as the summary and the
+// report say them.
+func PublishedList(published map[string]string) string {
 	var parts []string
 	for _, app := range slices.Sorted(maps.Keys(published)) {
 		parts = append(parts, app+" "+publish.Short(published[app]))
