@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -114,8 +115,17 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 	runner.Run(ctx, runner.Every(names), cfg.Parallel, func(ctx context.Context, name string) error {
 		i := at[name]
 		c := rollout.ClusterCheck{Cluster: name}
-		client, err := clients.Connect(ctx, r.Fleet, r.Clusters[i])
-		if err != nil {
+		if d := r.Fleet.DeliveryOf(r.Clusters[i]); d != nil {
+			// Its registry says what it runs; nothing connects.
+			reg, err := publish.For(d)
+			c.Err = err
+			if err == nil {
+				c = rollout.Check(ctx, name, &rollout.PublishedState{Registry: reg, Cluster: name}, r.Of(name))
+				for j := range c.Apps {
+					c.Apps[j].Unobserved = !r.Clusters[i].Observed()
+				}
+			}
+		} else if client, err := clients.Connect(ctx, r.Fleet, r.Clusters[i]); err != nil {
 			c.Err = err
 		} else {
 			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(name))

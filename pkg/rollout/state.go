@@ -34,13 +34,16 @@ type AppCheck struct {
 	// when the render is the current revision's.
 	Drifted []string
 	Err     error
+	// Unobserved: a delivered cluster no context reads, whose gates
+	// cannot pass (published, not observed): they are not run again.
+	Unobserved bool
 }
 
 // Unverified reports whether the render is what the cluster runs, but its
-// gates have not passed there (they failed, or never ran): the pass runs
-// them again, and a later group does not get it meanwhile.
+// gates have not passed there (they failed, or never ran) and could: the
+// pass runs them again, and a later group does not get it meanwhile.
 func (a AppCheck) Unverified() bool {
-	return !a.Changed() && a.Verification.State != revision.Verified
+	return !a.Changed() && a.Verification.State != revision.Verified && !a.Unobserved
 }
 
 // Changed reports whether the render is not what the cluster runs.

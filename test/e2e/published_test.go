@@ -76,6 +76,7 @@ func TestPublishedRollout(t *testing.T) {
 	b.bootstrap()
 	b.stagingHoldsProduction()
 	first := b.firstRelease()
+	b.reconcileKeeps(first)
 	b.forgedTagRefused()
 	d := b.diffAndPlan(first)
 	b.dryRun(d)
@@ -218,6 +219,34 @@ func (b *pubBed) firstRelease() string {
 		t.Fatalf("Flux did not verify the signature: SourceVerified %q\n%s", v, b.flux.logs())
 	}
 	return d1
+}
+
+// A reconcile pass over delivered clusters whose renders did not change
+// moves no tag and records no revision: Flux is already there.
+func (b *pubBed) reconcileKeeps(first string) {
+	t, dir := b.t, b.dir
+	out, errOut, code := fleet(t, dir, "reconcile", "--once", "--yes")
+	if code != 0 || !said(out, "pub-a", "unchanged, skipped (web r1)") || !said(out, "pub-b", "unchanged, skipped (web r1)") || strings.Contains(out, "publish") || b.tag() != first || mustDigest(t, b.r, "pub-c").String() != first {
+		t.Fatalf("reconcile --once over unchanged delivered clusters: exit %d, pub-a at %s (was %s)\n%s%s", code, b.tag(), first, out, errOut)
+	}
+	// Someone moved pub-b's tag: the history's r1 no longer counts, and
+	// the pass moves the tag back to r1's artifact, recording nothing new.
+	ctx := context.Background()
+	img, err := artifact.Pack(nil, artifact.Origin{Revision: "by hand"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := b.r.Push(ctx, "web", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.r.Tag(ctx, "web", "pub-b", other); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--yes")
+	if code != 0 || !said(out, "pub-b", "web: no revision recorded") || !said(out, "pub-b", "revision 1 is current") || !said(out, "pub-a", "unchanged, skipped") || mustDigest(t, b.r, "pub-b").String() != first {
+		t.Fatalf("reconcile --once after pub-b's tag moved: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // Someone with push rights and no key moves the tag: Flux refuses.
