@@ -8,6 +8,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 func cm(name, value string) *unstructured.Unstructured {
@@ -178,6 +180,37 @@ func TestRegistry(t *testing.T) {
 	}
 	if got, _, _ := r.Resolve(ctx, "web", "p2"); got != d {
 		t.Errorf("p2 moved to %s after a failed tag", got)
+	}
+	// A tag deleted: gone, the artifact still there under another.
+	if err := r.Untag(ctx, "web", "p2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, found, _ := r.Resolve(ctx, "web", "p2"); found {
+		t.Error("p2 is still there")
+	}
+	if got, found, _ := r.Resolve(ctx, "web", "p1"); !found || got != d {
+		t.Errorf("p1 at %s (%v) after p2 was deleted, want %s", got, found, d)
+	}
+	if err := r.Untag(ctx, "web", "p2"); err == nil {
+		t.Error("deleted a tag that is not there")
+	}
+}
+
+// History keeps the newest revisions within its limit and says which
+// it dropped, so that their tags go too.
+func TestHistoryAdd(t *testing.T) {
+	var h publish.History
+	var dropped []int
+	for n := 1; n <= 5; n++ {
+		for _, r := range h.Add(revision.Revision{Number: n}, 3) {
+			dropped = append(dropped, r.Number)
+		}
+	}
+	if h.Current != 5 || len(h.Revisions) != 3 || h.Revisions[0].Number != 3 || !slices.Equal(dropped, []int{1, 2}) {
+		t.Errorf("current %d, kept %v, dropped %v", h.Current, h.Revisions, dropped)
+	}
+	if got := h.Add(revision.Revision{Number: 6}, 0); len(got) != 0 || len(h.Revisions) != 4 {
+		t.Errorf("no limit dropped %v", got)
 	}
 }
 

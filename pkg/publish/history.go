@@ -59,13 +59,16 @@ func (h History) Next() int {
 	return n + 1
 }
 
-// Add makes rev the current revision, keeping at most limit (0: all).
-func (h *History) Add(rev revision.Revision, limit int) {
+// Add makes rev the current revision, keeping at most limit (0: all),
+// and returns the revisions it dropped, oldest first.
+func (h *History) Add(rev revision.Revision, limit int) (dropped []revision.Revision) {
 	h.Revisions = append(h.Revisions, rev)
 	h.Current = rev.Number
 	if limit > 0 && len(h.Revisions) > limit {
+		dropped = slices.Clone(h.Revisions[:len(h.Revisions)-limit])
 		h.Revisions = h.Revisions[len(h.Revisions)-limit:]
 	}
+	return dropped
 }
 
 // Verify records v on revision n.

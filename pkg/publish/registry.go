@@ -103,6 +103,20 @@ func (r Registry) Tag(ctx context.Context, app, tag string, d v1.Hash) error {
 	return nil
 }
 
+// Untag deletes app's tag tag (the artifact stays, under its digest and
+// any other tag). A registry may refuse to delete tags: its error says
+// so.
+func (r Registry) Untag(ctx context.Context, app, tag string) error {
+	repo, err := r.Repository(app)
+	if err != nil {
+		return err
+	}
+	if err := remote.Delete(repo.Tag(tag), r.options(ctx)...); err != nil {
+		return fmt.Errorf("deleting the tag %s:%s: %w", repo, tag, plain(err))
+	}
+	return nil
+}
+
 // Resolve is the digest app's tag points at; found is false when there
 // is no such tag.
 func (r Registry) Resolve(ctx context.Context, app, tag string) (d v1.Hash, found bool, err error) {

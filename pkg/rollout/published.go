@@ -226,10 +226,17 @@ func (e *Engine) release(ctx context.Context, cluster string, res render.Result,
 	if err := reg.Tag(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest); err != nil {
 		return RevisionEvent{}, err
 	}
-	limit := e.o.HistoryLimit
-	h.Add(rev, limit)
+	dropped := h.Add(rev, e.o.HistoryLimit)
 	if err := reg.SaveHistory(ctx, res.App, cluster, h); err != nil {
 		return RevisionEvent{}, err
+	}
+	// The tags that kept the dropped revisions' artifacts go too, so
+	// that a registry that collects untagged artifacts may take them: a
+	// registry that refuses is said, and the rollout goes on.
+	for _, r := range dropped {
+		if err := reg.Untag(ctx, res.App, publish.RevisionTag(cluster, r.Number)); err != nil {
+			e.emit(OutputEvent{Cluster: cluster, Line: "warning: " + err.Error()})
+		}
 	}
 	ev.Revision, ev.New, ev.Description, ev.Digest = rev.Number, true, rev.Description, rev.Digest
 	return ev, nil

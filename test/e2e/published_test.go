@@ -408,8 +408,14 @@ func (b *pubBed) laterGroupHeld() {
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "production"); code != 0 || !said(out, "pub-a", "revision 4 is current") || !said(out, "pub-b", "revision 3 recorded") {
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "production", "--history-limit", "1"); code != 0 || !said(out, "pub-a", "revision 4 is current") || !said(out, "pub-b", "revision 3 recorded") {
 		t.Fatalf("apply -g production: exit %d\n%s%s", code, out, errOut)
+	}
+	// The revisions the history dropped lose the tags that kept them.
+	for tag, want := range map[string]bool{"pub-b.r1": false, "pub-b.r2": false, "pub-b.r3": true} {
+		if _, found, err := b.r.Resolve(context.Background(), "web", tag); err != nil || found != want {
+			t.Fatalf("web:%s there: %v (%v), want %v", tag, found, err, want)
+		}
 	}
 	late := publishedFleetWith(host, "", "  - {name: late, attributes: {v: \"7\"}}\n", "  - {name: pub-late, group: late, context: fleet-c2}\n")
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(late), 0o644); err != nil {
