@@ -1,0 +1,275 @@
+package ocisource_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+)
+
+// file is one tar entry to write.
+type file struct {
+	name, body, link string
+	typ              byte
+	size             int64 // for a header that says more than body
+}
+
+// tgz is files as tar+gzip.
+func tgz(t *testing.T, files ...file) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	gz := gzip.NewWriter(&b)
+	tw := tar.NewWriter(gz)
+	for _, f := range files {
+		h := &tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: f.typ, Linkname: f.link}
+		if f.typ == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		if h.Typeflag != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := io.WriteString(tw, f.body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// image is an artifact of config media type config and layers.
+func image(t *testing.T, config types.MediaType, layerType types.MediaType, layers ...[]byte) v1.Image {
+	t.Helper()
+	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), config)
+	for _, l := range layers {
+		var err error
+		if img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(l, layerType), MediaType: layerType}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return img
+}
+
+// bed is a registry on loopback and a Fetcher with a cache.
+type bed struct {
+	t    *testing.T
+	host string
+	srv  *httptest.Server
+	f    *ocisource.Fetcher
+}
+
+func newBed(t *testing.T) *bed {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return &bed{t: t, host: strings.TrimPrefix(srv.URL, "http://"), srv: srv, f: &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: authn.NewMultiKeychain()}}
+}
+
+// push pushes img as repo:tag and returns its oci:// reference.
+func (b *bed) push(repo, tag string, img v1.Image) string {
+	b.t.Helper()
+	ref := b.host + "/" + repo + ":" + tag
+	if err := remote.Write(mustRef(b.t, ref), img); err != nil {
+		b.t.Fatal(err)
+	}
+	return "oci://" + ref
+}
+
+const kustomization = "resources: [cm.yaml]\n"
+const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: base}\n"
+
+func TestFetchFormats(t *testing.T) {
+	b := newBed(t)
+	content := tgz(t, file{name: "base/", typ: tar.TypeDir}, file{name: "base/kustomization.yaml", body: kustomization}, file{name: "base/cm.yaml", body: cm})
+	for _, tc := range []struct {
+		format    string
+		img       v1.Image
+		wantError string
+	}{
+		{"flux", image(t, publish.ConfigMediaType, publish.ContentMediaType, content), ""},
+		{"timoni", image(t, ocisource.TimoniConfigMediaType, ocisource.TimoniContentMediaType, content), ""},
+		{"tarball", image(t, types.OCIConfigJSON, types.OCILayer, content), ""},
+		{"helm", image(t, "application/vnd.cncf.helm.config.v1+json", "application/vnd.cncf.helm.chart.content.v1.tar+gzip", content),
+			"not a source kubectl fleet reads: config application/vnd.cncf.helm.config.v1+json, layers [application/vnd.cncf.helm.chart.content.v1.tar+gzip]"},
+		{"two plain layers", image(t, types.OCIConfigJSON, types.OCILayer, content, content), "not a source kubectl fleet reads"},
+	} {
+		ref := b.push("bases/"+strings.ReplaceAll(tc.format, " ", "-"), "v1", tc.img)
+		got, err := b.f.Fetch(context.Background(), ocisource.Spec{Ref: ref})
+		if tc.wantError != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("%s: got %v, want %q", tc.format, err, tc.wantError)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.format, err)
+		}
+		d, _ := tc.img.Digest()
+		if got.Format != tc.format || got.Digest != d.String() || got.Ref != "oci://"+b.host+"/bases/"+tc.format+"@"+d.String() {
+			t.Errorf("%s: %+v", tc.format, got)
+		}
+		if data, err := os.ReadFile(filepath.Join(got.Dir, "base", "cm.yaml")); err != nil || string(data) != cm {
+			t.Errorf("%s: base/cm.yaml: %q, %v", tc.format, data, err)
+		}
+	}
+}
+
+// Every hostile archive is refused before any file is written.
+func TestFetchRefusesHostileArchives(t *testing.T) {
+	b := newBed(t)
+	var bomb bytes.Buffer
+	gz, _ := gzip.NewWriterLevel(&bomb, gzip.BestSpeed)
+	tw := tar.NewWriter(gz)
+	_ = tw.WriteHeader(&tar.Header{Name: "zeros", Mode: 0o644, Size: 2 << 20, Typeflag: tar.TypeReg})
+	_, _ = tw.Write(make([]byte, 2<<20))
+	_ = tw.Close()
+	_ = gz.Close()
+	for _, tc := range []struct {
+		name  string
+		layer []byte
+		want  string
+	}{
+		{"absolute", tgz(t, file{name: "/etc/passwd", body: "x"}), "an absolute path"},
+		{"dotdot", tgz(t, file{name: "base/../../escape.yaml", body: "x"}), "leaves its folder"},
+		{"symlink out", tgz(t, file{name: "base/kustomization.yaml", body: kustomization}, file{name: "base/cm.yaml", typ: tar.TypeSymlink, link: "/etc/shadow"}), "a link to \"/etc/shadow\""},
+		{"hard link", tgz(t, file{name: "l", typ: tar.TypeLink, link: "../x"}), "links are not unpacked"},
+		{"device", tgz(t, file{name: "dev", typ: tar.TypeChar}), "neither a file nor a folder"},
+		{"fifo", tgz(t, file{name: "fifo", typ: tar.TypeFifo}), "neither a file nor a folder"},
+		{"gzip bomb", bomb.Bytes(), "unpacks to more than 1 MiB"},
+		{"not gzip", []byte("plain text"), "not tar+gzip"},
+	} {
+		ref := b.push("hostile/"+strings.ReplaceAll(tc.name, " ", "-"), "v1", image(t, publish.ConfigMediaType, publish.ContentMediaType, tc.layer))
+		f := &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: authn.NewMultiKeychain(), Limits: ocisource.Limits{Compressed: 1 << 20, Content: 1 << 20, Files: 100}}
+		_, err := f.Fetch(context.Background(), ocisource.Spec{Ref: ref})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.name, err, tc.want)
+		}
+		if left, _ := filepath.Glob(filepath.Join(f.CacheDir, "oci", "*", "*")); len(left) > 0 {
+			t.Errorf("%s: written although refused: %v", tc.name, left)
+		}
+	}
+}
+
+func signer(t *testing.T) (*publish.Signer, []byte) {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := publish.LoadSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := s.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, pub
+}
+
+// A key asks for a signature: signed by it is fetched, unsigned or
+// signed by another key is refused, naming what was expected.
+func TestFetchVerifies(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	s, pub := signer(t)
+	_, otherPub := signer(t)
+	img := image(t, publish.ConfigMediaType, publish.ContentMediaType, tgz(t, file{name: "cm.yaml", body: cm}))
+	ref := b.push("signed/web", "v1", img)
+	if _, err := b.f.Fetch(ctx, ocisource.Spec{Ref: ref, Key: pub, KeyName: "cosign.pub"}); err == nil || !strings.Contains(err.Error(), "it is not signed") || !strings.Contains(err.Error(), "wanted a signature by cosign.pub") {
+		t.Fatalf("unsigned: %v", err)
+	}
+	reg, err := publish.ParseRegistry("oci://"+b.host+"/signed", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg.Keychain = authn.NewMultiKeychain()
+	d, _ := img.Digest()
+	if err := reg.Sign(ctx, "web", d, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.f.Fetch(ctx, ocisource.Spec{Ref: ref, Key: otherPub, KeyName: "other.pub"}); err == nil || !strings.Contains(err.Error(), "the signature does not verify") {
+		t.Fatalf("signed by another key: %v", err)
+	}
+	run2 := &ocisource.Fetcher{CacheDir: b.f.CacheDir, Keychain: authn.NewMultiKeychain()} // a run answers once per key
+	got, err := run2.Fetch(ctx, ocisource.Spec{Ref: ref, Key: pub, KeyName: "cosign.pub"})
+	if err != nil || got.SignedBy != "cosign.pub" {
+		t.Fatalf("signed: %+v, %v", got, err)
+	}
+	// Verified once, in the cache: a later run needs no registry.
+	b.srv.Close()
+	later := &ocisource.Fetcher{CacheDir: b.f.CacheDir, Keychain: authn.NewMultiKeychain()}
+	if got, err := later.Fetch(ctx, ocisource.Spec{Ref: ref, Digest: d.String(), Key: pub, KeyName: "cosign.pub"}); err != nil || got.Dir == "" {
+		t.Fatalf("pinned, in the cache, registry down: %+v, %v", got, err)
+	}
+	if _, err := later.Fetch(ctx, ocisource.Spec{Ref: ref, Digest: d.String(), Key: otherPub, KeyName: "other.pub"}); err == nil {
+		t.Fatal("the cache vouched for a key it never verified")
+	}
+}
+
+// A tag is resolved once per run: every cluster renders the same
+// artifact even if the tag moves meanwhile.
+func TestFetchOncePerRun(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	ref := b.push("once/web", "v1", image(t, publish.ConfigMediaType, publish.ContentMediaType, tgz(t, file{name: "cm.yaml", body: cm})))
+	first, err := b.f.Fetch(ctx, ocisource.Spec{Ref: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.push("once/web", "v1", image(t, publish.ConfigMediaType, publish.ContentMediaType, tgz(t, file{name: "cm.yaml", body: cm + "data: {moved: \"yes\"}\n"})))
+	again, err := b.f.Fetch(ctx, ocisource.Spec{Ref: ref})
+	if err != nil || again.Digest != first.Digest {
+		t.Fatalf("the same run: %s, then %s (%v)", first.Digest, again.Digest, err)
+	}
+	next := &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: authn.NewMultiKeychain()}
+	if moved, err := next.Fetch(ctx, ocisource.Spec{Ref: ref}); err != nil || moved.Digest == first.Digest {
+		t.Fatalf("the next run sees the tag where it is now: %s (%v)", moved.Digest, err)
+	}
+}
+
+func mustRef(t *testing.T, s string) name.Reference {
+	t.Helper()
+	r, err := name.ParseReference(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
