@@ -11,7 +11,7 @@ import (
 func NewCmdDeps(g *GlobalOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deps",
-		Short: "Pin the fleet's Helm charts: fleet.lock",
+		Short: "Pin the fleet's Helm charts and oci:// sources: fleet.lock",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newCmdDepsUpdate(g))
@@ -22,7 +22,7 @@ func newCmdDepsUpdate(g *GlobalOptions) *cobra.Command {
 	var apps []string
 	cmd := &cobra.Command{
 		Use:   "update",
-		Short: "Resolve each app's chart from a repository or registry and pin it in fleet.lock",
+		Short: "Pin each app's chart from a repository or registry, and each oci:// source, in fleet.lock",
 		Long: `For every app of the fleet file whose Helm chart comes from a chart
 repository or an OCI registry, update resolves the version the fleet file
 asks for (a version range resolves to the newest match), downloads the
@@ -37,7 +37,12 @@ content), rather than deploy it. A pinned chart found in the chart cache
 folder) needs no network. Local charts (folders, .tgz) are not pinned:
 they are in your repository; a local chart folder whose Chart.yaml names
 dependencies that its charts/ folder lacks gets them fetched there, as
-helm dependency build does.`,
+helm dependency build does.
+
+An app whose source is an oci:// artifact (kustomize, manifests or
+jsonnet) is pinned too: its tag resolved to the artifact's digest, the
+artifact fetched and, with verify, its signature checked. Every render then
+reads that digest, whatever the tag says since; update again to move it.`,
 		Example: `  kubectl fleet deps update
   kubectl fleet deps update --app ingress`,
 		Args: cobra.NoArgs,
@@ -46,9 +51,9 @@ helm dependency build does.`,
 			if err != nil {
 				return err
 			}
-			return rendered.PinCharts(f, g.engine(), apps, cmd.OutOrStdout())
+			return rendered.PinCharts(cmd.Context(), f, g.engine(), g.fetcher(), apps, cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringSliceVar(&apps, "app", nil, "only these apps (repeatable; default every app with a remote chart)")
+	cmd.Flags().StringSliceVar(&apps, "app", nil, "only these apps (repeatable; default every app with a remote chart or an oci:// source)")
 	return cmd
 }

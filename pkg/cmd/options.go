@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -12,6 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -42,6 +44,24 @@ type GlobalOptions struct {
 	sources kube.KubeconfigSources
 	// mask holds the values the run decrypted; the streams mask them.
 	mask *mask.Set
+	// oci fetches the oci:// sources, each once per command.
+	oci struct {
+		once sync.Once
+		f    *ocisource.Fetcher
+	}
+}
+
+// fetcher fetches oci:// sources into the cache (ocisource.CacheDir),
+// with kubectl's --cache-dir when it is given.
+func (g *GlobalOptions) fetcher() *ocisource.Fetcher {
+	g.oci.once.Do(func() {
+		var dir string
+		if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
+			dir = *cf.CacheDir
+		}
+		g.oci.f = &ocisource.Fetcher{CacheDir: ocisource.CacheDir(dir)}
+	})
+	return g.oci.f
 }
 
 // resolveKubeconfigs materializes the kubeconfigFrom of the clusters (each
@@ -233,7 +253,7 @@ func (g *GlobalOptions) renderConfig(sel fleet.Selection, src *SourceOptions, co
 	if err != nil {
 		return rendered.Config{}, err
 	}
-	return rendered.Config{Fleet: f, Selection: sel, Source: src.Source, Namespace: g.namespace(), Contexts: contexts, Connector: connector{g}, Engine: g.engine(), Tests: src.withTests, Warm: src.warm}, nil
+	return rendered.Config{Fleet: f, Selection: sel, Source: src.Source, Namespace: g.namespace(), Contexts: contexts, Connector: connector{g}, Engine: g.engine(), Fetcher: g.fetcher(), Tests: src.withTests, Warm: src.warm}, nil
 }
 
 // connector is how a render reaches the clusters: the command's

@@ -118,6 +118,14 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := rendered.Fetch(ctx, apps, o.fetcher()); err != nil {
+		return err
+	}
+	for _, a := range apps {
+		if got := a.Fetched; got != nil {
+			v.Source(vet.Source{App: a.Name, Artifact: got.Ref, Format: got.Format, SignedBy: got.SignedBy})
+		}
+	}
 	attrs := vet.Placeholders(f, clusters)
 	if o.Server && v.Problems == 0 {
 		if attrs, err = rendered.LiveAttributes(ctx, connector{o.GlobalOptions}, f, clusters, apps); err != nil {

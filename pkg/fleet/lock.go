@@ -22,6 +22,37 @@ type Lock struct {
 	APIVersion string        `yaml:"apiVersion"`
 	Kind       string        `yaml:"kind"`
 	Charts     []LockedChart `yaml:"charts"`
+	// Sources pin each app's oci:// source to the digest its tag had.
+	Sources []LockedSource `yaml:"sources,omitempty"`
+}
+
+// LockedSource is one app's pinned oci:// source.
+type LockedSource struct {
+	App string `yaml:"app"`
+	// Ref is the reference the fleet file gives, Digest "sha256:<hex>"
+	// of the artifact's manifest it resolved to.
+	Ref    string `yaml:"ref"`
+	Digest string `yaml:"digest"`
+}
+
+// SourceOf is the app's locked source, if any.
+func (l *Lock) SourceOf(app string) *LockedSource {
+	for i := range l.Sources {
+		if l.Sources[i].App == app {
+			return &l.Sources[i]
+		}
+	}
+	return nil
+}
+
+// SetSource records an app's locked source, replacing the one it had.
+func (l *Lock) SetSource(s LockedSource) {
+	if old := l.SourceOf(s.App); old != nil {
+		*old = s
+		return
+	}
+	l.Sources = append(l.Sources, s)
+	slices.SortFunc(l.Sources, func(a, b LockedSource) int { return strings.Compare(a.App, b.App) })
 }
 
 // LockedChart is one app's pinned chart.
@@ -64,6 +95,11 @@ func LoadLock(fleetPath string) (*Lock, error) {
 			return nil, fmt.Errorf("%s: charts[%d]: app, resolved and a sha256: digest are required", path, i)
 		}
 	}
+	for i, s := range l.Sources {
+		if s.App == "" || !strings.HasPrefix(s.Ref, OCIScheme) || !strings.HasPrefix(s.Digest, "sha256:") || len(s.Digest) != len("sha256:")+64 {
+			return nil, fmt.Errorf("%s: sources[%d]: app, an oci:// ref and a sha256: digest are required", path, i)
+		}
+	}
 	return &l, nil
 }
 
@@ -90,7 +126,7 @@ func (l *Lock) Set(c LockedChart) {
 // Write stores the lock beside the fleet file at fleetPath.
 func (l *Lock) Write(fleetPath string) error {
 	var b bytes.Buffer
-	b.WriteString("# Written by kubectl fleet deps update: the exact version and digest of\n# each app's Helm chart. Commit it; a chart whose digest changes is refused.\n")
+	b.WriteString("# Written by kubectl fleet deps update: the exact version and digest of\n# each app's Helm chart, and the digest of each oci:// source. Commit it; a\n# chart whose digest changes is refused, a source's tag is not followed.\n")
 	enc := yaml.NewEncoder(&b)
 	enc.SetIndent(2)
 	if err := enc.Encode(l); err != nil {

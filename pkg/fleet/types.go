@@ -231,11 +231,20 @@ type App struct {
 	Name string `yaml:"name" jsonschema:"required"`
 	// Kustomize is a kustomization's folder (relative to the fleet
 	// file's folder); one of kustomize, jsonnet, manifests and helm.
+	// Each of the three may be an OCI artifact instead:
+	// oci://registry/repository:tag or @sha256:….
 	Kustomize string `yaml:"kustomize"`
 	// Jsonnet is a .jsonnet file, given the cluster's attributes.
 	Jsonnet string `yaml:"jsonnet"`
 	// Manifests is a YAML file or a folder of them.
 	Manifests string `yaml:"manifests"`
+	// Path is, for an oci:// source, the folder (kustomize, manifests) or
+	// file (jsonnet) inside the artifact; default its root.
+	Path string `yaml:"path"`
+	// Insecure reaches an oci:// source's registry over plain HTTP.
+	Insecure bool `yaml:"insecure"`
+	// Verify checks an oci:// source's signature before it is rendered.
+	Verify *Verify `yaml:"verify"`
 	// Helm is a Helm chart and its values.
 	Helm *Helm `yaml:"helm"`
 	// JPath lists extra jsonnet library folders.
@@ -264,6 +273,29 @@ type App struct {
 	// default true.
 	Substitute *bool `yaml:"substitute"`
 }
+
+// Verify is how an oci:// source's signature is checked, as Flux's
+// OCIRepository verify: provider cosign with a public key.
+type Verify struct {
+	// Provider is cosign (the default).
+	Provider string `yaml:"provider"`
+	// Key is the PEM public key's file (cosign.pub), relative to the
+	// fleet file's folder.
+	Key string `yaml:"key" jsonschema:"required"`
+}
+
+// OCI is the app's oci:// reference, "" when its source is a path.
+func (a *App) OCI() string {
+	for _, s := range []string{a.Kustomize, a.Jsonnet, a.Manifests} {
+		if strings.HasPrefix(s, OCIScheme) {
+			return s
+		}
+	}
+	return ""
+}
+
+// OCIScheme starts a source that is an OCI artifact.
+const OCIScheme = "oci://"
 
 // CreatesNamespace reports whether the app's namespace is created for it
 // (createNamespace; by default for a Helm app).

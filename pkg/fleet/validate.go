@@ -6,10 +6,12 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/jsonpath"
@@ -498,6 +500,10 @@ func (f *Fleet) validateSource(e *errs, p string, a *App) {
 		if s.value == "" {
 			continue // null, or it did not decode: said already
 		}
+		if strings.HasPrefix(s.value, OCIScheme) {
+			validateOCIRef(e, p+"."+s.field, s.value)
+			continue
+		}
 		if _, err := os.Stat(f.ResolvePath(s.value)); err != nil {
 			e.add(p+"."+s.field, "%s does not exist (relative paths start at the fleet file's folder)", s.value)
 		}
@@ -508,6 +514,7 @@ func (f *Fleet) validateSource(e *errs, p string, a *App) {
 	case n > 1:
 		e.add(p, "only one of kustomize, jsonnet, manifests or helm may be set")
 	}
+	f.validateOCI(e, p, a)
 	if len(a.JPath) > 0 && a.Jsonnet == "" {
 		e.add(p+".jpath", "only applies to a jsonnet app")
 	}
@@ -516,6 +523,55 @@ func (f *Fleet) validateSource(e *errs, p string, a *App) {
 	}
 	if a.Substitute != nil && a.Kustomize == "" && a.Manifests == "" {
 		e.add(p+".substitute", "only applies to a kustomize or manifests app (jsonnet has no ${...}; a chart's values files are its own)")
+	}
+}
+
+// validateOCIRef checks an oci:// source's reference: a registry, a
+// repository and a tag or digest.
+func validateOCIRef(e *errs, field, ref string) {
+	rest := strings.TrimPrefix(ref, OCIScheme)
+	last := rest[strings.LastIndex(rest, "/")+1:]
+	switch {
+	case !strings.Contains(rest, "/"):
+		e.add(field, "%q names no registry (oci://registry/repository:tag)", ref)
+	case !strings.Contains(last, ":") && !strings.Contains(last, "@"):
+		e.add(field, "%q has no tag or digest: a run must not pick up a new artifact unasked (…:v1.2.0 or @sha256:…)", ref)
+	default:
+		if _, err := name.ParseReference(rest, name.StrictValidation); err != nil {
+			e.add(field, "%q is not an OCI reference (oci://registry/repository:tag or @sha256:…): %v", ref, err)
+		}
+	}
+}
+
+// validateOCI checks the fields that go with an oci:// source only:
+// path, insecure and verify.
+func (f *Fleet) validateOCI(e *errs, p string, a *App) {
+	oci := a.OCI() != ""
+	switch {
+	case !oci && a.Path != "":
+		e.add(p+".path", "only applies to an oci:// source (a path inside its artifact); a local source's path is its own field")
+	case a.Path != "" && (strings.HasPrefix(a.Path, "/") || slices.Contains(strings.Split(filepath.ToSlash(a.Path), "/"), "..")):
+		e.add(p+".path", "%q must stay inside the artifact (relative, without ..)", a.Path)
+	case strings.HasPrefix(a.Jsonnet, OCIScheme) && a.Path == "":
+		e.add(p+".path", "required for a jsonnet app from an oci:// artifact: the .jsonnet file inside it")
+	}
+	if !oci && a.Insecure {
+		e.add(p+".insecure", "only applies to an oci:// source")
+	}
+	if a.Verify == nil {
+		return
+	}
+	switch {
+	case !oci:
+		e.add(p+".verify", "only applies to an oci:// source")
+	case a.Verify.Provider != "" && a.Verify.Provider != "cosign":
+		e.add(p+".verify.provider", "%q is not a provider kubectl fleet verifies with: cosign (with a public key)", a.Verify.Provider)
+	case a.Verify.Key == "":
+		e.add(p+".verify.key", "required: the public key's file (cosign.pub) the artifact must be signed with")
+	default:
+		if _, err := os.Stat(f.ResolvePath(a.Verify.Key)); err != nil {
+			e.add(p+".verify.key", "%s does not exist (relative paths start at the fleet file's folder)", a.Verify.Key)
+		}
 	}
 }
 

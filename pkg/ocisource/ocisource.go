@@ -89,6 +89,22 @@ type Fetcher struct {
 	tmp     string
 }
 
+// CacheDir is where artifacts are kept: $KUBECTL_FLEET_OCI_CACHE, else
+// kubectl-fleet-oci in kubectl's --cache-dir when given (kubectlCache),
+// else kubectl-fleet/oci in the user's cache folder.
+func CacheDir(kubectlCache string) string {
+	if dir := os.Getenv("KUBECTL_FLEET_OCI_CACHE"); dir != "" {
+		return dir
+	}
+	if kubectlCache != "" {
+		return filepath.Join(kubectlCache, "kubectl-fleet-oci")
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "kubectl-fleet", "oci")
+	}
+	return ""
+}
+
 // Close removes what a Fetcher without a cache unpacked.
 func (f *Fetcher) Close() error {
 	if f.tmp == "" {
@@ -338,7 +354,7 @@ func place(dir string, entries []entry) error {
 
 func (f *Fetcher) root() (string, error) {
 	if f.CacheDir != "" {
-		return filepath.Join(f.CacheDir, "oci"), nil
+		return f.CacheDir, nil
 	}
 	if f.tmp == "" {
 		tmp, err := os.MkdirTemp("", "kubectl-fleet-oci-")

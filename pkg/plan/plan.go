@@ -244,6 +244,22 @@ var ErrStale = errors.New("plan is stale")
 
 // Check compares an app's render and the cluster's live objects with its
 // plan; an error (ErrStale) names what moved. It only reads.
+// CheckArtifact returns a wrapped ErrStale when the app's source is an
+// OCI artifact other than the one planned (artifact: this run's, "" for a
+// local source): its tag was moved since the plan.
+func CheckArtifact(planned *App, artifact string) error {
+	if planned == nil || planned.Source.Artifact == artifact {
+		return nil
+	}
+	none := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return s
+	}
+	return fmt.Errorf("%w: the source of app %s moved since the plan: planned %s, now %s (its tag was moved: make the plan again)", ErrStale, planned.App, none(planned.Source.Artifact), none(artifact))
+}
+
 func Check(ctx context.Context, c *kube.Client, planned *App, objs []*unstructured.Unstructured, concurrency int) error {
 	key, err := digest.KeyOf(ctx, c)
 	if err != nil {

@@ -87,6 +87,9 @@ type Source struct {
 	// substitute: false: vendored manifests full of other tools'
 	// variables).
 	NoSubstitute bool
+	// Artifact is, for a source read from an OCI registry, the artifact
+	// Path was unpacked from: oci://registry/repository@sha256:….
+	Artifact string
 }
 
 // Target is one app to render for one cluster.

@@ -1,6 +1,7 @@
 package rendered
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -16,7 +18,11 @@ import (
 // resolved and downloaded, its exact version and archive digest
 // recorded. A local chart's missing dependencies are fetched into its
 // charts/ folder instead. What it did is said on out.
-func PinCharts(f *fleet.Fleet, engine *render.Engine, apps []string, out io.Writer) error {
+//
+// The oci:// sources of the apps are pinned too: each tag resolved to
+// its artifact's digest, fetched and verified (into the cache), as a
+// render would.
+func PinCharts(ctx context.Context, f *fleet.Fleet, engine *render.Engine, fetcher *ocisource.Fetcher, apps []string, out io.Writer) error {
 	lock, err := fleet.LoadLock(f.Path)
 	if err != nil {
 		return err
@@ -24,7 +30,19 @@ func PinCharts(f *fleet.Fleet, engine *render.Engine, apps []string, out io.Writ
 	pinned := 0
 	for i := range f.Apps {
 		a := &f.Apps[i]
-		if a.Helm == nil || len(apps) > 0 && !slices.Contains(apps, a.Name) {
+		if len(apps) > 0 && !slices.Contains(apps, a.Name) {
+			continue
+		}
+		if a.OCI() != "" {
+			locked, err := pinSource(ctx, f, a, fetcher, out)
+			if err != nil {
+				return err
+			}
+			lock.SetSource(locked)
+			pinned++
+			continue
+		}
+		if a.Helm == nil {
 			continue
 		}
 		h := ChartOf(f, a)
@@ -46,7 +64,7 @@ func PinCharts(f *fleet.Fleet, engine *render.Engine, apps []string, out io.Writ
 		pinned++
 	}
 	if pinned == 0 {
-		fmt.Fprintln(out, "no app has a chart from a repository or registry: nothing to pin")
+		fmt.Fprintln(out, "no app has a chart from a repository or registry, or an oci:// source: nothing to pin")
 		return nil
 	}
 	if err := lock.Write(f.Path); err != nil {
@@ -73,4 +91,25 @@ func pin(engine *render.Engine, a *fleet.App, h *render.Helm, out io.Writer) (fl
 	}
 	fmt.Fprintf(out, "%s: %s %s %s\n", a.Name, ch.Metadata.Name, ch.Metadata.Version, digest)
 	return fleet.LockedChart{App: a.Name, Chart: a.Helm.Chart, Repo: a.Helm.Repo, Version: a.Helm.Version, Resolved: ch.Metadata.Version, Digest: digest}, nil
+}
+
+// pinSource resolves an app's oci:// source's tag now (not the digest
+// fleet.lock has: moving it on purpose is the point), fetches and
+// verifies it, and says what to lock of it, on out too.
+func pinSource(ctx context.Context, f *fleet.Fleet, a *fleet.App, fetcher *ocisource.Fetcher, out io.Writer) (fleet.LockedSource, error) {
+	none := &fleet.Lock{} // not the lock's digest: the tag's now
+	spec, err := ociOf(f, a, &none)
+	if err != nil {
+		return fleet.LockedSource{}, err
+	}
+	got, err := fetcher.Fetch(ctx, *spec)
+	if err != nil {
+		return fleet.LockedSource{}, fmt.Errorf("app %s: %w", a.Name, err)
+	}
+	signed := ""
+	if got.SignedBy != "" {
+		signed = ", signed by " + got.SignedBy
+	}
+	fmt.Fprintf(out, "%s: %s %s (%s%s)\n", a.Name, spec.Ref, got.Digest, got.Format, signed)
+	return fleet.LockedSource{App: a.Name, Ref: spec.Ref, Digest: got.Digest}, nil
 }

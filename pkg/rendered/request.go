@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -41,6 +42,8 @@ type Config struct {
 	Connector Connector
 	// Engine renders (Render only).
 	Engine *render.Engine
+	// Fetcher fetches oci:// sources, each once per run.
+	Fetcher *ocisource.Fetcher
 	// Tests renders the apps' tests too (Render only).
 	Tests bool
 	// Warm, when set, is started once every target rendered, never
@@ -76,6 +79,9 @@ func NewRequest(ctx context.Context, c Config) (*Request, error) {
 	}
 	apps, err := c.Source.Resolve(f, clusters, c.Namespace)
 	if err != nil {
+		return nil, err
+	}
+	if err := Fetch(ctx, apps, c.Fetcher); err != nil {
 		return nil, err
 	}
 	if c.Contexts {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
@@ -38,8 +39,16 @@ type Source struct {
 
 // App is one named source with the clusters it goes to.
 type App struct {
-	Name     string
-	Source   render.Source
+	Name string
+	// Source is what renders; for an oci:// source, its Path is the
+	// reference until Fetch unpacks it.
+	Source render.Source
+	// OCI is an oci:// source to fetch, and Path the folder or file
+	// inside it; nil for a local source.
+	OCI  *ocisource.Spec
+	Path string
+	// Fetched is what Fetch fetched of OCI.
+	Fetched *ocisource.Fetched
 	Clusters []*fleet.Cluster
 	// Tests is the app's test source (apps[].tests, or a chart's test
 	// hooks), if any.
@@ -71,7 +80,11 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 		if namespace != "" {
 			adhoc.Namespace = namespace
 		}
-		return []App{{Name: s.appName(), Source: adhoc, Clusters: clusters}}, nil
+		ap := App{Name: s.appName(), Source: adhoc, Clusters: clusters}
+		if ocisource.Is(adhoc.Path) {
+			ap.OCI = &ocisource.Spec{Ref: adhoc.Path}
+		}
+		return []App{ap}, nil
 	}
 	if len(f.Apps) == 0 {
 		return nil, fmt.Errorf("nothing to render: give -k DIR, -j FILE or -f PATH, or define apps in %s", f.Path)
@@ -113,6 +126,13 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 			src.Namespace = namespace
 		}
 		ap := App{Name: a.Name, Source: src, Clusters: targets}
+		if ref := a.OCI(); ref != "" {
+			spec, err := ociOf(f, a, &lock)
+			if err != nil {
+				return nil, err
+			}
+			ap.Source.Path, ap.OCI, ap.Path = ref, spec, a.Path
+		}
 		if a.CreatesNamespace() {
 			ap.CreateNamespace = src.Namespace
 		}
@@ -152,6 +172,14 @@ func appsHint(f *fleet.Fleet, name string) string {
 
 // Adhoc returns the -k/-j/-f/--chart source, if one was given.
 func (s *Source) Adhoc() (render.Source, bool) {
+	for _, p := range []struct {
+		t    render.SourceType
+		path string
+	}{{render.Kustomize, s.Kustomize}, {render.Jsonnet, s.Jsonnet}, {render.Manifests, s.Manifests}} {
+		if ocisource.Is(p.path) {
+			return render.Source{Type: p.t, Path: p.path}, true // fetched by Fetch
+		}
+	}
 	switch {
 	case s.Kustomize != "":
 		return render.Source{Type: render.Kustomize, Path: absPath(s.Kustomize)}, true
@@ -229,6 +257,9 @@ func (s *Source) appName() string {
 		return "stdin"
 	}
 	p := s.Kustomize + s.Jsonnet + s.Manifests + s.Chart
+	if ref, err := ocisource.Parse(p, false); err == nil {
+		p = ref.Context().RepositoryStr() // oci://host/bases/web:v1: web
+	}
 	base := filepath.Base(filepath.Clean(p))
 	if s.Jsonnet != "" || s.Manifests != "" || s.Chart != "" {
 		base = strings.TrimSuffix(base, filepath.Ext(base))

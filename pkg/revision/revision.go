@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"sort"
 	"strconv"
@@ -87,11 +88,19 @@ type Source struct {
 	Commit string `json:"commit,omitempty"`
 	// Dirty: the source (or the fleet file) had changes not committed.
 	Dirty bool `json:"dirty,omitempty"`
+	// Artifact is, for a source read from an OCI registry, the artifact
+	// it was: oci://registry/repository@sha256:….
+	Artifact string `json:"artifact,omitempty"`
 }
 
 // String is the commit, abbreviated, with "-dirty" when it had changes;
-// "" outside git.
+// "" outside git; for an OCI artifact, its repository's name and short
+// digest (web@sha256:0123456789ab).
 func (s Source) String() string {
+	if s.Artifact != "" {
+		repo, dg, _ := strings.Cut(s.Artifact, "@")
+		return path.Base(repo) + "@" + dg[:min(len(dg), len("sha256:")+12)]
+	}
 	c := s.Commit
 	if len(c) > 12 {
 		c = c[:12]

@@ -138,6 +138,9 @@ func (e *Engine) planOf(ctx context.Context, client *kube.Client, res render.Res
 
 // source is the git state of res's source, read once per run.
 func (e *Engine) source(ctx context.Context, res render.Result) revision.Source {
+	if a := res.Source.Artifact; a != "" {
+		return revision.Source{Artifact: a} // pinned by its digest
+	}
 	src, _ := e.sources.Do(res.Source.Path, func() (revision.Source, error) {
 		return revision.SourceOf(ctx, res.Source.Path, e.r.Fleet.Path), nil
 	})

@@ -137,7 +137,11 @@ func (e *Engine) applyApps(ctx context.Context, c *fleet.Cluster, client *kube.C
 		// lock: what was reviewed cannot change before it is applied.
 		run.Check = func(ctx context.Context, app string) error {
 			e.emit(StageEvent{Cluster: c.Name, Stage: "checking the plan"})
-			return plan.Check(ctx, client, e.o.Plan.Cluster(c.Name).App(app), ResultOf(results, app).Objects, e.o.Concurrency)
+			planned, res := e.o.Plan.Cluster(c.Name).App(app), ResultOf(results, app)
+			if err := plan.CheckArtifact(planned, res.Source.Artifact); err != nil {
+				return err
+			}
+			return plan.Check(ctx, client, planned, res.Objects, e.o.Concurrency)
 		}
 	}
 	for _, res := range inDependencyOrder(e.r.Fleet, results, func(r render.Result) string { return r.App }) {

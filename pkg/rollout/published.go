@@ -133,7 +133,11 @@ func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results
 			if at == plan.NoTag {
 				at = ""
 			}
-			if err := plan.CheckPublished(e.o.Plan.Cluster(c.Name).App(res.App), res.Objects, at); err != nil {
+			planned := e.o.Plan.Cluster(c.Name).App(res.App)
+			if err := plan.CheckArtifact(planned, res.Source.Artifact); err != nil {
+				return err
+			}
+			if err := plan.CheckPublished(planned, res.Objects, at); err != nil {
 				return err
 			}
 		}

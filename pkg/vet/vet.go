@@ -73,6 +73,31 @@ type Warning struct {
 	Message string `json:"message"`
 }
 
+// Source is an app's source read from a registry ("type": "source"):
+// the artifact it pins, its format, and the key its signature verified
+// with ("" for none asked).
+type Source struct {
+	Type     string `json:"type"`
+	App      string `json:"app"`
+	Artifact string `json:"artifact"`
+	Format   string `json:"format"`
+	SignedBy string `json:"signedBy,omitempty"`
+}
+
+// Source says an app's source read from a registry.
+func (v *Out) Source(s Source) {
+	s.Type = "source"
+	if v.json {
+		v.event(s)
+		return
+	}
+	signed := "not verified (no verify: on the app)"
+	if s.SignedBy != "" {
+		signed = "signed by " + s.SignedBy
+	}
+	fmt.Fprintf(v.w, "app %s: %s (%s artifact), %s\n", s.App, s.Artifact, s.Format, signed)
+}
+
 // Summary is vet's last line ("type": "summary"): problems counts
 // each distinct problem once, however many clusters have it.
 type Summary struct {
