@@ -48,7 +48,7 @@ type App struct {
 	OCI  *ocisource.Spec
 	Path string
 	// Fetched is what Fetch fetched of OCI.
-	Fetched *ocisource.Fetched
+	Fetched  *ocisource.Fetched
 	Clusters []*fleet.Cluster
 	// Tests is the app's test source (apps[].tests, or a chart's test
 	// hooks), if any.
