@@ -44,8 +44,10 @@ type options struct {
 	render                                        []int
 	// publish are the fleet sizes published to a registry; publishLoop
 	// the largest the crane loop publishes too.
-	publish                           []int
-	publishLoop                       int
+	publish     []int
+	publishLoop int
+	// ociRender is the fleet size rendered from an oci:// source.
+	ociRender                         int
 	helmRender                        int
 	sopsRender, sopsFiles             int
 	tools                             []string
@@ -70,6 +72,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 32, "requests in flight per cluster, for kubectl fleet and the floor alike")
 	flag.StringVar(&render, "render", "100,1000", "fleet sizes (clusters) to render, comma-separated; empty for none")
 	flag.StringVar(&publish, "publish", "100,1000,10000", "fleet sizes (clusters) to publish to a loopback registry, each cluster's render its own and then shared, comma-separated; empty for none")
+	flag.IntVar(&o.ociRender, "oci-render", 100, "clusters rendered from a source in a loopback registry, against the same folder, and a 5 MB artifact pulled against crane export; 0 for none")
 	flag.IntVar(&o.publishLoop, "publish-loop", 1000, "the crane loop publishes fleets up to this many clusters (one process per cluster)")
 	flag.IntVar(&o.helmRender, "helm-render", 100, "clusters to render a Helm chart for, against a helm template loop (0: none)")
 	flag.IntVar(&o.sopsRender, "sops-render", 100, "clusters to render -sops-files SOPS-encrypted Secrets for, against the same in plaintext and a sops -d loop (0: none)")
@@ -109,10 +112,10 @@ func main() {
 	for _, t := range strings.Split(tools, ",") {
 		switch t = strings.TrimSpace(t); t {
 		case "":
-		case "fleet", "loop", "loop-par", "floor":
+		case "fleet", "loop", "loop-par", "floor", "folder", "crane":
 			o.tools = append(o.tools, t)
 		default:
-			fmt.Fprintf(os.Stderr, "bench: -tools: %q is not fleet, loop, loop-par or floor\n", t)
+			fmt.Fprintf(os.Stderr, "bench: -tools: %q is not fleet, loop, loop-par, floor, folder or crane\n", t)
 			os.Exit(2)
 		}
 	}
@@ -226,6 +229,11 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	// Render first, before the API servers take their share of the CPU.
 	for _, n := range o.render {
 		if err := b.renderScenario(ctx, n); err != nil {
+			return err
+		}
+	}
+	if o.ociRender > 0 {
+		if err := b.ociScenarios(ctx, o.ociRender); err != nil {
 			return err
 		}
 	}

@@ -72,6 +72,11 @@ func (b *bench) markdown() string {
 	for _, n := range o.render {
 		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
 	}
+	if o.ociRender > 0 {
+		renders = append(renders,
+			struct{ id, title string }{fmt.Sprintf("oci-render-%d", o.ociRender), fmt.Sprintf("render %d clusters from a source in a loopback registry (pulled once, an empty cache each run) against the same folder", o.ociRender)},
+			struct{ id, title string }{"oci-pull-5mb", "pull a 5 MB source artifact (resolve, pull, check, unpack)"})
+	}
 	for _, n := range o.publish {
 		renders = append(renders,
 			struct{ id, title string }{fmt.Sprintf("publish-%d", n), fmt.Sprintf("publish %d clusters × (1+%d) objects to a loopback registry, each render its own (servers' CPU: the registry's)", n, o.objects)},
