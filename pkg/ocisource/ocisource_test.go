@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"io"
 	"log"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -272,4 +273,41 @@ func mustRef(t *testing.T, s string) name.Reference {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// staticKeychain answers one set of credentials for every registry.
+type staticKeychain struct{ user, password string }
+
+func (k staticKeychain) Resolve(authn.Resource) (authn.Authenticator, error) {
+	return authn.FromConfig(authn.AuthConfig{Username: k.user, Password: k.password}), nil
+}
+
+// A wrong credential is the registry's refusal, said plainly, and the
+// credential is never in it.
+func TestFetchWrongCredential(t *testing.T) {
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "ci" || p != "right" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	img := image(t, publish.ConfigMediaType, publish.ContentMediaType, tgz(t, file{name: "cm.yaml", body: cm}))
+	if err := remote.Write(mustRef(t, host+"/private/web:v1"), img, remote.WithAuth(&authn.Basic{Username: "ci", Password: "right"})); err != nil {
+		t.Fatal(err)
+	}
+	f := &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: staticKeychain{"ci", "wr0ng-s3cret"}}
+	_, err := f.Fetch(context.Background(), ocisource.Spec{Ref: "oci://" + host + "/private/web:v1"})
+	if err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "wr0ng-s3cret") {
+		t.Fatalf("a wrong credential: %v", err)
+	}
+	f = &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: staticKeychain{"ci", "right"}}
+	if _, err := f.Fetch(context.Background(), ocisource.Spec{Ref: "oci://" + host + "/private/web:v1"}); err != nil {
+		t.Fatalf("the right credential: %v", err)
+	}
 }
