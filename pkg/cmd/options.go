@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -44,24 +43,17 @@ type GlobalOptions struct {
 	sources kube.KubeconfigSources
 	// mask holds the values the run decrypted; the streams mask them.
 	mask *mask.Set
-	// oci fetches the oci:// sources, each once per command.
-	oci struct {
-		once sync.Once
-		f    *ocisource.Fetcher
-	}
 }
 
 // fetcher fetches oci:// sources into the cache (ocisource.CacheDir),
-// with kubectl's --cache-dir when it is given.
+// with kubectl's --cache-dir when it is given: a new one for each render
+// (a reconcile pass resolves the tags anew), each artifact once there.
 func (g *GlobalOptions) fetcher() *ocisource.Fetcher {
-	g.oci.once.Do(func() {
-		var dir string
-		if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
-			dir = *cf.CacheDir
-		}
-		g.oci.f = &ocisource.Fetcher{CacheDir: ocisource.CacheDir(dir)}
-	})
-	return g.oci.f
+	var dir string
+	if cf := g.ConfigFlags; cf != nil && cf.CacheDir != nil && *cf.CacheDir != *kube.NewConfigFlags().CacheDir {
+		dir = *cf.CacheDir
+	}
+	return &ocisource.Fetcher{CacheDir: ocisource.CacheDir(dir)}
 }
 
 // resolveKubeconfigs materializes the kubeconfigFrom of the clusters (each
