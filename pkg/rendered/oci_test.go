@@ -106,3 +106,25 @@ func TestFetchApps(t *testing.T) {
 		t.Errorf("pinned: %+v, %v", apps[0].Source, err)
 	}
 }
+
+// An ad hoc oci:// source is fetched; an oci:// chart is Helm's to pull.
+func TestAdhocOCI(t *testing.T) {
+	f := &fleet.Fleet{}
+	for _, tc := range []struct {
+		src   Source
+		fetch bool
+	}{
+		{Source{Kustomize: "oci://ghcr.io/acme/bases/web:v1"}, true},
+		{Source{Manifests: "oci://ghcr.io/acme/crds:v2"}, true},
+		{Source{Chart: "oci://ghcr.io/acme/charts/web", ChartVersion: "1.0.0"}, false},
+		{Source{Kustomize: "apps/web"}, false},
+	} {
+		apps, err := tc.src.Resolve(f, nil, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := apps[0].OCI != nil; got != tc.fetch {
+			t.Errorf("%+v: fetched by ocisource %v, want %v", tc.src, got, tc.fetch)
+		}
+	}
+}

@@ -81,7 +81,7 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 			adhoc.Namespace = namespace
 		}
 		ap := App{Name: s.appName(), Source: adhoc, Clusters: clusters}
-		if ocisource.Is(adhoc.Path) {
+		if adhoc.Type != render.HelmChart && ocisource.Is(adhoc.Path) { // a chart's oci:// is Helm's
 			ap.OCI = &ocisource.Spec{Ref: adhoc.Path}
 		}
 		return []App{ap}, nil

@@ -144,6 +144,9 @@ type RevisionEvent struct {
 	// Digest is the render's, under the cluster's digest key: what the
 	// promotion rule compares (revision.Revision.Digest).
 	Digest string `json:"-"`
+	// Source is, for a source read from a registry, the artifact the
+	// revision was rendered from (oci://…@sha256:…).
+	Source string `json:"source,omitempty"`
 }
 
 // Where is the cluster.

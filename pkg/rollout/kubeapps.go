@@ -197,7 +197,7 @@ func Recorded(rec *apply.Record, cluster, app, label string, emit Sink) *apply.R
 		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
 	}
 	rec.Done = func(rev revision.Revision, isNew bool) {
-		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label, Digest: rev.Digest})
+		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label, Digest: rev.Digest, Source: rev.Source.Artifact})
 	}
 	return rec
 }

@@ -221,7 +221,7 @@ func (e *Engine) release(ctx context.Context, cluster string, res render.Result,
 	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() {
 		// Current already; its tag may lag (a run stopped, or a registry
 		// that failed, between the two): it moves now.
-		ev.Revision, ev.Description, ev.Digest = cur.Number, cur.Description, cur.Digest
+		ev.Revision, ev.Description, ev.Digest, ev.Source = cur.Number, cur.Description, cur.Digest, cur.Source.Artifact
 		return ev, nil
 	}
 	rev := e.record(ctx, cluster, res).Revision
@@ -242,7 +242,7 @@ func (e *Engine) release(ctx context.Context, cluster string, res render.Result,
 			e.emit(OutputEvent{Cluster: cluster, Line: "warning: " + err.Error()})
 		}
 	}
-	ev.Revision, ev.New, ev.Description, ev.Digest = rev.Number, true, rev.Description, rev.Digest
+	ev.Revision, ev.New, ev.Description, ev.Digest, ev.Source = rev.Number, true, rev.Description, rev.Digest, rev.Source.Artifact
 	return ev, nil
 }
 

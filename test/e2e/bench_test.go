@@ -29,7 +29,7 @@ func TestBench(t *testing.T) {
 		t.Fatalf("build.sh put kustomize in %s, the control plane is in %s", dir, binDir)
 	}
 	results := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3",
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3",
 		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1", "-json", results)
 	cmd.Dir = repo
 	stdout, stderr, code := runCmd(t, cmd, "")
@@ -74,6 +74,8 @@ func TestBench(t *testing.T) {
 	}
 	want := map[string][]string{
 		"render-3":         {"fleet", "loop"},
+		"oci-render-3":     {"fleet", "folder"},
+		"oci-pull-5mb":     {"fleet", "crane"},
 		"publish-3":        {"fleet", "loop"},
 		"publish-3-shared": {"fleet", "loop"},
 		"helm-render-3":    {"fleet", "loop"},
@@ -103,8 +105,8 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Rows) != 26 {
-		t.Errorf("%d rows, want 26", len(got.Rows))
+	if len(got.Rows) != 30 {
+		t.Errorf("%d rows, want 30", len(got.Rows))
 	}
 	if !strings.Contains(stdout, " KiB pushed |") {
 		t.Error("the publish rows say no bytes pushed")

@@ -35,7 +35,7 @@ clusters:
   - {name: oci-eu, group: production, context: fleet-c2}
   - {name: oci-us, group: production, context: fleet-c3}
 apps:
-  - name: web
+  - name: ocibase
     kustomize: ` + ref + `
     path: base
     verify: {provider: cosign, key: cosign.pub}
@@ -140,10 +140,10 @@ func TestOCISources(t *testing.T) {
 	if d1 != unsigned {
 		t.Fatalf("the same content pushed twice: %s, %s", unsigned, d1)
 	}
-	if out, errOut, code := fleet(t, dir, "vet", "--no-kubeconfig"); code != 0 || !strings.Contains(out, "app web: oci://"+host+"/bases/web@"+d1.String()+" (flux artifact), signed by cosign.pub") {
+	if out, errOut, code := fleet(t, dir, "vet", "--no-kubeconfig"); code != 0 || !strings.Contains(out, "app ocibase: oci://"+host+"/bases/web@"+d1.String()+" (flux artifact), signed by cosign.pub") {
 		t.Fatalf("vet: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 || version("fleet-c3") != "1" {
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-o", "json"); code != 0 || version("fleet-c3") != "1" || !strings.Contains(out, `"source":"oci://`+host+`/bases/web@`+d1.String()+`"`) {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, _ = fleet(t, dir, "history", "-c", "oci-us", "-o", "json")
@@ -161,7 +161,7 @@ func TestOCISources(t *testing.T) {
 	}
 	d2 := push("2", true)
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "--plan", plan)
-	if code == 0 || !strings.Contains(out+errOut, "the source of app web moved since the plan: planned oci://"+host+"/bases/web@"+d1.String()+", now oci://"+host+"/bases/web@"+d2.String()) || version("fleet-c1") != "1" {
+	if code == 0 || !strings.Contains(out+errOut, "the source of app ocibase moved since the plan: planned oci://"+host+"/bases/web@"+d1.String()+", now oci://"+host+"/bases/web@"+d2.String()) || version("fleet-c1") != "1" {
 		t.Fatalf("apply --plan after the tag moved: exit %d\n%s%s", code, out, errOut)
 	}
 
@@ -175,7 +175,7 @@ func TestOCISources(t *testing.T) {
 
 	// deps update pins the tag's digest now; the tag moves on, renders
 	// keep the pinned artifact, from the cache with the registry down.
-	if out, errOut, code := fleet(t, dir, "deps", "update"); code != 0 || !strings.Contains(out, "web: "+ref+" "+d2.String()+" (flux, signed by cosign.pub)") {
+	if out, errOut, code := fleet(t, dir, "deps", "update"); code != 0 || !strings.Contains(out, "ocibase: "+ref+" "+d2.String()+" (flux, signed by cosign.pub)") {
 		t.Fatalf("deps update: exit %d\n%s%s", code, out, errOut)
 	}
 	push("3", true)
@@ -186,7 +186,7 @@ func TestOCISources(t *testing.T) {
 		t.Fatalf("render of the pinned source: exit %d\n%s%s", code, out, errOut)
 	}
 	// An ad hoc source renders the artifact's root.
-	if out, errOut, code := kubectl(t, "", "fleet", "-F", filepath.Join(dir, "fleet.yaml"), "render", "-c", "oci-stg", "-k", ref); code != 0 || !strings.Contains(out, `version: "3"`) {
+	if out, errOut, code := kubectl(t, "", "fleet", "-F", filepath.Join(dir, "fleet.yaml"), "render", "-c", "oci-stg", "-k", ref, "--name", "ocibase-adhoc"); code != 0 || !strings.Contains(out, `version: "3"`) {
 		t.Fatalf("render -k oci://: exit %d\n%s%s", code, out, errOut)
 	}
 	reg.Stop()
