@@ -2,18 +2,12 @@ package pause
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 )
 
 // A delivered cluster's pauses live in its registry, one record per
@@ -21,9 +15,7 @@ import (
 // apart; an artifact under the pauses' tag that kubectl fleet did not
 // write is an error, never "no pause" (failing closed).
 func TestPublishedPauses(t *testing.T) {
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	d := &fleet.Delivery{OCI: "oci://" + strings.TrimPrefix(srv.URL, "http://") + "/fleets/shop", Insecure: true}
+	d, reg := registrytest.Delivery(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
 	edge1, err := registryStore(d, "edge-1")
@@ -54,18 +46,7 @@ func TestPublishedPauses(t *testing.T) {
 		t.Fatalf("the pause of every app still holds web: got %+v", ps)
 	}
 
-	reg, err := publish.For(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, err := publish.Pack([]*unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}}}, publish.Origin{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dg, err := reg.Push(ctx, Repository, img)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dg := registrytest.Pushed(t, reg, Repository, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}}})
 	if err := reg.Tag(ctx, Repository, Tag("edge-1"), dg); err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 // JSONLog turns every line written to it into one JSON object on a line
@@ -71,7 +69,7 @@ func (l *JSONLog) decorate(line []byte) []byte {
 	switch {
 	case str("error") != "" || str("state") == "failed" || str("action") == "failed":
 		head["level"] = "error"
-	case str("decision") == rollout.DecDrifted, len(fields["warning"]) > 0 && str("warning") != "":
+	case str("decision") == DecDrifted, len(fields["warning"]) > 0 && str("warning") != "":
 		head["level"] = "warning"
 	}
 	if msg := str("msg"); msg != "" {

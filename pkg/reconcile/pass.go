@@ -104,23 +104,23 @@ func Decide(ctx context.Context, cfg Config, r *rendered.Set, clients Clients, m
 }
 
 // checkAll checks every cluster of r, cfg.Parallel at once, in r's order.
-func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients) []rollout.ClusterCheck {
+func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients) []ClusterCheck {
 	names := make([]string, len(r.Clusters))
 	at := make(map[string]int, len(r.Clusters))
 	for i, c := range r.Clusters {
 		names[i], at[c.Name] = c.Name, i
 	}
-	checks := make([]rollout.ClusterCheck, len(names))
+	checks := make([]ClusterCheck, len(names))
 	var mu sync.Mutex
 	runner.Run(ctx, runner.Every(names), cfg.Parallel, func(ctx context.Context, name string) error {
 		i := at[name]
-		c := rollout.ClusterCheck{Cluster: name}
+		c := ClusterCheck{Cluster: name}
 		if d := r.Fleet.DeliveryOf(r.Clusters[i]); d != nil {
 			// Its registry says what it runs; nothing connects.
 			reg, err := publish.For(d)
 			c.Err = err
 			if err == nil {
-				c = rollout.Check(ctx, name, &rollout.PublishedState{Registry: reg, Cluster: name}, r.Of(name))
+				c = Check(ctx, name, &PublishedState{Registry: reg, Cluster: name}, r.Of(name))
 				for j := range c.Apps {
 					c.Apps[j].Unobserved = !r.Clusters[i].Observed()
 				}
@@ -128,7 +128,7 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 		} else if client, err := clients.Connect(ctx, r.Fleet, r.Clusters[i]); err != nil {
 			c.Err = err
 		} else {
-			c = rollout.Check(ctx, name, rollout.KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(name))
+			c = Check(ctx, name, KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(name))
 			clients.Idle(name)
 		}
 		mu.Lock()
@@ -141,7 +141,7 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 
 // decide says what the checks found, decides what the pass does with each
 // cluster, and tells m, at now.
-func decide(cfg Config, checks []rollout.ClusterCheck, m Metrics, emit rollout.Sink, now time.Time) Decisions {
+func decide(cfg Config, checks []ClusterCheck, m Metrics, emit rollout.Sink, now time.Time) Decisions {
 	d := Decisions{Apply: map[string]bool{}, force: map[string]bool{}}
 	for _, c := range checks {
 		decision, doApply := c.Decide(cfg.CorrectDrift, cfg.RerunGates)
@@ -150,7 +150,7 @@ func decide(cfg Config, checks []rollout.ClusterCheck, m Metrics, emit rollout.S
 		case doApply:
 			d.Apply[c.Cluster] = true
 			d.Pass.Applied = append(d.Pass.Applied, c.Cluster)
-		case decision == rollout.DecDrifted:
+		case decision == DecDrifted:
 			d.Pass.Drifted = append(d.Pass.Drifted, c.Cluster)
 		default:
 			d.Pass.Unchanged = append(d.Pass.Unchanged, c.Cluster)
@@ -173,7 +173,7 @@ func decide(cfg Config, checks []rollout.ClusterCheck, m Metrics, emit rollout.S
 }
 
 // report says what a pass found on a cluster and what it does about it.
-func report(cfg Config, c rollout.ClusterCheck, decision string, doApply bool, emit rollout.Sink) {
+func report(cfg Config, c ClusterCheck, decision string, doApply bool, emit rollout.Sink) {
 	say := func(ev ClusterEvent, line string) {
 		ev.Type, ev.Msg, ev.Pass, ev.Cluster, ev.Decision, ev.Apply = "reconcile", line, cfg.Pass, c.Cluster, decision, doApply
 		emit(ev)
@@ -195,7 +195,7 @@ func report(cfg Config, c rollout.ClusterCheck, decision string, doApply bool, e
 			say(ev, fmt.Sprintf("%s: no revision recorded", ac.App))
 		case ac.Changed():
 			say(ev, fmt.Sprintf("%s: render changed (%s, current revision %d is %s)", ac.App, revision.ShortDigest(ac.Render), ac.Revision, revision.ShortDigest(ac.Current)))
-		case ac.Unverified() && decision == rollout.DecUnverified:
+		case ac.Unverified() && decision == DecUnverified:
 			say(ev, fmt.Sprintf("%s: r%d %s; running its gates again", ac.App, ac.Revision, ac.Verification))
 		case len(ac.Drifted) > 0:
 			what := "not corrected (--correct-drift corrects it)"
@@ -212,7 +212,7 @@ func report(cfg Config, c rollout.ClusterCheck, decision string, doApply bool, e
 	switch {
 	case doApply:
 		say(ClusterEvent{}, "applying")
-	case decision == rollout.DecDrifted:
+	case decision == DecDrifted:
 		say(ClusterEvent{}, "drifted, not applied")
 	default:
 		say(ClusterEvent{}, fmt.Sprintf("unchanged, skipped (%s)", strings.Join(current, ", ")))

@@ -35,15 +35,15 @@ func (m *fakeMetrics) KeepOnly([]render.Result) {}
 // what the metrics are told.
 func TestDecide(t *testing.T) {
 	verified := revision.Verification{State: revision.Verified}
-	current := func(app string, drifted ...string) rollout.AppCheck {
-		return rollout.AppCheck{App: app, Render: "sha256:aaaaaaaaaaaaaaaa", Current: "sha256:aaaaaaaaaaaaaaaa", Revision: 3, Exists: true, Verification: verified, Drifted: drifted}
+	current := func(app string, drifted ...string) AppCheck {
+		return AppCheck{App: app, Render: "sha256:aaaaaaaaaaaaaaaa", Current: "sha256:aaaaaaaaaaaaaaaa", Revision: 3, Exists: true, Verification: verified, Drifted: drifted}
 	}
-	checks := []rollout.ClusterCheck{
-		{Cluster: "c1", Apps: []rollout.AppCheck{current("web"), current("db")}},
-		{Cluster: "c2", Apps: []rollout.AppCheck{{App: "web", Render: "sha256:bbbbbbbbbbbbbbbb", Current: "sha256:aaaaaaaaaaaaaaaa", Revision: 3, Exists: true}}},
-		{Cluster: "c3", Apps: []rollout.AppCheck{current("web", "configmap/a -n web")}},
+	checks := []ClusterCheck{
+		{Cluster: "c1", Apps: []AppCheck{current("web"), current("db")}},
+		{Cluster: "c2", Apps: []AppCheck{{App: "web", Render: "sha256:bbbbbbbbbbbbbbbb", Current: "sha256:aaaaaaaaaaaaaaaa", Revision: 3, Exists: true}}},
+		{Cluster: "c3", Apps: []AppCheck{current("web", "configmap/a -n web")}},
 		{Cluster: "c4", Err: errors.New("unreachable")},
-		{Cluster: "c5", Apps: []rollout.AppCheck{{App: "web", Exists: false}}},
+		{Cluster: "c5", Apps: []AppCheck{{App: "web", Exists: false}}},
 	}
 	for _, correct := range []bool{false, true} {
 		t.Run(fmt.Sprintf("correct-drift=%v", correct), func(t *testing.T) {

@@ -1,4 +1,4 @@
-package rollout
+package reconcile
 
 import (
 	"context"
@@ -12,12 +12,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
 
 func reconcileCM(name, value string) *unstructured.Unstructured {
@@ -204,5 +207,47 @@ func TestReconcileDecide(t *testing.T) {
 	}
 	if d, do := (ClusterCheck{Cluster: "c1", Err: fmt.Errorf("unreachable")}).Decide(false, true); d != DecError || !do {
 		t.Errorf("unreachable: %s, %v", d, do)
+	}
+}
+
+// A reconcile pass reads a delivered cluster's state from its registry:
+// the current revision, unchanged while the render is its render and the
+// tag points at its artifact; a tag moved by someone else is no release
+// (published again). An unobserved cluster's unverified revision is not
+// applied again for its gates, which cannot pass there.
+func TestPublishedState(t *testing.T) {
+	_, reg := registrytest.Delivery(t)
+	ctx := context.Background()
+	objs := []*unstructured.Unstructured{reconcileCM("a", "1")}
+	dg := registrytest.Pushed(t, reg, "web", objs...)
+	var h publish.History
+	h.Add(revision.Revision{App: "web", Number: 1, Digest: digest.Render(objs, nil), Artifact: dg.String(),
+		Verification: revision.Verification{State: revision.Unverified, Reason: rollout.NotObserved}}, 0)
+	if err := reg.SaveHistory(ctx, "web", "edge-1", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Tag(ctx, "web", "edge-1", dg); err != nil {
+		t.Fatal(err)
+	}
+	st := &PublishedState{Registry: reg, Cluster: "edge-1"}
+	got := Check(ctx, "edge-1", st, results("web", objs...))
+	if a := got.Apps[0]; a.Err != nil || a.Changed() || !a.Unverified() || a.Revision != 1 {
+		t.Fatalf("published, tagged: %+v", a)
+	}
+	if d, do := got.Decide(false, true); d != DecUnverified || !do {
+		t.Errorf("observed and unverified: decide = %s, %v", d, do)
+	}
+	got.Apps[0].Unobserved = true
+	if d, do := got.Decide(false, true); d != DecUnchanged || do {
+		t.Errorf("unobserved and unverified: decide = %s, %v", d, do)
+	}
+	if got := Check(ctx, "edge-1", st, results("web", reconcileCM("a", "2"))); !got.Apps[0].Changed() {
+		t.Errorf("a new render is a change: %+v", got.Apps[0])
+	}
+	if err := reg.Tag(ctx, "web", "edge-1", registrytest.Pushed(t, reg, "web", reconcileCM("by-hand", "x"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := Check(ctx, "edge-1", st, results("web", objs...)); !got.Apps[0].Changed() || got.Apps[0].Revision != 0 {
+		t.Errorf("a tag moved by hand is no release: %+v", got.Apps[0])
 	}
 }
