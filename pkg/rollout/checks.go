@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -126,4 +127,71 @@ func (c Checks) inherited(env []string) []string {
 		}
 	}
 	return out
+}
+
+// runChecks runs the checks of the cluster's group (groups[].verify)
+// through Checks, each on this machine with a kubeconfig that reaches
+// only this cluster, and returns the first failure. What they print is
+// said line by line (OutputEvent).
+func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render.Cluster, gates *Gates) error {
+	f := e.r.Fleet
+	if !checks(f, c) {
+		return nil
+	}
+	kubeconfig, remove, err := e.Connector.Kubeconfig(f, c)
+	if err != nil {
+		gates.Fail("", "checks: "+err.Error())
+		return fmt.Errorf("checks: %w", err)
+	}
+	defer remove()
+	out := &lines{say: func(line string) { e.emit(OutputEvent{Cluster: c.Name, Line: line}) }}
+	emit := func(ev Event) {
+		if _, ended := ev.(CheckEvent); ended {
+			out.flush() // a last line without a newline, before the check's outcome
+		}
+		e.emit(ev)
+	}
+	return Checks{
+		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: CheckEnv(cluster), Secret: credentialEnvs(f), Out: out,
+		Emit: emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
+	}.Run(ctx, c.Name)
+}
+
+// credentialEnvs are the environment variables the fleet's
+// kubeconfigFrom reads kubeconfigs from (every cluster's and the
+// defaults'): a check, which reaches one cluster, gets none of them.
+func credentialEnvs(f *fleet.Fleet) []string {
+	var out []string
+	for i := range f.Clusters {
+		if _, from := f.KubeconfigOf(&f.Clusters[i]); from != nil && from.Env != "" && !slices.Contains(out, from.Env) {
+			out = append(out, from.Env)
+		}
+	}
+	return out
+}
+
+// lines is a writer that says each whole line it is given; flush says
+// the last one when it has no newline.
+type lines struct {
+	say func(string)
+	buf bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.buf.Write(p)
+	for {
+		i := bytes.IndexByte(l.buf.Bytes(), '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		line := string(l.buf.Next(i + 1))
+		l.say(strings.TrimSuffix(line, "\n"))
+	}
+}
+
+func (l *lines) flush() {
+	if l.buf.Len() > 0 {
+		l.say(l.buf.String())
+		l.buf.Reset()
+	}
 }

@@ -4,208 +4,262 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// App is one app of a cluster's rollout.
-type App struct {
-	Name string
-	// DependsOn are the apps it needs applied (and healthy) first.
-	DependsOn []string
-	// Wait: its objects are waited for until healthy (--wait, an app
-	// others depend on, an app with tests), WaitWhy says which.
-	Wait    bool
-	WaitWhy string
-	// Tests: its tests run after its apply.
-	Tests bool
-	// SkippedTests is the flag that skipped the tests it has
-	// (--skip-tests, --skip-gates), so that it cannot be verified; "" for
-	// none.
-	SkippedTests string
-	// Final: no gate follows its apply (no tests, and its cluster's group
-	// has no check or soak), so the verdict of a successful apply is
-	// known when its revision is recorded (OnApply), and is written with
-	// it.
-	Final bool
-	// Published: a delivered cluster's app, whose Ops.Apply passes its
-	// gates itself, as the cluster's Flux says (publishApp).
-	Published bool
+// cluster rolls the run out to one cluster: its apps, its group's
+// checks, the verdicts (now, or after the soak) and, with --atomic, the
+// restore of a cluster that failed.
+func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
+	if err := e.o.Rollback.Failed(c.Name); err != nil {
+		return err
+	}
+	if d := e.delivered(c); d != nil {
+		return e.published(ctx, c, d)
+	}
+	e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
+	client, err := e.Connector.Connect(ctx, e.r.Fleet, c)
+	if err != nil {
+		return err
+	}
+	// A lock lost while held stops the cluster's writes, those in flight
+	// too, to the end of its work (its soak, verdicts and --atomic
+	// restore): another run may be writing there now. Nothing is
+	// recorded or restored then.
+	ctx = e.Locks.Writes(ctx, c.Name)
+	results := e.r.Of(c.Name)
+	skip, err := e.beforeWriting(ctx, c.Name, client, results)
+	switch {
+	case err != nil:
+		return err
+	case skip != nil && len(results) == 0:
+		return skip
+	}
+	errs, failed := e.applyApps(ctx, c, client, results)
+	if p := pausedIn(errs); p != nil {
+		// Paused: nothing more is written there, no gate, verdict or
+		// restore; the waves after it are held (pauses).
+		return &runner.SkipError{Reason: p.Error()}
+	}
+	if err := e.clusterGates(ctx, c, results, failed); err != nil {
+		errs = append(errs, err)
+	}
+	if err := LostLock(ctx); err != nil {
+		return e.rollBack(ctx, c.Name, err) // says it restored nothing
+	}
+	if len(errs) > 0 || !e.soaking(c) {
+		e.settle(ctx, client, c.Name) // else after the soak
+	}
+	if len(errs) == 0 && skip != nil {
+		return skip // some apps went back, the skipped ones are said
+	}
+	return e.rollBack(ctx, c.Name, errors.Join(errs...))
 }
 
-// OnApply is the gates a successful apply of app passes: applied, and
-// healthy when waited for.
-func OnApply(app App) []string {
-	if app.Wait {
-		return []string{Applied, "healthy"}
+// beforeWriting does what comes before a cluster's first write: a
+// rollback says which apps it skips there (returned as skip); with
+// Diff, the diffs. (Plan is checked once the locks are taken:
+// ClusterRun.Check.)
+func (e *Engine) beforeWriting(ctx context.Context, cluster string, client *kube.Client, results []render.Result) (skip, err error) {
+	skip = e.skipped(cluster)
+	if !e.o.Diff || skip != nil && len(results) == 0 {
+		return skip, nil
 	}
-	return []string{Applied}
-}
-
-// AppOps is what a cluster's rollout does to the cluster, app by app:
-// kubectl fleet's own on real clusters, fakes in tests.
-type AppOps interface {
-	// DependencyApplied returns why app, a dependency that is not part of
-	// the run, is not there (never applied), or nil.
-	DependencyApplied(ctx context.Context, app string) error
-	// Lock takes app's lock on the cluster, held until the command ends.
-	Lock(ctx context.Context, app string) error
-	// Remember keeps what the cluster runs of app before its apply, for
-	// --atomic to put back.
-	Remember(ctx context.Context, app string) error
-	// Apply applies app (waiting when app.Wait), Test runs its tests.
-	Apply(ctx context.Context, app App) error
-	Test(ctx context.Context, app App) error
-}
-
-// ClusterRun is one cluster's apps, applied one after the other in
-// dependency order: an app whose dependency failed is not started, and
-// what each app's apply, health and tests say goes into Gates.
-type ClusterRun struct {
-	Cluster string
-	// Apps are the cluster's apps, in dependency order.
-	Apps  []App
-	Ops   AppOps
-	Gates *Gates
-	// Write: not a dry run, so every app is locked before anything is
-	// checked or written. Atomic: each app's state is remembered before
-	// its apply.
-	Write, Atomic bool
-	// Check, when set, is asked of every app once the locks are taken
-	// and before anything is written (a reviewed plan still holds): its
-	// error fails the cluster as it is, with nothing written.
-	Check func(ctx context.Context, app string) error
-	// Done, if set, is told each started app's outcome (for reports).
-	Done func(app string, err error)
-}
-
-// Run applies the apps and returns their errors ("app web: …") and the
-// apps that failed. The locks come first, then Check, so that what is
-// checked cannot change under another writer before it is applied. Once
-// ctx is cancelled, or an app's state cannot be remembered for --atomic,
-// no further app starts.
-func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
-	var errs []error
-	failed := map[string]bool{}
-	fail := func(app string, err error) {
-		failed[app] = true
-		errs = append(errs, fmt.Errorf("app %s: %w", app, err))
-	}
-	for _, app := range c.Apps {
-		if !c.Write {
-			break
-		}
-		if err := c.Ops.Lock(ctx, app.Name); err != nil {
-			fail(app.Name, err)
-			c.done(app.Name, err)
-		}
-	}
-	if err := c.check(ctx, failed); err != nil {
-		for _, app := range c.Apps {
-			failed[app.Name] = true
-		}
-		return []error{err}, failed
-	}
-	for _, app := range c.Apps {
-		if failed[app.Name] {
-			continue // its lock is another's
-		}
-		if err := c.dependencies(ctx, app, failed); err != nil {
-			fail(app.Name, err)
-			continue
-		}
-		if c.Atomic && c.Write {
-			if err := c.Ops.Remember(ctx, app.Name); err != nil {
-				fail(app.Name, err)
-				break
-			}
-		}
-		err := c.apply(ctx, app)
-		c.done(app.Name, err)
+	for _, res := range results {
+		diffs, err := e.diffApp(ctx, client, cluster, res, results, DiffOptions{ForceConflicts: e.o.ForceConflicts, Concurrency: e.o.Concurrency})
 		if err != nil {
-			fail(app.Name, err)
-			if errors.Is(err, context.Canceled) {
-				break
+			return skip, fmt.Errorf("app %s: diff: %w", res.App, err)
+		}
+		e.emit(DiffEvent{Cluster: cluster, App: res.App, Diffs: diffs})
+	}
+	return skip, nil
+}
+
+// skipped says the apps a rollback skips on a cluster, and returns the
+// skip, or nil when it skips none.
+func (e *Engine) skipped(cluster string) error {
+	skips := e.o.Rollback.Skipped(cluster)
+	if len(skips) == 0 {
+		return nil
+	}
+	reasons := make([]string, len(skips))
+	for i, s := range skips {
+		reasons[i] = s.Reason
+		e.emit(SkipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason})
+	}
+	return &runner.SkipError{Reason: strings.Join(reasons, "; ")}
+}
+
+// kubeApps are a cluster's AppOps for this run.
+func (e *Engine) kubeApps(c *fleet.Cluster, client *kube.Client, results []render.Result) *KubeApps {
+	o, f := e.o, e.r.Fleet
+	ops := &KubeApps{
+		Fleet: f.Metadata.Name, Cluster: c.Name, Client: client, Results: results, Locks: &e.Locks, Emit: e.emit, Gates: e.gatesOf(c.Name),
+		Pauses: o.Rollback == nil,
+		Config: ApplyConfig{DryRun: o.DryRun, ForceConflicts: o.ForceConflicts, Prune: o.Prune || o.Rollback != nil, AllowEmpty: o.AllowEmpty || o.Rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
+		Tests:  func(app string) []*unstructured.Unstructured { return e.r.TestsOf(c.Name, app) },
+		Ignore: f.IgnoreRules,
+		Record: func(ctx context.Context, res render.Result) *apply.Record { return e.record(ctx, c.Name, res) },
+		Namespace: func(app string) string {
+			rolledBack, _ := o.Rollback.Record(c.Name, app) // where objects without a namespace went then
+			return rolledBack.Namespace
+		},
+	}
+	if o.Force != nil {
+		ops.Force = func(app string) bool { return o.Force(c.Name, app) }
+	}
+	return ops
+}
+
+// applyApps applies a cluster's apps through ClusterRun over KubeApps:
+// in dependency order, each under its lock (a lock lost ends ctx, the
+// cluster's Writes), and returns the errors and the apps that failed.
+// With --atomic it keeps each app's set as it was, for rollBack.
+func (e *Engine) applyApps(ctx context.Context, c *fleet.Cluster, client *kube.Client, results []render.Result) ([]error, map[string]bool) {
+	ops := e.kubeApps(c, client, results)
+	run := ClusterRun{
+		Cluster: c.Name, Ops: ops, Gates: e.gatesOf(c.Name), Write: !e.o.DryRun, Atomic: e.o.Atomic,
+		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
+	}
+	if e.o.Plan != nil {
+		// Every app is checked before anything is written, under its
+		// lock: what was reviewed cannot change before it is applied.
+		run.Check = func(ctx context.Context, app string) error {
+			e.emit(StageEvent{Cluster: c.Name, Stage: "checking the plan"})
+			planned, res := e.o.Plan.Cluster(c.Name).App(app), ResultOf(results, app)
+			if err := plan.CheckArtifact(planned, res.Source.Artifact); err != nil {
+				return err
 			}
+			return plan.Check(ctx, client, planned, res.Objects, e.o.Concurrency)
 		}
 	}
-	if len(failed) > 0 {
-		c.Gates.Unverified("", "gates not run: "+strings.Join(slices.Sorted(maps.Keys(failed)), ", ")+" failed")
+	for _, res := range inDependencyOrder(e.r.Fleet, results, func(r render.Result) string { return r.App }) {
+		run.Apps = append(run.Apps, e.app(c, res, results))
+	}
+	errs, failed := run.Run(ctx)
+	if e.o.Atomic {
+		e.mu.Lock()
+		if e.before == nil {
+			e.before = map[string][]*inventory.Set{}
+		}
+		e.before[c.Name] = ops.Before
+		e.mu.Unlock()
 	}
 	return errs, failed
 }
 
-// check asks Check of every app whose lock was taken.
-func (c ClusterRun) check(ctx context.Context, failed map[string]bool) error {
-	if c.Check == nil {
-		return nil
-	}
-	for _, app := range c.Apps {
-		if failed[app.Name] {
-			continue
-		}
-		if err := c.Check(ctx, app.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// dependencies refuses to start an app whose dependency failed in this
-// run, or, when the dependency is not part of the run, is not there.
-func (c ClusterRun) dependencies(ctx context.Context, app App, failed map[string]bool) error {
-	for _, d := range app.DependsOn {
+// app is how res's app goes on cluster c: its dependencies, whether it
+// is waited for and tested, and whether its apply alone verifies it.
+func (e *Engine) app(c *fleet.Cluster, res render.Result, results []render.Result) App {
+	o, f := e.o, e.r.Fleet
+	a := App{Name: res.App}
+	if fa := f.App(res.App); fa != nil {
+		a.DependsOn = fa.DependsOn
 		switch {
-		case failed[d]:
-			return fmt.Errorf("not started: dependency %s failed", d)
-		case slices.ContainsFunc(c.Apps, func(a App) bool { return a.Name == d }):
-		default:
-			if err := c.Ops.DependencyApplied(ctx, d); err != nil {
-				return err
-			}
+		case fa.Tests == "":
+		case o.SkipGates:
+			a.SkippedTests = "--skip-gates"
+		case o.SkipTests:
+			a.SkippedTests = "--skip-tests"
 		}
+	}
+	tests := len(e.r.TestsOf(c.Name, res.App)) > 0
+	a.Tests = tests && !o.DryRun
+	// An app others depend on, or with tests, is waited for, --wait or
+	// not.
+	switch dependent := dependedOn(f, res.App, results); {
+	case o.Wait:
+		a.WaitWhy = "--wait"
+	case dependent != "":
+		a.WaitWhy = "app " + dependent + " depends on it"
+	case tests:
+		a.WaitWhy = "its tests run once it is"
+	}
+	a.Wait = a.WaitWhy != ""
+	a.Final = !a.Tests && a.SkippedTests == "" && e.gated() && !e.soaking(c) && !checks(f, c)
+	return a
+}
+
+// clusterGates runs the gates of the cluster's group once its apps went
+// through (its checks; the soak comes after the group), or says in its
+// gates why they did not run.
+func (e *Engine) clusterGates(ctx context.Context, c *fleet.Cluster, results []render.Result, failed map[string]bool) error {
+	gates := e.gatesOf(c.Name)
+	switch {
+	case e.o.SkipGates:
+		gates.Unverified("", "gates skipped (--skip-gates)")
+	case len(failed) > 0: // ClusterRun said so
+	case e.verifies() && ctx.Err() == nil:
+		cluster := render.ClusterOf(e.r.Fleet, c)
+		if len(results) > 0 {
+			cluster = results[0].Cluster // with the attributes read from it
+		}
+		return e.runChecks(ctx, c, cluster, gates)
 	}
 	return nil
 }
 
-// apply applies one app, then runs its tests, and tells its gates.
-func (c ClusterRun) apply(ctx context.Context, app App) error {
-	if err := c.Ops.Apply(ctx, app); err != nil {
-		c.Gates.Fail(app.Name, "apply: "+oneLine(err))
-		return err
+// record says how an app's apply to a cluster is recorded in its
+// history: the plugin version, the source's git commit, and what made it
+// (an apply, or a rollback to an earlier revision).
+func (e *Engine) record(ctx context.Context, cluster string, res render.Result) *apply.Record {
+	rev, ok := e.o.Rollback.Record(cluster, res.App)
+	if !ok {
+		rev.Description, rev.Chart = "apply", res.Chart
+		e.mu.Lock()
+		if e.outside[e.clusters[cluster].Group] {
+			rev.Description = "apply outside the deploy windows, --ignore-windows"
+		}
+		e.mu.Unlock()
+		rev.Source = e.source(ctx, res)
+		rev.Sensitive = e.r.Mask.In(objectMaps(res.Objects)...)
 	}
-	if !app.Published { // else Ops.Apply passed them
-		for _, gate := range OnApply(app) {
-			c.Gates.Pass(app.Name, gate)
+	return &apply.Record{Revision: rev, Limit: e.o.HistoryLimit}
+}
+
+// inDependencyOrder orders items (apps, or their renders: name says
+// which app each is) so that every app comes after the apps it depends
+// on.
+func inDependencyOrder[T any](f *fleet.Fleet, items []T, name func(T) string) []T {
+	names := make([]string, len(items))
+	byApp := make(map[string]T, len(items))
+	for i, it := range items {
+		names[i] = name(it)
+		byApp[names[i]] = it
+	}
+	out := make([]T, 0, len(items))
+	for _, n := range f.DependencyOrder(names) {
+		out = append(out, byApp[n])
+	}
+	return out
+}
+
+// dependedOn is an app of the run that depends on app, or "" for none.
+func dependedOn(f *fleet.Fleet, app string, results []render.Result) string {
+	for _, r := range results {
+		if a := f.App(r.App); a != nil && slices.Contains(a.DependsOn, app) {
+			return a.Name
 		}
 	}
-	if app.SkippedTests != "" {
-		c.Gates.Unverified(app.Name, "tests skipped ("+app.SkippedTests+")")
-	}
-	if !app.Tests {
-		return nil
-	}
-	if err := c.Ops.Test(ctx, app); err != nil {
-		c.Gates.Fail(app.Name, "tests: "+oneLine(err))
-		return err
-	}
-	c.Gates.Pass(app.Name, "tests")
-	return nil
+	return ""
 }
 
-func (c ClusterRun) done(app string, err error) {
-	if c.Done != nil {
-		c.Done(app, err)
+// objectMaps are objs' contents.
+func objectMaps(objs []*unstructured.Unstructured) []map[string]any {
+	out := make([]map[string]any, len(objs))
+	for i, o := range objs {
+		out[i] = o.Object
 	}
-}
-
-// oneLine is an error in one line of at most 200 characters, for a
-// verdict's reason.
-func oneLine(err error) string {
-	s := strings.ReplaceAll(err.Error(), "\n", "; ")
-	if len(s) > 200 {
-		s = s[:197] + "..."
-	}
-	return s
+	return out
 }

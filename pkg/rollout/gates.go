@@ -1,10 +1,3 @@
-// Package rollout holds what makes a fleet rollout safe across runs: what
-// a release's gates said on each cluster (Gates, recorded on the
-// revision it verified), and the promotion rule (Promotion): a later
-// group gets a release only once every cluster of the earlier groups runs
-// a verified revision of its current render, within the groups' failure
-// budgets. Both read and write the state kept in the clusters, so the
-// next run, a reconcile pass or another machine decide the same way.
 package rollout
 
 import (

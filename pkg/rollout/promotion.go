@@ -11,8 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -302,4 +304,86 @@ func Held(ctx context.Context, r *rendered.Set, reader Reader) []PromotionEvent 
 		}
 	}
 	return out
+}
+
+// promote is the promotion rule of the run: the renders of Promote (nil:
+// the run's), group by group, read back from the clusters that are not
+// in the run.
+func (e *Engine) promote() *Promotion {
+	f, renders := e.r.Fleet, e.o.Promote
+	if renders == nil {
+		renders = e.r.Results // at least the run's own groups hold each other
+	}
+	p := promotionOf(f, renders)
+	p.Parallel, p.Reader = e.o.Parallel, PublishedReader{Fleet: f, Next: ClusterReader{Connect: e.connect}}
+	p.Vouched = func(wave string) bool {
+		group, _, _ := strings.Cut(wave, "/") // a batch's wave is group/batch
+		g := f.Group(group)
+		return g != nil && g.Approval == fleet.ApprovalRequired
+	}
+	return p
+}
+
+// promotionOf is the promotion rule over results: for each step of the
+// fleet (a group, or a batch), the units that must have verified a
+// release before it (units), each with the digest of the render of each
+// app for each of its clusters that results hold.
+func promotionOf(f *fleet.Fleet, results []render.Result) *Promotion {
+	renders := map[string]map[string]Render{}
+	for _, res := range results {
+		c := res.Cluster.Name
+		if renders[c] == nil {
+			renders[c] = map[string]Render{}
+		}
+		renders[c][res.App] = Objects(res.Objects)
+	}
+	p := &Promotion{Before: map[string][]string{}}
+	made := map[string]bool{}
+	for _, s := range f.Steps() {
+		for _, u := range units(f, s) {
+			p.Before[s.Name] = append(p.Before[s.Name], u.Name)
+			if made[u.Name] {
+				continue
+			}
+			made[u.Name] = true
+			g := Group{Name: u.Name, MaxFailures: u.MaxFailures, Renders: map[string]map[string]Render{}}
+			for _, c := range u.Clusters {
+				if renders[c] != nil {
+					g.Clusters = append(g.Clusters, c)
+					g.Renders[c] = renders[c]
+				}
+			}
+			p.Groups = append(p.Groups, g)
+		}
+	}
+	return p
+}
+
+// Promoted are the renders the promotion rule of a rollout of r holds
+// its waves to (Options.Promote): r's, and those of the earlier groups'
+// clusters that are not selected, rendered from cfg (what rendered r)
+// too; a render error stops the command before anything is written.
+// Runs that are not gated (Options.Gated) have none.
+func Promoted(ctx context.Context, cfg rendered.Config, r *rendered.Set, o Options) ([]render.Result, error) {
+	if !o.Gated() {
+		return nil, nil
+	}
+	var names []string
+	for _, c := range Upstream(r.Fleet, Waves(r.Fleet, r.Clusters), r.Clusters) {
+		if _, err := cfg.Source.Resolve(r.Fleet, []*fleet.Cluster{c}, cfg.Namespace); err == nil {
+			names = append(names, c.Name) // an app of the run goes there
+		}
+	}
+	if len(names) == 0 {
+		return r.Results, nil
+	}
+	if cfg.Source.Manifests == "-" {
+		return nil, fmt.Errorf("the earlier groups' clusters (%s) must have verified what -f - renders, and standard input is read once: select them too, or pass --skip-gates", strings.Join(names, ", "))
+	}
+	cfg.Fleet, cfg.Selection, cfg.Tests, cfg.Warm = r.Fleet, fleet.Selection{Clusters: names}, false, nil
+	up, err := rendered.Render(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("checking what the earlier groups verified (--skip-gates does not): %w", err)
+	}
+	return slices.Concat(r.Results, up.Results), nil
 }

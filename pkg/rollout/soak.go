@@ -5,6 +5,13 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // DefaultSoakInterval is how often a soak reads the objects.
@@ -126,4 +133,77 @@ func (s Soak) ended(ctx context.Context, cluster string, err error) error {
 		return err
 	}
 	return s.Ended(ctx, cluster, err)
+}
+
+// soaks are the soaks of the waves whose group has one: after the group
+// succeeded, its applied objects are watched that long (Soak), and an
+// object that is no longer healthy fails its cluster (and so, by the
+// group's budget, the rollout; --atomic rolls it back). The last group
+// soaks too: nothing follows it, but its verdict, --atomic and the exit
+// code wait for the soak. A cluster's locks cover its soak, verdict and
+// restore (its Writes, Locks.Writes), and go once its soak is over: a
+// lock lost meanwhile stops the soak, and nothing is recorded or
+// restored there.
+func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
+	out := map[string]Soak{}
+	for i := range ws {
+		g := e.r.Fleet.Group(ws[i].Group)
+		if g == nil {
+			continue
+		}
+		d := g.Soak // after the group's last wave
+		if i+1 < len(ws) && ws[i+1].Group == g.Name && g.BatchSoak > 0 {
+			d = g.BatchSoak // after a batch another follows
+		}
+		if d <= 0 {
+			continue
+		}
+		out[ws[i].Name] = Soak{
+			Duration: d, Interval: e.o.SoakInterval,
+			Health: e.soakCheck,
+			Gates:  e.gatesOf,
+			Emit:   e.emit,
+			Stage:  func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
+			Ended: func(ctx context.Context, cluster string, err error) error {
+				if client, cerr := e.connect(ctx, cluster); cerr == nil || !e.clusters[cluster].Observed() {
+					e.settle(ctx, client, cluster) // else soakCheck said so
+				}
+				return e.rollBack(ctx, cluster, err)
+			},
+			Writes: e.Locks.Writes,
+			Release: func(ctx context.Context, cluster string) {
+				e.Locks.ReleaseCluster(ctx, cluster, e.Log)
+				e.Connector.Idle(cluster)
+			},
+		}
+	}
+	return out
+}
+
+// soakCheck reads every object applied to a cluster and returns an error
+// for the first one that is not healthy; a cluster it cannot read passes,
+// unverified (published).
+func (e *Engine) soakCheck(ctx context.Context, name string) error {
+	if !e.clusters[name].Observed() {
+		return nil // published, not observed: its verdict says so
+	}
+	client, err := e.connect(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, res := range e.r.Of(name) {
+		for _, obj := range res.Objects {
+			obj = obj.DeepCopy()
+			h, err := apply.Health(context.WithoutCancel(ctx), client, obj)
+			switch {
+			case apierrors.IsNotFound(err):
+				return fmt.Errorf("%s is gone", object.Ref(obj))
+			case err != nil:
+				return fmt.Errorf("%s: %w", object.Ref(obj), err)
+			case h.Status != kstatus.CurrentStatus:
+				return fmt.Errorf("%s is %s: %s", object.Ref(obj), h.Status, h.Message)
+			}
+		}
+	}
+	return nil
 }
