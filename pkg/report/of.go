@@ -2,10 +2,14 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
@@ -39,6 +43,13 @@ func OfRollout(command string, f *fleet.Fleet, outcomes []runner.Outcome, tally 
 			c.State += "; published " + summary.PublishedList(published)
 			for _, g := range tally.Gates(oc.Cluster) {
 				c.State += "; " + g
+			}
+		}
+		if sources := tally.Sources(oc.Cluster); len(sources) > 0 {
+			// What was rendered, pinned: the artifacts read from registries.
+			for _, app := range slices.Sorted(maps.Keys(sources)) {
+				repo, d, _ := strings.Cut(sources[app], "@")
+				c.State += "; " + app + " from " + repo + "@" + revision.ShortDigest(d)
 			}
 		}
 		c.Apps, c.Diff = rc.Of(oc.Cluster)

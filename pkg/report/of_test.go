@@ -47,3 +47,14 @@ func TestOfRolloutPublished(t *testing.T) {
 		t.Errorf("state %q, want %q", got, want)
 	}
 }
+
+// A source read from a registry is named in the report, pinned.
+func TestOfRolloutSources(t *testing.T) {
+	f := &fleet.Fleet{Clusters: []fleet.Cluster{{Name: "stg", Group: "staging"}}}
+	var tally summary.Tally
+	tally.SetSource("stg", "web", "oci://ghcr.io/acme/bases/web@sha256:0123456789abcdef0123")
+	rep := OfRollout("apply", f, []runner.Outcome{{Cluster: "stg", State: runner.Succeeded}}, &tally, nil, false)
+	if got, want := rep.Clusters[0].State, "succeeded; web from oci://ghcr.io/acme/bases/web@sha256:0123456789ab"; got != want {
+		t.Errorf("state %q, want %q", got, want)
+	}
+}

@@ -65,6 +65,9 @@ func (c Set) Emit(ev rollout.Event) {
 		if c.Tally != nil && ev.Error == "" {
 			c.Tally.SetRevision(ev.Cluster, ev.App, ev.Revision)
 		}
+		if c.Tally != nil && ev.Source != "" {
+			c.Tally.SetSource(ev.Cluster, ev.App, ev.Source)
+		}
 	case rollout.PublishEvent:
 		if c.Tally != nil {
 			c.Tally.SetPublished(ev.Cluster, ev.App, ev.Digest)

@@ -20,28 +20,43 @@ type Tally struct {
 	// published are the artifacts each app's tag points at, per
 	// delivered cluster.
 	published map[string]map[string]string
+	// sources are the OCI artifacts each app was rendered from, per
+	// cluster.
+	sources map[string]map[string]string
 }
 
 // SetPublished records the artifact (its digest) a delivered cluster's
 // tag of app points at after the run.
-func (t *Tally) SetPublished(cluster, app, digest string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.published == nil {
-		t.published = map[string]map[string]string{}
-	}
-	if t.published[cluster] == nil {
-		t.published[cluster] = map[string]string{}
-	}
-	t.published[cluster][app] = digest
-}
+func (t *Tally) SetPublished(cluster, app, digest string) { t.set(&t.published, cluster, app, digest) }
 
 // Published are the artifacts a delivered cluster's tags point at, by
 // app.
-func (t *Tally) Published(cluster string) map[string]string {
+func (t *Tally) Published(cluster string) map[string]string { return t.get(t.published, cluster) }
+
+// SetSource records the OCI artifact (oci://…@sha256:…) app was rendered
+// from for cluster.
+func (t *Tally) SetSource(cluster, app, artifact string) { t.set(&t.sources, cluster, app, artifact) }
+
+// Sources are the OCI artifacts a cluster's apps were rendered from, by
+// app.
+func (t *Tally) Sources(cluster string) map[string]string { return t.get(t.sources, cluster) }
+
+func (t *Tally) set(m *map[string]map[string]string, cluster, app, v string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return maps.Clone(t.published[cluster])
+	if *m == nil {
+		*m = map[string]map[string]string{}
+	}
+	if (*m)[cluster] == nil {
+		(*m)[cluster] = map[string]string{}
+	}
+	(*m)[cluster][app] = v
+}
+
+func (t *Tally) get(m map[string]map[string]string, cluster string) map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(m[cluster])
 }
 
 // Add counts an object's action on a cluster.

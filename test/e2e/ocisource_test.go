@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,8 +144,12 @@ func TestOCISources(t *testing.T) {
 	if out, errOut, code := fleet(t, dir, "vet", "--no-kubeconfig"); code != 0 || !strings.Contains(out, "app ocibase: oci://"+host+"/bases/web@"+d1.String()+" (flux artifact), signed by cosign.pub") {
 		t.Fatalf("vet: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-o", "json"); code != 0 || version("fleet-c3") != "1" || !strings.Contains(out, `"source":"oci://`+host+`/bases/web@`+d1.String()+`"`) {
+	report := filepath.Join(dir, "report.md")
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-o", "json", "--report", report); code != 0 || version("fleet-c3") != "1" || !strings.Contains(out, `"source":"oci://`+host+`/bases/web@`+d1.String()+`"`) {
 		t.Fatalf("apply: exit %d\n%s%s", code, out, errOut)
+	}
+	if md, err := os.ReadFile(report); err != nil || !strings.Contains(string(md), "ocibase from oci://"+host+"/bases/web@"+short(d1.String())) {
+		t.Fatalf("the report does not name the artifact (%v):\n%s", err, md)
 	}
 	out, errOut, _ = fleet(t, dir, "history", "-c", "oci-us", "-o", "json")
 	if !strings.Contains(out, `"artifact":"oci://`+host+`/bases/web@`+d1.String()+`"`) {
