@@ -97,8 +97,7 @@ func pin(engine *render.Engine, a *fleet.App, h *render.Helm, out io.Writer) (fl
 // fleet.lock has: moving it on purpose is the point), fetches and
 // verifies it, and says what to lock of it, on out too.
 func pinSource(ctx context.Context, f *fleet.Fleet, a *fleet.App, fetcher *ocisource.Fetcher, out io.Writer) (fleet.LockedSource, error) {
-	none := &fleet.Lock{} // not the lock's digest: the tag's now
-	spec, err := ociOf(f, a, &none)
+	spec, err := ociOf(f, a, func() (*fleet.Lock, error) { return &fleet.Lock{}, nil }) // not the lock's digest: the tag's now
 	if err != nil {
 		return fleet.LockedSource{}, err
 	}

@@ -13,9 +13,8 @@ import (
 )
 
 // ociOf is an app's oci:// source to fetch: its verify key read, and
-// pinned to the digest fleet.lock has for it, if any. lock is the lock
-// read so far (nil: not yet), read once for a whole fleet.
-func ociOf(f *fleet.Fleet, a *fleet.App, lock **fleet.Lock) (*ocisource.Spec, error) {
+// pinned to the digest fleet.lock (lock) has for it, if any.
+func ociOf(f *fleet.Fleet, a *fleet.App, lock func() (*fleet.Lock, error)) (*ocisource.Spec, error) {
 	s := &ocisource.Spec{Ref: a.OCI(), Insecure: a.Insecure}
 	if a.Verify != nil {
 		key, err := os.ReadFile(f.ResolvePath(a.Verify.Key))
@@ -24,14 +23,11 @@ func ociOf(f *fleet.Fleet, a *fleet.App, lock **fleet.Lock) (*ocisource.Spec, er
 		}
 		s.Key, s.KeyName = key, a.Verify.Key
 	}
-	if *lock == nil {
-		l, err := fleet.LoadLock(f.Path)
-		if err != nil {
-			return nil, err
-		}
-		*lock = l
+	l, err := lock()
+	if err != nil {
+		return nil, err
 	}
-	switch locked := (*lock).SourceOf(a.Name); {
+	switch locked := l.SourceOf(a.Name); {
 	case locked == nil:
 	case locked.Ref != s.Ref:
 		return nil, fmt.Errorf("app %s: %s pins %s, but the fleet file asks for %s: run kubectl fleet deps update", a.Name, fleet.LockFile, locked.Ref, s.Ref)

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
@@ -94,10 +95,8 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 			return nil, fmt.Errorf("--app %s: no such app in %s%s", name, f.Path, appsHint(f, name))
 		}
 	}
-	var (
-		out  []App
-		lock *fleet.Lock // read once, for the first chart it pins
-	)
+	var out []App
+	lock := lockOf(f) // read once, for the first chart or source it pins
 	for i := range f.Apps {
 		a := &f.Apps[i]
 		if len(s.Apps) > 0 && !slices.Contains(s.Apps, a.Name) {
@@ -110,7 +109,7 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 		src := render.Source{Namespace: a.Namespace, JPath: resolveAll(f, a.JPath), NoSubstitute: a.Substitute != nil && !*a.Substitute}
 		switch {
 		case a.Helm != nil:
-			h, err := helmOf(f, a, &lock)
+			h, err := helmOf(f, a, lock)
 			if err != nil {
 				return nil, err
 			}
@@ -127,7 +126,7 @@ func (s *Source) Resolve(f *fleet.Fleet, clusters []*fleet.Cluster, namespace st
 		}
 		ap := App{Name: a.Name, Source: src, Clusters: targets}
 		if ref := a.OCI(); ref != "" {
-			spec, err := ociOf(f, a, &lock)
+			spec, err := ociOf(f, a, lock)
 			if err != nil {
 				return nil, err
 			}
@@ -208,21 +207,17 @@ func (s *Source) Adhoc() (render.Source, bool) {
 
 // helmOf is the render's view of an app's chart: ChartOf, and a chart
 // from a repository or registry pinned by fleet.lock to its exact version
-// and digest, when the lock has it. lock is the lock read so far (nil: not
-// yet), read once for a whole fleet.
-func helmOf(f *fleet.Fleet, a *fleet.App, lock **fleet.Lock) (*render.Helm, error) {
+// and digest, when the lock has it.
+func helmOf(f *fleet.Fleet, a *fleet.App, lock func() (*fleet.Lock, error)) (*render.Helm, error) {
 	out := ChartOf(f, a)
 	if !out.Remote() {
 		return out, nil
 	}
-	if *lock == nil {
-		l, err := fleet.LoadLock(f.Path)
-		if err != nil {
-			return nil, err
-		}
-		*lock = l
+	l, err := lock()
+	if err != nil {
+		return nil, err
 	}
-	switch locked := (*lock).Of(a.Name); {
+	switch locked := l.Of(a.Name); {
 	case locked == nil:
 	case !locked.Matches(a.Helm):
 		return nil, fmt.Errorf("app %s: %s pins chart %s %s (repo %q), but the fleet file asks for %s %s (repo %q): run kubectl fleet deps update", a.Name, fleet.LockFile, locked.Chart, locked.Version, locked.Repo, a.Helm.Chart, a.Helm.Version, a.Helm.Repo)
@@ -230,6 +225,19 @@ func helmOf(f *fleet.Fleet, a *fleet.App, lock **fleet.Lock) (*render.Helm, erro
 		out.Version, out.Digest = locked.Resolved, locked.Digest
 	}
 	return out, nil
+}
+
+// lockOf reads f's fleet.lock when first asked, once.
+func lockOf(f *fleet.Fleet) func() (*fleet.Lock, error) {
+	var (
+		once sync.Once
+		l    *fleet.Lock
+		err  error
+	)
+	return func() (*fleet.Lock, error) {
+		once.Do(func() { l, err = fleet.LoadLock(f.Path) })
+		return l, err
+	}
 }
 
 // ChartOf is the render's view of an app's chart (apps[].helm), local
