@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
 // ociOf is an app's oci:// source to fetch: its verify key read, and
@@ -61,6 +62,11 @@ func Fetch(ctx context.Context, apps []App, f *ocisource.Fetcher) error {
 		}
 		a.Source.Path, a.Source.Artifact = p, got.Ref
 		a.OCI, a.Fetched = nil, &got
+		if a.Source.Type == render.Jsonnet {
+			// The artifact's root is a library folder: its files import
+			// one another across its folders. The app's jpath wins.
+			a.Source.JPath = append([]string{got.Dir}, a.Source.JPath...)
+		}
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
 // An app from an oci:// artifact renders from the folder its path names
@@ -56,7 +57,11 @@ func TestFetchApps(t *testing.T) {
 		d, _ := img.Digest()
 		return d.String()
 	}
-	d1 := push("v1", map[string]string{"jsonnet/main.jsonnet": "{}", "README.md": "x"})
+	d1 := push("v1", map[string]string{
+		"jsonnet/main.jsonnet": "local lib = import '../lib/names.libsonnet';\n{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: lib.name, namespace: 'x'}}\n",
+		"lib/names.libsonnet":  "{name: 'from-lib'}\n",
+		"README.md":            "x",
+	})
 	dir := t.TempDir()
 	ff := filepath.Join(dir, "fleet.yaml")
 	yaml := "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: g}]\nclusters: [{name: c, group: g, context: c}]\napps:\n  - {name: dash, jsonnet: \"oci://" + host + "/lib/dash:v1\", path: jsonnet/main.jsonnet}\n  - {name: bad, manifests: \"oci://" + host + "/lib/dash:v1\", path: nope}\n"
@@ -80,14 +85,20 @@ func TestFetchApps(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := apps[0].Source
-	if filepath.Base(src.Path) != "main.jsonnet" || src.Artifact != "oci://"+host+"/lib/dash@"+d1 || apps[0].Fetched.Format != "flux" {
+	if filepath.Base(src.Path) != "main.jsonnet" || src.Artifact != "oci://"+host+"/lib/dash@"+d1 || apps[0].Fetched.Format != "flux" || len(src.JPath) != 1 || src.JPath[0] != apps[0].Fetched.Dir {
 		t.Errorf("dash: %+v", src)
+	}
+	// Rendered as a file of a folder would be: it imports across the
+	// artifact's folders.
+	res := (&render.Engine{}).Render(context.Background(), []render.Target{{Cluster: render.ClusterOf(f, clusters[0]), App: "dash", Source: src}})
+	if res[0].Err != nil || len(res[0].Objects) != 1 || res[0].Objects[0].GetName() != "from-lib" {
+		t.Errorf("the jsonnet of an artifact: %v, %v", res[0].Objects, res[0].Err)
 	}
 	bad, err := (&Source{Apps: []string{"bad"}}).Resolve(f, clusters, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Fetch(context.Background(), bad, fetcher); err == nil || !strings.Contains(err.Error(), "app bad: path nope is not in oci://"+host+"/lib/dash@"+d1+" (it holds: README.md, jsonnet/)") {
+	if err := Fetch(context.Background(), bad, fetcher); err == nil || !strings.Contains(err.Error(), "app bad: path nope is not in oci://"+host+"/lib/dash@"+d1+" (it holds: README.md, jsonnet/, lib/)") {
 		t.Errorf("a path not in the artifact: %v", err)
 	}
 
