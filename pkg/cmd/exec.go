@@ -82,20 +82,13 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	}
 	prefix := o.prefixer(clusters)
 	stdout, stderr := output.NewSyncWriter(o.Out), output.NewSyncWriter(o.ErrOut)
-	names, byName := fleet.Index(clusters)
-	outcomes := runner.Run(ctx, []runner.Wave{{Name: "all", Clusters: names, MaxFailures: len(names)}}, o.Parallel, func(ctx context.Context, name string) error {
-		c := byName[name]
-		client, err := o.client(f, c)
-		if err != nil {
-			return err
-		}
-		if err := client.VerifyIdentity(ctx, c.Server, c.UID); err != nil {
-			return err
-		}
+	// Each cluster connected and its identity pins verified first, as
+	// for any command: kubectl is never run on a cluster that moved.
+	outcomes := kube.Each(ctx, connector{o.GlobalOptions}, f, clusters, o.Parallel, func(ctx context.Context, c *fleet.Cluster, _ *kube.Client) error {
 		cmd := exec.CommandContext(ctx, kubectl, append(kube.KubectlArgs(o.ConfigFlags, f, c, o.LogLevel), o.Args...)...)
-		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(name)), output.NewPrefixWriter(stderr, prefix.Prefix(name))
+		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(c.Name)), output.NewPrefixWriter(stderr, prefix.Prefix(c.Name))
 		cmd.Stdout, cmd.Stderr = out, errOut
-		err = cmd.Run()
+		err := cmd.Run()
 		_ = out.Close()
 		_ = errOut.Close()
 		var ee *exec.ExitError
