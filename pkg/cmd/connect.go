@@ -2,14 +2,11 @@ package cmd
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/prompt"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *printer {
@@ -19,78 +16,17 @@ func (g *GlobalOptions) newPrinter(clusters []*fleet.Cluster, jsonOut bool) *pri
 // printer is the output of commands that work on clusters.
 type printer = output.Printer
 
-// client connects to one cluster with its own ConfigFlags, once per
-// command: reading attributes from the cluster and then diffing or applying
-// share one REST mapper and discovery cache.
-func (g *GlobalOptions) client(f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
-	return g.clients.Do(c.Name, func() (*kube.Client, error) {
-		return kube.NewClient(kube.ForCluster(g.ConfigFlags, f, c))
-	})
+// clusters is the command's Connector to its clusters (kube.Clients),
+// with this command's flags.
+func (g *GlobalOptions) clusters() *kube.Clients {
+	g.kube.Flags, g.kube.SkipUnreachable = g.ConfigFlags, g.SkipUnreachable
+	return &g.kube
 }
 
-// idle closes the idle connections of a cluster whose work is over
-// (kube.Client.CloseIdleConnections); a cluster never connected to has
-// none.
-func (g *GlobalOptions) idle(cluster string) {
-	if c, ok := g.clients.Peek(cluster); ok && c != nil {
-		c.CloseIdleConnections()
-	}
-}
-
-// unreachableError is a cluster's failure because it could not be
-// asked, said so, with the way out.
-type unreachableError struct{ err error }
-
-func (e *unreachableError) Error() string {
-	return fmt.Sprintf("cluster unreachable (%s): %v; --skip-unreachable reports such a cluster as skipped", kube.WhyUnreachable(e.err), e.err)
-}
-
-func (e *unreachableError) Unwrap() error { return e.err }
-
-// explained runs fn for a cluster, and says so when its error is the
-// cluster not answering (explain).
-func (g *GlobalOptions) explained(fn func(ctx context.Context, cluster string) error) func(ctx context.Context, cluster string) error {
-	return func(ctx context.Context, cluster string) error { return g.explain(ctx, cluster, fn(ctx, cluster)) }
-}
-
-// explain says so when a cluster's error is the cluster not answering
-// (refused, no such host, timed out) before it answered anything: not a
-// client library's message ("taking lease …: Post …: connection
-// refused") alone. One that stopped answering during the run says so
-// itself ("the cluster stopped answering, …").
-func (g *GlobalOptions) explain(ctx context.Context, cluster string, err error) error {
-	var skip *runner.SkipError
-	var already *unreachableError
-	if !kube.IsUnreachable(err) || errors.As(err, &skip) || errors.As(err, &already) || ctx.Err() != nil {
-		return err
-	}
-	if c, ok := g.verified.Peek(cluster); ok && c.Slowest() > 0 {
-		return err // it answered before
-	}
-	return &unreachableError{err: err}
-}
-
-// connect returns a cluster's client once the cluster's identity pins
-// (server, uid) are verified. Every command that reads or writes a
-// cluster's state goes through here: reading the wrong cluster is as
-// misleading as writing to it. Both happen once per command; requests
-// already sent finish (or time out) after Ctrl-C.
+// connect returns a cluster's client once its identity pins are verified
+// (kube.Clients.Connect).
 func (g *GlobalOptions) connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error) {
-	return g.verified.Do(c.Name, func() (*kube.Client, error) {
-		client, err := g.client(f, c)
-		if err != nil {
-			return nil, err
-		}
-		if g.SkipUnreachable {
-			if err := client.Reachable(); kube.IsUnreachable(err) {
-				return nil, &runner.SkipError{Reason: "unreachable: " + err.Error(), Unreachable: true}
-			}
-		}
-		if err := client.VerifyIdentity(context.WithoutCancel(ctx), c.Server, c.UID); err != nil {
-			return nil, err
-		}
-		return client, nil
-	})
+	return g.clusters().Connect(ctx, f, c)
 }
 
 // checkContexts materializes the clusters' kubeconfigFrom, then verifies,

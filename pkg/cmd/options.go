@@ -8,7 +8,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
@@ -34,10 +33,9 @@ type GlobalOptions struct {
 	// it.
 	SkipUnreachable bool
 
-	// clients holds one client per cluster for the command's run.
-	clients memo.Memo[string, *kube.Client]
-	// verified holds the clients whose identity pins were verified.
-	verified memo.Memo[string, *kube.Client]
+	// kube holds one client per cluster for the command's run
+	// (clusters).
+	kube kube.Clients
 	// sources holds the clusters' kubeconfigFrom, written to temporary
 	// files; Execute removes them.
 	sources kube.KubeconfigSources
@@ -257,16 +255,16 @@ func (c connector) CheckContexts(ctx context.Context, f *fleet.Fleet, clusters [
 }
 
 func (c connector) Connect(ctx context.Context, f *fleet.Fleet, cl *fleet.Cluster) (*kube.Client, error) {
-	return c.g.connect(ctx, f, cl)
+	return c.g.clusters().Connect(ctx, f, cl)
 }
 
 // Idle closes a cluster's idle connections.
-func (c connector) Idle(cluster string) { c.g.idle(cluster) }
+func (c connector) Idle(cluster string) { c.g.clusters().Idle(cluster) }
 
 // Explain says a cluster that never answered is unreachable
 // (GlobalOptions.explain).
 func (c connector) Explain(ctx context.Context, cluster string, err error) error {
-	return c.g.explain(ctx, cluster, err)
+	return c.g.clusters().Explain(ctx, cluster, err)
 }
 
 // Kubeconfig writes a kubeconfig that reaches only cl, for its group's

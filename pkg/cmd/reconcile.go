@@ -218,8 +218,7 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	// Fresh clients and kubeconfigFrom every pass: credentials rotate,
 	// kubeconfig files are replaced. kubeconfigFrom's temporary files go
 	// at the end of the pass, not after the sleep.
-	g.clients.Reset()
-	g.verified.Reset()
+	g.clusters().Reset()
 	defer g.sources.Refresh()
 	a := o.passOptions()
 	started := fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339))
