@@ -3,12 +3,14 @@ package kube
 import (
 	"context"
 	"fmt"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -511,19 +513,18 @@ func StopOf(ctx context.Context) context.Context {
 // object requests that hold one wait for them.
 func (l *Listings) Prefetch(ctx context.Context, c *Client, keys []ListKey, concurrency int) {
 	stop := StopOf(ctx)
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, max(1, concurrency))
+	var g errgroup.Group
+	g.SetLimit(max(1, concurrency))
 	for _, k := range keys {
 		if stop.Err() != nil {
 			break
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		g.Go(func() error {
 			_, _ = l.Of(ctx, c, k.Mapping, k.Namespace)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 }
 
 // ListMetadata lists the metadata of one resource's objects in a

@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -73,17 +74,15 @@ func ProbeAll(ctx context.Context, parallel int, flags []genericclioptions.RESTC
 	if parallel <= 0 {
 		parallel = len(flags)
 	}
-	sem := make(chan struct{}, parallel)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(parallel)
 	for i := range flags {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			out[i] = ProbeCluster(ctx, flags[i], pins[i][0], pins[i][1])
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return out
 }
 

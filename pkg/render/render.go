@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	chart "helm.sh/helm/v4/pkg/chart/v2"
@@ -160,22 +162,20 @@ func (e *Engine) Render(ctx context.Context, targets []Target) []Result {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
-	sem := make(chan struct{}, n)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(n)
 	for i, t := range targets {
 		results[i].Target = t
 		if err := ctx.Err(); err != nil {
 			results[i].Err = err
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			results[i] = e.RenderTarget(ctx, t)
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return results
 }
 

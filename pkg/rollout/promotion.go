@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
@@ -145,12 +147,10 @@ func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error
 // revision of its render of one of apps, why.
 func (p *Promotion) unverified(ctx context.Context, g Group, apps []string, vouched bool) []string {
 	reasons := make([]string, len(g.Clusters))
-	sem := make(chan struct{}, max(1, p.parallel()))
-	var wg sync.WaitGroup
+	var eg errgroup.Group
+	eg.SetLimit(max(1, p.parallel()))
 	for i, cluster := range g.Clusters {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		eg.Go(func() error {
 			for _, app := range apps {
 				render, ok := g.Renders[cluster][app]
 				if !ok {
@@ -158,12 +158,13 @@ func (p *Promotion) unverified(ctx context.Context, g Group, apps []string, vouc
 				}
 				if why := p.why(ctx, cluster, app, render, vouched); why != "" {
 					reasons[i] = why
-					return
+					return nil
 				}
 			}
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = eg.Wait()
 	var out []string
 	for _, r := range reasons {
 		if r != "" {
