@@ -79,11 +79,31 @@ func run() error {
 		return nil
 	}
 	path := pluginDir + string(os.PathListSeparator) + binDir + string(os.PathListSeparator) + os.Getenv("PATH")
-	flux := filepath.Join(work, "flux")
-	steps := []struct {
-		args []string
-		ok   []int // exit codes that are expected
-	}{
+	for _, st := range steps(filepath.Join(work, "flux")) {
+		fmt.Printf("\n$ kubectl %s\n", strings.Join(st.args, " "))
+		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), st.args...)
+		cmd.Dir = "examples"
+		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+env.Kubeconfig, "SOPS_AGE_KEY_FILE="+demoKey)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		err := cmd.Run()
+		if code := cmd.ProcessState.ExitCode(); !slices.Contains(st.ok, code) {
+			return fmt.Errorf("kubectl %s: exit %d: %v", strings.Join(st.args, " "), code, err)
+		}
+	}
+	return nil
+}
+
+// step is one command of the demo and the exit codes it is expected to
+// end with.
+type step struct {
+	args []string
+	ok   []int
+}
+
+// steps are the demo's commands, in order; flux is where bootstrap
+// writes the edge's Flux objects.
+func steps(flux string) []step {
+	return []step{
 		{[]string{"fleet", "clusters", "--check"}, []int{0}},
 		{[]string{"fleet", "vet"}, []int{0}},
 		{[]string{"fleet", "render", "--cluster", "prod-us", "--app", "dashboard", "-o", "json"}, []int{0}},
@@ -110,16 +130,4 @@ func run() error {
 		{[]string{"fleet", "status", "-F", "edge.yaml"}, []int{0}},
 		{[]string{"fleet", "history", "-F", "edge.yaml"}, []int{0}},
 	}
-	for _, step := range steps {
-		fmt.Printf("\n$ kubectl %s\n", strings.Join(step.args, " "))
-		cmd := exec.CommandContext(ctx, filepath.Join(binDir, "kubectl"), step.args...)
-		cmd.Dir = "examples"
-		cmd.Env = append(os.Environ(), "PATH="+path, "KUBECONFIG="+env.Kubeconfig, "SOPS_AGE_KEY_FILE="+demoKey)
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		err := cmd.Run()
-		if code := cmd.ProcessState.ExitCode(); !slices.Contains(step.ok, code) {
-			return fmt.Errorf("kubectl %s: exit %d: %v", strings.Join(step.args, " "), code, err)
-		}
-	}
-	return nil
 }

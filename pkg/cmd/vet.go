@@ -101,30 +101,9 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !o.NoKubeconfig {
-		if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
-			// Missing contexts, or kubeconfigFrom sources that failed.
-			var list fleet.ErrorList
-			if errors.As(err, &list) {
-				v.FleetProblems(list)
-			} else {
-				for _, l := range strings.Split(err.Error(), "\n") {
-					v.Problem("", vet.Problem{Message: l})
-				}
-			}
-		}
-	}
-	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
+	apps, err := o.apps(ctx, v, f, clusters)
 	if err != nil {
 		return err
-	}
-	if err := rendered.Fetch(ctx, apps, o.fetcher()); err != nil {
-		return err
-	}
-	for _, a := range apps {
-		if got := a.Fetched; got != nil {
-			v.Source(vet.Source{App: a.Name, Artifact: got.Ref, Format: got.Format, SignedBy: got.SignedBy})
-		}
 	}
 	attrs := vet.Placeholders(f, clusters)
 	if o.Server && v.Problems == 0 {
@@ -166,6 +145,38 @@ func (o *VetOptions) Run(ctx context.Context) error {
 		return &exit.Error{Code: exit.Failed}
 	}
 	return nil
+}
+
+// apps are the apps vet renders for clusters, their oci:// sources
+// fetched and said; a context missing (unless --no-kubeconfig) is a
+// problem of v.
+func (o *VetOptions) apps(ctx context.Context, v *vet.Out, f *fleet.Fleet, clusters []*fleet.Cluster) ([]rendered.App, error) {
+	if !o.NoKubeconfig {
+		if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
+			// Missing contexts, or kubeconfigFrom sources that failed.
+			var list fleet.ErrorList
+			if errors.As(err, &list) {
+				v.FleetProblems(list)
+			} else {
+				for _, l := range strings.Split(err.Error(), "\n") {
+					v.Problem("", vet.Problem{Message: l})
+				}
+			}
+		}
+	}
+	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
+	if err != nil {
+		return nil, err
+	}
+	if err := rendered.Fetch(ctx, apps, o.fetcher()); err != nil {
+		return nil, err
+	}
+	for _, a := range apps {
+		if got := a.Fetched; got != nil {
+			v.Source(vet.Source{App: a.Name, Artifact: got.Ref, Format: got.Format, SignedBy: got.SignedBy})
+		}
+	}
+	return apps, nil
 }
 
 // serverCheck is vet.ServerCheck on the cluster, once it is connected to.
