@@ -1,70 +1,42 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 )
 
-// fluxArtifact packs the folder dir as flux push artifact does (Flux's
-// config media type, one tar+gzip content layer), with extra files
-// (name: content) beside it.
+// fluxArtifact packs the folder dir as flux push artifact does, with
+// extra files (name: content) beside it.
 func fluxArtifact(dir string, extra map[string][]byte) (v1.Image, error) {
-	var b bytes.Buffer
-	gz := gzip.NewWriter(&b)
-	tw := tar.NewWriter(gz)
-	add := func(name string, data []byte) error {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg}); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
+	files := maps.Clone(extra)
+	if files == nil {
+		files = map[string][]byte{}
 	}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return add(filepath.ToSlash(rel), data)
-	})
-	for name, data := range extra {
 		if err == nil {
-			err = add(name, data)
+			files[filepath.ToSlash(rel)], err = os.ReadFile(p)
 		}
-	}
-	if err == nil {
-		err = tw.Close()
-	}
-	if err == nil {
-		err = gz.Close()
-	}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
-	const content types.MediaType = "application/vnd.cncf.flux.content.v1.tar+gzip"
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), "application/vnd.cncf.flux.config.v1+json")
-	return mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(b.Bytes(), content), MediaType: content})
+	return registrytest.FluxArtifact(files)
 }
 
 // pushArtifact pushes img to the registry at addr as repo:v1 and

@@ -5,11 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"io"
 	"log"
 	"net/http"
@@ -29,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
@@ -186,15 +182,7 @@ func TestFetchRefusesHostileArchives(t *testing.T) {
 
 func signer(t *testing.T) (*publish.Signer, []byte) {
 	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := publish.LoadSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
+	s, err := publish.LoadSigner(registrytest.SigningKey(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,6 @@
 package rendered
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"io"
 	"log"
@@ -16,15 +13,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/ocisource"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -36,17 +29,11 @@ func TestFetchApps(t *testing.T) {
 	t.Cleanup(srv.Close)
 	host := strings.TrimPrefix(srv.URL, "http://")
 	push := func(tag string, files map[string]string) string {
-		var b bytes.Buffer
-		gz := gzip.NewWriter(&b)
-		tw := tar.NewWriter(gz)
+		contents := map[string][]byte{}
 		for n, body := range files {
-			_ = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
-			_, _ = tw.Write([]byte(body))
+			contents[n] = []byte(body)
 		}
-		_ = tw.Close()
-		_ = gz.Close()
-		img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), publish.ConfigMediaType)
-		img, err := mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(b.Bytes(), publish.ContentMediaType), MediaType: publish.ContentMediaType})
+		img, err := registrytest.FluxArtifact(contents)
 		if err != nil {
 			t.Fatal(err)
 		}

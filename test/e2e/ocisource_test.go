@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"os"
 	"path/filepath"
@@ -12,11 +9,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/static"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
@@ -48,31 +42,12 @@ apps:
 // base/ (what the fleet's path names).
 func baseArtifact(t *testing.T, v string) v1.Image {
 	t.Helper()
-	files := []struct{ name, body string }{
-		{"kustomization.yaml", "resources: [base]\n"},
-		{"base/kustomization.yaml", "resources: [ns.yaml, cm.yaml]\n"},
-		{"base/ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-oci}\n"},
-		{"base/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: e2e-oci}\ndata: {version: \"" + v + "\", cluster: \"${FLEET_CLUSTER_NAME}\"}\n"},
-	}
-	var b bytes.Buffer
-	gz := gzip.NewWriter(&b)
-	tw := tar.NewWriter(gz)
-	for _, f := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := tw.Write([]byte(f.body)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := gz.Close(); err != nil {
-		t.Fatal(err)
-	}
-	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), artifact.ConfigMediaType)
-	img, err := mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(b.Bytes(), artifact.ContentMediaType), MediaType: artifact.ContentMediaType})
+	img, err := registrytest.FluxArtifact(map[string][]byte{
+		"kustomization.yaml":      []byte("resources: [base]\n"),
+		"base/kustomization.yaml": []byte("resources: [ns.yaml, cm.yaml]\n"),
+		"base/ns.yaml":            []byte("apiVersion: v1\nkind: Namespace\nmetadata: {name: e2e-oci}\n"),
+		"base/cm.yaml":            []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: e2e-oci}\ndata: {version: \"" + v + "\", cluster: \"${FLEET_CLUSTER_NAME}\"}\n"),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

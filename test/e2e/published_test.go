@@ -2,11 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +10,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
@@ -520,18 +516,7 @@ func mustDigest(t *testing.T, r artifact.Registry, cluster string) v1.Hash {
 }
 
 // signingKey is a new ECDSA P-256 key, PEM: what a delivery signs with.
-func signingKey(t *testing.T) string {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
-}
+func signingKey(t *testing.T) string { return string(registrytest.SigningKey(t)) }
 
 // said reports whether out has a line of cluster's that holds text.
 func said(out, cluster, text string) bool {
