@@ -159,7 +159,7 @@ func (f *Fetcher) fetch(ctx context.Context, s Spec) (Fetched, error) {
 	}
 	img, err := remote.Image(repo.Digest(d.String()), opts...)
 	if err != nil {
-		return Fetched{}, plain(err)
+		return Fetched{}, publish.Plain(err)
 	}
 	format, layers, err := f.layers(img)
 	if err != nil {
@@ -213,7 +213,7 @@ func (f *Fetcher) digestOf(ref name.Reference, pinned string, opts []remote.Opti
 	}
 	desc, err := remote.Head(ref, opts...)
 	if err != nil {
-		return v1.Hash{}, fmt.Errorf("resolving its tag: %w", plain(err))
+		return v1.Hash{}, fmt.Errorf("resolving its tag: %w", publish.Plain(err))
 	}
 	return desc.Digest, nil
 }
@@ -223,7 +223,7 @@ func (f *Fetcher) digestOf(ref name.Reference, pinned string, opts []remote.Opti
 func (f *Fetcher) layers(img v1.Image) (string, [][]byte, error) {
 	m, err := img.Manifest()
 	if err != nil {
-		return "", nil, plain(err)
+		return "", nil, publish.Plain(err)
 	}
 	format := formatOf(m)
 	if format == "" {
@@ -241,16 +241,16 @@ func (f *Fetcher) layers(img v1.Image) (string, [][]byte, error) {
 		}
 		l, err := img.LayerByDigest(desc.Digest)
 		if err != nil {
-			return "", nil, plain(err)
+			return "", nil, publish.Plain(err)
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return "", nil, plain(err)
+			return "", nil, publish.Plain(err)
 		}
 		data, err := io.ReadAll(io.LimitReader(rc, lim.Compressed+1))
 		rc.Close()
 		if err != nil {
-			return "", nil, plain(err)
+			return "", nil, publish.Plain(err)
 		}
 		sum := sha256.Sum256(data)
 		if got := "sha256:" + hex.EncodeToString(sum[:]); got != desc.Digest.String() {
@@ -291,11 +291,11 @@ func verify(repo name.Repository, d v1.Hash, key []byte, opts []remote.Option) e
 		return fmt.Errorf("it is not signed (no %s:%s)", repo.Name(), publish.SignatureTag(d))
 	}
 	if err != nil {
-		return fmt.Errorf("reading its signatures: %w", plain(err))
+		return fmt.Errorf("reading its signatures: %w", publish.Plain(err))
 	}
 	m, err := sigs.Manifest()
 	if err != nil {
-		return plain(err)
+		return publish.Plain(err)
 	}
 	why := "no signature in " + publish.SignatureTag(d)
 	for _, desc := range m.Layers {
@@ -305,16 +305,16 @@ func verify(repo name.Repository, d v1.Hash, key []byte, opts []remote.Option) e
 		}
 		l, err := sigs.LayerByDigest(desc.Digest)
 		if err != nil {
-			return plain(err)
+			return publish.Plain(err)
 		}
 		rc, err := l.Compressed()
 		if err != nil {
-			return plain(err)
+			return publish.Plain(err)
 		}
 		payload, err := io.ReadAll(io.LimitReader(rc, 1<<20))
 		rc.Close()
 		if err != nil {
-			return plain(err)
+			return publish.Plain(err)
 		}
 		if err := publish.Verify(key, payload, sig, d); err != nil {
 			why = err.Error()
@@ -383,18 +383,6 @@ func (f *Fetcher) options(ctx context.Context) []remote.Option {
 		opts = append(opts, remote.WithTransport(f.Transport))
 	}
 	return opts
-}
-
-// plain is a registry's error without what it echoes of a request.
-func plain(err error) error {
-	var te *transport.Error
-	if errors.As(err, &te) {
-		if len(te.Errors) > 0 {
-			return fmt.Errorf("the registry answers %d: %s", te.StatusCode, te.Errors[0].Message)
-		}
-		return fmt.Errorf("the registry answers %d", te.StatusCode)
-	}
-	return err
 }
 
 func fingerprint(key []byte) string {

@@ -113,7 +113,7 @@ func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found
 	}
 	img, err := remote.Image(repo.Digest(d.String()), r.options(ctx)...)
 	if err != nil {
-		return true, fmt.Errorf("reading %s:%s: %w", repo, tag, plain(err))
+		return true, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))
 	}
 	data, err := recordOf(img)
 	if err == nil {
@@ -171,7 +171,7 @@ func (r Registry) WriteRecord(ctx context.Context, app, tag string, v any) error
 	// Straight to its tag: a record is never shared, so no push by
 	// digest and no read of it back to tag it.
 	if err := remote.Write(repo.Tag(tag), img, r.options(ctx)...); err != nil {
-		return fmt.Errorf("writing %s:%s: %w", repo, tag, plain(err))
+		return fmt.Errorf("writing %s:%s: %w", repo, tag, Plain(err))
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (r Registry) Push(ctx context.Context, app string, img v1.Image) (v1.Hash, 
 		return v1.Hash{}, err
 	}
 	if err := remote.Write(repo.Digest(d.String()), img, r.options(ctx)...); err != nil {
-		return v1.Hash{}, fmt.Errorf("pushing to %s: %w", repo, plain(err))
+		return v1.Hash{}, fmt.Errorf("pushing to %s: %w", repo, Plain(err))
 	}
 	return d, nil
 }
@@ -95,10 +95,10 @@ func (r Registry) Tag(ctx context.Context, app, tag string, d v1.Hash) error {
 	opts := r.options(ctx)
 	desc, err := remote.Get(repo.Digest(d.String()), opts...)
 	if err != nil {
-		return fmt.Errorf("reading %s@%s: %w", repo, d, plain(err))
+		return fmt.Errorf("reading %s@%s: %w", repo, d, Plain(err))
 	}
 	if err := remote.Tag(repo.Tag(tag), desc, opts...); err != nil {
-		return fmt.Errorf("tagging %s:%s: %w", repo, tag, plain(err))
+		return fmt.Errorf("tagging %s:%s: %w", repo, tag, Plain(err))
 	}
 	return nil
 }
@@ -112,7 +112,7 @@ func (r Registry) Untag(ctx context.Context, app, tag string) error {
 		return err
 	}
 	if err := remote.Delete(repo.Tag(tag), r.options(ctx)...); err != nil {
-		return fmt.Errorf("deleting the tag %s:%s: %w", repo, tag, plain(err))
+		return fmt.Errorf("deleting the tag %s:%s: %w", repo, tag, Plain(err))
 	}
 	return nil
 }
@@ -130,15 +130,15 @@ func (r Registry) Resolve(ctx context.Context, app, tag string) (d v1.Hash, foun
 	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
 		return v1.Hash{}, false, nil
 	case err != nil:
-		return v1.Hash{}, false, fmt.Errorf("reading %s:%s: %w", repo, tag, plain(err))
+		return v1.Hash{}, false, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))
 	}
 	return desc.Digest, true, nil
 }
 
-// plain is a registry error said without what a transport error may
+// Plain is a registry error said without what a transport error may
 // carry of the request (never a credential: go-containerregistry keeps
 // them in headers, which it does not print).
-func plain(err error) error {
+func Plain(err error) error {
 	var te *transport.Error
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		var msgs []string

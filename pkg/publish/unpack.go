@@ -119,7 +119,7 @@ func (r Registry) PullDigest(ctx context.Context, app, d string) ([]*unstructure
 	}
 	img, err := remote.Image(repo.Digest(d), r.options(ctx)...)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s@%s: %w", repo, d, plain(err))
+		return nil, fmt.Errorf("reading %s@%s: %w", repo, d, Plain(err))
 	}
 	objs, err := Unpack(img)
 	if err != nil {
