@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -36,34 +37,17 @@ import (
 // FieldManager owns every field kubectl fleet applies.
 const FieldManager = "kubectl-fleet"
 
-// Action is what happened to one object.
-type Action string
+// HealthResult is an object's health as --wait saw it, or a test Job's
+// result: reported beside the changes (Change.Health), never one.
+type HealthResult string
 
-// The actions.
+// The health results.
 const (
-	Created    Action = "created"
-	Configured Action = "configured"
-	Unchanged  Action = "unchanged"
-	Pruned     Action = "pruned"
-	Failed     Action = "failed"
-	// Skipped: not applied, because an earlier stage failed, or (dry run)
-	// because its CRD is not installed yet.
-	Skipped Action = "skipped"
-	// Healthy and Unhealthy report --wait.
-	Healthy   Action = "healthy"
-	Unhealthy Action = "unhealthy"
-	// Passed: a test Job completed (Test).
-	Passed Action = "passed"
-	// Replaced: deleted and created again, because an immutable field
-	// changed and the object asks for it (fleet.kubectl.io/force: enabled).
-	Replaced Action = "replaced"
-	// Kept: no longer rendered, but not pruned, because the object asks
-	// for it (fleet.kubectl.io/prune: disabled); it leaves the app's set.
-	Kept Action = "kept"
-	// Adopted: the object existed, and kubectl fleet had not created it;
-	// the app applied it and took it over, and will release it rather
-	// than delete it.
-	Adopted Action = "adopted"
+	Healthy   HealthResult = "healthy"
+	Unhealthy HealthResult = "unhealthy"
+	// Passed and TestFailed: a test Job completed, or did not (Test).
+	Passed     HealthResult = "passed"
+	TestFailed HealthResult = "failed"
 )
 
 // Change is one object's outcome.
@@ -71,7 +55,10 @@ type Change struct {
 	// Ref is kind.group/name, as kubectl prints it.
 	Ref       string
 	Namespace string
-	Action    Action
+	// Action is what happened (change.Of), unless Health is set.
+	Action change.Action
+	// Health reports --wait's or a test's result instead.
+	Health HealthResult
 	// Reason explains a skip or a health state.
 	Reason string
 	// Warning is something the user should know: the object is shared
@@ -465,9 +452,6 @@ type pass struct {
 	// rendered are the paths of the objects rendered: never pruned,
 	// however the listing saw them.
 	rendered map[string]bool
-	// guard is the prune's: what deleting a Namespace or CRD would
-	// take along that it does not delete.
-	guard *inventory.Guard
 	// retained are the members the prune neither deleted nor released
 	// because an input of its decision could not be read, or handed to
 	// an app of this run that does not record them yet (handing): they
@@ -575,7 +559,8 @@ func (p *pass) applyAll(ctx context.Context, objs []*unstructured.Unstructured, 
 	slots := kube.NewSlots(p.cfg.Concurrency)
 	for i, obj := range objs {
 		if pending[obj.GroupVersionKind().GroupKind()] {
-			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "would be created after its CRD"})
+			act, why, _ := change.Of(change.Answer{Obj: obj, PendingCRD: true, DryRun: true})
+			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: act, Reason: why})
 			continue
 		}
 		release, err := slots.Take(start)
@@ -586,10 +571,7 @@ func (p *pass) applyAll(ctx context.Context, objs []*unstructured.Unstructured, 
 		wg.Add(1)
 		go func() {
 			defer func() { release(); wg.Done() }()
-			ch := p.applyOne(ctx, obj)
-			if p.cfg.DryRun && ch.Err != nil && kube.IsNamespaceNotFound(ch.Err) && newNS[obj.GetNamespace()] {
-				ch = Change{Ref: ch.Ref, Namespace: ch.Namespace, Action: Skipped, Reason: "its namespace is created by this apply; not validated by the server"}
-			}
+			ch := p.applyOne(ctx, obj, newNS)
 			if ch.Err != nil {
 				failed.Add(1)
 				if kube.IsUnreachable(ch.Err) {
@@ -605,7 +587,7 @@ func (p *pass) applyAll(ctx context.Context, objs []*unstructured.Unstructured, 
 	}
 	if cause != nil {
 		for _, obj := range rest {
-			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: Skipped, Reason: "not attempted: the cluster stopped answering"})
+			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: change.Skipped, Reason: "not attempted: the cluster stopped answering"})
 		}
 		return fmt.Errorf("the cluster stopped answering, %d of %d objects not attempted: %w", len(rest), len(objs), cause)
 	}
@@ -615,80 +597,73 @@ func (p *pass) applyAll(ctx context.Context, objs []*unstructured.Unstructured, 
 	return nil
 }
 
-// applyOne applies one object. A real apply learns whether the object
-// exists, and its resource version, from metadata listed once per resource
-// and namespace (one request, not a read per object); a dry run, whose
-// result keeps the old version, reads the object to compare.
-func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured) (ch Change) {
+// applyOne applies one object; what it did is the rule's (change.Of).
+// A real apply learns whether the object exists, and its resource
+// version, from metadata listed once per resource and namespace (one
+// request, not a read per object); a dry run, whose result keeps the old
+// version, reads the object to compare. newNS are the namespaces this
+// apply creates: a dry run cannot validate their objects.
+func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured, newNS map[string]bool) Change {
 	c, cfg := p.c, p.cfg
-	opts := kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force, DryRun: cfg.DryRun}
-	ch = Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
-	fail := func(err error) Change {
-		ch.Action, ch.Err = Failed, explain(obj, err)
+	ch := Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace()}
+	ans := change.Answer{Obj: obj, DryRun: cfg.DryRun}
+	decide := func() Change {
+		ch.Action, ch.Reason, ch.Err = change.Of(ans)
 		return ch
 	}
 	ri, m, err := c.Scope(obj)
 	if err != nil {
-		return fail(err)
+		ans.Err = err
+		return decide()
 	}
-	ch.Namespace = obj.GetNamespace()
+	ch.Namespace, ans.NewNamespace = obj.GetNamespace(), newNS[obj.GetNamespace()]
 	ignored := object.Ignored(obj, cfg.Ignore)
 	live, before, listed, err := p.readLive(ctx, ri, m, obj, ignored)
 	if err != nil {
-		return fail(err)
+		ans.Err = err
+		return decide()
 	}
 	claim := p.others.Claim(&p.last, object.Path(obj), live)
 	inventory.Label(obj, claim.PartOf)
-	ch.Warning = claim.Warning
+	ch.Warning, ans.Existed, ans.Adopt = claim.Warning, live != nil, claim.Adopt
 	if claim.Adopt {
 		p.adopt(object.Path(obj))
-		defer adopted(&ch)
 	}
 	if ignored {
 		object.KeepLive(obj, before, cfg.Ignore)
 	}
 	if live != nil && object.CreateOnly(obj) {
-		ch.Action = Unchanged
-		ch.Reason = "exists, not updated (" + object.ApplyAnnotation + ": create-only)"
 		p.keep(live.UID)
-		return ch
+		return decide()
 	}
 	sum := digest.Object(obj, p.key)
 	if p.unchanged(ctx, obj, sum, live, listed != nil && !ignored) {
-		ch.Action = Unchanged
+		ans.Same = true
 		p.keep(live.UID)
 		p.record(obj, sum, live.ResourceVersion, live.UID)
-		return ch
+		return decide()
 	}
 	if err := p.held.before(ctx); err != nil {
-		ch.Action, ch.Reason = Skipped, "not written: "+err.Error()
+		ch.Action, ch.Reason = change.Skipped, "not written: "+err.Error()
 		return ch
 	}
-	after, err := p.patch(ctx, ri, m, obj, opts)
-	if field, immutable := kube.Immutable(err); immutable && live != nil && object.ForceEnabled(obj) {
-		return p.replace(ctx, ri, obj, ch, field, live.UID)
+	after, err := p.patch(ctx, ri, m, obj, kube.ApplyOptions{FieldManager: FieldManager, Force: cfg.Force, DryRun: cfg.DryRun})
+	if ans.Err = err; err == nil {
+		// A dry run's UID is the live object's, or a new one no member has.
+		p.keep(after.GetUID())
+		p.record(obj, sum, after.GetResourceVersion(), after.GetUID())
+		ans.Same = live != nil && (cfg.DryRun && object.Same(before, after.(*unstructured.Unstructured)) || !cfg.DryRun && live.ResourceVersion == after.GetResourceVersion())
 	}
-	if err != nil {
-		return fail(err)
-	}
-	// A dry run's UID is the live object's, or a new one no member has.
-	p.keep(after.GetUID())
-	p.record(obj, sum, after.GetResourceVersion(), after.GetUID())
-	if live == nil && !cfg.DryRun && !claim.Adopt && madeByOthers(after) {
+	if err == nil && live == nil && !cfg.DryRun && !claim.Adopt && madeByOthers(after) {
 		// Created by someone else since it was listed: what the apply
 		// answers says so (another manager's fields). Adopted, so that
 		// prune, delete and --atomic release it rather than delete it.
 		p.adopt(object.Path(obj))
-		ch.Action = Adopted
+		ch.Action = change.Adopted
 		return ch
 	}
-	switch {
-	case live == nil:
-		ch.Action = Created
-	case cfg.DryRun && object.Same(before, after.(*unstructured.Unstructured)), !cfg.DryRun && live.ResourceVersion == after.GetResourceVersion():
-		ch.Action = Unchanged
-	default:
-		ch.Action = Configured
+	if decide(); ch.Action == change.Replaced {
+		return p.replace(ctx, ri, obj, ch, err, live.UID)
 	}
 	return ch
 }
@@ -730,13 +705,6 @@ func (p *pass) patch(ctx context.Context, ri dynamic.ResourceInterface, m *meta.
 // apply, made by someone else.
 func madeByOthers(o metav1.Object) bool {
 	return slices.ContainsFunc(o.GetManagedFields(), func(e metav1.ManagedFieldsEntry) bool { return e.Manager != FieldManager })
-}
-
-// adopted reports an object taken over as adopted, unless it failed.
-func adopted(ch *Change) {
-	if ch.Action != Failed && ch.Action != Skipped {
-		ch.Action = Adopted
-	}
 }
 
 // adopt records that the app takes over the object at path, which it did
@@ -835,14 +803,13 @@ func (p *pass) unchanged(ctx context.Context, obj *unstructured.Unstructured, su
 // again, as fleet.kubectl.io/force: enabled asks, the way kubectl replace
 // --force does: its dependents are deleted in the background (a Job's
 // pods, a Deployment's ReplicaSets), and it is created once it is gone.
-func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, ch Change, field string, uid types.UID) Change {
-	ch.Reason = object.Replacement(field, p.cfg.DryRun)
+func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *unstructured.Unstructured, ch Change, immutable error, uid types.UID) Change {
 	if p.cfg.DryRun {
-		ch.Action = Replaced
 		return ch
 	}
+	field, _ := kube.Immutable(immutable)
 	fail := func(err error) Change {
-		ch.Action, ch.Err, ch.Reason = Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", object.ImmutableChange(field), object.ForceAnnotation, err), ""
+		ch.Action, ch.Err, ch.Reason = change.Failed, fmt.Errorf("%s; replacing it (%s: enabled): %w", object.ImmutableChange(field), object.ForceAnnotation, err), ""
 		return ch
 	}
 	if err := deleteAndWait(ctx, ri, obj.GetName(), uid, p.cfg.Timeout); err != nil {
@@ -854,7 +821,7 @@ func (p *pass) replace(ctx context.Context, ri dynamic.ResourceInterface, obj *u
 	}
 	p.keep(after.GetUID())
 	p.record(obj, digest.Object(obj, p.key), after.GetResourceVersion(), after.GetUID())
-	ch.Action = Replaced
+	ch.Action = change.Replaced
 	return ch
 }
 
@@ -892,16 +859,4 @@ func waitGone(ctx context.Context, ri dynamic.ResourceInterface, name string, ti
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-// explain turns errors users can act on into advice, and never quotes the
-// values an immutable-field error carries (a Job's whole pod template).
-func explain(obj *unstructured.Unstructured, err error) error {
-	if field, ok := kube.Immutable(err); ok {
-		return object.ImmutableError(object.Ref(obj), field)
-	}
-	if apierrors.IsConflict(err) {
-		return fmt.Errorf("%w (another field manager owns these fields; --force-conflicts takes them over)", err)
-	}
-	return err
 }

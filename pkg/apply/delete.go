@@ -9,14 +9,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
-
-// Deleted is the action of an object delete removed.
-const Deleted Action = "deleted"
 
 // Delete removes every member of an app's ApplySet from the cluster, in
 // reverse dependency order (Namespaces and CRDs last), then the set's
@@ -27,8 +25,8 @@ const Deleted Action = "deleted"
 // not decide on stay in the parent, which is kept, with an error.
 func Delete(ctx context.Context, c *kube.Client, fleet, app string, dryRun bool, report func(Change)) (found bool, err error) {
 	cfg := Config{App: app, Fleet: fleet, DryRun: dryRun, Report: func(ch Change) {
-		if ch.Action == Pruned {
-			ch.Action = Deleted
+		if ch.Action == change.Pruned {
+			ch.Action = change.Deleted
 		}
 		report(ch)
 	}}

@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,8 +10,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	applyset "k8s.io/kubectl/pkg/cmd/apply"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
@@ -23,14 +22,13 @@ import (
 
 // prune deletes the set's live members that this apply did not just apply,
 // known by the UIDs the server returned (never by names the render guessed),
-// in reverse dependency order, never anything outside the set. What
+// in the order inventory.Prune walks, never anything outside the set. What
 // happens to each is the ownership rule's (inventory.Neighbours.Decide):
 // a member another app renders in this run or still records is handed to
 // that app, one whose prune is disabled or that the app adopted is left
 // in place, out of the set, and one whose decision cannot be made (an
 // input could not be read) stays in the set untouched.
 func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
-	stop := kube.StopOf(ctx)
 	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
 	}
@@ -44,30 +42,21 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 			doomed = append(doomed, m)
 		}
 	}
-	// Namespaces and CRDs last: their deletion takes their contents along.
-	slices.SortStableFunc(doomed, object.DeletedLast)
-	inUse := p.others.NamespacesInUse(p.set, extra.Namespaces, doomed)
-	// What a CRD's or a Namespace's deletion may take along is only what
-	// this prune deletes: a member it keeps (prune: disabled, handed
-	// over, adopted, not decided) or failed to delete counts as
-	// remaining. CRDs and Namespaces come last, when the rest is done.
-	p.guard = inventory.NewGuard(p.c, p.cfg.App, doomed)
 	var errs []error
-	for _, m := range doomed {
-		if err := stop.Err(); err != nil {
-			return err
-		}
+	pr := inventory.NewPrune(p.c, p.set, p.others, extra.Namespaces, doomed)
+	err = pr.Walk(ctx, func(m *unstructured.Unstructured, d inventory.Decision) (bool, error) {
 		if err := p.held.before(ctx); err != nil {
-			return err
+			return false, err
 		}
-		ch := p.pruneOne(ctx, m, inUse)
-		if ch.Action != Pruned {
-			p.guard.Spare(m) // still there
-		}
+		ch := p.pruneOne(ctx, pr, m, d)
 		if ch.Err != nil {
 			errs = append(errs, ch.Err)
 		}
 		p.cfg.Report(ch)
+		return ch.Action == change.Pruned, nil
+	})
+	if err != nil {
+		return err
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%s could not be pruned", output.Plural(len(errs), "object"))
@@ -79,7 +68,7 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 // decide: reason says which input of the decision could not be read.
 func (p *pass) retain(ch Change, m *unstructured.Unstructured, reason string) Change {
 	p.stay(m)
-	ch.Action, ch.Reason = Kept, reason
+	ch.Action, ch.Reason = change.Kept, reason
 	return ch
 }
 
@@ -90,17 +79,20 @@ func (p *pass) stay(m *unstructured.Unstructured) {
 	p.retained = p.retained.Union(inventory.ContentsOf([]*unstructured.Unstructured{m}))
 }
 
-func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse map[string]string) Change {
-	ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: Pruned}
+// pruneOne acts on the decision d for member m: deletes it, keeps it or
+// retains it. A member changed since it was listed is read and decided
+// again (pr.Decide).
+func (p *pass) pruneOne(ctx context.Context, pr *inventory.Prune, m *unstructured.Unstructured, d inventory.Decision) Change {
+	ch := Change{Ref: object.Ref(m), Namespace: m.GetNamespace(), Action: change.Pruned}
 	ri, _, err := p.c.Resource(m)
 	if err != nil {
 		return p.retain(ch, m, fmt.Sprintf("not deleted: its kind cannot be mapped (%v); left in app %s", err, p.cfg.App))
 	}
 	for attempt := 0; ; attempt++ {
-		d, unread := p.guard.Check(ctx, m, p.others.Decide(p.set, m, inUse))
+		if attempt > 0 {
+			d = pr.Decide(ctx, m)
+		}
 		switch {
-		case unread != "":
-			return p.retain(ch, m, unread)
 		case d.Retain:
 			return p.retain(ch, m, d.Reason)
 		case !d.Delete:
@@ -119,7 +111,7 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		case err == nil, apierrors.IsNotFound(err):
 			return ch
 		case !apierrors.IsConflict(err):
-			ch.Action, ch.Err = Failed, fmt.Errorf("prune: %w", err)
+			ch.Action, ch.Err = change.Failed, fmt.Errorf("prune: %w", err)
 			return ch
 		}
 		// Changed since it was listed: read it again and decide again.
@@ -130,10 +122,10 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 		case gerr != nil:
 			return p.retain(ch, m, fmt.Sprintf("not deleted: changed since it was listed, and could not be read again (%v); left in app %s", gerr, p.cfg.App))
 		case live.GetUID() != uid:
-			ch.Action, ch.Reason = Skipped, "not deleted: re-created since it was listed (another uid)"
+			ch.Action, ch.Reason = change.Skipped, "not deleted: re-created since it was listed (another uid)"
 			return ch
 		case live.GetLabels()[applyset.ApplysetPartOfLabel] != p.set.ID:
-			ch.Action, ch.Reason = Skipped, "not deleted: no longer labelled as the app's since it was listed"
+			ch.Action, ch.Reason = change.Skipped, "not deleted: no longer labelled as the app's since it was listed"
 			return ch
 		case attempt == 2:
 			return p.retain(ch, m, fmt.Sprintf("not deleted: it kept changing while it was pruned; left in app %s", p.cfg.App))
@@ -146,7 +138,7 @@ func (p *pass) pruneOne(ctx context.Context, m *unstructured.Unstructured, inUse
 // app (To); one handed to an app of this run that does not record it yet
 // (Stay) stays in the record, under the app's label, for To's claim.
 func (p *pass) kept(ctx context.Context, ri dynamic.ResourceInterface, ch Change, m *unstructured.Unstructured, d inventory.Decision) Change {
-	ch.Action, ch.Reason = Kept, d.Reason
+	ch.Action, ch.Reason = change.Kept, d.Reason
 	if d.Stay {
 		p.stay(m)
 		p.mu.Lock()
@@ -156,7 +148,7 @@ func (p *pass) kept(ctx context.Context, ri dynamic.ResourceInterface, ch Change
 	}
 	if !p.cfg.DryRun {
 		if err := p.set.Release(ctx, ri, m, d.To, FieldManager); err != nil {
-			ch.Action, ch.Err = Failed, err
+			ch.Action, ch.Err = change.Failed, err
 		}
 	}
 	return ch

@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -87,8 +88,8 @@ func mustRun(t *testing.T, c *kubetest.Cluster, cfg apply.Config) map[string]app
 	return got
 }
 
-func actions(changes map[string]apply.Change) map[string]apply.Action {
-	out := map[string]apply.Action{}
+func actions(changes map[string]apply.Change) map[string]change.Action {
+	out := map[string]change.Action{}
 	for ref, ch := range changes {
 		out[ref] = ch.Action
 	}
@@ -120,14 +121,14 @@ func TestApplyCreatesThenUnchangedThenConfigured(t *testing.T) {
 	for _, step := range []struct {
 		name    string
 		objects []*unstructured.Unstructured
-		want    map[string]apply.Action
+		want    map[string]change.Action
 	}{
 		{"first apply", []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "b", "k=1")},
-			map[string]apply.Action{"namespace/web": apply.Created, "configmap/a": apply.Created, "configmap/b": apply.Created}},
+			map[string]change.Action{"namespace/web": change.Created, "configmap/a": change.Created, "configmap/b": change.Created}},
 		{"same render", []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "b", "k=1")},
-			map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Unchanged, "configmap/b": apply.Unchanged}},
+			map[string]change.Action{"namespace/web": change.Unchanged, "configmap/a": change.Unchanged, "configmap/b": change.Unchanged}},
 		{"a changed", []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=2"), cm("web", "b", "k=1")},
-			map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Configured, "configmap/b": apply.Unchanged}},
+			map[string]change.Action{"namespace/web": change.Unchanged, "configmap/a": change.Configured, "configmap/b": change.Unchanged}},
 	} {
 		before := map[string]string{}
 		for _, o := range step.objects {
@@ -144,7 +145,7 @@ func TestApplyCreatesThenUnchangedThenConfigured(t *testing.T) {
 			if live.GetLabels()[kubectlapply.ApplysetPartOfLabel] != inventory.ID("web") {
 				t.Errorf("%s: %s is not labelled a member: %v", step.name, o.GetName(), live.GetLabels())
 			}
-			if moved := live.GetResourceVersion() != before[o.GetName()]; moved != (got[object.Ref(o)] != apply.Unchanged) {
+			if moved := live.GetResourceVersion() != before[o.GetName()]; moved != (got[object.Ref(o)] != change.Unchanged) {
 				t.Errorf("%s: %s %s, resourceVersion %s → %s", step.name, object.Ref(o), got[object.Ref(o)], before[o.GetName()], live.GetResourceVersion())
 			}
 		}
@@ -166,7 +167,7 @@ func TestPruneOnlyMembers(t *testing.T) {
 	c.Put(stranger, foreign)
 
 	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}}))
-	want := map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Unchanged, "configmap/gone": apply.Pruned}
+	want := map[string]change.Action{"namespace/web": change.Unchanged, "configmap/a": change.Unchanged, "configmap/gone": change.Pruned}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -199,7 +200,7 @@ func TestPruneOnlyTheObjectListed(t *testing.T) {
 		return false, nil, nil
 	})
 	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}}))
-	if got["configmap/gone"] != apply.Skipped {
+	if got["configmap/gone"] != change.Skipped {
 		t.Errorf("actions %v", got)
 	}
 	live := c.Live(cm("web", "gone"))
@@ -227,7 +228,7 @@ func TestPruneByUID(t *testing.T) {
 	}
 	mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{policy()}})
 	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{policy()}}))
-	if diff := cmp.Diff(map[string]apply.Action{"clusterpolicy.policy.example.com/baseline": apply.Unchanged}, got); diff != "" {
+	if diff := cmp.Diff(map[string]change.Action{"clusterpolicy.policy.example.com/baseline": change.Unchanged}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if c.Live(policy()) == nil {
@@ -245,7 +246,7 @@ func TestPruneDisabledKeepsAndReleases(t *testing.T) {
 	data := annotate(cm("web", "data"), object.PruneAnnotation, "disabled")
 	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a"), data}})
 	changes := mustRun(t, c, apply.Config{Prune: true, Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a")}})
-	if ch := changes["configmap/data"]; ch.Action != apply.Kept || !strings.Contains(ch.Reason, "disabled") {
+	if ch := changes["configmap/data"]; ch.Action != change.Kept || !strings.Contains(ch.Reason, "disabled") {
 		t.Errorf("configmap/data: %+v, want kept because prune is disabled", ch)
 	}
 	live := c.Live(data)
@@ -265,11 +266,11 @@ func TestCreateOnlyIsNotUpdated(t *testing.T) {
 	secret := func(value string) *unstructured.Unstructured {
 		return annotate(cm("web", "token", "value="+value), object.ApplyAnnotation, "create-only")
 	}
-	if got := actions(mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), secret("first")}})); got["configmap/token"] != apply.Created {
+	if got := actions(mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), secret("first")}})); got["configmap/token"] != change.Created {
 		t.Fatalf("first apply: %v", got)
 	}
 	ch := mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), secret("second")}})["configmap/token"]
-	if ch.Action != apply.Unchanged || !strings.Contains(ch.Reason, "create-only") {
+	if ch.Action != change.Unchanged || !strings.Contains(ch.Reason, "create-only") {
 		t.Errorf("second apply: %+v", ch)
 	}
 	if v, _, _ := unstructured.NestedString(c.Live(secret("")).Object, "data", "value"); v != "first" {
@@ -290,7 +291,7 @@ func TestEmptyRenderPrune(t *testing.T) {
 		t.Fatalf("refused, yet %d requests sent; configmap/a there: %v", n, c.Live(cm("web", "a")) != nil)
 	}
 	got := actions(mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true}))
-	if diff := cmp.Diff(map[string]apply.Action{"namespace/web": apply.Pruned, "configmap/a": apply.Pruned}, got); diff != "" {
+	if diff := cmp.Diff(map[string]change.Action{"namespace/web": change.Pruned, "configmap/a": change.Pruned}, got); diff != "" {
 		t.Errorf("with AllowEmpty (-want +got):\n%s", diff)
 	}
 }
@@ -310,7 +311,7 @@ func TestSharedObjectHandedOver(t *testing.T) {
 
 	changes = mustRun(t, c, apply.Config{App: "web", Prune: true, Objects: []*unstructured.Unstructured{cm("shared", "web-only")}})
 	for _, ref := range []string{"configmap/common", "namespace/shared"} {
-		if ch := changes[ref]; ch.Action != apply.Kept || !strings.Contains(ch.Reason, "shared with app api") {
+		if ch := changes[ref]; ch.Action != change.Kept || !strings.Contains(ch.Reason, "shared with app api") {
 			t.Errorf("%s: %+v, want kept for api", ref, ch)
 		}
 	}
@@ -333,7 +334,7 @@ func TestForbiddenListFallsBackToReads(t *testing.T) {
 	c.Inject(kubetest.Fault{Verb: "list", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC: list not allowed"))})
 	sent := len(c.Requests())
 	got := actions(mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "same"), cm("web", "edited", "k=2"), cm("web", "new")}}))
-	want := map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/same": apply.Unchanged, "configmap/edited": apply.Configured, "configmap/new": apply.Created}
+	want := map[string]change.Action{"namespace/web": change.Unchanged, "configmap/same": change.Unchanged, "configmap/edited": change.Configured, "configmap/new": change.Created}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -357,7 +358,7 @@ func TestFailedObjectStopsBeforePrune(t *testing.T) {
 	c.Inject(kubetest.Fault{Verb: "patch", Name: "new", Nth: 1, Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "new", errors.New("RBAC"))})
 	render := []*unstructured.Unstructured{ns("web"), cm("web", "a"), cm("web", "new")}
 	changes, err := run(t, c, apply.Config{Prune: true, Objects: render})
-	if err == nil || changes["configmap/new"].Action != apply.Failed || !apierrors.IsForbidden(changes["configmap/new"].Err) {
+	if err == nil || changes["configmap/new"].Action != change.Failed || !apierrors.IsForbidden(changes["configmap/new"].Err) {
 		t.Fatalf("apply: %v; configmap/new %+v", err, changes["configmap/new"])
 	}
 	if _, pruned := changes["configmap/old"]; pruned || c.Live(cm("web", "old")) == nil {
@@ -369,7 +370,7 @@ func TestFailedObjectStopsBeforePrune(t *testing.T) {
 	}
 
 	got := actions(mustRun(t, c, apply.Config{Prune: true, Objects: render}))
-	want := map[string]apply.Action{"namespace/web": apply.Unchanged, "configmap/a": apply.Unchanged, "configmap/new": apply.Created, "configmap/old": apply.Pruned}
+	want := map[string]change.Action{"namespace/web": change.Unchanged, "configmap/a": change.Unchanged, "configmap/new": change.Created, "configmap/old": change.Pruned}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the next apply (-want +got):\n%s", diff)
 	}
@@ -388,13 +389,13 @@ func TestServerRefusals(t *testing.T) {
 		name       string
 		fault      error
 		force      bool
-		want       apply.Action
+		want       change.Action
 		wantInErr  string
 		wantNewUID bool
 	}{
-		{"conflict", conflict, false, apply.Failed, "--force-conflicts takes them over", false},
-		{"immutable", immutable, false, apply.Failed, "delete deployment.apps/web and apply again", false},
-		{"immutable, force enabled", immutable, true, apply.Replaced, "", true},
+		{"conflict", conflict, false, change.Failed, "--force-conflicts takes them over", false},
+		{"immutable", immutable, false, change.Failed, "delete deployment.apps/web and apply again", false},
+		{"immutable, force enabled", immutable, true, change.Replaced, "", true},
 	} {
 		c := kubetest.New(t)
 		// The second apply changes the object, so that it is sent.
@@ -411,7 +412,7 @@ func TestServerRefusals(t *testing.T) {
 		c.Inject(kubetest.Fault{Verb: "patch", Resource: "deployments", Nth: 1, Err: tt.fault})
 		changes, err := run(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy(2)}})
 		ch := changes["deployment.apps/web"]
-		if ch.Action != tt.want || (err != nil) != (tt.want == apply.Failed) {
+		if ch.Action != tt.want || (err != nil) != (tt.want == change.Failed) {
 			t.Errorf("%s: %+v, Run: %v", tt.name, ch, err)
 		}
 		if tt.wantInErr != "" && (ch.Err == nil || !strings.Contains(ch.Err.Error(), tt.wantInErr)) {
@@ -463,7 +464,7 @@ func TestInterruptStartsNoRequest(t *testing.T) {
 		defer cancel()
 		var atCancel int
 		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: before[:2], Concurrency: 1, Report: func(ch apply.Change) {
-			if ch.Action == apply.Pruned && atCancel == 0 {
+			if ch.Action == change.Pruned && atCancel == 0 {
 				cancel()
 				atCancel = len(c.Requests())
 			}
@@ -486,7 +487,7 @@ func TestInterruptStartsNoRequest(t *testing.T) {
 		defer cancel()
 		var atCancel int
 		err := apply.Run(ctx, c.Client, apply.Config{App: "web", Prune: true, Objects: before[:2], Concurrency: 1, Report: func(ch apply.Change) {
-			if ch.Action == apply.Pruned {
+			if ch.Action == change.Pruned {
 				cancel()
 				atCancel = len(c.Requests())
 			}
@@ -541,8 +542,9 @@ func TestInterruptStartsNoRequest(t *testing.T) {
 	})
 }
 
-// TestDryRunWritesNothing: a dry run reports what apply --prune would do
-// and every write it sends is a dry run.
+// TestDryRunWritesNothing: a dry run reports what apply --prune would do,
+// in diff's words (an object in a namespace the apply creates is created,
+// not validated), and every write it sends is a dry run.
 func TestDryRunWritesNothing(t *testing.T) {
 	c := kubetest.New(t)
 	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1"), cm("web", "same"), cm("web", "old")}})
@@ -551,9 +553,9 @@ func TestDryRunWritesNothing(t *testing.T) {
 	got := actions(mustRun(t, c, apply.Config{DryRun: true, Prune: true, Objects: []*unstructured.Unstructured{
 		ns("web"), cm("web", "a", "k=2"), cm("web", "same"), cm("web", "new"), ns("extra"), cm("extra", "x"),
 	}}))
-	want := map[string]apply.Action{
-		"namespace/web": apply.Unchanged, "configmap/a": apply.Configured, "configmap/same": apply.Unchanged,
-		"configmap/new": apply.Created, "namespace/extra": apply.Created, "configmap/x": apply.Skipped, "configmap/old": apply.Pruned,
+	want := map[string]change.Action{
+		"namespace/web": change.Unchanged, "configmap/a": change.Configured, "configmap/same": change.Unchanged,
+		"configmap/new": change.Created, "namespace/extra": change.Created, "configmap/x": change.Created, "configmap/old": change.Pruned,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -609,11 +611,11 @@ func TestDelete(t *testing.T) {
 	// cluster puts in every namespace, goes.
 	mustRun(t, c, apply.Config{App: "solo", Objects: []*unstructured.Unstructured{ns("solo"), cm("solo", "a")}})
 	c.Put(cm("solo", "kube-root-ca.crt"))
-	got := map[string]apply.Action{}
+	got := map[string]change.Action{}
 	if _, err := apply.Delete(context.Background(), c.Client, "", "solo", false, func(ch apply.Change) { got[ch.Ref] = ch.Action }); err != nil {
 		t.Fatal(err)
 	}
-	if got["namespace/solo"] != apply.Deleted || c.Live(ns("solo")) != nil {
+	if got["namespace/solo"] != change.Deleted || c.Live(ns("solo")) != nil {
 		t.Errorf("a namespace with only the app's objects: %v", got)
 	}
 	// Endpoints the endpoints controller keeps, and those of a Service,
@@ -623,17 +625,17 @@ func TestDelete(t *testing.T) {
 		name   string
 		app    *unstructured.Unstructured // besides the Namespace
 		others []*unstructured.Unstructured
-		want   apply.Action
+		want   change.Action
 	}{
-		{"mirror", cm("mirror", "a"), []*unstructured.Unstructured{endpoints("mirror", "web", true)}, apply.Deleted},
-		{"service", kubetest.Object("v1", "Service", "service", "web"), []*unstructured.Unstructured{endpoints("service", "web", false)}, apply.Deleted},
-		{"manual", cm("manual", "a"), []*unstructured.Unstructured{endpoints("manual", "db", false)}, apply.Kept},
+		{"mirror", cm("mirror", "a"), []*unstructured.Unstructured{endpoints("mirror", "web", true)}, change.Deleted},
+		{"service", kubetest.Object("v1", "Service", "service", "web"), []*unstructured.Unstructured{endpoints("service", "web", false)}, change.Deleted},
+		{"manual", cm("manual", "a"), []*unstructured.Unstructured{endpoints("manual", "db", false)}, change.Kept},
 	} {
 		mustRun(t, c, apply.Config{App: tc.name, Objects: []*unstructured.Unstructured{ns(tc.name), tc.app}})
 		for _, o := range tc.others {
 			c.Put(o)
 		}
-		got := map[string]apply.Action{}
+		got := map[string]change.Action{}
 		if _, err := apply.Delete(context.Background(), c.Client, "", tc.name, false, func(ch apply.Change) { got[ch.Ref] = ch.Action }); err != nil {
 			t.Fatal(err)
 		}
@@ -792,7 +794,7 @@ func TestUnchangedNeedsNoRequest(t *testing.T) {
 			}
 		}
 		for ref, ch := range changes {
-			if ch.Action != apply.Unchanged && ch.Action != apply.Configured && ch.Action != apply.Created {
+			if ch.Action != change.Unchanged && ch.Action != change.Configured && ch.Action != change.Created {
 				t.Errorf("%s %s", ref, ch.Action)
 			}
 		}
@@ -930,7 +932,7 @@ func TestPruneKeepsACRDWithOthersResources(t *testing.T) {
 			crdChange = ch
 		}
 	}
-	if crdChange.Action != apply.Kept || crdChange.Reason != "not deleted: 1 custom resource remains; left in place, no longer the app's" {
+	if crdChange.Action != change.Kept || crdChange.Reason != "not deleted: 1 custom resource remains; left in place, no longer the app's" {
 		t.Errorf("the CRD: %+v", crdChange)
 	}
 	if c.Live(crd()) == nil || c.Live(policy("theirs")) == nil {
@@ -943,7 +945,7 @@ func TestPruneKeepsACRDWithOthersResources(t *testing.T) {
 	// Only the app's own: the CRD goes with them.
 	c2 := kubetest.New(t)
 	mustRun(t, c2, apply.Config{Objects: []*unstructured.Unstructured{crd(), policy("ours")}})
-	if got := actions(mustRun(t, c2, apply.Config{Prune: true, AllowEmpty: true})); got["customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com"] != apply.Pruned {
+	if got := actions(mustRun(t, c2, apply.Config{Prune: true, AllowEmpty: true})); got["customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com"] != change.Pruned {
 		t.Errorf("a CRD with only the app's resources: %v", got)
 	}
 }
@@ -975,12 +977,12 @@ func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
 	got := actions(mustRun(t, c, apply.Config{Objects: render}))
 	// The failed apply applied the Namespace (its first stage) and own:
 	// they are members already, the Namespace recorded adopted.
-	want := map[string]apply.Action{"namespace/monitoring": apply.Unchanged, "configmap/grafana": apply.Adopted, "configmap/own": apply.Unchanged}
+	want := map[string]change.Action{"namespace/monitoring": change.Unchanged, "configmap/grafana": change.Adopted, "configmap/own": change.Unchanged}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("first apply (-want +got):\n%s", diff)
 	}
 	got = actions(mustRun(t, c, apply.Config{Objects: render}))
-	if got["namespace/monitoring"] != apply.Unchanged || got["configmap/grafana"] != apply.Unchanged {
+	if got["namespace/monitoring"] != change.Unchanged || got["configmap/grafana"] != change.Unchanged {
 		t.Errorf("a second apply adopts again: %v", got)
 	}
 
@@ -1002,7 +1004,7 @@ func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
 
 	// Asked explicitly: an adopted object goes.
 	always := annotate(cm("monitoring", "grafana"), object.PruneAnnotation, "always")
-	if got := actions(mustRun(t, c, apply.Config{App: "x", Objects: []*unstructured.Unstructured{always}})); got["configmap/grafana"] != apply.Adopted {
+	if got := actions(mustRun(t, c, apply.Config{App: "x", Objects: []*unstructured.Unstructured{always}})); got["configmap/grafana"] != change.Adopted {
 		t.Errorf("app x: %v", got)
 	}
 	reasons = map[string]string{}
@@ -1019,7 +1021,7 @@ func TestDryRunSaysAdopted(t *testing.T) {
 	c := kubetest.New(t)
 	c.Put(ns("monitoring"))
 	got := actions(mustRun(t, c, apply.Config{DryRun: true, Objects: []*unstructured.Unstructured{ns("monitoring"), cm("monitoring", "own")}}))
-	if got["namespace/monitoring"] != apply.Adopted || got["configmap/own"] != apply.Created {
+	if got["namespace/monitoring"] != change.Adopted || got["configmap/own"] != change.Created {
 		t.Errorf("dry run: %v", got)
 	}
 	if set, err := inventory.Load(context.Background(), c.Client, "web"); err != nil || set.Exists {
@@ -1194,7 +1196,7 @@ func TestKeptResourceKeepsItsCRD(t *testing.T) {
 	kept := annotate(kubetest.Object(kubetest.ClusterPolicy.GroupVersion().String(), kubetest.ClusterPolicy.Kind, "", "kept"), "fleet.kubectl.io/prune", "disabled")
 	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{crd, kept}})
 	got := mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
-	if ch := got["customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com"]; ch.Action != apply.Kept || ch.Reason != "not deleted: 1 custom resource remains; left in place, no longer the app's" {
+	if ch := got["customresourcedefinition.apiextensions.k8s.io/clusterpolicies.policy.example.com"]; ch.Action != change.Kept || ch.Reason != "not deleted: 1 custom resource remains; left in place, no longer the app's" {
 		t.Errorf("the CRD: %+v", ch)
 	}
 	if c.Live(crd) == nil || c.Live(kept) == nil {
@@ -1212,11 +1214,11 @@ func TestMovedToALaterApp(t *testing.T) {
 	mustRun(t, c, apply.Config{App: "a", Objects: []*unstructured.Unstructured{cm("web", "a-only"), moved}})
 	uid := c.Live(moved).GetUID()
 	got := mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: map[string][]*unstructured.Unstructured{"b": {cm("web", "moved", "k=v")}}})
-	if ch := got["configmap/moved"]; ch.Action != apply.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
+	if ch := got["configmap/moved"]; ch.Action != change.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
 		t.Errorf("a's prune: %+v", ch)
 	}
 	got = mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}, Others: map[string][]*unstructured.Unstructured{"a": {cm("web", "a-only")}}})
-	if ch := got["configmap/moved"]; ch.Action == apply.Created || ch.Action == apply.Adopted || ch.Warning != "moved from app a to app b" {
+	if ch := got["configmap/moved"]; ch.Action == change.Created || ch.Action == change.Adopted || ch.Warning != "moved from app a to app b" {
 		t.Errorf("b's apply: %+v", ch)
 	}
 	// The next run of a lets go of it for good.
@@ -1252,7 +1254,7 @@ func TestHandedOverThenDeleted(t *testing.T) {
 	if _, err := apply.Delete(context.Background(), c.Client, "", "b", false, func(ch apply.Change) { got[ch.Ref] = ch }); err != nil {
 		t.Fatal(err)
 	}
-	if ch := got["configmap/moved"]; ch.Action != apply.Deleted || c.Live(moved) != nil {
+	if ch := got["configmap/moved"]; ch.Action != change.Deleted || c.Live(moved) != nil {
 		t.Errorf("deleting the app it was handed to: %+v, live %v", ch, c.Live(moved))
 	}
 
@@ -1278,11 +1280,11 @@ func TestHandedOverRunKilledBetween(t *testing.T) {
 	mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: others})
 	// Killed here; the next run: a, then b.
 	got := mustRun(t, c, apply.Config{App: "a", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "a-only")}, Others: others})
-	if ch := got["configmap/moved"]; ch.Action != apply.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
+	if ch := got["configmap/moved"]; ch.Action != change.Kept || ch.Reason != "rendered by app b in this run; handed to it, not deleted" {
 		t.Errorf("a's prune in the next run: %+v", ch)
 	}
 	got = mustRun(t, c, apply.Config{App: "b", Prune: true, Objects: []*unstructured.Unstructured{cm("web", "moved", "k=v")}, Others: map[string][]*unstructured.Unstructured{"a": {cm("web", "a-only")}}})
-	if ch := got["configmap/moved"]; ch.Action == apply.Adopted || ch.Warning != "moved from app a to app b" {
+	if ch := got["configmap/moved"]; ch.Action == change.Adopted || ch.Warning != "moved from app a to app b" {
 		t.Errorf("b's apply: %+v", ch)
 	}
 	if set, err := inventory.Load(context.Background(), c.Client, "b"); err != nil || set.Adopted.Len() != 0 {
@@ -1328,7 +1330,7 @@ func TestSetBelongsToOneFleet(t *testing.T) {
 	mustRun(t, c, apply.Config{Objects: objs}) // as the last release wrote it: no fleet
 	uid := c.Live(cm("web", "settings")).GetUID()
 	got := mustRun(t, c, apply.Config{Fleet: "team-a", Prune: true, Objects: objs})
-	if ch := got["configmap/settings"]; ch.Action != apply.Unchanged && ch.Action != apply.Configured {
+	if ch := got["configmap/settings"]; ch.Action != change.Unchanged && ch.Action != change.Configured {
 		t.Errorf("claiming the set: %+v", ch)
 	}
 	set, err := inventory.Load(context.Background(), c.Client, "web")
@@ -1371,7 +1373,7 @@ func TestCreatedMeanwhileIsAdopted(t *testing.T) {
 	}
 	c.Put(theirs)
 	close(hold)
-	if ch := (<-done)["configmap/racy"]; ch.Action != apply.Adopted {
+	if ch := (<-done)["configmap/racy"]; ch.Action != change.Adopted {
 		t.Errorf("created meanwhile: %+v", ch)
 	}
 	mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
@@ -1396,7 +1398,7 @@ func TestNamespaceGuardOwners(t *testing.T) {
 	}
 	c.Put(owned("garbage", cm("data", "gone"), "uid-gone"))
 	got := mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})
-	if ch := got["namespace/data"]; ch.Action != apply.Pruned {
+	if ch := got["namespace/data"]; ch.Action != change.Pruned {
 		t.Errorf("a Namespace holding only garbage: %+v", ch)
 	}
 
@@ -1405,7 +1407,7 @@ func TestNamespaceGuardOwners(t *testing.T) {
 	c2.Put(policy)
 	c2.Put(owned("held", policy, c2.Live(policy).GetUID()))
 	got = mustRun(t, c2, apply.Config{Prune: true, AllowEmpty: true})
-	if ch := got["namespace/data"]; ch.Action != apply.Kept || !strings.Contains(ch.Reason, "configmaps/held") {
+	if ch := got["namespace/data"]; ch.Action != change.Kept || !strings.Contains(ch.Reason, "configmaps/held") {
 		t.Errorf("a Namespace holding an object whose owner is elsewhere: %+v", ch)
 	}
 }
@@ -1511,7 +1513,7 @@ func TestPruneKeepsWhatItCannotRead(t *testing.T) {
 				t.Fatalf("deleted although what it holds could not be read: %+v", got)
 			}
 			for _, ch := range got {
-				if ch.Action == apply.Pruned {
+				if ch.Action == change.Pruned {
 					t.Errorf("said pruned: %+v", ch)
 				}
 			}

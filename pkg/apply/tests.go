@@ -91,12 +91,12 @@ func Test(ctx context.Context, c *kube.Client, cfg TestConfig) error {
 	}
 	start := time.Now()
 	err = waitHealthy(stop, c, jobs, Config{Timeout: cfg.Timeout, Concurrency: len(jobs), Report: func(ch Change) {
-		switch ch.Action {
+		switch ch.Health {
 		case Healthy:
-			ch.Action, ch.Reason = Passed, fmt.Sprintf("%.1fs", time.Since(start).Seconds())
+			ch.Health, ch.Reason = Passed, fmt.Sprintf("%.1fs", time.Since(start).Seconds())
 		case Unhealthy:
 			job := byRef[ch.Namespace+"/"+ch.Ref]
-			ch.Action, ch.Err, ch.Reason = Failed, fmt.Errorf("%s%s", ch.Reason, podLogs(ctx, c, job, cfg.LogLines)), ""
+			ch.Health, ch.Err, ch.Reason = TestFailed, fmt.Errorf("%s%s", ch.Reason, podLogs(ctx, c, job, cfg.LogLines)), ""
 		}
 		cfg.Report(ch)
 	}})

@@ -123,9 +123,9 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 					last[object.Path(o)] = err.Error()
 				}
 			case res.Status == status.CurrentStatus:
-				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Healthy})
+				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Health: Healthy})
 			case res.Status == status.FailedStatus:
-				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: res.Message})
+				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Health: Unhealthy, Reason: res.Message})
 				return fmt.Errorf("%s is %s: %s", object.Ref(o), res.Status, res.Message)
 			default:
 				still = append(still, o)
@@ -139,7 +139,7 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 		select {
 		case <-ctx.Done():
 			for _, o := range pending {
-				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Action: Unhealthy, Reason: last[object.Path(o)]})
+				cfg.Report(Change{Ref: object.Ref(o), Namespace: o.GetNamespace(), Health: Unhealthy, Reason: last[object.Path(o)]})
 			}
 			return fmt.Errorf("%s not healthy after %s", output.Plural(len(pending), "object"), timeout)
 		case <-time.After(time.Second):

@@ -13,6 +13,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
@@ -36,7 +37,7 @@ func openPTY(t *testing.T) (control, terminal *os.File) {
 // unless --no-color or NO_COLOR; to anything else it is plain.
 func TestDiffColorOnATerminal(t *testing.T) {
 	_, terminal := openPTY(t)
-	d := diff.Object{Ref: "configmap/a", Kind: diff.Change, Text: "--- live/a\n+++ merged/a\n@@ -1,2 +1,2 @@\n data:\n-  k: \"1\"\n+  k: \"2\"\n"}
+	d := diff.Object{Ref: "configmap/a", Action: change.Configured, Text: "--- live/a\n+++ merged/a\n@@ -1,2 +1,2 @@\n data:\n-  k: \"1\"\n+  k: \"2\"\n"}
 	show := func(out io.Writer, noColor bool) string {
 		var w bytes.Buffer
 		o := &DiffOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: out}, NoColor: noColor}}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -30,7 +29,7 @@ type rolloutRun struct {
 	Apps   []rendered.App
 	// OnChange, when set, is told every object's change (reconcile's
 	// metrics).
-	OnChange func(cluster, app string, action apply.Action)
+	OnChange func(cluster, app, action string)
 }
 
 // runRollout runs the engine with the command's sinks around it: the

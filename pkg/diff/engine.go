@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -26,36 +27,16 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
-// Kind is what apply would do to an object.
-type Kind string
-
-// The kinds of object difference.
-const (
-	Create    Kind = "create"
-	Change    Kind = "change"
-	Unchanged Kind = "unchanged"
-	// Prune: apply --prune would delete the object.
-	Prune Kind = "prune"
-	// AfterCRD: the object's kind comes from a CRD in the same render that
-	// the cluster does not have yet; it would be created after it.
-	AfterCRD Kind = "after-crd"
-	// Kept: no longer rendered, but apply --prune would leave it in place
-	// (fleet.kubectl.io/prune: disabled) and take it out of the app.
-	Kept Kind = "kept"
-	// Adopt: the object exists and kubectl fleet did not create it; apply
-	// would take it into the app (and change it as the diff shows), and
-	// prune, delete and rollback would release it rather than delete it.
-	Adopt Kind = "adopt"
-)
-
 // Object is the difference for one object. Live and Merged are normalized
 // and, unless asked otherwise, masked; either may be nil. With
 // Options.Health, Live is nil, and Current and Merged hold only the
 // object's type and identity (keepHealth).
 type Object struct {
-	Ref    string
-	Path   string
-	Kind   Kind
+	Ref  string
+	Path string
+	// Action is what apply would do (change.Of); diff prints its
+	// Planned word.
+	Action change.Action
 	Live   *unstructured.Unstructured
 	Merged *unstructured.Unstructured
 	// Text is the unified diff of Live and Merged as YAML.
@@ -181,7 +162,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 					return claim(obj, meta)
 				})
 			}
-			if d.Kind == Change || d.Kind == Adopt {
+			if d.Action == change.Configured || d.Action == change.Adopted {
 				d.RenderChanged = r.renderChanged(obj)
 			}
 			if o.Health {
@@ -225,11 +206,14 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 	members = slices.DeleteFunc(members, func(m *unstructured.Unstructured) bool {
 		return uids.Has(m.GetUID()) || failed.Has(object.Path(m))
 	})
-	kept := r.kept(ctx, c, o.App, members, r.others.NamespacesInUse(r.set, rendered.Namespaces, members))
+	kept, err := r.kept(ctx, c, members, rendered.Namespaces)
+	if err != nil {
+		return nil, err // interrupted: what is left is not decided
+	}
 	for _, m := range members {
-		d := Object{Ref: object.Ref(m), Path: object.Path(m), Kind: Prune, Current: m}
+		d := Object{Ref: object.Ref(m), Path: object.Path(m), Action: change.Pruned, Current: m}
 		if reason, ok := kept[m.GetUID()]; ok {
-			d.Kind, d.Note = Kept, "no longer rendered; kept: "+reason
+			d.Action, d.Note = change.Kept, "no longer rendered; kept: "+reason
 		}
 		if o.Health {
 			keepHealth(&d)
@@ -245,28 +229,17 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 }
 
 // kept are the members apply --prune would not delete, with why: the
-// ownership rule's decision (inventory.Neighbours.Decide), then what its
-// prune reads on the cluster (inventory.Guard), asked in the order its
-// prune deletes (Namespaces and CRDs last), so that diff says what apply
-// does.
-func (r *reads) kept(ctx context.Context, c *kube.Client, app string, members []*unstructured.Unstructured, inUse map[string]string) map[types.UID]string {
-	order := slices.Clone(members)
-	slices.SortStableFunc(order, object.DeletedLast)
-	guard := inventory.NewGuard(c, app, order)
+// decisions of the prune's one walk (inventory.Prune), so that diff says
+// what apply does. applied are the namespaces the render has objects in.
+func (r *reads) kept(ctx context.Context, c *kube.Client, members []*unstructured.Unstructured, applied sets.Set[string]) (map[types.UID]string, error) {
 	kept := map[types.UID]string{}
-	for _, m := range order {
-		dec, unread := guard.Check(ctx, m, r.others.Decide(r.set, m, inUse))
-		switch {
-		case unread != "":
-			kept[m.GetUID()] = unread
-		case dec.Keep():
-			kept[m.GetUID()] = dec.Reason
-		default:
-			continue
+	err := inventory.NewPrune(c, r.set, r.others, applied, members).Walk(ctx, func(m *unstructured.Unstructured, d inventory.Decision) (bool, error) {
+		if d.Keep() {
+			kept[m.GetUID()] = d.Reason
 		}
-		guard.Spare(m)
-	}
-	return kept
+		return !d.Keep(), nil
+	})
+	return kept, err
 }
 
 // reads is what Run reads of the cluster before it diffs the objects.
@@ -401,7 +374,7 @@ func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructur
 		current.SetResourceVersion(live.ResourceVersion)
 		current.SetLabels(live.Labels)
 	}
-	return Object{Ref: object.Ref(obj), Path: object.Path(obj), Kind: Unchanged, Warning: warning, Current: current}, true
+	return Object{Ref: object.Ref(obj), Path: object.Path(obj), Action: change.Unchanged, Warning: warning, Current: current}, true
 }
 
 // keepHealth computes d's health from the live object (Current), and
@@ -460,46 +433,45 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 	}
 	d.Path = object.Path(obj) // the cluster's mapping may have scoped it
 	d.Current = before
-	field, immutable := kube.Immutable(err)
-	switch {
-	case before != nil && object.CreateOnly(obj):
-		d.Kind, d.Note = Unchanged, "exists, not updated ("+object.ApplyAnnotation+": create-only)"
+	ans := change.Answer{Obj: obj, Existed: before != nil, Err: err, Adopt: adopt, DryRun: true,
+		PendingCRD:   meta.IsNoMatchError(err) && crds[obj.GroupVersionKind().GroupKind()],
+		NewNamespace: newNS[obj.GetNamespace()]}
+	var live, merged *unstructured.Unstructured
+	if err == nil && before != nil {
+		live, merged = object.WithoutIgnored(before, o.Ignore), object.WithoutIgnored(after, o.Ignore)
+		ans.Same = object.Same(live, merged)
+	}
+	var note string
+	if d.Action, note, d.Err = change.Of(ans); d.Err != nil {
 		return d
-	case err != nil && meta.IsNoMatchError(err) && crds[obj.GroupVersionKind().GroupKind()]:
-		d.Kind, d.Merged = AfterCRD, object.Normalize(obj)
-	case err != nil && kube.IsNamespaceNotFound(err) && newNS[obj.GetNamespace()]:
-		// Its namespace is created by the same apply, so the server cannot
-		// dry-run it yet: it is new, shown as rendered.
-		d.Kind, d.Merged = Create, object.Normalize(obj)
-	case immutable && before != nil && object.ForceEnabled(obj):
+	}
+	if ans.Same {
+		d.Note, d.Conflict = "", false // what the conflict was about is ours again
+	}
+	d.Note = strings.TrimPrefix(d.Note+"; "+note, "; ")
+	switch d.Action {
+	case change.AfterCRD:
+		d.Note, d.Merged = "", object.Normalize(obj) // Print says it
+	case change.Created:
+		d.Merged = object.Normalize(obj) // its namespace is new: as rendered
+		if after != nil {
+			d.Merged = object.Normalize(after)
+		}
+	case change.Replaced:
 		// The server cannot dry-run a re-creation: the rendered object
 		// stands for what would be created, compared with the live values
 		// of the fields it sets (not those the server defaults).
-		d.Kind, d.Live, d.Merged = Change, object.Project(object.Normalize(before), obj), object.Normalize(obj)
-		d.Note = object.Replacement(field, true)
-	case immutable:
-		d.Err = object.ImmutableError(d.Ref, field)
-		return d
-	case err != nil:
-		d.Err = err
-		return d
-	case before == nil:
-		d.Kind, d.Merged = Create, object.Normalize(after)
-	default:
-		live, merged := object.WithoutIgnored(before, o.Ignore), object.WithoutIgnored(after, o.Ignore)
-		d.Kind, d.Merged = Change, merged
+		d.Live, d.Merged = object.Project(object.Normalize(before), obj), object.Normalize(obj)
+	case change.Configured, change.Adopted, change.Unchanged:
+		d.Merged = merged
 		if !o.Health { // keepHealth keeps the identity of Merged alone
 			d.Live, d.Merged = object.Normalize(live), object.Normalize(merged)
 		}
-		if object.Same(live, merged) {
-			d.Kind, d.Note, d.Conflict = Unchanged, "", false
-		}
 	}
-	if adopt && (d.Kind == Change || d.Kind == Unchanged) {
-		d.Kind = Adopt
+	if d.Action == change.Adopted {
 		d.Note = strings.TrimPrefix(d.Note+"; adopt: it exists and kubectl fleet did not create it; apply takes it into app "+o.App+", and prune, delete and rollback release it rather than delete it", "; ")
 	}
-	if n := object.Phase(obj); n != 0 && !object.IsFirst(obj) && d.Kind != Unchanged {
+	if n := object.Phase(obj); n != 0 && !object.IsFirst(obj) && d.Action.Changes() {
 		d.Note = strings.TrimPrefix(d.Note+"; phase "+strconv.Itoa(n), "; ")
 	}
 	if err := finish(&d, o); err != nil {
@@ -553,7 +525,7 @@ func finish(d *Object, o Options) error {
 		}
 		d.Live, d.Merged = maskPair(o.Mask, d.Live, d.Merged)
 	}
-	if d.Kind == Unchanged {
+	if d.Action == change.Unchanged {
 		return nil
 	}
 	live, merged, err := d.yaml()
@@ -620,12 +592,12 @@ func Summarize(diffs []Object) Summary {
 		switch {
 		case d.Err != nil:
 			s.Errors++
-		case d.Kind == Create || d.Kind == AfterCRD:
+		case d.Action == change.Created || d.Action == change.AfterCRD:
 			s.Create++
-		case d.Kind == Change, d.Kind == Adopt:
+		case d.Action == change.Configured, d.Action == change.Adopted:
 			s.Change++
 			s.Conflicts += boolInt(d.Conflict)
-		case d.Kind == Prune:
+		case d.Action == change.Pruned:
 			s.Prune++
 
 		default:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 )
 
 // Style is how Print writes an object's unified diff.
@@ -31,18 +33,18 @@ func Print(w io.Writer, d Object, style Style) {
 	case d.Err != nil:
 		fmt.Fprintf(w, "%s: error: %v\n", d.Ref, d.Err)
 		return
-	case d.Kind == Unchanged:
+	case d.Action == change.Unchanged:
 		return
-	case d.Kind == AfterCRD:
+	case d.Action == change.AfterCRD:
 		fmt.Fprintf(w, "%s would be created after its CRD\n", d.Ref)
 	case d.Note != "":
 		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Note)
 	}
-	if d.Kind == Kept {
+	if d.Action == change.Kept {
 		return
 	}
 	if style == ActionOnly {
-		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Kind)
+		fmt.Fprintf(w, "%s: %s\n", d.Ref, d.Action.Planned())
 		return
 	}
 	var b strings.Builder
@@ -97,7 +99,7 @@ type Event struct {
 // EventOf is the event ("type": "diff") of an object's difference of app
 // on cluster.
 func EventOf(cluster, app string, d Object) Event {
-	ev := Event{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: string(d.Kind), Diff: d.Text, Note: d.Note, Warning: d.Warning, Conflict: d.Conflict}
+	ev := Event{Type: "diff", Cluster: cluster, App: app, Object: d.Ref, Action: d.Action.Planned(), Diff: d.Text, Note: d.Note, Warning: d.Warning, Conflict: d.Conflict}
 	if d.Err != nil {
 		ev.Error = d.Err.Error()
 	}

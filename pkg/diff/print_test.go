@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 )
 
 // TestPaint: with colour on, additions are green, deletions red, file
@@ -41,13 +42,13 @@ func TestPrint(t *testing.T) {
 		style Style
 		want  string
 	}{
-		{Object{Ref: "cm/a", Kind: Change, Text: text}, Plain, text},
-		{Object{Ref: "cm/a", Kind: Change, Text: text, Warning: "w", Note: "n"}, ActionOnly, "cm/a: warning: w\ncm/a: n\ncm/a: change\n"},
-		{Object{Ref: "cm/a", Kind: Change, Text: "-k: 1\n"}, Colored, "\x1b[31m-k: 1\x1b[0m\n"},
-		{Object{Ref: "cm/a", Kind: Unchanged, Warning: "w"}, Plain, "cm/a: warning: w\n"},
-		{Object{Ref: "cm/a", Kind: Kept, Note: "kept"}, Plain, "cm/a: kept\n"},
-		{Object{Ref: "cm/a", Kind: Change, Text: text, Err: errors.New("boom")}, Plain, "cm/a: error: boom\n"},
-		{Object{Ref: "w/a", Kind: AfterCRD, Text: "+a\n"}, Plain, "w/a would be created after its CRD\n+a\n"},
+		{Object{Ref: "cm/a", Action: change.Configured, Text: text}, Plain, text},
+		{Object{Ref: "cm/a", Action: change.Configured, Text: text, Warning: "w", Note: "n"}, ActionOnly, "cm/a: warning: w\ncm/a: n\ncm/a: change\n"},
+		{Object{Ref: "cm/a", Action: change.Configured, Text: "-k: 1\n"}, Colored, "\x1b[31m-k: 1\x1b[0m\n"},
+		{Object{Ref: "cm/a", Action: change.Unchanged, Warning: "w"}, Plain, "cm/a: warning: w\n"},
+		{Object{Ref: "cm/a", Action: change.Kept, Note: "kept"}, Plain, "cm/a: kept\n"},
+		{Object{Ref: "cm/a", Action: change.Configured, Text: text, Err: errors.New("boom")}, Plain, "cm/a: error: boom\n"},
+		{Object{Ref: "w/a", Action: change.AfterCRD, Text: "+a\n"}, Plain, "w/a would be created after its CRD\n+a\n"},
 	} {
 		var b bytes.Buffer
 		Print(&b, tt.d, tt.style)
@@ -59,7 +60,7 @@ func TestPrint(t *testing.T) {
 
 func TestEventOf(t *testing.T) {
 	live := kubetest.Object("v1", "ConfigMap", "ns", "a")
-	ev := EventOf("c1", "web", Object{Ref: "configmap/a", Kind: Prune, Live: live, Err: errors.New("boom")})
+	ev := EventOf("c1", "web", Object{Ref: "configmap/a", Action: change.Pruned, Live: live, Err: errors.New("boom")})
 	if want := (Event{Type: "diff", Cluster: "c1", App: "web", Object: "configmap/a", Namespace: "ns", Action: "prune", Error: "boom"}); ev != want {
 		t.Errorf("got %+v, want %+v", ev, want)
 	}

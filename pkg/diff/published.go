@@ -3,6 +3,7 @@ package diff
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
@@ -22,7 +23,7 @@ func Published(objs, published []*unstructured.Unstructured, o Options) ([]Objec
 	}
 	var out []Object
 	add := func(d Object) error {
-		if d.Kind == Unchanged && o.SkipUnchanged {
+		if d.Action == change.Unchanged && o.SkipUnchanged {
 			return nil
 		}
 		if err := finish(&d, Options{App: o.App, Cluster: o.Cluster, Context: o.Context, ShowSecrets: true}); err != nil {
@@ -38,12 +39,12 @@ func Published(objs, published []*unstructured.Unstructured, o Options) ([]Objec
 		delete(before, path)
 		switch {
 		case !ok:
-			d.Kind = Create
+			d.Action = change.Created
 		default:
 			d.Live = object.Normalize(prev)
-			d.Kind = Unchanged
+			d.Action = change.Unchanged
 			if !equalYAML(d.Live, d.Merged) {
-				d.Kind = Change
+				d.Action = change.Configured
 			}
 		}
 		if err := add(d); err != nil {
@@ -52,7 +53,7 @@ func Published(objs, published []*unstructured.Unstructured, o Options) ([]Objec
 	}
 	for _, p := range published {
 		if _, gone := before[object.Path(p)]; gone {
-			if err := add(Object{Ref: object.Ref(p), Path: object.Path(p), Kind: Prune, Live: object.Normalize(p)}); err != nil {
+			if err := add(Object{Ref: object.Ref(p), Path: object.Path(p), Action: change.Pruned, Live: object.Normalize(p)}); err != nil {
 				return nil, err
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 )
 
 func TestPublished(t *testing.T) {
@@ -30,11 +32,11 @@ func TestPublished(t *testing.T) {
 			}
 			var got []string
 			for _, d := range diffs {
-				got = append(got, d.Ref+" "+string(d.Kind))
-				if d.Kind == Change && !strings.Contains(d.Text, "-  v: \"1\"\n+  v: \"2\"") {
+				got = append(got, d.Ref+" "+d.Action.Planned())
+				if d.Action == change.Configured && !strings.Contains(d.Text, "-  v: \"1\"\n+  v: \"2\"") {
 					t.Errorf("the change's text:\n%s", d.Text)
 				}
-				if d.Kind != Unchanged && !strings.Contains(d.Text, "edge-1/web/ConfigMap/ns/") {
+				if d.Action != change.Unchanged && !strings.Contains(d.Text, "edge-1/web/ConfigMap/ns/") {
 					t.Errorf("%s: the header names no cluster and app:\n%s", d.Ref, d.Text)
 				}
 			}

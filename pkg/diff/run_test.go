@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -76,27 +77,27 @@ func TestRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]diff.Kind{}
+	got := map[string]change.Action{}
 	byPath := map[string]diff.Object{}
 	for _, d := range diffs {
 		if d.Err != nil {
 			t.Errorf("%s: %v", d.Path, d.Err)
 		}
-		got[d.Path], byPath[d.Path] = d.Kind, d
+		got[d.Path], byPath[d.Path] = d.Action, d
 	}
-	want := map[string]diff.Kind{
-		"Namespace/web":                    diff.Unchanged,
-		"ConfigMap/web/same":               diff.Unchanged,
-		"ConfigMap/web/changed":            diff.Change,
-		"ConfigMap/web/edited":             diff.Change,
-		"Secret/web/password":              diff.Change,
-		"ConfigMap/web/new":                diff.Create,
-		"Namespace/extra":                  diff.Create,
-		"ConfigMap/extra/in-new-namespace": diff.Create,
-		"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com": diff.Create,
-		"Widget.example.com/web/w": diff.AfterCRD,
-		"ConfigMap/web/gone":       diff.Prune,
-		"ConfigMap/web/kept":       diff.Kept,
+	want := map[string]change.Action{
+		"Namespace/web":                    change.Unchanged,
+		"ConfigMap/web/same":               change.Unchanged,
+		"ConfigMap/web/changed":            change.Configured,
+		"ConfigMap/web/edited":             change.Configured,
+		"Secret/web/password":              change.Configured,
+		"ConfigMap/web/new":                change.Created,
+		"Namespace/extra":                  change.Created,
+		"ConfigMap/extra/in-new-namespace": change.Created,
+		"CustomResourceDefinition.apiextensions.k8s.io/widgets.example.com": change.Created,
+		"Widget.example.com/web/w": change.AfterCRD,
+		"ConfigMap/web/gone":       change.Pruned,
+		"ConfigMap/web/kept":       change.Kept,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("kinds (-want +got):\n%s", d)
@@ -143,7 +144,7 @@ func TestRunNeverApplied(t *testing.T) {
 	inventory.Label(stray, inventory.ID("web"))
 	c.Put(ns("web"), stray)
 	diffs, err := diff.Run(context.Background(), c.Client, []*unstructured.Unstructured{obj("ConfigMap", "web", "a")}, diff.Options{App: "web", FieldManager: "kubectl-fleet", Concurrency: 1})
-	if err != nil || len(diffs) != 1 || diffs[0].Kind != diff.Create {
+	if err != nil || len(diffs) != 1 || diffs[0].Action != change.Created {
 		t.Errorf("%v, %+v", err, diffs)
 	}
 }
@@ -202,8 +203,8 @@ func TestRunSkipsWhatApplySkips(t *testing.T) {
 	check("just applied", got)
 	a := diffs["a"]
 	live := c.Live(obj("ConfigMap", "web", "a"))
-	if a.Kind != diff.Unchanged || a.Current.GetResourceVersion() != live.GetResourceVersion() || a.Current.GetUID() != live.GetUID() || a.Current.GetKind() != "ConfigMap" {
-		t.Errorf("a skipped as %s, current %v; live version %s", a.Kind, a.Current, live.GetResourceVersion())
+	if a.Action != change.Unchanged || a.Current.GetResourceVersion() != live.GetResourceVersion() || a.Current.GetUID() != live.GetUID() || a.Current.GetKind() != "ConfigMap" {
+		t.Errorf("a skipped as %s, current %v; live version %s", a.Action, a.Current, live.GetResourceVersion())
 	}
 	got, _ = dryRuns(render("1"), diff.Options{})
 	check("without SkipUnchanged", got, "a", "b", "c", "web")
@@ -217,8 +218,8 @@ func TestRunSkipsWhatApplySkips(t *testing.T) {
 
 	got, diffs = dryRuns(render("2"), skip)
 	check("a changed render", got, "b")
-	if diffs["b"].Kind != diff.Change || diffs["a"].Kind != diff.Unchanged {
-		t.Errorf("b %s, a %s", diffs["b"].Kind, diffs["a"].Kind)
+	if diffs["b"].Action != change.Configured || diffs["a"].Action != change.Unchanged {
+		t.Errorf("b %s, a %s", diffs["b"].Action, diffs["a"].Action)
 	}
 
 	edited := live.DeepCopy()
@@ -226,8 +227,8 @@ func TestRunSkipsWhatApplySkips(t *testing.T) {
 	c.Put(edited)
 	got, diffs = dryRuns(render("1"), skip)
 	check("an edit behind apply's back", got, "a")
-	if diffs["a"].Kind != diff.Change {
-		t.Errorf("the edited object: %s", diffs["a"].Kind)
+	if diffs["a"].Action != change.Configured {
+		t.Errorf("the edited object: %s", diffs["a"].Action)
 	}
 }
 
@@ -256,9 +257,9 @@ func TestRunHealth(t *testing.T) {
 	if !slices.Equal(dryRuns, []string{"changed"}) {
 		t.Errorf("dry runs of %v, want [changed] (the rest are unchanged since the apply, Force or not)", dryRuns)
 	}
-	got := map[string]diff.Kind{}
+	got := map[string]change.Action{}
 	for _, d := range diffs {
-		got[d.Path] = d.Kind
+		got[d.Path] = d.Action
 		if d.Err != nil || d.HealthErr != nil || d.Health == nil || d.Health.Status != "Current" {
 			t.Errorf("%s: error %v, health %v (%v)", d.Path, d.Err, d.Health, d.HealthErr)
 		}
@@ -277,7 +278,7 @@ func TestRunHealth(t *testing.T) {
 			t.Errorf("%s: current %v", d.Path, d.Current)
 		}
 	}
-	want := map[string]diff.Kind{"Namespace/web": diff.Unchanged, "ConfigMap/web/same": diff.Unchanged, "ConfigMap/web/changed": diff.Change, "Secret/web/gone": diff.Prune}
+	want := map[string]change.Action{"Namespace/web": change.Unchanged, "ConfigMap/web/same": change.Unchanged, "ConfigMap/web/changed": change.Configured, "Secret/web/gone": change.Pruned}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("kinds (-want +got):\n%s", d)
 	}

@@ -94,11 +94,11 @@ func (m *Reconcile) Drift(cluster, app string, n int) {
 
 // Applied counts an object's apply outcome; health outcomes of --wait
 // are not applies.
-func (m *Reconcile) Applied(cluster, app string, a apply.Action) {
-	if a == apply.Healthy || a == apply.Unhealthy {
+func (m *Reconcile) Applied(cluster, app, a string) {
+	if a == string(apply.Healthy) || a == string(apply.Unhealthy) {
 		return
 	}
-	m.objects.WithLabelValues(cluster, app, string(a)).Inc()
+	m.objects.WithLabelValues(cluster, app, a).Inc()
 }
 
 // Pass records a pass's duration and result.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -91,10 +92,10 @@ func TestReconcile(t *testing.T) {
 	m.App("c1", "web", at, true, 4)
 	m.Drift("c1", "web", 2)
 	m.App("c2", "web", at, false, 0)
-	m.Applied("c2", "web", apply.Configured)
-	m.Applied("c2", "web", apply.Configured)
-	m.Applied("c2", "web", apply.Failed)
-	m.Applied("c2", "web", apply.Healthy) // not an apply
+	m.Applied("c2", "web", string(change.Configured))
+	m.Applied("c2", "web", string(change.Configured))
+	m.Applied("c2", "web", string(change.Failed))
+	m.Applied("c2", "web", string(apply.Healthy)) // not an apply
 	m.Pass(1500*time.Millisecond, true)
 	m.Pass(time.Second, false)
 

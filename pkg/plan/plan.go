@@ -108,7 +108,8 @@ type Object struct {
 	Kind       string `json:"kind"`
 	Namespace  string `json:"namespace,omitempty"`
 	Name       string `json:"name"`
-	// Action is the diff's: create, change, unchanged, prune, ….
+	// Action is change.Action.Planned: the word diff prints (create,
+	// change, unchanged, prune, …).
 	Action string `json:"action"`
 	// ResourceVersion is the live object's; "" for one that did not exist.
 	ResourceVersion string `json:"resourceVersion,omitempty"`
@@ -140,7 +141,7 @@ func Objects(diffs []diff.Object) ([]Object, error) {
 		if src == nil {
 			continue
 		}
-		o := Object{APIVersion: src.GetAPIVersion(), Kind: src.GetKind(), Namespace: src.GetNamespace(), Name: src.GetName(), Action: string(d.Kind)}
+		o := Object{APIVersion: src.GetAPIVersion(), Kind: src.GetKind(), Namespace: src.GetNamespace(), Name: src.GetName(), Action: d.Action.Planned()}
 		if d.Current != nil {
 			o.ResourceVersion = d.Current.GetResourceVersion()
 		}

@@ -14,6 +14,7 @@ import (
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -59,9 +60,9 @@ func TestCheck(t *testing.T) {
 	c.Put(ns, conf)
 	render := []*unstructured.Unstructured{ns, conf, kubetest.Object("v1", "ConfigMap", "web", "new")}
 	diffs := []diff.Object{
-		{Ref: "namespace/web", Kind: diff.Unchanged, Current: c.Live(ns)},
-		{Ref: "configmap/conf", Kind: diff.Change, Current: c.Live(conf)},
-		{Ref: "configmap/new", Kind: diff.Create, Merged: render[2]},
+		{Ref: "namespace/web", Action: change.Unchanged, Current: c.Live(ns)},
+		{Ref: "configmap/conf", Action: change.Configured, Current: c.Live(conf)},
+		{Ref: "configmap/new", Action: change.Created, Merged: render[2]},
 	}
 	objs, err := Objects(diffs)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -29,10 +30,10 @@ func reconcileCM(name, value string) *unstructured.Unstructured {
 	return o
 }
 
-func applyRecorded(t *testing.T, c *kubetest.Cluster, app string, objs []*unstructured.Unstructured, force bool) map[string]apply.Action {
+func applyRecorded(t *testing.T, c *kubetest.Cluster, app string, objs []*unstructured.Unstructured, force bool) map[string]change.Action {
 	t.Helper()
 	var mu sync.Mutex
-	got := map[string]apply.Action{}
+	got := map[string]change.Action{}
 	err := apply.Run(context.Background(), c.Client, apply.Config{App: app, Version: "test", Objects: objs, Concurrency: 4, Force: force,
 		Report: func(ch apply.Change) { mu.Lock(); got[ch.Ref] = ch.Action; mu.Unlock() },
 		Record: &apply.Record{}})
@@ -95,7 +96,7 @@ func TestReconcileCheck(t *testing.T) {
 	}
 	// Correcting re-sends the edited object, though its render did not
 	// change: its live version moved since the record.
-	if got := applyRecorded(t, c, "web", objs, true); got["configmap/a"] != apply.Configured || got["configmap/b"] != apply.Unchanged {
+	if got := applyRecorded(t, c, "web", objs, true); got["configmap/a"] != change.Configured || got["configmap/b"] != change.Unchanged {
 		t.Errorf("correcting apply: %v", got)
 	}
 	if v := c.Live(reconcileCM("a", "")).Object["data"].(map[string]any)["k"]; v != "1" {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 )
 
@@ -16,7 +17,7 @@ func TestCollector(t *testing.T) {
 	c.Failed("prod", "web", "deployment.apps/web: forbidden")
 	c.App("prod", Outcome("web", errors.New("1 object failed")))
 	c.App("prod", Outcome("db", nil))
-	c.Diffs("prod", []diff.Object{{Ref: "configmap/a", Kind: diff.Change, Text: "--- live/a\n+++ merged/a\n"}})
+	c.Diffs("prod", []diff.Object{{Ref: "configmap/a", Action: change.Configured, Text: "--- live/a\n+++ merged/a\n"}})
 	apps, d := c.Of("prod")
 	want := []App{{Name: "web", State: "failed", Failed: true, Error: "1 object failed\ndeployment.apps/web: forbidden"}, {Name: "db", State: "ok"}}
 	if diff := cmp.Diff(want, apps); diff != "" {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -27,7 +27,7 @@ func OfRollout(command string, f *fleet.Fleet, outcomes []runner.Outcome, tally 
 	for _, oc := range outcomes {
 		n := tally.Actions(oc.Cluster)
 		c := Cluster{Name: oc.Cluster, Group: groupOf(f, oc.Cluster), State: string(oc.State), Error: errString(oc.Err),
-			Counts: &Counts{Create: n[apply.Created], Change: n[apply.Configured] + n[apply.Replaced] + n[apply.Adopted], Prune: n[apply.Pruned], Unchanged: n[apply.Unchanged]}}
+			Counts: &Counts{Create: n[string(change.Created)], Change: n[string(change.Configured)] + n[string(change.Replaced)] + n[string(change.Adopted)], Prune: n[string(change.Pruned)], Unchanged: n[string(change.Unchanged)]}}
 		switch oc.State {
 		case runner.Failed, runner.NotStarted:
 			c.Failed = true

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -16,8 +16,8 @@ import (
 func TestOfRollout(t *testing.T) {
 	f := &fleet.Fleet{Clusters: []fleet.Cluster{{Name: "stg", Group: "staging"}, {Name: "prod", Group: "production"}}}
 	var tally summary.Tally
-	tally.Add("stg", apply.Created)
-	tally.Add("stg", apply.Configured)
+	tally.Add("stg", string(change.Created))
+	tally.Add("stg", string(change.Configured))
 	outcomes := []runner.Outcome{
 		{Cluster: "stg", State: runner.Failed, Err: &rollout.AtomicError{Err: errors.New("check smoke failed"), Note: "rolled back to r2"}},
 		{Cluster: "prod", State: runner.NotStarted},

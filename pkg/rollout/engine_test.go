@@ -154,7 +154,7 @@ func TestEngineDiff(t *testing.T) {
 		if de, ok := ev.(DiffEvent); ok {
 			mu.Lock()
 			for _, o := range de.Diffs {
-				kinds = append(kinds, de.Cluster+" "+o.Ref+" "+string(o.Kind))
+				kinds = append(kinds, de.Cluster+" "+o.Ref+" "+o.Action.Planned())
 			}
 			mu.Unlock()
 		}

@@ -1,10 +1,12 @@
 package rollout
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -58,7 +60,7 @@ type ObjectEvent struct {
 
 // ObjectChanged is the event of an object's change.
 func ObjectChanged(cluster, app, label string, ch apply.Change, dryRun bool) ObjectEvent {
-	return ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: string(ch.Action), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
+	return ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: cmp.Or(string(ch.Health), string(ch.Action)), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
 }
 
 // Where is the cluster.
@@ -67,7 +69,7 @@ func (e ObjectEvent) Where() string { return e.Cluster }
 // Text is "configmap/web configured", with the reason, error or warning.
 func (e ObjectEvent) Text() string {
 	line := e.Object + " " + e.Action
-	if e.DryRun && e.Action != string(apply.Failed) && e.Action != string(apply.Skipped) {
+	if e.DryRun && e.Action != string(change.Failed) && e.Action != string(change.Skipped) && e.Action != string(change.AfterCRD) {
 		line += " (server dry run)"
 	}
 	switch {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -19,10 +20,10 @@ func TestEvents(t *testing.T) {
 		text string
 		json string
 	}{
-		{ObjectChanged("eu", "web", "web", apply.Change{Ref: "configmap/a", Namespace: "web", Action: apply.Created}, true),
+		{ObjectChanged("eu", "web", "web", apply.Change{Ref: "configmap/a", Namespace: "web", Action: change.Created}, true),
 			"web: configmap/a created (server dry run)",
 			`{"type":"object","cluster":"eu","app":"web","object":"configmap/a","namespace":"web","action":"created","dryRun":true}`},
-		{ObjectChanged("eu", "web", "", apply.Change{Ref: "service/b", Action: apply.Failed, Err: errors.New("invalid"), Warning: "shared"}, true),
+		{ObjectChanged("eu", "web", "", apply.Change{Ref: "service/b", Action: change.Failed, Err: errors.New("invalid"), Warning: "shared"}, true),
 			"service/b failed: invalid; warning: shared", ""},
 		{PhaseEvent{Type: "phase", Cluster: "eu", App: "web", Phase: -1, Objects: 2}, "phase -1: 2 objects", ""},
 		{RevisionEvent{Type: "revision", Cluster: "eu", App: "web", Revision: 3, New: true, Description: "rollback to 1", Label: "web (rollback)"},

@@ -5,7 +5,7 @@
 package sinks
 
 import (
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output/progress"
@@ -24,7 +24,7 @@ type Set struct {
 	Progress *progress.Display
 	Report   *report.Collector
 	// onChange is told every object's change (reconcile's metrics).
-	OnChange func(cluster, app string, action apply.Action)
+	OnChange func(cluster, app, action string)
 	// diffs is how --diff's diffs are printed.
 	Diffs diff.Style
 }
@@ -103,7 +103,7 @@ func (c Set) object(ev rollout.ObjectEvent) {
 	if ev.Restore {
 		return // said, not counted
 	}
-	action := apply.Action(ev.Action)
+	action := ev.Action
 	if c.Tally != nil {
 		c.Tally.Add(ev.Cluster, action)
 	}
@@ -111,7 +111,7 @@ func (c Set) object(ev rollout.ObjectEvent) {
 		return // said and counted, not the app's progress or failures
 	}
 	switch action {
-	case apply.Created, apply.Configured, apply.Adopted, apply.Unchanged, apply.Replaced, apply.Failed, apply.Skipped:
+	case string(change.Created), string(change.Configured), string(change.Adopted), string(change.Unchanged), string(change.Replaced), string(change.AfterCRD), string(change.Failed), string(change.Skipped):
 		if c.Progress != nil {
 			c.Progress.Did(ev.Cluster)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
@@ -20,15 +20,15 @@ func TestSetEmit(t *testing.T) {
 		var tally summary.Tally
 		changed := 0
 		s := Set{Printer: output.NewPrinter(&out, jsonOut, output.NewPrefixer([]string{"c1"}, false), 10), Tally: &tally,
-			OnChange: func(string, string, apply.Action) { changed++ }}
-		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/a", Action: string(apply.Created)})
-		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/b", Action: string(apply.Pruned), Restore: true})
+			OnChange: func(string, string, string) { changed++ }}
+		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/a", Action: string(change.Created)})
+		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/b", Action: string(change.Pruned), Restore: true})
 		s.Emit(rollout.OutputEvent{Cluster: "c1", Line: "smoke ok"})
 		s.Emit(rollout.StageEvent{Cluster: "c1", Stage: "applying web"})
 		s.Emit(rollout.EndEvent{Cluster: "c1"})
 		s.Printer.Close()
 		got := out.String()
-		if n := tally.Actions("c1"); n[apply.Created] != 1 || n[apply.Pruned] != 0 || changed != 1 {
+		if n := tally.Actions("c1"); n[string(change.Created)] != 1 || n[string(change.Pruned)] != 0 || changed != 1 {
 			t.Errorf("json %v: tally %v, %d changes told; want the created one only", jsonOut, n, changed)
 		}
 		if !strings.Contains(got, "configmap/a") || !strings.Contains(got, "configmap/b") || strings.Contains(got, "applying web") || strings.Contains(got, "smoke ok") == jsonOut {

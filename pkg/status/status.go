@@ -10,6 +10,7 @@ import (
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
@@ -127,7 +128,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 		return App{}, err
 	}
 	for _, d := range diffs {
-		if d.Kind == diff.Kept {
+		if d.Action == change.Kept {
 			continue // leaves the app at its next apply --prune
 		}
 		out.Objects = append(out.Objects, objectOf(d))
@@ -137,7 +138,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 
 // objectOf is the status of one object diffed with diff.Options.Health.
 func objectOf(d diff.Object) Object {
-	o := Object{Ref: d.Ref, Drifted: d.Kind == diff.Change || d.Kind == diff.Adopt, RenderChanged: d.RenderChanged, Orphaned: d.Kind == diff.Prune}
+	o := Object{Ref: d.Ref, Drifted: d.Action == change.Configured || d.Action == change.Adopted || d.Action == change.Replaced, RenderChanged: d.RenderChanged, Orphaned: d.Action == change.Pruned}
 	switch {
 	case d.Err != nil:
 		o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -159,8 +160,8 @@ func PublishedList(published map[string]string) string {
 }
 
 // actionCounts is "2 created, 38 unchanged", in the order of the actions.
-func actionCounts(c map[apply.Action]int) string {
-	order := []apply.Action{apply.Created, apply.Configured, apply.Adopted, apply.Replaced, apply.Unchanged, apply.Pruned, apply.Deleted, apply.Kept, apply.Skipped, apply.Failed, apply.Healthy, apply.Unhealthy}
+func actionCounts(c map[string]int) string {
+	order := []string{string(change.Created), string(change.Configured), string(change.Adopted), string(change.Replaced), string(change.Unchanged), string(change.AfterCRD), string(change.Pruned), string(change.Deleted), string(change.Kept), string(change.Skipped), string(change.Failed), string(apply.Healthy), string(apply.Unhealthy)}
 	var parts []string
 	for _, a := range order {
 		if n := c[a]; n > 0 {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -31,7 +31,7 @@ func TestSummaryGroupsIdenticalOutcomes(t *testing.T) {
 			oc.State, oc.Err = runner.NotStarted, errors.New("staging failed")
 		}
 		for range 40 {
-			r.Tally.Add(c, apply.Unchanged)
+			r.Tally.Add(c, string(change.Unchanged))
 		}
 		r.Outcomes = append(r.Outcomes, oc)
 	}
@@ -85,7 +85,7 @@ func (e *rollbackError) Error() string { return "apply failed" }
 // order, its gates and its error on one line.
 func TestRolloutLine(t *testing.T) {
 	tally := &Tally{}
-	for _, a := range []apply.Action{apply.Unchanged, apply.Created, apply.Unchanged, apply.Failed} {
+	for _, a := range []string{string(change.Unchanged), string(change.Created), string(change.Unchanged), string(change.Failed)} {
 		tally.Add("a", a)
 	}
 	tally.AddGate("a", "tests of web passed")

@@ -3,8 +3,6 @@ package summary
 import (
 	"maps"
 	"sync"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 )
 
 // Tally counts, per cluster, its objects' actions, the gates it passed or
@@ -13,7 +11,7 @@ import (
 // yet.
 type Tally struct {
 	mu      sync.Mutex
-	actions map[string]map[apply.Action]int
+	actions map[string]map[string]int
 	gates   map[string][]string
 	// revisions are the current revision of each app, per cluster.
 	revisions map[string]map[string]int
@@ -59,21 +57,22 @@ func (t *Tally) get(m map[string]map[string]string, cluster string) map[string]s
 	return maps.Clone(m[cluster])
 }
 
-// Add counts an object's action on a cluster.
-func (t *Tally) Add(cluster string, a apply.Action) {
+// Add counts an object's action on a cluster: the word its event says
+// (a change.Action, or apply's health result).
+func (t *Tally) Add(cluster string, a string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.actions == nil {
-		t.actions = map[string]map[apply.Action]int{}
+		t.actions = map[string]map[string]int{}
 	}
 	if t.actions[cluster] == nil {
-		t.actions[cluster] = map[apply.Action]int{}
+		t.actions[cluster] = map[string]int{}
 	}
 	t.actions[cluster][a]++
 }
 
 // Actions is how many of a cluster's objects each action went to.
-func (t *Tally) Actions(cluster string) map[apply.Action]int {
+func (t *Tally) Actions(cluster string) map[string]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.actions[cluster]

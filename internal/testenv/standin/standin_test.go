@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
@@ -68,9 +69,9 @@ spec:
 
 // run applies objs with the plugin's engine and returns each object's
 // action.
-func run(t *testing.T, c *kube.Client, version string, objs []*unstructured.Unstructured) map[string]apply.Action {
+func run(t *testing.T, c *kube.Client, version string, objs []*unstructured.Unstructured) map[string]change.Action {
 	t.Helper()
-	got := map[string]apply.Action{}
+	got := map[string]change.Action{}
 	var errs []error
 	var mu sync.Mutex // Report is called from the engine's workers
 	err := apply.Run(t.Context(), c, apply.Config{App: "demo", Version: version, Objects: objs, Prune: true, Concurrency: 4, Report: func(ch apply.Change) {
@@ -93,7 +94,7 @@ func run(t *testing.T, c *kube.Client, version string, objs []*unstructured.Unst
 // Deployment's generation.
 func TestApplyCreateNoOpChange(t *testing.T) {
 	env, c := start(t)
-	want := func(got map[string]apply.Action, actions map[string]apply.Action) {
+	want := func(got map[string]change.Action, actions map[string]change.Action) {
 		t.Helper()
 		for ref, a := range actions {
 			if got[ref] != a {
@@ -101,12 +102,12 @@ func TestApplyCreateNoOpChange(t *testing.T) {
 			}
 		}
 	}
-	want(run(t, c, "dev", objects(t, "1")), map[string]apply.Action{"namespace/app": apply.Created, "configmap/settings": apply.Created, "deployment.apps/web": apply.Created})
+	want(run(t, c, "dev", objects(t, "1")), map[string]change.Action{"namespace/app": change.Created, "configmap/settings": change.Created, "deployment.apps/web": change.Created})
 	// A development build sends every object again: the server must
 	// answer the same resourceVersion, in a later second too (the
 	// managedFields' times do not move).
 	time.Sleep(time.Until(time.Now().Truncate(time.Second).Add(time.Second)))
-	want(run(t, c, "dev", objects(t, "1")), map[string]apply.Action{"namespace/app": apply.Unchanged, "configmap/settings": apply.Unchanged, "deployment.apps/web": apply.Unchanged})
+	want(run(t, c, "dev", objects(t, "1")), map[string]change.Action{"namespace/app": change.Unchanged, "configmap/settings": change.Unchanged, "deployment.apps/web": change.Unchanged})
 	deployments := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("app")
 	d, err := deployments.Get(t.Context(), "web", metav1.GetOptions{})
 	if err != nil {
@@ -118,7 +119,7 @@ func TestApplyCreateNoOpChange(t *testing.T) {
 	if st, ok := d.Object["status"].(map[string]any); !ok || len(st) != 0 {
 		t.Errorf("deployment status %v, want {} (no controllers)", d.Object["status"])
 	}
-	want(run(t, c, "dev", objects(t, "2")), map[string]apply.Action{"namespace/app": apply.Unchanged, "configmap/settings": apply.Configured, "deployment.apps/web": apply.Configured})
+	want(run(t, c, "dev", objects(t, "2")), map[string]change.Action{"namespace/app": change.Unchanged, "configmap/settings": change.Configured, "deployment.apps/web": change.Configured})
 	if d2, err := deployments.Get(t.Context(), "web", metav1.GetOptions{}); err != nil || d2.GetGeneration() != 2 {
 		t.Errorf("deployment after a change: generation %d (%v), want 2", d2.GetGeneration(), err)
 	}
@@ -134,7 +135,7 @@ func TestApplyCreateNoOpChange(t *testing.T) {
 		return []string{d.GetResourceVersion(), cm.GetResourceVersion()}
 	}
 	before := rvs()
-	want(run(t, c, "v1.0.0", objects(t, "2")), map[string]apply.Action{"namespace/app": apply.Unchanged, "configmap/settings": apply.Unchanged, "deployment.apps/web": apply.Unchanged})
+	want(run(t, c, "v1.0.0", objects(t, "2")), map[string]change.Action{"namespace/app": change.Unchanged, "configmap/settings": change.Unchanged, "deployment.apps/web": change.Unchanged})
 	if after := rvs(); !slices.Equal(before, after) {
 		t.Errorf("a no-op apply moved resourceVersions %v to %v", before, after)
 	}
