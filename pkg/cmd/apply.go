@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
@@ -166,19 +165,16 @@ func (o *ApplyOptions) Validate() error {
 func (o *ApplyOptions) Run(ctx context.Context) error {
 	o.SourceOptions.withTests = !o.SkipTests && !o.SkipGates
 	e := o.newEngine(o.GlobalOptions)
-	if !o.dryRun() {
-		o.SourceOptions.warm = func(ctx context.Context, req *rendered.Request) { e.Warm(ctx, req, o.Parallel, o.Yes) }
-		defer e.Release(ctx) // the early locks, when the render fails
-	}
+	defer e.Release(ctx) // early locks of a run that does not start
 	cfg, err := o.renderConfig(o.Selection, &o.SourceOptions, true)
 	if err != nil {
 		return err
 	}
-	r, err := rendered.Render(ctx, cfg)
+	opts := o.options(o.dryRun(), o.Parallel)
+	r, err := e.Prepare(ctx, cfg, &opts, o.Yes)
 	if err != nil {
 		return err
 	}
-	opts := o.options(o.dryRun(), o.Parallel)
 	if o.PlanFile != "" {
 		if opts.Plan, err = plan.Load(o.PlanFile); err != nil {
 			return err
@@ -186,9 +182,6 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		if err := opts.Plan.Agree(r.AppNames()); err != nil {
 			return err
 		}
-	}
-	if opts.Promote, err = rollout.Promoted(ctx, cfg, r, opts); err != nil {
-		return err
 	}
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Apply to"); err != nil {
 		return err

@@ -195,10 +195,9 @@ func (g *GlobalOptions) complete(names func(*fleet.Fleet) []string) cobra.Comple
 // an ad hoc -k, -j, -f or --chart source, or the fleet file's apps).
 type SourceOptions struct {
 	rendered.Source
-	// withTests and warm are no flags: apply and reconcile set them for
-	// their render (rendered.Config's Tests and Warm).
+	// withTests is no flag: apply and reconcile set it for their render
+	// (rendered.Config.Tests).
 	withTests bool
-	warm      func(ctx context.Context, pl *rendered.Request)
 }
 
 func (s *SourceOptions) addFlags(cmd *cobra.Command, g *GlobalOptions) {
@@ -243,7 +242,7 @@ func (g *GlobalOptions) renderConfig(sel fleet.Selection, src *SourceOptions, co
 	if err != nil {
 		return rendered.Config{}, err
 	}
-	return rendered.Config{Fleet: f, Selection: sel, Source: src.Source, Namespace: g.namespace(), Contexts: contexts, Connector: connector{g}, Engine: g.engine(), Fetcher: g.fetcher(), Tests: src.withTests, Warm: src.warm}, nil
+	return rendered.Config{Fleet: f, Selection: sel, Source: src.Source, Namespace: g.namespace(), Contexts: contexts, Connector: connector{g}, Engine: g.engine(), Fetcher: g.fetcher(), Tests: src.withTests}, nil
 }
 
 // connector is how a render reaches the clusters: the command's

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/vet"
 )
@@ -120,27 +120,12 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	results := pl.Render(ctx, engine)
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, pl.Targets(true))
-	objects := vet.ByCluster(clusters, results)
 	v.Prefix = o.prefixer(clusters)
-	for _, c := range clusters {
-		names, problems := vet.Render(c.Name, results, tests, objects[c.Name])
-		problems = append(problems, vet.Unpublishable(f, c, results, engine.Secrets.Values())...)
-		if o.Server && len(problems) == 0 && v.Problems == 0 && f.DeliveryOf(c) == nil { // nothing dry-runs on a delivered cluster
-			problems = append(problems, o.serverCheck(ctx, f, c, results)...)
-		}
-		if len(problems) == 0 {
-			v.OK(c.Name, len(objects[c.Name]), names)
-		}
-		for _, pr := range problems {
-			v.Problem(c.Name, pr)
-		}
+	check := vet.Check{Fleet: f, Clusters: clusters, Results: results, Tests: tests, Decrypted: engine.Secrets.Values(), Undecrypted: engine.Secrets.Undecrypted()}
+	if o.Server {
+		check.Connect = func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error) { return o.connect(ctx, f, c) }
 	}
-	vet.Exposed(results, engine.Secrets.Values())
-	v.Warnings(results)
-	v.Encrypted(engine.Secrets.Undecrypted())
-	v.Deliveries(f, clusters)
-	v.Rollout(f)
-	v.Summary(len(clusters), "")
+	v.Check(ctx, check)
 	if v.Problems > 0 {
 		return &exit.Error{Code: exit.Failed}
 	}
@@ -177,13 +162,4 @@ func (o *VetOptions) apps(ctx context.Context, v *vet.Out, f *fleet.Fleet, clust
 		}
 	}
 	return apps, nil
-}
-
-// serverCheck is vet.ServerCheck on the cluster, once it is connected to.
-func (o *VetOptions) serverCheck(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []vet.Problem {
-	client, err := o.connect(ctx, f, c)
-	if err != nil {
-		return []vet.Problem{{Message: err.Error()}}
-	}
-	return vet.ServerCheck(ctx, client, f, c, results)
 }

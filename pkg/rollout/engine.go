@@ -201,6 +201,27 @@ func (e *Engine) connect(ctx context.Context, name string) (*kube.Client, error)
 // failed).
 func (e *Engine) Release(ctx context.Context) { e.Locks.Release(ctx, e.Log) }
 
+// Prepare renders cfg for a rollout with o, in one call: while the
+// renders are checked the engine warms the first wave (Warm; not for a
+// dry run), and once they all rendered it reads what the promotion rule
+// holds the waves to (o.Promote, Promoted). A failure releases what Warm
+// took; a caller that then does not Run (a refused confirmation) defers
+// Release.
+func (e *Engine) Prepare(ctx context.Context, cfg rendered.Config, o *Options, yes bool) (*rendered.Set, error) {
+	if !o.DryRun {
+		cfg.Warm = func(ctx context.Context, req *rendered.Request) { e.Warm(ctx, req, o.Parallel, yes) }
+	}
+	r, err := rendered.Render(ctx, cfg)
+	if err == nil {
+		o.Promote, err = Promoted(ctx, cfg, r, *o)
+	}
+	if err != nil {
+		e.Release(ctx)
+		return nil, err
+	}
+	return r, nil
+}
+
 // Warm connects to the clusters of the first wave and asks each who the
 // user is (for its locks and revisions) once every render succeeded
 // (rendered.Config.Warm), in the background while the run starts; unless

@@ -22,6 +22,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // NewOut is an Out on w: JSON lines when jsonOut.
@@ -416,4 +417,55 @@ func Unpublishable(f *fleet.Fleet, c *fleet.Cluster, results []render.Result, de
 		}
 	}
 	return out
+}
+
+// Check is what vet checks of a fleet's renders, after the fleet file.
+type Check struct {
+	Fleet    *fleet.Fleet
+	Clusters []*fleet.Cluster
+	// Results and Tests are the apps' renders and their tests'.
+	Results, Tests []render.Result
+	// Decrypted are the values decrypted from SOPS files (never to be
+	// published or printed); Undecrypted the files no key here opened.
+	Decrypted   []string
+	Undecrypted []sopsfile.File
+	// Connect, when set (--server), connects to a cluster to dry-run its
+	// objects there; never to a delivered cluster, and not once a
+	// problem was found.
+	Connect func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error)
+}
+
+// Check checks each cluster's renders, then what holds for the fleet as
+// a whole (values exposed, warnings, files not decrypted, deliveries,
+// rollout), and sums up: v.Problems counts what failed.
+func (v *Out) Check(ctx context.Context, k Check) {
+	objects := ByCluster(k.Clusters, k.Results)
+	for _, c := range k.Clusters {
+		names, problems := Render(c.Name, k.Results, k.Tests, objects[c.Name])
+		problems = append(problems, Unpublishable(k.Fleet, c, k.Results, k.Decrypted)...)
+		if k.Connect != nil && len(problems) == 0 && v.Problems == 0 && k.Fleet.DeliveryOf(c) == nil {
+			problems = append(problems, serverCheck(ctx, k, c)...)
+		}
+		if len(problems) == 0 {
+			v.OK(c.Name, len(objects[c.Name]), names)
+		}
+		for _, pr := range problems {
+			v.Problem(c.Name, pr)
+		}
+	}
+	Exposed(k.Results, k.Decrypted)
+	v.Warnings(k.Results)
+	v.Encrypted(k.Undecrypted)
+	v.Deliveries(k.Fleet, k.Clusters)
+	v.Rollout(k.Fleet)
+	v.Summary(len(k.Clusters), "")
+}
+
+// serverCheck is ServerCheck on c, once connected to.
+func serverCheck(ctx context.Context, k Check, c *fleet.Cluster) []Problem {
+	client, err := k.Connect(ctx, c)
+	if err != nil {
+		return []Problem{{Message: err.Error()}}
+	}
+	return ServerCheck(ctx, client, k.Fleet, c, k.Results)
 }
