@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -320,6 +319,9 @@ func (p *pass) begin(ctx context.Context, objs []*unstructured.Unstructured) (in
 	}
 	if !cfg.DryRun {
 		p.set.Adopted = p.set.Adopted.Union(p.adopting(ctx, objs))
+		if err := kube.StopOf(ctx).Err(); err != nil {
+			return inventory.Contents{}, err // Ctrl-C while they were read: nothing written
+		}
 	}
 	if union := p.set.Contents.Union(contents); !cfg.DryRun && !(p.set.Exists && union.Equal(p.set.Contents)) {
 		// Record the union of the old and new contents first, so that a
@@ -545,47 +547,38 @@ func stages(objs []*unstructured.Unstructured) (first, rest []*unstructured.Unst
 // unreachable: the objects not attempted are reported skipped.
 func (p *pass) applyAll(ctx context.Context, objs []*unstructured.Unstructured, pending map[schema.GroupKind]bool, newNS map[string]bool) error {
 	var (
-		wg     sync.WaitGroup
 		failed atomic.Int32
 		cut    sync.Once
 		cause  error
-		rest   []*unstructured.Unstructured
+		send   []*unstructured.Unstructured
 	)
-	// start ends with Ctrl-C, or once a request found the cluster
-	// unreachable: no object starts after.
-	stop := kube.StopOf(ctx)
-	start, unreachable := context.WithCancel(stop)
-	defer unreachable()
-	slots := kube.NewSlots(p.cfg.Concurrency)
-	for i, obj := range objs {
+	for _, obj := range objs {
 		if pending[obj.GroupVersionKind().GroupKind()] {
 			act, why, _ := change.Of(change.Answer{Obj: obj, PendingCRD: true, DryRun: true})
 			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: act, Reason: why})
 			continue
 		}
-		release, err := slots.Take(start)
-		if err != nil {
-			rest = objs[i:]
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { release(); wg.Done() }()
-			ch := p.applyOne(ctx, obj, newNS)
-			if ch.Err != nil {
-				failed.Add(1)
-				if kube.IsUnreachable(ch.Err) {
-					cut.Do(func() { cause = fmt.Errorf("%s: %w", ch.Ref, ch.Err); unreachable() })
-				}
-			}
-			p.cfg.Report(ch)
-		}()
+		send = append(send, obj)
 	}
-	wg.Wait()
+	// start ends with Ctrl-C, or once a request found the cluster
+	// unreachable: no object starts after.
+	stop := kube.StopOf(ctx)
+	start, unreachable := context.WithCancel(stop)
+	defer unreachable()
+	started := kube.NewSlots(p.cfg.Concurrency).Each(start, len(send), func(i int) {
+		ch := p.applyOne(ctx, send[i], newNS)
+		if ch.Err != nil {
+			failed.Add(1)
+			if kube.IsUnreachable(ch.Err) {
+				cut.Do(func() { cause = fmt.Errorf("%s: %w", ch.Ref, ch.Err); unreachable() })
+			}
+		}
+		p.cfg.Report(ch)
+	})
 	if err := stop.Err(); err != nil {
 		return err
 	}
-	if cause != nil {
+	if rest := send[started:]; cause != nil {
 		for _, obj := range rest {
 			p.cfg.Report(Change{Ref: object.Ref(obj), Namespace: obj.GetNamespace(), Action: change.Skipped, Reason: "not attempted: the cluster stopped answering"})
 		}
@@ -721,27 +714,24 @@ func (p *pass) adopt(path string) {
 // written: an apply interrupted after labelling one still knows it did not
 // create it. Their metadata comes from the listings apply reads anyway.
 func (p *pass) adopting(ctx context.Context, objs []*unstructured.Unstructured) sets.Set[string] {
-	out := sets.New[string]()
 	var (
-		mu sync.Mutex
-		g  errgroup.Group
+		out     = sets.New[string]()
+		mu      sync.Mutex
+		joining []*unstructured.Unstructured
 	)
-	g.SetLimit(max(1, p.cfg.Concurrency))
 	for _, o := range objs {
-		path := object.Path(o)
-		if p.last.Contents.Members.Has(path) {
-			continue
+		if !p.last.Contents.Members.Has(object.Path(o)) {
+			joining = append(joining, o)
 		}
-		g.Go(func() error {
-			if p.others.Claim(&p.last, path, p.liveMeta(ctx, o)).Adopt {
-				mu.Lock()
-				out.Insert(path)
-				mu.Unlock()
-			}
-			return nil
-		})
 	}
-	_ = g.Wait()
+	kube.NewSlots(p.cfg.Concurrency).Each(kube.StopOf(ctx), len(joining), func(i int) {
+		path := object.Path(joining[i])
+		if p.others.Claim(&p.last, path, p.liveMeta(ctx, joining[i])).Adopt {
+			mu.Lock()
+			out.Insert(path)
+			mu.Unlock()
+		}
+	})
 	return out
 }
 

@@ -131,47 +131,38 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	crds := object.CRDKinds(objs)
 	newNS := object.Namespaces(objs)
 	out := make([]Object, len(objs))
-	slots := kube.NewSlots(o.Concurrency)
-	var wg sync.WaitGroup
-	for i, obj := range objs {
-		obj = object.CopyMeta(obj) // the render is the run's, shared
-		r.set.Label(obj)
-		release, err := slots.Take(ctx)
-		if err != nil {
-			out[i] = Object{Ref: object.Ref(obj), Err: err}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { release(); wg.Done() }()
-			claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
-				c := r.others.Claim(r.set, object.Path(obj), live)
-				inventory.Label(obj, c.PartOf)
-				return c
-			}
-			d, skipped := Object{}, false
-			if r.skip {
-				d, skipped = unchanged(ctx, c, obj, r, o, claim)
-			}
-			if !skipped {
-				d = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) inventory.Claim {
-					var meta *metav1.ObjectMeta
-					if live != nil {
-						meta = &metav1.ObjectMeta{Labels: live.GetLabels()}
-					}
-					return claim(obj, meta)
-				})
-			}
-			if d.Action == change.Configured || d.Action == change.Adopted {
-				d.RenderChanged = r.renderChanged(obj)
-			}
-			if o.Health {
-				keepHealth(&d)
-			}
-			out[i] = d
-		}()
+	claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
+		c := r.others.Claim(r.set, object.Path(obj), live)
+		inventory.Label(obj, c.PartOf)
+		return c
 	}
-	wg.Wait()
+	started := kube.NewSlots(o.Concurrency).Each(ctx, len(objs), func(i int) {
+		obj := object.CopyMeta(objs[i]) // the render is the run's, shared
+		r.set.Label(obj)
+		d, skipped := Object{}, false
+		if r.skip {
+			d, skipped = unchanged(ctx, c, obj, r, o, claim)
+		}
+		if !skipped {
+			d = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) inventory.Claim {
+				var meta *metav1.ObjectMeta
+				if live != nil {
+					meta = &metav1.ObjectMeta{Labels: live.GetLabels()}
+				}
+				return claim(obj, meta)
+			})
+		}
+		if d.Action == change.Configured || d.Action == change.Adopted {
+			d.RenderChanged = r.renderChanged(obj)
+		}
+		if o.Health {
+			keepHealth(&d)
+		}
+		out[i] = d
+	})
+	for i := started; i < len(objs); i++ {
+		out[i] = Object{Ref: object.Ref(objs[i]), Path: object.Path(objs[i]), Err: cmp.Or(ctx.Err(), context.Canceled)} // not started
+	}
 
 	if !r.set.Exists {
 		return out, nil
