@@ -8,38 +8,49 @@
 //
 // What it does as a server does: a server-side apply (types.ApplyPatchType)
 // creates a missing object, in an existing namespace only, and merges into
-// a present one, removing the fields its field manager applied last time
-// and no longer applies; a create assigns a UID, and every write bumps the
-// resourceVersion only when the stored object changed; dry runs (patch and
-// delete) answer without persisting; a JSON merge patch (null removes)
-// changes an existing object; delete removes, honouring its preconditions
-// (uid, resourceVersion: Conflict when they do not hold); a create of a
-// served kind stores a new object (AlreadyExists when there is one, in an
-// existing namespace only); an update replaces one, with optimistic
-// concurrency (Conflict when its resourceVersion is not the stored one);
-// lists answer from the same store through both clients, metadata lists as
-// PartialObjectMetadata; a CustomResourceDefinition is Established as soon
-// as it is written.
+// a present one through apimachinery's own field manager
+// (serverside.FieldManager, shared with the stand-in server): managedFields
+// for every write, a Conflict naming the other managers and fields unless
+// forced, and the fields a manager applied before and no longer applies
+// removed; creates, updates and merge patches are recorded for their
+// field manager ("kubetest" when none is given), so a kubectl edit is a
+// merge patch with FieldManager "kubectl-edit". Deployments are defaulted
+// as kube-apiserver defaults them (serverside.Default). A create assigns a
+// UID, and every write bumps the resourceVersion only when the stored
+// object changed; dry runs (patch and delete) answer without persisting;
+// a JSON merge patch (null removes) changes an existing object; delete
+// removes, honouring its preconditions (uid, resourceVersion: Conflict when
+// they do not hold), and a Namespace's or CRD's takes its contents along; a
+// create of a served kind stores a new object (AlreadyExists when there is
+// one, in an existing namespace only); an update replaces one, with
+// optimistic concurrency (Conflict when its resourceVersion is not the
+// stored one); lists answer from the same store through both clients,
+// metadata lists as PartialObjectMetadata, and a metadata patch is
+// answered through the dynamic fake (whose actions keep the patch's
+// options); a CustomResourceDefinition is Established as soon as it is
+// written.
 //
 // Its simplifications:
-//   - An apply is a recursive merge of the applied maps into the live
-//     object (lists and scalars replace), after removing what the same
-//     manager applied before and not now, whoever else set it. There are
-//     no managedFields, so no conflicts; no defaulting, no validation.
+//   - The field manager deduces each kind's schema from the objects (as
+//     for a CRD without one): lists are atomic, not merged by key.
+//   - Put stores an object as given, without managedFields: its fields
+//     are "before-first-apply"'s, as a server sees an object no manager
+//     wrote; a test that needs an owner writes through Client.
+//   - Defaulting covers Deployments only; there is no validation.
 //   - Label selectors are honoured by the fakes themselves (their List
 //     filters what the reactor returns); field selectors are not.
-//   - Deleting a Namespace does not delete its contents.
 //   - The REST mapper is fixed: Reset does nothing, and a CRD written does
 //     not add its kind.
 //   - The fakes never see a request's context: a request with a cancelled
 //     context is still answered, where a real client refuses to send it.
 //     Tests of Ctrl-C count requests (Requests) instead.
 //
-// Faults (Inject) stand for what the fake cannot produce: Forbidden,
-// Conflict, an immutable field, a Ctrl-C during a request.
+// Faults (Inject) stand for what the fake cannot produce: Forbidden, an
+// immutable field, a server that goes away, a Ctrl-C during a request.
 package kubetest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,7 +76,9 @@ import (
 	"k8s.io/client-go/metadata"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/serverside"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
@@ -129,8 +142,6 @@ type Cluster struct {
 	t       testing.TB
 	mu      sync.Mutex
 	objects map[key]*unstructured.Unstructured
-	// applied is each field manager's last apply of each object.
-	applied map[key]map[string]map[string]any
 	version int // the last resourceVersion given, as etcd's revision
 	uids    int
 	faults  []*Fault
@@ -170,7 +181,7 @@ func New(t testing.TB) *Cluster {
 		plural, _ := meta.UnsafeGuessKindToResource(k.gvk)
 		listKinds[plural] = k.gvk.Kind + "List"
 	}
-	c := &Cluster{t: t, objects: map[key]*unstructured.Unstructured{}, applied: map[key]map[string]map[string]any{}}
+	c := &Cluster{t: t, objects: map[key]*unstructured.Unstructured{}}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds)
 	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		obj, err := c.serve(a)
@@ -256,7 +267,6 @@ func (c *Cluster) Remove(o *unstructured.Unstructured) {
 		c.t.Fatalf("kubetest: %v", err)
 	}
 	delete(c.objects, k)
-	delete(c.applied, k)
 }
 
 // Live returns a copy of the stored object of o's kind, name and (for
@@ -431,14 +441,30 @@ func (r gatedGetter) Namespace(ns string) metadata.ResourceInterface {
 	return gatedMetadataNamespace{r.Getter.Namespace(ns), r.c, r.gvr, ns}
 }
 
+// A metadata patch goes through the Dynamic fake, whose actions carry
+// the patch's options (its field manager, force, dry run): the Metadata
+// fake's drop them. It answers the object's metadata, as a server does.
 func (r gatedGetter) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
 	r.c.before(Request{Verb: "patch", Resource: r.gvr.Resource, Name: name})
-	return r.Getter.Patch(ctx, name, pt, data, opts, sub...)
+	return partial(r.c.dynamic.Resource(r.gvr).Patch(ctx, name, pt, data, opts, sub...))
 }
 
 func (r gatedMetadataNamespace) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, sub ...string) (*metav1.PartialObjectMetadata, error) {
 	r.c.before(Request{Verb: "patch", Resource: r.gvr.Resource, Namespace: r.ns, Name: name})
-	return r.ResourceInterface.Patch(ctx, name, pt, data, opts, sub...)
+	return partial(r.c.dynamic.Resource(r.gvr).Namespace(r.ns).Patch(ctx, name, pt, data, opts, sub...))
+}
+
+// partial is an object's metadata, as a metadata client reads it.
+func partial(u *unstructured.Unstructured, err error) (*metav1.PartialObjectMetadata, error) {
+	if err != nil {
+		return nil, err
+	}
+	m := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}}
+	md, _ := u.Object["metadata"].(map[string]any)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(md, &m.ObjectMeta); err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return m, nil
 }
 
 // before holds r until the Before of every fault that matches it is
@@ -493,7 +519,6 @@ func (c *Cluster) remove(k key, r Request, live *unstructured.Unstructured, pre 
 	}
 	if !r.DryRun {
 		delete(c.objects, k)
-		delete(c.applied, k)
 		c.cascade(k, live)
 	}
 	return nil
@@ -510,13 +535,15 @@ func (c *Cluster) cascade(k key, live *unstructured.Unstructured) {
 		case k.gvr == namespacesGVR && other.namespace == k.name,
 			k.gvr.Resource == "customresourcedefinitions" && other.gvr.Group == group && other.gvr.Resource == plural:
 			delete(c.objects, other)
-			delete(c.applied, other)
 		}
 	}
 }
 
-// patch answers a server-side apply (fields another apply of the same
-// manager set and this one does not are removed) or a merge patch.
+// patch answers a server-side apply or a merge patch through
+// apimachinery's own field manager (serverside.FieldManager), as a server
+// does: managedFields, a Conflict naming the other manager and its
+// fields (unless forced), and the fields the same manager applied before
+// and no longer applies removed.
 func (c *Cluster) patch(k key, r Request, live *unstructured.Unstructured, a clienttesting.PatchActionImpl) (runtime.Object, error) {
 	var patch map[string]any
 	if err := utiljson.Unmarshal(a.Patch, &patch); err != nil {
@@ -532,39 +559,53 @@ func (c *Cluster) patch(k key, r Request, live *unstructured.Unstructured, a cli
 			return nil, apierrors.NewConflict(k.gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, live.GetUID()))
 		}
 	}
+	gvk, err := c.Client.Mapper.KindFor(k.gvr)
+	if err != nil {
+		return nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
+	}
+	fm, err := serverside.FieldManager(gvk)
+	if err != nil {
+		return nil, err
+	}
+	manager := a.PatchOptions.FieldManager
+	var next runtime.Object
 	switch a.PatchType {
 	case types.ApplyPatchType:
 		if live == nil && r.Namespace != "" && c.objects[key{gvr: namespacesGVR, name: r.Namespace}] == nil {
 			return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, r.Namespace)
 		}
-		patch = without(patch, "uid", "resourceVersion", "creationTimestamp", "managedFields")
+		base := live
+		if base == nil {
+			base = empty(gvk, r.Namespace, r.Name)
+		}
+		applied := &unstructured.Unstructured{Object: without(patch, "uid", "resourceVersion", "creationTimestamp", "managedFields")}
+		delete(applied.Object, "status")
+		if next, err = fm.Apply(base.DeepCopy(), applied, manager, ptr.Deref(a.PatchOptions.Force, false)); err != nil {
+			return nil, err
+		}
 	case types.MergePatchType:
 		if live == nil {
 			return nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
 		}
+		merged := live.DeepCopy()
+		merge(merged.Object, patch)
+		next = fm.UpdateNoErrors(live.DeepCopy(), merged, manager)
 	default:
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("kubetest: patch type %s is not supported", a.PatchType))
 	}
-	next := map[string]any{}
-	if live != nil {
-		next = live.DeepCopy().Object
-	}
-	manager := a.PatchOptions.FieldManager
-	if a.PatchType == types.ApplyPatchType && live != nil {
-		unapply(next, c.applied[k][manager], patch)
-	}
-	merge(next, patch)
-	obj := &unstructured.Unstructured{Object: next}
+	obj := next.(*unstructured.Unstructured)
 	obj.SetName(r.Name)
 	obj.SetNamespace(r.Namespace)
-	out := c.write(k, obj, r.DryRun)
-	if a.PatchType == types.ApplyPatchType && !r.DryRun {
-		if live == nil || c.applied[k] == nil {
-			c.applied[k] = map[string]map[string]any{}
-		}
-		c.applied[k][manager] = patch
-	}
-	return out, nil
+	return c.write(k, obj, r.DryRun), nil
+}
+
+// empty is the object a server-side apply creates, before it is applied.
+func empty(gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	return u
 }
 
 // createOrUpdate answers a create or an update of a served kind: a create
@@ -586,6 +627,10 @@ func (c *Cluster) createOrUpdate(k key, a clienttesting.Action, r Request, live 
 	}
 	obj := &unstructured.Unstructured{Object: content}
 	obj.SetNamespace(r.Namespace)
+	obj.SetManagedFields(nil) // the server's
+	if obj, err = c.managed(k, a, r, live, obj); err != nil {
+		return nil, err
+	}
 	if r.Verb == "create" {
 		switch {
 		case live != nil:
@@ -603,6 +648,33 @@ func (c *Cluster) createOrUpdate(k key, a clienttesting.Action, r Request, live 
 		return nil, apierrors.NewConflict(gr, r.Name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
 	}
 	return c.write(k, obj, r.DryRun), nil
+}
+
+// managed is obj, created or updated over live, with the managedFields
+// a server records for the request's field manager (its options', else
+// "kubetest").
+func (c *Cluster) managed(k key, a clienttesting.Action, r Request, live, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk, err := c.Client.Mapper.KindFor(k.gvr)
+	if err != nil {
+		return nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
+	}
+	fm, err := serverside.FieldManager(gvk)
+	if err != nil {
+		return nil, err
+	}
+	manager := "kubetest"
+	switch a := a.(type) {
+	case clienttesting.CreateActionImpl:
+		manager = cmp.Or(a.CreateOptions.FieldManager, manager)
+	case clienttesting.UpdateActionImpl:
+		manager = cmp.Or(a.UpdateOptions.FieldManager, manager)
+	}
+	base := live
+	if base == nil {
+		base = empty(gvk, r.Namespace, r.Name)
+	}
+	obj.SetGroupVersionKind(gvk)
+	return fm.UpdateNoErrors(base.DeepCopy(), obj, manager).(*unstructured.Unstructured), nil
 }
 
 // serves reports whether the mapper knows the resource.
@@ -624,6 +696,7 @@ func objectName(obj runtime.Object) string {
 // the object changed. It returns a copy of what is (or would be) stored.
 func (c *Cluster) write(k key, obj *unstructured.Unstructured, dryRun bool) *unstructured.Unstructured {
 	live := c.objects[k]
+	serverside.Default(k.gvr.GroupResource(), obj.Object)
 	if k.gvr.Resource == "customresourcedefinitions" {
 		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Established", "status": "True"}}, "status", "conditions")
 	}
@@ -683,24 +756,6 @@ func merge(dst, src map[string]any) {
 			merge(d, sub)
 		default:
 			dst[k] = v
-		}
-	}
-}
-
-// unapply removes from dst the fields a manager applied before (prev)
-// and no longer applies (cur).
-func unapply(dst, prev, cur map[string]any) {
-	for k, pv := range prev {
-		cv, ok := cur[k]
-		if !ok {
-			delete(dst, k)
-			continue
-		}
-		pm, pIsMap := pv.(map[string]any)
-		cm, cIsMap := cv.(map[string]any)
-		dm, dIsMap := dst[k].(map[string]any)
-		if pIsMap && cIsMap && dIsMap {
-			unapply(dm, pm, cm)
 		}
 	}
 }

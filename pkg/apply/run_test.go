@@ -379,11 +379,10 @@ func TestFailedObjectStopsBeforePrune(t *testing.T) {
 	}
 }
 
-// TestServerRefusals: a conflict and an immutable field fail the object
-// with advice; an object that asks for it is replaced instead.
+// TestServerRefusals: a conflict (someone edited the field by hand: the
+// double's field manager refuses our apply) and an immutable field fail
+// the object with advice; an object that asks for it is replaced instead.
 func TestServerRefusals(t *testing.T) {
-	deployments := schema.GroupResource{Group: "apps", Resource: "deployments"}
-	conflict := apierrors.NewConflict(deployments, "web", errors.New(`Apply failed with 1 conflict: conflict with "kubectl-edit": .spec.replicas`))
 	immutable := apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "Deployment"}, "web", []*field.Error{field.Invalid(field.NewPath("spec", "selector"), "{…}", "field is immutable")})
 	for _, tt := range []struct {
 		name       string
@@ -393,7 +392,7 @@ func TestServerRefusals(t *testing.T) {
 		wantInErr  string
 		wantNewUID bool
 	}{
-		{"conflict", conflict, false, change.Failed, "--force-conflicts takes them over", false},
+		{"conflict", nil, false, change.Failed, `conflict with "kubectl-edit" using apps/v1: .spec.replicas (another field manager owns these fields; --force-conflicts takes them over)`, false},
 		{"immutable", immutable, false, change.Failed, "delete deployment.apps/web and apply again", false},
 		{"immutable, force enabled", immutable, true, change.Replaced, "", true},
 	} {
@@ -409,7 +408,11 @@ func TestServerRefusals(t *testing.T) {
 		}
 		mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy(1)}})
 		uid := c.Live(deploy(1)).GetUID()
-		c.Inject(kubetest.Fault{Verb: "patch", Resource: "deployments", Nth: 1, Err: tt.fault})
+		if tt.fault != nil {
+			c.Inject(kubetest.Fault{Verb: "patch", Resource: "deployments", Nth: 1, Err: tt.fault})
+		} else if _, err := c.Client.Dynamic.Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).Namespace("web").Patch(context.Background(), "web", types.MergePatchType, []byte(`{"spec":{"replicas":5}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+			t.Fatal(err)
+		}
 		changes, err := run(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("web"), deploy(2)}})
 		ch := changes["deployment.apps/web"]
 		if ch.Action != tt.want || (err != nil) != (tt.want == change.Failed) {
@@ -961,9 +964,15 @@ func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
 	theirs := cm("monitoring", "theirs")
 	c.Put(ns("monitoring"), theirs, cm("monitoring", "grafana", "k=old"))
 	render := []*unstructured.Unstructured{ns("monitoring"), cm("monitoring", "grafana", "k=new"), cm("monitoring", "own")}
+	// grafana's k is someone else's ("before-first-apply", as the
+	// double's field manager says): taking it needs --force-conflicts.
+	if _, err := run(t, c, apply.Config{Objects: render}); err == nil || !strings.Contains(err.Error(), "1 of 2 objects failed") {
+		t.Fatalf("adopting a field another manager set, without force: %v", err)
+	}
+	force := func(cfg apply.Config) apply.Config { cfg.Force = true; return cfg }
 
 	c.Inject(kubetest.Fault{Verb: "patch", Name: "grafana", Nth: 1, Err: apierrors.NewServiceUnavailable("down")})
-	if _, err := run(t, c, apply.Config{Objects: render}); err == nil {
+	if _, err := run(t, c, force(apply.Config{Objects: render})); err == nil {
 		t.Fatal("the apply whose patch failed succeeded")
 	}
 	set, err := inventory.Load(context.Background(), c.Client, "web")
@@ -974,7 +983,7 @@ func TestAdoptedIsReleasedNotDeleted(t *testing.T) {
 		t.Errorf("after a failed apply the parent records %v adopted, want %v", sets.List(set.Adopted), want)
 	}
 
-	got := actions(mustRun(t, c, apply.Config{Objects: render}))
+	got := actions(mustRun(t, c, force(apply.Config{Objects: render})))
 	// The failed apply applied the Namespace (its first stage) and own:
 	// they are members already, the Namespace recorded adopted.
 	want := map[string]change.Action{"namespace/monitoring": change.Unchanged, "configmap/grafana": change.Adopted, "configmap/own": change.Unchanged}
@@ -1357,7 +1366,6 @@ func TestCreatedMeanwhileIsAdopted(t *testing.T) {
 	c := kubetest.New(t)
 	c.Put(ns("web"))
 	theirs := cm("web", "racy", "theirs=yes")
-	theirs.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "someone-else", Operation: metav1.ManagedFieldsOperationUpdate}})
 	hold := make(chan struct{})
 	c.Inject(kubetest.Fault{Verb: "patch", Name: "racy", Before: hold})
 	done := make(chan map[string]apply.Change)
@@ -1371,7 +1379,10 @@ func TestCreatedMeanwhileIsAdopted(t *testing.T) {
 			listed = listed || r.Verb == "list" && r.Resource == "configmaps" && r.Namespace == "web"
 		}
 	}
-	c.Put(theirs)
+	// Created by another field manager: the double records it so.
+	if _, err := c.Client.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("web").Create(context.Background(), theirs.DeepCopy(), metav1.CreateOptions{FieldManager: "someone-else"}); err != nil {
+		t.Fatal(err)
+	}
 	close(hold)
 	if ch := (<-done)["configmap/racy"]; ch.Action != change.Adopted {
 		t.Errorf("created meanwhile: %+v", ch)

@@ -8,15 +8,17 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
@@ -35,15 +37,18 @@ func obj(kind, namespace, name string, kv ...string) *unstructured.Unstructured 
 	return o
 }
 
-// seed puts objs in the cluster as members of app's set, recorded by its
-// parent, as an earlier apply would have left them.
+// seed applies objs (in order) as members of app's set, recorded by its
+// parent, as an earlier apply would have left them: their fields are
+// kubectl fleet's.
 func seed(t *testing.T, c *kubetest.Cluster, app string, objs ...*unstructured.Unstructured) {
 	t.Helper()
 	set := &inventory.Set{App: app, ID: inventory.ID(app)}
 	for _, o := range objs {
 		set.Label(o)
+		if _, _, err := c.Client.Apply(context.Background(), o.DeepCopy(), kube.ApplyOptions{FieldManager: "kubectl-fleet"}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	c.Put(objs...)
 	if err := set.WriteParent(context.Background(), c.Client, inventory.ContentsOf(objs), time.Now(), "kubectl-fleet", "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +63,11 @@ func TestRun(t *testing.T) {
 	seed(t, c, "web", ns("web"), obj("ConfigMap", "web", "same", "k=1"), obj("ConfigMap", "web", "changed", "k=1"),
 		obj("ConfigMap", "web", "edited", "k=1"), obj("Secret", "web", "password", "value=b2xk"), obj("ConfigMap", "web", "gone"), kept)
 	c.Put(obj("ConfigMap", "web", "stranger"))
-	// Someone changed "edited" by hand: the first dry run conflicts.
-	c.Inject(kubetest.Fault{Verb: "patch", Name: "edited", Nth: 1, Err: &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: 409, Reason: metav1.StatusReasonConflict,
-		Details: &metav1.StatusDetails{Causes: []metav1.StatusCause{{Type: metav1.CauseTypeFieldManagerConflict, Message: `conflict with "kubectl-edit" using v1`, Field: ".data.k"}}},
-	}}})
+	// Someone changed "edited" by hand after our apply: the first dry
+	// run conflicts, as the double's field manager says.
+	if _, err := c.Client.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("web").Patch(context.Background(), "edited", types.MergePatchType, []byte(`{"data":{"k":"by-hand"}}`), metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
 	crd := kubetest.Object("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com")
 	crd.Object["spec"] = map[string]any{"group": "example.com", "names": map[string]any{"kind": "Widget"}}
 	render := []*unstructured.Unstructured{
@@ -281,5 +286,37 @@ func TestRunHealth(t *testing.T) {
 	want := map[string]change.Action{"Namespace/web": change.Unchanged, "ConfigMap/web/same": change.Unchanged, "ConfigMap/web/changed": change.Configured, "Secret/web/gone": change.Pruned}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("kinds (-want +got):\n%s", d)
+	}
+}
+
+// TestServerDefaultsAreNoDrift: what the server defaults and the render
+// does not set (a Deployment's strategy, its containers' pull policy) is
+// no difference; a field the render sets is.
+func TestServerDefaultsAreNoDrift(t *testing.T) {
+	c := kubetest.New(t)
+	deploy := func(replicas int64) *unstructured.Unstructured {
+		d := kubetest.Object("apps/v1", "Deployment", "web", "web")
+		d.Object["spec"] = map[string]any{"replicas": replicas, "template": map[string]any{"spec": map[string]any{
+			"containers": []any{map[string]any{"name": "web", "image": "nginx:1.27"}}}}}
+		return d
+	}
+	seed(t, c, "web", ns("web"), deploy(2))
+	live := c.Live(deploy(2))
+	if policy, _, _ := unstructured.NestedString(live.Object, "spec", "strategy", "type"); policy != "RollingUpdate" {
+		t.Fatalf("the double did not default the Deployment: %v", live.Object["spec"])
+	}
+	for _, tt := range []struct {
+		replicas int64
+		want     change.Action
+	}{{2, change.Unchanged}, {3, change.Configured}} {
+		diffs, err := diff.Run(context.Background(), c.Client, []*unstructured.Unstructured{ns("web"), deploy(tt.replicas)}, diff.Options{App: "web", FieldManager: "kubectl-fleet", Concurrency: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range diffs {
+			if d.Ref == "deployment.apps/web" && (d.Action != tt.want || tt.want == change.Configured && !strings.Contains(d.Text, "-  replicas: 2")) {
+				t.Errorf("replicas %d: %s\n%s", tt.replicas, d.Action, d.Text)
+			}
+		}
 	}
 }

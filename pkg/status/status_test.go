@@ -39,13 +39,14 @@ func deployment(name string, liveStatus map[string]any) *unstructured.Unstructur
 }
 
 func rollout(updated, available int64) map[string]any {
-	cond := "False"
+	cond, progress := "False", "ReplicaSetUpdated"
 	if available == 2 {
-		cond = "True"
+		cond, progress = "True", "NewReplicaSetAvailable"
 	}
 	return map[string]any{
 		"observedGeneration": int64(1), "replicas": int64(2), "updatedReplicas": updated, "readyReplicas": available, "availableReplicas": available,
-		"conditions": []any{map[string]any{"type": "Available", "status": cond}},
+		// As the deployment controller says it of a rolling update done.
+		"conditions": []any{map[string]any{"type": "Available", "status": cond}, map[string]any{"type": "Progressing", "status": "True", "reason": progress}},
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +24,8 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/serverside"
 )
 
 // server is one cluster's API.
@@ -498,55 +499,8 @@ func readObject(r *http.Request) (map[string]any, error) {
 	return obj, nil
 }
 
-// fieldManagers are apimachinery's field managers, one per kind, on a
-// deduced schema.
-var fieldManagers sync.Map // schema.GroupVersionKind → *managedfields.FieldManager
-
 func fieldManager(res *resource) (*managedfields.FieldManager, error) {
-	gvk := res.gvk()
-	if fm, ok := fieldManagers.Load(gvk); ok {
-		return fm.(*managedfields.FieldManager), nil
-	}
-	fm, err := managedfields.NewDefaultCRDFieldManager(managedfields.NewDeducedTypeConverter(), unstructuredConvertor{}, nopDefaulter{}, unstructuredCreater{}, gvk, gvk.GroupVersion(), "", nil)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	actual, _ := fieldManagers.LoadOrStore(gvk, fm)
-	return actual.(*managedfields.FieldManager), nil
-}
-
-// unstructuredConvertor converts nothing: every object is of the one
-// version it is served in.
-type unstructuredConvertor struct{}
-
-func (unstructuredConvertor) Convert(in, out, _ any) error {
-	u, ok := in.(*unstructured.Unstructured)
-	o, ok2 := out.(*unstructured.Unstructured)
-	if !ok || !ok2 {
-		return fmt.Errorf("cannot convert %T to %T", in, out)
-	}
-	o.Object = u.Object
-	return nil
-}
-
-func (unstructuredConvertor) ConvertToVersion(in runtime.Object, _ runtime.GroupVersioner) (runtime.Object, error) {
-	return in, nil
-}
-
-func (unstructuredConvertor) ConvertFieldLabel(_ schema.GroupVersionKind, label, value string) (string, string, error) {
-	return label, value, nil
-}
-
-type nopDefaulter struct{}
-
-func (nopDefaulter) Default(runtime.Object) {}
-
-type unstructuredCreater struct{}
-
-func (unstructuredCreater) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
-	u := &unstructured.Unstructured{Object: map[string]any{}}
-	u.SetGroupVersionKind(gvk)
-	return u, nil
+	return serverside.FieldManager(res.gvk())
 }
 
 // writeStored answers a stored object, whole or its metadata only.

@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/uuid"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/serverside"
 )
 
 // resource is one resource discovery names.
@@ -272,9 +274,7 @@ func serverFields(r *resource, k objKey, live *stored, next map[string]any) *uns
 	u.SetKind(r.kind)
 	u.SetName(k.name)
 	u.SetNamespace(k.namespace)
-	if d := defaulters[k.gr]; d != nil {
-		d(next)
-	}
+	serverside.Default(k.gr, next)
 	status := withStatus[k.gr]
 	if live == nil {
 		u.SetUID(types.UID(uuid.NewUUID()))

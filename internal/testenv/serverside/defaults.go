@@ -1,4 +1,9 @@
-package standin
+// Package serverside is what an API server does to an object it stores
+// that the test doubles share (the stand-in server of the bench and
+// internal/kubetest of the unit tests): apimachinery's own field manager
+// (FieldManager) and the defaulting of the kinds the tests deploy
+// (Default).
+package serverside
 
 import (
 	"strings"
@@ -6,8 +11,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// defaulters fill in what kube-apiserver's defaulting adds to the kinds
-// make bench deploys, so that answers are as large as a real server's.
+// Default fills in what kube-apiserver's defaulting adds to an object of
+// gr, for the kinds the tests and make bench deploy: answers as large as
+// a real server's, and fields a render does not set that diff must not
+// call drift.
+func Default(gr schema.GroupResource, obj map[string]any) {
+	if d := defaulters[gr]; d != nil {
+		d(obj)
+	}
+}
+
 var defaulters = map[schema.GroupResource]func(obj map[string]any){
 	{Group: "apps", Resource: "deployments"}: defaultDeployment,
 }
