@@ -75,6 +75,17 @@ func (a Action) Changes() bool {
 	return false
 }
 
+// NotValidated is why a dry run's object is created without the server
+// having checked it: its namespace does not exist yet.
+const NotValidated = "its namespace is created by this apply; not validated by the server"
+
+// Updates reports whether a changes an object that exists (configured,
+// adopted or replaced): what status calls drift when the render did not
+// move.
+func (a Action) Updates() bool {
+	return a == Configured || a == Adopted || a == Replaced
+}
+
 // Answer is what the server answered an object's server-side apply, and
 // what the apply knew of the object before it.
 type Answer struct {
@@ -110,7 +121,7 @@ func Of(a Answer) (Action, string, error) {
 	case a.PendingCRD:
 		return AfterCRD, "would be created after its CRD", nil
 	case a.Err != nil && a.NewNamespace && kube.IsNamespaceNotFound(a.Err):
-		return Created, "its namespace is created by this apply; not validated by the server", nil
+		return Created, NotValidated, nil
 	case immutable && a.Existed && object.ForceEnabled(a.Obj):
 		return Replaced, object.Replacement(field, a.DryRun), nil
 	case immutable:

@@ -152,7 +152,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 				return claim(obj, meta)
 			})
 		}
-		if d.Action == change.Configured || d.Action == change.Adopted {
+		if d.Action.Updates() {
 			d.RenderChanged = r.renderChanged(obj)
 		}
 		if o.Health {
@@ -444,7 +444,9 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 	case change.AfterCRD:
 		d.Note, d.Merged = "", object.Normalize(obj) // Print says it
 	case change.Created:
-		d.Merged = object.Normalize(obj) // its namespace is new: as rendered
+		// Its namespace new (change.NotValidated): as rendered, which
+		// the whole object shown as created says.
+		d.Note, d.Merged = strings.TrimSuffix(strings.TrimSuffix(d.Note, change.NotValidated), "; "), object.Normalize(obj)
 		if after != nil {
 			d.Merged = object.Normalize(after)
 		}
@@ -585,7 +587,7 @@ func Summarize(diffs []Object) Summary {
 			s.Errors++
 		case d.Action == change.Created || d.Action == change.AfterCRD:
 			s.Create++
-		case d.Action == change.Configured, d.Action == change.Adopted:
+		case d.Action.Updates():
 			s.Change++
 			s.Conflicts += boolInt(d.Conflict)
 		case d.Action == change.Pruned:

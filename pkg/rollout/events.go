@@ -69,7 +69,7 @@ func (e ObjectEvent) Where() string { return e.Cluster }
 // Text is "configmap/web configured", with the reason, error or warning.
 func (e ObjectEvent) Text() string {
 	line := e.Object + " " + e.Action
-	if e.DryRun && e.Action != string(change.Failed) && e.Action != string(change.Skipped) && e.Action != string(change.AfterCRD) {
+	if e.DryRun && e.Action != string(change.Failed) && e.Action != string(change.Skipped) && e.Action != string(change.AfterCRD) && e.Reason != change.NotValidated {
 		line += " (server dry run)"
 	}
 	switch {

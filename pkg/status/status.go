@@ -138,7 +138,7 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 
 // objectOf is the status of one object diffed with diff.Options.Health.
 func objectOf(d diff.Object) Object {
-	o := Object{Ref: d.Ref, Drifted: d.Action == change.Configured || d.Action == change.Adopted || d.Action == change.Replaced, RenderChanged: d.RenderChanged, Orphaned: d.Action == change.Pruned}
+	o := Object{Ref: d.Ref, Drifted: d.Action.Updates(), RenderChanged: d.RenderChanged, Orphaned: d.Action == change.Pruned}
 	switch {
 	case d.Err != nil:
 		o.Health, o.Error = string(kstatus.UnknownStatus), d.Err.Error()

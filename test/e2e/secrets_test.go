@@ -36,7 +36,7 @@ func TestMarkerSecretEverywhere(t *testing.T) {
 	run(0, "vet: 1 cluster ok", "vet")
 	run(1, "5 to create", "diff", v9)
 	run(1, `"action":"create"`, "diff", "-o", "json")
-	run(0, "secret/plain skipped: its namespace is created by this apply", "apply", "--dry-run=server", "--diff", v9)
+	run(0, "secret/plain created: its namespace is created by this apply; not validated by the server", "apply", "--dry-run=server", "--diff", v9)
 	run(0, "secret/frozen created", "apply", v9)
 	run(0, "0 to create, 0 to change, 0 to prune, 5 unchanged", "diff", v9)
 	run(0, "Current", "status", "-v", v9)
