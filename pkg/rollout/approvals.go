@@ -65,7 +65,7 @@ func (e *Engine) requireApprovals(ws []runner.Wave) {
 			if len(reasons) == 0 {
 				return nil
 			}
-			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "awaiting approval", Brake: BrakeApproval, Reasons: reasons})
+			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "awaiting approval", Brake: brakeApproval, Reasons: reasons})
 			return &AwaitingApproval{Wave: w.Name, Group: w.Group, Reasons: reasons}
 		}
 	}

@@ -26,7 +26,7 @@ type App struct {
 	SkippedTests string
 	// Final: no gate follows its apply (no tests, and its cluster's group
 	// has no check or soak), so the verdict of a successful apply is
-	// known when its revision is recorded (OnApply), and is written with
+	// known when its revision is recorded (onApply), and is written with
 	// it.
 	Final bool
 	// Published: a delivered cluster's app, whose Ops.Apply passes its
@@ -34,21 +34,21 @@ type App struct {
 	Published bool
 }
 
-// OnApply is the gates a successful apply of app passes: applied, and
+// onApply is the gates a successful apply of app passes: applied, and
 // healthy when waited for.
-func OnApply(app App) []string {
+func onApply(app App) []string {
 	if app.Wait {
 		return []string{Applied, "healthy"}
 	}
 	return []string{Applied}
 }
 
-// AppOps is what a cluster's rollout does to the cluster, app by app:
+// appOps is what a cluster's rollout does to the cluster, app by app:
 // kubectl fleet's own on real clusters, fakes in tests.
-type AppOps interface {
-	// DependencyApplied returns why app, a dependency that is not part of
+type appOps interface {
+	// dependencyApplied returns why app, a dependency that is not part of
 	// the run, is not there (never applied), or nil.
-	DependencyApplied(ctx context.Context, app string) error
+	dependencyApplied(ctx context.Context, app string) error
 	// Lock takes app's lock on the cluster, held until the command ends.
 	Lock(ctx context.Context, app string) error
 	// Remember keeps what the cluster runs of app before its apply, for
@@ -59,14 +59,14 @@ type AppOps interface {
 	Test(ctx context.Context, app App) error
 }
 
-// ClusterRun is one cluster's apps, applied one after the other in
+// clusterRun is one cluster's apps, applied one after the other in
 // dependency order: an app whose dependency failed is not started, and
 // what each app's apply, health and tests say goes into Gates.
-type ClusterRun struct {
+type clusterRun struct {
 	Cluster string
 	// Apps are the cluster's apps, in dependency order.
 	Apps  []App
-	Ops   AppOps
+	Ops   appOps
 	Gates *Gates
 	// Write: not a dry run, so every app is locked before anything is
 	// checked or written. Atomic: each app's state is remembered before
@@ -85,7 +85,7 @@ type ClusterRun struct {
 // checked cannot change under another writer before it is applied. Once
 // ctx is cancelled, or an app's state cannot be remembered for --atomic,
 // no further app starts.
-func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
+func (c clusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
 	var errs []error
 	failed := map[string]bool{}
 	fail := func(app string, err error) {
@@ -137,7 +137,7 @@ func (c ClusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
 }
 
 // check asks Check of every app whose lock was taken.
-func (c ClusterRun) check(ctx context.Context, failed map[string]bool) error {
+func (c clusterRun) check(ctx context.Context, failed map[string]bool) error {
 	if c.Check == nil {
 		return nil
 	}
@@ -154,14 +154,14 @@ func (c ClusterRun) check(ctx context.Context, failed map[string]bool) error {
 
 // dependencies refuses to start an app whose dependency failed in this
 // run, or, when the dependency is not part of the run, is not there.
-func (c ClusterRun) dependencies(ctx context.Context, app App, failed map[string]bool) error {
+func (c clusterRun) dependencies(ctx context.Context, app App, failed map[string]bool) error {
 	for _, d := range app.DependsOn {
 		switch {
 		case failed[d]:
 			return fmt.Errorf("not started: dependency %s failed", d)
 		case slices.ContainsFunc(c.Apps, func(a App) bool { return a.Name == d }):
 		default:
-			if err := c.Ops.DependencyApplied(ctx, d); err != nil {
+			if err := c.Ops.dependencyApplied(ctx, d); err != nil {
 				return err
 			}
 		}
@@ -170,13 +170,13 @@ func (c ClusterRun) dependencies(ctx context.Context, app App, failed map[string
 }
 
 // apply applies one app, then runs its tests, and tells its gates.
-func (c ClusterRun) apply(ctx context.Context, app App) error {
+func (c clusterRun) apply(ctx context.Context, app App) error {
 	if err := c.Ops.Apply(ctx, app); err != nil {
 		c.Gates.Fail(app.Name, "apply: "+oneLine(err))
 		return err
 	}
 	if !app.Published { // else Ops.Apply passed them
-		for _, gate := range OnApply(app) {
+		for _, gate := range onApply(app) {
 			c.Gates.Pass(app.Name, gate)
 		}
 	}
@@ -194,7 +194,7 @@ func (c ClusterRun) apply(ctx context.Context, app App) error {
 	return nil
 }
 
-func (c ClusterRun) done(app string, err error) {
+func (c clusterRun) done(app string, err error) {
 	if c.Done != nil {
 		c.Done(app, err)
 	}

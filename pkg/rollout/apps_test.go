@@ -24,7 +24,7 @@ func (f *fakeOps) step(what, app string) error {
 	return f.fail[what+" "+app]
 }
 
-func (f *fakeOps) DependencyApplied(_ context.Context, app string) error {
+func (f *fakeOps) dependencyApplied(_ context.Context, app string) error {
 	return f.step("dependency", app)
 }
 func (f *fakeOps) Lock(_ context.Context, app string) error     { return f.step("lock", app) }
@@ -92,7 +92,7 @@ func TestClusterRun(t *testing.T) {
 			ops := &fakeOps{fail: tt.fail}
 			var g Gates
 			var done []string
-			run := ClusterRun{Cluster: "eu", Apps: apps, Ops: ops, Gates: &g, Write: tt.write, Atomic: tt.atomic,
+			run := clusterRun{Cluster: "eu", Apps: apps, Ops: ops, Gates: &g, Write: tt.write, Atomic: tt.atomic,
 				Done: func(app string, err error) { done = append(done, app) }}
 			if tt.check {
 				run.Check = func(_ context.Context, app string) error { return ops.step("check", app) }

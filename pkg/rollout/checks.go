@@ -100,10 +100,10 @@ func (c Checks) run(ctx context.Context, chk fleet.Check) error {
 
 var notEnvChar = regexp.MustCompile(`[^A-Z0-9_]`)
 
-// CheckEnv describes the cluster to a check with the variables its
+// checkEnv describes the cluster to a check with the variables its
 // manifests get (render.VariablesOf): FLEET_CLUSTER_NAME, _GROUP, _CONTEXT,
 // FLEET_NAME, and every scalar attribute as FLEET_ATTR_<KEY>.
-func CheckEnv(c render.Cluster) []string {
+func checkEnv(c render.Cluster) []string {
 	vars := render.VariablesOf(&c)
 	env := []string{"FLEET_CLUSTER_NAME=" + c.Name, "FLEET_CLUSTER_GROUP=" + c.Group, "FLEET_CLUSTER_CONTEXT=" + c.Context, "FLEET_NAME=" + c.Fleet}
 	for _, k := range slices.Sorted(maps.Keys(c.Attributes)) {
@@ -152,7 +152,7 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 		e.emit(ev)
 	}
 	return Checks{
-		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: CheckEnv(cluster), Secret: credentialEnvs(f), Out: out,
+		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: checkEnv(cluster), Secret: credentialEnvs(f), Out: out,
 		Emit: emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
 	}.Run(ctx, c.Name)
 }

@@ -55,7 +55,7 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 	if err := e.clusterGates(ctx, c, results, failed); err != nil {
 		errs = append(errs, err)
 	}
-	if err := LostLock(ctx); err != nil {
+	if err := lostLock(ctx); err != nil {
 		return e.rollBack(ctx, c.Name, err) // says it restored nothing
 	}
 	if len(errs) > 0 || !e.soaking(c) {
@@ -70,7 +70,7 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 // beforeWriting does what comes before a cluster's first write: a
 // rollback says which apps it skips there (returned as skip); with
 // Diff, the diffs. (Plan is checked once the locks are taken:
-// ClusterRun.Check.)
+// clusterRun.Check.)
 func (e *Engine) beforeWriting(ctx context.Context, cluster string, client *kube.Client, results []render.Result) (skip, err error) {
 	skip = e.skipped(cluster)
 	if !e.o.Diff || skip != nil && len(results) == 0 {
@@ -96,18 +96,18 @@ func (e *Engine) skipped(cluster string) error {
 	reasons := make([]string, len(skips))
 	for i, s := range skips {
 		reasons[i] = s.Reason
-		e.emit(SkipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason})
+		e.emit(skipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason})
 	}
 	return &runner.SkipError{Reason: strings.Join(reasons, "; ")}
 }
 
-// kubeApps are a cluster's AppOps for this run.
+// kubeApps are a cluster's appOps for this run.
 func (e *Engine) kubeApps(c *fleet.Cluster, client *kube.Client, results []render.Result) *KubeApps {
 	o, f := e.o, e.r.Fleet
 	ops := &KubeApps{
 		Fleet: f.Metadata.Name, Cluster: c.Name, Client: client, Results: results, Locks: &e.Locks, Emit: e.emit, Gates: e.gatesOf(c.Name),
 		Pauses: o.Rollback == nil,
-		Config: ApplyConfig{DryRun: o.DryRun, ForceConflicts: o.ForceConflicts, Prune: o.Prune || o.Rollback != nil, AllowEmpty: o.AllowEmpty || o.Rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
+		Config: applyConfig{DryRun: o.DryRun, ForceConflicts: o.ForceConflicts, Prune: o.Prune || o.Rollback != nil, AllowEmpty: o.AllowEmpty || o.Rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
 		Tests:  func(app string) []*unstructured.Unstructured { return e.r.TestsOf(c.Name, app) },
 		Ignore: f.IgnoreRules,
 		Record: func(ctx context.Context, res render.Result) *apply.Record { return e.record(ctx, c.Name, res) },
@@ -122,13 +122,13 @@ func (e *Engine) kubeApps(c *fleet.Cluster, client *kube.Client, results []rende
 	return ops
 }
 
-// applyApps applies a cluster's apps through ClusterRun over KubeApps:
+// applyApps applies a cluster's apps through clusterRun over KubeApps:
 // in dependency order, each under its lock (a lock lost ends ctx, the
 // cluster's Writes), and returns the errors and the apps that failed.
 // With --atomic it keeps each app's set as it was, for rollBack.
 func (e *Engine) applyApps(ctx context.Context, c *fleet.Cluster, client *kube.Client, results []render.Result) ([]error, map[string]bool) {
 	ops := e.kubeApps(c, client, results)
-	run := ClusterRun{
+	run := clusterRun{
 		Cluster: c.Name, Ops: ops, Gates: e.gatesOf(c.Name), Write: !e.o.DryRun, Atomic: e.o.Atomic,
 		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
 	}
@@ -137,7 +137,7 @@ func (e *Engine) applyApps(ctx context.Context, c *fleet.Cluster, client *kube.C
 		// lock: what was reviewed cannot change before it is applied.
 		run.Check = func(ctx context.Context, app string) error {
 			e.emit(StageEvent{Cluster: c.Name, Stage: "checking the plan"})
-			planned, res := e.o.Plan.Cluster(c.Name).App(app), ResultOf(results, app)
+			planned, res := e.o.Plan.Cluster(c.Name).App(app), resultOf(results, app)
 			if err := plan.CheckArtifact(planned, res.Source.Artifact); err != nil {
 				return err
 			}
@@ -199,7 +199,7 @@ func (e *Engine) clusterGates(ctx context.Context, c *fleet.Cluster, results []r
 	switch {
 	case e.o.SkipGates:
 		gates.Unverified("", "gates skipped (--skip-gates)")
-	case len(failed) > 0: // ClusterRun said so
+	case len(failed) > 0: // clusterRun said so
 	case e.verifies() && ctx.Err() == nil:
 		cluster := render.ClusterOf(e.r.Fleet, c)
 		if len(results) > 0 {

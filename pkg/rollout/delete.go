@@ -28,7 +28,7 @@ func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.C
 	slices.Reverse(apps)
 	return Run(ctx, Schedule{Waves: Waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
 		err := e.Connector.Explain(ctx, name, e.deleteFrom(ctx, e.clusters[name], apps))
-		e.Locks.ReleaseCluster(ctx, name, e.Log)
+		e.Locks.releaseCluster(ctx, name, e.Log)
 		e.Connector.Idle(name)
 		e.emit(EndEvent{Cluster: name, Err: err})
 		return err
@@ -46,7 +46,7 @@ func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []render
 	if err != nil {
 		return err
 	}
-	ctx, lost, stopped, done := StopOnLostLock(ctx)
+	ctx, lost, stopped, done := stopOnLostLock(ctx)
 	defer done()
 	var errs []error
 	for _, a := range apps {
@@ -60,7 +60,7 @@ func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []render
 			}
 		}
 		e.emit(StageEvent{Cluster: c.Name, Stage: "deleting " + a.Name})
-		found, err := apply.Delete(ctx, client, f.Metadata.Name, a.Name, dryRun, func(ch apply.Change) { e.emit(ObjectChanged(c.Name, a.Name, a.Name, ch, dryRun)) })
+		found, err := apply.Delete(ctx, client, f.Metadata.Name, a.Name, dryRun, func(ch apply.Change) { e.emit(objectChanged(c.Name, a.Name, a.Name, ch, dryRun)) })
 		if err != nil {
 			errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
 		} else if !found {

@@ -118,7 +118,7 @@ func (e *Engine) diffApp(ctx context.Context, client *kube.Client, cluster strin
 	f := e.r.Fleet
 	return diff.Run(ctx, client, res.Objects, diff.Options{
 		App: res.App, FieldManager: apply.FieldManager, Force: o.ForceConflicts, ShowSecrets: o.ShowSecrets, Mask: e.r.Mask, Concurrency: o.Concurrency, Context: 3, Cluster: cluster,
-		Ignore: f.IgnoreRules(res.App), SkipUnchanged: !o.All, Version: version.Get(), Others: OthersOf(results, res.App), Fleet: f.Metadata.Name,
+		Ignore: f.IgnoreRules(res.App), SkipUnchanged: !o.All, Version: version.Get(), Others: othersOf(results, res.App), Fleet: f.Metadata.Name,
 	})
 }
 

@@ -79,7 +79,7 @@ type Options struct {
 	// starts; its error leaves the wave not started.
 	Confirm func(group string, clusters []string) error
 	// SoakInterval is how often a soak reads the objects (0:
-	// DefaultSoakInterval).
+	// defaultSoakInterval).
 	SoakInterval time.Duration
 	// IgnoreWindows starts writes to a group outside its deploy windows
 	// (--ignore-windows); its revisions say so.
@@ -161,7 +161,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 		if err != nil || !e.soaking(c) {
 			// Nothing more is written there: a soak follows success
 			// only, and releases the locks once over (soaks).
-			e.Locks.ReleaseCluster(ctx, name, e.Log)
+			e.Locks.releaseCluster(ctx, name, e.Log)
 			e.Connector.Idle(name)
 		}
 		e.emit(EndEvent{Cluster: name, Err: err})

@@ -58,8 +58,8 @@ type ObjectEvent struct {
 	Restore bool `json:"-"`
 }
 
-// ObjectChanged is the event of an object's change.
-func ObjectChanged(cluster, app, label string, ch apply.Change, dryRun bool) ObjectEvent {
+// objectChanged is the event of an object's change.
+func objectChanged(cluster, app, label string, ch apply.Change, dryRun bool) ObjectEvent {
 	return ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: cmp.Or(string(ch.Health), string(ch.Action)), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
 }
 
@@ -84,8 +84,8 @@ func (e ObjectEvent) Text() string {
 	return labelled(e.Label, line)
 }
 
-// PhaseEvent is the start of an app's phase.
-type PhaseEvent struct {
+// phaseEvent is the start of an app's phase.
+type phaseEvent struct {
 	Type    string `json:"type"`
 	Cluster string `json:"cluster"`
 	App     string `json:"app"`
@@ -96,10 +96,10 @@ type PhaseEvent struct {
 }
 
 // Where is the cluster.
-func (e PhaseEvent) Where() string { return e.Cluster }
+func (e phaseEvent) Where() string { return e.Cluster }
 
 // Text is "phase -1: 2 objects".
-func (e PhaseEvent) Text() string {
+func (e phaseEvent) Text() string {
 	return labelled(e.Label, fmt.Sprintf("phase %d: %d objects", e.Phase, e.Objects))
 }
 
@@ -169,9 +169,9 @@ func (e RevisionEvent) Text() string {
 	return labelled(e.Label, line)
 }
 
-// VerificationEvent is what a cluster's gates said of the revision an
+// verificationEvent is what a cluster's gates said of the revision an
 // app's apply left current.
-type VerificationEvent struct {
+type verificationEvent struct {
 	Type     string `json:"type"`
 	Cluster  string `json:"cluster"`
 	App      string `json:"app"`
@@ -189,15 +189,15 @@ type VerificationEvent struct {
 
 // Verdict is the event of an app's verdict on a cluster; err says why it
 // was not recorded.
-func Verdict(cluster, app, label string, n int, v revision.Verification, err error) VerificationEvent {
-	return VerificationEvent{Type: "verification", Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err), Label: label}
+func Verdict(cluster, app, label string, n int, v revision.Verification, err error) verificationEvent {
+	return verificationEvent{Type: "verification", Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err), Label: label}
 }
 
 // Where is the cluster.
-func (e VerificationEvent) Where() string { return e.Cluster }
+func (e verificationEvent) Where() string { return e.Cluster }
 
 // Text is "revision 8 failed: check smoke: exit status 1".
-func (e VerificationEvent) Text() string {
+func (e verificationEvent) Text() string {
 	line := fmt.Sprintf("revision %d %s", e.Revision, revision.Verification{State: revision.State(e.State), Reason: e.Reason})
 	if e.Digest != "" {
 		line = fmt.Sprintf("revision %d (%s) %s", e.Revision, publish.Short(e.Digest), revision.Verification{State: revision.State(e.State), Reason: e.Reason})
@@ -256,10 +256,10 @@ func (e SoakEvent) Text() string {
 	return "soak " + e.State
 }
 
-// LockEvent is what happened to an app's lock on a cluster, when it is
+// lockEvent is what happened to an app's lock on a cluster, when it is
 // worth saying: "waiting" for another holder, "not taken" (the user may
 // not write leases), "lost" while held.
-type LockEvent struct {
+type lockEvent struct {
 	Type    string `json:"type"`
 	Cluster string `json:"cluster"`
 	App     string `json:"app"`
@@ -272,10 +272,10 @@ type LockEvent struct {
 }
 
 // Where is the cluster.
-func (e LockEvent) Where() string { return e.Cluster }
+func (e lockEvent) Where() string { return e.Cluster }
 
 // Text is the lock's line: "waiting up to 2m for the lock: …".
-func (e LockEvent) Text() string { return labelled(e.Label, e.Line) }
+func (e lockEvent) Text() string { return labelled(e.Label, e.Line) }
 
 func errString(err error) string {
 	if err == nil {
@@ -284,9 +284,9 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// SkipEvent is an app a rollback skips on a cluster ("" for the whole
+// skipEvent is an app a rollback skips on a cluster ("" for the whole
 // cluster), and why.
-type SkipEvent struct {
+type skipEvent struct {
 	Type    string `json:"type"`
 	Cluster string `json:"cluster"`
 	App     string `json:"app"`
@@ -294,10 +294,10 @@ type SkipEvent struct {
 }
 
 // Where is the cluster.
-func (e SkipEvent) Where() string { return e.Cluster }
+func (e skipEvent) Where() string { return e.Cluster }
 
 // Text is "web: skipped: no earlier revision".
-func (e SkipEvent) Text() string { return labelled(e.App, "skipped: "+e.Reason) }
+func (e skipEvent) Text() string { return labelled(e.App, "skipped: "+e.Reason) }
 
 // DiffEvent is what --diff found for an app on a cluster before writing
 // to it: the sinks print it as diff does, and the report keeps it.

@@ -20,12 +20,12 @@ func TestEvents(t *testing.T) {
 		text string
 		json string
 	}{
-		{ObjectChanged("eu", "web", "web", apply.Change{Ref: "configmap/a", Namespace: "web", Action: change.Created}, true),
+		{objectChanged("eu", "web", "web", apply.Change{Ref: "configmap/a", Namespace: "web", Action: change.Created}, true),
 			"web: configmap/a created (server dry run)",
 			`{"type":"object","cluster":"eu","app":"web","object":"configmap/a","namespace":"web","action":"created","dryRun":true}`},
-		{ObjectChanged("eu", "web", "", apply.Change{Ref: "service/b", Action: change.Failed, Err: errors.New("invalid"), Warning: "shared"}, true),
+		{objectChanged("eu", "web", "", apply.Change{Ref: "service/b", Action: change.Failed, Err: errors.New("invalid"), Warning: "shared"}, true),
 			"service/b failed: invalid; warning: shared", ""},
-		{PhaseEvent{Type: "phase", Cluster: "eu", App: "web", Phase: -1, Objects: 2}, "phase -1: 2 objects", ""},
+		{phaseEvent{Type: "phase", Cluster: "eu", App: "web", Phase: -1, Objects: 2}, "phase -1: 2 objects", ""},
 		{RevisionEvent{Type: "revision", Cluster: "eu", App: "web", Revision: 3, New: true, Description: "rollback to 1", Label: "web (rollback)"},
 			"web (rollback): revision 3 recorded (rollback to 1)", `{"type":"revision","cluster":"eu","app":"web","revision":3,"new":true,"description":"rollback to 1"}`},
 		{RevisionEvent{Type: "revision", Cluster: "eu", App: "web", Revision: 2, Description: "apply"}, "revision 2 is current (the render has not changed)", ""},
@@ -38,7 +38,7 @@ func TestEvents(t *testing.T) {
 		{SoakEvent{Type: "soak", Cluster: "eu", State: "started", Left: 20}, "soak started: watching for 20s", ""},
 		{SoakEvent{Type: "soak", Cluster: "eu", State: "failed", Left: 12.4, Error: "configmap/a is gone"}, "soak failed with 12s left: configmap/a is gone", ""},
 		{SoakEvent{Type: "soak", Cluster: "eu", State: "passed"}, "soak passed", `{"type":"soak","cluster":"eu","state":"passed","secondsLeft":0}`},
-		{LockEvent{Type: "lock", Cluster: "eu", App: "web", State: "waiting", Line: "waiting up to 1m0s for the lock", Label: "web"}, "web: waiting up to 1m0s for the lock",
+		{lockEvent{Type: "lock", Cluster: "eu", App: "web", State: "waiting", Line: "waiting up to 1m0s for the lock", Label: "web"}, "web: waiting up to 1m0s for the lock",
 			`{"type":"lock","cluster":"eu","app":"web","state":"waiting"}`},
 	}
 	for _, tt := range tests {

@@ -16,7 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
-// KubeApps are a cluster's AppOps on a real cluster: what apply does
+// KubeApps are a cluster's appOps on a real cluster: what apply does
 // there. Everything it does is said as events to Emit.
 type KubeApps struct {
 	// Fleet is the fleet's name: the apps' sets on the cluster are its.
@@ -28,7 +28,7 @@ type KubeApps struct {
 	// Pauses stops an app's apply before its first write when the app is
 	// paused on the cluster (holdPaused); a rollback is not held.
 	Pauses bool
-	Config ApplyConfig
+	Config applyConfig
 	Locks  *Locks
 	Emit   Sink
 	// Tests are an app's rendered tests, Ignore its ignoreDifferences.
@@ -48,14 +48,14 @@ type KubeApps struct {
 	Before []*inventory.Set
 }
 
-// ApplyConfig are the flags every app's apply takes.
-type ApplyConfig struct {
+// applyConfig are the flags every app's apply takes.
+type applyConfig struct {
 	DryRun, ForceConflicts, Prune, AllowEmpty, KeepTests bool
 	Timeout                                              time.Duration
 	Concurrency                                          int
 }
 
-var _ AppOps = (*KubeApps)(nil)
+var _ appOps = (*KubeApps)(nil)
 
 // Label is what a cluster's lines about app start with: the app, when the
 // cluster gets several.
@@ -72,9 +72,9 @@ func (k *KubeApps) stage(format string, args ...any) {
 	k.Emit(StageEvent{Cluster: k.Cluster, Stage: fmt.Sprintf(format, args...)})
 }
 
-// DependencyApplied refuses a dependency outside the run that was never
+// dependencyApplied refuses a dependency outside the run that was never
 // applied to the cluster.
-func (k *KubeApps) DependencyApplied(ctx context.Context, app string) error {
+func (k *KubeApps) dependencyApplied(ctx context.Context, app string) error {
 	set, err := inventory.Load(ctx, k.Client, app)
 	switch {
 	case err != nil:
@@ -116,13 +116,13 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	cfg := apply.Config{
 		App: app.Name, Version: version.Get(), Objects: res.Objects, DryRun: dryRun, Force: k.Config.ForceConflicts || k.Force != nil && k.Force(app.Name),
 		Prune: k.Config.Prune, AllowEmpty: k.Config.AllowEmpty, Ignore: k.Ignore(app.Name), Wait: app.Wait, WaitWhy: app.WaitWhy, Timeout: k.Config.Timeout, Concurrency: k.Config.Concurrency,
-		Report:  func(ch apply.Change) { k.Emit(ObjectChanged(k.Cluster, app.Name, label, ch, dryRun)) },
+		Report:  func(ch apply.Change) { k.Emit(objectChanged(k.Cluster, app.Name, label, ch, dryRun)) },
 		OnStage: func(stage string) { k.stage("%s: %s", app.Name, stage) },
 		OnPhase: func(phase, objects int) {
 			k.stage("applying %s, phase %d", app.Name, phase)
-			k.Emit(PhaseEvent{Type: "phase", Cluster: k.Cluster, App: app.Name, Phase: phase, Objects: objects, DryRun: dryRun, Label: label})
+			k.Emit(phaseEvent{Type: "phase", Cluster: k.Cluster, App: app.Name, Phase: phase, Objects: objects, DryRun: dryRun, Label: label})
 		},
-		Record: record, Fleet: k.Fleet, Others: OthersOf(k.Results, app.Name),
+		Record: record, Fleet: k.Fleet, Others: othersOf(k.Results, app.Name),
 	}
 	if k.Namespace != nil {
 		cfg.Namespace = k.Namespace(app.Name)
@@ -141,7 +141,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 // app, and its verdict is written then. An app that waits until healthy
 // is not verified so: its health comes after the parent.
 func (k *KubeApps) verdictWith(record *apply.Record, app App) {
-	record.Revision.Verification = revision.Verification{State: revision.Verified, Gates: OnApply(app)}
+	record.Revision.Verification = revision.Verification{State: revision.Verified, Gates: onApply(app)}
 	record.Verified = func(v revision.Verification) {
 		if k.Gates != nil {
 			k.Gates.Stored(app.Name, v)
@@ -155,7 +155,7 @@ func (k *KubeApps) Test(ctx context.Context, app App) error {
 	label, dryRun := k.label(app.Name), k.Config.DryRun
 	report := func(ch apply.Change) {
 		ch.Ref = "test " + ch.Ref
-		ev := ObjectChanged(k.Cluster, app.Name, label, ch, dryRun)
+		ev := objectChanged(k.Cluster, app.Name, label, ch, dryRun)
 		ev.Test = true
 		k.Emit(ev)
 	}
@@ -165,10 +165,10 @@ func (k *KubeApps) Test(ctx context.Context, app App) error {
 }
 
 // result is the render of one app for the cluster.
-func (k *KubeApps) result(app string) render.Result { return ResultOf(k.Results, app) }
+func (k *KubeApps) result(app string) render.Result { return resultOf(k.Results, app) }
 
-// ResultOf is the render of app among a cluster's results.
-func ResultOf(results []render.Result, app string) render.Result {
+// resultOf is the render of app among a cluster's results.
+func resultOf(results []render.Result, app string) render.Result {
 	for _, res := range results {
 		if res.App == app {
 			return res
@@ -177,9 +177,9 @@ func ResultOf(results []render.Result, app string) render.Result {
 	return render.Result{}
 }
 
-// OthersOf are the renders among a cluster's results of the apps but
+// othersOf are the renders among a cluster's results of the apps but
 // app, by app: what apply and diff hand over rather than prune.
-func OthersOf(results []render.Result, app string) map[string][]*unstructured.Unstructured {
+func othersOf(results []render.Result, app string) map[string][]*unstructured.Unstructured {
 	out := map[string][]*unstructured.Unstructured{}
 	for _, res := range results {
 		if res.App != app {

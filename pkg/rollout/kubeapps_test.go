@@ -35,7 +35,7 @@ func TestKubeApps(t *testing.T) {
 			{Target: render.Target{App: "web"}, Objects: []*unstructured.Unstructured{kubetest.Object("v1", "ConfigMap", "", "a"), kubetest.Object("v1", "ConfigMap", "", "b")}},
 			{Target: render.Target{App: "db"}, Objects: []*unstructured.Unstructured{kubetest.Object("v1", "ConfigMap", "", "c")}},
 		},
-		Config:    ApplyConfig{Concurrency: 4},
+		Config:    applyConfig{Concurrency: 4},
 		Emit:      func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() },
 		Ignore:    func(string) []object.IgnoreRule { return nil },
 		Record:    func(context.Context, render.Result) *apply.Record { return &apply.Record{} },
@@ -45,7 +45,7 @@ func TestKubeApps(t *testing.T) {
 	ops.Gates = &gates
 	// db's verdict is known when its revision is recorded (Final); web's
 	// is written once its gates ran.
-	run := ClusterRun{Cluster: "c1", Ops: ops, Gates: &gates, Write: true, Atomic: true, Apps: []App{{Name: "db", Final: true}, {Name: "web", DependsOn: []string{"db"}}}}
+	run := clusterRun{Cluster: "c1", Ops: ops, Gates: &gates, Write: true, Atomic: true, Apps: []App{{Name: "db", Final: true}, {Name: "web", DependsOn: []string{"db"}}}}
 	if errs, failed := run.Run(ctx); len(errs) > 0 || len(failed) > 0 {
 		t.Fatalf("errors %v, failed %v", errs, failed)
 	}

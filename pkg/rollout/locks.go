@@ -20,7 +20,7 @@ import (
 
 // Locks are the locks a writing command (apply, rollback, delete) takes:
 // one per app and cluster, taken before the first write of the app there,
-// held until the cluster's work is over (ReleaseCluster: its apps, gates,
+// held until the cluster's work is over (releaseCluster: its apps, gates,
 // verdicts and --atomic restore; a soaking group's after its soak) or the
 // command ends (Release, on failure and Ctrl-C too). A lock lost while
 // held ends its cluster's Writes, all of them to the end of its work.
@@ -49,10 +49,10 @@ type clusterWrites struct {
 // Writes returns the context of cluster's writes, for the whole of its
 // work: its apps, gates and verdicts, its soak, and its --atomic restore.
 // It ends when a lock held on cluster is lost, its cause a
-// *LostLockError (LostLock) that also cancels requests in flight
+// *LostLockError (lostLock) that also cancels requests in flight
 // (apply.ErrAbort), and when ctx ends. The first call makes it from ctx;
 // later ones return it, until the cluster's locks are released
-// (ReleaseCluster, Release), which ends it.
+// (releaseCluster, Release), which ends it.
 func (l *Locks) Writes(ctx context.Context, cluster string) context.Context {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -110,7 +110,7 @@ func (l *Locks) User(client *kube.Client, cluster string) func(context.Context) 
 	}
 }
 
-// Acquire takes the lock of app on cluster, emitting a LockEvent (its
+// Acquire takes the lock of app on cluster, emitting a lockEvent (its
 // text after label) when it waits for another holder, when it is lost
 // while held (lost is then told, to stop the cluster's writes), and when the user may not
 // write leases: the app then goes on without a lock, as it does without
@@ -119,7 +119,7 @@ func (l *Locks) User(client *kube.Client, cluster string) func(context.Context) 
 // holds nothing to lock, and gets no namespace either.
 func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, label string, noNamespace bool, emit Sink, lost func(error)) error {
 	say := func(state, holder string, err error, line string) {
-		emit(LockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
+		emit(lockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
 	}
 	onLost := func(err error) {
 		say("lost", "", err, "error: "+err.Error())
@@ -202,7 +202,7 @@ func (l *Locks) Early(ctx context.Context, client *kube.Client, cluster string, 
 type earlyLocks struct {
 	mu    sync.Mutex
 	locks map[[2]string]*earlyLock
-	// over are the clusters whose work is over (ReleaseCluster), and all
+	// over are the clusters whose work is over (releaseCluster), and all
 	// are once the command's is (Release): no Early starts there then.
 	over map[string]bool
 	all  bool
@@ -313,11 +313,11 @@ func (e *earlyLocks) unused(cluster string) []heldLock {
 	return taken
 }
 
-// ReleaseCluster releases the locks held on cluster, as Release does,
+// releaseCluster releases the locks held on cluster, as Release does,
 // once nothing more will be written there: its renewals stop with its
 // work, and the unlock overlaps the other clusters' work instead of
 // holding the command's exit.
-func (l *Locks) ReleaseCluster(ctx context.Context, cluster string, errOut io.Writer) {
+func (l *Locks) releaseCluster(ctx context.Context, cluster string, errOut io.Writer) {
 	l.mu.Lock()
 	var mine []heldLock
 	l.held = slices.DeleteFunc(l.held, func(h heldLock) bool {
@@ -387,10 +387,10 @@ func (e *LostLockError) Unwrap() error { return e.Err }
 // cluster's requests in flight, not only the next ones.
 func (e *LostLockError) Is(target error) bool { return target == apply.ErrAbort }
 
-// LostLock returns why ctx, a cluster's Writes or StopOnLostLock's, ended
+// lostLock returns why ctx, a cluster's Writes or stopOnLostLock's, ended
 // if a lock was lost: a *LostLockError; nil otherwise (not ended, ended
 // with its work, or Ctrl-C).
-func LostLock(ctx context.Context) error {
+func lostLock(ctx context.Context) error {
 	var l *LostLockError
 	if errors.As(context.Cause(ctx), &l) {
 		return l
@@ -398,13 +398,13 @@ func LostLock(ctx context.Context) error {
 	return nil
 }
 
-// StopOnLostLock returns a context for one cluster's writes that ends when
+// stopOnLostLock returns a context for one cluster's writes that ends when
 // lost is told a lock of the cluster was lost, lost itself, and what
 // stopped it: a *LostLockError, or nil while no lock was lost. Call
 // done once the cluster's writes are over.
-func StopOnLostLock(ctx context.Context) (writes context.Context, lost func(error), stopped func() error, done func()) {
+func stopOnLostLock(ctx context.Context) (writes context.Context, lost func(error), stopped func() error, done func()) {
 	writes, cancel := context.WithCancelCause(ctx)
 	lost = func(err error) { cancel(&LostLockError{Err: err}) }
-	stopped = func() error { return LostLock(writes) }
+	stopped = func() error { return lostLock(writes) }
 	return writes, lost, stopped, func() { cancel(nil) }
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
-// A cluster's locks go as soon as its work is over (ReleaseCluster), the
+// A cluster's locks go as soon as its work is over (releaseCluster), the
 // others' stay held until theirs is, or the command ends (Release).
 func TestReleaseCluster(t *testing.T) {
 	ctx := context.Background()
@@ -43,7 +43,7 @@ func TestReleaseCluster(t *testing.T) {
 		return info != nil
 	}
 	var errOut bytes.Buffer
-	l.ReleaseCluster(ctx, "a", &errOut)
+	l.releaseCluster(ctx, "a", &errOut)
 	if held(a, "web") || held(a, "db") || !held(b, "web") || !held(b, "db") {
 		t.Errorf("after a's work: a web %v db %v, b web %v db %v", held(a, "web"), held(a, "db"), held(b, "web"), held(b, "db"))
 	}
@@ -119,7 +119,7 @@ func TestEarlyLocks(t *testing.T) {
 	}
 
 	var errOut bytes.Buffer
-	l.ReleaseCluster(ctx, "a", &errOut)
+	l.releaseCluster(ctx, "a", &errOut)
 	if held(a, "web") || held(a, "db") {
 		t.Errorf("after a's work: web held %v, db (never used) held %v", held(a, "web"), held(a, "db"))
 	}
@@ -236,7 +236,7 @@ func TestLostLockAbortsRequestsInFlight(t *testing.T) {
 		close(h.release)
 		t.Fatal("the patch in flight went on after the lock was lost")
 	}
-	if cause := context.Cause(inFlight); !errors.Is(cause, apply.ErrAbort) || LostLock(writes) == nil || !strings.Contains(cause.Error(), "lost the lock: lock of app web lost") {
+	if cause := context.Cause(inFlight); !errors.Is(cause, apply.ErrAbort) || lostLock(writes) == nil || !strings.Contains(cause.Error(), "lost the lock: lock of app web lost") {
 		t.Errorf("the patch in flight ended with %v; the cluster's writes with %v", cause, context.Cause(writes))
 	}
 
@@ -301,7 +301,7 @@ func TestLockLostDuringSoak(t *testing.T) {
 		},
 		Writes: l.Writes,
 		Release: func(ctx context.Context, cluster string) {
-			l.ReleaseCluster(ctx, cluster, &errOut)
+			l.releaseCluster(ctx, cluster, &errOut)
 			close(released)
 		},
 	}
@@ -318,7 +318,7 @@ func TestLockLostDuringSoak(t *testing.T) {
 	if err := errs["a"]; err == nil || !strings.HasPrefix(err.Error(), "soak stopped with ") || !strings.Contains(err.Error(), "lost the lock: lock of app web lost: lease kubectl-fleet/fleet-web was taken over or deleted while held") {
 		t.Errorf("the soak's error: %v", err)
 	}
-	if endedIn == nil || LostLock(endedIn) == nil {
+	if endedIn == nil || lostLock(endedIn) == nil {
 		t.Errorf("Ended was not told in the cluster's Writes, ended by the lost lock")
 	}
 	mu.Lock()

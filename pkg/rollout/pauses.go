@@ -13,14 +13,14 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// PausedError is an app's apply stopped before its first write: the app
+// pausedError is an app's apply stopped before its first write: the app
 // is paused on the cluster (kubectl fleet pause).
-type PausedError struct {
+type pausedError struct {
 	Cluster string
 	Pause   pause.Pause
 }
 
-func (e *PausedError) Error() string {
+func (e *pausedError) Error() string {
 	return fmt.Sprintf("%s %s", e.Cluster, e.Pause.Text(time.Now()))
 }
 
@@ -39,7 +39,7 @@ func holdPaused(cluster, fleetName, app string, client *kube.Client) func(contex
 			}
 		}
 		if p := pause.Find(pauses, app); p != nil {
-			return &PausedError{Cluster: cluster, Pause: *p}
+			return &pausedError{Cluster: cluster, Pause: *p}
 		}
 		return nil
 	}
@@ -56,16 +56,16 @@ func pausedNow(cluster, fleetName, app string, client *kube.Client) func(context
 			return fmt.Errorf("reading the pauses of the fleet: %w", err)
 		}
 		if p := pause.Find(pauses, app); p != nil {
-			return &PausedError{Cluster: cluster, Pause: *p}
+			return &pausedError{Cluster: cluster, Pause: *p}
 		}
 		return nil
 	}
 }
 
-// pausedIn is the first PausedError among errs, or nil.
-func pausedIn(errs []error) *PausedError {
+// pausedIn is the first pausedError among errs, or nil.
+func pausedIn(errs []error) *pausedError {
 	for _, err := range errs {
-		if p := (*PausedError)(nil); errors.As(err, &p) {
+		if p := (*pausedError)(nil); errors.As(err, &p) {
 			return p
 		}
 	}
@@ -105,7 +105,7 @@ func (e *Engine) pauses(ws []runner.Wave) {
 			if len(reasons) == 0 {
 				return nil
 			}
-			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: BrakePause, Reasons: reasons})
+			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: brakePause, Reasons: reasons})
 			return &BlockedError{Wave: w.Name, Reasons: reasons}
 		})
 	}

@@ -50,13 +50,13 @@ type Objects []*unstructured.Unstructured
 // Digest is the render's digest under key.
 func (o Objects) Digest(key digest.Key) string { return digest.Render(o, key) }
 
-// RenderDigest is a render known by its digest, whatever the key.
-type RenderDigest string
+// renderDigest is a render known by its digest, whatever the key.
+type renderDigest string
 
 // Digest is d.
-func (d RenderDigest) Digest(digest.Key) string { return string(d) }
+func (d renderDigest) Digest(digest.Key) string { return string(d) }
 
-// Reader reads what a cluster runs of an app: ClusterReader on real
+// Reader reads what a cluster runs of an app: clusterReader on real
 // clusters, a fake in tests.
 type Reader interface {
 	Release(ctx context.Context, cluster, app string) (Release, error)
@@ -226,20 +226,20 @@ func Why(cluster, app, d string, r Release) string {
 	return fmt.Sprintf("%s runs %s r%d, not verified (its gates have not passed)", cluster, app, r.Revision)
 }
 
-// ClusterReader reads releases from the clusters: the app's ApplySet
+// clusterReader reads releases from the clusters: the app's ApplySet
 // parent names the current revision and its digest, the revision's
 // Secret its verification.
-type ClusterReader struct {
+type clusterReader struct {
 	Connect func(ctx context.Context, cluster string) (*kube.Client, error)
 }
 
 // Release reads what cluster runs of app.
-func (k ClusterReader) Release(ctx context.Context, cluster, app string) (Release, error) {
+func (k clusterReader) Release(ctx context.Context, cluster, app string) (Release, error) {
 	client, err := k.Connect(ctx, cluster)
 	if err != nil {
 		return Release{}, err
 	}
-	return ReleaseOf(ctx, client, app)
+	return releaseOf(ctx, client, app)
 }
 
 // StatusReader serves the releases a status read found, by cluster: what
@@ -261,8 +261,8 @@ func (s StatusReader) Release(_ context.Context, cluster, app string) (Release, 
 	return Release{}, fmt.Errorf("status could not read it")
 }
 
-// ReleaseOf reads what the cluster of client runs of app.
-func ReleaseOf(ctx context.Context, client *kube.Client, app string) (Release, error) {
+// releaseOf reads what the cluster of client runs of app.
+func releaseOf(ctx context.Context, client *kube.Client, app string) (Release, error) {
 	set, err := inventory.Load(ctx, client, app)
 	if err != nil {
 		return Release{}, err
@@ -278,9 +278,9 @@ func ReleaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 	return r, err
 }
 
-// PromotionEvent is a group the promotion rule would not start now, a
+// promotionEvent is a group the promotion rule would not start now, a
 // line of status -o json ("type": "promotion").
-type PromotionEvent struct {
+type promotionEvent struct {
 	Type  string `json:"type"`
 	Group string `json:"group"`
 	// Message says why: "production not started: staging-eu runs web
@@ -291,17 +291,17 @@ type PromotionEvent struct {
 // Held says, for each group of r after the first, why a rollout of r
 // would not start it now, the releases read by reader (status's
 // StatusReader: what it read of the clusters).
-func Held(ctx context.Context, r *rendered.Set, reader Reader) []PromotionEvent {
+func Held(ctx context.Context, r *rendered.Set, reader Reader) []promotionEvent {
 	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
 	p := promotionOf(r.Fleet, r.Results)
 	p.Reader = reader
-	var out []PromotionEvent
+	var out []promotionEvent
 	ws := Waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
 		if err := p.Check(ctx, w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
-			out = append(out, PromotionEvent{Type: "promotion", Group: w.Name, Message: err.Error()})
+			out = append(out, promotionEvent{Type: "promotion", Group: w.Name, Message: err.Error()})
 		}
 	}
 	return out
@@ -316,7 +316,7 @@ func (e *Engine) promote() *Promotion {
 		renders = e.r.Results // at least the run's own groups hold each other
 	}
 	p := promotionOf(f, renders)
-	p.Parallel, p.Reader = e.o.Parallel, PublishedReader{Fleet: f, Next: ClusterReader{Connect: e.connect}}
+	p.Parallel, p.Reader = e.o.Parallel, publishedReader{Fleet: f, Next: clusterReader{Connect: e.connect}}
 	p.Vouched = func(wave string) bool {
 		group, _, _ := strings.Cut(wave, "/") // a batch's wave is group/batch
 		g := f.Group(group)

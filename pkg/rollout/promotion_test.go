@@ -40,11 +40,11 @@ var notObserved = Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Veri
 func fleetOf(stagingBudget int) []Group {
 	return []Group{
 		{Name: "staging", MaxFailures: stagingBudget, Clusters: []string{"staging-eu", "staging-us"}, Renders: map[string]map[string]Render{
-			"staging-eu": {"web": RenderDigest("sha256:s-eu"), "db": RenderDigest("sha256:db-eu")},
-			"staging-us": {"web": RenderDigest("sha256:s-us")},
+			"staging-eu": {"web": renderDigest("sha256:s-eu"), "db": renderDigest("sha256:db-eu")},
+			"staging-us": {"web": renderDigest("sha256:s-us")},
 		}},
-		{Name: "production", Clusters: []string{"prod-eu"}, Renders: map[string]map[string]Render{"prod-eu": {"web": RenderDigest("sha256:p-eu")}}},
-		{Name: "edge", Clusters: []string{"edge-1"}, Renders: map[string]map[string]Render{"edge-1": {"web": RenderDigest("sha256:e-1")}}},
+		{Name: "production", Clusters: []string{"prod-eu"}, Renders: map[string]map[string]Render{"prod-eu": {"web": renderDigest("sha256:p-eu")}}},
+		{Name: "edge", Clusters: []string{"edge-1"}, Renders: map[string]map[string]Render{"edge-1": {"web": renderDigest("sha256:e-1")}}},
 	}
 }
 

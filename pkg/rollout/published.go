@@ -64,7 +64,7 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 		return err
 	}
 	ops := &publishedApps{e: e, cluster: c, d: d, client: client, results: results, moved: e.movedOf(c.Name)}
-	run := ClusterRun{
+	run := clusterRun{
 		Cluster: c.Name, Ops: ops, Gates: gates, Write: !e.o.DryRun,
 		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
 	}
@@ -209,7 +209,7 @@ const Published = "published"
 // its own tag, then the history saying it is current) unless the
 // current revision is that artifact already. The tag moves after it:
 // a run stopped in between leaves a history ahead of its tag, which the
-// promotion rule does not count (ReleaseOf). It returns the event that
+// promotion rule does not count (releaseOf). It returns the event that
 // says the revision.
 func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact) (RevisionEvent, error) {
 	reg := a.registry
@@ -260,9 +260,9 @@ func verifyPublished(ctx context.Context, reg publish.Registry, cluster, app str
 	return reg.SaveHistory(ctx, app, cluster, h)
 }
 
-// FluxPoll is how often the rollout reads a delivered cluster's Flux
+// fluxPoll is how often the rollout reads a delivered cluster's Flux
 // objects while it waits for them.
-var FluxPoll = 2 * time.Second
+var fluxPoll = 2 * time.Second
 
 // await waits until the cluster's Flux applied artifact dg of app and is
 // Ready, or failed it, bounded by --timeout plus the delivery's
@@ -304,7 +304,7 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 				return last, fmt.Errorf("Flux did not apply %s within %s: %s", publish.Short(dg), timeout+interval, last.Status())
 			}
 			return last, ctx.Err()
-		case <-time.After(FluxPoll):
+		case <-time.After(fluxPoll):
 		}
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
-// publishedApps are a delivered cluster's AppOps: an app's "apply"
+// publishedApps are a delivered cluster's appOps: an app's "apply"
 // moves its tag and, when the cluster is observed, waits for its Flux.
 // Nothing takes a lock on the cluster (nothing writes to it); --atomic
 // remembers each tag as it moves (movedOf).
@@ -26,10 +26,10 @@ type publishedApps struct {
 	moved   map[string]v1.Hash
 }
 
-// DependencyApplied says whether app, a dependency outside the run, was
+// dependencyApplied says whether app, a dependency outside the run, was
 // ever published to the cluster and, when the cluster is observed,
 // whether its Flux applied it and is Ready.
-func (p *publishedApps) DependencyApplied(ctx context.Context, app string) error {
+func (p *publishedApps) dependencyApplied(ctx context.Context, app string) error {
 	reg, err := publish.For(p.d)
 	if err != nil {
 		return fmt.Errorf("not started: dependency %s: %w", app, err)
@@ -68,8 +68,8 @@ func (p *publishedApps) Apply(ctx context.Context, app App) error {
 			return fmt.Errorf("reading the pauses of the fleet: %w", err)
 		}
 		if held := pause.Find(pauses, app.Name); held != nil {
-			return &PausedError{Cluster: p.cluster.Name, Pause: *held}
+			return &pausedError{Cluster: p.cluster.Name, Pause: *held}
 		}
 	}
-	return p.e.publishApp(ctx, p.cluster, p.d, p.client, ResultOf(p.results, app.Name), p.moved)
+	return p.e.publishApp(ctx, p.cluster, p.d, p.client, resultOf(p.results, app.Name), p.moved)
 }

@@ -19,7 +19,7 @@ func TestPublishedDependencyOutsideTheRun(t *testing.T) {
 	p := &publishedApps{cluster: &fleet.Cluster{Name: "edge-1"}, d: d}
 	ctx := context.Background()
 
-	err := p.DependencyApplied(ctx, "db")
+	err := p.dependencyApplied(ctx, "db")
 	if err == nil || !strings.Contains(err.Error(), "dependency db was never published to this cluster") {
 		t.Fatalf("a dependency never published: got %v", err)
 	}
@@ -28,13 +28,13 @@ func TestPublishedDependencyOutsideTheRun(t *testing.T) {
 	if err := reg.Tag(ctx, "db", "edge-2", dg); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.DependencyApplied(ctx, "db"); err == nil {
+	if err := p.dependencyApplied(ctx, "db"); err == nil {
 		t.Fatal("db was published to edge-2 only, yet it counts on edge-1")
 	}
 	if err := reg.Tag(ctx, "db", "edge-1", dg); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.DependencyApplied(ctx, "db"); err != nil {
+	if err := p.dependencyApplied(ctx, "db"); err != nil {
 		t.Fatalf("db is published to edge-1, and no context reads it: %v", err)
 	}
 }

@@ -9,17 +9,17 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
-// PublishedReader reads releases of delivered clusters from their
+// publishedReader reads releases of delivered clusters from their
 // registries (the history's current revision, counted only when the
 // cluster's tag points at its artifact: a publish that did not finish is
 // no release), and of the other clusters through Next.
-type PublishedReader struct {
+type publishedReader struct {
 	Fleet *fleet.Fleet
 	Next  Reader
 }
 
 // Release reads what cluster runs of app.
-func (p PublishedReader) Release(ctx context.Context, cluster, app string) (Release, error) {
+func (p publishedReader) Release(ctx context.Context, cluster, app string) (Release, error) {
 	c := p.Fleet.Cluster(cluster)
 	d := p.Fleet.DeliveryOf(c)
 	if d == nil {

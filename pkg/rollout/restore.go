@@ -51,7 +51,7 @@ func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolle
 	switch {
 	case err == nil || len(before) == 0:
 		return err
-	case LostLock(ctx) != nil:
+	case lostLock(ctx) != nil:
 		return &AtomicError{Err: err, Note: "not restored (lost the lock)"}
 	case ctx.Err() != nil:
 		return err
@@ -64,7 +64,7 @@ func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolle
 		// Stopped by a lock lost meanwhile: said, rather than the
 		// cancelled requests' errors.
 		var a *AtomicError
-		if errors.As(rolled, &a) && LostLock(ctx) != nil && !strings.HasPrefix(a.Note, "rolled back") {
+		if errors.As(rolled, &a) && lostLock(ctx) != nil && !strings.HasPrefix(a.Note, "rolled back") {
 			a.Note = "rollback stopped (lost the lock)"
 		}
 	}()
@@ -86,7 +86,7 @@ func (e *Engine) restore(ctx context.Context, client *kube.Client, cluster strin
 		label := app + " (rollback)"
 		// Said, not counted: the summary counts what the run did.
 		said := func(ch apply.Change) {
-			ev := ObjectChanged(cluster, label, label, ch, false)
+			ev := objectChanged(cluster, label, label, ch, false)
 			ev.Restore = true
 			e.emit(ev)
 		}

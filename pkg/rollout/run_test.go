@@ -52,7 +52,7 @@ type fleetOps struct {
 	cluster string
 }
 
-func (o *fleetOps) DependencyApplied(context.Context, string) error { return nil }
+func (o *fleetOps) dependencyApplied(context.Context, string) error { return nil }
 func (o *fleetOps) Lock(context.Context, string) error              { return nil }
 func (o *fleetOps) Remember(context.Context, string) error          { return nil }
 func (o *fleetOps) Apply(_ context.Context, app App) error {
@@ -129,7 +129,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 	for _, g := range groups {
 		rg := Group{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
 		for _, c := range g.clusters {
-			rg.Renders[c] = map[string]Render{"web": RenderDigest(f.render)}
+			rg.Renders[c] = map[string]Render{"web": renderDigest(f.render)}
 		}
 		p.Groups = append(p.Groups, rg)
 		if slices.Contains(selected, g.name) {
@@ -168,7 +168,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 	}
 	outcomes := Run(context.Background(), plan, func(ctx context.Context, c string) error {
 		ops := &fleetOps{f: f, cluster: c}
-		run := ClusterRun{Cluster: c, Ops: ops, Gates: gatesOf(c), Write: true, Atomic: true, Apps: []App{
+		run := clusterRun{Cluster: c, Ops: ops, Gates: gatesOf(c), Write: true, Atomic: true, Apps: []App{
 			{Name: "web", Wait: true, Tests: true},
 			{Name: "docs", DependsOn: []string{"web"}},
 		}}
@@ -200,7 +200,7 @@ func states(outcomes []runner.Outcome) string {
 }
 
 // A whole multi-group rollout, run after run, without an API server: per
-// cluster two apps in dependency order with tests (ClusterRun), the
+// cluster two apps in dependency order with tests (clusterRun), the
 // group's check (Checks, a real command), the last group's soak (Soak,
 // --atomic's rollback in Ended), and the promotion rule over what the
 // runs recorded. A failed check on staging stops production in that run

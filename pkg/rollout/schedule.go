@@ -46,19 +46,19 @@ type WaveEvent struct {
 
 // The brakes that hold a wave (WaveEvent.Brake).
 const (
-	BrakePromotion = "promotion"
-	BrakeWindows   = "windows"
-	BrakePause     = "pause"
-	BrakeApproval  = "approval"
+	brakePromotion = "promotion"
+	brakeWindows   = "windows"
+	brakePause     = "pause"
+	brakeApproval  = "approval"
 )
 
 // Hint is how to get past the brake, if there is a flag for it:
 // "--skip-gates promotes anyway".
 func (e WaveEvent) Hint() string {
 	switch e.Brake {
-	case BrakePromotion:
+	case brakePromotion:
 		return "--skip-gates promotes anyway"
-	case BrakePause:
+	case brakePause:
 		return "kubectl fleet resume lifts it"
 	}
 	return "" // windows: said in the reason; approval: said in the error
@@ -106,7 +106,7 @@ func (p Schedule) gate(ctx context.Context, wave string, confirm func() error) e
 	if p.Promotion != nil {
 		if err := p.Promotion.Check(ctx, wave, p.Apps[wave]); err != nil {
 			if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
-				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: BrakePromotion, Reasons: blocked.Reasons})
+				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: brakePromotion, Reasons: blocked.Reasons})
 			}
 			return err
 		}

@@ -14,8 +14,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// DefaultSoakInterval is how often a soak reads the objects.
-const DefaultSoakInterval = 5 * time.Second
+// defaultSoakInterval is how often a soak reads the objects.
+const defaultSoakInterval = 5 * time.Second
 
 // Soak watches clusters that went through their group for a while: every
 // Interval each cluster's Health must hold, until Duration has passed. It
@@ -23,7 +23,7 @@ const DefaultSoakInterval = 5 * time.Second
 // verdict (Gates) says so.
 type Soak struct {
 	Duration time.Duration
-	// Interval between two looks (0: DefaultSoakInterval).
+	// Interval between two looks (0: defaultSoakInterval).
 	Interval time.Duration
 	// Health returns an error for the first object of cluster that is
 	// gone or no longer healthy.
@@ -39,7 +39,7 @@ type Soak struct {
 	// it returns is the cluster's error (a failure after a rollback says
 	// so). It is not called when ctx ends first (Ctrl-C). A lock lost
 	// during the soak stops it, and Ended is told with its Writes ended
-	// (LostLock): nothing may be written then, a verdict or a restore.
+	// (lostLock): nothing may be written then, a verdict or a restore.
 	Ended func(ctx context.Context, cluster string, err error) error
 	// Writes, if set, is the context of a cluster's writes, which ends
 	// when a lock of the cluster is lost (Locks.Writes): the soak and
@@ -76,7 +76,7 @@ func (s Soak) Run(ctx context.Context, clusters []string) map[string]error {
 func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 	interval := s.Interval
 	if interval <= 0 {
-		interval = DefaultSoakInterval
+		interval = defaultSoakInterval
 	}
 	run := ctx
 	if s.Release != nil {
@@ -119,7 +119,7 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 // --atomic restore) cannot happen: it says what was not done.
 func (s Soak) stopped(run, ctx context.Context, cluster string, end time.Time) error {
 	left := time.Until(end)
-	lost := LostLock(ctx)
+	lost := lostLock(ctx)
 	if lost == nil || run.Err() != nil {
 		return fmt.Errorf("soak interrupted with %s left", left.Round(time.Second))
 	}
@@ -172,7 +172,7 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 			},
 			Writes: e.Locks.Writes,
 			Release: func(ctx context.Context, cluster string) {
-				e.Locks.ReleaseCluster(ctx, cluster, e.Log)
+				e.Locks.releaseCluster(ctx, cluster, e.Log)
 				e.Connector.Idle(cluster)
 			},
 		}
