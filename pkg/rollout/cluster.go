@@ -110,7 +110,9 @@ func (e *Engine) kubeApps(c *fleet.Cluster, client *kube.Client, results []rende
 		Config: applyConfig{DryRun: o.DryRun, ForceConflicts: o.ForceConflicts, Prune: o.Prune || o.Rollback != nil, AllowEmpty: o.AllowEmpty || o.Rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},
 		Tests:  func(app string) []*unstructured.Unstructured { return e.r.TestsOf(c.Name, app) },
 		Ignore: f.IgnoreRules,
-		Record: func(ctx context.Context, res render.Result) *apply.Record { return e.record(ctx, c.Name, res) },
+		Record: func(ctx context.Context, res render.Result, label string) *apply.Record {
+			return e.recorded(e.record(ctx, c.Name, res), c.Name, res.App, label)
+		},
 		Namespace: func(app string) string {
 			rolledBack, _ := o.Rollback.Record(c.Name, app) // where objects without a namespace went then
 			return rolledBack.Namespace

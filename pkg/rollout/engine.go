@@ -10,6 +10,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -184,7 +185,7 @@ func (e *Engine) notStarted(ws []runner.Wave, err error) []runner.Outcome {
 
 // begin readies a run of r as o says, its events to sink.
 func (e *Engine) begin(r *rendered.Set, o Options, sink Sink) {
-	e.o, e.r, e.emit = o, r, e.recording(sink)
+	e.o, e.r, e.emit = o, r, sink
 	all := make([]*fleet.Cluster, len(r.Fleet.Clusters))
 	for i := range r.Fleet.Clusters {
 		all[i] = &r.Fleet.Clusters[i]
@@ -258,23 +259,34 @@ func (e *Engine) Warm(ctx context.Context, req *rendered.Request, parallel int, 
 	}
 }
 
-// recording is sink, after noting each revision recorded (settle and
-// restore read them back).
-func (e *Engine) recording(sink Sink) Sink {
-	return func(ev Event) {
-		if rev, ok := ev.(RevisionEvent); ok && rev.Error == "" {
-			e.mu.Lock()
-			if e.revisions == nil {
-				e.revisions = map[string]map[string]RevisionEvent{}
-			}
-			if e.revisions[rev.Cluster] == nil {
-				e.revisions[rev.Cluster] = map[string]RevisionEvent{}
-			}
-			e.revisions[rev.Cluster][rev.App] = rev
-			e.mu.Unlock()
-		}
-		sink(ev)
+// recorded makes rec say the revision an app's apply leaves current on
+// cluster ("revision 3 recorded (rollback to 1)"), after label when not
+// empty, or why none could be recorded (revised).
+func (e *Engine) recorded(rec *apply.Record, cluster, app, label string) *apply.Record {
+	rec.Forbidden = func(err error) {
+		e.revised(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
 	}
+	rec.Done = func(rev revision.Revision, isNew bool) {
+		e.revised(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label, Digest: rev.Digest, Source: rev.Source.Artifact})
+	}
+	return rec
+}
+
+// revised notes the revision an app's apply left current on a cluster
+// (settle and restore ask revision for it) and says it.
+func (e *Engine) revised(rev RevisionEvent) {
+	if rev.Error == "" {
+		e.mu.Lock()
+		if e.revisions == nil {
+			e.revisions = map[string]map[string]RevisionEvent{}
+		}
+		if e.revisions[rev.Cluster] == nil {
+			e.revisions[rev.Cluster] = map[string]RevisionEvent{}
+		}
+		e.revisions[rev.Cluster][rev.App] = rev
+		e.mu.Unlock()
+	}
+	e.emit(rev)
 }
 
 // revision is the revision this run recorded for app on cluster (its

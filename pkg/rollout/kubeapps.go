@@ -35,8 +35,9 @@ type KubeApps struct {
 	Tests  func(app string) []*unstructured.Unstructured
 	Ignore func(app string) []object.IgnoreRule
 	// Record says how an app's apply is recorded in its history (not
-	// asked on a dry run); the revision is said as a RevisionEvent.
-	Record func(ctx context.Context, res render.Result) *apply.Record
+	// asked on a dry run), the revision said after label as a
+	// RevisionEvent.
+	Record func(ctx context.Context, res render.Result, label string) *apply.Record
 	// Namespace is where an app's objects without one go ("": the
 	// context's); Force whether its apply takes fields over (nil: no).
 	Namespace func(app string) string
@@ -107,7 +108,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 	k.Emit(StageEvent{Cluster: k.Cluster, Stage: "applying " + app.Name, Objects: len(res.Objects)})
 	var record *apply.Record
 	if !dryRun {
-		record = Recorded(k.Record(ctx, res), k.Cluster, app.Name, label, k.Emit)
+		record = k.Record(ctx, res, label)
 		record.User = k.Locks.User(k.Client, k.Cluster)
 		if app.Final && !app.Wait {
 			k.verdictWith(record, app)
@@ -187,17 +188,4 @@ func othersOf(results []render.Result, app string) map[string][]*unstructured.Un
 		}
 	}
 	return out
-}
-
-// Recorded makes rec say, as a RevisionEvent, the revision an app's apply
-// leaves current on a cluster ("revision 3 recorded (rollback to 1)"),
-// after label when not empty, or why none could be recorded.
-func Recorded(rec *apply.Record, cluster, app, label string, emit Sink) *apply.Record {
-	rec.Forbidden = func(err error) {
-		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
-	}
-	rec.Done = func(rev revision.Revision, isNew bool) {
-		emit(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label, Digest: rev.Digest, Source: rev.Source.Artifact})
-	}
-	return rec
 }

@@ -38,8 +38,12 @@ func TestKubeApps(t *testing.T) {
 		Config:    applyConfig{Concurrency: 4},
 		Emit:      func(ev Event) { mu.Lock(); events = append(events, ev); mu.Unlock() },
 		Ignore:    func(string) []object.IgnoreRule { return nil },
-		Record:    func(context.Context, render.Result) *apply.Record { return &apply.Record{} },
 		Namespace: func(app string) string { return map[string]string{"web": "shop"}[app] },
+	}
+	// The engine says the revisions the apps' applies record.
+	e := &Engine{emit: ops.Emit}
+	ops.Record = func(_ context.Context, res render.Result, label string) *apply.Record {
+		return e.recorded(&apply.Record{}, "c1", res.App, label)
 	}
 	var gates Gates
 	ops.Gates = &gates

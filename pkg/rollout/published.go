@@ -174,7 +174,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		moved[res.App] = prev // the zero hash: there was no tag
 	}
 	e.emit(ev)
-	e.emit(rev)
+	e.revised(rev)
 	gates := e.gatesOf(c.Name)
 	gates.Pass(res.App, Published)
 	if client == nil {

@@ -125,7 +125,7 @@ func (e *Engine) reapply(ctx context.Context, client *kube.Client, cluster strin
 	if err != nil {
 		return err
 	}
-	rec := Recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source, Sensitive: rev.Sensitive}, Limit: o.HistoryLimit}, cluster, app, label, e.emit)
+	rec := e.recorded(&apply.Record{Revision: revision.Revision{Description: fmt.Sprintf("rollback to %d", set.Revision), Source: rev.Source, Sensitive: rev.Sensitive}, Limit: o.HistoryLimit}, cluster, app, label)
 	rec.User = e.Locks.User(client, cluster)
 	err = apply.Run(ctx, client, apply.Config{
 		App: app, Fleet: f.Metadata.Name, Version: version.Get(), Objects: objs, Force: o.ForceConflicts, Prune: true, AllowEmpty: true, Ignore: f.IgnoreRules(app), Namespace: rev.Namespace,
