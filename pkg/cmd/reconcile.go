@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/reconcile"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // ShardEnv is the environment variable --shard defaults to.
@@ -210,63 +211,40 @@ func (o *ReconcileOptions) log() reconcile.Log {
 	return reconcile.Log{W: o.apply.ErrOut, JSON: o.LogFormat == "json"}
 }
 
-// pass does one pass: render, check each cluster, apply those that need
-// it through apply's rollout.
+// pass does one pass (reconcile.Pass) with apply's render and rollout,
+// on fresh clients and kubeconfigFrom files: credentials rotate,
+// kubeconfig files are replaced, and the temporary files go at the end of
+// the pass, not after the sleep.
 func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
-	start := time.Now()
 	g := o.apply.GlobalOptions
-	// Fresh clients and kubeconfigFrom every pass: credentials rotate,
-	// kubeconfig files are replaced. kubeconfigFrom's temporary files go
-	// at the end of the pass, not after the sleep.
 	g.clusters().Reset()
 	defer g.sources.Refresh()
 	a := o.passOptions()
-	started := fmt.Sprintf("pass %d started at %s", n, start.UTC().Format(time.RFC3339))
-	if o.Shard.Sharded() {
-		started += fmt.Sprintf(" (shard %s)", o.Shard)
-	}
-	o.log().Say(reconcile.Note(started))
-	cfg, err := a.renderConfig(a.Selection, &a.SourceOptions, true)
-	var r *rendered.Set
-	if err == nil {
-		r, err = rendered.Render(ctx, cfg)
-	}
-	if err == nil {
-		err = reconcile.RefuseProtected(r.Fleet, rollout.Waves(r.Fleet, r.Clusters), a.Yes)
-	}
-	o.health.Passed(err == nil)
-	if err != nil {
-		return o.end(n, start, reconcile.PassEvent{}, err)
-	}
-	// A replica checks and applies its shard's clusters; the promotion
-	// rule below still sees them all, reading the other shards' release
-	// state from the clusters themselves.
-	mine := reconcile.Owned(r, o.Shard)
-	p := a.newPrinter(mine.Clusters, a.Output == "json")
-	dc := reconcile.Config{Pass: n, CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency}
-	d := reconcile.Decide(ctx, dc, mine, connector{g}, o.metrics, func(ev rollout.Event) { p.Emit(ev) })
-	p.Close()
-	if len(d.Apply) == 0 {
-		return o.end(n, start, d.Pass, nil)
-	}
-	// The promotion rule sees every selected cluster, those this pass
-	// skips too: a later group waits for what they have verified.
-	opts := a.options(a.dryRun(), a.Parallel)
-	opts.Force = d.Forced
-	if opts.Promote, err = rollout.Promoted(ctx, cfg, r, opts); err != nil {
-		return o.end(n, start, d.Pass, err)
-	}
-	sub := r.Only(d.Apply)
-	outcomes, tally, err := runRollout(ctx, g, &a.ReportOptions, rolloutRun{Engine: a.newEngine(g), Set: sub, Options: opts, Verb: "apply", JSON: a.Output == "json", OnChange: o.metrics.Applied})
-	reconcile.Applied(o.metrics, sub, outcomes, tally.Revisions, time.Now())
-	return o.end(n, start, d.Pass, err)
-}
-
-// end says how pass n, started at start, ended, counts it in the metrics
-// and returns err.
-func (o *ReconcileOptions) end(n int, start time.Time, ev reconcile.PassEvent, err error) error {
-	d := time.Since(start)
-	o.metrics.Pass(d, err == nil)
-	o.log().Say(ev.Ended(n, d, err))
-	return err
+	return reconcile.Pass{
+		Config:  reconcile.Config{CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency},
+		Shard:   o.Shard,
+		Yes:     a.Yes,
+		Clients: connector{g},
+		Metrics: o.metrics,
+		Healthy: o.health.Passed,
+		Ended:   o.metrics.Pass,
+		Log:     o.log(),
+		Render: func(ctx context.Context) (rendered.Config, *rendered.Set, error) {
+			cfg, err := a.renderConfig(a.Selection, &a.SourceOptions, true)
+			if err != nil {
+				return cfg, nil, err
+			}
+			r, err := rendered.Render(ctx, cfg)
+			return cfg, r, err
+		},
+		Printer: func(clusters []*fleet.Cluster) (rollout.Sink, func()) {
+			p := a.newPrinter(clusters, a.Output == "json")
+			return func(ev rollout.Event) { p.Emit(ev) }, p.Close
+		},
+		Options: a.options(a.dryRun(), a.Parallel),
+		Apply: func(ctx context.Context, sub *rendered.Set, opts rollout.Options) ([]runner.Outcome, func(string) map[string]int, error) {
+			outcomes, tally, err := runRollout(ctx, g, &a.ReportOptions, rolloutRun{Engine: a.newEngine(g), Set: sub, Options: opts, Verb: "apply", JSON: a.Output == "json", OnChange: o.metrics.Applied})
+			return outcomes, tally.Revisions, err
+		},
+	}.Run(ctx, n)
 }

@@ -1,7 +1,7 @@
 // Package reconcile is what a pass of "kubectl fleet reconcile" decides
 // and says, over the rollout engine (pkg/rollout).
 //
-// A pass renders (pkg/rendered), then RefuseProtected refuses a selection
+// A Pass (run.go) renders (pkg/rendered), then RefuseProtected refuses a selection
 // that includes a protected group without --yes (reconcile never asks),
 // Owned keeps this replica's shard of the clusters, and Decide checks each
 // of them (rollout.Check, over the Clients it is given), says what it found
@@ -12,6 +12,7 @@
 // LoopEvents and a PassEvent at the end of each pass, said by a Log; with
 // --log-format json, every line the command writes goes through a JSONLog.
 //
-// The package never sees cobra or the command's flags: pkg/cmd gives it
-// plain values (Config), its clients and its metrics.
+// The package never sees cobra or the command's flags: pkg/cmd gives a
+// Pass plain values (Config, apply's rollout.Options), its clients, its
+// metrics, and apply's render and rollout as functions.
 package reconcile
