@@ -12,7 +12,7 @@ PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 win
 
 export GOTOOLCHAIN := local
 
-.PHONY: all build run demo up test test-unit e2e hunt fuzz mutants bench bench-scale lint tidy-check dist clean controlplane flux docs schema
+.PHONY: all build run demo up test test-unit e2e hunt fuzz mutants bench bench-scale lint tidy-check dist clean controlplane demo-tools flux docs schema
 
 all: build
 
@@ -20,13 +20,14 @@ all: build
 build:
 	$(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/kubectl-fleet ./cmd/kubectl-fleet
 
-## demo: build the plugin and (if missing) the control plane and Flux, start four
-## local clusters, a registry and Flux, run kubectl fleet on the example fleet and its edge, stop them
-demo: build controlplane flux
+## demo: build the plugin and (if missing) what the demo runs (the control plane
+## and Flux, not the tests' tools), start four local clusters, a registry and Flux,
+## run kubectl fleet on the example fleet and its edge, stop them
+demo: build demo-tools
 	$(GO) run ./hack/demo "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$$(hack/controlplane/build.sh --print-flux-crds-dir)" "$(CURDIR)/$(BIN)"
 
 ## up: the same four clusters, registry and Flux kept running until Ctrl-C, for trying by hand
-up: build controlplane flux
+up: build demo-tools
 	$(GO) run ./hack/demo -up "$$(hack/controlplane/build.sh --print-dir)" "$$(hack/controlplane/build.sh --print-stages-dir)" "$$(hack/controlplane/build.sh --print-flux-crds-dir)" "$(CURDIR)/$(BIN)"
 
 ## run: the plugin on the example fleet, offline (no clusters); its one
@@ -147,10 +148,19 @@ dist:
 	$(GO) run ./hack/krew -template .krew.yaml -checksums dist/checksums.txt -version $(DIST_VERSION) -uri $(KREW_URI) -out dist/krew/fleet.yaml
 
 ## controlplane: build kube-apiserver, etcd, kubectl, controllers, kwok, krew,
-## kustomize, envsubst and helm from the Go module proxy into .cache/k8s/<version>/bin (only what is missing;
-## about 6.5 minutes cold on 2 cores, 0.02 s warm)
+## kustomize, envsubst, helm and sops from the Go module proxy into
+## .cache/k8s/<version>/bin (only what is missing; 14 minutes cold on 2 cores,
+## 0.02 s warm)
 controlplane:
 	hack/controlplane/build.sh
+
+## demo-tools: only what make demo and make up run: the control plane's
+## binaries and kwok, and Flux's two controllers. helm, sops, krew, kustomize
+## and envsubst are the tests' references (the plugin renders Helm and
+## decrypts SOPS in process): make test builds them.
+DEMO_TOOLS := etcd kube-apiserver kubectl kube-controller-manager kube-scheduler kwok source-controller kustomize-controller
+demo-tools:
+	hack/controlplane/build.sh $(DEMO_TOOLS)
 
 ## flux: build Flux's source-controller and kustomize-controller (the
 ## edge of make demo, and the e2e test bed's Flux)

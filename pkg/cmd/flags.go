@@ -47,14 +47,12 @@ func explainFlagError(_ *cobra.Command, err error) error {
 		name, _, _ = strings.Cut(strings.TrimPrefix(msg, "unknown flag: --"), "=")
 	case strings.HasPrefix(msg, "unknown shorthand flag: '"):
 		name = msg[len("unknown shorthand flag: '"):][:1]
-	case strings.HasPrefix(msg, `invalid argument "`) && strings.Contains(msg, `for "-v, --verbose" flag`):
-		return fmt.Errorf("%w (-v is --verbose here; the log level is --v=N)", err)
+	case strings.HasPrefix(msg, "flag needs an argument: 'v' in -v"), strings.HasPrefix(msg, `invalid argument "`) && strings.Contains(msg, `for "-v, --v" flag`):
+		return fmt.Errorf("%w: -v is the log level, as kubectl's (-v=6 shows requests); status lists every object with -o wide or --verbose", err)
 	}
 	switch {
 	case name == "context":
 		return fmt.Errorf("%w: each cluster uses the context its fleet file entry names; select clusters by context with --kube-context", err)
-	case name == "v":
-		return fmt.Errorf("%w: the log level is --v=N, with two dashes", err)
 	case perCluster[name]:
 		return fmt.Errorf("%w: kubectl fleet does not take it, since one value would point every cluster at the same server or credential; set it in each cluster's kubeconfig", err)
 	}

@@ -33,7 +33,9 @@ func TestFlagsRefused(t *testing.T) {
 		{[]string{"apply", "-s", "https://x"}, "unknown shorthand flag: 's' in -s: kubectl fleet does not take it"},
 		{[]string{"exec", "--token", "t", "--", "get", "pods"}, "unknown flag: --token: kubectl fleet does not take it"},
 		{[]string{"status", "--user", "u"}, "unknown flag: --user: kubectl fleet does not take it"},
-		{[]string{"render", "-v=6"}, "unknown shorthand flag: 'v' in -v=6: the log level is --v=N, with two dashes"},
+		{[]string{"status", "-v"}, "flag needs an argument: 'v' in -v: -v is the log level, as kubectl's (-v=6 shows requests); status lists every object with -o wide or --verbose"},
+		{[]string{"status", "-v", "wide"}, `invalid argument "wide" for "-v, --v" flag`},
+		{[]string{"status", "-o", "yaml"}, `--output "yaml": want json or wide`},
 		{[]string{"exec", "--", "get", "pods", "--context", "prod"}, "--context after --: kubectl fleet gives each cluster's kubectl its own; select clusters with"},
 		{[]string{"exec", "--", "--kubeconfig=/kc", "get", "pods"}, "--kubeconfig after --: kubectl fleet gives each cluster's kubectl its own"},
 		{[]string{"exec", "--", "get", "pods", "--cluster", "prod-eu"}, "--cluster after -- is kubectl's, a kubeconfig cluster for every cluster's kubectl; select fleet clusters with -c/--cluster before --"},
@@ -47,7 +49,6 @@ func TestFlagsRefused(t *testing.T) {
 		{[]string{"render", "--revision", "2"}, "--revision N prints a stored revision of one app: give it a positive N and exactly one --app, and no -k, -j or -f"},
 		{[]string{"render", "--revision", "2", "--app", "web", "-k", "."}, "--revision N prints a stored revision of one app"},
 		{[]string{"history", "-o", "wide"}, `--output "wide": want json or yaml`},
-		{[]string{"status", "-v=6"}, `for "-v, --verbose" flag: strconv.ParseBool: parsing "6": invalid syntax (-v is --verbose here; the log level is --v=N)`},
 	}
 	// Should a refusal go missing, exec runs no real kubectl.
 	t.Setenv("KUBECTL", "false")

@@ -67,7 +67,7 @@ func (g *GlobalOptions) addFlags(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVarP(&g.FleetFile, "fleet", "F", "", fmt.Sprintf("fleet file (default $%s, else ./%s)", fleet.EnvVar, fleet.DefaultFile))
 	cmd.PersistentFlags().BoolVar(&g.NoColor, "no-color", false, "never colour output (NO_COLOR is honoured too)")
 	g.ConfigFlags.AddFlags(cmd.PersistentFlags())
-	cmd.PersistentFlags().IntVar(&g.LogLevel, "v", 0, "client-go log level, as kubectl's -v (6 shows requests); bodies are never logged")
+	cmd.PersistentFlags().IntVarP(&g.LogLevel, "v", "v", 0, "client-go log level, as kubectl's -v (-v=6 shows requests); bodies are never logged")
 }
 
 // addSkipUnreachableFlag offers --skip-unreachable on a command.

@@ -61,13 +61,16 @@ Exit codes:
   0  every object Current and in sync
   1  something is not, or an error`,
 		Example: `  kubectl fleet status
-  kubectl fleet status -v -c prod-eu
+  kubectl fleet status -o wide -c prod-eu
   kubectl fleet status -o json
   kubectl fleet status --watch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Output == "wide" {
+				o.Output, o.Verbose = "", true // kubectl's word for more columns
+			}
 			if err := validateJSONOutput(o.Output); err != nil {
-				return err
+				return fmt.Errorf("%w or wide", err)
 			}
 			if err := o.SourceOptions.Validate(); err != nil {
 				return err
@@ -85,8 +88,8 @@ Exit codes:
 	o.SourceOptions.addFlags(cmd, g)
 	g.addSkipUnreachableFlag(cmd)
 	o.ReportOptions.addFlags(cmd)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per cluster and app, per line)")
-	cmd.Flags().BoolVarP(&o.Verbose, "verbose", "v", false, "list every object")
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "output format: json (one object per cluster and app, per line), or wide (every object, as --verbose)")
+	cmd.Flags().BoolVar(&o.Verbose, "verbose", false, "list every object (-o wide); -v is the log level, as everywhere")
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 10, "clusters queried at once")
 	cmd.Flags().IntVar(&o.Concurrency, "concurrency", 16, "requests in flight per cluster")
 	cmd.Flags().BoolVarP(&o.Watch, "watch", "w", false, "refresh the report (in place on a terminal) until Ctrl-C")

@@ -16,6 +16,24 @@ type Connector interface {
 	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*Client, error)
 }
 
+// Explainer says a cluster's error plainly when the cluster never
+// answered (Clients.Explain): "cluster unreachable (connection refused):
+// …; --skip-unreachable reports such a cluster as skipped".
+type Explainer interface {
+	Explain(ctx context.Context, cluster string, err error) error
+}
+
+// Explained is conn's explanation of cluster's err when conn explains
+// (an Explainer), else err: every path that first touches a cluster
+// (its version, discovery, identity, lock, inventory) says a cluster that
+// does not answer the same way, with the way out.
+func Explained(ctx context.Context, conn any, cluster string, err error) error {
+	if ex, ok := conn.(Explainer); ok && err != nil {
+		return ex.Explain(ctx, cluster, err)
+	}
+	return err
+}
+
 // Each calls fn for every one of clusters with its client (conn.Connect,
 // whose error is the cluster's), parallel clusters at once, each one a
 // read that tolerates the others' failures (runner.Every); it returns
@@ -36,9 +54,9 @@ func EachDelivered(ctx context.Context, conn Connector, f *fleet.Fleet, clusters
 			return delivered(ctx, c, d)
 		}
 		client, err := conn.Connect(ctx, f, c)
-		if err != nil {
-			return err
+		if err == nil {
+			err = fn(ctx, c, client)
 		}
-		return fn(ctx, c, client)
+		return Explained(ctx, conn, name, err)
 	})
 }

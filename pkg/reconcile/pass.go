@@ -126,7 +126,7 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 				}
 			}
 		} else if client, err := clients.Connect(ctx, r.Fleet, r.Clusters[i]); err != nil {
-			c.Err = err
+			c.Err = kube.Explained(ctx, clients, name, err)
 		} else {
 			c = Check(ctx, name, KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(name))
 			clients.Idle(name)

@@ -144,10 +144,10 @@ func LiveAttributes(ctx context.Context, conn Connector, f *fleet.Fleet, cluster
 	return readEach(need, func(c *fleet.Cluster) (map[string]any, bool, error) {
 		client, err := conn.Connect(ctx, f, c)
 		if err != nil {
-			return nil, false, err
+			return nil, false, kube.Explained(ctx, conn, c.Name, err)
 		}
 		attrs, err := kube.ReadAttributes(ctx, client, f.AttributesFrom(c))
-		return attrs, true, err
+		return attrs, true, kube.Explained(ctx, conn, c.Name, err)
 	})
 }
 
@@ -169,11 +169,14 @@ func capabilities(ctx context.Context, conn Connector, f *fleet.Fleet, clusters 
 			return nil, false, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, false, kube.Explained(ctx, conn, c.Name, err)
 		}
+		// A Helm chart renders with what the cluster serves: a cluster
+		// that does not answer stops the render, said as unreachable
+		// (--skip-unreachable skips it instead, above).
 		var cp render.Capabilities
 		cp.KubeVersion, cp.APIVersions, err = client.Capabilities()
-		return &cp, true, err
+		return &cp, true, kube.Explained(ctx, conn, c.Name, err)
 	})
 }
 

@@ -38,7 +38,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 	for _, oc := range runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
 		res, err := chosen.read(ctx, conn, f, clusters[at[name]], apps, to)
 		perCluster[at[name]] = res
-		return err
+		return kube.Explained(ctx, conn, name, err)
 	}) {
 		if oc.Err != nil {
 			chosen.errs[oc.Cluster] = oc.Err // not started (Ctrl-C) included

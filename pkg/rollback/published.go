@@ -32,7 +32,12 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 		skips []Skip
 		errs  []error
 	)
-	skip := func(app, format string, args ...any) { skips = append(skips, Skip{app, fmt.Sprintf(format, args...)}) }
+	skip := func(app, format string, args ...any) {
+		skips = append(skips, Skip{App: app, Reason: fmt.Sprintf(format, args...)})
+	}
+	nothing := func(app, format string, args ...any) {
+		skips = append(skips, Skip{App: app, Reason: "nothing to roll back: " + fmt.Sprintf(format, args...), Nothing: true})
+	}
 	for _, app := range apps {
 		h, err := reg.History(ctx, app, c.Name)
 		switch {
@@ -40,7 +45,7 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 			errs = append(errs, err)
 			continue
 		case len(h.Revisions) == 0 && named:
-			skip(app, "app %s was never published here", app)
+			nothing(app, "app %s was never published here", app)
 			continue
 		case len(h.Revisions) == 0:
 			continue
@@ -48,7 +53,7 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 		target := to
 		if target == 0 {
 			if target = Previous(h.Revisions, h.Current); target == 0 {
-				skip(app, "app %s has no revision before r%d here", app, h.Current)
+				nothing(app, "app %s has no revision before r%d here", app, h.Current)
 				continue
 			}
 		}
@@ -66,7 +71,7 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 		out = append(out, Target{App: app, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})
 	}
 	if len(out) == 0 && len(skips) == 0 && len(errs) == 0 {
-		skip("", "no app published here")
+		nothing("", "no app published here")
 	}
 	return out, skips, errors.Join(errs...)
 }

@@ -25,8 +25,15 @@ type Target struct {
 }
 
 // Skip is an app a rollback leaves alone on a cluster, and why; an empty
-// App stands for the whole cluster.
-type Skip struct{ App, Reason string }
+// App stands for the whole cluster. Nothing: there is nothing to roll
+// back there (the app has no revision before its current one, or was
+// never applied there: the releases rolled back did not change it),
+// which is no failure; else the cluster could not do what was asked
+// (--to-revision names a revision it does not have).
+type Skip struct {
+	App, Reason string
+	Nothing     bool
+}
 
 // Choose reads, on a cluster, the revision each app goes back to: the
 // fleet's named apps, or every app of the fleet with a revision there;
@@ -43,13 +50,18 @@ func Choose(ctx context.Context, c *kube.Client, fleet string, apps []string, to
 		skips []Skip
 		errs  []error
 	)
-	skip := func(app, format string, args ...any) { skips = append(skips, Skip{app, fmt.Sprintf(format, args...)}) }
+	skip := func(app, format string, args ...any) {
+		skips = append(skips, Skip{App: app, Reason: fmt.Sprintf(format, args...)})
+	}
+	nothing := func(app, format string, args ...any) {
+		skips = append(skips, Skip{App: app, Reason: "nothing to roll back: " + fmt.Sprintf(format, args...), Nothing: true})
+	}
 	if len(sets) == 0 {
-		skip("", "no app with revisions here")
+		nothing("", "no app with revisions here")
 	}
 	for _, set := range sets {
 		if !set.Exists {
-			skip(set.App, "app %s was never applied here", set.App)
+			nothing(set.App, "app %s was never applied here", set.App)
 			continue
 		}
 		history, err := revision.List(ctx, c, set.App)
@@ -60,7 +72,7 @@ func Choose(ctx context.Context, c *kube.Client, fleet string, apps []string, to
 		target := to
 		if target == 0 {
 			if target = Previous(history, set.Revision); target == 0 {
-				skip(set.App, "app %s has no revision before r%d here", set.App, set.Revision)
+				nothing(set.App, "app %s has no revision before r%d here", set.App, set.Revision)
 				continue
 			}
 		} else if !slices.ContainsFunc(history, func(r revision.Revision) bool { return r.Number == target }) {

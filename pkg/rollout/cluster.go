@@ -45,6 +45,8 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 		return err
 	case skip != nil && len(results) == 0:
 		return skip
+	case e.o.Rollback != nil && len(results) == 0:
+		return nil // nothing to roll back here, said
 	}
 	errs, failed := e.applyApps(ctx, c, client, results)
 	if p := pausedIn(errs); p != nil {
@@ -87,16 +89,18 @@ func (e *Engine) beforeWriting(ctx context.Context, cluster string, client *kube
 }
 
 // skipped says the apps a rollback skips on a cluster, and returns the
-// skip, or nil when it skips none.
+// skip, or nil when it skips none it was asked to roll back (an app with
+// nothing to roll back there is said, and no failure).
 func (e *Engine) skipped(cluster string) error {
-	skips := e.o.Rollback.Skipped(cluster)
-	if len(skips) == 0 {
-		return nil
+	var reasons []string
+	for _, s := range e.o.Rollback.Skipped(cluster) {
+		e.emit(skipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason, Nothing: s.Nothing})
+		if !s.Nothing {
+			reasons = append(reasons, s.Reason)
+		}
 	}
-	reasons := make([]string, len(skips))
-	for i, s := range skips {
-		reasons[i] = s.Reason
-		e.emit(skipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason})
+	if len(reasons) == 0 {
+		return nil
 	}
 	return &runner.SkipError{Reason: strings.Join(reasons, "; ")}
 }

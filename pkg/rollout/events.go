@@ -291,13 +291,21 @@ type skipEvent struct {
 	Cluster string `json:"cluster"`
 	App     string `json:"app"`
 	Reason  string `json:"reason"`
+	// Nothing: nothing to roll back there; no failure.
+	Nothing bool `json:"nothing,omitempty"`
 }
 
 // Where is the cluster.
 func (e skipEvent) Where() string { return e.Cluster }
 
-// Text is "web: skipped: no earlier revision".
-func (e skipEvent) Text() string { return labelled(e.App, "skipped: "+e.Reason) }
+// Text is "web: skipped: app web has no revision 4 here", or "web:
+// unchanged: nothing to roll back: …".
+func (e skipEvent) Text() string {
+	if e.Nothing {
+		return labelled(e.App, "unchanged: "+e.Reason)
+	}
+	return labelled(e.App, "skipped: "+e.Reason)
+}
 
 // DiffEvent is what --diff found for an app on a cluster before writing
 // to it: the sinks print it as diff does, and the report keeps it.

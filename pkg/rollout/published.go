@@ -48,8 +48,11 @@ func (e *Engine) delivered(c *fleet.Cluster) *fleet.Delivery { return e.r.Fleet.
 func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
 	results := inDependencyOrder(e.r.Fleet, e.r.Of(c.Name), func(r render.Result) string { return r.App })
 	skip := e.skipped(c.Name)
-	if skip != nil && len(results) == 0 {
+	switch {
+	case skip != nil && len(results) == 0:
 		return skip
+	case e.o.Rollback != nil && len(results) == 0:
+		return nil // nothing to roll back here, said
 	}
 	gates := e.gatesOf(c.Name)
 	var client *kube.Client

@@ -44,7 +44,7 @@ spec:
 	if _, errOut, code := kubectl(t, "", "patch", "--context", "fleet-c1", "-n", "e2e-life", "configmap", "conf", "-p", `{"data":{"level":"two"}}`); code != 0 {
 		t.Fatal(errOut)
 	}
-	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg", "-v")
+	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg", "-o", "wide")
 	if code != 1 || !strings.Contains(out, "lifecycle: 3 of 3 Current, 1 drifted, revision 1 verified, last applied 20") || !strings.Contains(out, "configmap/conf Current (drifted: edited live since the last apply)") || !strings.Contains(out, "deployment.apps/web Current") {
 		t.Errorf("drift: exit %d\n%s", code, out)
 	}

@@ -199,7 +199,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	if !strings.Contains(out, `{"type":"skew","group":"production","app":"rev-web","clusters":[{"cluster":"prod-a","revision":"r3 (`+one[:12]+`)"},{"cluster":"prod-b","revision":"r4 (`+two[:12]+`)"}]}`) {
 		t.Errorf("status -o json shows no skew:\n%s", out)
 	}
-	out = run(0, "status", "-f", app, "--name", "rev-web", "-v", "-c", "prod-b")
+	out = run(0, "status", "-f", app, "--name", "rev-web", "-o", "wide", "-c", "prod-b")
 	if !strings.Contains(out, "rev-web: 3 of 3 Current, revision 4 verified from "+two[:12]) {
 		t.Errorf("status -v shows no source:\n%s", out)
 	}
@@ -238,7 +238,7 @@ func TestRevisionsHistoryRollback(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "REV-WEB") || !strings.Contains(out, "stg       staging      3 of 3 Current (r5") || !strings.Contains(out, "4 of 4 Current (r3") || !strings.Contains(out, "3 of 3 Current (r4") {
 		t.Errorf("status from the inventory: exit %d\n%s%s", code, out, errOut)
 	}
-	out, errOut, code = fleet(t, bare, "status", "-v", "-c", "stg", "--app", "rev-web")
+	out, errOut, code = fleet(t, bare, "status", "--verbose", "-c", "stg", "--app", "rev-web")
 	all.WriteString(out + errOut)
 	if code != 0 || !strings.Contains(out, "secret/creds Current") || !strings.Contains(out, "configmap/keep Current") {
 		t.Errorf("status -v from the inventory: exit %d\n%s%s", code, out, errOut)
@@ -369,5 +369,54 @@ func TestAtomicSoak(t *testing.T) {
 	}
 	if !absent(t, "fleet-c2", "namespace", "e2e-soak-atomic") {
 		t.Error("production was written although staging failed its soak")
+	}
+}
+
+// TestRollbackWhereTheReleaseChangedNothing: a release that changed
+// production only (staging's render was the same) is rolled back on
+// production; staging has nothing to roll back, says so, and the
+// rollback exits 0. --to-revision naming a revision a cluster does not
+// have still fails there.
+func TestRollbackWhereTheReleaseChangedNothing(t *testing.T) {
+	const ns = "e2e-rollback-some"
+	app := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier, namespace: " + ns + "}\ndata: {tier: ${tier}}\n"
+	fleetFile := func(prodTier string) string {
+		f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, attributes: {tier: silver}}", 1)
+		f = strings.Replace(f, "{name: prod-a, group: production, context: fleet-c2}", "{name: prod-a, group: production, context: fleet-c2, attributes: {tier: "+prodTier+"}}", 1)
+		f = strings.Replace(f, "{name: prod-b, group: production, context: fleet-c3}", "{name: prod-b, group: production, context: fleet-c3, attributes: {tier: "+prodTier+"}}", 1)
+		return f + "apps:\n  - {name: tiers, manifests: app.yaml}\n"
+	}
+	dir := workdir(t, fleetFile("silver"), map[string]string{"app.yaml": namespaced(ns, app)})
+	run := func(want int, args ...string) string {
+		t.Helper()
+		out, errOut, code := fleet(t, dir, args...)
+		if code != want {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errOut)
+		}
+		return out
+	}
+	run(0, "apply", "--yes")
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(fleetFile("gold")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := run(0, "apply", "--yes")
+	if !strings.Contains(out, "[stg]    revision 1 is current") || strings.Count(out, "revision 2 recorded") != 2 {
+		t.Fatalf("the release changes production only:\n%s", out)
+	}
+	out = run(0, "rollback", "--app", "tiers", "--yes")
+	if !strings.Contains(out, "[stg]    unchanged: nothing to roll back: app tiers has no revision before r1 here") || strings.Count(out, "revision 3 recorded (rollback to 1)") != 2 {
+		t.Errorf("rollback:\n%s", out)
+	}
+	if sum := out[strings.Index(out, "Summary:"):]; !strings.Contains(sum, "nothing to roll back") || strings.Contains(sum, "skipped") {
+		t.Errorf("the summary:\n%s", sum)
+	}
+	for _, ctx := range []string{"fleet-c2", "fleet-c3"} {
+		if got, _ := get(t, ctx, "configmap", "tier", "-n", ns, "-o", "jsonpath={.data.tier}"); got != "silver" {
+			t.Errorf("%s: tier %q after the rollback, want silver", ctx, got)
+		}
+	}
+	out = run(1, "rollback", "--app", "tiers", "--to-revision", "3", "--yes")
+	if !strings.Contains(out, "[stg]    skipped: app tiers has no revision 3 here") {
+		t.Errorf("--to-revision a cluster does not have:\n%s", out)
 	}
 }

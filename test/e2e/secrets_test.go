@@ -39,7 +39,7 @@ func TestMarkerSecretEverywhere(t *testing.T) {
 	run(0, "secret/plain created: its namespace is created by this apply; not validated by the server", "apply", "--dry-run=server", "--diff", v9)
 	run(0, "secret/frozen created", "apply", v9)
 	run(0, "0 to create, 0 to change, 0 to prune, 5 unchanged", "diff", v9)
-	run(0, "Current", "status", "-v", v9)
+	run(0, "Current", "status", "-o", "wide", "-v=9")
 	run(0, `"health":"Current"`, "status", "-o", "json")
 	run(0, "vet: 1 cluster ok", "vet", "--server", v9)
 

@@ -186,7 +186,7 @@ func TestStatusSkipsUnchanged(t *testing.T) {
 	status := func(want int) (string, []string) {
 		t.Helper()
 		before := len(b.proxy.Requests())
-		out, _ := b.run(want, "status", "--name", "status-skip", "-f", b.v1, "-v")
+		out, _ := b.run(want, "status", "--name", "status-skip", "-f", b.v1, "-o", "wide")
 		nsPath := "/api/v1/namespaces/" + b.ns
 		var names []string
 		for _, r := range b.proxy.Requests()[before:] {

@@ -108,7 +108,7 @@ func TestSOPS(t *testing.T) {
 	run(k.Identity, 0, `"action":"created"`, "apply", "--yes", "-o", "json", "--report", report, "--v=9")
 	run(k.Identity, 0, `"action":"unchanged"`, "diff", "-o", "json")
 	run(k.Identity, 0, "5 unchanged", "diff", "--v=9")
-	run(k.Identity, 0, "Current", "status", "-v")
+	run(k.Identity, 0, "Current", "status", "-o", "wide")
 	data, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)

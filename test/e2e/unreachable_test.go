@@ -92,3 +92,42 @@ clusters:
 		t.Errorf("delete --skip-unreachable: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestUnreachableHelmApp: a Helm chart renders with what each cluster
+// serves (its version and APIs), so a cluster that does not answer stops
+// the render; it is said as unreachable, with the way out, as on every
+// other path that first touches a cluster; with --skip-unreachable the
+// others are diffed and applied.
+func TestUnreachableHelmApp(t *testing.T) {
+	kc := deadKubeconfig(t)
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - {name: staging}
+clusters:
+  - {name: stg, group: staging, context: fleet-c1}
+  - {name: gone, group: staging, context: dead}
+apps:
+  - name: shop
+    namespace: e2e-unreachable-helm
+    helm: {chart: ./chart, releaseName: unreach}
+`, map[string]string{})
+	helmChart(t, dir, false)
+	args := func(more ...string) []string {
+		return append([]string{"--kubeconfig", kc, "--request-timeout", "5s"}, more...)
+	}
+	for _, verb := range [][]string{{"diff"}, {"apply", "--yes"}} {
+		out, errOut, code := fleet(t, dir, args(verb...)...)
+		if code == 0 || !strings.Contains(errOut, "cluster gone: cluster unreachable (connection refused): reading the server's version") || !strings.Contains(errOut, "--skip-unreachable reports such a cluster as skipped") {
+			t.Errorf("%s: exit %d\n%s%s", verb, code, out, errOut)
+		}
+	}
+	if !absent(t, "fleet-c1", "namespace", "e2e-unreachable-helm") {
+		t.Error("stg was written although the render of the run failed")
+	}
+	out, errOut, code := fleet(t, dir, args("diff", "--skip-unreachable")...)
+	if code != 3 || !strings.Contains(out, "[gone] skipped: unreachable: ") || !strings.Contains(out, "[stg]  4 to create") {
+		t.Errorf("diff --skip-unreachable: exit %d\n%s%s", code, out, errOut)
+	}
+}
