@@ -99,6 +99,10 @@ type Target struct {
 	Cluster Cluster
 	App     string
 	Source  Source
+	// CreateNamespace is the Namespace the app asks to be created
+	// (apps[].createNamespace), put first in its render when no render of
+	// the cluster has it (NamespacesToCreate); "" for none.
+	CreateNamespace string
 }
 
 // Result is the rendered objects of one target, in a stable order, or why

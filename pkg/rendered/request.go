@@ -117,7 +117,7 @@ func (p *Request) Targets(tests bool) []render.Target {
 			switch {
 			case !a.GoesTo(c):
 			case !tests:
-				out = append(out, render.Target{Cluster: rc, App: a.Name, Source: a.Source})
+				out = append(out, render.Target{Cluster: rc, App: a.Name, Source: a.Source, CreateNamespace: a.CreateNamespace})
 			case a.Tests != nil:
 				out = append(out, render.Target{Cluster: rc, App: a.Name, Source: *a.Tests})
 			}

@@ -67,45 +67,32 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 // its own; Render (the function) fails on any.
 func (p *Request) Render(ctx context.Context, e *render.Engine) []render.Result {
 	results := e.Render(ctx, p.Targets(false))
-	createNamespaces(results, p.Apps)
+	createNamespaces(results)
 	return results
 }
 
-// createNamespaces puts the Namespace an app asks to be created
-// (App.CreateNamespace) first in its render, on each cluster where no
-// app's render has it: in the first app there that asks for it. It is
-// then the app's like any object it renders: applied before the others,
-// diffed, recorded, pruned under the Namespace guards.
-func createNamespaces(results []render.Result, apps []App) {
-	create := map[string]string{}
-	for _, a := range apps {
-		if a.CreateNamespace != "" {
-			create[a.Name] = a.CreateNamespace
+// createNamespaces puts the Namespace an app asks to be created first in
+// its render, by the rule of render.NamespacesToCreate on each cluster.
+// It is then the app's like any object it renders: applied before the
+// others, diffed, recorded, pruned under the Namespace guards.
+func createNamespaces(results []render.Result) {
+	for start := 0; start < len(results); {
+		end := start + 1
+		for end < len(results) && results[end].Cluster.Name == results[start].Cluster.Name {
+			end++
 		}
-	}
-	if len(create) == 0 {
-		return
-	}
-	rendered := map[[2]string]bool{} // cluster, namespace
-	for _, r := range results {
-		for _, o := range r.Objects {
-			if o.GetKind() == "Namespace" && o.GetAPIVersion() == "v1" {
-				rendered[[2]string{r.Cluster.Name, o.GetName()}] = true
+		cluster := results[start:end]
+		create, rendered := make([]string, len(cluster)), make([][]string, len(cluster))
+		for i, r := range cluster {
+			create[i], rendered[i] = r.CreateNamespace, render.NamespacesIn(r.Objects)
+		}
+		for i, ns := range render.NamespacesToCreate(create, rendered) {
+			if ns != "" {
+				cluster[i].Objects = append([]*unstructured.Unstructured{render.Namespace(ns)}, cluster[i].Objects...)
 			}
 		}
+		start = end
 	}
-	for k := range results {
-		key := [2]string{results[k].Cluster.Name, create[results[k].App]}
-		if key[1] != "" && !rendered[key] {
-			rendered[key] = true
-			results[k].Objects = append([]*unstructured.Unstructured{namespace(key[1])}, results[k].Objects...)
-		}
-	}
-}
-
-// namespace is a Namespace object.
-func namespace(name string) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
 }
 
 // TestsOf returns the rendered tests of an app on a cluster, or nil.

@@ -75,16 +75,20 @@ func TestTestsOfAndOnly(t *testing.T) {
 func TestCreateNamespaces(t *testing.T) {
 	withNS := func(r render.Result, names ...string) render.Result {
 		for _, n := range names {
-			r.Objects = append(r.Objects, namespace(n))
+			r.Objects = append(r.Objects, render.Namespace(n))
 		}
 		r.Objects = append(r.Objects, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm"}}})
 		return r
 	}
+	asks := map[string]string{"web": "shop", "api": "shop", "db": "data"}
 	results := []render.Result{
 		withNS(result("a", "web")), withNS(result("a", "api")), withNS(result("a", "db")),
 		withNS(result("b", "web")), withNS(result("b", "db"), "data"),
 	}
-	createNamespaces(results, []App{{Name: "web", CreateNamespace: "shop"}, {Name: "api", CreateNamespace: "shop"}, {Name: "db", CreateNamespace: "data"}})
+	for i := range results {
+		results[i].CreateNamespace = asks[results[i].App]
+	}
+	createNamespaces(results)
 	var got []string
 	for _, r := range results {
 		var kinds []string

@@ -86,6 +86,10 @@ func ObjectFileName(o *unstructured.Unstructured) string {
 // chunk is one target's objects, encoded on the worker that rendered them.
 type chunk struct {
 	objects int
+	// create is the Namespace the target's app asks to be created, and
+	// namespaces those its render has (render.NamespacesToCreate).
+	create     string
+	namespaces []string
 	// data is YAML documents separated by "---", or JSON objects
 	// separated by commas.
 	data []byte

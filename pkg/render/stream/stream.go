@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -61,6 +63,7 @@ func (p *Printer) Stream(ctx context.Context, clusters []*fleet.Cluster, ts []re
 		if res.Err == nil && int64(i) < firstFailed.Load() {
 			c, err := p.encode(res.Objects)
 			if err == nil {
+				c.create, c.namespaces = ts[i].CreateNamespace, render.NamespacesIn(res.Objects)
 				return done{chunk: c}
 			}
 			res.Err = &render.TargetError{Cluster: ts[i].Cluster.Name, App: ts[i].App, Err: err}
@@ -96,12 +99,37 @@ func (p *Printer) Stream(ctx context.Context, clusters []*fleet.Cluster, ts []re
 		if !last(i) {
 			return nil
 		}
-		err := p.flush(clusters[printed], pending)
+		whole, err := p.withNamespaces(pending)
+		if err == nil {
+			err = p.flush(clusters[printed], whole)
+		}
 		pending = nil
 		printed++
 		return err
 	})
 	return p.end(ctx, clusters, printed, stopAt >= 0, errs, err)
+}
+
+// withNamespaces is a cluster's chunks with the Namespaces its apps ask
+// to be created (render.NamespacesToCreate), each before its app's: what
+// apply sends.
+func (p *Printer) withNamespaces(chunks []chunk) ([]chunk, error) {
+	create, rendered := make([]string, len(chunks)), make([][]string, len(chunks))
+	for i, c := range chunks {
+		create[i], rendered[i] = c.create, c.namespaces
+	}
+	out := make([]chunk, 0, len(chunks))
+	for i, ns := range render.NamespacesToCreate(create, rendered) {
+		if ns != "" {
+			c, err := p.encode([]*unstructured.Unstructured{render.Namespace(ns)})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		out = append(out, chunks[i])
+	}
+	return out, nil
 }
 
 // end finishes a stream that printed the first printed clusters: the

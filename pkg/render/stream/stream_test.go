@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -268,5 +272,40 @@ func TestStreamInterrupted(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "c2") || !strings.Contains(out.String(), "Cluster: c1") {
 		t.Errorf("output:\n%s", out.String())
+	}
+}
+
+// TestStreamCreatesNamespaces: render prints the Namespaces apply creates
+// for apps that ask for them (createNamespace), once per cluster, before
+// the app's objects, and not where a render has it already: what apply
+// sends, for a GitOps hand-off.
+func TestStreamCreatesNamespaces(t *testing.T) {
+	c := &fleet.Cluster{Name: "c1", Group: "g"}
+	rc := render.Cluster{Name: c.Name, Group: c.Group}
+	ts := []render.Target{
+		{Cluster: rc, App: "web", CreateNamespace: "shop"},
+		{Cluster: rc, App: "api", CreateNamespace: "shop"},
+		{Cluster: rc, App: "db"},
+	}
+	for _, dir := range []bool{false, true} {
+		var out bytes.Buffer
+		o := Options{Out: &out}
+		if dir {
+			o.Dir, o.Progress, o.Prefix = t.TempDir(), io.Discard, output.NewPrefixer([]string{"c1"}, false)
+		}
+		if err := NewPrinter(o).Stream(context.Background(), []*fleet.Cluster{c}, ts, &fakeEngine{}, 2); err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		if dir {
+			entries, _ := os.ReadDir(filepath.Join(o.Dir, "c1"))
+			for _, e := range entries {
+				got += e.Name() + "\n"
+			}
+			got = strings.ReplaceAll(got, "namespace_", "Namespace_")
+		}
+		if strings.Count(got, "Namespace") != 1 || !dir && strings.Index(got, "kind: Namespace") > strings.Index(got, "name: web-a") {
+			t.Errorf("output dir %v: want one Namespace shop, before web's objects:\n%s", dir, got)
+		}
 	}
 }
