@@ -513,6 +513,9 @@ func (p *pass) load(ctx context.Context) error {
 	if err = cmp.Or(err, keyErr); err != nil {
 		return err
 	}
+	// A snapshot as read: writing the parent changes the set's Version,
+	// and the claim below its Fleet.
+	p.last = *set
 	if err := set.OwnedBy(p.cfg.Fleet); err != nil {
 		return err
 	}
@@ -521,8 +524,7 @@ func (p *pass) load(ctx context.Context) error {
 			return err
 		}
 	}
-	// A snapshot: writing the parent changes the set's Version.
-	p.set, p.others, p.last = set, others, *set
+	p.set, p.others = set, others
 	p.others.Rendering(p.c, p.cfg.Others)
 	return nil
 }

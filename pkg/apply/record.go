@@ -42,7 +42,11 @@ func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, 
 		trim    sync.WaitGroup
 	)
 	trim.Go(func() { trimmed = revision.Remove(ctx, p.c, expired...) })
-	if v := p.verdict(history); v.State != "" {
+	if v := p.verdict(history); v.State != "" && p.holds(history, v) {
+		if p.cfg.Record.Verified != nil {
+			p.cfg.Record.Verified(v) // recorded already
+		}
+	} else if v.State != "" {
 		// Written beside the parent: each alone is safe (a verdict on a
 		// revision no parent names is no release; a revision named without
 		// it is unverified, and the caller writes it again; a verdict on
@@ -54,7 +58,10 @@ func (p *pass) commit(ctx context.Context, record inventory.Contents, prev int, 
 			}
 		})
 	}
-	err := p.set.WriteParent(ctx, p.c, record, time.Now(), FieldManager, p.cfg.Version)
+	var err error
+	if !p.set.Holds(&p.last, record, p.cfg.Version) {
+		err = p.set.WriteParent(ctx, p.c, record, time.Now(), FieldManager, p.cfg.Version)
+	}
 	trim.Wait()
 	if err != nil {
 		return err
@@ -78,6 +85,21 @@ func (p *pass) verdict(history []revision.Revision) revision.Verification {
 		return revision.Verification{}
 	}
 	return rec.Revision.Verification
+}
+
+// holds reports whether the current revision, not new (no history),
+// already says v: an apply that changed nothing writes nothing.
+func (p *pass) holds(history []revision.Revision, v revision.Verification) bool {
+	if history != nil {
+		return false
+	}
+	p.history.Wait()
+	i := slices.IndexFunc(p.history.revisions, func(r revision.Revision) bool { return r.Number == p.set.Revision })
+	if i < 0 {
+		return false
+	}
+	cur := p.history.revisions[i].Verification
+	return cur.State == v.State && cur.Reason == v.Reason && slices.Equal(cur.Gates, v.Gates)
 }
 
 // storeRevision starts storing the apply as the app's next revision,

@@ -866,23 +866,40 @@ func objectPatch(r kubetest.Request) bool {
 	return r.Verb == "patch" && r.Resource != "secrets" && !(r.Resource == "configmaps" && r.Name == inventory.ParentName("web")) && !(r.Resource == "namespaces" && r.Name == inventory.Namespace)
 }
 
-// TestNoOpApplyWritesLittle: an apply of what the last one sent writes the
-// app's parent once (its time and record), neither the inventory's
-// namespace nor the parent before the objects, which it already records.
-func TestNoOpApplyWritesLittle(t *testing.T) {
+// TestNoOpApplyWritesNothing: an apply of what the last one sent writes
+// nothing: not the parent (its record holds already, but the time of the
+// last apply), not the revision's verdict, not the inventory's namespace.
+func TestNoOpApplyWritesNothing(t *testing.T) {
 	c := kubetest.New(t)
 	objs := []*unstructured.Unstructured{ns("web"), cm("web", "a", "k=1")}
-	mustRun(t, c, apply.Config{Objects: objs})
+	record := func() *apply.Record {
+		return &apply.Record{Revision: revision.Revision{Verification: revision.Verification{State: revision.Verified, Gates: []string{"applied"}}}, Verified: func(revision.Verification) {}}
+	}
+	mustRun(t, c, apply.Config{Objects: objs, Record: record()})
 	before := len(c.Requests())
-	mustRun(t, c, apply.Config{Objects: objs})
+	mustRun(t, c, apply.Config{Objects: objs, Record: record()})
 	var writes []string
 	for _, r := range c.Requests()[before:] {
-		if r.Verb != "get" && r.Verb != "list" {
+		if r.Verb != "get" && r.Verb != "list" && r.Resource != "selfsubjectreviews" { // who applies: asked, not stored
 			writes = append(writes, r.Verb+" "+r.Resource+"/"+r.Name)
 		}
 	}
-	if want := []string{"patch configmaps/" + inventory.ParentName("web")}; !cmp.Equal(writes, want) {
-		t.Errorf("a no-op apply wrote %v, want %v", writes, want)
+	if len(writes) > 0 {
+		t.Errorf("a no-op apply wrote %v", writes)
+	}
+	// A changed verdict is written, and nothing else.
+	changed := record()
+	changed.Revision.Verification = revision.Verification{State: revision.Failed, Reason: "check smoke: exit status 1"}
+	before = len(c.Requests())
+	mustRun(t, c, apply.Config{Objects: objs, Record: changed})
+	writes = nil
+	for _, r := range c.Requests()[before:] {
+		if r.Verb != "get" && r.Verb != "list" && r.Resource != "selfsubjectreviews" { // who applies: asked, not stored
+			writes = append(writes, r.Verb+" "+r.Resource+"/"+r.Name)
+		}
+	}
+	if want := []string{"patch secrets/" + revision.SecretName("web", 1)}; !cmp.Equal(writes, want) {
+		t.Errorf("an apply whose verdict changed wrote %v, want %v", writes, want)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -741,6 +742,16 @@ func (s *Set) Foreign(fleet string) error {
 		return fmt.Errorf("%w: app %s on this cluster is fleet %s's (configmap %s/%s, %s=%s), not fleet %s's; refusing to change it: rename the app in one of the fleets, or delete it with fleet %s first", ErrOtherFleet, s.App, s.Fleet, Namespace, ParentName(s.App), FleetAnnotation, s.Fleet, fleet, s.Fleet)
 	}
 	return nil
+}
+
+// Holds reports whether the parent as read (before) says already what
+// writing s with contents and version would, but the time of the last
+// apply: an apply that changed nothing writes nothing.
+func (s *Set) Holds(before *Set, contents Contents, version string) bool {
+	return before.Exists && before.Contents.Equal(contents) && before.Version == version && before.Fleet == s.Fleet &&
+		before.Revision == s.Revision && before.Digest == s.Digest && before.Source == s.Source &&
+		maps.Equal(before.Applied, s.Applied) && before.AppliedDigest == s.AppliedDigest &&
+		before.Adopted.Equal(s.Adopted.Intersection(contents.Members)) && before.Handing.Equal(s.Handing.Intersection(contents.Members))
 }
 
 // WriteParent records the set's contents in the parent object (creating

@@ -134,7 +134,7 @@ func legend(out io.Writer, clusters []Cluster) {
 		}
 	}
 	if used[Drifted] {
-		fmt.Fprintln(out, "drifted: edited live since the last apply (apply puts it back; status -v names the objects)")
+		fmt.Fprintln(out, "drifted: edited live since the last apply (apply puts it back; status -o wide names the objects)")
 	}
 	if used[OutOfSync] {
 		fmt.Fprintln(out, "out of sync: the render changed since the last apply (apply rolls it out)")

@@ -43,7 +43,7 @@ c1        prod    1 of 2 InProgress, 1 drifted (r2 verified)   -         -
 c2        prod    1 of 1 Current (r3)                          -         1 of 1 NotFound
 c3        prod    Error                                        Error     Error
 c4        dev     Skipped                                      Skipped   Skipped
-drifted: edited live since the last apply (apply puts it back; status -v names the objects)
+drifted: edited live since the last apply (apply puts it back; status -o wide names the objects)
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("table (-want +got):\n%s", diff)

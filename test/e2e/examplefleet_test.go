@@ -48,7 +48,7 @@ func TestDocsExampleFleet(t *testing.T) {
 		return len(f) == 4 && f[0] == f[1] && f[2] == "5" && f[3] == "3"
 	})
 	docs.check("docs/command-guide.md", "$ kubectl fleet status", x.command)
-	docs.check("docs/command-guide.md", "$ kubectl fleet status -v -c prod-eu", x.command)
+	docs.check("docs/command-guide.md", "$ kubectl fleet status -o wide -c prod-eu", x.command)
 
 	// Staging gets two replicas from ci-bot; alice rolls it back.
 	x.edit("staging: 2 replicas", "attributes: {replicas: 1, logLevel: debug}", "attributes: {replicas: 2, logLevel: debug}")

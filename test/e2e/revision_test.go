@@ -379,7 +379,7 @@ func TestAtomicSoak(t *testing.T) {
 // have still fails there.
 func TestRollbackWhereTheReleaseChangedNothing(t *testing.T) {
 	const ns = "e2e-rollback-some"
-	app := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier, namespace: " + ns + "}\ndata: {tier: ${tier}}\n"
+	app := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: tier, namespace: " + ns + "}\ndata:\n  tier: ${tier}\n"
 	fleetFile := func(prodTier string) string {
 		f := strings.Replace(twoGroups, "{name: stg, group: staging, context: fleet-c1}", "{name: stg, group: staging, context: fleet-c1, attributes: {tier: silver}}", 1)
 		f = strings.Replace(f, "{name: prod-a, group: production, context: fleet-c2}", "{name: prod-a, group: production, context: fleet-c2, attributes: {tier: "+prodTier+"}}", 1)
