@@ -193,7 +193,11 @@ func (f File) NoKey() string {
 	if f.TimedOut {
 		return f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and its key did not answer in time (" + f.Reason + ")"
 	}
-	return f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and no key here decrypts it"
+	said := f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and no key here decrypts it"
+	if age, _, _ := strings.Cut(f.Reason, "; "); strings.HasPrefix(age, "age: ") {
+		said += " (" + age + ")" // which age keys are here, and from where (withAgeKeys)
+	}
+	return said
 }
 
 // Read returns data, read from path, decrypted if it carries SOPS
@@ -387,7 +391,7 @@ func (d *Decrypter) decrypt(path string, f Format, data []byte) ([]byte, error) 
 	}
 	dataKey, err := tree.Metadata.GetDataKeyWithKeyServices(keys, nil)
 	if err != nil {
-		why, timedOut := explainKeyCommands(tried(err))
+		why, timedOut := explainKeyCommands(withAgeKeys(tried(err)))
 		timedOut = timedOut || strings.Contains(why, keyServiceTimeout)
 		return nil, &NoKeyError{Path: path, Recipients: Recipients(tree.Metadata), Tried: why, TimedOut: timedOut, mac: tree.Metadata.MessageAuthenticationCode}
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -107,6 +108,26 @@ func TestReadOncePerFile(t *testing.T) {
 	}
 }
 
+// TestReadNamesTheKeyFile: a SOPS_AGE_KEY_FILE that holds another key (a
+// demo's, left exported) is named, with the key it holds, so that the
+// user sees why nothing decrypts; the identity itself is never printed.
+func TestReadNamesTheKeyFile(t *testing.T) {
+	sopstest.Isolate(t)
+	k, demo := sopstest.NewKey(t), sopstest.NewKey(t)
+	enc := encrypt(t, k, "secret.yaml", "^(data|stringData)$")
+	file := filepath.Join(t.TempDir(), "demo-age-key.txt")
+	if err := os.WriteFile(file, []byte(demo.Identity+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOPS_AGE_KEY_FILE", file)
+	var d sopsfile.Decrypter
+	_, err := d.Read("secret.yaml", enc)
+	want := "tried: age: the keys here are " + demo.Recipient + " (from $SOPS_AGE_KEY_FILE=" + file + "), and the file is not encrypted for any of them"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), demo.Identity) {
+		t.Errorf("error %v\nwant it to say %q", err, want)
+	}
+}
+
 func TestReadRefuses(t *testing.T) {
 	sopstest.Isolate(t)
 	k, other := sopstest.NewKey(t), sopstest.NewKey(t)
@@ -117,8 +138,8 @@ func TestReadRefuses(t *testing.T) {
 		data      []byte
 		want      []string
 	}{
-		{"missing key", "", enc, []string{"secret.yaml is encrypted with SOPS and no key here decrypts it", "age " + k.Recipient, "failed to load age identities", "SOPS_AGE_KEY"}},
-		{"wrong key", other.Identity, enc, []string{"no key here decrypts it", "age " + k.Recipient, "identity did not match"}},
+		{"missing key", "", enc, []string{"secret.yaml is encrypted with SOPS and no key here decrypts it", "age " + k.Recipient, "tried: age: no age key here (looked in $SOPS_AGE_KEY, "}},
+		{"wrong key", other.Identity, enc, []string{"no key here decrypts it", "age " + k.Recipient, "tried: age: the keys here are " + other.Recipient + " (from $SOPS_AGE_KEY), and the file is not encrypted for any of them"}},
 		{"tampered", k.Identity, tampered, []string{"secret.yaml: SOPS: the file is not what its MAC says"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

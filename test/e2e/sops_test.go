@@ -75,14 +75,15 @@ func TestSOPS(t *testing.T) {
 	// Without the key: nothing is written; vet and render say what they
 	// could not decrypt.
 	msg := run("", 1, "/kust/secret.yaml is encrypted with SOPS and no key here decrypts it; it is encrypted for age "+k.Recipient, "apply", "--yes")
-	if !strings.Contains(msg, "failed to load age identities") {
+	if !strings.Contains(msg, "tried: age: no age key here (looked in $SOPS_AGE_KEY") {
 		t.Errorf("the error does not say what was tried:\n%s", msg)
 	}
-	run(other.Identity, 1, "identity did not match any of the recipients", "apply", "--yes")
+	run(other.Identity, 1, "tried: age: the keys here are "+other.Recipient+" (from $SOPS_AGE_KEY), and the file is not encrypted for any of them", "apply", "--yes")
 	run("", 2, "no key here decrypts it", "diff")
 	namespaceAbsent("apply without the key")
 	run("", 0, "/kust/secret.yaml is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it", "vet")
-	run("", 0, "/jsonnet/creds.json is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it: rendered with its values encrypted", "render")
+	run("", 0, "/jsonnet/creds.json is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it (age: no age key here (looked in $SOPS_AGE_KEY, ", "render")
+	run("", 0, "): rendered with its values encrypted", "render")
 
 	// A file edited by hand is refused, keys or not.
 	secretFile := filepath.Join(dir, "kust/secret.yaml")
