@@ -404,7 +404,7 @@ func TestRollbackWhereTheReleaseChangedNothing(t *testing.T) {
 		t.Fatalf("the release changes production only:\n%s", out)
 	}
 	out = run(0, "rollback", "--app", "tiers", "--yes")
-	if !strings.Contains(out, "[stg]    unchanged: nothing to roll back: app tiers has no revision before r1 here") || strings.Count(out, "revision 3 recorded (rollback to 1)") != 2 {
+	if !strings.Contains(out, "[stg]    tiers: unchanged: nothing to roll back: app tiers has no revision before r1 here") || strings.Count(out, "revision 3 recorded (rollback to 1)") != 2 {
 		t.Errorf("rollback:\n%s", out)
 	}
 	if sum := out[strings.Index(out, "Summary:"):]; !strings.Contains(sum, "nothing to roll back") || strings.Contains(sum, "skipped") {
