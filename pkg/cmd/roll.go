@@ -51,7 +51,8 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 		outcomes = run.Engine.Run(ctx, r, o, to.Emit)
 	}
 	pr.Finish()
-	done := map[string]string{"apply": "applied", "delete": "deleted", "roll back": "rolled back"}[run.Verb]
+	// A delete's line is "done: 2 deleted", not "deleted: 2 deleted".
+	done := map[string]string{"apply": "applied", "delete": "done", "roll back": "rolled back"}[run.Verb]
 	sum := summary.Rollout{Outcomes: outcomes, Tally: &tally, Done: done, Nothing: "nothing to " + run.Verb, DryRun: o.DryRun, Group: func(c string) string { return r.Fleet.Cluster(c).Group }, RolledBack: rollout.RolledBack}
 	err := sum.Finish(ctx, p, run.Verb)
 	return outcomes, &tally, rep.finish(g, func() report.Report {

@@ -213,6 +213,9 @@ func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []statu
 			fmt.Fprintln(o.Out, s.Text())
 		}
 	}
+	if !status.Deployed(results) {
+		return
+	}
 	for _, h := range rollout.Held(context.Background(), r, rollout.StatusReader(results)) {
 		if p.JSON {
 			p.Event(h)

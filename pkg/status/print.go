@@ -137,7 +137,7 @@ func legend(out io.Writer, clusters []Cluster) {
 		fmt.Fprintln(out, "drifted: edited live since the last apply (apply puts it back; status -o wide names the objects)")
 	}
 	if used[OutOfSync] {
-		fmt.Fprintln(out, "out of sync: the render changed since the last apply (apply rolls it out)")
+		fmt.Fprintln(out, "out of sync: the render is not what the last apply sent (a change not applied yet, or a rollback; apply rolls it out)")
 	}
 }
 
@@ -274,7 +274,7 @@ func (o Object) line() string {
 	case o.Orphaned:
 		line += " (out of sync: no longer rendered; apply --prune deletes it)"
 	case o.sync() == OutOfSync:
-		line += " (out of sync: the render changed since the last apply)"
+		line += " (out of sync: not what the last apply sent)"
 	case o.Drifted:
 		line += " (drifted: edited live since the last apply)"
 	}

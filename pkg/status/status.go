@@ -187,6 +187,20 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 	return out, nil
 }
 
+// Deployed reports whether any app of results runs on any cluster: the
+// promotion rule has nothing to say of a fleet that runs nothing yet, or
+// nothing any more (every app deleted).
+func Deployed(results map[string][]App) bool {
+	for _, apps := range results {
+		for _, a := range apps {
+			if !a.NotDeployed {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // States of an app beyond its objects' health.
 const (
 	// Drifted: objects edited live since the last apply.

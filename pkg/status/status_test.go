@@ -322,3 +322,20 @@ func TestWatch(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployed: the promotion notes of status are said only of a fleet
+// that runs something.
+func TestDeployed(t *testing.T) {
+	for _, tt := range []struct {
+		results map[string][]status.App
+		want    bool
+	}{
+		{nil, false},
+		{map[string][]status.App{"stg": {{App: "web", NotDeployed: true}}, "prod": {{App: "web", NotDeployed: true}}}, false},
+		{map[string][]status.App{"stg": {{App: "web"}}, "prod": {{App: "web", NotDeployed: true}}}, true},
+	} {
+		if got := status.Deployed(tt.results); got != tt.want {
+			t.Errorf("Deployed(%v) = %v, want %v", tt.results, got, tt.want)
+		}
+	}
+}

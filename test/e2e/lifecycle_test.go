@@ -69,7 +69,7 @@ spec:
 		t.Fatal(err)
 	}
 	out, _, code = fleet(t, dir, "status", "-f", src, "-c", "stg")
-	if code != 1 || !strings.Contains(out, "stg       staging   3 of 3 Current, 1 drifted, 1 out of sync (r1 verified)") || !strings.Contains(out, "\nout of sync: the render changed since the last apply") {
+	if code != 1 || !strings.Contains(out, "stg       staging   3 of 3 Current, 1 drifted, 1 out of sync (r1 verified)") || !strings.Contains(out, "\nout of sync: the render is not what the last apply sent") {
 		t.Errorf("render changed: exit %d\n%s", code, out)
 	}
 

@@ -139,9 +139,19 @@ func (pr *Display) clusterBar(cp *clusterProgress) *mpb.Bar {
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return name }),
 			decor.Any(func(decor.Statistics) string { return pr.stageOf(cp.name) })),
 		mpb.AppendDecorators(decor.Any(func(s decor.Statistics) string {
-			return fmt.Sprintf(" %d/%d objects, %s", s.Current, s.Total, time.Since(cp.start).Round(time.Second))
+			return " " + counted(s.Current, s.Total, cp.start)
 		})),
 		mpb.BarRemoveOnComplete())
+}
+
+// counted is "3/8 objects, 2s", or "2s" while how many objects there are
+// is not known (connecting; a delete, which learns it as it lists them).
+func counted(done, total int64, start time.Time) string {
+	elapsed := time.Since(start).Round(time.Second)
+	if total == 0 {
+		return elapsed.String()
+	}
+	return fmt.Sprintf("%d/%d objects, %s", done, total, elapsed)
 }
 
 // groupLine is a group's compact line: "[staging] 3 done, 2 running, 1
@@ -190,7 +200,10 @@ func (pr *Display) groupLine(gp *groupProgress, final bool) string {
 		}
 		elapsed = end.Sub(gp.start).Round(time.Second)
 	}
-	return fmt.Sprintf("[%s] %s, %d/%d objects, %s%s", gp.name, strings.Join(parts, ", "), objects, total, elapsed, soak)
+	if total > 0 { // a delete does not know how many there are ahead
+		parts = append(parts, fmt.Sprintf("%d/%d objects", objects, total))
+	}
+	return fmt.Sprintf("[%s] %s, %s%s", gp.name, strings.Join(parts, ", "), elapsed, soak)
 }
 
 // tick says the running groups' lines every plainEvery, until Finish.
@@ -282,7 +295,7 @@ func (pr *Display) Stage(cluster, format string, args ...any) {
 		cp.bar = bar
 		pr.mu.Unlock()
 	case changed && pr.live == nil && !pr.compact:
-		fmt.Fprintf(pr.plain, "%s%s (%d/%d objects, %s)\n", pr.prefix.Prefix(cluster), s, done, total, time.Since(cp.start).Round(time.Second))
+		fmt.Fprintf(pr.plain, "%s%s (%s)\n", pr.prefix.Prefix(cluster), s, counted(done, total, cp.start))
 	}
 }
 
@@ -369,7 +382,7 @@ func (pr *Display) End(cluster string, err error) {
 		bar.SetTotal(-1, true)
 	case pr.compact && pr.live == nil:
 		if err != nil {
-			fmt.Fprintf(pr.plain, "%sfailed (%d/%d objects, %s)\n", pr.prefix.Prefix(cluster), done, total, time.Since(cp.start).Round(time.Second))
+			fmt.Fprintf(pr.plain, "%sfailed (%s)\n", pr.prefix.Prefix(cluster), counted(done, total, cp.start))
 		}
 		if groupEnded {
 			fmt.Fprintln(pr.plain, pr.groupLine(gp, false))
