@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
 
 // SubstituteAnnotation opts an object out of variable substitution when set
@@ -19,10 +21,15 @@ type UndefinedError struct {
 	Name string
 	// Field is where the reference is in its object ("data.url"), when known.
 	Field string
+	// Near is the defined variable the name is closest to (a typo), or "".
+	Near string
 }
 
 // Error implements error.
 func (e *UndefinedError) Error() string {
+	if e.Near != "" {
+		return fmt.Sprintf("undefined variable ${%s}%s: did you mean ${%s}? (else define the attribute %q or write ${%s:=default})", e.Name, inField(e.Field), e.Near, e.Name, e.Name)
+	}
 	return fmt.Sprintf("undefined variable ${%s}%s (define the attribute %q or write ${%s:=default})", e.Name, inField(e.Field), e.Name, e.Name)
 }
 
@@ -110,7 +117,7 @@ func Substitute(text string, vars map[string]string) (string, error) {
 		case hasDefault:
 			b.WriteString(def)
 		default:
-			return "", &UndefinedError{Name: name}
+			return "", &UndefinedError{Name: name, Near: output.Closest(name, slices.Sorted(maps.Keys(vars)))}
 		}
 		text, offset = text[i+end+1:], offset+i+end+1
 		i = strings.Index(text, "${")
