@@ -251,6 +251,7 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 	if err != nil {
 		return nil, nil, err
 	}
+	warnings := unknownValues(ch, vals) // before Helm merges them
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRunStrategy = action.DryRunClient
 	install.Replace = true
@@ -275,7 +276,6 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 	if err != nil {
 		return nil, nil, fmt.Errorf("chart %s: %w", h.Chart, err)
 	}
-	var warnings []string
 	for _, hook := range rel.Hooks {
 		phase, ok := helmHookPhase(hook.Events)
 		if !ok {
