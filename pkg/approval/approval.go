@@ -167,6 +167,10 @@ func Check(results []render.Result, approvals map[string]Approval, key digest.Ke
 		case ok && a.Digest == d && rules.Self != "" && a.By == rules.Self:
 			out = append(out, fmt.Sprintf("%s %s was approved by %s, who applies it: an approval needs someone else", res.App, revision.ShortDigest(d), a.By))
 		case ok && a.Digest == d && digest.Comparable(d):
+		case !digest.Comparable(d):
+			// A render holding Secret values is named by a keyed digest,
+			// and the cluster has no digest key yet.
+			out = append(out, fmt.Sprintf("%s is not approved (its render holds Secret values, and the cluster has no digest key to name it by yet: kubectl fleet approve makes one)", res.App))
 		case ok:
 			out = append(out, fmt.Sprintf("%s %s is not approved (approved: %s by %s %s ago)", res.App, revision.ShortDigest(d), revision.ShortDigest(a.Digest), a.By, duration.HumanDuration(now.Sub(a.At))))
 		default:

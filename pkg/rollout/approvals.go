@@ -27,6 +27,21 @@ func (e *AwaitingApproval) Error() string {
 	return fmt.Sprintf("%s awaits approval: %s; %s", e.Wave, strings.Join(e.Reasons, "; "), ApproveCommand(e.Group))
 }
 
+// Of is what awaits approval on cluster, without the other clusters'
+// reasons (said once, with the wave): "web sha256:1a2b… is not approved".
+func (e *AwaitingApproval) Of(cluster string) string {
+	var own []string
+	for _, r := range e.Reasons {
+		if why, ok := strings.CutPrefix(r, cluster+": "); ok {
+			own = append(own, why)
+		}
+	}
+	if len(own) == 0 {
+		return "its group's other clusters are not approved"
+	}
+	return strings.Join(own, "; ")
+}
+
 // ApproveCommand says what approves the release groups await: "approve
 // this release with kubectl fleet approve -g production (and this run's
 // source flags)".

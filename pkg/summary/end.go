@@ -34,7 +34,7 @@ func (r *Rollout) Finish(ctx context.Context, p *output.Printer, verb string) er
 	case ctx.Err() != nil:
 		return &exit.Error{Code: exit.Interrupted}
 	case awaiting > 0 && failed == awaiting:
-		return &exit.Error{Code: exit.AwaitingApproval, Err: fmt.Errorf("%d of %d clusters await approval: %s", awaiting, total, approve)}
+		return &exit.Error{Code: exit.AwaitingApproval, Err: fmt.Errorf("%d of %d clusters await approval, as their group asks (approval: required): %s", awaiting, total, approve)}
 	case refused == total:
 		return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("aborted (not confirmed): nothing written")}
 	case refused > 0 && failed == refused:

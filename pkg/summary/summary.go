@@ -138,10 +138,15 @@ func (r *Rollout) line(oc runner.Outcome) string {
 	if g := r.Tally.Gates(oc.Cluster); len(g) > 0 {
 		line += "; " + strings.Join(g, ", ")
 	}
-	var blocked *rollout.BlockedError
+	var (
+		blocked  *rollout.BlockedError
+		awaiting *rollout.AwaitingApproval
+	)
 	switch {
 	case errors.As(oc.Err, &blocked):
 		line += ": the earlier groups have not verified this release (above)"
+	case errors.As(oc.Err, &awaiting):
+		line += ": awaiting approval: " + awaiting.Of(oc.Cluster)
 	case oc.Err != nil:
 		line += ": " + strings.ReplaceAll(oc.Err.Error(), "\n", "; ")
 	}
