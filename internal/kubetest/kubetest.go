@@ -69,6 +69,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/client-go/dynamic"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
@@ -559,11 +560,7 @@ func (c *Cluster) patch(k key, r Request, live *unstructured.Unstructured, a cli
 			return nil, apierrors.NewConflict(k.gvr.GroupResource(), r.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, live.GetUID()))
 		}
 	}
-	gvk, err := c.Client.Mapper.KindFor(k.gvr)
-	if err != nil {
-		return nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
-	}
-	fm, err := serverside.FieldManager(gvk)
+	gvk, fm, err := c.fieldManager(k, r)
 	if err != nil {
 		return nil, err
 	}
@@ -650,15 +647,21 @@ func (c *Cluster) createOrUpdate(k key, a clienttesting.Action, r Request, live 
 	return c.write(k, obj, r.DryRun), nil
 }
 
+// fieldManager is the kind of k and its field manager.
+func (c *Cluster) fieldManager(k key, r Request) (schema.GroupVersionKind, *managedfields.FieldManager, error) {
+	gvk, err := c.Client.Mapper.KindFor(k.gvr)
+	if err != nil {
+		return gvk, nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
+	}
+	fm, err := serverside.FieldManager(gvk)
+	return gvk, fm, err
+}
+
 // managed is obj, created or updated over live, with the managedFields
 // a server records for the request's field manager (its options', else
 // "kubetest").
 func (c *Cluster) managed(k key, a clienttesting.Action, r Request, live, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	gvk, err := c.Client.Mapper.KindFor(k.gvr)
-	if err != nil {
-		return nil, apierrors.NewNotFound(k.gvr.GroupResource(), r.Name)
-	}
-	fm, err := serverside.FieldManager(gvk)
+	gvk, fm, err := c.fieldManager(k, r)
 	if err != nil {
 		return nil, err
 	}

@@ -100,14 +100,7 @@ clusters:
 // others are diffed and applied.
 func TestUnreachableHelmApp(t *testing.T) {
 	kc := deadKubeconfig(t)
-	dir := workdir(t, `apiVersion: fleet/v1alpha1
-kind: Fleet
-metadata: {name: e2e}
-groups:
-  - {name: staging}
-clusters:
-  - {name: stg, group: staging, context: fleet-c1}
-  - {name: gone, group: staging, context: dead}
+	dir := workdir(t, stgOnly+`  - {name: gone, group: staging, context: dead}
 apps:
   - name: shop
     namespace: e2e-unreachable-helm
