@@ -194,8 +194,8 @@ func (f File) NoKey() string {
 		return f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and its key did not answer in time (" + f.Reason + ")"
 	}
 	said := f.Path + " is encrypted with SOPS for " + strings.Join(f.Recipients, ", ") + " and no key here decrypts it"
-	if age, _, _ := strings.Cut(f.Reason, "; "); strings.HasPrefix(age, "age: ") {
-		said += " (" + age + ")" // which age keys are here, and from where (withAgeKeys)
+	if age, _, _ := strings.Cut(f.Reason, "; "); strings.HasPrefix(age, "age: the keys here are ") {
+		said += " (" + age + ")" // keys that are here but not its: which, and from where (withAgeKeys)
 	}
 	return said
 }

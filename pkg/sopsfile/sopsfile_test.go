@@ -126,6 +126,14 @@ func TestReadNamesTheKeyFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), demo.Identity) {
 		t.Errorf("error %v\nwant it to say %q", err, want)
 	}
+	// vet's and render's warning of a file they read as it is says it too.
+	opt := sopsfile.Decrypter{KeysOptional: true}
+	if _, err := opt.Read("secret.yaml", enc); err != nil {
+		t.Fatal(err)
+	}
+	if u := opt.Undecrypted(); len(u) != 1 || !strings.Contains(u[0].NoKey(), "no key here decrypts it (age: the keys here are "+demo.Recipient+" (from $SOPS_AGE_KEY_FILE="+file+")") {
+		t.Errorf("Undecrypted = %+v", u)
+	}
 }
 
 func TestReadRefuses(t *testing.T) {

@@ -82,8 +82,8 @@ func TestSOPS(t *testing.T) {
 	run("", 2, "no key here decrypts it", "diff")
 	namespaceAbsent("apply without the key")
 	run("", 0, "/kust/secret.yaml is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it", "vet")
-	run("", 0, "/jsonnet/creds.json is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it (age: no age key here (looked in $SOPS_AGE_KEY, ", "render")
-	run("", 0, "): rendered with its values encrypted", "render")
+	run("", 0, "/jsonnet/creds.json is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it: rendered with its values encrypted", "render")
+	run(other.Identity, 0, "/jsonnet/creds.json is encrypted with SOPS for age "+k.Recipient+" and no key here decrypts it (age: the keys here are "+other.Recipient+" (from $SOPS_AGE_KEY), and the file is not encrypted for any of them): rendered with its values encrypted", "render")
 
 	// A file edited by hand is refused, keys or not.
 	secretFile := filepath.Join(dir, "kust/secret.yaml")
