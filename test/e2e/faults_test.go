@@ -396,7 +396,7 @@ clusters:
 		{[]string{"apply", "-f", app, "--yes", "--wait", "--timeout", "20s"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+applied: `)},
 		{[]string{"diff", "-f", app}, 2, regexp.MustCompile(`(?m)^\[fine\]\s+\d+ to create, `)},
 		{[]string{"status", "-f", app}, 1, regexp.MustCompile(`(?m)^fine\s+g\s+2 of 2 Current \(r\d+ verified\)$`)},
-		{[]string{"delete", "-f", app, "--yes"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+(applied|deleted)`)},
+		{[]string{"delete", "-f", app, "--yes"}, 1, regexp.MustCompile(`(?m)^\[fine\]\s+(applied|done)`)},
 	} {
 		start := time.Now()
 		out, errOut, code := fleet(t, dir, append(tc.args, "--request-timeout", bound.String())...)
