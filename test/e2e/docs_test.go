@@ -176,9 +176,9 @@ var docVarying = []struct {
 
 // progressLine is a line of the progress a long command prints on stderr
 // when stderr is not a terminal ("[prod-eu] testing web (6/9 objects,
-// 2s)", "[prod-eu] connecting (0s)" while the total is not known); on a
-// terminal it is drawn and removed, and pages do not show it.
-var progressLine = regexp.MustCompile(`^\[[^\]]+\] +.* \((\d+/\d+ objects, )?[0-9hms.]+\)$`)
+// 2s)", "[prod-eu] connecting (0s elapsed)" while the total is not
+// known); on a terminal it is drawn and removed, and pages do not show it.
+var progressLine = regexp.MustCompile(`^\[[^\]]+\] +.* \((\d+/\d+ objects, [^)]*|[0-9hms.]+ elapsed)\)$`)
 
 // normaliseDoc replaces what varies in a line (docVarying).
 func normaliseDoc(l string) string {

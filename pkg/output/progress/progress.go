@@ -144,12 +144,12 @@ func (pr *Display) clusterBar(cp *clusterProgress) *mpb.Bar {
 		mpb.BarRemoveOnComplete())
 }
 
-// counted is "3/8 objects, 2s", or "2s" while how many objects there are
+// counted is "3/8 objects, 2s", or "2s elapsed" while how many objects there are
 // is not known (connecting; a delete, which learns it as it lists them).
 func counted(done, total int64, start time.Time) string {
 	elapsed := time.Since(start).Round(time.Second)
 	if total == 0 {
-		return elapsed.String()
+		return elapsed.String() + " elapsed"
 	}
 	return fmt.Sprintf("%d/%d objects, %s", done, total, elapsed)
 }

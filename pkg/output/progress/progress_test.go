@@ -81,7 +81,7 @@ func TestProgressCompactOnAPipe(t *testing.T) {
 	}, {
 		// A handful: a line per stage, as ever.
 		staging: 4, production: 2,
-		want:    []string{"[stg-001]  connecting (0s)\n", "[stg-003]  failed (2/4 objects, 0s)\n", "[stg-000]  done (4/4 objects, 0s)\n"},
+		want:    []string{"[stg-001]  connecting (0s elapsed)\n", "[stg-003]  failed (2/4 objects, 0s)\n", "[stg-000]  done (4/4 objects, 0s)\n"},
 		notWant: []string{"[staging]", "[production]"},
 	}} {
 		var errOut bytes.Buffer
