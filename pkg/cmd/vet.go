@@ -117,6 +117,7 @@ func (o *VetOptions) Run(ctx context.Context) error {
 	// fork): a file no key decrypts is checked as it is, and said. Not
 	// with --server, which would send the encrypted text to be checked.
 	engine.Secrets.KeysOptional = !o.Server
+	engine.Lint = true // Helm templates strict too: a typo is a warning
 	results := pl.Render(ctx, engine)
 	// The apps' tests are rendered and checked too (not sent to a server).
 	tests := engine.Render(ctx, pl.Targets(true))

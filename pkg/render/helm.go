@@ -13,7 +13,10 @@ import (
 	yaml3 "gopkg.in/yaml.v3"
 	"helm.sh/helm/v4/pkg/action"
 	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
+	"helm.sh/helm/v4/pkg/engine"
 	release "helm.sh/helm/v4/pkg/release/v1"
 	"helm.sh/helm/v4/pkg/strvals"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -252,6 +255,9 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 		return nil, nil, err
 	}
 	warnings := unknownValues(ch, vals) // before Helm merges them
+	if e.Lint {
+		warnings = append(warnings, e.strictTemplates(h, vals, cmp.Or(h.ReleaseName, app), cmp.Or(ns, "default"), kv, apis)...)
+	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRunStrategy = action.DryRunClient
 	install.Replace = true
@@ -300,6 +306,32 @@ func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Clu
 		r.vars = false // values were substituted; what the chart renders is not
 	}
 	return raws, warnings, nil
+}
+
+// strictTemplates renders h's chart again as helm lint --strict does,
+// for vet: a template that reads a value nothing sets (.Values.imag for
+// .Values.image) fails there, and renders "<no value>" or nothing for
+// the server to refuse otherwise. A warning, not an error: charts read
+// optional values that way on purpose too.
+func (e *Engine) strictTemplates(h *Helm, vals map[string]any, releaseName, ns string, kv *common.KubeVersion, apis []string) []string {
+	ch, err := e.loadChart(h)
+	if err != nil {
+		return nil // said by the render itself
+	}
+	caps := common.DefaultCapabilities.Copy()
+	caps.KubeVersion = *kv
+	caps.APIVersions = append(caps.APIVersions, apis...)
+	if err := chartutil.ProcessDependencies(ch, vals); err != nil {
+		return nil
+	}
+	values, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: releaseName, Namespace: ns, IsInstall: true}, caps)
+	if err != nil {
+		return nil
+	}
+	if _, err := (engine.Engine{Strict: true, LintMode: true}).Render(ch, values); err != nil {
+		return []string{fmt.Sprintf("chart %s: a template reads a value nothing sets, a typo? (as helm lint --strict says): %v", h.Chart, err)}
+	}
+	return nil
 }
 
 func hookEvents(events []release.HookEvent) string {

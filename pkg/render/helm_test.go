@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -155,6 +156,44 @@ func TestValuesErrorLine(t *testing.T) {
 	} {
 		if got := lineSuffix(data, &UndefinedError{Name: "missing", Field: tt.field}); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.field, got, tt.want)
+		}
+	}
+}
+
+// TestHelmStrictTemplates: for vet (Lint), a template that reads a value
+// nothing sets (a typo) is a warning, as helm lint --strict says; without
+// Lint (apply, diff, render) the chart renders as helm template does.
+func TestHelmStrictTemplates(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: typo\nversion: 0.1.0\n",
+		"values.yaml":       "image: nginx\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {image: {{ .Values.imag | quote }}}\n",
+		"templates/ok.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\ndata: {image: {{ .Values.image | quote }}}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := Source{Type: HelmChart, Path: dir, Namespace: "shop", Helm: &Helm{Chart: dir}}
+	for _, lint := range []bool{false, true} {
+		r := (&Engine{Lint: lint}).Render(context.Background(), []Target{{Cluster: cluster("stg", "staging", nil), App: "typo", Source: src}})[0]
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		warned := strings.Contains(strings.Join(r.Warnings, "\n"), `a template reads a value nothing sets`) && strings.Contains(strings.Join(r.Warnings, "\n"), "imag")
+		if warned != lint {
+			t.Errorf("lint %v: warnings %q", lint, r.Warnings)
+		}
+	}
+	// The test chart of the other Helm tests passes strict.
+	r := (&Engine{Lint: true}).Render(context.Background(), []Target{{Cluster: cluster("stg-eu", "staging", map[string]any{"region": "eu", "tag": "1.29", "replicas": 1}), App: "web", Source: chartSource("common.yaml", "${FLEET_CLUSTER_GROUP}.yaml")}})[0]
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "nothing sets") {
+			t.Errorf("the web chart: %s", w)
 		}
 	}
 }

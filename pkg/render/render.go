@@ -142,6 +142,10 @@ type Engine struct {
 	// Trace receives jsonnet's std.trace, its decrypted values masked;
 	// nil is standard error.
 	Trace io.Writer
+	// Lint (vet) also renders each Helm chart with Helm's strict
+	// templates, as helm lint --strict does: a template that reads a
+	// value nothing sets (a typo: .Values.imag) is a warning.
+	Lint bool
 
 	memo memo.Memo[string, []rawObject]
 	// charts are the Helm charts loaded, each once per run.
