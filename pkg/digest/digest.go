@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/encode"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
@@ -194,7 +195,7 @@ func UnkeyedJSON(objs [][]byte) string {
 func render(objs []*unstructured.Unstructured, hashed func(*unstructured.Unstructured) *unstructured.Unstructured) string {
 	lines := make([][]byte, 0, len(objs))
 	for _, o := range objs {
-		b, err := json.Marshal(hashed(o).Object) // maps marshal with sorted keys
+		b, err := encode.AppendJSON(nil, hashed(o).Object) // json.Marshal's bytes: keys sorted
 		if err != nil {
 			b = []byte(fmt.Sprintf("%q", object.Path(o)))
 		}
@@ -222,7 +223,7 @@ func Object(obj *unstructured.Unstructured, key Key) string {
 	if key == nil && hasValues(obj) {
 		return ""
 	}
-	b, err := json.Marshal(hashable(obj, key).Object)
+	b, err := encode.AppendJSON(nil, hashable(obj, key).Object) // json.Marshal's bytes, without reflection
 	if err != nil {
 		return ""
 	}
