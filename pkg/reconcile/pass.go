@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -105,37 +104,33 @@ func Decide(ctx context.Context, cfg Config, r *rendered.Set, clients Clients, m
 
 // checkAll checks every cluster of r, cfg.Parallel at once, in r's order.
 func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients) []ClusterCheck {
-	names := make([]string, len(r.Clusters))
 	at := make(map[string]int, len(r.Clusters))
 	for i, c := range r.Clusters {
-		names[i], at[c.Name] = c.Name, i
+		at[c.Name] = i
 	}
-	checks := make([]ClusterCheck, len(names))
-	var mu sync.Mutex
-	runner.Run(ctx, runner.Every(names), cfg.Parallel, func(ctx context.Context, name string) error {
-		i := at[name]
-		c := ClusterCheck{Cluster: name}
-		if d := r.Fleet.DeliveryOf(r.Clusters[i]); d != nil {
-			// Its registry says what it runs; nothing connects.
-			reg, err := publish.For(d)
-			c.Err = err
-			if err == nil {
-				c = Check(ctx, name, &PublishedState{Registry: reg, Cluster: name}, r.Of(name))
-				for j := range c.Apps {
-					c.Apps[j].Unobserved = !r.Clusters[i].Observed()
-				}
-			}
-		} else if client, err := clients.Connect(ctx, r.Fleet, r.Clusters[i]); err != nil {
-			c.Err = kube.Explained(ctx, clients, name, err)
-		} else {
-			c = Check(ctx, name, KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(name))
-			clients.Idle(name)
+	checks := make([]ClusterCheck, len(r.Clusters))
+	outcomes := kube.EachDelivered(ctx, clients, r.Fleet, r.Clusters, cfg.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		checks[at[c.Name]] = Check(ctx, c.Name, KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(c.Name))
+		clients.Idle(c.Name)
+		return nil
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+		// Its registry says what it runs; nothing connects.
+		reg, err := publish.For(d)
+		if err != nil {
+			return err
 		}
-		mu.Lock()
-		checks[i] = c
-		mu.Unlock()
+		check := Check(ctx, c.Name, &PublishedState{Registry: reg, Cluster: c.Name}, r.Of(c.Name))
+		for j := range check.Apps {
+			check.Apps[j].Unobserved = !c.Observed()
+		}
+		checks[at[c.Name]] = check
 		return nil
 	})
+	for _, oc := range outcomes {
+		if oc.Err != nil { // not connected (said as unreachable), or not started
+			checks[at[oc.Cluster]] = ClusterCheck{Cluster: oc.Cluster, Err: oc.Err}
+		}
+	}
 	return checks
 }
 

@@ -9,7 +9,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
 // Chosen is what a rollback chose in each cluster before writing
@@ -31,14 +30,18 @@ type Chosen struct {
 func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
 	chosen := &Chosen{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
 	perCluster := make([][]render.Result, len(clusters))
-	names, at := make([]string, len(clusters)), make(map[string]int, len(clusters))
+	index := make(map[string]int, len(clusters))
 	for i, c := range clusters {
-		names[i], at[c.Name] = c.Name, i // results stay in cluster order
+		index[c.Name] = i // results stay in cluster order
 	}
-	for _, oc := range runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
-		res, err := chosen.read(ctx, conn, f, clusters[at[name]], apps, to)
-		perCluster[at[name]] = res
-		return kube.Explained(ctx, conn, name, err)
+	for _, oc := range kube.EachDelivered(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		targets, skips, err := Choose(ctx, client, f.Metadata.Name, apps, to)
+		perCluster[index[c.Name]] = chosen.note(f, c, targets, skips)
+		return err
+	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+		targets, skips, err := ChoosePublished(ctx, f, c, d, apps, to)
+		perCluster[index[c.Name]] = chosen.note(f, c, targets, skips)
+		return err
 	}) {
 		if oc.Err != nil {
 			chosen.errs[oc.Cluster] = oc.Err // not started (Ctrl-C) included
@@ -47,21 +50,9 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 	return chosen, slices.Concat(perCluster...)
 }
 
-func (pl *Chosen) read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster, apps []string, to int) ([]render.Result, error) {
-	var (
-		targets []Target
-		skips   []Skip
-		err     error
-	)
-	if d := f.DeliveryOf(c); d != nil {
-		targets, skips, err = ChoosePublished(ctx, f, c, d, apps, to)
-	} else {
-		client, cerr := conn.Connect(ctx, f, c)
-		if cerr != nil {
-			return nil, cerr
-		}
-		targets, skips, err = Choose(ctx, client, f.Metadata.Name, apps, to)
-	}
+// note keeps what was chosen on c, and returns the revisions' objects
+// as c's results.
+func (pl *Chosen) note(f *fleet.Fleet, c *fleet.Cluster, targets []Target, skips []Skip) []render.Result {
 	var out []render.Result
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
@@ -70,7 +61,7 @@ func (pl *Chosen) read(ctx context.Context, conn kube.Connector, f *fleet.Fleet,
 		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects})
 		pl.records[c.Name+"/"+t.App] = t.Record
 	}
-	return out, err
+	return out
 }
 
 // Failed is why a cluster's revisions could not be read, if they could
