@@ -439,14 +439,14 @@ func one(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, cr
 	if ans.Same {
 		d.Note, d.Conflict = "", false // what the conflict was about is ours again
 	}
-	d.Note = strings.TrimPrefix(d.Note+"; "+note, "; ")
+	if d.Action != change.AfterCRD && note != change.NotValidated { // Print says the one, a whole new object the other
+		d.Note = strings.TrimPrefix(d.Note+"; "+note, "; ")
+	}
 	switch d.Action {
 	case change.AfterCRD:
-		d.Note, d.Merged = "", object.Normalize(obj) // Print says it
+		d.Merged = object.Normalize(obj)
 	case change.Created:
-		// Its namespace new (change.NotValidated): as rendered, which
-		// the whole object shown as created says.
-		d.Note, d.Merged = strings.TrimSuffix(strings.TrimSuffix(d.Note, change.NotValidated), "; "), object.Normalize(obj)
+		d.Merged = object.Normalize(obj) // its namespace new: as rendered
 		if after != nil {
 			d.Merged = object.Normalize(after)
 		}
