@@ -74,7 +74,8 @@ exactly as "kubectl fleet apply" would apply them: group by group, with the
 groups' maxParallel and maxFailures, gates (tests, checks, soak), locks,
 revisions and --atomic. A cluster checked as unchanged is skipped. A drifted
 app applied for --correct-drift takes back the fields others changed
-(server-side apply with force on that app). Without --correct-drift, drift is
+(server-side apply with force on that app), and so does a changed app
+applied before, whose drift was not looked for. Without --correct-drift, drift is
 only reported (log lines, and the kubectl_fleet_reconcile_drifted_objects
 metric). A cluster that could not be checked is applied: apply says what is
 wrong with it, and its failure counts against its group's maxFailures.

@@ -20,8 +20,9 @@ import (
 type Config struct {
 	// Pass is the pass's number, in its events.
 	Pass int
-	// CorrectDrift applies a drifted cluster, its drifted apps with force;
-	// without it drift is only reported.
+	// CorrectDrift applies a drifted cluster, its drifted apps with force
+	// (and its changed apps applied before); without it drift is only
+	// reported.
 	CorrectDrift bool
 	// RerunGates applies a cluster whose current revision is not verified,
 	// so that its gates run again (not with --skip-gates or --skip-tests).
@@ -151,7 +152,11 @@ func decide(cfg Config, checks []ClusterCheck, m Metrics, emit rollout.Sink, now
 			d.Pass.Unchanged = append(d.Pass.Unchanged, c.Cluster)
 		}
 		for _, ac := range c.Apps {
-			if len(ac.Drifted) > 0 && doApply && cfg.CorrectDrift {
+			// A changed render of an app applied before takes drifted
+			// fields back too: its drift was not looked for, and without
+			// force a field someone else took would fail this pass and
+			// every pass after it. A first apply adopts nothing by force.
+			if doApply && cfg.CorrectDrift && (len(ac.Drifted) > 0 || ac.Err == nil && ac.Exists && ac.Revision > 0 && ac.Changed()) {
 				d.force[c.Cluster+"/"+ac.App] = true
 			}
 			if ac.Err == nil && !ac.Changed() {

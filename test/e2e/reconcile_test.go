@@ -323,6 +323,29 @@ data: {color: '${color}', cluster: '${FLEET_CLUSTER_NAME}'}
 	if revs := historyOf(t, &all, dir, "--app", "reconcile-e2e", "-c", "rec-c"); len(revs["rec-c"]) != 1 {
 		t.Errorf("correcting drift recorded a revision: %v", revs["rec-c"])
 	}
+
+	// A hand edit of the field the render changes, on rec-b: without
+	// --correct-drift the pass fails on the conflict (and every pass
+	// after it would); with it, the change takes the field back.
+	if _, _, code := kubectl(t, "", "--context", "fleet-c2", "-n", reconcileNS, "patch", "configmap", "settings", "--type", "merge", "-p", `{"data":{"color":"by-hand"}}`); code != 0 {
+		t.Fatal("kubectl patch failed")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(reconcileFleet("red")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once")
+	all.WriteString(out + errOut)
+	if code == 0 || !strings.Contains(out+errOut, "conflict") {
+		t.Errorf("reconcile --once over a hand edit of a changed field: exit %d, want a conflict\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--correct-drift")
+	all.WriteString(out + errOut)
+	if code != 0 {
+		t.Errorf("reconcile --once --correct-drift over a hand edit of a changed field: exit %d\n%s%s", code, out, errOut)
+	}
+	if got := settings(t, "fleet-c2"); got != "red" {
+		t.Errorf("rec-b's colour is %q, want red", got)
+	}
 }
 
 // TestReconcileSignal: SIGTERM while a pass waits on a server lets the
