@@ -59,6 +59,8 @@ type options struct {
 	scale                []int
 	scaleReal, scaleReps int
 	compare              bool
+	// soak is the soak's (soak.go); its duration 0 leaves it out.
+	soak soakOptions
 }
 
 func main() {
@@ -88,7 +90,18 @@ func main() {
 	flag.IntVar(&o.scaleReal, "scale-real", 30, "scaling sizes up to this many clusters also run on real kube-apiservers (≈ 270 MiB each), the rest only on the stand-in (internal/testenv/standin); 0: stand-in only")
 	flag.IntVar(&o.scaleReps, "scale-reps", 3, "repetitions of the rollout per size in the scaling run up to 100 clusters, a third of them above (medians)")
 	flag.BoolVar(&o.compare, "compare", true, "run the comparison with the loops and the floor, and the renders; -compare=false runs only the scaling run and, with -out, replaces only its section of the file")
+	flag.DurationVar(&o.soak.duration, "soak", 0, "run the soak for this long (make soak: 1h): reconcile against -soak-clusters stand-in clusters with drift, render changes and a flapping cluster, failing if the plugin's RSS, heap, goroutines, fds or connections grow; 0: none")
+	flag.IntVar(&o.soak.clusters, "soak-clusters", 300, "stand-in clusters the soak reconciles")
+	flag.DurationVar(&o.soak.interval, "soak-interval", 10*time.Second, "reconcile's --interval in the soak")
+	flag.DurationVar(&o.soak.warmup, "soak-warmup", 0, "the soak's first part, whose peaks are the levels the rest must stay within (default: a sixth of -soak, ten minutes of an hour)")
+	flag.Float64Var(&o.soak.tolerance, "soak-tolerance", 0.10, "how far past its warm-up level a figure may grow in the soak (0.10: 10%)")
+	flag.IntVar(&o.soak.changeEvery, "soak-change-every", 10, "the soak changes the render after every this many passes")
+	flag.IntVar(&o.soak.flapEvery, "soak-flap-every", 5, "the soak cuts the last cluster off, or back, after every this many passes (0: never)")
+	flag.StringVar(&o.soak.parallel, "soak-parallel", "", "reconcile's --parallel in the soak (default: reconcile's own default)")
 	flag.Parse()
+	if o.soak.warmup == 0 {
+		o.soak.warmup = o.soak.duration / 6
+	}
 	for _, sizes := range []struct {
 		flag, list string
 		into       *[]int
@@ -105,8 +118,8 @@ func main() {
 			*sizes.into = append(*sizes.into, n)
 		}
 	}
-	if !o.compare && len(o.scale) == 0 {
-		fmt.Fprintln(os.Stderr, "bench: -compare=false with no -scale sizes: nothing to run")
+	if !o.compare && len(o.scale) == 0 && o.soak.duration == 0 {
+		fmt.Fprintln(os.Stderr, "bench: -compare=false with no -scale sizes and no -soak: nothing to run")
 		os.Exit(2)
 	}
 	for _, t := range strings.Split(tools, ",") {
@@ -121,6 +134,10 @@ func main() {
 	}
 	if o.clusters < 1 || o.staging < 0 || o.staging >= o.clusters || o.objects < 1 || o.reps < 1 || o.concurrency < 1 || o.scaleReps < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -clusters, -objects, -reps and -concurrency must be at least 1")
+		os.Exit(2)
+	}
+	if s := o.soak; s.duration > 0 && (s.clusters < 1 || s.interval <= 0 || s.warmup <= 0 || s.warmup >= s.duration || s.tolerance < 0 || s.changeEvery < 1 || s.flapEvery < 0) {
+		fmt.Fprintln(os.Stderr, "bench: -soak-clusters, -soak-interval and -soak-change-every must be at least 1, -soak-warmup within -soak, -soak-tolerance and -soak-flap-every not negative")
 		os.Exit(2)
 	}
 	if o.cpuProfiles != "" {
@@ -167,6 +184,8 @@ type bench struct {
 	scaleSetups []scaleSetup
 	// scaleStopped says where the scaling run stopped early, if it did.
 	scaleStopped string
+	// soak is the soak's record (soak.go).
+	soak *soakResult
 }
 
 // row is one tool in one scenario.
@@ -212,7 +231,18 @@ func runBench(ctx context.Context, o options) (err error) {
 			return err
 		}
 	}
-	return b.report()
+	if o.soak.duration > 0 {
+		if err := b.soakRun(ctx); err != nil {
+			return err
+		}
+	}
+	if err := b.report(); err != nil {
+		return err
+	}
+	if b.soak != nil && len(b.soak.Failures) > 0 {
+		return fmt.Errorf("%w: %s", errSoakFailed, strings.Join(b.soak.Failures, "; "))
+	}
+	return nil
 }
 
 // compareRuns times kubectl fleet against the loops and the floor, on
@@ -307,6 +337,10 @@ func repoRoot() (string, error) {
 // and the floor client.
 func (b *bench) build(ctx context.Context) error {
 	b.kbin = b.o.binDir
+	if !b.o.compare && len(b.o.scale) == 0 {
+		// The soak alone: the stand-in, no tools.
+		return b.buildPlugins(ctx)
+	}
 	if b.kbin == "" {
 		cmd := exec.CommandContext(ctx, filepath.Join(b.repo, "hack", "controlplane", "build.sh"), "etcd", "kube-apiserver", "kubectl", "kustomize", "envsubst", "helm")
 		cmd.Stderr = os.Stderr
@@ -322,6 +356,12 @@ func (b *bench) build(ctx context.Context) error {
 		}
 	}
 	b.k8sVersion = filepath.Base(filepath.Dir(b.kbin))
+	return b.buildPlugins(ctx)
+}
+
+// buildPlugins builds the plugin and the floor client, and sets the
+// environment the tools run in.
+func (b *bench) buildPlugins(ctx context.Context) error {
 	b.bin = filepath.Join(b.work, "bin")
 	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor", "./bench/registry": "registry", "github.com/google/go-containerregistry/cmd/crane": "crane"} {
 		// Stamped, as make build stamps it: a development build ("dev")
@@ -672,36 +712,37 @@ func keepOnly(dir string, names []string) error {
 }
 
 func (b *bench) report() error {
-	var md string
-	if b.o.compare {
-		md = b.markdown()
+	// The file's sections, in order: the comparison, the scaling run and
+	// the soak. A section this run did not make keeps the file's.
+	sections := []string{"", "", ""}
+	ran := []bool{b.o.compare, len(b.o.scale) > 0, b.soak != nil}
+	if ran[0] {
+		sections[0] = b.markdown()
 	}
-	if len(b.o.scale) > 0 {
-		md += b.scaleMarkdown()
+	if ran[1] {
+		sections[1] = b.scaleMarkdown()
 	}
-	fmt.Print(md)
+	if ran[2] {
+		sections[2] = b.soakMarkdown()
+	}
+	fmt.Print(strings.Join(sections, ""))
 	if b.o.out != "" {
 		old, err := os.ReadFile(b.o.out)
 		if err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		prev, scaling := string(old), ""
-		if i := strings.Index(prev, "\n"+scaleHeading); i >= 0 {
-			prev, scaling = prev[:i+1], prev[i+1:]
-		}
-		switch {
-		case !b.o.compare:
-			// Only the scaling section is new: keep the rest of the file.
-			if prev != "" && !strings.HasSuffix(prev, "\n\n") {
-				prev += "\n"
+		var md string
+		for i, prev := range splitResults(string(old)) {
+			if !ran[i] {
+				sections[i] = prev
 			}
-			md = prev + md
-		case len(b.o.scale) == 0 && scaling != "":
-			// Only the comparison is new: keep the last scaling run.
-			if !strings.HasSuffix(md, "\n\n") {
+			if sections[i] == "" {
+				continue
+			}
+			if md != "" && !strings.HasSuffix(md, "\n\n") {
 				md += "\n"
 			}
-			md += scaling
+			md += sections[i]
 		}
 		if err := os.WriteFile(b.o.out, []byte(md), 0o644); err != nil {
 			return err
@@ -714,7 +755,8 @@ func (b *bench) report() error {
 			Profiles    []profile    `json:"profiles"`
 			Scale       []scaleRow   `json:"scale,omitempty"`
 			ScaleSetups []scaleSetup `json:"scaleSetups,omitempty"`
-		}{b.rows, b.profiles, b.scaleRows, b.scaleSetups}, "", "  ")
+			Soak        *soakResult  `json:"soak,omitempty"`
+		}{b.rows, b.profiles, b.scaleRows, b.scaleSetups, b.soak}, "", "  ")
 		if err != nil {
 			return err
 		}
@@ -723,6 +765,21 @@ func (b *bench) report() error {
 		}
 	}
 	return nil
+}
+
+// splitResults cuts a results file into its comparison, its scaling
+// run and its soak, each "" where the file has none.
+func splitResults(md string) []string {
+	out := make([]string, 3)
+	for i, heading := range []string{soakHeading, scaleHeading} {
+		if j := strings.Index(md, "\n"+heading); j >= 0 {
+			out[2-i], md = md[j+1:], md[:j+1]
+		} else if strings.HasPrefix(md, heading) {
+			out[2-i], md = md, ""
+		}
+	}
+	out[0] = md
+	return out
 }
 
 func progress(format string, args ...any) {

@@ -23,6 +23,9 @@ type Proxy struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]bool
 	closed bool
+	// cut: the cluster is unreachable (Cut): connections are closed as
+	// they come, until Restore.
+	cut bool
 }
 
 // NewProxy listens on a free loopback port and forwards to target.
@@ -43,6 +46,10 @@ func (p *Proxy) serve() {
 		in, err := p.l.Accept()
 		if err != nil {
 			return
+		}
+		if p.isCut() {
+			_ = in.Close()
+			continue
 		}
 		out, err := net.Dial("tcp", p.target)
 		if err != nil {
@@ -125,6 +132,31 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	for range queue {
 	}
 	_, _ = io.Copy(io.Discard, src)
+}
+
+// Cut makes the cluster unreachable, as a network partition or a server
+// gone does: every open connection is closed and new ones are closed as
+// soon as they are accepted, until Restore.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore makes a Cut cluster reachable again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+}
+
+func (p *Proxy) isCut() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cut
 }
 
 // Close stops the proxy and closes its connections.

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"testing"
 	"time"
@@ -104,5 +105,65 @@ func TestProxyClosesFinishedConnections(t *testing.T) {
 	}
 	if n := open(); n > 0 {
 		t.Errorf("%d connections still open in the proxy after both ends closed", n)
+	}
+}
+
+// A cut proxy closes the open connection and every new one; restored, it
+// relays again.
+func TestProxyCutAndRestore(t *testing.T) {
+	server, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	go func() {
+		for {
+			c, err := server.Accept()
+			if err != nil {
+				return
+			}
+			go func() { _, _ = io.Copy(c, c); c.Close() }() // echoes
+		}
+	}()
+	p, err := NewProxy(server.Addr().String(), time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	echoes := func(c net.Conn) bool {
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := c.Write([]byte("x")); err != nil {
+			return false
+		}
+		b := make([]byte, 1)
+		_, err := io.ReadFull(c, b)
+		return err == nil && b[0] == 'x'
+	}
+	open, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close()
+	if !echoes(open) {
+		t.Fatal("no echo before the cut")
+	}
+	p.Cut()
+	if echoes(open) {
+		t.Error("a connection open at the cut still relays")
+	}
+	if c, err := net.Dial("tcp", p.Addr); err == nil {
+		if echoes(c) {
+			t.Error("a connection made after the cut relays")
+		}
+		c.Close()
+	}
+	p.Restore()
+	c, err := net.Dial("tcp", p.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !echoes(c) {
+		t.Error("no echo after Restore")
 	}
 }

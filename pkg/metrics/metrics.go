@@ -63,7 +63,11 @@ func NewReconcile() *Reconcile {
 		seen: map[[2]string]bool{},
 	}
 	m.reg.MustRegister(m.lastPass, m.lastSuccess, m.drifted, m.revision, m.objects, m.duration, m.passes,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		// The Go collector's defaults and the collector's GC metrics: the
+		// heap live after the last collection (go_gc_heap_live_bytes) is
+		// what a long-running reconcile holds, without the garbage that
+		// go_memstats_heap_alloc_bytes counts until the next collection.
+		collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(collectors.MetricsGC)), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, r := range []string{"succeeded", "failed"} {
 		m.passes.WithLabelValues(r)
 	}

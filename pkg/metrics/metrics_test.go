@@ -127,6 +127,9 @@ func TestReconcile(t *testing.T) {
 	if fams["go_goroutines"] == nil || fams["process_cpu_seconds_total"] == nil && fams["process_start_time_seconds"] == nil {
 		t.Error("no Go or process metrics")
 	}
+	if fams["go_gc_heap_live_bytes"] == nil {
+		t.Error("no go_gc_heap_live_bytes: the heap a long-running reconcile holds")
+	}
 	if _, ok := value(t, fams, "kubectl_fleet_reconcile_revision", map[string]string{"cluster": "c2", "app": "web"}); ok {
 		t.Error("revision 0 is recorded")
 	}

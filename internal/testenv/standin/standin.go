@@ -49,7 +49,26 @@ type Cluster struct {
 	// Direct is the server's own URL.
 	Direct string
 
-	srv *server
+	srv   *server
+	proxy *testenv.Proxy
+}
+
+// Cut makes the cluster unreachable, as a network partition does: its
+// proxy closes every connection, open or new, until Restore. It needs
+// Options.Latency (the proxy is the latency's).
+func (c *Cluster) Cut() error {
+	if c.proxy == nil {
+		return fmt.Errorf("standin: %s has no proxy to cut (Options.Latency)", c.Context)
+	}
+	c.proxy.Cut()
+	return nil
+}
+
+// Restore makes a Cut cluster reachable again.
+func (c *Cluster) Restore() {
+	if c.proxy != nil {
+		c.proxy.Restore()
+	}
 }
 
 // Requests is how many requests the cluster has answered.
@@ -176,7 +195,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			env.mu.Lock()
 			env.proxies = append(env.proxies, p)
 			env.mu.Unlock()
-			c.Server = "https://" + p.Addr
+			c.Server, c.proxy = "https://"+p.Addr, p
 		}
 		env.Clusters = append(env.Clusters, c)
 	}

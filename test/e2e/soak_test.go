@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestReconcileSoak runs make soak's program at a tiny size (5 stand-in clusters,
+// a pass a second, 75 s), so that it cannot rot and so that each make
+// test reconciles through drift, render changes and a cluster cut off
+// and back: every drift must be corrected by the next pass, every change
+// applied, and the plugin's RSS, heap, goroutines, fds and connections
+// must stay within their warm-up's levels.
+func TestReconcileSoak(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the soak reads /proc")
+	}
+	results := filepath.Join(t.TempDir(), "soak.json")
+	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-compare=false", "-scale", "", "-objects", "10",
+		"-soak", "75s", "-soak-clusters", "5", "-soak-interval", "1s", "-soak-warmup", "25s", "-soak-change-every", "5", "-soak-flap-every", "4", "-json", results)
+	cmd.Dir = repo
+	stdout, stderr, code := runCmd(t, cmd, "")
+	if code != 0 {
+		t.Fatalf("soak exited %d:\n%s\n%s", code, stdout, stderr)
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Soak struct {
+			Passes []struct {
+				Pass       int
+				RSS        int64 `json:"peakRSSBytes"`
+				Heap       int64 `json:"peakLiveHeapBytes"`
+				Goroutines int64 `json:"goroutinesAtRest"`
+				FDs        int64 `json:"fdsAtRest"`
+				Conns      int64 `json:"connectionsAtRest"`
+			}
+			Growth []struct {
+				Metric string
+				Grew   bool
+			}
+			Drifts, Corrected, Changes, Rolled, Flaps int
+			Failures                                  []string
+		}
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	s := got.Soak
+	if len(s.Passes) < 10 {
+		t.Errorf("%d passes in 75 s, want at least 10", len(s.Passes))
+	}
+	for _, p := range s.Passes {
+		if p.RSS <= 0 || p.Heap <= 0 || p.Goroutines <= 0 || p.FDs <= 0 || p.Conns <= 0 {
+			t.Errorf("pass %d: a figure is missing: %+v", p.Pass, p)
+		}
+	}
+	if len(s.Growth) != 5 {
+		t.Errorf("%d figures judged, want 5: %+v", len(s.Growth), s.Growth)
+	}
+	if s.Drifts == 0 || s.Corrected != s.Drifts || s.Changes < 2 || s.Rolled == 0 || s.Flaps == 0 || len(s.Failures) > 0 {
+		t.Errorf("%d drifts, %d corrected; %d changes, %d applies after them; %d flaps; failures %q", s.Drifts, s.Corrected, s.Changes, s.Rolled, s.Flaps, s.Failures)
+	}
+	for _, want := range []string{"## Soak: reconcile for an hour", "| live Go heap |", "**met**"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
