@@ -276,12 +276,22 @@ func (s *soaker) start(ctx context.Context, addr string) (*exec.Cmd, <-chan soak
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, nil, err
 	}
+	env := append(os.Environ(), "KUBECONFIG="+s.env.Kubeconfig, "HOME="+home)
+	// The fleet is deployed before reconcile starts, as it is where
+	// reconcile is deployed: the warm-up's levels are a steady fleet's,
+	// not those of a first apply of every cluster.
+	progress("soak: applying the app to %d clusters first", len(s.cs))
+	first := exec.CommandContext(ctx, s.bin, "apply", "-F", ff, "-k", s.src, "--name", "soak", "--yes", "--parallel", strconv.Itoa(min(len(s.cs), 100)))
+	first.Env = env
+	if out, err := first.CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("the first apply: %w\n%s", err, out)
+	}
 	args := []string{"reconcile", "-F", ff, "-k", s.src, "--name", "soak", "--interval", s.o.interval.String(), "--correct-drift", "--yes", "--skip-unreachable", "--metrics-addr", addr, "--log-format", "json"}
 	if s.o.parallel != "" {
 		args = append(args, "--parallel", s.o.parallel)
 	}
 	cmd := exec.CommandContext(ctx, s.bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.env.Kubeconfig, "HOME="+home)
+	cmd.Env = env
 	stderr, err := os.Create(filepath.Join(s.dir, "stderr.log"))
 	if err != nil {
 		return nil, nil, err
