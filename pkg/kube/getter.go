@@ -111,12 +111,25 @@ func (g *Getter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error)
 			return nil, err
 		}
 		cfg.Burst, cfg.QPS = 300, 50 // kubectl's discovery burst and QPS
-		dir := defaultCacheDir()
-		if d := str(g.flags.CacheDir); d != "" {
-			dir = d
-		}
-		return diskcached.NewCachedDiscoveryClientForConfig(cfg, discoveryCacheDir(filepath.Join(dir, "discovery"), cfg.Host), filepath.Join(dir, "http"), 6*time.Hour)
+		return diskcached.NewCachedDiscoveryClientForConfig(cfg, g.discoveryCache(cfg).dir, filepath.Join(g.cacheDir(), "http"), discoveryTTL)
 	})
+}
+
+// discoveryTTL is how long kubectl's disk cache of discovery is used.
+const discoveryTTL = 6 * time.Hour
+
+// cacheDir is kubectl's --cache-dir.
+func (g *Getter) cacheDir() string {
+	if d := str(g.flags.CacheDir); d != "" {
+		return d
+	}
+	return defaultCacheDir()
+}
+
+// discoveryCache is where the discovery of the cluster cfg reaches is
+// cached on disk.
+func (g *Getter) discoveryCache(cfg *rest.Config) diskCache {
+	return diskCache{dir: discoveryCacheDir(filepath.Join(g.cacheDir(), "discovery"), cfg.Host), ttl: discoveryTTL}
 }
 
 // ToRESTMapper is the cluster's REST mapper over its discovery, made once
@@ -127,7 +140,11 @@ func (g *Getter) ToRESTMapper() (meta.RESTMapper, error) {
 		if err != nil {
 			return nil, err
 		}
-		return newMapper(dc), nil
+		cfg, err := g.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return newMapper(dc, g.discoveryCache(cfg)), nil
 	})
 }
 

@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"runtime"
 	"strings"
 	"sync"
-	"weak"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,9 +24,16 @@ import (
 // Safe for concurrent use.
 type sharedMapper struct {
 	dc discovery.CachedDiscoveryInterface
+	// cache is the cluster's discovery as cached on disk, read raw: a
+	// cluster whose cached files are byte for byte another's gets that
+	// cluster's surface without decoding them (the zero cache: none).
+	cache diskCache
 
 	mu       sync.Mutex
 	delegate *surface
+	// raw says the surface came from the raw cache, not from dc: a miss
+	// discovers again, as one on cached discovery does.
+	raw bool
 }
 
 // A mapper without the context methods loses Reset in the wrapper
@@ -50,10 +55,7 @@ type mappingKey struct {
 // surfaces are the API surfaces the process's clusters serve, by
 // discovery digest. An entry lives as long as a cluster's mapper holds
 // it.
-var surfaces = struct {
-	sync.Mutex
-	m map[[sha256.Size]byte]weak.Pointer[surface]
-}{m: map[[sha256.Size]byte]weak.Pointer[surface]{}}
+var surfaces weakCache[[sha256.Size]byte, surface]
 
 // surfaceOf returns the shared mapper of groups, making it if no cluster
 // holds one. The digest covers the groups in their order, which sets the
@@ -64,21 +66,10 @@ func surfaceOf(groups []*restmapper.APIGroupResources) (*surface, error) {
 		return nil, err
 	}
 	key := sha256.Sum256(b)
-	surfaces.Lock()
-	defer surfaces.Unlock()
-	if s := surfaces.m[key].Value(); s != nil {
+	if s := surfaces.get(key); s != nil {
 		return s, nil
 	}
-	s := &surface{RESTMapper: restmapper.NewDiscoveryRESTMapper(groups)}
-	surfaces.m[key] = weak.Make(s)
-	runtime.AddCleanup(s, func(key [sha256.Size]byte) {
-		surfaces.Lock()
-		defer surfaces.Unlock()
-		if surfaces.m[key].Value() == nil {
-			delete(surfaces.m, key)
-		}
-	}, key)
-	return s, nil
+	return surfaces.put(key, &surface{RESTMapper: restmapper.NewDiscoveryRESTMapper(groups)}), nil
 }
 
 // RESTMapping is the surface's mapping of gk, kept once given: every
@@ -97,9 +88,10 @@ func (s *surface) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RE
 }
 
 // newMapper is the REST mapper of the cluster dc discovers, as kubectl's
-// (with its short names: "deploy"), shared by surface.
-func newMapper(dc discovery.CachedDiscoveryInterface) meta.RESTMapper {
-	return restmapper.NewShortcutExpander(newSharedMapper(dc), dc, func(string) {})
+// (with its short names: "deploy"), shared by surface; cache is where dc
+// caches it on disk.
+func newMapper(dc discovery.CachedDiscoveryInterface, cache diskCache) meta.RESTMapper {
+	return restmapper.NewShortcutExpander(&sharedMapper{dc: dc, cache: cache}, dc, func(string) {})
 }
 
 // newSharedMapper is the mapper of the cluster dc discovers.
@@ -113,21 +105,45 @@ func (d *sharedMapper) get() (*surface, error) {
 	if d.delegate != nil {
 		return d.delegate, nil
 	}
+	files, read := d.cache.digest()
+	if read {
+		if s := rawSurfaces.get(files); s != nil {
+			d.delegate, d.raw = s, true
+			return s, nil
+		}
+	}
 	groups, err := restmapper.GetAPIGroupResources(d.dc)
 	if err != nil {
 		return nil, err
 	}
-	d.delegate, err = surfaceOf(groups)
-	return d.delegate, err
+	if d.delegate, err = surfaceOf(groups); err != nil {
+		return nil, err
+	}
+	// Kept by the files' digest only when they are what was decoded (the
+	// discovery did not fetch and rewrite them meanwhile).
+	if after, ok := d.cache.digest(); read && ok && after == files {
+		rawSurfaces.put(files, d.delegate)
+	}
+	return d.delegate, nil
 }
 
 // Reset forgets the discovery: the next mapping discovers again (after
-// new CRDs are established).
+// new CRDs are established), from the server.
 func (d *sharedMapper) Reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.dc.Invalidate()
-	d.delegate = nil
+	d.delegate, d.raw = nil, false
+	d.cache = diskCache{} // the files are dc's to refresh now
+}
+
+// cached says whether the mapper's discovery came from a cache, and may
+// lack what the server added since.
+func (d *sharedMapper) cached() bool {
+	d.mu.Lock()
+	raw := d.raw
+	d.mu.Unlock()
+	return raw || !d.dc.Fresh()
 }
 
 // mapped asks the surface, and on a miss discovers again once when the
@@ -140,7 +156,7 @@ func mapped[T any](d *sharedMapper, ask func(*surface) (T, error)) (T, error) {
 		return zero, err
 	}
 	v, err := ask(s)
-	if err != nil && !d.dc.Fresh() {
+	if err != nil && d.cached() {
 		d.Reset()
 		if s, err = d.get(); err != nil {
 			return v, err

@@ -2,12 +2,15 @@ package kube
 
 import (
 	"context"
-	"k8s.io/apimachinery/pkg/api/meta"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	fakediscovery "k8s.io/client-go/discovery/fake"
@@ -123,7 +126,7 @@ func TestSharedMapperDiscoversAgain(t *testing.T) {
 	})
 	t.Run("Reset, after new CRDs", func(t *testing.T) {
 		dc := discoveryOf(true, coreV1)
-		m := newMapper(dc) // as the client has it: behind kubectl's short names
+		m := newMapper(dc, diskCache{}) // as the client has it: behind kubectl's short names
 		if _, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}); err != nil {
 			t.Fatal(err)
 		}
@@ -133,4 +136,52 @@ func TestSharedMapperDiscoversAgain(t *testing.T) {
 			t.Fatalf("after Reset: %v", err)
 		}
 	})
+}
+
+// TestSameCachedFilesAreDecodedOnce: a cluster whose discovery cache holds
+// the bytes another cluster's mapper was decoded from gets that mapper
+// without asking its own discovery; a cache older than kubectl's TTL, or
+// other bytes, are decoded; and a miss on a mapper got that way discovers
+// again, as one on cached discovery does.
+func TestSameCachedFilesAreDecodedOnce(t *testing.T) {
+	write := func(age time.Duration, groups string) string {
+		dir := t.TempDir()
+		for name, body := range map[string]string{"servergroups.json": groups, "apps/v1/serverresources.json": `{"groupVersion":"apps/v1"}`, "v1/serverresources.json": `{"groupVersion":"v1"}`} {
+			p := filepath.Join(dir, filepath.FromSlash(name))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chtimes(p, time.Now().Add(-age), time.Now().Add(-age)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	groups := `{"groups":["apps"]}`
+	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
+	a := &sharedMapper{dc: discoveryOf(true, coreV1, appsV1), cache: diskCache{write(0, groups), discoveryTTL}}
+	if _, err := a.RESTMapping(deploy, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	// b's own discovery serves nothing: had it been decoded, Deployment
+	// would not map.
+	bDiscovery := discoveryOf(true)
+	b := &sharedMapper{dc: bDiscovery, cache: diskCache{write(time.Hour, groups), discoveryTTL}}
+	if _, err := b.RESTMapping(deploy, "v1"); err != nil || b.delegate != a.delegate {
+		t.Errorf("the same cached bytes: %v, shared %v", err, b.delegate == a.delegate)
+	}
+	for name, dir := range map[string]string{"older than the TTL": write(7*time.Hour, groups), "other bytes": write(0, `{"groups":["apps","batch"]}`)} {
+		m := &sharedMapper{dc: discoveryOf(true), cache: diskCache{dir, discoveryTTL}}
+		if _, err := m.RESTMapping(deploy, "v1"); err == nil {
+			t.Errorf("%s: mapped from another cluster's discovery", name)
+		}
+	}
+	// A kind b's cache predates: b discovers again, from its server.
+	bDiscovery.after = []*metav1.APIResourceList{coreV1, appsV1, widgetsV1}
+	if _, err := b.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "v1"); err != nil || bDiscovery.invalidated != 1 {
+		t.Errorf("a kind served since the cache was written: %v, invalidated %d times", err, bDiscovery.invalidated)
+	}
 }
