@@ -741,7 +741,7 @@ func (p *pass) adopting(ctx context.Context, objs []*unstructured.Unstructured) 
 // where listing is not allowed); nil when it does not exist or cannot be
 // read (applyOne reads it again).
 func (p *pass) liveMeta(ctx context.Context, o *unstructured.Unstructured) *metav1.ObjectMeta {
-	ri, m, err := p.c.Scope(o.DeepCopy())
+	ri, m, err := p.c.Scope(object.Identity(o))
 	if err != nil {
 		return nil // a kind not served yet: nothing of it exists
 	}

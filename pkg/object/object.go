@@ -36,6 +36,17 @@ func CopyMeta(o *unstructured.Unstructured) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: out}
 }
 
+// Identity is a new object with o's apiVersion, kind, name and namespace
+// alone: for a caller that puts it in its scope (kube.Client.Scope) or
+// names it, and reads nothing else of it.
+func Identity(o *unstructured.Unstructured) *unstructured.Unstructured {
+	meta := map[string]any{"name": o.GetName()}
+	if ns := o.GetNamespace(); ns != "" {
+		meta["namespace"] = ns
+	}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": o.GetAPIVersion(), "kind": o.GetKind(), "metadata": meta}}
+}
+
 // Normalize returns a copy of o without the fields that are noise in a
 // diff: managedFields, resourceVersion, generation, uid, creationTimestamp,
 // selfLink, status and annotations the server adds. nil stays nil.

@@ -1,6 +1,7 @@
 package object
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,5 +166,24 @@ func TestHealthOfJobs(t *testing.T) {
 	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}}
 	if res, err := Health(cm); err != nil || string(res.Status) != "Current" {
 		t.Errorf("ConfigMap: %v %v", res, err)
+	}
+}
+
+// TestIdentity: an object's identity alone, its own: scoping it leaves the
+// object as it was.
+func TestIdentity(t *testing.T) {
+	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "shop", "labels": map[string]any{"a": "b"}}, "spec": map[string]any{"replicas": int64(2)}}}
+	id := Identity(o)
+	want := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "shop"}}
+	if !reflect.DeepEqual(id.Object, want) {
+		t.Errorf("identity %v, want %v", id.Object, want)
+	}
+	id.SetNamespace("")
+	if o.GetNamespace() != "shop" {
+		t.Error("scoping the identity changed the object")
+	}
+	if ns := Identity(&unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "shop"}}}); ns.GetNamespace() != "" || len(ns.Object["metadata"].(map[string]any)) != 1 {
+		t.Errorf("a cluster-scoped object's identity: %v", ns.Object)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	fleetencode "github.com/kubectl-fleet/kubectl-fleet/pkg/encode"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
@@ -402,21 +403,21 @@ func sensitiveOf(s *unstructured.Unstructured) ([]string, error) {
 }
 
 // encode compresses objs as a JSON list, and returns with it their
-// digest.Unkeyed, from the same JSON.
+// digest.Unkeyed, from the same JSON (encode.AppendJSON: json.Marshal's
+// bytes, without its reflection).
 func encode(objs []*unstructured.Unstructured) ([]byte, string, error) {
 	lines := make([][]byte, len(objs))
 	for i, o := range objs {
-		b, err := json.Marshal(o.Object)
+		b, err := fleetencode.AppendJSON(nil, o.Object)
 		if err != nil {
 			return nil, "", err
 		}
 		lines[i] = b
 	}
 	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.DefaultCompression)
-	if err != nil {
-		return nil, "", err
-	}
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(&buf)
 	// A gzip.Writer keeps its first error, and Close returns it.
 	_, _ = zw.Write([]byte{'['})
 	for i, b := range lines {
@@ -431,6 +432,13 @@ func encode(objs []*unstructured.Unstructured) ([]byte, string, error) {
 	}
 	return buf.Bytes(), digest.UnkeyedJSON(lines), nil
 }
+
+// gzipWriters are encode's compressors, reused: each holds about a MiB of
+// tables, and a fleet's revisions are written at once.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.DefaultCompression) // a valid level: no error
+	return zw
+}}
 
 func decode(compressed []byte) ([]*unstructured.Unstructured, error) {
 	zr, err := gzip.NewReader(bytes.NewReader(compressed))
