@@ -6,7 +6,6 @@ import (
 	"context"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"runtime/pprof"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -21,24 +20,6 @@ import (
 
 func main() { os.Exit(run()) }
 
-// MemoryLimit is the Go runtime's soft memory limit unless GOMEMLIMIT
-// sets another: below it the garbage collector runs as Go's default has
-// it (the heap grows to twice what is live), and near it more often, so
-// that a fleet of a thousand clusters in flight at once stays under a
-// GiB of RSS at the price of some CPU. It is a soft limit: a run that
-// needs more gets it.
-const MemoryLimit = 768 << 20
-
-// limitMemory sets MemoryLimit unless GOMEMLIMIT is set (the runtime
-// has read it), and returns the limit in force.
-func limitMemory(getenv func(string) string) int64 {
-	if getenv("GOMEMLIMIT") != "" {
-		return debug.SetMemoryLimit(-1)
-	}
-	debug.SetMemoryLimit(MemoryLimit)
-	return MemoryLimit
-}
-
 func run() int {
 	// A key command sops runs for a key (SOPS_AGE_KEY_CMD), run by the
 	// plugin itself so that it is stopped, with all it started, when it
@@ -51,7 +32,6 @@ func run() int {
 		// timeout is said as such, not as a key service's.
 		sopsfile.BoundKeyCommands(self, sopsfile.KeyTimeout()*9/10)
 	}
-	limitMemory(os.Getenv)
 	// KUBECTL_FLEET_CPUPROFILE names a file for a CPU profile of the run
 	// (go tool pprof reads it): how make bench shows where time goes.
 	if f := os.Getenv("KUBECTL_FLEET_CPUPROFILE"); f != "" {
