@@ -52,6 +52,41 @@ func TestOf(t *testing.T) {
 	}
 }
 
+// TestForget: a cluster forgotten keeps its apps and loses its objects,
+// in Results and Of alike, also when its results were gathered out of
+// order; the other clusters keep theirs, read meanwhile.
+func TestForget(t *testing.T) {
+	withObjects := func(cluster, app string) render.Result {
+		r := result(cluster, app)
+		r.Objects = []*unstructured.Unstructured{{Object: map[string]any{"kind": "ConfigMap"}}}
+		return r
+	}
+	s := &Set{Results: []render.Result{withObjects("a", "web"), withObjects("b", "web"), withObjects("c", "web"), withObjects("b", "db")}}
+	var wg sync.WaitGroup
+	wg.Go(func() { s.Forget("b") })
+	wg.Go(func() {
+		for range 100 {
+			if len(s.Of("a")[0].Objects) != 1 {
+				t.Error("a lost its objects")
+			}
+		}
+	})
+	wg.Wait()
+	if got := apps(s.Of("b")); !cmp.Equal(got, []string{"b/web", "b/db"}) {
+		t.Errorf("b's apps after Forget: %v", got)
+	}
+	for _, r := range s.Of("b") {
+		if r.Objects != nil {
+			t.Errorf("b/%s kept its objects", r.App)
+		}
+	}
+	for _, r := range s.Results {
+		if (r.Cluster.Name == "b") != (r.Objects == nil) {
+			t.Errorf("Results: %s/%s has %d objects", r.Cluster.Name, r.App, len(r.Objects))
+		}
+	}
+}
+
 func TestTestsOfAndOnly(t *testing.T) {
 	smoke := []*unstructured.Unstructured{{Object: map[string]any{"kind": "Job"}}}
 	tests := result("b", "web")

@@ -46,7 +46,8 @@ type Diffs struct {
 // Diff says what an apply of r would do, cluster by cluster (Parallel
 // at once, in no wave order: nothing is written) and app by app, as the
 // DiffEvent apply --diff says before its writes, from the same call
-// (diffApp). Each cluster ends with an EndEvent.
+// (diffApp). Each cluster ends with an EndEvent; its render is let go
+// then (rendered.Set.Forget).
 func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink Sink) Diffs {
 	e.begin(r, Options{}, sink)
 	out := Diffs{Summaries: map[string]diff.Summary{}, Plans: map[string][]plan.App{}}
@@ -59,6 +60,7 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 		s, plans, err := e.diffCluster(ctx, e.clusters[name], o)
 		err = e.Connector.Explain(ctx, name, err)
 		e.Connector.Idle(name)
+		r.Forget(name) // diffed: nothing reads its render again
 		mu.Lock()
 		out.Summaries[name], out.Plans[name] = s, plans
 		mu.Unlock()

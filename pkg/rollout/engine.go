@@ -164,10 +164,21 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 			// only, and releases the locks once over (soaks).
 			e.Locks.releaseCluster(ctx, name, e.Log)
 			e.Connector.Idle(name)
+			e.forget(name)
 		}
 		e.emit(EndEvent{Cluster: name, Err: err})
 		return err
 	})
+}
+
+// forget lets go of a cluster's render once its work is over (a soak's
+// after the soak), unless the promotion rule reads it for the waves
+// after: at most the clusters in flight, and the groups waited for, hold
+// theirs.
+func (e *Engine) forget(name string) {
+	if e.promotion == nil || !e.promotion.Holds(name) {
+		e.r.Forget(name)
+	}
 }
 
 // notStarted is the outcome of a run that failed before its first wave:

@@ -100,6 +100,11 @@ func TestEngineRun(t *testing.T) {
 	if want := []string{"stg configmap/web created", "stg end", "prod configmap/web created", "prod end"}; !slices.Equal(said, want) {
 		t.Errorf("events %q; want %q", said, want)
 	}
+	// Once its work is over a cluster's render is let go, unless the
+	// promotion rule reads it for a later group (staging's).
+	if stg, prod := set.Of("stg")[0].Objects, set.Of("prod")[0].Objects; len(stg) == 0 || prod != nil {
+		t.Errorf("after the run stg holds %d objects, prod %d; want staging's kept, production's let go", len(stg), len(prod))
+	}
 }
 
 // A staging cluster whose apply fails holds production back: it is not
@@ -169,6 +174,11 @@ func TestEngineDiff(t *testing.T) {
 	for _, r := range cs["prod"].Requests() {
 		if r.Verb == "patch" && !r.DryRun || r.Verb == "create" || r.Verb == "delete" {
 			t.Errorf("diff wrote to prod: %+v", r)
+		}
+	}
+	for _, c := range []string{"stg", "prod"} {
+		if objs := set.Of(c)[0].Objects; objs != nil {
+			t.Errorf("%s's render is held after its diff: %d objects", c, len(objs))
 		}
 	}
 }

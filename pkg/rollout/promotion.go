@@ -113,6 +113,12 @@ func (p *Promotion) Note(cluster, app string, r Release) {
 	p.known[cluster+"/"+app] = r
 }
 
+// Holds reports whether the rule reads cluster's renders: it is in a
+// group some wave waits for.
+func (p *Promotion) Holds(cluster string) bool {
+	return slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Renders[cluster] != nil })
+}
+
 // BlockedError says why a wave did not start.
 type BlockedError struct {
 	Wave string

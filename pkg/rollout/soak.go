@@ -174,6 +174,7 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 			Release: func(ctx context.Context, cluster string) {
 				e.Locks.releaseCluster(ctx, cluster, e.Log)
 				e.Connector.Idle(cluster)
+				e.forget(cluster)
 			},
 		}
 	}
