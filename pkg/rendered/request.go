@@ -180,16 +180,24 @@ func capabilities(ctx context.Context, conn Connector, f *fleet.Fleet, clusters 
 	})
 }
 
-// readEach reads something of every cluster at once and returns it by
-// cluster name, less the clusters read says false for (skipped); or the
-// errors, each named by its cluster, all of them.
+// readsAtOnce bounds the clusters readEach reads at once: each is a
+// connection and a TLS handshake, and a thousand at once time out on the
+// machine that starts them.
+const readsAtOnce = 64
+
+// readEach reads something of every cluster, readsAtOnce at a time, and
+// returns it by cluster name, less the clusters read says false for
+// (skipped); or the errors, each named by its cluster, all of them.
 func readEach[T any](clusters []*fleet.Cluster, read func(*fleet.Cluster) (T, bool, error)) (map[string]T, error) {
 	got := make([]T, len(clusters))
 	ok := make([]bool, len(clusters))
 	errs := make([]error, len(clusters))
 	var wg sync.WaitGroup
+	slots := make(chan struct{}, readsAtOnce)
 	for i, c := range clusters {
+		slots <- struct{}{}
 		wg.Go(func() {
+			defer func() { <-slots }()
 			var err error
 			if got[i], ok[i], err = read(c); err != nil {
 				errs[i] = fmt.Errorf("cluster %s: %w", c.Name, err)
