@@ -8,37 +8,47 @@ import (
 	"time"
 )
 
-// TestProxyDelays checks that a round trip through the proxy takes at
-// least twice the one-way delay, and that data arrives whole and in order.
-func TestProxyDelays(t *testing.T) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
+// serve listens on loopback until the test ends, handles each connection
+// with handle, then closes it, and returns its address.
+func serve(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer echo.Close()
+	t.Cleanup(func() { l.Close() })
 	go func() {
 		for {
-			c, err := echo.Accept()
+			c, err := l.Accept()
 			if err != nil {
 				return
 			}
 			go func() {
 				defer c.Close()
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadBytes('\n')
-					if err != nil {
-						return
-					}
-					if _, err := c.Write(line); err != nil {
-						return
-					}
-				}
+				handle(c)
 			}()
 		}
 	}()
+	return l.Addr().String()
+}
+
+// TestProxyDelays checks that a round trip through the proxy takes at
+// least twice the one-way delay, and that data arrives whole and in order.
+func TestProxyDelays(t *testing.T) {
+	echo := serve(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
+		for {
+			line, err := r.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	})
 	const oneWay = 30 * time.Millisecond
-	p, err := NewProxy(echo.Addr().String(), oneWay)
+	p, err := NewProxy(echo, oneWay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,21 +78,8 @@ func TestProxyDelays(t *testing.T) {
 // through it (1,000 clusters, several commands) does not pile up
 // descriptors until Close.
 func TestProxyClosesFinishedConnections(t *testing.T) {
-	server, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	go func() {
-		for {
-			c, err := server.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = c.Read(make([]byte, 1)); c.Close() }() // closes once the client has
-		}
-	}()
-	p, err := NewProxy(server.Addr().String(), time.Millisecond)
+	server := serve(t, func(c net.Conn) { _, _ = c.Read(make([]byte, 1)) }) // closes once the client has
+	p, err := NewProxy(server, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,21 +108,8 @@ func TestProxyClosesFinishedConnections(t *testing.T) {
 // A cut proxy closes the open connection and every new one; restored, it
 // relays again.
 func TestProxyCutAndRestore(t *testing.T) {
-	server, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Close()
-	go func() {
-		for {
-			c, err := server.Accept()
-			if err != nil {
-				return
-			}
-			go func() { _, _ = io.Copy(c, c); c.Close() }() // echoes
-		}
-	}()
-	p, err := NewProxy(server.Addr().String(), time.Millisecond)
+	server := serve(t, func(c net.Conn) { _, _ = io.Copy(c, c) }) // echoes
+	p, err := NewProxy(server, time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
