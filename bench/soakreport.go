@@ -21,7 +21,7 @@ func (b *bench) soakMarkdown() string {
 	if o.parallel != "" {
 		par = "`--parallel " + o.parallel + "`"
 	}
-	fmt.Fprintf(&s, "**What runs:** `kubectl fleet reconcile --interval %s --correct-drift --skip-unreachable --metrics-addr … --log-format json` with %s, as a user deploys it, against %d stand-in clusters 50ms away, with the app of the scaling run (1 Namespace and %d objects) applied to every cluster first, for %s. After every pass the soak edits a ConfigMap on one cluster with another field manager (drift the next pass must find and correct), after every %d passes it changes a fifth of the objects (every reachable cluster must be applied), and after every %d passes it cuts the last cluster off or back (its proxy closes every connection). After every pass it records the plugin's peaks since the pass before: RSS, Go heap (allocated), goroutines and open fds from the plugin's own `/metrics` (the Go and process collectors an operator graphs), and connections (sockets in /proc/PID/fd). A figure fails the soak if its peak after the first %s (the warm-up) is more than %.0f%% over its peak during it.\n\n",
+	fmt.Fprintf(&s, "**What runs:** `kubectl fleet reconcile --interval %s --correct-drift --skip-unreachable --metrics-addr … --log-format json` with %s, as a user deploys it, against %d stand-in clusters 50ms away, with the app of the scaling run (1 Namespace and %d objects) applied to every cluster first, for %s. After every pass the soak edits a ConfigMap on one cluster with another field manager (drift the next pass must find and correct), after every %d passes it changes a fifth of the objects (every reachable cluster must be applied), and after every %d passes it cuts the last cluster off or back (its proxy closes every connection). After every pass it records, since the pass before, the plugin's peak RSS and peak live Go heap (after a collection), and its goroutines, open fds and connections at rest (the fewest seen: what a pass left behind), from the plugin's own `/metrics` (the Go and process collectors an operator graphs) and, for connections, the sockets in /proc/PID/fd. A figure fails the soak if its level after the first %s (the warm-up) is more than %.0f%% over its level during it (and more than 8 MiB or 2).\n\n",
 		o.interval, par, r.Clusters, r.Objects, time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), o.changeEvery, o.flapEvery, o.warmup, o.tolerance*100)
 	s.WriteString("| figure | warm-up level | peak after | ratio | |\n| --- | ---: | ---: | ---: | --- |\n")
 	for _, g := range r.Growth {
@@ -31,7 +31,7 @@ func (b *bench) soakMarkdown() string {
 		}
 		fmt.Fprintf(&s, "| %s | %s | %s | %.2f× | %s |\n", g.Metric, g.format(g.Baseline), g.format(g.After), g.Ratio, verdict)
 	}
-	s.WriteString("\n**Passes** (a sample, evenly spaced):\n\n| pass | ended at | took | result | RSS | Go heap | goroutines | fds | connections |\n| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
+	s.WriteString("\n**Passes** (a sample, evenly spaced):\n\n| pass | ended at | took | result | RSS | live Go heap | goroutines | fds | connections |\n| ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, p := range samplePasses(r.Passes, 12) {
 		fmt.Fprintf(&s, "| %d | %s | %.2f s | %s | %s | %s | %d | %d | %d |\n", p.Pass, time.Duration(p.At*float64(time.Second)).Round(time.Second), p.Seconds, p.Result, rss(p.RSS), rss(p.Heap), p.Goroutines, p.FDs, p.Conns)
 	}
