@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -48,19 +49,14 @@ func (c diskCache) digest() (sum [sha256.Size]byte, ok bool) {
 		if now.After(info.ModTime().Add(c.ttl)) {
 			return errStale
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
 		rel, err := filepath.Rel(c.dir, path)
 		if err != nil {
 			return err
 		}
 		rel = filepath.ToSlash(rel)
 		groups = groups || rel == "servergroups.json"
-		fmt.Fprintf(h, "%s\x00%d\x00", rel, len(b))
-		h.Write(b)
-		return nil
+		fmt.Fprintf(h, "%s\x00%d\x00", rel, info.Size())
+		return hashFile(h, path, info.Size())
 	})
 	if err != nil || !groups {
 		return sum, false
@@ -68,6 +64,26 @@ func (c diskCache) digest() (sum [sha256.Size]byte, ok bool) {
 	copy(sum[:], h.Sum(nil))
 	return sum, true
 }
+
+// hashFile writes the size bytes of the file at path to h, through a
+// buffer reused (a fleet's clusters cache about 150 KB each); a file of
+// another size now is an error.
+func hashFile(h io.Writer, path string, size int64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	n, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf) // not f.WriteTo, which takes a buffer of its own
+	if err == nil && n != size {
+		err = errors.New("changed while read")
+	}
+	return err
+}
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
 
 // weakCache keeps values by key for as long as something else holds
 // them. Safe for concurrent use.

@@ -71,3 +71,52 @@ func TestFirstConnectionFailing(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// blockingRT answers once released, counting the requests in flight.
+type blockingRT struct {
+	mu             sync.Mutex
+	inFlight, peak int
+	release        chan struct{}
+}
+
+func (b *blockingRT) RoundTrip(*http.Request) (*http.Response, error) {
+	b.mu.Lock()
+	b.inFlight++
+	b.peak = max(b.peak, b.inFlight)
+	b.mu.Unlock()
+	<-b.release
+	b.mu.Lock()
+	b.inFlight--
+	b.mu.Unlock()
+	return &http.Response{StatusCode: http.StatusOK, Body: http.NoBody}, nil
+}
+
+// Clusters connect a bounded number at once, process-wide: the others'
+// first requests wait for a slot, and every one gets through.
+func TestConnectionsAreBounded(t *testing.T) {
+	slots := make(chan struct{}, 3)
+	rt := &blockingRT{release: make(chan struct{})}
+	var wg sync.WaitGroup
+	for range 10 {
+		g := newConnGate()
+		g.connecting = slots
+		client := &http.Client{Transport: g.wrap(rt)}
+		wg.Go(func() {
+			resp, err := client.Get("http://cluster.invalid/version")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+		})
+	}
+	time.Sleep(50 * time.Millisecond) // let every first request try
+	close(rt.release)
+	wg.Wait()
+	if rt.peak != 3 {
+		t.Errorf("%d clusters connecting at once, want 3", rt.peak)
+	}
+	if len(slots) != 0 {
+		t.Errorf("%d slots still taken", len(slots))
+	}
+}
