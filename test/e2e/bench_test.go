@@ -155,7 +155,7 @@ func TestBench(t *testing.T) {
 	if len(got.Scale) != 14 {
 		t.Errorf("%d scaling rows, want 14 (stand-in only)", len(got.Scale))
 	}
-	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issue 22):**"} {
+	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issues 22 and 47):**"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("the report lacks %q:\n%s", s, stdout)
 		}
