@@ -90,18 +90,8 @@ func main() {
 	flag.IntVar(&o.scaleReal, "scale-real", 30, "scaling sizes up to this many clusters also run on real kube-apiservers (≈ 270 MiB each), the rest only on the stand-in (internal/testenv/standin); 0: stand-in only")
 	flag.IntVar(&o.scaleReps, "scale-reps", 3, "repetitions of the rollout per size in the scaling run up to 100 clusters, a third of them above (medians)")
 	flag.BoolVar(&o.compare, "compare", true, "run the comparison with the loops and the floor, and the renders; -compare=false runs only the scaling run and, with -out, replaces only its section of the file")
-	flag.DurationVar(&o.soak.duration, "soak", 0, "run the soak for this long (make soak: 1h): reconcile against -soak-clusters stand-in clusters with drift, render changes and a flapping cluster, failing if the plugin's RSS, heap, goroutines, fds or connections grow; 0: none")
-	flag.IntVar(&o.soak.clusters, "soak-clusters", 300, "stand-in clusters the soak reconciles")
-	flag.DurationVar(&o.soak.interval, "soak-interval", 10*time.Second, "reconcile's --interval in the soak")
-	flag.DurationVar(&o.soak.warmup, "soak-warmup", 0, "the soak's first part, whose peaks are the levels the rest must stay within (default: a sixth of -soak, ten minutes of an hour)")
-	flag.Float64Var(&o.soak.tolerance, "soak-tolerance", 0.10, "how far past its warm-up level a figure may grow in the soak (0.10: 10%)")
-	flag.IntVar(&o.soak.changeEvery, "soak-change-every", 10, "the soak changes the render after every this many passes")
-	flag.IntVar(&o.soak.flapEvery, "soak-flap-every", 5, "the soak cuts the last cluster off, or back, after every this many passes (0: never)")
-	flag.StringVar(&o.soak.parallel, "soak-parallel", "", "reconcile's --parallel in the soak (default: reconcile's own default)")
+	o.soak.flags(flag.CommandLine)
 	flag.Parse()
-	if o.soak.warmup == 0 {
-		o.soak.warmup = o.soak.duration / 6
-	}
 	for _, sizes := range []struct {
 		flag, list string
 		into       *[]int
@@ -122,22 +112,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -compare=false with no -scale sizes and no -soak: nothing to run")
 		os.Exit(2)
 	}
-	for _, t := range strings.Split(tools, ",") {
-		switch t = strings.TrimSpace(t); t {
-		case "":
-		case "fleet", "loop", "loop-par", "floor", "folder", "crane":
-			o.tools = append(o.tools, t)
-		default:
-			fmt.Fprintf(os.Stderr, "bench: -tools: %q is not fleet, loop, loop-par, floor, folder or crane\n", t)
-			os.Exit(2)
-		}
+	var err error
+	if o.tools, err = parseTools(tools); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -tools:", err)
+		os.Exit(2)
 	}
 	if o.clusters < 1 || o.staging < 0 || o.staging >= o.clusters || o.objects < 1 || o.reps < 1 || o.concurrency < 1 || o.scaleReps < 1 {
 		fmt.Fprintln(os.Stderr, "bench: -clusters, -objects, -reps and -concurrency must be at least 1")
 		os.Exit(2)
 	}
-	if s := o.soak; s.duration > 0 && (s.clusters < 1 || s.interval <= 0 || s.warmup <= 0 || s.warmup >= s.duration || s.tolerance < 0 || s.changeEvery < 1 || s.flapEvery < 0) {
-		fmt.Fprintln(os.Stderr, "bench: -soak-clusters, -soak-interval and -soak-change-every must be at least 1, -soak-warmup within -soak, -soak-tolerance and -soak-flap-every not negative")
+	if err := o.soak.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
 	if o.cpuProfiles != "" {
@@ -157,6 +142,21 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// parseTools reads -tools: a comma-separated list of the tools to time.
+func parseTools(list string) ([]string, error) {
+	var tools []string
+	for _, t := range strings.Split(list, ",") {
+		switch t = strings.TrimSpace(t); t {
+		case "":
+		case "fleet", "loop", "loop-par", "floor", "folder", "crane":
+			tools = append(tools, t)
+		default:
+			return nil, fmt.Errorf("%q is not fleet, loop, loop-par, floor, folder or crane", t)
+		}
+	}
+	return tools, nil
 }
 
 // bench is one run of the benchmark.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +49,33 @@ type soakOptions struct {
 	tolerance                  float64
 	// parallel is reconcile's --parallel ("": its default).
 	parallel string
+}
+
+// flags defines the soak's flags on fs.
+func (o *soakOptions) flags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.duration, "soak", 0, "run the soak for this long (make soak: 1h): reconcile against -soak-clusters stand-in clusters with drift, render changes and a flapping cluster, failing if the plugin's RSS, heap, goroutines, fds or connections grow; 0: none")
+	fs.IntVar(&o.clusters, "soak-clusters", 300, "stand-in clusters the soak reconciles")
+	fs.DurationVar(&o.interval, "soak-interval", 10*time.Second, "reconcile's --interval in the soak")
+	fs.DurationVar(&o.warmup, "soak-warmup", 0, "the soak's first part, whose peaks are the levels the rest must stay within (default: a sixth of -soak, ten minutes of an hour)")
+	fs.Float64Var(&o.tolerance, "soak-tolerance", 0.10, "how far past its warm-up level a figure may grow in the soak (0.10: 10%)")
+	fs.IntVar(&o.changeEvery, "soak-change-every", 10, "the soak changes the render after every this many passes")
+	fs.IntVar(&o.flapEvery, "soak-flap-every", 5, "the soak cuts the last cluster off, or back, after every this many passes (0: never)")
+	fs.StringVar(&o.parallel, "soak-parallel", "", "reconcile's --parallel in the soak (default: reconcile's own default)")
+}
+
+// check completes the options once parsed (the warm-up: a sixth of the
+// soak, unless set) and refuses what cannot run.
+func (o *soakOptions) check() error {
+	if o.duration == 0 {
+		return nil
+	}
+	if o.warmup == 0 {
+		o.warmup = o.duration / 6
+	}
+	if o.clusters < 1 || o.interval <= 0 || o.warmup <= 0 || o.warmup >= o.duration || o.tolerance < 0 || o.changeEvery < 1 || o.flapEvery < 0 {
+		return errors.New("-soak-clusters, -soak-interval and -soak-change-every must be at least 1, -soak-warmup within -soak, -soak-tolerance and -soak-flap-every not negative")
+	}
+	return nil
 }
 
 // soakSample is what the plugin holds at one moment, or over a pass: the
