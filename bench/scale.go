@@ -597,33 +597,49 @@ func scrapeRequests(ctx context.Context, client *http.Client, cs []testenv.Clust
 	return total - int64(len(cs)), errors.Join(errs...)
 }
 
+// scrapeOne sums a real cluster's apiserver_request_total series.
 func scrapeOne(ctx context.Context, client *http.Client, url, token string) (int64, error) {
+	var sum float64
+	err := scrape(ctx, client, url, token, func(series string, v float64) {
+		if strings.HasPrefix(series, "apiserver_request_total{") {
+			sum += v
+		}
+	})
+	return int64(sum), err
+}
+
+// scrape reads a Prometheus text page (with token, when set, as the
+// bearer) and gives each sample's series (its name and labels) and value
+// to each.
+func scrape(ctx context.Context, client *http.Client, url, token string, each func(series string, value float64)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("%s: %s", url, resp.Status)
+		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
-	var sum float64
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
 			continue
 		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-			sum += v
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			each(line[:i], v)
 		}
 	}
-	return int64(sum), sc.Err()
+	return sc.Err()
 }
 
 // procCPU is the user and system time of process pid (Linux /proc; 0

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -257,16 +256,14 @@ type soakEvent struct {
 	Result   string  `json:"result"`
 	Seconds  float64 `json:"seconds"`
 	Error    string  `json:"error"`
+	// Addr is the metrics server's, said once it listens.
+	Addr string `json:"addr"`
 }
 
 // run starts reconcile, follows its passes until -soak is over, stops it
 // with SIGTERM, and judges.
 func (s *soaker) run(ctx context.Context) error {
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	cmd, events, err := s.start(ctx, addr)
+	cmd, events, err := s.start(ctx)
 	if err != nil {
 		return err
 	}
@@ -274,6 +271,10 @@ func (s *soaker) run(ctx context.Context) error {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
 	}()
+	addr, err := metricsAddr(events)
+	if err != nil {
+		return err
+	}
 	s.sampler = &sampler{url: "http://" + addr + "/metrics", pid: cmd.Process.Pid, client: &http.Client{Timeout: 10 * time.Second}}
 	sctx, stopSampling := context.WithCancel(ctx)
 	defer stopSampling()
@@ -295,7 +296,7 @@ func (s *soaker) run(ctx context.Context) error {
 
 // start starts reconcile as a user deploys it, its JSON log read into
 // events.
-func (s *soaker) start(ctx context.Context, addr string) (*exec.Cmd, <-chan soakEvent, error) {
+func (s *soaker) start(ctx context.Context) (*exec.Cmd, <-chan soakEvent, error) {
 	ff := filepath.Join(s.dir, "fleet.yaml")
 	if err := os.WriteFile(ff, []byte(fleetYAML(s.cs, "soak")), 0o644); err != nil {
 		return nil, nil, err
@@ -314,7 +315,7 @@ func (s *soaker) start(ctx context.Context, addr string) (*exec.Cmd, <-chan soak
 	if out, err := first.CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("the first apply: %w\n%s", err, out)
 	}
-	args := []string{"reconcile", "-F", ff, "-k", s.src, "--name", "soak", "--interval", s.o.interval.String(), "--correct-drift", "--yes", "--skip-unreachable", "--metrics-addr", addr, "--log-format", "json"}
+	args := []string{"reconcile", "-F", ff, "-k", s.src, "--name", "soak", "--interval", s.o.interval.String(), "--correct-drift", "--yes", "--skip-unreachable", "--metrics-addr", "127.0.0.1:0", "--log-format", "json"}
 	if s.o.parallel != "" {
 		args = append(args, "--parallel", s.o.parallel)
 	}
@@ -352,11 +353,30 @@ func readEvents(r io.Reader, events chan<- soakEvent) {
 		if json.Unmarshal(sc.Bytes(), &ev) != nil {
 			continue
 		}
-		if ev.Type == "pass" || ev.Type == "reconcile" && ev.Cluster != "" {
+		if ev.Type == "pass" || ev.Type == "reconcile" && (ev.Cluster != "" || ev.Addr != "") {
 			events <- ev
 		}
 	}
 	_, _ = io.Copy(io.Discard, r)
+}
+
+// metricsAddr is the address reconcile says its metrics server listens
+// on (--metrics-addr 127.0.0.1:0), its first line of the kind.
+func metricsAddr(events <-chan soakEvent) (string, error) {
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return "", errors.New("reconcile exited before its metrics server listened")
+			}
+			if ev.Addr != "" {
+				return ev.Addr, nil
+			}
+		case <-timeout:
+			return "", errors.New("reconcile did not say where its metrics server listens within a minute")
+		}
+	}
 }
 
 // follow takes the events until a pass ends after -soak.
@@ -532,8 +552,8 @@ func (sm *sampler) run(ctx context.Context, every time.Duration) {
 
 // sample reads the figures now and keeps the peaks.
 func (sm *sampler) sample(ctx context.Context) {
-	m, err := scrapeMetrics(ctx, sm.client, sm.url)
-	if err != nil {
+	m := map[string]float64{}
+	if err := scrape(ctx, sm.client, sm.url, "", func(series string, v float64) { m[series] = v }); err != nil {
 		return
 	}
 	now := soakSample{RSS: int64(m["process_resident_memory_bytes"]), Heap: int64(m["go_gc_heap_live_bytes"]), Goroutines: int64(m["go_goroutines"]), FDs: int64(m["process_open_fds"]), Conns: sockets(sm.pid)}
@@ -552,35 +572,6 @@ func (sm *sampler) take() soakSample {
 	return p
 }
 
-// scrapeMetrics reads the unlabelled samples of a Prometheus text page.
-func scrapeMetrics(ctx context.Context, client *http.Client, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64*1024), 1<<20)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
-			continue
-		}
-		if f, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil {
-			out[name] = f
-		}
-	}
-	return out, sc.Err()
-}
-
 // sockets counts the sockets process pid holds open (its connections,
 // and its listener); 0 where /proc is not.
 func sockets(pid int) int64 {
@@ -596,16 +587,6 @@ func sockets(pid int) int64 {
 		}
 	}
 	return n
-}
-
-// freeAddr is a loopback address with a port free now.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 var errSoakFailed = errors.New("the soak failed")

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -73,5 +76,34 @@ func TestSplitResults(t *testing.T) {
 	}
 	if got := splitResults("compare\n"); got[0] != "compare\n" || got[1] != "" || got[2] != "" {
 		t.Errorf("a file of the comparison alone: %q", got)
+	}
+}
+
+// TestScrape: one reader of Prometheus text serves the scaling run (a
+// labelled series summed) and the soak (unlabelled gauges), comments and
+// the bearer token included.
+func TestScrape(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer tok" {
+			http.Error(w, "no", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprint(w, "# HELP go_goroutines Number of goroutines.\n# TYPE go_goroutines gauge\ngo_goroutines 12\nprocess_resident_memory_bytes 1.5e+08\n"+
+			`apiserver_request_total{code="200",verb="GET"} 7`+"\n"+`apiserver_request_total{code="201",verb="POST"} 3`+"\n")
+	}))
+	defer srv.Close()
+	n, err := scrapeOne(t.Context(), srv.Client(), srv.URL, "tok")
+	if err != nil || n != 10 {
+		t.Errorf("requests %d, %v; want 10", n, err)
+	}
+	got := map[string]float64{}
+	if err := scrape(t.Context(), srv.Client(), srv.URL, "tok", func(s string, v float64) { got[s] = v }); err != nil {
+		t.Fatal(err)
+	}
+	if got["go_goroutines"] != 12 || got["process_resident_memory_bytes"] != 1.5e8 || len(got) != 4 {
+		t.Errorf("samples %v", got)
+	}
+	if _, err := scrapeOne(t.Context(), srv.Client(), srv.URL, ""); err == nil {
+		t.Error("a refused scrape is no error")
 	}
 }
