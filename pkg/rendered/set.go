@@ -26,9 +26,12 @@ type Set struct {
 	// set's objects, or diffs of them, masks them.
 	Mask *mask.Set
 
-	once  sync.Once
-	of    map[string][]render.Result
-	tests map[[2]string][]*unstructured.Unstructured
+	once sync.Once
+	of   map[string][]render.Result
+	// gathered are the clusters whose results Of copied (out of order),
+	// not shared with Results.
+	gathered map[string]bool
+	tests    map[[2]string][]*unstructured.Unstructured
 }
 
 // Render makes the request (NewRequest), renders every target, and with
@@ -133,17 +136,21 @@ func (s *Set) Of(cluster string) []render.Result {
 // any more (a rollout's cluster whose work is over): its results keep
 // their app, path and chart, and no objects. A fleet applied ten
 // clusters at a time held every cluster's render to the end of the run
-// (most of a 1,000-cluster run's live heap). Safe while other clusters'
-// results are read; the cluster's own must not be.
+// (most of a 1,000-cluster run's live heap). It costs the cluster's
+// results, not the fleet's. Safe while other clusters' results are read;
+// the cluster's own must not be.
 func (s *Set) Forget(cluster string) {
 	s.once.Do(s.index)
+	for i := range s.of[cluster] { // Results' own, unless gathered
+		s.of[cluster][i].Objects = nil
+	}
+	if !s.gathered[cluster] {
+		return
+	}
 	for i := range s.Results {
 		if s.Results[i].Cluster.Name == cluster {
 			s.Results[i].Objects = nil
 		}
-	}
-	for i := range s.of[cluster] { // a copy when Results were out of order
-		s.of[cluster][i].Objects = nil
 	}
 }
 
@@ -152,6 +159,7 @@ func (s *Set) Forget(cluster string) {
 // are a run of Results (cluster then app order), shared, not copied.
 func (s *Set) index() {
 	s.of = make(map[string][]render.Result, len(s.Clusters))
+	s.gathered = map[string]bool{}
 	for i := 0; i < len(s.Results); {
 		name := s.Results[i].Cluster.Name
 		j := i + 1
@@ -163,6 +171,7 @@ func (s *Set) index() {
 			// Out of order (not Render's): the runs are gathered in a
 			// copy (a run's capacity ends with it, so append copies).
 			run = append(prev, run...)
+			s.gathered[name] = true
 		}
 		s.of[name] = run
 		i = j

@@ -85,6 +85,11 @@ func TestForget(t *testing.T) {
 			t.Errorf("Results: %s/%s has %d objects", r.Cluster.Name, r.App, len(r.Objects))
 		}
 	}
+	// A cluster whose results are in order shares them with Results.
+	s.Forget("c")
+	if s.Results[2].Objects != nil || s.Of("c")[0].Objects != nil || len(s.Results[0].Objects) != 1 {
+		t.Errorf("after forgetting c: Results %d, Of %d objects; a keeps %d", len(s.Results[2].Objects), len(s.Of("c")[0].Objects), len(s.Results[0].Objects))
+	}
 }
 
 func TestTestsOfAndOnly(t *testing.T) {
