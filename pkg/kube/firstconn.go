@@ -60,10 +60,8 @@ func (f *firstConn) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	// Whatever becomes of the first request, the others wait no longer.
 	defer g.connected()
-	select {
-	case g.connecting <- struct{}{}:
-	case <-req.Context().Done():
-		return nil, req.Context().Err()
+	if err := take(req.Context(), g.connecting); err != nil {
+		return nil, err
 	}
 	var freed sync.Once
 	free := func() { freed.Do(func() { <-g.connecting }) }
