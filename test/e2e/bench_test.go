@@ -28,18 +28,6 @@ func TestBench(t *testing.T) {
 	if dir := strings.TrimSpace(string(out)); dir != binDir {
 		t.Fatalf("build.sh put kustomize in %s, the control plane is in %s", dir, binDir)
 	}
-	results := filepath.Join(t.TempDir(), "results.json")
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3",
-		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1", "-json", results)
-	cmd.Dir = repo
-	stdout, stderr, code := runCmd(t, cmd, "")
-	if code != 0 {
-		t.Fatalf("bench exited %d:\n%s", code, stderr)
-	}
-	b, err := os.ReadFile(results)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var got struct {
 		Rows []struct {
 			Scenario, Tool string
@@ -69,9 +57,8 @@ func TestBench(t *testing.T) {
 			Failure            string
 		}
 	}
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
+	stdout := runBench(t, &got, "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3",
+		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1")
 	want := map[string][]string{
 		"render-3":         {"fleet", "loop"},
 		"oci-render-3":     {"fleet", "folder"},
@@ -160,4 +147,26 @@ func TestBench(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", s, stdout)
 		}
 	}
+}
+
+// runBench runs make bench's program with args and -json, fails the test
+// if it exits non-zero, decodes its results into got, and returns its
+// report (standard output).
+func runBench(t *testing.T, got any, args ...string) string {
+	t.Helper()
+	results := filepath.Join(t.TempDir(), "results.json")
+	cmd := exec.CommandContext(t.Context(), "go", append(append([]string{"run", "./bench"}, args...), "-json", results)...)
+	cmd.Dir = repo
+	stdout, stderr, code := runCmd(t, cmd, "")
+	if code != 0 {
+		t.Fatalf("bench %s exited %d:\n%s\n%s", strings.Join(args, " "), code, stdout, stderr)
+	}
+	b, err := os.ReadFile(results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, got); err != nil {
+		t.Fatal(err)
+	}
+	return stdout
 }

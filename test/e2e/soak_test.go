@@ -1,10 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,18 +15,6 @@ import (
 func TestReconcileSoak(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the soak reads /proc")
-	}
-	results := filepath.Join(t.TempDir(), "soak.json")
-	cmd := exec.CommandContext(t.Context(), "go", "run", "./bench", "-compare=false", "-scale", "", "-objects", "10",
-		"-soak", "75s", "-soak-clusters", "5", "-soak-interval", "1s", "-soak-warmup", "25s", "-soak-change-every", "5", "-soak-flap-every", "4", "-json", results)
-	cmd.Dir = repo
-	stdout, stderr, code := runCmd(t, cmd, "")
-	if code != 0 {
-		t.Fatalf("soak exited %d:\n%s\n%s", code, stdout, stderr)
-	}
-	b, err := os.ReadFile(results)
-	if err != nil {
-		t.Fatal(err)
 	}
 	var got struct {
 		Soak struct {
@@ -50,9 +34,8 @@ func TestReconcileSoak(t *testing.T) {
 			Failures                                  []string
 		}
 	}
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
+	stdout := runBench(t, &got, "-compare=false", "-scale", "", "-objects", "10",
+		"-soak", "75s", "-soak-clusters", "5", "-soak-interval", "1s", "-soak-warmup", "25s", "-soak-change-every", "5", "-soak-flap-every", "4")
 	s := got.Soak
 	if len(s.Passes) < 10 {
 		t.Errorf("%d passes in 75 s, want at least 10", len(s.Passes))
