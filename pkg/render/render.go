@@ -121,6 +121,27 @@ type Result struct {
 	// a chart's hooks kubectl fleet does not run.
 	Warnings []string
 	Err      error
+
+	// again makes Objects again from what the render kept in memory,
+	// when the fleet shares the source's build (Again).
+	again func() ([]*unstructured.Unstructured, error)
+}
+
+// CanAgain reports whether Again can make the result's objects again.
+func (r *Result) CanAgain() bool { return r.again != nil }
+
+// Again makes the result's objects again, the same as its render made
+// them, from memory alone: the source's build (kustomize's or the
+// manifests read), which the fleet's clusters share and the engine
+// keeps, substituted with the cluster's variables again. No file is read
+// again, so an edit of the source since cannot change them. A caller
+// that holds a thousand clusters' renders for a run lets go of those not
+// in flight and makes each again when its turn comes (rendered.Set.Shed).
+func (r *Result) Again() ([]*unstructured.Unstructured, error) {
+	if r.again == nil {
+		return nil, errors.New("the render cannot be made again")
+	}
+	return r.again()
 }
 
 // Engine renders targets in parallel and renders identical inputs once: a
@@ -197,7 +218,7 @@ func (e *Engine) RenderTarget(ctx context.Context, t Target) (r Result) {
 			r.Err = &TargetError{Cluster: t.Cluster.Name, App: t.App, Err: fmt.Errorf("recovered from panic: %v", p)}
 		}
 	}()
-	r.Objects, r.Path, r.Warnings, r.Err = e.renderOne(ctx, t)
+	r.Err = e.renderOne(ctx, t, &r)
 	if t.Source.Type == HelmChart && r.Err == nil {
 		r.Chart = e.chartName(t.Source.Helm)
 		if d := t.Source.Helm.Digest; d != "" && r.Chart != "" {
@@ -280,19 +301,24 @@ func (e *Engine) clusterMemo(cluster string) *memo.Memo[string, []rawObject] {
 	return m
 }
 
-func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstructured, string, []string, error) {
+// renderOne renders t into r: its objects, path and warnings, and for a
+// source the fleet's clusters share, how to make the objects again.
+func (e *Engine) renderOne(ctx context.Context, t Target, r *Result) error {
 	var (
-		raws     []rawObject
-		path     = t.Source.Path
-		lim      = e.Limits.orDefaults()
-		warnings []string
-		err      error
+		raws   []rawObject
+		lim    = e.Limits.orDefaults()
+		shared bool // raws are the fleet's, not the cluster's
+		err    error
 	)
+	r.Path = t.Source.Path
 	switch t.Source.Type {
 	case Kustomize:
-		if path, err = KustomizeDir(t.Source.Path, &t.Cluster); err != nil {
-			return nil, "", nil, err
+		if r.Path, err = KustomizeDir(t.Source.Path, &t.Cluster); err != nil {
+			r.Path = ""
+			return err
 		}
+		path := r.Path
+		shared = true
 		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) {
 			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) { return buildKustomize(path, e.files(lim.MaxBytes)) })
 			if err != nil {
@@ -301,11 +327,14 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 			return raws, nil
 		})
 	case Manifests:
+		path := r.Path
 		raws, err = e.memo.Do("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path, lim.MaxBytes) })
+		shared = true
 	case Jsonnet:
+		path := r.Path
 		clusterJSON, jerr := json.Marshal(t.Cluster)
 		if jerr != nil {
-			return nil, "", nil, jerr
+			return jerr
 		}
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
 		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
@@ -320,23 +349,42 @@ func (e *Engine) renderOne(ctx context.Context, t Target) ([]*unstructured.Unstr
 	case HelmChart:
 		raws, err = bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
 			raws, w, err := e.renderHelm(ctx, t.Source.Helm, t.App, t.Source.Namespace, &t.Cluster, lim)
-			warnings = w
+			r.Warnings = w
 			return raws, err
 		})
 	default:
-		return nil, "", nil, fmt.Errorf("unknown source type %q", t.Source.Type)
+		return fmt.Errorf("unknown source type %q", t.Source.Type)
 	}
 	if err != nil {
-		return nil, path, warnings, err
+		return err
 	}
-	objs, err := substituteAll(raws, t.Source.Type != Jsonnet && t.Source.Type != HelmChart && !t.Source.NoSubstitute, VariablesOf(&t.Cluster), lim.MaxBytes)
+	objs, err := made(raws, &t, lim.MaxBytes)
 	if err != nil {
-		return nil, path, warnings, err
+		return err
 	}
-	setDefaultNamespace(objs, t.Source.Namespace)
 	err = errors.Join(duplicates(objs, raws), badPolicies(objs, raws))
 	Sort(objs)
-	return objs, path, warnings, err
+	r.Objects = objs
+	if shared && err == nil {
+		r.again = func() ([]*unstructured.Unstructured, error) {
+			objs, err := made(raws, &t, lim.MaxBytes)
+			Sort(objs)
+			return objs, err
+		}
+	}
+	return err
+}
+
+// made is t's objects made of raws, in raws' order: substituted
+// (unless the source opts out), in the source's namespace. It reads
+// memory alone, so that made again (Result.Again) they are the same.
+func made(raws []rawObject, t *Target, max int64) ([]*unstructured.Unstructured, error) {
+	objs, err := substituteAll(raws, t.Source.Type != Jsonnet && t.Source.Type != HelmChart && !t.Source.NoSubstitute, VariablesOf(&t.Cluster), max)
+	if err != nil {
+		return nil, err
+	}
+	setDefaultNamespace(objs, t.Source.Namespace)
+	return objs, nil
 }
 
 // ownMeta is obj, a render of raw, with a top level and a metadata map
