@@ -2,6 +2,7 @@ package rendered
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 
@@ -28,6 +29,10 @@ type Set struct {
 
 	once sync.Once
 	of   map[string][]render.Result
+	// shed are the clusters whose objects were let go before their work,
+	// to be made again (Shed, Restore); mu guards it.
+	mu   sync.Mutex
+	shed map[string]bool
 	// gathered are the clusters whose results Of copied (out of order),
 	// not shared with Results.
 	gathered map[string]bool
@@ -84,17 +89,21 @@ func createNamespaces(results []render.Result) {
 		for end < len(results) && results[end].Cluster.Name == results[start].Cluster.Name {
 			end++
 		}
-		cluster := results[start:end]
-		create, rendered := make([]string, len(cluster)), make([][]string, len(cluster))
-		for i, r := range cluster {
-			create[i], rendered[i] = r.CreateNamespace, render.NamespacesIn(r.Objects)
-		}
-		for i, ns := range render.NamespacesToCreate(create, rendered) {
-			if ns != "" {
-				cluster[i].Objects = append([]*unstructured.Unstructured{render.Namespace(ns)}, cluster[i].Objects...)
-			}
-		}
+		createNamespacesOf(results[start:end])
 		start = end
+	}
+}
+
+// createNamespacesOf is createNamespaces for the results of one cluster.
+func createNamespacesOf(cluster []render.Result) {
+	create, rendered := make([]string, len(cluster)), make([][]string, len(cluster))
+	for i, r := range cluster {
+		create[i], rendered[i] = r.CreateNamespace, render.NamespacesIn(r.Objects)
+	}
+	for i, ns := range render.NamespacesToCreate(create, rendered) {
+		if ns != "" {
+			cluster[i].Objects = append([]*unstructured.Unstructured{render.Namespace(ns)}, cluster[i].Objects...)
+		}
 	}
 }
 
@@ -126,10 +135,89 @@ func (s *Set) Only(names map[string]bool) *Set {
 }
 
 // Of returns the results of one cluster, in app order. They are Results'
-// own: not to be changed.
+// own: not to be changed. A cluster's render that was shed is made again
+// for the reader, and not kept (Restore keeps it); if that fails, each
+// result says why, without objects.
 func (s *Set) Of(cluster string) []render.Result {
 	s.once.Do(s.index)
+	if s.isShed(cluster) {
+		return again(s.of[cluster])
+	}
 	return s.of[cluster]
+}
+
+// Shed lets go of a cluster's rendered objects before its work starts,
+// when every result of it can be made again from memory
+// (render.Result.Again: a build the fleet shares, no file read again),
+// and reports whether it did. A fleet applied ten clusters at a time
+// then holds the renders of the clusters in flight, not every cluster's
+// from the render to its apply (at 1,000 clusters, most of the run's
+// peak). The cluster's work starts with Restore. Not safe while the
+// cluster's results are read.
+func (s *Set) Shed(cluster string) bool {
+	s.once.Do(s.index)
+	results := s.of[cluster]
+	if len(results) == 0 || s.gathered[cluster] {
+		return false
+	}
+	for i := range results {
+		if !results[i].CanAgain() || results[i].Err != nil {
+			return false
+		}
+	}
+	for i := range results {
+		results[i].Objects = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shed == nil {
+		s.shed = map[string]bool{}
+	}
+	s.shed[cluster] = true
+	return true
+}
+
+// Restore makes a shed cluster's render again and keeps it, for the
+// cluster's work; it does nothing for a cluster not shed. Its error is
+// the cluster's: nothing may be written there without its render. Safe
+// while other clusters' results are read; the cluster's own must not be.
+func (s *Set) Restore(cluster string) error {
+	if !s.isShed(cluster) {
+		return nil
+	}
+	made := again(s.of[cluster])
+	for _, r := range made {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	copy(s.of[cluster], made)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.shed, cluster)
+	return nil
+}
+
+// isShed reports whether cluster's render was shed and not restored.
+func (s *Set) isShed(cluster string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shed[cluster]
+}
+
+// again is a copy of one cluster's results with their objects made
+// again (render.Result.Again), and the Namespaces its apps create.
+func again(results []render.Result) []render.Result {
+	out := slices.Clone(results)
+	for i := range out {
+		objs, err := out[i].Again()
+		if err != nil {
+			err = &render.TargetError{Cluster: out[i].Cluster.Name, App: out[i].App, Err: fmt.Errorf("making the render again: %w", err)}
+		}
+		out[i].Objects, out[i].Err = objs, err
+	}
+	createNamespacesOf(out)
+	return out
 }
 
 // Forget lets go of a cluster's rendered objects, once nothing reads them

@@ -2,6 +2,7 @@ package rendered
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -182,5 +184,85 @@ func TestRenderWarmsOnlyAfterSuccess(t *testing.T) {
 		if warmed != tt.warmed || (err == nil) != tt.warmed {
 			t.Errorf("clusters %v: warmed %v, err %v; want warmed %v", tt.clusters, warmed, err, tt.warmed)
 		}
+	}
+}
+
+// TestShedAndRestore: a cluster's render let go before its work is made
+// again, the same, for whoever reads it meanwhile (not kept) and for its
+// work (kept), with the Namespace its app creates; a render that cannot
+// be made again from memory is not let go.
+func TestShedAndRestore(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: prod}]\n" +
+			"clusters:\n- {name: a, group: prod, context: a}\n- {name: b, group: prod, context: b}\n" +
+			"apps:\n- {name: web, manifests: web, namespace: web, createNamespace: true}\n- {name: dash, jsonnet: dash.jsonnet}\n",
+		"web/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
+		"dash.jsonnet": "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'dash', namespace: 'web'}}",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	render1 := func(apps ...string) *Set {
+		t.Helper()
+		s, err := Render(t.Context(), Config{Fleet: f, Source: Source{Apps: apps}, Engine: &render.Engine{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	yamlOf := func(results []render.Result) string {
+		var b strings.Builder
+		for _, r := range results {
+			fmt.Fprintf(&b, "# %s/%s err=%v\n", r.Cluster.Name, r.App, r.Err)
+			for _, o := range r.Objects {
+				y, _ := yaml.Marshal(o.Object)
+				b.Write(y)
+			}
+		}
+		return b.String()
+	}
+	s := render1("web")
+	want := yamlOf(s.Of("b"))
+	if !strings.Contains(want, "kind: Namespace") || !strings.Contains(want, "cluster: b") {
+		t.Fatalf("b's render:\n%s", want)
+	}
+	if !s.Shed("b") {
+		t.Fatal("b was not shed")
+	}
+	if s.Results[1].Objects != nil || s.Results[0].Objects == nil {
+		t.Fatalf("after shedding b: a holds %d objects, b %d", len(s.Results[0].Objects), len(s.Results[1].Objects))
+	}
+	if got := yamlOf(s.Of("b")); got != want {
+		t.Errorf("b read while shed:\n%s\nwant:\n%s", got, want)
+	}
+	if s.Results[1].Objects != nil {
+		t.Error("reading a shed render kept it")
+	}
+	if err := s.Restore("b"); err != nil {
+		t.Fatal(err)
+	}
+	if got := yamlOf(s.Results[1:2]); got != want {
+		t.Errorf("b restored:\n%s\nwant:\n%s", got, want)
+	}
+	if err := s.Restore("b"); err != nil || yamlOf(s.Of("b")) != want {
+		t.Errorf("restoring twice: %v", err)
+	}
+	// A jsonnet render is the cluster's own: shedding it saves nothing
+	// and it is kept, with the cluster's other apps.
+	s = render1()
+	if s.Shed("a") {
+		t.Error("a cluster with a jsonnet app was shed")
+	}
+	if len(s.Of("a")) != 2 || s.Of("a")[0].Objects == nil || s.Of("a")[1].Objects == nil {
+		t.Errorf("a lost its objects: %s", yamlOf(s.Of("a")))
 	}
 }
