@@ -25,6 +25,9 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 	if err := e.o.Rollback.Failed(c.Name); err != nil {
 		return err
 	}
+	if err := e.r.Restore(c.Name); err != nil {
+		return err // nothing is written without the render
+	}
 	if d := e.delivered(c); d != nil {
 		return e.published(ctx, c, d)
 	}

@@ -47,7 +47,8 @@ type Diffs struct {
 // at once, in no wave order: nothing is written) and app by app, as the
 // DiffEvent apply --diff says before its writes, from the same call
 // (diffApp). Each cluster ends with an EndEvent; its render is let go
-// then (rendered.Set.Forget).
+// then (rendered.Set.Forget), and made again when it starts if it was
+// let go before (shed).
 func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink Sink) Diffs {
 	e.begin(r, Options{}, sink)
 	out := Diffs{Summaries: map[string]diff.Summary{}, Plans: map[string][]plan.App{}}
@@ -56,7 +57,9 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 	for i, c := range r.Clusters {
 		names[i] = c.Name
 	}
-	out.Outcomes = runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
+	ws := runner.Every(names)
+	e.shed(ws, o.Parallel)
+	out.Outcomes = runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
 		s, plans, err := e.diffCluster(ctx, e.clusters[name], o)
 		err = e.Connector.Explain(ctx, name, err)
 		e.Connector.Idle(name)
@@ -72,6 +75,9 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 
 // diffCluster diffs the apps of one cluster.
 func (e *Engine) diffCluster(ctx context.Context, c *fleet.Cluster, o DiffOptions) (diff.Summary, []plan.App, error) {
+	if err := e.r.Restore(c.Name); err != nil {
+		return diff.Summary{}, nil, err
+	}
 	if d := e.delivered(c); d != nil {
 		return e.diffPublished(ctx, c, d, o)
 	}

@@ -156,6 +156,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}
+	e.shed(ws, o.Parallel)
 	return Run(ctx, s, func(ctx context.Context, name string) error {
 		c := e.clusters[name]
 		err := e.Connector.Explain(ctx, name, e.cluster(ctx, c))
@@ -178,6 +179,22 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 func (e *Engine) forget(name string) {
 	if e.promotion == nil || !e.promotion.Holds(name) {
 		e.r.Forget(name)
+	}
+}
+
+// shed lets go of the renders of the clusters that do not start at
+// once (past the first parallel, in wave order), each made again when
+// its turn comes (rendered.Set.Shed, Restore): a run holds the renders
+// of the clusters in flight, not every cluster's until its apply. The
+// clusters whose renders the promotion rule reads keep theirs.
+func (e *Engine) shed(ws []runner.Wave, parallel int) {
+	n := 0
+	for _, w := range ws {
+		for _, name := range w.Clusters {
+			if n++; n > parallel && (e.promotion == nil || !e.promotion.Holds(name)) {
+				e.r.Shed(name)
+			}
+		}
 	}
 }
 

@@ -3,17 +3,21 @@ package rollout
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -227,6 +231,64 @@ func TestEngineDelete(t *testing.T) {
 	for name, c := range cs {
 		if c.Live(kubetest.Object("v1", "ConfigMap", "default", "web")) != nil {
 			t.Errorf("%s: the ConfigMap is still there", name)
+		}
+	}
+}
+
+// A run holds the renders of the clusters in flight: those that wait
+// for their turn are let go (shed) and made again when it comes, the
+// same, each cluster applied with its own variables.
+func TestEngineShedsWhatWaits(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups: [{name: prod}]\n" +
+			"clusters:\n- {name: c1, group: prod, context: c1}\n- {name: c2, group: prod, context: c2}\n- {name: c3, group: prod, context: c3}\n- {name: c4, group: prod, context: c4}\n" +
+			"apps:\n- {name: web, manifests: web}\n",
+		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := rendered.Render(t.Context(), rendered.Config{Fleet: f, Engine: &render.Engine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := clusters{}
+	for _, c := range set.Clusters {
+		cs[c.Name] = kubetest.New(t)
+		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
+	}
+	var (
+		mu      sync.Mutex
+		waiting = -1 // objects held by c3 and c4 when c1 started
+	)
+	e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
+	outcomes := e.Run(t.Context(), set, Options{Parallel: 2, Concurrency: 4}, func(ev Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if s, ok := ev.(StageEvent); ok && s.Cluster == "c1" && waiting < 0 {
+			waiting = len(set.Results[2].Objects) + len(set.Results[3].Objects)
+		}
+	})
+	if waiting != 0 {
+		t.Errorf("when c1 started, c3 and c4 held %d objects; want their renders let go", waiting)
+	}
+	for _, oc := range outcomes {
+		if oc.State != runner.Succeeded {
+			t.Errorf("%s: %s, %v", oc.Cluster, oc.State, oc.Err)
+			continue
+		}
+		live := cs[oc.Cluster].Live(kubetest.Object("v1", "ConfigMap", "default", "web"))
+		if got, _, _ := unstructured.NestedString(live.Object, "data", "cluster"); got != oc.Cluster {
+			t.Errorf("%s: applied data.cluster %q", oc.Cluster, got)
 		}
 	}
 }
