@@ -368,7 +368,11 @@ func (b *bench) scaleDefaultParallel(ctx context.Context, sr *scaleRunner) error
 		return err
 	}
 	for _, st := range []struct{ id, ff, app string }{{"create", ff, ns}, {"noop", sr.steady, "scale"}} {
-		r, err := b.measured(ctx, sr.be, sr.bin, sr.applyWith(st.ff, st.app, false), sr.env, "", nil)
+		profile := ""
+		if sr.cpuProfiles != "" {
+			profile = filepath.Join(sr.cpuProfiles, fmt.Sprintf("scale-%s-%d-%s%s.pprof", sr.kind, sr.n, st.id, defaultParallel))
+		}
+		r, err := b.measured(ctx, sr.be, sr.bin, sr.applyWith(st.ff, st.app, false), sr.env, profile, nil)
 		if err != nil {
 			return fmt.Errorf("%s, default --parallel: %w", st.id, err)
 		}
