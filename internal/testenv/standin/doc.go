@@ -24,7 +24,9 @@
 //     computed by apimachinery's own field manager, Conflict without
 //     force) and JSON merge patch, dry runs (dryRun=All) of each;
 //     metadata-only get and list (as=PartialObjectMetadata[List]) in
-//     protobuf or JSON, as the metadata client asks;
+//     protobuf or JSON, as the metadata client asks; built-in kinds
+//     whole in protobuf to a client that prefers it (client-go's typed
+//     clients), else in JSON;
 //   - a write that changes nothing keeps the resourceVersion (the
 //     plugin's no-op detection depends on it); generation moves with the
 //     spec of the kinds whose strategy keeps one (Deployments, …);

@@ -20,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/serverside"
@@ -63,6 +65,10 @@ var (
 		return s
 	}()
 	protoSerializer = protobuf.NewSerializer(metaScheme, metaScheme)
+	// builtin decodes the built-in kinds kube-apiserver answers in
+	// protobuf; builtinProto encodes them.
+	builtin      = serializer.NewCodecFactory(clientgoscheme.Scheme)
+	builtinProto = protobuf.NewSerializer(clientgoscheme.Scheme, clientgoscheme.Scheme)
 )
 
 func (s *server) count(kind int) { s.requests[kind].Add(1) }
@@ -206,7 +212,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request, res *resource, ns 
 		b.Write(o.json)
 	}
 	fmt.Fprintf(&b, `],"kind":%q,"metadata":{"resourceVersion":%q}}`, res.kind+"List", rv)
-	writeBody(w, r, http.StatusOK, "application/json", b.Bytes())
+	writeWhole(w, r, http.StatusOK, b.Bytes())
 	return nil
 }
 
@@ -510,8 +516,25 @@ func writeStored(w http.ResponseWriter, r *http.Request, code int, o *stored) er
 		m.SetGroupVersionKind(metav1.SchemeGroupVersion.WithKind("PartialObjectMetadata"))
 		return writeMetaCode(w, r, code, m, "PartialObjectMetadata")
 	}
-	writeBody(w, r, code, "application/json", o.json)
+	writeWhole(w, r, code, o.json)
 	return nil
+}
+
+// writeWhole answers an object or a list, whole, given as JSON: in
+// protobuf when the client prefers it and the kind is built in, as
+// kube-apiserver does (client-go's typed clients, the plugin's Core,
+// ask for it), else in JSON.
+func writeWhole(w http.ResponseWriter, r *http.Request, code int, b []byte) {
+	if strings.HasPrefix(r.Header.Get("Accept"), runtime.ContentTypeProtobuf) {
+		if obj, _, err := builtin.UniversalDeserializer().Decode(b, nil, nil); err == nil {
+			var pb bytes.Buffer
+			if err := builtinProto.Encode(obj, &pb); err == nil {
+				writeBody(w, r, code, runtime.ContentTypeProtobuf, pb.Bytes())
+				return
+			}
+		}
+	}
+	writeBody(w, r, code, "application/json", b)
 }
 
 func writeObject(w http.ResponseWriter, r *http.Request, o *stored) error {

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -210,6 +212,17 @@ func TestServerSemantics(t *testing.T) {
 	list, err := c.Metadata.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("kubectl-fleet").List(ctx, metav1.ListOptions{LabelSelector: "x=1"})
 	if err != nil || len(list.Items) != 1 || list.Items[0].Name != "a" || list.Items[0].UID == "" {
 		t.Errorf("metadata list x=1: %v, %+v", err, list)
+	}
+	// The typed client reads built-in kinds in protobuf, as from
+	// kube-apiserver; the dynamic one, and custom kinds, in JSON.
+	var contentType string
+	typed := &corev1.ConfigMapList{}
+	err = c.Core.RESTClient().Get().Namespace("kubectl-fleet").Resource("configmaps").Do(ctx).ContentType(&contentType).Into(typed)
+	if err != nil || contentType != runtime.ContentTypeProtobuf || len(typed.Items) != 2 || typed.Items[0].Data["k"] != "w" {
+		t.Errorf("typed list: %v, %s, %+v", err, contentType, typed.Items)
+	}
+	if got, err := c.Core.ConfigMaps("kubectl-fleet").Get(ctx, "a", metav1.GetOptions{}); err != nil || got.Labels["x"] != "1" {
+		t.Errorf("typed get: %v, %+v", err, got)
 	}
 	review, err := c.Dynamic.Resource(schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}).Create(ctx,
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}, metav1.CreateOptions{})
