@@ -34,7 +34,7 @@ const (
 // Phase returns an object's phase; 0 when it has none or it is invalid
 // (ValidatePolicies refuses those).
 func Phase(o *unstructured.Unstructured) int {
-	n, _ := strconv.Atoi(o.GetAnnotations()[PhaseAnnotation])
+	n, _ := strconv.Atoi(annotation(o, PhaseAnnotation))
 	return n
 }
 
@@ -47,33 +47,33 @@ var policies = map[string][]string{
 
 // PruneDisabled reports fleet.kubectl.io/prune: disabled.
 func PruneDisabled(o *unstructured.Unstructured) bool {
-	return o.GetAnnotations()[PruneAnnotation] == "disabled"
+	return annotation(o, PruneAnnotation) == "disabled"
 }
 
 // PruneAlways reports fleet.kubectl.io/prune: always: the user asks for
 // the object's deletion even where kubectl fleet would leave it (adopted,
 // or a CRD or Namespace holding what is not the app's).
 func PruneAlways(o *unstructured.Unstructured) bool {
-	return o.GetAnnotations()[PruneAnnotation] == "always"
+	return annotation(o, PruneAnnotation) == "always"
 }
 
 // CreateOnly reports fleet.kubectl.io/apply: create-only.
 func CreateOnly(o *unstructured.Unstructured) bool {
-	return o.GetAnnotations()[ApplyAnnotation] == "create-only"
+	return annotation(o, ApplyAnnotation) == "create-only"
 }
 
 // ForceEnabled reports fleet.kubectl.io/force: enabled.
 func ForceEnabled(o *unstructured.Unstructured) bool {
-	return o.GetAnnotations()[ForceAnnotation] == "enabled"
+	return annotation(o, ForceAnnotation) == "enabled"
 }
 
 // ValidatePolicies returns an error for a policy annotation with a value
 // it does not accept: a typo must not silently turn a policy off.
 func ValidatePolicies(o *unstructured.Unstructured) []error {
 	var errs []error
-	ann := o.GetAnnotations()
-	for _, k := range slices.Sorted(maps.Keys(policies)) {
-		v, ok := ann[k]
+	ann := annotations(o)
+	for _, k := range policyKeys {
+		v, ok := ann[k].(string)
 		if !ok {
 			continue
 		}
@@ -81,7 +81,7 @@ func ValidatePolicies(o *unstructured.Unstructured) []error {
 			errs = append(errs, fmt.Errorf("annotation %s: %q is not one of %q", k, v, valid))
 		}
 	}
-	if v, ok := ann[PhaseAnnotation]; ok {
+	if v, ok := ann[PhaseAnnotation].(string); ok {
 		if _, err := strconv.Atoi(v); err != nil {
 			errs = append(errs, fmt.Errorf("annotation %s: %q is not an integer", PhaseAnnotation, v))
 		}
@@ -118,4 +118,22 @@ func ImmutableError(ref, field string) error {
 		what = field + ", which cannot change once set"
 	}
 	return fmt.Errorf("the server refuses the change to %s: delete %s and apply again, or annotate it %s: enabled to have apply delete and create it", what, ref, ForceAnnotation)
+}
+
+// policyKeys are the policy annotations, in order.
+var policyKeys = slices.Sorted(maps.Keys(policies))
+
+// annotations are o's annotations as they are, not copied: policies are
+// read on every object of every cluster (GetAnnotations copies them).
+func annotations(o *unstructured.Unstructured) map[string]any {
+	meta, _ := o.Object["metadata"].(map[string]any)
+	ann, _ := meta["annotations"].(map[string]any)
+	return ann
+}
+
+// annotation is o's annotation key, or "" (as GetAnnotations reads it:
+// a value that is not a string is none).
+func annotation(o *unstructured.Unstructured, key string) string {
+	v, _ := annotations(o)[key].(string)
+	return v
 }
