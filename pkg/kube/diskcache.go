@@ -2,6 +2,7 @@ package kube
 
 import (
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,64 +27,89 @@ type diskCache struct {
 	ttl time.Duration
 }
 
-// errStale stops the walk at a file client-go would fetch again.
+// errStale refuses a file client-go would fetch again.
 var errStale = errors.New("stale")
 
-// digest is the SHA-256 of every discovery file of the cache, by path and
-// content, in lexical order; ok is false without a servergroups.json, or
-// with a file older than the TTL (client-go fetches those again, and the
-// files change), or an unreadable one.
+// digest is the SHA-256 of the discovery files of the cache that
+// client-go reads, by path and content: servergroups.json, then the
+// serverresources.json of each group version it lists, in its order. ok
+// is false when one is missing, unreadable or older than the TTL
+// (client-go fetches those again, and the files change). The files are
+// opened by the names servergroups.json gives, not found by walking the
+// cache's folders: a cache holds some fifty, and reading them was most
+// of the digest's cost.
 func (c diskCache) digest() (sum [sha256.Size]byte, ok bool) {
 	if c.dir == "" {
 		return sum, false
 	}
-	h, now, groups := sha256.New(), time.Now(), false
-	err := filepath.WalkDir(c.dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() || e.Name() != "servergroups.json" && e.Name() != "serverresources.json" {
-			return err
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		if now.After(info.ModTime().Add(c.ttl)) {
-			return errStale
-		}
-		rel, err := filepath.Rel(c.dir, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		groups = groups || rel == "servergroups.json"
-		fmt.Fprintf(h, "%s\x00%d\x00", rel, info.Size())
-		return hashFile(h, path, info.Size())
-	})
-	if err != nil || !groups {
+	h, now := sha256.New(), time.Now()
+	buf := copyBuffers.Get().(*[]byte)
+	defer copyBuffers.Put(buf)
+	groups, err := c.hashFile(h, "servergroups.json", now, buf)
+	if err != nil {
 		return sum, false
+	}
+	var list struct {
+		Groups []struct {
+			Versions []struct {
+				GroupVersion string `json:"groupVersion"`
+			} `json:"versions"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal(groups, &list); err != nil {
+		return sum, false
+	}
+	for _, g := range list.Groups {
+		for _, v := range g.Versions {
+			if !fs.ValidPath(v.GroupVersion) {
+				return sum, false
+			}
+			if _, err := c.hashFile(h, v.GroupVersion+"/serverresources.json", now, buf); err != nil {
+				return sum, false
+			}
+		}
 	}
 	copy(sum[:], h.Sum(nil))
 	return sum, true
 }
 
-// hashFile writes the size bytes of the file at path to h, through a
-// buffer reused (a fleet's clusters cache about 150 KB each); a file of
-// another size now is an error.
-func hashFile(h io.Writer, path string, size int64) error {
-	f, err := os.Open(path)
+// hashFile writes the name and content of the cache's file rel (a slash
+// path) to h, through buf; it returns the content when it fits in buf
+// (servergroups.json, which digest reads), else nil. A file older than
+// the TTL is errStale; one of another size than when opened, an error.
+func (c diskCache) hashFile(h io.Writer, rel string, now time.Time, buf *[]byte) ([]byte, error) {
+	f, err := os.Open(filepath.Join(c.dir, filepath.FromSlash(rel)))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
-	buf := copyBuffers.Get().(*[]byte)
-	defer copyBuffers.Put(buf)
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if now.After(info.ModTime().Add(c.ttl)) {
+		return nil, errStale
+	}
+	fmt.Fprintf(h, "%s\x00%d\x00", rel, info.Size())
+	if info.Size() < int64(cap(*buf)) {
+		b := (*buf)[:info.Size()]
+		if _, err := io.ReadFull(f, b); err != nil {
+			return nil, err
+		}
+		if n, _ := f.Read((*buf)[info.Size():cap(*buf)]); n != 0 {
+			return nil, errors.New("changed while read")
+		}
+		_, _ = h.Write(b)
+		return b, nil
+	}
 	n, err := io.CopyBuffer(h, struct{ io.Reader }{f}, *buf) // not f.WriteTo, which takes a buffer of its own
-	if err == nil && n != size {
+	if err == nil && n != info.Size() {
 		err = errors.New("changed while read")
 	}
-	return err
+	return nil, err
 }
 
-var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // weakCache keeps values by key for as long as something else holds
 // them. Safe for concurrent use.

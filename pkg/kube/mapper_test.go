@@ -160,7 +160,7 @@ func TestSameCachedFilesAreDecodedOnce(t *testing.T) {
 		}
 		return dir
 	}
-	groups := `{"groups":["apps"]}`
+	groups := `{"kind":"APIGroupList","groups":[{"name":"","versions":[{"groupVersion":"v1"}]},{"name":"apps","versions":[{"groupVersion":"apps/v1"}]}]}`
 	deploy := schema.GroupKind{Group: "apps", Kind: "Deployment"}
 	a := &sharedMapper{dc: discoveryOf(true, coreV1, appsV1), cache: diskCache{write(0, groups), discoveryTTL}}
 	if _, err := a.RESTMapping(deploy, "v1"); err != nil {
@@ -173,7 +173,12 @@ func TestSameCachedFilesAreDecodedOnce(t *testing.T) {
 	if _, err := b.RESTMapping(deploy, "v1"); err != nil || b.delegate != a.delegate {
 		t.Errorf("the same cached bytes: %v, shared %v", err, b.delegate == a.delegate)
 	}
-	for name, dir := range map[string]string{"older than the TTL": write(7*time.Hour, groups), "other bytes": write(0, `{"groups":["apps","batch"]}`)} {
+	other := write(0, groups)
+	if err := os.WriteFile(filepath.Join(other, "apps", "v1", "serverresources.json"), []byte(`{"groupVersion":"apps/v1","resources":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	missing := write(0, `{"kind":"APIGroupList","groups":[{"name":"apps","versions":[{"groupVersion":"apps/v1"},{"groupVersion":"apps/v2"}]}]}`)
+	for name, dir := range map[string]string{"older than the TTL": write(7*time.Hour, groups), "other bytes": other, "a listed group version not cached": missing} {
 		m := &sharedMapper{dc: discoveryOf(true), cache: diskCache{dir, discoveryTTL}}
 		if _, err := m.RESTMapping(deploy, "v1"); err == nil {
 			t.Errorf("%s: mapped from another cluster's discovery", name)
