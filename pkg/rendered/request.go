@@ -51,6 +51,12 @@ type Config struct {
 	// first wave's connections, identities and locks, taken in the
 	// background while the run starts).
 	Warm func(ctx context.Context, pl *Request)
+	// Shed, when set, is asked once, with the selected clusters, which
+	// of them a run works on later, not at once (Render only): their
+	// objects are let go as soon as they rendered, made again when read
+	// or when their turn comes (Set.Shed, Restore). A run that reads a
+	// cluster's Results directly, not through Of, must keep it.
+	Shed func(clusters []*fleet.Cluster) map[string]bool
 }
 
 // Request is what is to be rendered: the fleet, the selected clusters, the apps

@@ -50,7 +50,11 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	results := pl.Render(ctx, c.Engine)
+	var shed map[string]bool
+	if c.Shed != nil {
+		shed = c.Shed(pl.Clusters)
+	}
+	results, shed := pl.renderShedding(ctx, c.Engine, shed)
 	var tests []render.Result
 	if c.Tests {
 		tests = c.Engine.Render(ctx, pl.Targets(true))
@@ -67,7 +71,63 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if c.Warm != nil {
 		c.Warm(ctx, pl)
 	}
-	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests, Mask: c.Engine.Secrets.Sensitive()}, nil
+	return &Set{Fleet: pl.Fleet, Clusters: pl.Clusters, Results: results, Tests: tests, Mask: c.Engine.Secrets.Sensitive(), shed: shed}, nil
+}
+
+// shedChunk is how many clusters renderShedding renders at once.
+const shedChunk = 64
+
+// renderShedding is Render (the method), that lets go of the objects of
+// the clusters of shed (Config.Shed) as soon as they rendered, each
+// chunk of clusters at a time, when every result of the cluster can be
+// made again (Set.Shed): the render of a 1,000-cluster fleet applied ten
+// at a time then never holds every cluster's objects. It returns the
+// clusters it shed.
+func (p *Request) renderShedding(ctx context.Context, e *render.Engine, shed map[string]bool) ([]render.Result, map[string]bool) {
+	if len(shed) == 0 {
+		return p.Render(ctx, e), nil
+	}
+	targets := p.Targets(false)
+	results := make([]render.Result, 0, len(targets))
+	done := map[string]bool{}
+	for start := 0; start < len(targets); {
+		end, clusters := start, 0
+		for end < len(targets) && (clusters < shedChunk || targets[end].Cluster.Name == targets[end-1].Cluster.Name) {
+			if end == start || targets[end].Cluster.Name != targets[end-1].Cluster.Name {
+				clusters++
+			}
+			end++
+		}
+		chunk := e.Render(ctx, targets[start:end])
+		createNamespaces(chunk)
+		for i := 0; i < len(chunk); {
+			j := i + 1
+			for j < len(chunk) && chunk[j].Cluster.Name == chunk[i].Cluster.Name {
+				j++
+			}
+			if name := chunk[i].Cluster.Name; shed[name] && canAgain(chunk[i:j]) {
+				for k := i; k < j; k++ {
+					chunk[k].Objects = nil
+				}
+				done[name] = true
+			}
+			i = j
+		}
+		results = append(results, chunk...)
+		start = end
+	}
+	return results, done
+}
+
+// canAgain reports whether every result of a cluster rendered and can be
+// made again from memory.
+func canAgain(results []render.Result) bool {
+	for i := range results {
+		if !results[i].CanAgain() || results[i].Err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // Render renders every target of the request as apply sends it: with
@@ -157,13 +217,8 @@ func (s *Set) Of(cluster string) []render.Result {
 func (s *Set) Shed(cluster string) bool {
 	s.once.Do(s.index)
 	results := s.of[cluster]
-	if len(results) == 0 || s.gathered[cluster] {
+	if len(results) == 0 || s.gathered[cluster] || !canAgain(results) {
 		return false
-	}
-	for i := range results {
-		if !results[i].CanAgain() || results[i].Err != nil {
-			return false
-		}
 	}
 	for i := range results {
 		results[i].Objects = nil
@@ -278,10 +333,18 @@ func (s *Set) index() {
 func (s *Set) AppNames() map[string][]string {
 	apps := map[string][]string{}
 	for _, c := range s.Clusters {
-		apps[c.Name] = []string{}
-		for _, res := range s.Of(c.Name) {
-			apps[c.Name] = append(apps[c.Name], res.App)
-		}
+		apps[c.Name] = s.Apps(c.Name)
+	}
+	return apps
+}
+
+// Apps are the apps rendered for a cluster, in order; a render let go
+// (Shed) is not made again for them.
+func (s *Set) Apps(cluster string) []string {
+	s.once.Do(s.index)
+	apps := []string{}
+	for _, res := range s.of[cluster] {
+		apps = append(apps, res.App)
 	}
 	return apps
 }

@@ -266,3 +266,79 @@ func TestShedAndRestore(t *testing.T) {
 		t.Errorf("a lost its objects: %s", yamlOf(s.Of("a")))
 	}
 }
+
+// TestRenderSheds: the clusters Config.Shed names hold no objects once
+// rendered, chunk by chunk, and read the same as a render that kept
+// them; a render that fails still fails whole.
+func TestRenderSheds(t *testing.T) {
+	dir := t.TempDir()
+	var fleetYAML strings.Builder
+	fleetYAML.WriteString("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: prod}]\nclusters:\n")
+	for i := range shedChunk + 6 {
+		fmt.Fprintf(&fleetYAML, "- {name: c%02d, group: prod, context: c%02d, attributes: {n: '%d'}}\n", i, i, i)
+	}
+	fleetYAML.WriteString("apps:\n- {name: web, manifests: web, namespace: web, createNamespace: true}\n- {name: db, manifests: db}\n")
+	for name, text := range map[string]string{
+		"fleet.yaml":  fleetYAML.String(),
+		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {n: '${n}'}\n",
+		"db/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db, namespace: db}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := Render(t.Context(), Config{Fleet: f, Engine: &render.Engine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := 0
+	shed, err := Render(t.Context(), Config{Fleet: f, Engine: &render.Engine{}, Shed: func(cs []*fleet.Cluster) map[string]bool {
+		asked++
+		out := map[string]bool{}
+		for _, c := range cs[1:] {
+			out[c.Name] = true
+		}
+		return out
+	}})
+	if err != nil || asked != 1 {
+		t.Fatalf("asked %d times: %v", asked, err)
+	}
+	if len(shed.Results) != len(kept.Results) {
+		t.Fatalf("%d results; want %d", len(shed.Results), len(kept.Results))
+	}
+	for _, r := range shed.Results {
+		if first := r.Cluster.Name == "c00"; first != (r.Objects != nil) {
+			t.Errorf("%s/%s holds %d objects after the render", r.Cluster.Name, r.App, len(r.Objects))
+		}
+	}
+	yamlOf := func(results []render.Result) string {
+		var b strings.Builder
+		for _, r := range results {
+			fmt.Fprintf(&b, "# %s/%s\n", r.Cluster.Name, r.App)
+			for _, o := range r.Objects {
+				y, _ := yaml.Marshal(o.Object)
+				b.Write(y)
+			}
+		}
+		return b.String()
+	}
+	for _, c := range kept.Clusters {
+		if got, want := yamlOf(shed.Of(c.Name)), yamlOf(kept.Of(c.Name)); got != want {
+			t.Errorf("%s read:\n%s\nwant:\n%s", c.Name, got, want)
+		}
+	}
+	// A render that fails fails whole, shed or not.
+	if err := os.WriteFile(filepath.Join(dir, "db", "cm.yaml"), []byte("data: {n: '${missing}'}\nkind: ConfigMap\napiVersion: v1\nmetadata: {name: db}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Render(t.Context(), Config{Fleet: f, Engine: &render.Engine{}, Shed: func(cs []*fleet.Cluster) map[string]bool { return map[string]bool{"c01": true} }}); err == nil {
+		t.Error("a failed render succeeded")
+	}
+}
