@@ -12,7 +12,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -108,7 +107,7 @@ func (e *Engine) unapproved(clusters []string) []string {
 		}
 		return check(c.Name, found, key, e.Locks.User(client, c.Name)(ctx)), nil
 	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) (string, error) {
-		found, err := approval.ReadPublished(ctx, e.r.Fleet, c, appNames(e.r.Of(c.Name)))
+		found, err := approval.ReadPublished(ctx, e.r.Fleet, c, e.r.Apps(c.Name))
 		if err != nil {
 			return "", err
 		}
@@ -147,13 +146,4 @@ func (e *Engine) ask(clusters []string, what string, why func(ctx context.Contex
 		}
 	}
 	return slices.DeleteFunc(said, func(r string) bool { return r == "" }), unread
-}
-
-// appNames are the apps of results.
-func appNames(results []render.Result) []string {
-	out := make([]string, len(results))
-	for i, r := range results {
-		out[i] = r.App
-	}
-	return out
 }

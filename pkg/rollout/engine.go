@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -188,14 +189,42 @@ func (e *Engine) forget(name string) {
 // of the clusters in flight, not every cluster's until its apply. The
 // clusters whose renders the promotion rule reads keep theirs.
 func (e *Engine) shed(ws []runner.Wave, parallel int) {
-	n := 0
+	for name := range later(ws, parallel) {
+		if e.promotion == nil || !e.promotion.Holds(name) {
+			e.r.Shed(name)
+		}
+	}
+}
+
+// later are the clusters of ws past the first parallel, in wave order.
+func later(ws []runner.Wave, parallel int) map[string]bool {
+	out, n := map[string]bool{}, 0
 	for _, w := range ws {
 		for _, name := range w.Clusters {
-			if n++; n > parallel && (e.promotion == nil || !e.promotion.Holds(name)) {
-				e.r.Shed(name)
+			if n++; n > parallel {
+				out[name] = true
 			}
 		}
 	}
+	return out
+}
+
+// waiting are the clusters of a rollout of f's clusters cs with o whose
+// renders may be let go from the render on (rendered.Config.Shed): those
+// that do not start at once, and whose renders the promotion rule, which
+// reads them from the set's Results, does not read (Promotion.Holds, by
+// the fleet's groups and batches alone).
+func waiting(f *fleet.Fleet, cs []*fleet.Cluster, o Options) map[string]bool {
+	out := later(Waves(f, cs), o.Parallel)
+	if o.Gated() {
+		names := make([]render.Result, len(cs))
+		for i, c := range cs {
+			names[i].Cluster.Name = c.Name
+		}
+		p := promotionOf(f, names)
+		maps.DeleteFunc(out, func(name string, _ bool) bool { return p.Holds(name) })
+	}
+	return out
 }
 
 // notStarted is the outcome of a run that failed before its first wave:
@@ -240,6 +269,7 @@ func (e *Engine) Prepare(ctx context.Context, cfg rendered.Config, o *Options, y
 	if !o.DryRun {
 		cfg.Warm = func(ctx context.Context, req *rendered.Request) { e.Warm(ctx, req, o.Parallel, yes) }
 	}
+	cfg.Shed = func(cs []*fleet.Cluster) map[string]bool { return waiting(cfg.Fleet, cs, *o) }
 	r, err := rendered.Render(ctx, cfg)
 	if err == nil {
 		o.Promote, err = Promoted(ctx, cfg, r, *o)
@@ -331,9 +361,9 @@ func appsByWave(r *rendered.Set, ws []runner.Wave) map[string][]string {
 	out := map[string][]string{}
 	for _, w := range ws {
 		for _, c := range w.Clusters {
-			for _, res := range r.Of(c) {
-				if !slices.Contains(out[w.Name], res.App) {
-					out[w.Name] = append(out[w.Name], res.App)
+			for _, app := range r.Apps(c) {
+				if !slices.Contains(out[w.Name], app) {
+					out[w.Name] = append(out[w.Name], app)
 				}
 			}
 		}

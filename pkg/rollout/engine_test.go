@@ -3,6 +3,7 @@ package rollout
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -289,6 +290,47 @@ func TestEngineShedsWhatWaits(t *testing.T) {
 		live := cs[oc.Cluster].Live(kubetest.Object("v1", "ConfigMap", "default", "web"))
 		if got, _, _ := unstructured.NestedString(live.Object, "data", "cluster"); got != oc.Cluster {
 			t.Errorf("%s: applied data.cluster %q", oc.Cluster, got)
+		}
+	}
+}
+
+// The clusters whose renders a rollout lets go from the render on: past
+// the first --parallel in wave order, unless the promotion rule reads
+// them (a group or a batch a later wave waits for), which it does only
+// in a gated run.
+func TestWaitingClusters(t *testing.T) {
+	set, _ := renderedFleet(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: shop}
+groups:
+  - {name: stg}
+  - name: prod
+    batches: [1, 100%]
+clusters:
+  - {name: s1, group: stg, context: s1}
+  - {name: s2, group: stg, context: s2}
+  - {name: p1, group: prod, context: p1}
+  - {name: p2, group: prod, context: p2}
+  - {name: p3, group: prod, context: p3}
+apps:
+  - {name: web, manifests: .}
+`)
+	gated := Options{Parallel: 1}
+	if !gated.Gated() {
+		t.Fatal("the options are not gated")
+	}
+	for _, tt := range []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"gated: staging and the canary batch are read", gated, []string{"p2", "p3"}},
+		{"not gated", Options{Parallel: 1, SkipGates: true}, []string{"p1", "p2", "p3", "s2"}},
+		{"every cluster at once", Options{Parallel: 5}, []string{}},
+	} {
+		got := slices.Sorted(maps.Keys(waiting(set.Fleet, set.Clusters, tt.o)))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v; want %v", tt.name, got, tt.want)
 		}
 	}
 }

@@ -387,7 +387,7 @@ func Promoted(ctx context.Context, cfg rendered.Config, r *rendered.Set, o Optio
 	if cfg.Source.Manifests == "-" {
 		return nil, fmt.Errorf("the earlier groups' clusters (%s) must have verified what -f - renders, and standard input is read once: select them too, or pass --skip-gates", strings.Join(names, ", "))
 	}
-	cfg.Fleet, cfg.Selection, cfg.Tests, cfg.Warm = r.Fleet, fleet.Selection{Clusters: names}, false, nil
+	cfg.Fleet, cfg.Selection, cfg.Tests, cfg.Warm, cfg.Shed = r.Fleet, fleet.Selection{Clusters: names}, false, nil, nil // the rule reads these renders whole
 	up, err := rendered.Render(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("checking what the earlier groups verified (--skip-gates does not): %w", err)

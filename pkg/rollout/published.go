@@ -152,7 +152,7 @@ func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results
 // cluster is observed, waits for Flux to apply it.
 func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, client *kube.Client, res render.Result, moved map[string]v1.Hash) error {
 	a := e.artifacts[c.Name][res.App]
-	label := Label(res.App, len(e.r.Of(c.Name)) > 1)
+	label := Label(res.App, len(e.r.Apps(c.Name)) > 1)
 	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
 	prev, found, err := a.registry.Resolve(ctx, res.App, c.Name)
 	if err != nil {
@@ -220,7 +220,7 @@ func (e *Engine) release(ctx context.Context, cluster string, res render.Result,
 	if err != nil {
 		return RevisionEvent{}, err
 	}
-	ev := RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Of(cluster)) > 1)}
+	ev := RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Apps(cluster)) > 1)}
 	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() {
 		// Current already; its tag may lag (a run stopped, or a registry
 		// that failed, between the two): it moves now.
@@ -289,7 +289,7 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 		case err != nil && ctx.Err() == nil:
 			return flux, err
 		case err == nil && flux.Converged(dg):
-			e.emit(FluxEvent{Type: "flux", Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Of(cluster)) > 1)})
+			e.emit(FluxEvent{Type: "flux", Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Apps(cluster)) > 1)})
 			return flux, nil
 		case err == nil && flux.Failed(dg) != "":
 			return flux, fmt.Errorf("Flux failed to apply %s: %s", publish.Short(dg), flux.Failed(dg))
