@@ -1,11 +1,12 @@
 package render
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testfiles"
 )
 
 // TestAgain: a render of a source the fleet shares (kustomize, plain
@@ -14,15 +15,7 @@ import (
 // a chart) cannot, nor can a failed one.
 func TestAgain(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, text string) { testfiles.Write(t, dir, map[string]string{name: text}) }
 	write("k/kustomization.yaml", "resources: [cm.yaml, deploy.yaml]\nnamespace: ${ns}\n")
 	write("k/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {cluster: '${FLEET_CLUSTER_NAME}', port: '${port:=80}'}\n")
 	write("k/deploy.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: '${replicas}', template: {spec: {containers: [{name: web, image: 'r/${FLEET_CLUSTER_GROUP}'}]}}}\n")

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testfiles"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
@@ -156,15 +157,7 @@ func TestCreateNamespaces(t *testing.T) {
 // run rendered; a render that fails on one cluster sends nothing to any.
 func TestRenderWarmsOnlyAfterSuccess(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, text string) { testfiles.Write(t, dir, map[string]string{name: text}) }
 	write("fleet.yaml", "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: stg}, {name: prod}]\n"+
 		"clusters:\n- {name: a, group: stg, context: a, attributes: {n: '1'}}\n- {name: b, group: prod, context: b}\n"+
 		"apps:\n- {name: web, manifests: web}\n")
@@ -193,20 +186,13 @@ func TestRenderWarmsOnlyAfterSuccess(t *testing.T) {
 // be made again from memory is not let go.
 func TestShedAndRestore(t *testing.T) {
 	dir := t.TempDir()
-	for name, text := range map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: prod}]\n" +
 			"clusters:\n- {name: a, group: prod, context: a}\n- {name: b, group: prod, context: b}\n" +
 			"apps:\n- {name: web, manifests: web, namespace: web, createNamespace: true}\n- {name: dash, jsonnet: dash.jsonnet}\n",
 		"web/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
 		"dash.jsonnet": "{apiVersion: 'v1', kind: 'ConfigMap', metadata: {name: 'dash', namespace: 'web'}}",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -278,18 +264,11 @@ func TestRenderSheds(t *testing.T) {
 		fmt.Fprintf(&fleetYAML, "- {name: c%02d, group: prod, context: c%02d, attributes: {n: '%d'}}\n", i, i, i)
 	}
 	fleetYAML.WriteString("apps:\n- {name: web, manifests: web, namespace: web, createNamespace: true}\n- {name: db, manifests: db}\n")
-	for name, text := range map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"fleet.yaml":  fleetYAML.String(),
 		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {n: '${n}'}\n",
 		"db/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: db, namespace: db}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testfiles"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -241,19 +241,12 @@ func TestEngineDelete(t *testing.T) {
 // same, each cluster applied with its own variables.
 func TestEngineShedsWhatWaits(t *testing.T) {
 	dir := t.TempDir()
-	for name, text := range map[string]string{
+	testfiles.Write(t, dir, map[string]string{
 		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups: [{name: prod}]\n" +
 			"clusters:\n- {name: c1, group: prod, context: c1}\n- {name: c2, group: prod, context: c2}\n- {name: c3, group: prod, context: c3}\n- {name: c4, group: prod, context: c4}\n" +
 			"apps:\n- {name: web, manifests: web}\n",
 		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
-	} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
 	if err != nil {
 		t.Fatal(err)
