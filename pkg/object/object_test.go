@@ -187,3 +187,27 @@ func TestIdentity(t *testing.T) {
 		t.Errorf("a cluster-scoped object's identity: %v", ns.Object)
 	}
 }
+
+func TestPathAndRef(t *testing.T) {
+	for _, tt := range []struct {
+		apiVersion, kind, ns, name string
+		path, ref                  string
+	}{
+		{"apps/v1", "Deployment", "web", "api", "Deployment.apps/web/api", "deployment.apps/api"},
+		{"v1", "ConfigMap", "web", "settings", "ConfigMap/web/settings", "configmap/settings"},
+		{"v1", "Namespace", "", "web", "Namespace/web", "namespace/web"},
+		{"example.com/v1", "ÉtatWidget", "", "w", "ÉtatWidget.example.com/w", "étatwidget.example.com/w"},
+	} {
+		o := &unstructured.Unstructured{}
+		o.SetAPIVersion(tt.apiVersion)
+		o.SetKind(tt.kind)
+		o.SetNamespace(tt.ns)
+		o.SetName(tt.name)
+		if got := Path(o); got != tt.path {
+			t.Errorf("Path: %q; want %q", got, tt.path)
+		}
+		if got := Ref(o); got != tt.ref {
+			t.Errorf("Ref: %q; want %q", got, tt.ref)
+		}
+	}
+}
