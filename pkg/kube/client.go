@@ -529,15 +529,21 @@ func (l *Listings) Prefetch(ctx context.Context, c *Client, keys []ListKey, conc
 
 // ListMetadata lists the metadata of one resource's objects in a
 // namespace ("" for cluster-scoped or all), by name: one request instead of
-// a read per object.
+// a read per object. Each object keeps its name, namespace, UID,
+// resourceVersion and labels, which is what apply, diff and the inventory
+// read of it: the rest (managedFields first) was most of a listing, and
+// a 1,000-cluster apply holds every cluster's listings at once.
 func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
 	list, err := c.metadataOf(m, namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[string]*metav1.ObjectMeta, len(list.Items))
+	kept := make([]metav1.ObjectMeta, len(list.Items)) // one allocation, not the list's
 	for i := range list.Items {
-		out[list.Items[i].Name] = &list.Items[i].ObjectMeta
+		o := &list.Items[i].ObjectMeta
+		kept[i] = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion, Labels: o.Labels}
+		out[o.Name] = &kept[i]
 	}
 	return out, nil
 }
