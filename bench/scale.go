@@ -115,11 +115,13 @@ type backend struct {
 	serverCPU func() time.Duration
 	// dropNamespace forgets a create run's namespace (stand-in only).
 	dropNamespace func(ns string)
-	// connErrors counts connection errors so far (stand-in only).
-	connErrors func() int64
-	stop       func()
-	setup      scaleSetup
-	pids       func() map[string]int
+	// connErrors counts connection errors so far (stand-in only), and
+	// connErrorKinds by what the servers said.
+	connErrors     func() int64
+	connErrorKinds func() map[string]int64
+	stop           func()
+	setup          scaleSetup
+	pids           func() map[string]int
 }
 
 // scaleScenarios runs the rollout at every -scale size.
@@ -173,9 +175,10 @@ func (b *bench) startBackend(ctx context.Context, kind string, n int) (*backend,
 					c.DropNamespace(ns)
 				}
 			},
-			connErrors: env.ServerErrors,
-			stop:       env.Stop,
-			setup:      scaleSetup{Backend: kind, Clusters: n, Start: time.Since(t0).Seconds()},
+			connErrors:     env.ServerErrors,
+			connErrorKinds: env.ServerErrorKinds,
+			stop:           env.Stop,
+			setup:          scaleSetup{Backend: kind, Clusters: n, Start: time.Since(t0).Seconds()},
 		}, nil
 	}
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: n, ContextPrefix: "scale-c", Dir: dir, Latency: b.o.rtt / 2, Ready: 10 * time.Minute})
@@ -245,6 +248,11 @@ func (b *bench) scaleSize(ctx context.Context, kind string, n int, src string) e
 	if kind == backendStandin && n == slices.Max(b.o.scale) && len(b.o.scale) > 1 {
 		if err := b.scaleDefaultParallel(ctx, sr); err != nil {
 			return err
+		}
+	}
+	if be.connErrorKinds != nil {
+		for what, count := range be.connErrorKinds() {
+			progress("scaling %s %d: the servers said %d times: %s", kind, n, count, what)
 		}
 	}
 	recordServerRSS(be)

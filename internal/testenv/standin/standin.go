@@ -1,7 +1,6 @@
 package standin
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -17,7 +16,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,17 +113,41 @@ type Env struct {
 	// serverErrors counts what the HTTP servers would log: mostly TLS
 	// handshakes a client gave up on (client-go's 10 s timeout).
 	serverErrors atomic.Int64
+	// errorKinds counts them by what they say, the client's address
+	// left out ("TLS handshake error: EOF").
+	errorKinds sync.Map // string → *atomic.Int64
+}
+
+// ServerErrorKinds is ServerErrors by what the servers said.
+func (e *Env) ServerErrorKinds() map[string]int64 {
+	out := map[string]int64{}
+	e.errorKinds.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // ServerErrors is how many connection errors the servers saw (TLS
 // handshakes that clients gave up on, mostly), instead of logging them.
 func (e *Env) ServerErrors() int64 { return e.serverErrors.Load() }
 
-// countWriter counts the lines written to it.
-type countWriter struct{ n *atomic.Int64 }
+// countWriter counts the lines written to it, in all and by kind.
+type countWriter struct {
+	n     *atomic.Int64
+	kinds *sync.Map
+}
+
+// errorFrom is the address in "http: TLS handshake error from ADDR: EOF".
+var errorFrom = regexp.MustCompile(` from [^ ]+:\d+`)
 
 func (w countWriter) Write(p []byte) (int, error) {
-	w.n.Add(int64(bytes.Count(p, []byte("\n"))))
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		w.n.Add(1)
+		kind := errorFrom.ReplaceAllString(strings.TrimPrefix(line, "http: "), "")
+		c, _ := w.kinds.LoadOrStore(kind, new(atomic.Int64))
+		c.(*atomic.Int64).Add(1)
+	}
 	return len(p), nil
 }
 
@@ -179,7 +204,7 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 			ReadHeaderTimeout: time.Minute,
 			// kube-apiserver's --http2-max-streams-per-connection.
 			HTTP2:    &http.HTTP2Config{MaxConcurrentStreams: 1000},
-			ErrorLog: log.New(countWriter{&env.serverErrors}, "", 0),
+			ErrorLog: log.New(countWriter{&env.serverErrors, &env.errorKinds}, "", 0),
 		}
 		env.mu.Lock()
 		env.servers = append(env.servers, hs)
