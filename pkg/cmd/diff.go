@@ -148,7 +148,13 @@ func (o *DiffOptions) writePlan(res *diffRun) error {
 }
 
 func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
-	r, err := o.render(ctx, o.Selection, &o.SourceOptions, true)
+	cfg, err := o.renderConfig(o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return &exit.Error{Code: exit.DiffError, Err: err}
+	}
+	// The clusters diffed later let their renders go until their turn.
+	cfg.Shed = func(cs []*fleet.Cluster) map[string]bool { return rollout.Past(cs, o.Parallel) }
+	r, err := rendered.Render(ctx, cfg)
 	if err != nil {
 		return &exit.Error{Code: exit.DiffError, Err: err}
 	}

@@ -209,6 +209,16 @@ func later(ws []runner.Wave, parallel int) map[string]bool {
 	return out
 }
 
+// Past are the names of cs past the first n: the clusters a diff of cs,
+// n at a time, does not start at once (rendered.Config.Shed).
+func Past(cs []*fleet.Cluster, n int) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range cs[min(n, len(cs)):] {
+		out[c.Name] = true
+	}
+	return out
+}
+
 // waiting are the clusters of a rollout of f's clusters cs with o whose
 // renders may be let go from the render on (rendered.Config.Shed): those
 // that do not start at once, and whose renders the promotion rule, which

@@ -285,6 +285,25 @@ func TestEngineShedsWhatWaits(t *testing.T) {
 			t.Errorf("%s: applied data.cluster %q", oc.Cluster, got)
 		}
 	}
+	// A diff one at a time: each cluster's render, made again when its
+	// turn comes, is what was applied there.
+	if set, err = rendered.Render(t.Context(), rendered.Config{Fleet: f, Engine: &render.Engine{}, Shed: func(cs []*fleet.Cluster) map[string]bool { return Past(cs, 1) }}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(set.Results[1].Objects) + len(set.Results[3].Objects); n != 0 {
+		t.Errorf("after the render, c2 and c4 hold %d objects", n)
+	}
+	var said []string
+	d := e.Diff(t.Context(), set, DiffOptions{Parallel: 1, Concurrency: 4}, func(ev Event) {
+		if de, ok := ev.(DiffEvent); ok {
+			for _, o := range de.Diffs {
+				said = append(said, de.Cluster+" "+o.Ref+" "+o.Action.Planned())
+			}
+		}
+	})
+	if want := []string{"c1 configmap/web unchanged", "c2 configmap/web unchanged", "c3 configmap/web unchanged", "c4 configmap/web unchanged"}; !slices.Equal(said, want) {
+		t.Errorf("diffs %q; want %q (outcomes %+v)", said, want, d.Outcomes)
+	}
 }
 
 // The clusters whose renders a rollout lets go from the render on: past
