@@ -45,7 +45,7 @@ func (c diskCache) digest() (sum [sha256.Size]byte, ok bool) {
 	h, now := sha256.New(), time.Now()
 	buf := copyBuffers.Get().(*[]byte)
 	defer copyBuffers.Put(buf)
-	groups, err := c.hashFile(h, "servergroups.json", now, buf)
+	groups, err := c.hashFile(h, "servergroups.json", now, buf, true)
 	if err != nil {
 		return sum, false
 	}
@@ -64,7 +64,7 @@ func (c diskCache) digest() (sum [sha256.Size]byte, ok bool) {
 			if !fs.ValidPath(v.GroupVersion) {
 				return sum, false
 			}
-			if _, err := c.hashFile(h, v.GroupVersion+"/serverresources.json", now, buf); err != nil {
+			if _, err := c.hashFile(h, v.GroupVersion+"/serverresources.json", now, buf, false); err != nil {
 				return sum, false
 			}
 		}
@@ -74,10 +74,11 @@ func (c diskCache) digest() (sum [sha256.Size]byte, ok bool) {
 }
 
 // hashFile writes the name and content of the cache's file rel (a slash
-// path) to h, through buf; it returns the content when it fits in buf
-// (servergroups.json, which digest reads), else nil. A file older than
-// the TTL is errStale; one of another size than when opened, an error.
-func (c diskCache) hashFile(h io.Writer, rel string, now time.Time, buf *[]byte) ([]byte, error) {
+// path) to h, through buf; with keep, it returns the content (in buf,
+// grown to hold it: a cluster with many CRDs lists them in a
+// servergroups.json of a hundred KB), else nil. A file older than the
+// TTL is errStale; one of another size than when opened, an error.
+func (c diskCache) hashFile(h io.Writer, rel string, now time.Time, buf *[]byte, keep bool) ([]byte, error) {
 	f, err := os.Open(filepath.Join(c.dir, filepath.FromSlash(rel)))
 	if err != nil {
 		return nil, err
@@ -91,6 +92,12 @@ func (c diskCache) hashFile(h io.Writer, rel string, now time.Time, buf *[]byte)
 		return nil, errStale
 	}
 	fmt.Fprintf(h, "%s\x00%d\x00", rel, info.Size())
+	if keep && info.Size() >= int64(cap(*buf)) {
+		if info.Size() >= maxGroupsFile {
+			return nil, errors.New("too large")
+		}
+		*buf = make([]byte, info.Size()+1)
+	}
 	if info.Size() < int64(cap(*buf)) {
 		b := (*buf)[:info.Size()]
 		if _, err := io.ReadFull(f, b); err != nil {
@@ -108,6 +115,10 @@ func (c diskCache) hashFile(h io.Writer, rel string, now time.Time, buf *[]byte)
 	}
 	return nil, err
 }
+
+// maxGroupsFile bounds the servergroups.json digest reads whole (a
+// thousand groups are some 200 KB).
+const maxGroupsFile = 16 << 20
 
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 

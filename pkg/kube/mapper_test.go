@@ -184,6 +184,17 @@ func TestSameCachedFilesAreDecodedOnce(t *testing.T) {
 			t.Errorf("%s: mapped from another cluster's discovery", name)
 		}
 	}
+	// A servergroups.json larger than the digest's buffer (a cluster
+	// with many CRDs) is read whole: the same bytes still share.
+	big := groups[:len(groups)-1] + strings.Repeat(" ", 100<<10) + "}"
+	c1 := &sharedMapper{dc: discoveryOf(true, coreV1, appsV1), cache: diskCache{write(0, big), discoveryTTL}}
+	c2 := &sharedMapper{dc: discoveryOf(true), cache: diskCache{write(0, big), discoveryTTL}}
+	if _, err := c1.RESTMapping(deploy, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.RESTMapping(deploy, "v1"); err != nil || c2.delegate != c1.delegate {
+		t.Errorf("the same large cached bytes: %v, shared %v", err, c2.delegate == c1.delegate)
+	}
 	// A kind b's cache predates: b discovers again, from its server.
 	bDiscovery.after = []*metav1.APIResourceList{coreV1, appsV1, widgetsV1}
 	if _, err := b.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "v1"); err != nil || bDiscovery.invalidated != 1 {
