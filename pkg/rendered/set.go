@@ -191,6 +191,16 @@ func (s *Set) Only(names map[string]bool) *Set {
 			sub.Tests = append(sub.Tests, t)
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name := range s.shed {
+		if names[name] {
+			if sub.shed == nil {
+				sub.shed = map[string]bool{}
+			}
+			sub.shed[name] = true // made again when read, as in s
+		}
+	}
 	return sub
 }
 

@@ -233,6 +233,9 @@ func TestShedAndRestore(t *testing.T) {
 	if s.Results[1].Objects != nil {
 		t.Error("reading a shed render kept it")
 	}
+	if got := yamlOf(s.Only(map[string]bool{"b": true}).Of("b")); got != want {
+		t.Errorf("b read through Only while shed:\n%s\nwant:\n%s", got, want)
+	}
 	if err := s.Restore("b"); err != nil {
 		t.Fatal(err)
 	}
