@@ -346,3 +346,50 @@ apps:
 		}
 	}
 }
+
+// A gated rollout prepared ten at a time, here one: production's renders
+// are let go from the render on, staging's are kept for the promotion
+// rule, and production, once staging verified the release, is applied
+// with each cluster's own render made again.
+func TestPrepareShedsWhatPromotionDoesNotRead(t *testing.T) {
+	dir := t.TempDir()
+	testfiles.Write(t, dir, map[string]string{
+		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups: [{name: stg}, {name: prod}]\n" +
+			"clusters:\n- {name: s1, group: stg, context: s1}\n- {name: s2, group: stg, context: s2}\n" +
+			"- {name: p1, group: prod, context: p1}\n- {name: p2, group: prod, context: p2}\n- {name: p3, group: prod, context: p3}\n" +
+			"apps:\n- {name: web, manifests: web}\n",
+		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
+	})
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := clusters{}
+	for _, c := range f.Clusters {
+		cs[c.Name] = kubetest.New(t)
+		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
+	}
+	e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
+	o := Options{Parallel: 1, Concurrency: 4}
+	set, err := e.Prepare(t.Context(), rendered.Config{Fleet: f, Engine: &render.Engine{}}, &o, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := map[string]bool{}
+	for _, r := range set.Results {
+		held[r.Cluster.Name] = r.Objects != nil
+	}
+	if want := map[string]bool{"s1": true, "s2": true, "p1": false, "p2": false, "p3": false}; !maps.Equal(held, want) {
+		t.Errorf("after the render, holding objects: %v; want %v", held, want)
+	}
+	for _, oc := range e.Run(t.Context(), set, o, func(Event) {}) {
+		if oc.State != runner.Succeeded {
+			t.Errorf("%s: %s, %v", oc.Cluster, oc.State, oc.Err)
+			continue
+		}
+		live := cs[oc.Cluster].Live(kubetest.Object("v1", "ConfigMap", "default", "web"))
+		if got, _, _ := unstructured.NestedString(live.Object, "data", "cluster"); got != oc.Cluster {
+			t.Errorf("%s: applied data.cluster %q", oc.Cluster, got)
+		}
+	}
+}
