@@ -242,6 +242,13 @@ func (s *Set) Shed(cluster string) bool {
 	return true
 }
 
+// ShedAll sheds each of names (Shed): those a run works on later.
+func (s *Set) ShedAll(names map[string]bool) {
+	for name := range names {
+		s.Shed(name)
+	}
+}
+
 // Restore makes a shed cluster's render again and keeps it, for the
 // cluster's work; it does nothing for a cluster not shed. Its error is
 // the cluster's: nothing may be written there without its render. Safe

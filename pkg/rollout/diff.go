@@ -57,9 +57,8 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 	for i, c := range r.Clusters {
 		names[i] = c.Name
 	}
-	ws := runner.Every(names)
-	e.shed(ws, o.Parallel)
-	out.Outcomes = runner.Run(ctx, ws, o.Parallel, func(ctx context.Context, name string) error {
+	r.ShedAll(Past(r.Clusters, o.Parallel))
+	out.Outcomes = runner.Run(ctx, runner.Every(names), o.Parallel, func(ctx context.Context, name string) error {
 		s, plans, err := e.diffCluster(ctx, e.clusters[name], o)
 		err = e.Connector.Explain(ctx, name, err)
 		e.Connector.Idle(name)

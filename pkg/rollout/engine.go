@@ -157,7 +157,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}
-	e.shed(ws, o.Parallel)
+	r.ShedAll(waiting(r.Fleet, r.Clusters, o)) // a set rendered whole (reconcile's)
 	return Run(ctx, s, func(ctx context.Context, name string) error {
 		c := e.clusters[name]
 		err := e.Connector.Explain(ctx, name, e.cluster(ctx, c))
@@ -183,32 +183,6 @@ func (e *Engine) forget(name string) {
 	}
 }
 
-// shed lets go of the renders of the clusters that do not start at
-// once (past the first parallel, in wave order), each made again when
-// its turn comes (rendered.Set.Shed, Restore): a run holds the renders
-// of the clusters in flight, not every cluster's until its apply. The
-// clusters whose renders the promotion rule reads keep theirs.
-func (e *Engine) shed(ws []runner.Wave, parallel int) {
-	for name := range later(ws, parallel) {
-		if e.promotion == nil || !e.promotion.Holds(name) {
-			e.r.Shed(name)
-		}
-	}
-}
-
-// later are the clusters of ws past the first parallel, in wave order.
-func later(ws []runner.Wave, parallel int) map[string]bool {
-	out, n := map[string]bool{}, 0
-	for _, w := range ws {
-		for _, name := range w.Clusters {
-			if n++; n > parallel {
-				out[name] = true
-			}
-		}
-	}
-	return out
-}
-
 // Past are the names of cs past the first n: the clusters a diff of cs,
 // n at a time, does not start at once (rendered.Config.Shed).
 func Past(cs []*fleet.Cluster, n int) map[string]bool {
@@ -220,12 +194,20 @@ func Past(cs []*fleet.Cluster, n int) map[string]bool {
 }
 
 // waiting are the clusters of a rollout of f's clusters cs with o whose
-// renders may be let go from the render on (rendered.Config.Shed): those
-// that do not start at once, and whose renders the promotion rule, which
+// renders may be let go from the render on (rendered.Config.Shed), or
+// once the run starts (a set rendered whole): those that do not start at
+// once, and whose renders the promotion rule, which
 // reads them from the set's Results, does not read (Promotion.Holds, by
 // the fleet's groups and batches alone).
 func waiting(f *fleet.Fleet, cs []*fleet.Cluster, o Options) map[string]bool {
-	out := later(Waves(f, cs), o.Parallel)
+	out, n := map[string]bool{}, 0
+	for _, w := range Waves(f, cs) {
+		for _, name := range w.Clusters {
+			if n++; n > o.Parallel {
+				out[name] = true
+			}
+		}
+	}
 	if o.Gated() {
 		names := make([]render.Result, len(cs))
 		for i, c := range cs {
