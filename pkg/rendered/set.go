@@ -3,6 +3,7 @@ package rendered
 import (
 	"context"
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -90,31 +91,29 @@ func (p *Request) renderShedding(ctx context.Context, e *render.Engine, shed map
 	targets := p.Targets(false)
 	results := make([]render.Result, 0, len(targets))
 	done := map[string]bool{}
-	for start := 0; start < len(targets); {
-		end, clusters := start, 0
-		for end < len(targets) && (clusters < shedChunk || targets[end].Cluster.Name == targets[end-1].Cluster.Name) {
-			if end == start || targets[end].Cluster.Name != targets[end-1].Cluster.Name {
-				clusters++
-			}
-			end++
-		}
+	start, end, clusters := 0, 0, 0
+	flush := func() {
 		chunk := e.Render(ctx, targets[start:end])
-		createNamespaces(chunk)
-		for i := 0; i < len(chunk); {
-			j := i + 1
-			for j < len(chunk) && chunk[j].Cluster.Name == chunk[i].Cluster.Name {
-				j++
-			}
-			if name := chunk[i].Cluster.Name; shed[name] && canAgain(chunk[i:j]) {
-				for k := i; k < j; k++ {
-					chunk[k].Objects = nil
+		for cluster := range runs(chunk, resultCluster) {
+			createNamespacesOf(cluster)
+			if name := cluster[0].Cluster.Name; shed[name] && canAgain(cluster) {
+				for i := range cluster {
+					cluster[i].Objects = nil
 				}
 				done[name] = true
 			}
-			i = j
 		}
 		results = append(results, chunk...)
-		start = end
+		start, clusters = end, 0
+	}
+	for cluster := range runs(targets, targetCluster) {
+		end += len(cluster)
+		if clusters++; clusters == shedChunk {
+			flush()
+		}
+	}
+	if start < end {
+		flush()
 	}
 	return results, done
 }
@@ -139,18 +138,33 @@ func (p *Request) Render(ctx context.Context, e *render.Engine) []render.Result 
 	return results
 }
 
+// runs yields each run of consecutive items of the same cluster, capped
+// at its end (an append to one copies).
+func runs[T any](items []T, cluster func(T) string) iter.Seq[[]T] {
+	return func(yield func([]T) bool) {
+		for i := 0; i < len(items); {
+			j := i + 1
+			for j < len(items) && cluster(items[j]) == cluster(items[i]) {
+				j++
+			}
+			if !yield(items[i:j:j]) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+func resultCluster(r render.Result) string { return r.Cluster.Name }
+func targetCluster(t render.Target) string { return t.Cluster.Name }
+
 // createNamespaces puts the Namespace an app asks to be created first in
 // its render, by the rule of render.NamespacesToCreate on each cluster.
 // It is then the app's like any object it renders: applied before the
 // others, diffed, recorded, pruned under the Namespace guards.
 func createNamespaces(results []render.Result) {
-	for start := 0; start < len(results); {
-		end := start + 1
-		for end < len(results) && results[end].Cluster.Name == results[start].Cluster.Name {
-			end++
-		}
-		createNamespacesOf(results[start:end])
-		start = end
+	for cluster := range runs(results, resultCluster) {
+		createNamespacesOf(cluster)
 	}
 }
 
@@ -320,13 +334,8 @@ func (s *Set) Forget(cluster string) {
 func (s *Set) index() {
 	s.of = make(map[string][]render.Result, len(s.Clusters))
 	s.gathered = map[string]bool{}
-	for i := 0; i < len(s.Results); {
-		name := s.Results[i].Cluster.Name
-		j := i + 1
-		for j < len(s.Results) && s.Results[j].Cluster.Name == name {
-			j++
-		}
-		run := s.Results[i:j:j]
+	for run := range runs(s.Results, resultCluster) {
+		name := run[0].Cluster.Name
 		if prev, ok := s.of[name]; ok {
 			// Out of order (not Render's): the runs are gathered in a
 			// copy (a run's capacity ends with it, so append copies).
@@ -334,7 +343,6 @@ func (s *Set) index() {
 			s.gathered[name] = true
 		}
 		s.of[name] = run
-		i = j
 	}
 	s.tests = make(map[[2]string][]*unstructured.Unstructured, len(s.Tests))
 	for _, t := range s.Tests {
