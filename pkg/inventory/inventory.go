@@ -696,11 +696,10 @@ func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
 // metadata must be its own (object.CopyMeta): its labels are changed in
 // place, not copied (apply labels every object of every cluster twice).
 func Label(obj *unstructured.Unstructured, id string) {
-	if meta, ok := obj.Object["metadata"].(map[string]any); ok {
-		if l, ok := meta["labels"].(map[string]any); ok {
-			l[apply.ApplysetPartOfLabel] = id
-			return
-		}
+	own, _, _ := unstructured.NestedFieldNoCopy(obj.Object, "metadata", "labels")
+	if l, ok := own.(map[string]any); ok {
+		l[apply.ApplysetPartOfLabel] = id
+		return
 	}
 	labels := obj.GetLabels()
 	if labels == nil {

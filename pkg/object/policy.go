@@ -126,9 +126,9 @@ var policyKeys = slices.Sorted(maps.Keys(policies))
 // annotations are o's annotations as they are, not copied: policies are
 // read on every object of every cluster (GetAnnotations copies them).
 func annotations(o *unstructured.Unstructured) map[string]any {
-	meta, _ := o.Object["metadata"].(map[string]any)
-	ann, _ := meta["annotations"].(map[string]any)
-	return ann
+	ann, _, _ := unstructured.NestedFieldNoCopy(o.Object, "metadata", "annotations")
+	m, _ := ann.(map[string]any)
+	return m
 }
 
 // annotation is o's annotation key, or "" (as GetAnnotations reads it:
