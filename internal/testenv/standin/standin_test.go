@@ -2,6 +2,7 @@ package standin
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -255,5 +256,18 @@ func TestNotUsedByTheE2ESuite(t *testing.T) {
 		if strings.Contains(string(b), `"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/standin"`) {
 			t.Errorf("%s imports the stand-in: the e2e proofs run on real API servers (package testenv)", f)
 		}
+	}
+}
+
+// What the servers would log is counted by kind, the client's address
+// left out, and in all.
+func TestServerErrorKinds(t *testing.T) {
+	env := &Env{}
+	w := countWriter{&env.errorKinds}
+	_, _ = w.Write([]byte("http: TLS handshake error from 127.0.0.1:5001: EOF\n"))
+	_, _ = w.Write([]byte("http: TLS handshake error from 127.0.0.1:5002: EOF\nhttp: TLS handshake error from 127.0.0.1:5003: remote error: tls: bad certificate\n"))
+	want := map[string]int64{"TLS handshake error: EOF": 2, "TLS handshake error: remote error: tls: bad certificate": 1}
+	if got := env.ServerErrorKinds(); !maps.Equal(got, want) || env.ServerErrors() != 3 {
+		t.Errorf("kinds %v, %d in all; want %v, 3", got, env.ServerErrors(), want)
 	}
 }
