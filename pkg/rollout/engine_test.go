@@ -240,25 +240,10 @@ func TestEngineDelete(t *testing.T) {
 // for their turn are let go (shed) and made again when it comes, the
 // same, each cluster applied with its own variables.
 func TestEngineShedsWhatWaits(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{
-		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups: [{name: prod}]\n" +
-			"clusters:\n- {name: c1, group: prod, context: c1}\n- {name: c2, group: prod, context: c2}\n- {name: c3, group: prod, context: c3}\n- {name: c4, group: prod, context: c4}\n" +
-			"apps:\n- {name: web, manifests: web}\n",
-		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
-	})
-	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	f, cs := ownCMFleet(t, "[{name: prod}]", "- {name: c1, group: prod, context: c1}\n- {name: c2, group: prod, context: c2}\n- {name: c3, group: prod, context: c3}\n- {name: c4, group: prod, context: c4}\n")
 	set, err := rendered.Render(t.Context(), rendered.Config{Fleet: f, Engine: &render.Engine{}})
 	if err != nil {
 		t.Fatal(err)
-	}
-	cs := clusters{}
-	for _, c := range set.Clusters {
-		cs[c.Name] = kubetest.New(t)
-		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
 	}
 	var (
 		mu      sync.Mutex
@@ -275,16 +260,7 @@ func TestEngineShedsWhatWaits(t *testing.T) {
 	if waiting != 0 {
 		t.Errorf("when c1 started, c3 and c4 held %d objects; want their renders let go", waiting)
 	}
-	for _, oc := range outcomes {
-		if oc.State != runner.Succeeded {
-			t.Errorf("%s: %s, %v", oc.Cluster, oc.State, oc.Err)
-			continue
-		}
-		live := cs[oc.Cluster].Live(kubetest.Object("v1", "ConfigMap", "default", "web"))
-		if got, _, _ := unstructured.NestedString(live.Object, "data", "cluster"); got != oc.Cluster {
-			t.Errorf("%s: applied data.cluster %q", oc.Cluster, got)
-		}
-	}
+	appliedOwn(t, cs, outcomes)
 	// A diff one at a time: each cluster's render, made again when its
 	// turn comes, is what was applied there.
 	if set, err = rendered.Render(t.Context(), rendered.Config{Fleet: f, Engine: &render.Engine{}, Shed: func(cs []*fleet.Cluster) map[string]bool { return Past(cs, 1) }}); err != nil {
@@ -352,23 +328,8 @@ apps:
 // rule, and production, once staging verified the release, is applied
 // with each cluster's own render made again.
 func TestPrepareShedsWhatPromotionDoesNotRead(t *testing.T) {
-	dir := t.TempDir()
-	testfiles.Write(t, dir, map[string]string{
-		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups: [{name: stg}, {name: prod}]\n" +
-			"clusters:\n- {name: s1, group: stg, context: s1}\n- {name: s2, group: stg, context: s2}\n" +
-			"- {name: p1, group: prod, context: p1}\n- {name: p2, group: prod, context: p2}\n- {name: p3, group: prod, context: p3}\n" +
-			"apps:\n- {name: web, manifests: web}\n",
-		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
-	})
-	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := clusters{}
-	for _, c := range f.Clusters {
-		cs[c.Name] = kubetest.New(t)
-		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
-	}
+	f, cs := ownCMFleet(t, "[{name: stg}, {name: prod}]", "- {name: s1, group: stg, context: s1}\n- {name: s2, group: stg, context: s2}\n"+
+		"- {name: p1, group: prod, context: p1}\n- {name: p2, group: prod, context: p2}\n- {name: p3, group: prod, context: p3}\n")
 	e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
 	o := Options{Parallel: 1, Concurrency: 4}
 	set, err := e.Prepare(t.Context(), rendered.Config{Fleet: f, Engine: &render.Engine{}}, &o, true)
@@ -382,7 +343,35 @@ func TestPrepareShedsWhatPromotionDoesNotRead(t *testing.T) {
 	if want := map[string]bool{"s1": true, "s2": true, "p1": false, "p2": false, "p3": false}; !maps.Equal(held, want) {
 		t.Errorf("after the render, holding objects: %v; want %v", held, want)
 	}
-	for _, oc := range e.Run(t.Context(), set, o, func(Event) {}) {
+	appliedOwn(t, cs, e.Run(t.Context(), set, o, func(Event) {}))
+}
+
+// ownCMFleet is a fleet of groups and clusters (fleet file lines), each
+// cluster on an in-memory cluster of its own, with app web: a ConfigMap
+// that carries its cluster's name.
+func ownCMFleet(t *testing.T, groups, clustersYAML string) (*fleet.Fleet, clusters) {
+	t.Helper()
+	dir := t.TempDir()
+	testfiles.Write(t, dir, map[string]string{
+		"fleet.yaml":  "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups: " + groups + "\nclusters:\n" + clustersYAML + "apps:\n- {name: web, manifests: web}\n",
+		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {cluster: '${FLEET_CLUSTER_NAME}'}\n",
+	})
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := clusters{}
+	for _, c := range f.Clusters {
+		cs[c.Name] = kubetest.New(t)
+		cs[c.Name].Put(kubetest.Object("v1", "Namespace", "", "default"))
+	}
+	return f, cs
+}
+
+// appliedOwn checks that every cluster succeeded with its own render.
+func appliedOwn(t *testing.T, cs clusters, outcomes []runner.Outcome) {
+	t.Helper()
+	for _, oc := range outcomes {
 		if oc.State != runner.Succeeded {
 			t.Errorf("%s: %s, %v", oc.Cluster, oc.State, oc.Err)
 			continue
