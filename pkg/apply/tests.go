@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
@@ -155,7 +154,7 @@ func podLogs(ctx context.Context, c *kube.Client, job *unstructured.Unstructured
 	if lines <= 0 {
 		lines = 20
 	}
-	cs, err := kubernetes.NewForConfig(c.Config)
+	cs, err := c.Clientset()
 	if err != nil {
 		return ""
 	}

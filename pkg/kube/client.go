@@ -22,6 +22,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -141,6 +142,13 @@ func (c *Cached[T]) Get(read func() (T, error)) (T, error) {
 	return v, err
 }
 
+// Peek returns the value and true once read, without reading it.
+func (c *Cached[T]) Peek() (T, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.val, c.ok
+}
+
 // Set replaces the value (one this client just wrote).
 func (c *Cached[T]) Set(v T) {
 	c.mu.Lock()
@@ -218,6 +226,15 @@ func (c *Client) CloseIdleConnections() {
 		// Through client-go's wrappers (auth, user agent) to the transport.
 		utilnet.CloseIdleConnectionsFor(c.http.Transport)
 	}
+	if g, ok := c.Flags.(*Getter); ok {
+		g.closeIdle()
+	}
+}
+
+// Clientset is the cluster's typed clients, over the client's own
+// connection.
+func (c *Client) Clientset() (kubernetes.Interface, error) {
+	return kubernetes.NewForConfigAndClient(c.Config, c.http)
 }
 
 // EnsureNamespace creates the namespace name, if missing, with
@@ -316,7 +333,7 @@ func (c *Client) MappingFor(gk schema.GroupKind) (*meta.RESTMapping, error) {
 // Reachable asks the cluster for its version: the first request of a
 // command run with --skip-unreachable, bounded like every request.
 func (c *Client) Reachable() error {
-	d, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	d, err := discovery.NewDiscoveryClientForConfigAndClient(c.Config, c.http)
 	if err != nil {
 		return err
 	}
@@ -330,7 +347,11 @@ func (c *Client) VerifyIdentity(ctx context.Context, pinServer, pinUID string) e
 	if pinServer == "" && pinUID == "" {
 		return nil
 	}
-	p := ProbeCluster(ctx, c.Flags, pinServer, pinUID)
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	p := probe(ctx, c.Config.Host, cs, pinServer, pinUID)
 	if len(p.Problems) > 0 {
 		return fmt.Errorf("identity check failed, nothing read or written: %s", p.Problems[0])
 	}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -67,40 +68,11 @@ func TestDefaultRequestTimeout(t *testing.T) {
 // Reads and writes of a cluster share one connection, which
 // CloseIdleConnections closes once the cluster's work is over.
 func TestCloseIdleConnections(t *testing.T) {
-	var conns atomic.Int32
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
-	}))
-	srv.EnableHTTP2 = true
-	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.StartTLS()
-	defer srv.Close()
-	kc := filepath.Join(t.TempDir(), "kubeconfig")
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: srv.URL, InsecureSkipTLSVerify: true}
-	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
-	cfg.Contexts["ctx"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
-	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("HOME", t.TempDir())
-	flags := NewConfigFlags()
-	ctx := "ctx"
-	flags.KubeConfig, flags.Context = &kc, &ctx
-	c, err := NewClient(flags)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ns := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	srv, conns := notFoundServer(t)
+	c := clientsOf(t, srv.URL)[0]
 	read := func() {
-		_, _ = c.Dynamic.Resource(ns).Get(context.Background(), "x", metav1.GetOptions{})
-		_, _ = c.Metadata.Resource(ns).Get(context.Background(), "x", metav1.GetOptions{})
+		_, _ = c.Dynamic.Resource(namespaces).Get(context.Background(), "x", metav1.GetOptions{})
+		_, _ = c.Metadata.Resource(namespaces).Get(context.Background(), "x", metav1.GetOptions{})
 	}
 	read()
 	read()
@@ -115,4 +87,142 @@ func TestCloseIdleConnections(t *testing.T) {
 	if n := conns.Load(); n != 2 {
 		t.Errorf("%d connections after CloseIdleConnections and a read, want 2 (a new one)", n)
 	}
+}
+
+// Clusters of the same TLS settings (one CA, here none checked) keep
+// their own connections: closing one's, once its work is over, leaves
+// the others' open. client-go shared one transport between them, and
+// the fleet's finished clusters closed the connections of those still
+// working.
+func TestClustersKeepTheirOwnConnections(t *testing.T) {
+	a, _ := notFoundServer(t)
+	b, conns := notFoundServer(t)
+	clients := clientsOf(t, a.URL, b.URL)
+	read := func(c *Client) {
+		_, _ = c.Dynamic.Resource(namespaces).Get(context.Background(), "x", metav1.GetOptions{})
+	}
+	read(clients[0])
+	read(clients[1])
+	clients[0].CloseIdleConnections()
+	read(clients[1])
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections to the second cluster, want 1: closing the first's closed its", n)
+	}
+}
+
+var namespaces = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// The identity check and the reachability probe go over the cluster's
+// one connection, not one each.
+func TestIdentityCheckSharesTheConnection(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/version":
+			_, _ = w.Write([]byte(`{"gitVersion":"v1.37.0"}`))
+		case "/api/v1/namespaces/kube-system":
+			_, _ = w.Write([]byte(`{"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"u1"}}`))
+		default:
+			notFound(w, r)
+		}
+	})
+	c := clientsOf(t, srv.URL)[0]
+	if err := c.Reachable(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VerifyIdentity(context.Background(), srv.URL, "u1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.VerifyIdentity(context.Background(), "", "u2"); err == nil {
+		t.Error("a cluster of another uid passed the identity check")
+	}
+	_, _ = c.Dynamic.Resource(namespaces).Get(context.Background(), "x", metav1.GetOptions{})
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections for a cluster's probe, identity checks and a read, want 1", n)
+	}
+}
+
+// The discovery's connection (made on a cache miss) is closed with the
+// client's once the cluster's work is over.
+func TestCloseIdleConnectionsOfDiscovery(t *testing.T) {
+	srv, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"gitVersion":"v1.37.0"}`))
+	})
+	c := clientsOf(t, srv.URL)[0]
+	dc, err := c.Flags.ToDiscoveryClient()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := dc.ServerVersion(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.CloseIdleConnections()
+	if _, err := dc.ServerVersion(); err != nil {
+		t.Fatal(err)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("%d connections for the discovery's requests around CloseIdleConnections, want 2 (a new one after)", n)
+	}
+}
+
+// notFoundServer is countingServer answering every request with a
+// NotFound Status.
+func notFoundServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	return countingServer(t, notFound)
+}
+
+func notFound(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`))
+}
+
+// countingServer is an HTTP/2 server of handler that counts the
+// connections made to it.
+func countingServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(handler)
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+// clientsOf are clients of the servers at urls, each a context of one
+// kubeconfig with the same TLS settings and token.
+func clientsOf(t *testing.T, urls ...string) []*Client {
+	t.Helper()
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: "t"}
+	for i, u := range urls {
+		name := fmt.Sprint("c", i)
+		cfg.Clusters[name] = &clientcmdapi.Cluster{Server: u, InsecureSkipTLSVerify: true}
+		cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: "u"}
+	}
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HOME", t.TempDir())
+	var out []*Client
+	for i := range urls {
+		flags := NewConfigFlags()
+		ctx := fmt.Sprint("c", i)
+		flags.KubeConfig, flags.Context = &kc, &ctx
+		c, err := NewClient(flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -33,11 +33,12 @@ type connGate struct {
 
 // handshakes bounds the clusters connecting at once, process-wide. A
 // thousand clusters' first requests sent at once each start a TLS
-// handshake that a machine of a few cores does not finish within
-// client-go's 10 s: the scaling run saw two abandoned per cluster at
-// 1,000, each retried, the CPU spent on them spent for nothing. Waiting
-// here costs nothing; 128 at once connect 1,000 clusters 50 ms away in
-// about a second.
+// handshake, which a machine of a few cores may not finish within
+// client-go's 10 s, each then retried, the CPU spent on them spent for
+// nothing. Waiting here costs nothing; 128 at once connect 1,000
+// clusters 50 ms away in about a second. (The handshakes the scaling
+// run saw abandoned, one or two per cluster, were another cause's:
+// ownTransport.)
 var handshakes = make(chan struct{}, 128)
 
 func newConnGate() *connGate { return &connGate{ready: make(chan struct{}), connecting: handshakes} }

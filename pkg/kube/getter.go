@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	diskcached "k8s.io/client-go/discovery/cached/disk"
@@ -95,10 +97,42 @@ func (g *Getter) ToRESTConfig() (*rest.Config, error) {
 		return nil, genericclioptions.ErrEmptyConfig
 	case err != nil:
 		return nil, err
-	case g.flags.WrapConfigFn != nil:
+	}
+	ownTransport(cfg)
+	if g.flags.WrapConfigFn != nil {
 		return g.flags.WrapConfigFn(cfg), nil
 	}
 	return cfg, nil
+}
+
+// ownTransport gives each client made from cfg a transport, and so
+// connections, of its own. client-go shares one transport between every
+// config of the same TLS settings, whatever the server: the clusters of
+// a fleet whose certificates one CA signed, or that trust the system's
+// roots, shared one, and closing a finished cluster's idle connections
+// (Client.CloseIdleConnections) closed those of every cluster between
+// two requests, and cancelled their dials. At 1,000 such clusters at
+// once, 1,000 to 2,500 handshakes a run were thrown away. A config with
+// a proxy function is not shared (client-go cannot compare functions);
+// the one set is the one client-go uses when there is none. A cluster's
+// clients are one per kind (Client's, its discovery's), each closed by
+// Client.CloseIdleConnections.
+func ownTransport(cfg *rest.Config) {
+	if cfg.Proxy == nil {
+		cfg.Proxy = http.ProxyFromEnvironment
+	}
+}
+
+// closeIdle closes the idle connections of the getter's discovery, if it
+// made one (it connects on a cache miss).
+func (g *Getter) closeIdle() {
+	dc, ok := g.discovery.Peek()
+	if !ok {
+		return
+	}
+	if rc, ok := dc.RESTClient().(*rest.RESTClient); ok && rc.Client != nil {
+		utilnet.CloseIdleConnectionsFor(rc.Client.Transport)
+	}
 }
 
 // ToDiscoveryClient is the cluster's discovery, cached on disk as

@@ -40,14 +40,20 @@ func ProbeCluster(ctx context.Context, flags genericclioptions.RESTClientGetter,
 		p.Problems = append(p.Problems, err.Error())
 		return p
 	}
-	p.Server = cfg.Host
-	if pinServer != "" && strings.TrimSuffix(pinServer, "/") != strings.TrimSuffix(cfg.Host, "/") {
-		p.Problems = append(p.Problems, fmt.Sprintf("server mismatch: the fleet file pins %s, the context points at %s", pinServer, cfg.Host))
-	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
+		p.Server = cfg.Host
 		p.Problems = append(p.Problems, err.Error())
 		return p
+	}
+	return probe(ctx, cfg.Host, client, pinServer, pinUID)
+}
+
+// probe is ProbeCluster of the cluster at host, through client.
+func probe(ctx context.Context, host string, client kubernetes.Interface, pinServer, pinUID string) Probe {
+	p := Probe{Server: host}
+	if pinServer != "" && strings.TrimSuffix(pinServer, "/") != strings.TrimSuffix(host, "/") {
+		p.Problems = append(p.Problems, fmt.Sprintf("server mismatch: the fleet file pins %s, the context points at %s", pinServer, host))
 	}
 	v, err := client.Discovery().ServerVersion()
 	if err != nil {
