@@ -84,7 +84,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
 	flag.StringVar(&o.binDir, "bin-dir", "", "kube-apiserver, etcd, kubectl, kustomize, envsubst (default: hack/controlplane/build.sh builds them when missing)")
-	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "write a CPU profile of every kubectl fleet run here, as <scenario>-<rep>.pprof (go tool pprof reads several at once); the scaling run adds a heap profile at the live heap's peak, <run>.heap")
+	flag.StringVar(&o.cpuProfiles, "cpuprofile", "", "write a CPU profile of every kubectl fleet run here, as <scenario>-<rep>.pprof (go tool pprof reads several at once); the scaling run adds a heap profile at the live heap's peak, <run>.heap, and a goroutine profile at the goroutines' peak, <run>.goroutines")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work folder (sources, scripts, logs)")
 	flag.StringVar(&scale, "scale", "10,30,100,300,1000", "fleet sizes of the scaling run (the same rollout, kubectl fleet's cost per size), comma-separated; empty to leave it out")
 	flag.IntVar(&o.scaleReal, "scale-real", 30, "scaling sizes up to this many clusters also run on real kube-apiservers (≈ 270 MiB each), the rest only on the stand-in (internal/testenv/standin); 0: stand-in only")

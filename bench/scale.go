@@ -426,7 +426,7 @@ func (b *bench) measured(ctx context.Context, be *backend, bin string, args, env
 	defer os.Remove(statsFile)
 	env = append(slices.Clone(env), fleetstats.Env+"="+statsFile)
 	if cpuProfile != "" {
-		env = append(env, "KUBECTL_FLEET_CPUPROFILE="+cpuProfile, fleetstats.HeapEnv+"="+strings.TrimSuffix(cpuProfile, ".pprof")+".heap")
+		env = append(env, "KUBECTL_FLEET_CPUPROFILE="+cpuProfile, fleetstats.HeapEnv+"="+strings.TrimSuffix(cpuProfile, ".pprof")+".heap", fleetstats.GoroutinesEnv+"="+strings.TrimSuffix(cpuProfile, ".pprof")+".goroutines")
 	}
 	before, err := be.requests()
 	if err != nil {

@@ -26,6 +26,11 @@ const Env = "KUBECTL_FLEET_STATS"
 // Env set too.
 const HeapEnv = "KUBECTL_FLEET_HEAPPROFILE"
 
+// GoroutinesEnv names a file for a goroutine profile taken when the
+// goroutines peak: written again each time they grow by a fifth over the
+// last profile's. Sampled only with Env set too.
+const GoroutinesEnv = "KUBECTL_FLEET_GOROUTINEPROFILE"
+
 // Interval is how often the goroutines are counted.
 const Interval = 5 * time.Millisecond
 
@@ -61,7 +66,7 @@ func Start() (stop func()) {
 		done = make(chan struct{})
 		wg   sync.WaitGroup
 	)
-	heap := heapProfiler(os.Getenv(HeapEnv))
+	heap, goroutines := heapProfiler(os.Getenv(HeapEnv)), goroutineProfiler(os.Getenv(GoroutinesEnv))
 	mem := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
 	sample := func() {
 		n := runtime.NumGoroutine()
@@ -70,6 +75,7 @@ func Start() (stop func()) {
 		f.PeakGoroutines, f.Samples = max(f.PeakGoroutines, n), f.Samples+1
 		f.PeakHeap, f.PeakStacks = max(f.PeakHeap, mem[0].Value.Uint64()), max(f.PeakStacks, mem[1].Value.Uint64())
 		heap()
+		goroutines(n)
 		mu.Unlock()
 	}
 	sample()
@@ -147,6 +153,26 @@ func heapProfiler(path string) func() {
 		written = live
 		if out, err := os.Create(path); err == nil {
 			_ = pprof.WriteHeapProfile(out)
+			_ = out.Close()
+		}
+	}
+}
+
+// goroutineProfiler returns the sampler's step that writes a goroutine
+// profile to path whenever the goroutines, n, grew by a fifth since the
+// last one (a no-op without path).
+func goroutineProfiler(path string) func(n int) {
+	if path == "" {
+		return func(int) {}
+	}
+	written := 0
+	return func(n int) {
+		if n < written+written/5 {
+			return
+		}
+		written = n
+		if out, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("goroutine").WriteTo(out, 0)
 			_ = out.Close()
 		}
 	}
