@@ -2,11 +2,14 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -197,9 +200,54 @@ func countingServer(t *testing.T, handler http.HandlerFunc) (*httptest.Server, *
 	return srv, &conns
 }
 
+// Every request is bounded by --request-timeout, and bounded without a
+// goroutine of its own: Go's client starts one per request given a
+// Timeout, and its transport another, for any transport not its own.
+func TestRequestTimeoutStartsNoGoroutine(t *testing.T) {
+	entered, release := make(chan struct{}, 10), make(chan struct{})
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		notFound(w, r)
+	})
+	defer close(release)
+	c := clientsWith(t, "400ms", srv.URL)[0]
+	errs := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := c.Dynamic.Resource(namespaces).Get(context.Background(), "x", metav1.GetOptions{})
+			errs <- err
+		}()
+	}
+	for range 3 {
+		<-entered
+	}
+	buf := make([]byte, 1<<20)
+	stacks := string(buf[:runtime.Stack(buf, true)])
+	for _, f := range []string{"net/http.setRequestCancel", "net/http.awaitLegacyCancel"} {
+		if strings.Contains(stacks, f) {
+			t.Errorf("a request in flight holds a goroutine in %s", f)
+		}
+	}
+	for range 3 {
+		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a request past --request-timeout ended with %v, want its deadline exceeded", err)
+		}
+	}
+}
+
 // clientsOf are clients of the servers at urls, each a context of one
 // kubeconfig with the same TLS settings and token.
 func clientsOf(t *testing.T, urls ...string) []*Client {
+	t.Helper()
+	return clientsWith(t, "", urls...)
+}
+
+// clientsWith are clientsOf with --request-timeout timeout ("": none).
+func clientsWith(t *testing.T, timeout string, urls ...string) []*Client {
 	t.Helper()
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := clientcmdapi.NewConfig()
@@ -218,6 +266,9 @@ func clientsOf(t *testing.T, urls ...string) []*Client {
 		flags := NewConfigFlags()
 		ctx := fmt.Sprint("c", i)
 		flags.KubeConfig, flags.Context = &kc, &ctx
+		if timeout != "" {
+			flags.Timeout = &timeout
+		}
 		c, err := NewClient(flags)
 		if err != nil {
 			t.Fatal(err)
