@@ -4,13 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 )
 
 // deadline bounds each request through rt by d (--request-timeout), on
-// the request's context, from the moment it is sent to the end of its
-// answer's body. That is what http.Client.Timeout does, but Go's client
+// the request's context, from the moment it is sent until its answer's
+// body is closed. That is what http.Client.Timeout does, but Go's client
 // does it so only for its own transports: for any other (client-go wraps
 // every transport, for auth and the user agent) it starts a goroutine
 // per request to wait for the timer, and the transport another to watch
@@ -42,7 +41,7 @@ func (t *deadline) RoundTrip(req *http.Request) (*http.Response, error) {
 		cancel()
 		return nil, err
 	}
-	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: sync.OnceFunc(cancel)}
+	resp.Body = &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}
 	return resp, nil
 }
 
@@ -51,18 +50,14 @@ func (t *deadline) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *deadline) WrappedRoundTripper() http.RoundTripper { return t.rt }
 
 // cancelOnClose is an answer's body that ends its request's context once
-// read to its end or closed.
+// closed, as Go's client does for its Timeout: not when read to its end,
+// which raced with the HTTP/2 transport's own end of the stream, reset it
+// and kept its connection busy with a ping past the cluster's
+// CloseIdleConnections (the reconcile soak's connections grew by one
+// every other pass).
 type cancelOnClose struct {
 	io.ReadCloser
 	cancel func()
-}
-
-func (b *cancelOnClose) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil {
-		b.cancel()
-	}
-	return n, err
 }
 
 func (b *cancelOnClose) Close() error {
