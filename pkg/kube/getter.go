@@ -112,7 +112,7 @@ func (g *Getter) ToRESTConfig() (*rest.Config, error) {
 // roots, shared one, and closing a finished cluster's idle connections
 // (Client.CloseIdleConnections) closed those of every cluster between
 // two requests, and cancelled their dials. At 1,000 such clusters at
-// once, 1,000 to 2,500 handshakes a run were thrown away. A config with
+// once, 775 to 2,542 handshakes a run were thrown away. A config with
 // a proxy function is not shared (client-go cannot compare functions);
 // the one set is the one client-go uses when there is none. A cluster's
 // clients are one per kind (Client's, its discovery's), each closed by
