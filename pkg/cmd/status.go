@@ -137,7 +137,14 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 			return &rendered.Set{Fleet: f, Clusters: clusters}, nil
 		}
 	}
-	return o.render(ctx, o.Selection, &o.SourceOptions, true)
+	cfg, err := o.renderConfig(o.Selection, &o.SourceOptions, true)
+	if err != nil {
+		return nil, err
+	}
+	// The clusters read later let their renders go until their read,
+	// but for those the promotion notes read (rollout.Held).
+	cfg.Shed = func(cs []*fleet.Cluster) map[string]bool { return rollout.Unread(cfg.Fleet, cs, o.Parallel) }
+	return rendered.Render(ctx, cfg)
 }
 
 // report reads the status of every selected cluster once and prints it.

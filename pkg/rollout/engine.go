@@ -209,14 +209,32 @@ func waiting(f *fleet.Fleet, cs []*fleet.Cluster, o Options) map[string]bool {
 		}
 	}
 	if o.Gated() {
-		names := make([]render.Result, len(cs))
-		for i, c := range cs {
-			names[i].Cluster.Name = c.Name
-		}
-		p := promotionOf(f, names)
-		maps.DeleteFunc(out, func(name string, _ bool) bool { return p.Holds(name) })
+		dropHeld(f, cs, out)
 	}
 	return out
+}
+
+// Unread are the clusters of a read of f's clusters cs, n at a time
+// (status), whose renders may be let go from the render on
+// (rendered.Config.Shed) and made again for their read: those past the
+// first n, but for those whose renders the promotion rule reads from the
+// set's Results (Held).
+func Unread(f *fleet.Fleet, cs []*fleet.Cluster, n int) map[string]bool {
+	out := Past(cs, n)
+	dropHeld(f, cs, out)
+	return out
+}
+
+// dropHeld deletes from names the clusters of f's clusters cs whose
+// renders the promotion rule reads (Promotion.Holds, by the fleet's
+// groups and batches alone).
+func dropHeld(f *fleet.Fleet, cs []*fleet.Cluster, names map[string]bool) {
+	results := make([]render.Result, len(cs))
+	for i, c := range cs {
+		results[i].Cluster.Name = c.Name
+	}
+	p := promotionOf(f, results)
+	maps.DeleteFunc(names, func(name string, _ bool) bool { return p.Holds(name) })
 }
 
 // notStarted is the outcome of a run that failed before its first wave:

@@ -321,6 +321,14 @@ apps:
 			t.Errorf("%s: %v; want %v", tt.name, got, tt.want)
 		}
 	}
+	// status reads one at a time too: the clusters the promotion notes
+	// read keep their renders.
+	if got := slices.Sorted(maps.Keys(Unread(set.Fleet, set.Clusters, 1))); !slices.Equal(got, []string{"p2", "p3"}) {
+		t.Errorf("a status one at a time lets go of %v; want [p2 p3]", got)
+	}
+	if got := Unread(set.Fleet, set.Clusters, 5); len(got) != 0 {
+		t.Errorf("a status of every cluster at once lets go of %v; want none", got)
+	}
 }
 
 // A gated rollout prepared ten at a time, here one: production's renders

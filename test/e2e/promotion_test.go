@@ -86,6 +86,10 @@ func TestPromotionAcrossRuns(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^pr-stg\s+staging\s+2 of 2 Current \(r1 failed\)$`).MatchString(out) || !strings.Contains(out, "Promotion: "+blocked) {
 		t.Errorf("status does not say why production waits:\n%s", out)
 	}
+	// One cluster at a time, production's renders are let go until read.
+	if one, _, _ := fleet(t, dir, "status", "--parallel", "1"); !regexp.MustCompile(`(?m)^pr-b\s+production\s+`).MatchString(one) || !strings.Contains(one, "Promotion: "+blocked) {
+		t.Errorf("status one cluster at a time does not say why production waits:\n%s", one)
+	}
 	out, _, _ = fleet(t, dir, "status", "-o", "json")
 	if !strings.Contains(out, `{"type":"promotion","group":"production","message":`+strconv.Quote(blocked)) {
 		t.Errorf("status -o json does not say why production waits:\n%s", out)
