@@ -314,8 +314,16 @@ func (sr *scaleRunner) applyWith(ff, app string, all bool) []string {
 	return args
 }
 
-func (sr *scaleRunner) read(verb string) []string {
-	return []string{verb, "-F", sr.steady, "-k", sr.src, "--name", "scale", "--parallel", sr.par, "--concurrency", sr.conc}
+func (sr *scaleRunner) read(verb string) []string { return sr.readWith(verb, true) }
+
+// readWith is read's arguments, every cluster at once when all, else
+// with the plugin's default --parallel.
+func (sr *scaleRunner) readWith(verb string, all bool) []string {
+	args := []string{verb, "-F", sr.steady, "-k", sr.src, "--name", "scale", "--concurrency", sr.conc}
+	if all {
+		args = append(args, "--parallel", sr.par)
+	}
+	return args
 }
 
 // scaleRep runs repetition rep of the rollout, adding each step's run to
@@ -367,20 +375,25 @@ func (b *bench) scaleRep(ctx context.Context, sr *scaleRunner, rep, reps int, ru
 // runs them.
 const defaultParallel = "-default-parallel"
 
-// scaleDefaultParallel runs create and a no-op once more at sr's size
-// without --parallel: the plugin's default, not every cluster at once.
+// scaleDefaultParallel runs create, a no-op and status once more at sr's
+// size without --parallel: the plugin's default, not every cluster at
+// once.
 func (b *bench) scaleDefaultParallel(ctx context.Context, sr *scaleRunner) error {
 	ns := "create-default"
 	ff, err := sr.fleetFor(ns)
 	if err != nil {
 		return err
 	}
-	for _, st := range []struct{ id, ff, app string }{{"create", ff, ns}, {"noop", sr.steady, "scale"}} {
+	for _, st := range []struct {
+		id   string
+		args []string
+		ok   []int
+	}{{"create", sr.applyWith(ff, ns, false), nil}, {"noop", sr.applyWith(sr.steady, "scale", false), nil}, {"status", sr.readWith("status", false), []int{1}}} {
 		profile := ""
 		if sr.cpuProfiles != "" {
 			profile = filepath.Join(sr.cpuProfiles, fmt.Sprintf("scale-%s-%d-%s%s.pprof", sr.kind, sr.n, st.id, defaultParallel))
 		}
-		r, err := b.measured(ctx, sr.be, sr.bin, sr.applyWith(st.ff, st.app, false), sr.env, profile, nil)
+		r, err := b.measured(ctx, sr.be, sr.bin, st.args, sr.env, profile, st.ok)
 		if err != nil {
 			return fmt.Errorf("%s, default --parallel: %w", st.id, err)
 		}
