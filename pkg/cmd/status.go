@@ -149,7 +149,7 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
-	outcomes, results, pauses := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}}.Read(ctx)
+	outcomes, results, pauses := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}, Again: o.Watch}.Read(ctx)
 	if !o.Watch {
 		defer func() {
 			err = o.finish(o.GlobalOptions, func() report.Report { return report.OfStatus(r.Fleet, outcomes, results) }, err)

@@ -16,6 +16,12 @@ type Connector interface {
 	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*Client, error)
 }
 
+// Idler closes the idle connections of a cluster whose work is over
+// (Clients.Idle).
+type Idler interface {
+	Idle(cluster string)
+}
+
 // Explainer says a cluster's error plainly when the cluster never
 // answered (Clients.Explain): "cluster unreachable (connection refused):
 // …; --skip-unreachable reports such a cluster as skipped".

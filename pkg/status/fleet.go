@@ -31,6 +31,11 @@ type Fleet struct {
 	// Parallel clusters at once, Concurrency requests per cluster.
 	Parallel, Concurrency int
 	Connector             kube.Connector
+	// Again says the clusters are read again soon (--watch): their
+	// connections stay open. Else each cluster's are closed once read,
+	// when Connector is a kube.Idler: a status of 1,000 clusters ten at
+	// a time held 1,000 connections, and their buffers, to its end.
+	Again bool
 }
 
 // Read reads every cluster of Set once, Parallel at once, and returns
@@ -59,6 +64,9 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 	}
 	f := r.Set.Fleet
 	outcomes := kube.EachDelivered(ctx, r.Connector, f, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+		if idler, ok := r.Connector.(kube.Idler); ok && !r.Again {
+			defer idler.Idle(c.Name)
+		}
 		return beside(c,
 			func() ([]pause.Pause, error) { return pause.Read(ctx, client, f.Metadata.Name) },
 			func() ([]App, error) { return r.appsOf(ctx, client, c.Name) })
