@@ -134,13 +134,13 @@ func TestBench(t *testing.T) {
 		}
 	}
 	// The largest size again with the default --parallel.
-	for _, sc := range []string{"create", "noop"} {
+	for _, sc := range []string{"create", "noop", "status"} {
 		if id := "standin/3/" + sc + "-default-parallel"; !scaled[id] {
 			t.Errorf("no scaling result for %s", id)
 		}
 	}
-	if len(got.Scale) != 14 {
-		t.Errorf("%d scaling rows, want 14 (stand-in only)", len(got.Scale))
+	if len(got.Scale) != 15 {
+		t.Errorf("%d scaling rows, want 15 (stand-in only)", len(got.Scale))
 	}
 	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issues 22 and 47):**"} {
 		if !strings.Contains(stdout, s) {
