@@ -154,17 +154,13 @@ func podLogs(ctx context.Context, c *kube.Client, job *unstructured.Unstructured
 	if lines <= 0 {
 		lines = 20
 	}
-	cs, err := c.Clientset()
-	if err != nil {
-		return ""
-	}
 	pods, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(job.GetNamespace()).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.GetName()})
 	if err != nil {
 		return ""
 	}
 	var b strings.Builder
 	for _, p := range pods.Items {
-		raw, err := cs.CoreV1().Pods(p.GetNamespace()).GetLogs(p.GetName(), &corev1.PodLogOptions{TailLines: &lines}).DoRaw(ctx)
+		raw, err := c.Core.Pods(p.GetNamespace()).GetLogs(p.GetName(), &corev1.PodLogOptions{TailLines: &lines}).DoRaw(ctx)
 		if err != nil || len(raw) == 0 {
 			continue
 		}

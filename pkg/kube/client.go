@@ -22,7 +22,6 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	kubescheme "k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
@@ -232,12 +231,6 @@ func (c *Client) CloseIdleConnections() {
 	}
 }
 
-// Clientset is the cluster's typed clients, over the client's own
-// connection.
-func (c *Client) Clientset() (kubernetes.Interface, error) {
-	return kubernetes.NewForConfigAndClient(c.Config, c.http)
-}
-
 // EnsureNamespace creates the namespace name, if missing, with
 // server-side apply: the kubectl-fleet namespace the inventories, locks,
 // revisions and digest key live in.
@@ -334,12 +327,18 @@ func (c *Client) MappingFor(gk schema.GroupKind) (*meta.RESTMapping, error) {
 // Reachable asks the cluster for its version: the first request of a
 // command run with --skip-unreachable, bounded like every request.
 func (c *Client) Reachable() error {
-	d, err := discovery.NewDiscoveryClientForConfigAndClient(c.Config, c.http)
+	d, err := c.version()
 	if err != nil {
 		return err
 	}
 	_, err = d.ServerVersion()
 	return err
+}
+
+// version asks the cluster's version over the client's own connection
+// (not the discovery cached on disk).
+func (c *Client) version() (discovery.ServerVersionInterface, error) {
+	return discovery.NewDiscoveryClientForConfigAndClient(c.Config, c.http)
 }
 
 // VerifyIdentity checks, before any write, that the cluster's context still
@@ -348,11 +347,11 @@ func (c *Client) VerifyIdentity(ctx context.Context, pinServer, pinUID string) e
 	if pinServer == "" && pinUID == "" {
 		return nil
 	}
-	cs, err := c.Clientset()
+	v, err := c.version()
 	if err != nil {
 		return err
 	}
-	p := probe(ctx, c.Config.Host, cs, pinServer, pinUID)
+	p := probe(ctx, c.Config.Host, v, c.Core, pinServer, pinUID)
 	if len(p.Problems) > 0 {
 		return fmt.Errorf("identity check failed, nothing read or written: %s", p.Problems[0])
 	}

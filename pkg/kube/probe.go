@@ -9,7 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 )
@@ -46,22 +48,23 @@ func ProbeCluster(ctx context.Context, flags genericclioptions.RESTClientGetter,
 		p.Problems = append(p.Problems, err.Error())
 		return p
 	}
-	return probe(ctx, cfg.Host, client, pinServer, pinUID)
+	return probe(ctx, cfg.Host, client.Discovery(), client.CoreV1(), pinServer, pinUID)
 }
 
-// probe is ProbeCluster of the cluster at host, through client.
-func probe(ctx context.Context, host string, client kubernetes.Interface, pinServer, pinUID string) Probe {
+// probe is ProbeCluster of the cluster at host, through its version and
+// core clients.
+func probe(ctx context.Context, host string, version discovery.ServerVersionInterface, core corev1client.NamespacesGetter, pinServer, pinUID string) Probe {
 	p := Probe{Server: host}
 	if pinServer != "" && strings.TrimSuffix(pinServer, "/") != strings.TrimSuffix(host, "/") {
 		p.Problems = append(p.Problems, fmt.Sprintf("server mismatch: the fleet file pins %s, the context points at %s", pinServer, host))
 	}
-	v, err := client.Discovery().ServerVersion()
+	v, err := version.ServerVersion()
 	if err != nil {
 		p.Problems = append(p.Problems, "unreachable: "+err.Error())
 		return p
 	}
 	p.Reachable, p.Version = true, v.GitVersion
-	ns, err := client.CoreV1().Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
+	ns, err := core.Namespaces().Get(ctx, "kube-system", metav1.GetOptions{})
 	if err != nil {
 		p.Problems = append(p.Problems, "reading the kube-system namespace: "+err.Error())
 		return p
