@@ -22,6 +22,13 @@ type Idler interface {
 	Idle(cluster string)
 }
 
+// IdleConnector is a Connector that closes a cluster's connections once
+// its work is over.
+type IdleConnector interface {
+	Connector
+	Idler
+}
+
 // Explainer says a cluster's error plainly when the cluster never
 // answered (Clients.Explain): "cluster unreachable (connection refused):
 // …; --skip-unreachable reports such a cluster as skipped".

@@ -33,15 +33,10 @@ type Config struct {
 	Concurrency int
 }
 
-// Clients reach the clusters a pass checks. pkg/cmd's are the command's
-// clients, one per cluster and pass.
-type Clients interface {
-	// Connect returns a cluster's client once its identity pins are
-	// verified.
-	Connect(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster) (*kube.Client, error)
-	// Idle closes the idle connections of a cluster checked.
-	Idle(cluster string)
-}
+// Clients reach the clusters a pass checks, and close a cluster's
+// connections once it is checked. pkg/cmd's are the command's clients,
+// one per cluster and pass.
+type Clients = kube.IdleConnector
 
 // Metrics is told what a pass found and did (metrics.Reconcile).
 type Metrics interface {

@@ -27,9 +27,7 @@ import (
 // Connector is how the engine reaches the clusters: the command's
 // kubeconfigs and clients, shared with its render.
 type Connector interface {
-	kube.Connector
-	// Idle closes the idle connections of a cluster whose work is over.
-	Idle(cluster string)
+	kube.IdleConnector
 	// Explain says a cluster's error the way a user reads it: a cluster
 	// that never answered is said to be unreachable.
 	Explain(ctx context.Context, cluster string, err error) error

@@ -30,11 +30,11 @@ type Fleet struct {
 	Apps     []string
 	// Parallel clusters at once, Concurrency requests per cluster.
 	Parallel, Concurrency int
-	Connector             kube.Connector
+	Connector             kube.IdleConnector
 	// Again says the clusters are read again soon (--watch): their
-	// connections stay open. Else each cluster's are closed once read,
-	// when Connector is a kube.Idler: a status of 1,000 clusters ten at
-	// a time held 1,000 connections, and their buffers, to its end.
+	// connections stay open. Else each cluster's are closed once read: a
+	// status of 1,000 clusters ten at a time held 1,000 connections, and
+	// their buffers, to its end.
 	Again bool
 }
 
@@ -64,8 +64,8 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 	}
 	f := r.Set.Fleet
 	outcomes := kube.EachDelivered(ctx, r.Connector, f, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
-		if idler, ok := r.Connector.(kube.Idler); ok && !r.Again {
-			defer idler.Idle(c.Name)
+		if !r.Again {
+			defer r.Connector.Idle(c.Name)
 		}
 		return beside(c,
 			func() ([]pause.Pause, error) { return pause.Read(ctx, client, f.Metadata.Name) },
