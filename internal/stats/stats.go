@@ -66,16 +66,16 @@ func Start() (stop func()) {
 		done = make(chan struct{})
 		wg   sync.WaitGroup
 	)
-	heap, goroutines := heapProfiler(os.Getenv(HeapEnv)), goroutineProfiler(os.Getenv(GoroutinesEnv))
-	mem := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	heap, goroutines := peakProfiler(os.Getenv(HeapEnv), "heap"), peakProfiler(os.Getenv(GoroutinesEnv), "goroutine")
+	mem := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}, {Name: "/gc/heap/live:bytes"}}
 	sample := func() {
 		n := runtime.NumGoroutine()
 		metrics.Read(mem)
 		mu.Lock()
 		f.PeakGoroutines, f.Samples = max(f.PeakGoroutines, n), f.Samples+1
 		f.PeakHeap, f.PeakStacks = max(f.PeakHeap, mem[0].Value.Uint64()), max(f.PeakStacks, mem[1].Value.Uint64())
-		heap()
-		goroutines(n)
+		heap(mem[2].Value.Uint64())
+		goroutines(uint64(n))
 		mu.Unlock()
 	}
 	sample()
@@ -135,44 +135,22 @@ func Read(path string) (Figures, error) {
 	return f, json.Unmarshal(b, &f)
 }
 
-// heapProfiler returns the sampler's step that writes a heap profile to
-// path whenever the live heap grew by a fifth since the last one (a no-op
+// peakProfiler returns the sampler's step that writes the runtime's
+// profile (pprof.Lookup's: "heap", "goroutine") to path whenever v, the
+// figure it follows, grew by a fifth since the last one written (a no-op
 // without path).
-func heapProfiler(path string) func() {
+func peakProfiler(path, profile string) func(v uint64) {
 	if path == "" {
-		return func() {}
+		return func(uint64) {}
 	}
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	var written uint64
-	return func() {
-		metrics.Read(sample)
-		live := sample[0].Value.Uint64()
-		if live < written+written/5 || live == 0 {
+	return func(v uint64) {
+		if v < written+written/5 || v == 0 {
 			return
 		}
-		written = live
+		written = v
 		if out, err := os.Create(path); err == nil {
-			_ = pprof.WriteHeapProfile(out)
-			_ = out.Close()
-		}
-	}
-}
-
-// goroutineProfiler returns the sampler's step that writes a goroutine
-// profile to path whenever the goroutines, n, grew by a fifth since the
-// last one (a no-op without path).
-func goroutineProfiler(path string) func(n int) {
-	if path == "" {
-		return func(int) {}
-	}
-	written := 0
-	return func(n int) {
-		if n < written+written/5 {
-			return
-		}
-		written = n
-		if out, err := os.Create(path); err == nil {
-			_ = pprof.Lookup("goroutine").WriteTo(out, 0)
+			_ = pprof.Lookup(profile).WriteTo(out, 0)
 			_ = out.Close()
 		}
 	}
