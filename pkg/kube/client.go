@@ -26,6 +26,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
+	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 )
@@ -551,9 +552,10 @@ func (l *Listings) Prefetch(ctx context.Context, c *Client, keys []ListKey, conc
 // ListMetadata lists the metadata of one resource's objects in a
 // namespace ("" for cluster-scoped or all), by name: one request instead of
 // a read per object. Each object keeps its name, namespace, UID,
-// resourceVersion and labels, which is what apply, diff and the inventory
-// read of it: the rest (managedFields first) was most of a listing, and
-// a 1,000-cluster apply holds every cluster's listings at once.
+// resourceVersion and, of its labels, the ApplySet's part-of label (which
+// set holds it), which is what apply, diff and the inventory read of it:
+// the rest (managedFields first, then the labels) was most of a listing,
+// and a 1,000-cluster apply holds every cluster's listings at once.
 func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
 	list, err := c.metadataOf(m, namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -561,10 +563,21 @@ func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespac
 	}
 	out := make(map[string]*metav1.ObjectMeta, len(list.Items))
 	kept := make([]metav1.ObjectMeta, len(list.Items)) // one allocation, not the list's
+	holders := map[string]map[string]string{}          // one map per set: its members share it
 	for i := range list.Items {
 		o := &list.Items[i].ObjectMeta
-		kept[i] = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion, Labels: o.Labels}
+		kept[i] = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion}
+		if id, ok := o.Labels[PartOfLabel]; ok {
+			if holders[id] == nil {
+				holders[id] = map[string]string{PartOfLabel: id}
+			}
+			kept[i].Labels = holders[id]
+		}
 		out[o.Name] = &kept[i]
 	}
 	return out, nil
 }
+
+// PartOfLabel names the ApplySet an object is a member of: the one label
+// of a listed object ListMetadata keeps.
+const PartOfLabel = kubectlapply.ApplysetPartOfLabel

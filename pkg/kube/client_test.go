@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -276,4 +279,42 @@ func clientsWith(t *testing.T, timeout string, urls ...string) []*Client {
 		out = append(out, c)
 	}
 	return out
+}
+
+// A listing keeps, of each object's labels, which set holds it, in one
+// map its set's members share: the other labels were a third of what a
+// 1,000-cluster apply held of its listings.
+func TestListMetadataKeepsTheHolder(t *testing.T) {
+	srv, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/ns/configmaps" {
+			notFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		item := func(name, uid string, labels string) string {
+			return fmt.Sprintf(`{"metadata":{"name":%q,"namespace":"ns","uid":%q,"resourceVersion":"7","labels":%s,"managedFields":[{"manager":"m"}]}}`, name, uid, labels)
+		}
+		_, _ = fmt.Fprintf(w, `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":{},"items":[%s,%s,%s]}`,
+			item("a", "u1", `{"app":"a","applyset.kubernetes.io/part-of":"applyset-x"}`),
+			item("b", "u2", `{"app":"b","applyset.kubernetes.io/part-of":"applyset-x"}`),
+			item("c", "u3", `{"app":"c"}`))
+	})
+	c := clientsOf(t, srv.URL)[0]
+	m := &meta.RESTMapping{Resource: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, Scope: meta.RESTScopeNamespace}
+	got, err := c.ListMetadata(context.Background(), m, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("listed %d objects, want 3", len(got))
+	}
+	for name, want := range map[string]map[string]string{"a": {PartOfLabel: "applyset-x"}, "b": {PartOfLabel: "applyset-x"}, "c": nil} {
+		o := got[name]
+		if o == nil || o.Namespace != "ns" || o.ResourceVersion != "7" || o.UID == "" || o.ManagedFields != nil || !maps.Equal(o.Labels, want) {
+			t.Errorf("%s listed as %+v, want its name, namespace, uid, version and labels %v", name, o, want)
+		}
+	}
+	if reflect.ValueOf(got["a"].Labels).UnsafePointer() != reflect.ValueOf(got["b"].Labels).UnsafePointer() {
+		t.Error("two members of one set keep a map of labels each, want one shared")
+	}
 }
