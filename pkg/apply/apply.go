@@ -217,16 +217,20 @@ func Run(ctx context.Context, c *kube.Client, cfg Config) error {
 	if err := stop.Err(); err != nil {
 		return err // Ctrl-C before this app started: nothing is sent
 	}
+	// The render is the run's, shared: each object is a shell over the
+	// render's, whose root and metadata become its own only if its
+	// namespace changes (object.InNamespace). What is sent of it, labelled
+	// as a member, is a copy applyOne makes and lets go.
 	objs := make([]*unstructured.Unstructured, len(cfg.Objects))
 	for i, o := range cfg.Objects {
-		objs[i] = object.CopyMeta(o) // the render is the run's, shared
-		if cfg.Namespace != "" && objs[i].GetNamespace() == "" {
-			objs[i].SetNamespace(cfg.Namespace) // stripped again from cluster-scoped kinds
+		objs[i] = &unstructured.Unstructured{Object: o.Object}
+		if cfg.Namespace != "" && o.GetNamespace() == "" {
+			object.InNamespace(objs[i], cfg.Namespace) // stripped again from cluster-scoped kinds
 		}
 		// The cluster's mapping says whether the object has a namespace,
 		// and the set must record it. (Kinds not served yet keep the
 		// render's guess; they are mapped, or fail, when applied.)
-		_, _, _ = c.Scope(objs[i])
+		_, _, _ = c.ScopeShared(objs[i])
 	}
 	// The live objects' metadata is listed while the inventory is read:
 	// both are reads, and together they are one round trip.
@@ -310,7 +314,6 @@ func (p *pass) begin(ctx context.Context, objs []*unstructured.Unstructured) (in
 	p.renderDigest = digest.Render(cfg.Objects, p.key)
 	p.rendered = make(map[string]bool, len(objs))
 	for _, o := range objs {
-		p.set.Label(o)
 		p.rendered[object.Path(o)] = true
 	}
 	contents := inventory.ContentsOf(objs)
@@ -606,7 +609,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured, new
 		ch.Action, ch.Reason, ch.Err = change.Of(ans)
 		return ch
 	}
-	ri, m, err := c.Scope(obj)
+	ri, m, err := c.ScopeShared(obj) // a kind served only now is put in scope as applied
 	if err != nil {
 		ans.Err = err
 		return decide()
@@ -619,6 +622,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured, new
 		return decide()
 	}
 	claim := p.others.Claim(&p.last, object.Path(obj), live)
+	obj = object.CopyMeta(obj) // what is sent, labelled: let go once sent
 	inventory.Label(obj, claim.PartOf)
 	ch.Warning, ans.Existed, ans.Adopt = claim.Warning, live != nil, claim.Adopt
 	if claim.Adopt {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -1546,5 +1547,41 @@ func TestPruneKeepsWhatItCannotRead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Apply reads the render it is given and never writes into it: a fleet's
+// renders share their maps between clusters and are read again after the
+// apply (the revision stored, a promotion's notes). What it sends is a
+// copy: in scope, labelled as a member, with ignored fields kept live.
+func TestApplyLeavesTheRenderAsItWas(t *testing.T) {
+	c := kubetest.New(t)
+	mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("default"), ns("web"), cm("", "settings", "a=1")}})
+	objs := []*unstructured.Unstructured{
+		kubetest.Object("v1", "Namespace", "guessed", "web"), // cluster-scoped: its namespace goes
+		cm("", "settings", "a=2"),                            // the context's namespace, a kept field
+		annotate(cm("web", "labelled", "b=1"), "note", "x"),
+	}
+	objs[2].SetLabels(map[string]string{"tier": "front"})
+	before := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		before[i] = o.DeepCopy()
+	}
+	ignore := []object.IgnoreRule{{Kind: "ConfigMap", Name: "settings", JSONPointers: []string{"/data/a"}}}
+	mustRun(t, c, apply.Config{Objects: objs, Ignore: ignore})
+	for i, o := range objs {
+		if !equality.Semantic.DeepEqual(o.Object, before[i].Object) {
+			t.Errorf("apply wrote into the render's %s:\n got %v\nwant %v", object.Ref(o), o.Object, before[i].Object)
+		}
+	}
+	settings := c.Live(cm("default", "settings"))
+	if settings == nil || settings.GetLabels()[kubectlapply.ApplysetPartOfLabel] != inventory.ID("web") {
+		t.Fatalf("settings was not applied to the context's namespace as a member: %v", settings)
+	}
+	if a, _, _ := unstructured.NestedString(settings.Object, "data", "a"); a != "1" {
+		t.Errorf("the ignored field became %q, want the live 1", a)
+	}
+	if live := c.Live(objs[2]); live.GetLabels()["tier"] != "front" || live.GetLabels()[kubectlapply.ApplysetPartOfLabel] != inventory.ID("web") {
+		t.Errorf("labelled was applied with labels %v, want its own and the set's", live.GetLabels())
 	}
 }

@@ -150,7 +150,7 @@ func waitHealthy(ctx context.Context, c *kube.Client, objs []*unstructured.Unstr
 // Health reads an object and computes its health (object.Health). The
 // object is put in its scope first (kube.Client.Scope).
 func Health(ctx context.Context, c *kube.Client, o *unstructured.Unstructured) (*status.Result, error) {
-	ri, _, err := c.Scope(o)
+	ri, _, err := c.ScopeShared(o) // o may be a render's, which is never written
 	if err != nil {
 		return nil, err
 	}

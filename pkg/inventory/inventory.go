@@ -423,8 +423,8 @@ func (n *Neighbours) Rendering(c *kube.Client, others map[string][]*unstructured
 	for app, objs := range others {
 		n.inRun.Insert(app)
 		for _, o := range objs {
-			o = object.CopyMeta(o)
-			_, _, _ = c.Scope(o) // kinds not served yet keep the render's namespace
+			o = &unstructured.Unstructured{Object: o.Object}
+			_, _, _ = c.ScopeShared(o) // kinds not served yet keep the render's namespace
 			n.rendering[object.Path(o)] = app
 		}
 	}
@@ -1009,8 +1009,8 @@ func (s *Set) Moved(ctx context.Context, c *kube.Client, objs []*unstructured.Un
 		moved    = make([]bool, len(objs))
 	)
 	for i, o := range objs {
-		o = o.DeepCopy()
-		_, m, err := c.Scope(o)
+		o = &unstructured.Unstructured{Object: o.Object} // put in scope, the render's maps unchanged
+		_, m, err := c.ScopeShared(o)
 		rec, ok := s.Applied[object.Path(o)]
 		if err != nil || !ok || c.Aggregated(ctx, o.GroupVersionKind().GroupVersion()) {
 			moved[i] = true

@@ -29,6 +29,7 @@ import (
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 
 // Client talks to one cluster through its own ConfigFlags: its own REST
@@ -378,12 +379,25 @@ type ApplyOptions struct {
 // gets the context's namespace, as kubectl does. It returns the object's
 // resource client and mapping.
 func (c *Client) Scope(obj *unstructured.Unstructured) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	return c.scope(obj, (*unstructured.Unstructured).SetNamespace)
+}
+
+// ScopeShared is Scope for obj whose maps it shares with others (a shell
+// over a render's object, which is read, never written): when its
+// namespace changes, its root and metadata become its own first
+// (object.InNamespace).
+func (c *Client) ScopeShared(obj *unstructured.Unstructured) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	return c.scope(obj, object.InNamespace)
+}
+
+// scope is Scope, moving obj to another namespace with move.
+func (c *Client) scope(obj *unstructured.Unstructured, move func(*unstructured.Unstructured, string)) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
 	ri, m, err := c.Resource(obj)
 	if err != nil {
 		return nil, nil, err
 	}
 	if ns := c.namespaceIn(m, obj); ns != obj.GetNamespace() {
-		obj.SetNamespace(ns)
+		move(obj, ns)
 		if ns != "" {
 			ri = c.Dynamic.Resource(m.Resource).Namespace(ns)
 		}

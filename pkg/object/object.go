@@ -36,6 +36,25 @@ func CopyMeta(o *unstructured.Unstructured) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: out}
 }
 
+// InNamespace moves o to namespace ns ("": none) without writing into the
+// maps o shares with others (a shell over a render's object): o's root
+// and metadata become copies of their own, whose other fields are still
+// shared, as CopyMeta's are.
+func InNamespace(o *unstructured.Unstructured, ns string) {
+	md, _ := o.Object["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	if ns == "" {
+		delete(md, "namespace")
+	} else {
+		md["namespace"] = ns
+	}
+	o.Object = maps.Clone(o.Object)
+	o.Object["metadata"] = md
+}
+
 // Identity is a new object with o's apiVersion, kind, name and namespace
 // alone: for a caller that puts it in its scope (kube.Client.Scope) or
 // names it, and reads nothing else of it.
