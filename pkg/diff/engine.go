@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,7 +157,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 			d.RenderChanged = r.renderChanged(obj)
 		}
 		if o.Health {
-			keepHealth(&d)
+			keepHealth(&d, r.healthOf(d.Current, skipped))
 		}
 		out[i] = d
 	})
@@ -207,7 +208,7 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 			d.Action, d.Note = change.Kept, "no longer rendered; kept: "+reason
 		}
 		if o.Health {
-			keepHealth(&d)
+			keepHealth(&d, r.healthOf(m, true))
 		} else {
 			d.Live = object.Normalize(m)
 		}
@@ -245,9 +246,29 @@ type reads struct {
 	listings kube.Listings
 	// members are the app's members as listed before the objects, with
 	// Health (byPath is then not nil): the skipped objects' live state,
-	// and the candidates for prunes.
+	// and the candidates for prunes. Each is kept lean (lean), its health
+	// computed as listed.
 	members []*unstructured.Unstructured
 	byPath  map[string]*unstructured.Unstructured
+	health  map[types.UID]health
+}
+
+// health is an object's health by kstatus rules, or why it has none.
+type health struct {
+	res *kstatus.Result
+	err error
+}
+
+// healthOf is the health of a member as listed, for a live object that
+// is one (listed: a skipped object's, a prune's); nil for any other.
+func (r *reads) healthOf(live *unstructured.Unstructured, listed bool) *health {
+	if !listed || live == nil {
+		return nil
+	}
+	if h, ok := r.health[live.GetUID()]; ok {
+		return &h
+	}
+	return nil
 }
 
 // read reads, at once, the app's inventory and its neighbours' and, when
@@ -300,11 +321,29 @@ func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstruc
 	if err != nil {
 		return fmt.Errorf("listing the members of app %s: %w", app, err)
 	}
-	r.members = members
-	for _, m := range members {
-		r.byPath[object.Path(m)] = m
+	r.health = make(map[types.UID]health, len(members))
+	for i, m := range members {
+		res, err := object.Health(m)
+		r.health[m.GetUID()] = health{res, err}
+		members[i] = lean(m)
+		r.byPath[object.Path(m)] = members[i]
 	}
+	r.members = members
 	return nil
+}
+
+// lean is a listed member as a diff with Health keeps it once its health
+// is known: its type and metadata, without managedFields, which is what
+// the prune's decisions read, and a CRD whole (its spec names its custom
+// resources). A 1,000-cluster status held every cluster's members whole.
+func lean(m *unstructured.Unstructured) *unstructured.Unstructured {
+	if m.GetKind() == "CustomResourceDefinition" {
+		return m
+	}
+	md, _ := m.Object["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	delete(md, "managedFields")
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": m.Object["apiVersion"], "kind": m.Object["kind"], "metadata": md}}
 }
 
 // listed is obj's live metadata as listed (nil if it was not), and with
@@ -368,14 +407,19 @@ func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructur
 	return Object{Ref: object.Ref(obj), Path: object.Path(obj), Action: change.Unchanged, Warning: warning, Current: current}, true
 }
 
-// keepHealth computes d's health from the live object (Current), and
-// keeps of d only what status reports: no contents, no text, and of the
-// live and merged objects their type and identity.
-func keepHealth(d *Object) {
-	if d.Current != nil {
-		if d.Health, d.HealthErr = object.Health(d.Current); d.HealthErr != nil {
-			d.Health = nil
-		}
+// keepHealth computes d's health from the live object (Current), or
+// takes known, its health as listed, and keeps of d only what status
+// reports: no contents, no text, and of the live and merged objects their
+// type and identity.
+func keepHealth(d *Object, known *health) {
+	switch {
+	case known != nil:
+		d.Health, d.HealthErr = known.res, known.err
+	case d.Current != nil:
+		d.Health, d.HealthErr = object.Health(d.Current)
+	}
+	if d.HealthErr != nil {
+		d.Health = nil
 	}
 	d.Current, d.Merged, d.Live, d.Text = identity(d.Current), identity(d.Merged), nil, ""
 }
