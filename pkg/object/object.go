@@ -51,8 +51,12 @@ func InNamespace(o *unstructured.Unstructured, ns string) {
 	} else {
 		md["namespace"] = ns
 	}
-	o.Object = maps.Clone(o.Object)
-	o.Object["metadata"] = md
+	root := maps.Clone(o.Object)
+	if root == nil {
+		root = map[string]any{}
+	}
+	root["metadata"] = md
+	o.Object = root
 }
 
 // Identity is a new object with o's apiVersion, kind, name and namespace

@@ -211,3 +211,37 @@ func TestPathAndRef(t *testing.T) {
 		}
 	}
 }
+
+// InNamespace moves an object without writing into the maps it shares:
+// another holder of them sees them as they were.
+func TestInNamespace(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		obj  map[string]any
+		ns   string
+		want map[string]any
+	}{
+		{"set", map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "a"}}, "web",
+			map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "web"}}},
+		{"replaced", map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "x"}}, "web",
+			map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"name": "a", "namespace": "web"}}},
+		{"stripped", map[string]any{"kind": "Namespace", "metadata": map[string]any{"name": "a", "namespace": "x"}}, "",
+			map[string]any{"kind": "Namespace", "metadata": map[string]any{"name": "a"}}},
+		{"no metadata", map[string]any{"kind": "ConfigMap"}, "web",
+			map[string]any{"kind": "ConfigMap", "metadata": map[string]any{"namespace": "web"}}},
+		{"nothing", nil, "web", map[string]any{"metadata": map[string]any{"namespace": "web"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			shared := &unstructured.Unstructured{Object: tt.obj}
+			before := shared.DeepCopy().Object
+			o := &unstructured.Unstructured{Object: tt.obj}
+			InNamespace(o, tt.ns)
+			if d := cmp.Diff(tt.want, o.Object); d != "" {
+				t.Errorf("moved (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(before, shared.Object); d != "" {
+				t.Errorf("the shared maps changed (-before +after):\n%s", d)
+			}
+		})
+	}
+}
