@@ -581,9 +581,9 @@ func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespac
 	for i := range list.Items {
 		o := &list.Items[i].ObjectMeta
 		kept[i] = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion}
-		if id, ok := o.Labels[PartOfLabel]; ok {
+		if id, ok := o.Labels[kubectlapply.ApplysetPartOfLabel]; ok {
 			if holders[id] == nil {
-				holders[id] = map[string]string{PartOfLabel: id}
+				holders[id] = map[string]string{kubectlapply.ApplysetPartOfLabel: id}
 			}
 			kept[i].Labels = holders[id]
 		}
@@ -591,7 +591,3 @@ func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespac
 	}
 	return out, nil
 }
-
-// PartOfLabel names the ApplySet an object is a member of: the one label
-// of a listed object ListMetadata keeps.
-const PartOfLabel = kubectlapply.ApplysetPartOfLabel

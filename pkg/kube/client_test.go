@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -308,7 +309,7 @@ func TestListMetadataKeepsTheHolder(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("listed %d objects, want 3", len(got))
 	}
-	for name, want := range map[string]map[string]string{"a": {PartOfLabel: "applyset-x"}, "b": {PartOfLabel: "applyset-x"}, "c": nil} {
+	for name, want := range map[string]map[string]string{"a": {kubectlapply.ApplysetPartOfLabel: "applyset-x"}, "b": {kubectlapply.ApplysetPartOfLabel: "applyset-x"}, "c": nil} {
 		o := got[name]
 		if o == nil || o.Namespace != "ns" || o.ResourceVersion != "7" || o.UID == "" || o.ManagedFields != nil || !maps.Equal(o.Labels, want) {
 			t.Errorf("%s listed as %+v, want its name, namespace, uid, version and labels %v", name, o, want)
