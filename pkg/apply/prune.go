@@ -32,15 +32,15 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
 	}
-	members, err := p.set.Members(ctx, p.c, extra)
+	// Only the members this apply did not apply are kept, as listed.
+	doomed, err := p.set.MembersKept(ctx, p.c, extra, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+		if p.applied.Has(m.GetUID()) || p.rendered[object.Path(m)] {
+			return nil
+		}
+		return m
+	})
 	if err != nil {
 		return fmt.Errorf("listing the members of app %s: %w", p.cfg.App, err)
-	}
-	var doomed []*unstructured.Unstructured
-	for _, m := range members {
-		if !p.applied.Has(m.GetUID()) && !p.rendered[object.Path(m)] {
-			doomed = append(doomed, m)
-		}
 	}
 	var errs []error
 	pr := inventory.NewPrune(p.c, p.set, p.others, extra.Namespaces, doomed)

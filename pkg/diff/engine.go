@@ -311,22 +311,26 @@ func read(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured
 }
 
 // listMembers lists the app's members (one list per kind and namespace),
-// by path.
+// by path, each kept lean once its health is known, as it is listed.
 func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured, app string) error {
 	r.byPath = map[string]*unstructured.Unstructured{}
 	if !r.set.Exists {
 		return nil
 	}
-	members, err := r.set.Members(ctx, c, inventory.ContentsOf(objs))
+	r.health = map[types.UID]health{}
+	var mu sync.Mutex
+	members, err := r.set.MembersKept(ctx, c, inventory.ContentsOf(objs), func(m *unstructured.Unstructured) *unstructured.Unstructured {
+		res, err := object.Health(m)
+		mu.Lock()
+		defer mu.Unlock()
+		r.health[m.GetUID()] = health{res, err}
+		return lean(m)
+	})
 	if err != nil {
 		return fmt.Errorf("listing the members of app %s: %w", app, err)
 	}
-	r.health = make(map[types.UID]health, len(members))
-	for i, m := range members {
-		res, err := object.Health(m)
-		r.health[m.GetUID()] = health{res, err}
-		members[i] = lean(m)
-		r.byPath[object.Path(m)] = members[i]
+	for _, m := range members {
+		r.byPath[object.Path(m)] = m
 	}
 	r.members = members
 	return nil

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,6 +195,33 @@ func TestMembers(t *testing.T) {
 		if diff := cmp.Diff(tt.want, got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
 		}
+	}
+
+	// MembersKept gives keep the members alone, and keeps what it returns.
+	var given []string
+	var mu sync.Mutex
+	kept, err := set.MembersKept(context.Background(), c.Client, contents("Secret/web/unrecorded-kind"), func(m *unstructured.Unstructured) *unstructured.Unstructured {
+		mu.Lock()
+		defer mu.Unlock()
+		given = append(given, object.Path(m))
+		if m.GetKind() == "Secret" {
+			return nil
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"kind": "Kept", "metadata": map[string]any{"name": m.GetName()}}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(given)
+	if want := []string{"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/web/member", "Secret/web/unrecorded-kind"}; !slices.Equal(given, want) {
+		t.Errorf("keep was given %v, want %v", given, want)
+	}
+	var names []string
+	for _, m := range kept {
+		names = append(names, m.GetKind()+"/"+m.GetName())
+	}
+	if want := []string{"Kept/cluster-scoped", "Kept/member"}; !slices.Equal(names, want) {
+		t.Errorf("kept %v, want %v", names, want)
 	}
 }
 

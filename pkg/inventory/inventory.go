@@ -851,10 +851,26 @@ func applyRaw(ctx context.Context, c *kube.Client, gvr schema.GroupVersionResour
 // member, and nothing kubectl fleet deletes. Kinds the cluster no longer
 // serves are skipped.
 func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*unstructured.Unstructured, error) {
+	return s.MembersKept(ctx, c, extra, nil)
+}
+
+// MembersKept is Members, keeping of each member what keep returns of it
+// as it is listed (nil: nothing): the lists are read item by item
+// (kube.Client.ListEach), so that what a caller does not keep of a member
+// (its status, its managedFields, a member it will not delete) is let go
+// at once rather than when every list of the set has been read. keep nil
+// keeps every member whole; it may be called from several goroutines at
+// once, never twice for one member. Objects that are not members are
+// never given to it.
+func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, keep func(*unstructured.Unstructured) *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	selector := apply.ApplysetPartOfLabel + "=" + s.ID
 	gks := s.GroupKinds.Union(extra.GroupKinds)
 	nss := sets.List(s.Namespaces.Union(extra.Namespaces))
-	var lists []func() (*unstructured.UnstructuredList, error)
+	type list struct {
+		m  *meta.RESTMapping
+		ns string
+	}
+	var lists []list
 	for _, gk := range sets.List(gksAsStrings(gks)) {
 		m, err := c.MappingFor(schema.ParseGroupKind(gk))
 		if err != nil {
@@ -863,52 +879,43 @@ func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*u
 			}
 			return nil, err
 		}
-		ri := c.Dynamic.Resource(m.Resource)
-		opts := metav1.ListOptions{LabelSelector: selector}
 		if m.Scope.Name() != meta.RESTScopeNameNamespace {
-			lists = append(lists, func() (*unstructured.UnstructuredList, error) { return ri.List(ctx, opts) })
+			lists = append(lists, list{m, ""})
 			continue
 		}
 		for _, ns := range nss {
-			lists = append(lists, func() (*unstructured.UnstructuredList, error) { return ri.Namespace(ns).List(ctx, opts) })
+			lists = append(lists, list{m, ns})
 		}
 	}
 	// The lists are reads: a few at a time, in one round trip or so.
-	results := make([]*unstructured.UnstructuredList, len(lists))
+	results := make([][]*unstructured.Unstructured, len(lists))
 	var g errgroup.Group
 	g.SetLimit(8)
-	for i, list := range lists {
-		g.Go(func() (err error) {
-			results[i], err = list()
-			return err
+	for i, l := range lists {
+		g.Go(func() error {
+			return c.ListEach(ctx, l.m, l.ns, selector, func(item *unstructured.Unstructured) {
+				if path := object.Path(item); !s.Contents.Members.Has(path) && !extra.Members.Has(path) {
+					return
+				}
+				if keep != nil {
+					item = keep(item)
+				}
+				if item != nil {
+					results[i] = append(results[i], item)
+				}
+			})
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	var out []*unstructured.Unstructured
-	for _, list := range results {
-		for _, item := range items(list) {
-			if path := object.Path(item); s.Contents.Members.Has(path) || extra.Members.Has(path) {
-				out = append(out, item)
-			}
-		}
-	}
-	return out, nil
+	return slices.Concat(results...), nil
 }
 
 func gksAsStrings(gks sets.Set[schema.GroupKind]) sets.Set[string] {
 	out := sets.New[string]()
 	for gk := range gks {
 		out.Insert(gk.String())
-	}
-	return out
-}
-
-func items(list *unstructured.UnstructuredList) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
 	}
 	return out
 }

@@ -39,6 +39,9 @@ import (
 // same, byte for byte (sharedMapper).
 type Client struct {
 	http *http.Client
+	// lists is the REST client of ListEach, which reads a list's items
+	// as they arrive (nil: the dynamic client's lists, whole).
+	lists rest.Interface
 	// Flags are the cluster's own connection flags, read through the
 	// process's cache of parsed kubeconfigs (Getter).
 	Flags genericclioptions.RESTClientGetter
@@ -204,6 +207,10 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	lists, err := rest.UnversionedRESTClientForConfigAndClient(listsConfig(cfg), hc)
+	if err != nil {
+		return nil, err
+	}
 	pb := rest.CopyConfig(cfg)
 	pb.ContentType, pb.AcceptContentTypes = runtime.ContentTypeProtobuf, runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON
 	core, err := corev1client.NewForConfigAndClient(pb, hc)
@@ -214,7 +221,7 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{http: hc, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Core: core, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+	return &Client{http: hc, lists: lists, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Core: core, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
 		return listable(getter)
 	}}, nil
 }

@@ -6,6 +6,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -167,7 +168,24 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 			return Run(ctx, c, set.App, objs, o)
 		}
 	}
-	members, err := set.Members(ctx, c, inventory.ContentsOf(nil))
+	// Of each member, its health is kept as it is listed, not the member.
+	var (
+		mu     sync.Mutex
+		health = map[*unstructured.Unstructured]Object{}
+	)
+	members, err := set.MembersKept(ctx, c, inventory.ContentsOf(nil), func(m *unstructured.Unstructured) *unstructured.Unstructured {
+		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
+		if res, err := object.Health(m); err != nil {
+			o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
+		} else {
+			o.Health, o.Message = string(res.Status), res.Message
+		}
+		id := &unstructured.Unstructured{}
+		mu.Lock()
+		defer mu.Unlock()
+		health[id] = o
+		return id
+	})
 	if err != nil {
 		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
 	}
@@ -176,13 +194,7 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 		return App{}, err
 	}
 	for _, m := range members {
-		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
-		if res, err := object.Health(m); err != nil {
-			o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
-		} else {
-			o.Health, o.Message = string(res.Status), res.Message
-		}
-		out.Objects = append(out.Objects, o)
+		out.Objects = append(out.Objects, health[m])
 	}
 	return out, nil
 }

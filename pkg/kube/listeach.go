@@ -1,0 +1,158 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	kjson "sigs.k8s.io/json"
+)
+
+// ListEach lists m's objects in namespace ("" for cluster-scoped or all)
+// that selector selects, and hands each to each as it is decoded from the
+// response, in the list's order: the list is never held whole, neither
+// as the response's bytes nor decoded, unless each keeps what it is
+// given. A 1,000-cluster status lists every cluster's members at the same
+// moment; decoded whole, they were most of what it allocated.
+//
+// each is called from one goroutine at a time per call. A list the server
+// answers with a body that is not a list (no items) is an error, not an
+// empty list: what is not read is not taken for absent.
+func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, selector string, each func(*unstructured.Unstructured)) error {
+	if c.lists == nil { // a client of fakes (tests): the dynamic client's list
+		var ri dynamic.ResourceInterface = c.Dynamic.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace && namespace != "" {
+			ri = c.Dynamic.Resource(m.Resource).Namespace(namespace)
+		}
+		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+		return nil
+	}
+	path := []string{"api"}
+	if g := m.Resource.Group; g != "" {
+		path = []string{"apis", g}
+	}
+	path = append(path, m.Resource.Version)
+	if m.Scope.Name() == meta.RESTScopeNameNamespace && namespace != "" {
+		path = append(path, "namespaces", namespace)
+	}
+	req := c.lists.Get().AbsPath(append(path, m.Resource.Resource)...)
+	if selector != "" {
+		req = req.Param("labelSelector", selector)
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = body.Close() }()
+	if err := decodeItems(body, m.GroupVersionKind, each); err != nil {
+		return fmt.Errorf("reading the list of %s: %w", m.Resource.Resource, err)
+	}
+	return nil
+}
+
+// listsConfig is the config of ListEach's REST client: JSON, which
+// decodes into unstructured objects, as the dynamic client's.
+func listsConfig(cfg *rest.Config) *rest.Config {
+	lc := dynamic.ConfigFor(cfg)
+	lc.AcceptContentTypes, lc.ContentType = "application/json", "application/json"
+	return lc
+}
+
+// decodeItems decodes a list's items from r one at a time, as
+// unstructured objects (numbers as int64 where they are integers, as the
+// dynamic client decodes them), and hands each to each. An item without
+// a type has the list's: gvk, which the list was asked in.
+func decodeItems(r io.Reader, gvk schema.GroupVersionKind, each func(*unstructured.Unstructured)) error {
+	dec := kjson.NewDecoderCaseSensitivePreserveInts(r)
+	if err := expect(dec, '{'); err != nil {
+		return err
+	}
+	items := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		if key != "items" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return err
+			}
+			continue
+		}
+		if items {
+			return fmt.Errorf("the list has its items twice")
+		}
+		items = true
+		if err := decodeArray(dec, gvk, each); err != nil {
+			return err
+		}
+	}
+	if err := expect(dec, '}'); err != nil {
+		return err
+	}
+	if !items {
+		return fmt.Errorf("the answer is not a list: it has no items")
+	}
+	return nil
+}
+
+// decodeArray decodes the items' array (null: none).
+func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, each func(*unstructured.Unstructured)) error {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if !isDelim(tok, '[') {
+		return fmt.Errorf("the list's items are not an array")
+	}
+	for dec.More() {
+		obj := map[string]any{}
+		if err := dec.Decode(&obj); err != nil {
+			return err
+		}
+		if obj == nil {
+			return fmt.Errorf("the list holds a null item")
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" && u.GetAPIVersion() == "" {
+			u.SetAPIVersion(gvk.GroupVersion().String())
+			u.SetKind(gvk.Kind)
+		}
+		each(u)
+	}
+	return expect(dec, ']')
+}
+
+// expect reads the delimiter d.
+func expect(dec kjson.Decoder, d rune) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if !isDelim(tok, d) {
+		return fmt.Errorf("expected %q, read %v", d, tok)
+	}
+	return nil
+}
+
+// isDelim reports whether tok is the delimiter d. The decoder's
+// delimiters are of its own type, a rune with a String method; no other
+// token has one (strings are strings).
+func isDelim(tok any, d rune) bool {
+	s, ok := tok.(fmt.Stringer)
+	return ok && s.String() == string(d)
+}
