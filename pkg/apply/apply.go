@@ -672,7 +672,7 @@ func (p *pass) applyOne(ctx context.Context, obj *unstructured.Unstructured, new
 // namespace (listed, when it was); or, for a dry run, fields to keep or a
 // user who may not list, the object itself (before), read (adopting may
 // have read it already).
-func (p *pass) readLive(ctx context.Context, ri dynamic.ResourceInterface, m *meta.RESTMapping, obj *unstructured.Unstructured, ignored bool) (live *metav1.ObjectMeta, before *unstructured.Unstructured, listed map[string]*metav1.ObjectMeta, err error) {
+func (p *pass) readLive(ctx context.Context, ri dynamic.ResourceInterface, m *meta.RESTMapping, obj *unstructured.Unstructured, ignored bool) (live *kube.Live, before *unstructured.Unstructured, listed map[string]*kube.Live, err error) {
 	if !p.cfg.DryRun && !ignored {
 		listed, err = p.listed.Of(ctx, p.c, m, obj.GetNamespace())
 	}
@@ -686,7 +686,7 @@ func (p *pass) readLive(ctx context.Context, ri dynamic.ResourceInterface, m *me
 	case err != nil:
 		return nil, nil, nil, err
 	}
-	return &metav1.ObjectMeta{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}, before, nil, nil
+	return &kube.Live{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}, before, nil, nil
 }
 
 // patch applies obj and returns the result: whole for a dry run, which
@@ -744,7 +744,7 @@ func (p *pass) adopting(ctx context.Context, objs []*unstructured.Unstructured) 
 // liveMeta is the live object's metadata, from the listing (or a read
 // where listing is not allowed); nil when it does not exist or cannot be
 // read (applyOne reads it again).
-func (p *pass) liveMeta(ctx context.Context, o *unstructured.Unstructured) *metav1.ObjectMeta {
+func (p *pass) liveMeta(ctx context.Context, o *unstructured.Unstructured) *kube.Live {
 	ri, m, err := p.c.Scope(object.Identity(o))
 	if err != nil {
 		return nil // a kind not served yet: nothing of it exists
@@ -756,7 +756,7 @@ func (p *pass) liveMeta(ctx context.Context, o *unstructured.Unstructured) *meta
 	if err != nil {
 		return nil
 	}
-	return &metav1.ObjectMeta{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}
+	return &kube.Live{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}
 }
 
 // get reads the live object. adopting's reads are kept (keep) for
@@ -788,7 +788,7 @@ type read struct {
 // unchanged reports whether an object needs no request (Set.Unchanged).
 // Any doubt is a real apply: a dry run, --force-conflicts, fields kept
 // from the live object (ignoreDifferences), no listing, an aggregated API.
-func (p *pass) unchanged(ctx context.Context, obj *unstructured.Unstructured, sum string, live *metav1.ObjectMeta, listed bool) bool {
+func (p *pass) unchanged(ctx context.Context, obj *unstructured.Unstructured, sum string, live *kube.Live, listed bool) bool {
 	if p.cfg.DryRun || p.cfg.Force || !listed || p.c.Aggregated(ctx, obj.GroupVersionKind().GroupVersion()) {
 		return false
 	}

@@ -132,7 +132,7 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 	crds := object.CRDKinds(objs)
 	newNS := object.Namespaces(objs)
 	out := make([]Object, len(objs))
-	claim := func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim {
+	claim := func(obj *unstructured.Unstructured, live *kube.Live) inventory.Claim {
 		c := r.others.Claim(r.set, object.Path(obj), live)
 		inventory.Label(obj, c.PartOf)
 		return c
@@ -146,9 +146,9 @@ func Run(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructured,
 		}
 		if !skipped {
 			d = one(ctx, c, obj, crds, newNS, o, func(obj, live *unstructured.Unstructured) inventory.Claim {
-				var meta *metav1.ObjectMeta
+				var meta *kube.Live
 				if live != nil {
-					meta = &metav1.ObjectMeta{Labels: live.GetLabels()}
+					meta = &kube.Live{Labels: live.GetLabels()}
 				}
 				return claim(obj, meta)
 			})
@@ -353,7 +353,7 @@ func lean(m *unstructured.Unstructured) *unstructured.Unstructured {
 // listed is obj's live metadata as listed (nil if it was not), and with
 // Health the whole live object: a member of the app listed in obj's
 // version, whose health is the one a read of obj would give.
-func (r *reads) listed(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, m *meta.RESTMapping) (*metav1.ObjectMeta, *unstructured.Unstructured) {
+func (r *reads) listed(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, m *meta.RESTMapping) (*kube.Live, *unstructured.Unstructured) {
 	if r.byPath == nil {
 		listed, err := r.listings.Of(ctx, c, m, obj.GetNamespace())
 		if err != nil {
@@ -365,7 +365,7 @@ func (r *reads) listed(ctx context.Context, c *kube.Client, obj *unstructured.Un
 	if live == nil || live.GetAPIVersion() != obj.GetAPIVersion() {
 		return nil, nil
 	}
-	return &metav1.ObjectMeta{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}, live
+	return &kube.Live{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}, live
 }
 
 // renderChanged reports whether obj, labelled as apply sends it, is not
@@ -386,7 +386,7 @@ func (r *reads) renderChanged(obj *unstructured.Unstructured) bool {
 // is the one the last apply recorded, and the live object's version, as
 // listed, has not moved since. Anything else (not listed, gone, a
 // create-only or ignoreDifferences object) is left to the dry run.
-func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, r *reads, o Options, claim func(obj *unstructured.Unstructured, live *metav1.ObjectMeta) inventory.Claim) (Object, bool) {
+func unchanged(ctx context.Context, c *kube.Client, obj *unstructured.Unstructured, r *reads, o Options, claim func(obj *unstructured.Unstructured, live *kube.Live) inventory.Claim) (Object, bool) {
 	if len(r.set.Applied) == 0 || object.Ignored(obj, o.Ignore) || object.CreateOnly(obj) || c.Aggregated(ctx, obj.GroupVersionKind().GroupVersion()) {
 		return Object{}, false
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -262,7 +261,7 @@ func TestLoadNeighbours(t *testing.T) {
 				t.Errorf("%s: Keep(%s) = %v, %q, %q", name, object.Path(tt.obj), keep, to, reason)
 			}
 		}
-		if warning := n.Claim(web, "ConfigMap/db/config", &metav1.ObjectMeta{Labels: map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}}).Warning; warning != "shared with app db, which applies it too (the last apply wins)" {
+		if warning := n.Claim(web, "ConfigMap/db/config", &kube.Live{Labels: map[string]string{apply.ApplysetPartOfLabel: inventory.ID("db")}}).Warning; warning != "shared with app db, which applies it too (the last apply wins)" {
 			t.Errorf("%s: Claim of db's object warned %q", name, warning)
 		}
 	}

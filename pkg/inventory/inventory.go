@@ -648,7 +648,7 @@ type Claim struct {
 // the one holding it, so that apps sharing it do not take it from each
 // other at every apply; the field values of the last apply win. live is
 // the live object's metadata, nil if it does not exist.
-func (n *Neighbours) Claim(s *Set, path string, live *metav1.ObjectMeta) Claim {
+func (n *Neighbours) Claim(s *Set, path string, live *kube.Live) Claim {
 	var holder string
 	if live != nil {
 		holder = live.Labels[apply.ApplysetPartOfLabel]
@@ -985,7 +985,7 @@ func releasePatch(obj *unstructured.Unstructured, to, fieldManager string) ([]by
 // (digest, as Digest computes it from the object as apply would send it)
 // and the live object's resourceVersion is still the one the server
 // returned then. live is nil for an object that does not exist.
-func (s *Set) Unchanged(path, digest string, live *metav1.ObjectMeta, version string) bool {
+func (s *Set) Unchanged(path, digest string, live *kube.Live, version string) bool {
 	if !s.Exists || live == nil || s.Version != version || digest == "" || !releaseBuild(version) {
 		return false
 	}

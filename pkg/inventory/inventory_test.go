@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubectl/pkg/cmd/apply"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
 
 func obj(kind, ns, name string, ann map[string]string) *unstructured.Unstructured {
@@ -55,9 +57,9 @@ func TestClaim(t *testing.T) {
 		{"labelled as c's, which had adopted it", "ConfigMap/x/adopted-by-c", ID("c"), a.ID, "labelled as app c's, which does not record it; adopted by app a", true},
 		{"another tool's set", "ConfigMap/x/foreign", "applyset-xyz-v1", a.ID, "taken from another ApplySet (applyset.kubernetes.io/part-of=applyset-xyz-v1)", true},
 	} {
-		var live *metav1.ObjectMeta
+		var live *kube.Live
 		if tt.holder != "-" {
-			live = &metav1.ObjectMeta{}
+			live = &kube.Live{}
 			if tt.holder != "" {
 				live.Labels = map[string]string{apply.ApplysetPartOfLabel: tt.holder}
 			}
@@ -82,7 +84,7 @@ func TestClaimMoved(t *testing.T) {
 		"ConfigMap/x/adopted-by-c": {PartOf: a.ID, Warning: "moved from app c to app a", Adopt: true},
 		"ConfigMap/x/made-by-c":    {PartOf: a.ID, Warning: "moved from app c to app a"},
 	} {
-		if got := n.Claim(a, path, &metav1.ObjectMeta{Labels: map[string]string{apply.ApplysetPartOfLabel: ID("c")}}); got != want {
+		if got := n.Claim(a, path, &kube.Live{Labels: map[string]string{apply.ApplysetPartOfLabel: ID("c")}}); got != want {
 			t.Errorf("%s: Claim = %+v; want %+v", path, got, want)
 		}
 	}

@@ -492,12 +492,12 @@ func (c *Client) PatchMetadata(ctx context.Context, m *meta.RESTMapping, obj *un
 // Listings asks ListMetadata once per resource and namespace, however
 // many objects (and goroutines) need it. The zero value is ready to use.
 type Listings struct {
-	memo memo.Memo[string, map[string]*metav1.ObjectMeta]
+	memo memo.Memo[string, map[string]*Live]
 }
 
 // Of is the metadata of m's objects in namespace, by name.
-func (l *Listings) Of(ctx context.Context, c *Client, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
-	return l.memo.Do(m.Resource.String()+"|"+namespace, func() (map[string]*metav1.ObjectMeta, error) {
+func (l *Listings) Of(ctx context.Context, c *Client, m *meta.RESTMapping, namespace string) (map[string]*Live, error) {
+	return l.memo.Do(m.Resource.String()+"|"+namespace, func() (map[string]*Live, error) {
 		return c.ListMetadata(ctx, m, namespace)
 	})
 }
@@ -570,24 +570,33 @@ func (l *Listings) Prefetch(ctx context.Context, c *Client, keys []ListKey, conc
 	_ = g.Wait()
 }
 
+// Live is what apply, diff and the inventory know of a live object, read
+// or listed: its UID, its resourceVersion and its labels (of a listed
+// one, only the ApplySet's part-of label, which says which set holds it).
+// A 1,000-cluster apply holds every cluster's listings at once: an
+// ObjectMeta kept per listed object was 240 bytes, this is 48.
+type Live struct {
+	UID             types.UID
+	ResourceVersion string
+	Labels          map[string]string
+}
+
 // ListMetadata lists the metadata of one resource's objects in a
 // namespace ("" for cluster-scoped or all), by name: one request instead of
-// a read per object. Each object keeps its name, namespace, UID,
-// resourceVersion and, of its labels, the ApplySet's part-of label (which
-// set holds it), which is what apply, diff and the inventory read of it:
-// the rest (managedFields first, then the labels) was most of a listing,
-// and a 1,000-cluster apply holds every cluster's listings at once.
-func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]*metav1.ObjectMeta, error) {
+// a read per object. Of each it keeps what Live holds, and of its labels
+// only the ApplySet's part-of label: the rest (managedFields first, then
+// the labels) was most of a listing.
+func (c *Client) ListMetadata(ctx context.Context, m *meta.RESTMapping, namespace string) (map[string]*Live, error) {
 	list, err := c.metadataOf(m, namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*metav1.ObjectMeta, len(list.Items))
-	kept := make([]metav1.ObjectMeta, len(list.Items)) // one allocation, not the list's
-	holders := map[string]map[string]string{}          // one map per set: its members share it
+	out := make(map[string]*Live, len(list.Items))
+	kept := make([]Live, len(list.Items))     // one allocation, not the list's
+	holders := map[string]map[string]string{} // one map per set: its members share it
 	for i := range list.Items {
 		o := &list.Items[i].ObjectMeta
-		kept[i] = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion}
+		kept[i] = Live{UID: o.UID, ResourceVersion: o.ResourceVersion}
 		if id, ok := o.Labels[kubectlapply.ApplysetPartOfLabel]; ok {
 			if holders[id] == nil {
 				holders[id] = map[string]string{kubectlapply.ApplysetPartOfLabel: id}

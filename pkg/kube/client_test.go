@@ -309,10 +309,10 @@ func TestListMetadataKeepsTheHolder(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("listed %d objects, want 3", len(got))
 	}
-	for name, want := range map[string]map[string]string{"a": {kubectlapply.ApplysetPartOfLabel: "applyset-x"}, "b": {kubectlapply.ApplysetPartOfLabel: "applyset-x"}, "c": nil} {
-		o := got[name]
-		if o == nil || o.Namespace != "ns" || o.ResourceVersion != "7" || o.UID == "" || o.ManagedFields != nil || !maps.Equal(o.Labels, want) {
-			t.Errorf("%s listed as %+v, want its name, namespace, uid, version and labels %v", name, o, want)
+	x := map[string]string{kubectlapply.ApplysetPartOfLabel: "applyset-x"}
+	for name, want := range map[string]Live{"a": {"u1", "7", x}, "b": {"u2", "7", x}, "c": {"u3", "7", nil}} {
+		if o := got[name]; o == nil || o.UID != want.UID || o.ResourceVersion != want.ResourceVersion || !maps.Equal(o.Labels, want.Labels) {
+			t.Errorf("%s listed as %+v, want %+v", name, o, want)
 		}
 	}
 	if reflect.ValueOf(got["a"].Labels).UnsafePointer() != reflect.ValueOf(got["b"].Labels).UnsafePointer() {
