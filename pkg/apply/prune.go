@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
@@ -32,8 +33,9 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 	if !p.set.Exists && !p.cfg.DryRun {
 		return nil
 	}
-	// Only the members this apply did not apply are kept, as listed.
-	doomed, err := p.set.MembersKept(ctx, p.c, extra, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	// Only the members this apply did not apply are kept, as listed,
+	// whole: releasing one reads its managed fields.
+	doomed, err := p.set.MembersKept(ctx, p.c, extra, kube.AllFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
 		if p.applied.Has(m.GetUID()) || p.rendered[object.Path(m)] {
 			return nil
 		}

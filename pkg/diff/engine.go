@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -188,16 +187,23 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 		}
 	}
 	rendered := inventory.ContentsOf(objs)
-	members := r.members
-	if r.byPath == nil { // not listed before the objects
+	matched := func(m *unstructured.Unstructured) bool { return uids.Has(m.GetUID()) || failed.Has(object.Path(m)) }
+	var members []*unstructured.Unstructured
+	if r.byPath != nil { // listed before the objects
+		members = slices.DeleteFunc(slices.Clone(r.members), matched)
+	} else {
+		// Only the members no rendered object matched are kept, whole.
 		var err error
-		if members, err = r.set.Members(ctx, c, rendered); err != nil {
+		members, err = r.set.MembersKept(ctx, c, rendered, kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+			if matched(m) {
+				return nil
+			}
+			return m
+		})
+		if err != nil {
 			return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
 		}
 	}
-	members = slices.DeleteFunc(members, func(m *unstructured.Unstructured) bool {
-		return uids.Has(m.GetUID()) || failed.Has(object.Path(m))
-	})
 	kept, err := r.kept(ctx, c, members, rendered.Namespaces)
 	if err != nil {
 		return nil, err // interrupted: what is left is not decided
@@ -319,7 +325,7 @@ func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstruc
 	}
 	r.health = map[types.UID]health{}
 	var mu sync.Mutex
-	members, err := r.set.MembersKept(ctx, c, inventory.ContentsOf(objs), func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	members, err := r.set.MembersKept(ctx, c, inventory.ContentsOf(objs), kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
 		res, err := object.Health(m)
 		mu.Lock()
 		defer mu.Unlock()
@@ -336,18 +342,16 @@ func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstruc
 	return nil
 }
 
-// lean is a listed member as a diff with Health keeps it once its health
-// is known: its type and metadata, without managedFields, which is what
-// the prune's decisions read, and a CRD whole (its spec names its custom
-// resources). A 1,000-cluster status held every cluster's members whole.
+// lean is a listed member (listed without managedFields) as a diff with
+// Health keeps it once its health is known: its type and metadata, which
+// is what the prune's decisions read, and a CRD whole (its spec names its
+// custom resources). A 1,000-cluster status held every cluster's members
+// whole.
 func lean(m *unstructured.Unstructured) *unstructured.Unstructured {
 	if m.GetKind() == "CustomResourceDefinition" {
 		return m
 	}
-	md, _ := m.Object["metadata"].(map[string]any)
-	md = maps.Clone(md)
-	delete(md, "managedFields")
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": m.Object["apiVersion"], "kind": m.Object["kind"], "metadata": md}}
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": m.Object["apiVersion"], "kind": m.Object["kind"], "metadata": m.Object["metadata"]}}
 }
 
 // listed is obj's live metadata as listed (nil if it was not), and with

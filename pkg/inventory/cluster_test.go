@@ -199,7 +199,7 @@ func TestMembers(t *testing.T) {
 	// MembersKept gives keep the members alone, and keeps what it returns.
 	var given []string
 	var mu sync.Mutex
-	kept, err := set.MembersKept(context.Background(), c.Client, contents("Secret/web/unrecorded-kind"), func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	kept, err := set.MembersKept(context.Background(), c.Client, contents("Secret/web/unrecorded-kind"), kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
 		mu.Lock()
 		defer mu.Unlock()
 		given = append(given, object.Path(m))

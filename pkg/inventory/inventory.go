@@ -851,18 +851,18 @@ func applyRaw(ctx context.Context, c *kube.Client, gvr schema.GroupVersionResour
 // member, and nothing kubectl fleet deletes. Kinds the cluster no longer
 // serves are skipped.
 func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*unstructured.Unstructured, error) {
-	return s.MembersKept(ctx, c, extra, nil)
+	return s.MembersKept(ctx, c, extra, kube.AllFields, nil)
 }
 
 // MembersKept is Members, keeping of each member what keep returns of it
 // as it is listed (nil: nothing): the lists are read item by item
 // (kube.Client.ListEach), so that what a caller does not keep of a member
-// (its status, its managedFields, a member it will not delete) is let go
-// at once rather than when every list of the set has been read. keep nil
-// keeps every member whole; it may be called from several goroutines at
-// once, never twice for one member. Objects that are not members are
-// never given to it.
-func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, keep func(*unstructured.Unstructured) *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+// (its status, a member it will not delete) is let go at once rather than
+// when every list of the set has been read, and what it never reads
+// (fields: managedFields) is never decoded. keep nil keeps every member;
+// it may be called from several goroutines at once, never twice for one
+// member. Objects that are not members are never given to it.
+func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, fields kube.Fields, keep func(*unstructured.Unstructured) *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
 	selector := apply.ApplysetPartOfLabel + "=" + s.ID
 	gks := s.GroupKinds.Union(extra.GroupKinds)
 	nss := sets.List(s.Namespaces.Union(extra.Namespaces))
@@ -893,7 +893,7 @@ func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, k
 	g.SetLimit(8)
 	for i, l := range lists {
 		g.Go(func() error {
-			return c.ListEach(ctx, l.m, l.ns, selector, func(item *unstructured.Unstructured) {
+			return c.ListEach(ctx, l.m, l.ns, selector, fields, func(item *unstructured.Unstructured) {
 				if path := object.Path(item); !s.Contents.Members.Has(path) && !extra.Members.Has(path) {
 					return
 				}

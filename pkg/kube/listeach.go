@@ -15,6 +15,20 @@ import (
 	kjson "sigs.k8s.io/json"
 )
 
+// Fields says what ListEach decodes of each object.
+type Fields int
+
+const (
+	// AllFields decodes each object whole.
+	AllFields Fields = iota
+	// NoManagedFields leaves out each object's metadata.managedFields,
+	// skipped as they are read, never decoded: the field managers' field
+	// sets, a small map for each field each manager set, are most of
+	// what decoding a listed Deployment allocates, and only taking an
+	// object out of an app reads them (inventory.Set.Release).
+	NoManagedFields
+)
+
 // ListEach lists m's objects in namespace ("" for cluster-scoped or all)
 // that selector selects, and hands each to each as it is decoded from the
 // response, in the list's order: the list is never held whole, neither
@@ -25,7 +39,7 @@ import (
 // each is called from one goroutine at a time per call. A list the server
 // answers with a body that is not a list (no items) is an error, not an
 // empty list: what is not read is not taken for absent.
-func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, selector string, each func(*unstructured.Unstructured)) error {
+func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, selector string, fields Fields, each func(*unstructured.Unstructured)) error {
 	if c.lists == nil { // a client of fakes (tests): the dynamic client's list
 		var ri dynamic.ResourceInterface = c.Dynamic.Resource(m.Resource)
 		if m.Scope.Name() == meta.RESTScopeNameNamespace && namespace != "" {
@@ -36,6 +50,9 @@ func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, s
 			return err
 		}
 		for i := range list.Items {
+			if fields == NoManagedFields {
+				unstructured.RemoveNestedField(list.Items[i].Object, "metadata", "managedFields")
+			}
 			each(&list.Items[i])
 		}
 		return nil
@@ -57,7 +74,7 @@ func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, s
 		return err
 	}
 	defer func() { _ = body.Close() }()
-	if err := decodeItems(body, m.GroupVersionKind, each); err != nil {
+	if err := decodeItems(body, m.GroupVersionKind, fields, each); err != nil {
 		return fmt.Errorf("reading the list of %s: %w", m.Resource.Resource, err)
 	}
 	return nil
@@ -75,7 +92,7 @@ func listsConfig(cfg *rest.Config) *rest.Config {
 // unstructured objects (numbers as int64 where they are integers, as the
 // dynamic client decodes them), and hands each to each. An item without
 // a type has the list's: gvk, which the list was asked in.
-func decodeItems(r io.Reader, gvk schema.GroupVersionKind, each func(*unstructured.Unstructured)) error {
+func decodeItems(r io.Reader, gvk schema.GroupVersionKind, fields Fields, each func(*unstructured.Unstructured)) error {
 	dec := kjson.NewDecoderCaseSensitivePreserveInts(r)
 	if err := expect(dec, '{'); err != nil {
 		return err
@@ -97,7 +114,7 @@ func decodeItems(r io.Reader, gvk schema.GroupVersionKind, each func(*unstructur
 			return fmt.Errorf("the list has its items twice")
 		}
 		items = true
-		if err := decodeArray(dec, gvk, each); err != nil {
+		if err := decodeArray(dec, gvk, fields, each); err != nil {
 			return err
 		}
 	}
@@ -111,7 +128,7 @@ func decodeItems(r io.Reader, gvk schema.GroupVersionKind, each func(*unstructur
 }
 
 // decodeArray decodes the items' array (null: none).
-func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, each func(*unstructured.Unstructured)) error {
+func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, fields Fields, each func(*unstructured.Unstructured)) error {
 	tok, err := dec.Token()
 	if err != nil || tok == nil {
 		return err
@@ -120,8 +137,8 @@ func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, each func(*unst
 		return fmt.Errorf("the list's items are not an array")
 	}
 	for dec.More() {
-		obj := map[string]any{}
-		if err := dec.Decode(&obj); err != nil {
+		obj, err := decodeItem(dec, fields)
+		if err != nil {
 			return err
 		}
 		if obj == nil {
@@ -135,6 +152,70 @@ func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, each func(*unst
 		each(u)
 	}
 	return expect(dec, ']')
+}
+
+// decodeItem decodes one item (nil for null): whole, or without its
+// managed fields, key by key.
+func decodeItem(dec kjson.Decoder, fields Fields) (map[string]any, error) {
+	if fields == AllFields {
+		var obj map[string]any
+		return obj, dec.Decode(&obj)
+	}
+	return decodeObject(dec, func(key string) (any, bool, error) {
+		if key != "metadata" {
+			return nil, false, nil
+		}
+		md, err := decodeObject(dec, func(key string) (any, bool, error) {
+			if key != "managedFields" {
+				return nil, false, nil
+			}
+			return nil, true, dec.Decode(&skipped{})
+		})
+		if md == nil && err == nil {
+			return nil, true, fmt.Errorf("an item's metadata is null")
+		}
+		return md, true, err
+	})
+}
+
+// skipped is a JSON value read and dropped: the decoder hands it its
+// text, a slice of its own buffer, and nothing is allocated for it.
+type skipped struct{}
+
+func (*skipped) UnmarshalJSON([]byte) error { return nil }
+
+// decodeObject decodes an object (nil for null) key by key: special
+// decodes a key's value itself when it says so (done), a nil value
+// leaving the key out; any other value is decoded whole.
+func decodeObject(dec kjson.Decoder, special func(key string) (v any, done bool, err error)) (map[string]any, error) {
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return nil, err
+	}
+	if !isDelim(tok, '{') {
+		return nil, fmt.Errorf("expected an object, read %v", tok)
+	}
+	obj := map[string]any{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := tok.(string)
+		v, done, err := special(key)
+		switch {
+		case err != nil:
+			return nil, err
+		case !done:
+			if err := dec.Decode(&v); err != nil {
+				return nil, err
+			}
+			obj[key] = v
+		case v != nil:
+			obj[key] = v
+		}
+	}
+	return obj, expect(dec, '}')
 }
 
 // expect reads the delimiter d.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ import (
 var deployments = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 
 func TestDecodeItems(t *testing.T) {
-	item := `{"metadata":{"name":"a","generation":3},"spec":{"replicas":2,"ratio":0.5,"big":12345678901234}}`
+	item := `{"metadata":{"name":"a","generation":3,"managedFields":[{"manager":"m","fieldsV1":{"f:spec":{"f:replicas":{}}}},{"manager":"n"}],"labels":{"x":"y"}},"spec":{"replicas":2,"ratio":0.5,"big":12345678901234}}`
 	typed := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"b"},"status":{"conditions":[{"type":"Available","status":"True"}]}}`
 	for _, tc := range []struct {
 		name, body string
@@ -35,41 +36,50 @@ func TestDecodeItems(t *testing.T) {
 		{name: "no items at all", body: `{"kind":"Status","apiVersion":"v1","status":"Success"}`, err: "not a list"},
 		{name: "items twice", body: `{"items":[],"items":[` + item + `]}`, err: "twice"},
 		{name: "items not an array", body: `{"items":{"a":1}}`, err: "not an array"},
-		{name: "an item not an object", body: `{"items":[1]}`, err: "cannot unmarshal"},
+		{name: "an item not an object", body: `{"items":[1]}`, err: "cannot unmarshal|expected an object"},
 		{name: "a null item", body: `{"items":[null]}`, err: "null item"},
 		{name: "cut in an item", body: `{"items":[` + item[:30], err: "EOF"},
 		{name: "cut after the items", body: `{"items":[]`, err: "EOF"},
 		{name: "not JSON", body: `<html>`, err: "invalid character"},
 		{name: "an array", body: `[]`, err: "expected"},
 		{name: "empty", body: ``, err: "EOF"},
+		{name: "managed fields null", body: `{"items":[{"metadata":{"name":"a","managedFields":null}}]}`, want: 1},
+		{name: "managed fields not a list", body: `{"items":[{"metadata":{"name":"a","managedFields":{"manager":"m"}}}]}`, want: 1},
+		{name: "managed fields cut", body: `{"items":[{"metadata":{"name":"a","managedFields":[{"manager":`, err: "EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []*unstructured.Unstructured
-			err := decodeItems(strings.NewReader(tc.body), deployments, func(u *unstructured.Unstructured) { got = append(got, u) })
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one that says %q", err, tc.err)
+			for _, fields := range []Fields{AllFields, NoManagedFields} {
+				var got []*unstructured.Unstructured
+				err := decodeItems(strings.NewReader(tc.body), deployments, fields, func(u *unstructured.Unstructured) { got = append(got, u) })
+				if tc.err != "" {
+					if err == nil || !regexp.MustCompile(tc.err).MatchString(err.Error()) {
+						t.Fatalf("fields %d: error %v, want one that says %q", fields, err, tc.err)
+					}
+					continue
 				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != tc.want {
-				t.Fatalf("%d items, want %d", len(got), tc.want)
-			}
-			if tc.want == 0 {
-				return
-			}
-			// What the dynamic client decodes of the same list.
-			whole, err := runtime.Decode(unstructured.UnstructuredJSONScheme, []byte(strings.Replace(tc.body, `"items":`, `"kind":"DeploymentList","apiVersion":"apps/v1","items":`, 1)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			list := whole.(*unstructured.UnstructuredList)
-			for i := range list.Items {
-				if !reflect.DeepEqual(got[i].Object, list.Items[i].Object) {
-					t.Errorf("item %d:\n%#v\nthe dynamic client's:\n%#v", i, got[i].Object, list.Items[i].Object)
+				if err != nil {
+					t.Fatalf("fields %d: %v", fields, err)
+				}
+				if len(got) != tc.want {
+					t.Fatalf("fields %d: %d items, want %d", fields, len(got), tc.want)
+				}
+				if tc.want == 0 {
+					continue
+				}
+				// What the dynamic client decodes of the same list.
+				whole, err := runtime.Decode(unstructured.UnstructuredJSONScheme, []byte(strings.Replace(tc.body, `"items":`, `"kind":"DeploymentList","apiVersion":"apps/v1","items":`, 1)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				list := whole.(*unstructured.UnstructuredList)
+				for i := range list.Items {
+					want := list.Items[i].Object
+					if fields == NoManagedFields {
+						unstructured.RemoveNestedField(want, "metadata", "managedFields")
+					}
+					if !reflect.DeepEqual(got[i].Object, want) {
+						t.Errorf("fields %d, item %d:\n%#v\nthe dynamic client's:\n%#v", fields, i, got[i].Object, want)
+					}
 				}
 			}
 		})
@@ -124,7 +134,7 @@ func TestListEachHandsItemsAsTheyArrive(t *testing.T) {
 		`,{"metadata":{"name":"b"}}]}`,
 	}, next, &signalled)
 	var names []string
-	err := c.ListEach(context.Background(), deploymentsMapping, "web", "a=b", func(u *unstructured.Unstructured) {
+	err := c.ListEach(context.Background(), deploymentsMapping, "web", "a=b", AllFields, func(u *unstructured.Unstructured) {
 		if names = append(names, u.GetName()); len(names) == 1 {
 			close(next)
 		}
@@ -145,13 +155,13 @@ func TestListEachHandsItemsAsTheyArrive(t *testing.T) {
 
 func TestListEachSaysWhatTheServerRefused(t *testing.T) {
 	c := listServer(t, http.StatusForbidden, []string{`{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"deployments.apps is forbidden"}`}, nil, nil)
-	err := c.ListEach(context.Background(), deploymentsMapping, "web", "a=b", func(*unstructured.Unstructured) { t.Error("an item of a refused list") })
+	err := c.ListEach(context.Background(), deploymentsMapping, "web", "a=b", NoManagedFields, func(*unstructured.Unstructured) { t.Error("an item of a refused list") })
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("error %v, want Forbidden", err)
 	}
 	cut := listServer(t, http.StatusOK, []string{`{"kind":"DeploymentList","items":[{"metadata":{"name":"a"}},{"metadata":`}, nil, nil)
 	var n int
-	err = cut.ListEach(context.Background(), deploymentsMapping, "web", "a=b", func(*unstructured.Unstructured) { n++ })
+	err = cut.ListEach(context.Background(), deploymentsMapping, "web", "a=b", AllFields, func(*unstructured.Unstructured) { n++ })
 	if err == nil || !strings.Contains(err.Error(), "reading the list of deployments") {
 		t.Errorf("a list cut short: error %v", err)
 	}
