@@ -325,7 +325,7 @@ func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstruc
 	}
 	r.health = map[types.UID]health{}
 	var mu sync.Mutex
-	members, err := r.set.MembersKept(ctx, c, inventory.ContentsOf(objs), kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	members, err := r.set.MembersKept(ctx, c, inventory.ContentsOf(objs), kube.HealthFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
 		res, err := object.Health(m)
 		mu.Lock()
 		defer mu.Unlock()
@@ -342,7 +342,7 @@ func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstruc
 	return nil
 }
 
-// lean is a listed member (listed without managedFields) as a diff with
+// lean is a listed member (listed with kube.HealthFields) as a diff with
 // Health keeps it once its health is known: its type and metadata, which
 // is what the prune's decisions read, and a CRD whole (its spec names its
 // custom resources). A 1,000-cluster status held every cluster's members

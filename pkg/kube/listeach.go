@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +28,12 @@ const (
 	// what decoding a listed Deployment allocates, and only taking an
 	// object out of an app reads them (inventory.Set.Release).
 	NoManagedFields
+	// HealthFields leaves out, besides, what no health rule reads
+	// (object.Health: kstatus's rules read metadata, status and scalars
+	// of spec): the pod templates of workloads (spec.template,
+	// spec.jobTemplate) and the contents of ConfigMaps and Secrets (data,
+	// binaryData, stringData), which a status so never holds in memory.
+	HealthFields
 )
 
 // ListEach lists m's objects in namespace ("" for cluster-scoped or all)
@@ -50,9 +57,7 @@ func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, s
 			return err
 		}
 		for i := range list.Items {
-			if fields == NoManagedFields {
-				unstructured.RemoveNestedField(list.Items[i].Object, "metadata", "managedFields")
-			}
+			leaveOut(list.Items[i].Object, fields)
 			each(&list.Items[i])
 		}
 		return nil
@@ -154,27 +159,52 @@ func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, fields Fields, 
 	return expect(dec, ']')
 }
 
-// decodeItem decodes one item (nil for null): whole, or without its
-// managed fields, key by key.
+// leftOut are the fields each Fields leaves out, by the object they are
+// in: "" for the top level.
+var leftOut = map[Fields]map[string][]string{
+	NoManagedFields: {"metadata": {"managedFields"}},
+	HealthFields:    {"": {"data", "binaryData", "stringData"}, "metadata": {"managedFields"}, "spec": {"template", "jobTemplate"}},
+}
+
+// leaveOut removes from obj, decoded whole, the fields fields leaves out.
+func leaveOut(obj map[string]any, fields Fields) {
+	for in, names := range leftOut[fields] {
+		for _, name := range names {
+			if in == "" {
+				delete(obj, name)
+			} else {
+				unstructured.RemoveNestedField(obj, in, name)
+			}
+		}
+	}
+}
+
+// decodeItem decodes one item (nil for null): whole, or key by key,
+// skipping the fields fields leaves out as they are read.
 func decodeItem(dec kjson.Decoder, fields Fields) (map[string]any, error) {
-	if fields == AllFields {
+	out, ok := leftOut[fields]
+	if !ok {
 		var obj map[string]any
 		return obj, dec.Decode(&obj)
 	}
 	return decodeObject(dec, func(key string) (any, bool, error) {
-		if key != "metadata" {
+		if slices.Contains(out[""], key) {
+			return nil, true, dec.Decode(&skipped{})
+		}
+		names, ok := out[key]
+		if !ok {
 			return nil, false, nil
 		}
-		md, err := decodeObject(dec, func(key string) (any, bool, error) {
-			if key != "managedFields" {
+		v, err := decodeObject(dec, func(key string) (any, bool, error) {
+			if !slices.Contains(names, key) {
 				return nil, false, nil
 			}
 			return nil, true, dec.Decode(&skipped{})
 		})
-		if md == nil && err == nil {
-			return nil, true, fmt.Errorf("an item's metadata is null")
+		if v == nil && err == nil {
+			return nil, true, nil // null: left out, as nothing reads it
 		}
-		return md, true, err
+		return v, true, err
 	})
 }
 

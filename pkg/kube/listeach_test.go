@@ -23,13 +23,16 @@ var deployments = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "D
 
 func TestDecodeItems(t *testing.T) {
 	item := `{"metadata":{"name":"a","generation":3,"managedFields":[{"manager":"m","fieldsV1":{"f:spec":{"f:replicas":{}}}},{"manager":"n"}],"labels":{"x":"y"}},"spec":{"replicas":2,"ratio":0.5,"big":12345678901234}}`
-	typed := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"b"},"status":{"conditions":[{"type":"Available","status":"True"}]}}`
+	typed := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"b"},"spec":{"replicas":3,"template":{"spec":{"containers":[{"name":"c"}]}}},"status":{"conditions":[{"type":"Available","status":"True"}]}}`
+	secret := `{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"data":{"password":"aHVudGVyMg=="},"stringData":{"token":"t"},"type":"Opaque"}`
 	for _, tc := range []struct {
 		name, body string
 		want       int    // items
 		err        string // else
 	}{
 		{name: "a list as the server writes it", body: `{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{"resourceVersion":"7"},"items":[` + item + `,` + typed + `]}`, want: 2},
+		{name: "a Secret and a CronJob", body: `{"items":[` + secret + `,{"kind":"CronJob","apiVersion":"batch/v1","metadata":{"name":"j"},"spec":{"schedule":"@daily","jobTemplate":{"spec":{"template":{}}}},"binaryData":null}]}`, want: 2},
+		{name: "spec null", body: `{"items":[{"metadata":{"name":"a"},"spec":null}]}`, want: 1},
 		{name: "items first", body: `{"items":[` + item + `],"kind":"DeploymentList","apiVersion":"apps/v1"}`, want: 1},
 		{name: "no item", body: `{"kind":"DeploymentList","apiVersion":"apps/v1","items":[]}`},
 		{name: "items null", body: `{"kind":"DeploymentList","items":null}`},
@@ -48,7 +51,7 @@ func TestDecodeItems(t *testing.T) {
 		{name: "managed fields cut", body: `{"items":[{"metadata":{"name":"a","managedFields":[{"manager":`, err: "EOF"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for _, fields := range []Fields{AllFields, NoManagedFields} {
+			for _, fields := range []Fields{AllFields, NoManagedFields, HealthFields} {
 				var got []*unstructured.Unstructured
 				err := decodeItems(strings.NewReader(tc.body), deployments, fields, func(u *unstructured.Unstructured) { got = append(got, u) })
 				if tc.err != "" {
@@ -74,8 +77,18 @@ func TestDecodeItems(t *testing.T) {
 				list := whole.(*unstructured.UnstructuredList)
 				for i := range list.Items {
 					want := list.Items[i].Object
-					if fields == NoManagedFields {
+					if fields != AllFields {
 						unstructured.RemoveNestedField(want, "metadata", "managedFields")
+					}
+					if fields == HealthFields {
+						unstructured.RemoveNestedField(want, "spec", "template")
+						unstructured.RemoveNestedField(want, "spec", "jobTemplate")
+						unstructured.RemoveNestedField(want, "data")
+						unstructured.RemoveNestedField(want, "binaryData")
+						unstructured.RemoveNestedField(want, "stringData")
+						if spec, ok := want["spec"]; ok && spec == nil {
+							delete(want, "spec") // null, left out: nothing reads it
+						}
 					}
 					if !reflect.DeepEqual(got[i].Object, want) {
 						t.Errorf("fields %d, item %d:\n%#v\nthe dynamic client's:\n%#v", fields, i, got[i].Object, want)

@@ -173,7 +173,7 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 		mu     sync.Mutex
 		health = map[*unstructured.Unstructured]Object{}
 	)
-	members, err := set.MembersKept(ctx, c, inventory.ContentsOf(nil), kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	members, err := set.MembersKept(ctx, c, inventory.ContentsOf(nil), kube.HealthFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
 		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
 		if res, err := object.Health(m); err != nil {
 			o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
