@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -41,7 +40,8 @@ const (
 // response, in the list's order: the list is never held whole, neither
 // as the response's bytes nor decoded, unless each keeps what it is
 // given. A 1,000-cluster status lists every cluster's members at the same
-// moment; decoded whole, they were most of what it allocated.
+// moment, and held them all, decoded whole, until each app's last list
+// was read.
 //
 // each is called from one goroutine at a time per call. A list the server
 // answers with a body that is not a list (no items) is an error, not an
@@ -109,8 +109,7 @@ func decodeItems(r io.Reader, gvk schema.GroupVersionKind, fields Fields, each f
 			return err
 		}
 		if key != "items" {
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
+			if err := dec.Decode(&skipped{}); err != nil {
 				return err
 			}
 			continue
