@@ -859,7 +859,7 @@ func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*u
 // (kube.Client.ListEach), so that what a caller does not keep of a member
 // (its status, a member it will not delete) is let go at once rather than
 // when every list of the set has been read, and what it never reads
-// (fields: managedFields) is never decoded. keep nil keeps every member;
+// (fields: kube.Fields) is never decoded. keep nil keeps every member;
 // it may be called from several goroutines at once, never twice for one
 // member. Objects that are not members are never given to it.
 func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, fields kube.Fields, keep func(*unstructured.Unstructured) *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {

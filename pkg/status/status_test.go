@@ -339,3 +339,40 @@ func TestDeployed(t *testing.T) {
 		}
 	}
 }
+
+// FromInventory, with no revision recorded, reports each member the
+// parent records by its health alone, kind by kind; a labelled object the
+// parent does not record is no member.
+func TestFromInventoryReportsMembersByHealth(t *testing.T) {
+	c := kubetest.New(t)
+	set := &inventory.Set{App: "web", ID: inventory.ID("web")}
+	secret := kubetest.Object("v1", "Secret", "web", "token")
+	secret.Object["data"] = map[string]any{"token": "aHVudGVyMg=="}
+	members := []*unstructured.Unstructured{configMap("a", "1"), deployment("ready", rollout(2, 2)), deployment("rolling", rollout(1, 1)), secret}
+	for _, o := range members {
+		set.Label(o)
+	}
+	copied := configMap("copy", "1") // labelled by hand, recorded nowhere
+	set.Label(copied)
+	c.Put(append(members, copied)...)
+	if err := set.WriteParent(context.Background(), c.Client, inventory.ContentsOf(members), time.Now(), "kubectl-fleet", "test"); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := inventory.Load(context.Background(), c.Client, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := status.FromInventory(context.Background(), c.Client, loaded, status.Options{Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []status.Object{
+		{Ref: "configmap/a", Namespace: "web", Health: status.Current},
+		{Ref: "deployment.apps/ready", Namespace: "web", Health: status.Current},
+		{Ref: "deployment.apps/rolling", Namespace: "web", Health: status.InProgress},
+		{Ref: "secret/token", Namespace: "web", Health: status.Current},
+	}
+	if d := cmp.Diff(want, app.Objects, cmpopts.IgnoreFields(status.Object{}, "Message")); d != "" {
+		t.Errorf("objects (-want +got):\n%s", d)
+	}
+}
