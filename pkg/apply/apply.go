@@ -686,7 +686,7 @@ func (p *pass) readLive(ctx context.Context, ri dynamic.ResourceInterface, m *me
 	case err != nil:
 		return nil, nil, nil, err
 	}
-	return &kube.Live{UID: before.GetUID(), ResourceVersion: before.GetResourceVersion(), Labels: before.GetLabels()}, before, nil, nil
+	return kube.LiveOf(before), before, nil, nil
 }
 
 // patch applies obj and returns the result: whole for a dry run, which
@@ -756,7 +756,7 @@ func (p *pass) liveMeta(ctx context.Context, o *unstructured.Unstructured) *kube
 	if err != nil {
 		return nil
 	}
-	return &kube.Live{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}
+	return kube.LiveOf(live)
 }
 
 // get reads the live object. adopting's reads are kept (keep) for

@@ -369,7 +369,7 @@ func (r *reads) listed(ctx context.Context, c *kube.Client, obj *unstructured.Un
 	if live == nil || live.GetAPIVersion() != obj.GetAPIVersion() {
 		return nil, nil
 	}
-	return &kube.Live{UID: live.GetUID(), ResourceVersion: live.GetResourceVersion(), Labels: live.GetLabels()}, live
+	return kube.LiveOf(live), live
 }
 
 // renderChanged reports whether obj, labelled as apply sends it, is not

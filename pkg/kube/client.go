@@ -581,6 +581,11 @@ type Live struct {
 	Labels          map[string]string
 }
 
+// LiveOf is what Live holds of an object read whole.
+func LiveOf(o metav1.Object) *Live {
+	return &Live{UID: o.GetUID(), ResourceVersion: o.GetResourceVersion(), Labels: o.GetLabels()}
+}
+
 // ListMetadata lists the metadata of one resource's objects in a
 // namespace ("" for cluster-scoped or all), by name: one request instead of
 // a read per object. Of each it keeps what Live holds, and of its labels
