@@ -65,6 +65,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,10 +108,12 @@ var kinds = []struct {
 var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 
 // Request is one request a client sent. Resource is the plural resource
-// name ("configmaps"); Name is empty for lists.
+// name ("configmaps"); Name is empty for lists, and Fields is a list's
+// field selector ("" for none).
 type Request struct {
 	Verb, Resource, Namespace, Name string
 	DryRun                          bool
+	Fields                          string
 }
 
 // Fault makes matching requests fail with Err, as an API server (or RBAC)
@@ -340,7 +343,11 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 		}
 		return live.DeepCopy(), nil
 	case clienttesting.ListActionImpl:
-		items := c.list(func(s key) bool { return s.gvr == gvr && (r.Namespace == "" || s.namespace == r.Namespace) })
+		sel := a.GetListRestrictions().Fields // as a server: by name and namespace
+		items := c.list(func(s key) bool {
+			return s.gvr == gvr && (r.Namespace == "" || s.namespace == r.Namespace) &&
+				(sel == nil || sel.Matches(fields.Set{"metadata.name": s.name, "metadata.namespace": s.namespace}))
+		})
 		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
 		list.SetResourceVersion(strconv.Itoa(c.version))
 		for _, o := range items {
@@ -372,6 +379,10 @@ func requestOf(a clienttesting.Action) Request {
 		r.Name, r.DryRun = objectName(a.Object), len(a.CreateOptions.DryRun) > 0
 	case clienttesting.UpdateActionImpl:
 		r.Name, r.DryRun = objectName(a.Object), len(a.UpdateOptions.DryRun) > 0
+	case clienttesting.ListActionImpl:
+		if sel := a.GetListRestrictions().Fields; sel != nil && !sel.Empty() {
+			r.Fields = sel.String()
+		}
 	}
 	return r
 }

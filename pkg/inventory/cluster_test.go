@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/kubectl/pkg/cmd/apply"
@@ -270,6 +271,11 @@ func TestLoadNeighbours(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("LoadNeighbours", n)
+	// The app's own parent (its records) is not asked for: the caller
+	// read it, and it is most of a one-app cluster's list.
+	if got := c.Requests(); len(got) == 0 || !leavesOut(t, got[len(got)-1], inventory.ParentName("web"), inventory.ParentName("api")) {
+		t.Errorf("LoadNeighbours asked for the app's own parent: %+v", got)
+	}
 	// With the app's own set, from the same one list.
 	sent := len(c.Requests())
 	set, n, err := inventory.LoadWithNeighbours(ctx, c.Client, "web")
@@ -384,4 +390,15 @@ func TestMoved(t *testing.T) {
 func keepOf(n *inventory.Neighbours, s *inventory.Set, m *unstructured.Unstructured, inUse map[string]string) (bool, string, string) {
 	d := n.Decide(s, m, inUse)
 	return d.Keep(), d.To, d.Reason
+}
+
+// leavesOut reports whether r is a list whose field selector leaves out
+// the object named out and keeps the one named in.
+func leavesOut(t *testing.T, r kubetest.Request, out, in string) bool {
+	t.Helper()
+	sel, err := fields.ParseSelector(r.Fields)
+	if err != nil {
+		t.Fatalf("%+v: %v", r, err)
+	}
+	return r.Verb == "list" && !sel.Matches(fields.Set{"metadata.name": out}) && sel.Matches(fields.Set{"metadata.name": in})
 }

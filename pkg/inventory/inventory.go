@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -391,10 +392,15 @@ func (n *Neighbours) handing(apps []string, path string) bool {
 }
 
 // LoadNeighbours reads the parents of every other app of the cluster: one
-// list. A user who may not list them gets neighbours that are unknown
-// (Decide deletes nothing then), not an error.
+// list, which leaves out the app's own parent (its records are most of
+// what a one-app cluster's list would carry, and the caller read it). A
+// user who may not list them gets neighbours that are unknown (Decide
+// deletes nothing then), not an error.
 func LoadNeighbours(ctx context.Context, c *kube.Client, app string) (*Neighbours, error) {
-	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{LabelSelector: apply.ApplySetParentIDLabel})
+	list, err := c.Core.ConfigMaps(Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: apply.ApplySetParentIDLabel,
+		FieldSelector: fields.OneTermNotEqualSelector("metadata.name", ParentName(app)).String(),
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 		return neighboursOf(nil, app), nil
