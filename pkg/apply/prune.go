@@ -35,11 +35,8 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 	}
 	// Only the members this apply did not apply are kept, as listed,
 	// whole: releasing one reads its managed fields.
-	doomed, err := p.set.MembersKept(ctx, p.c, extra, kube.AllFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
-		if p.applied.Has(m.GetUID()) || p.rendered[object.Path(m)] {
-			return nil
-		}
-		return m
+	doomed, err := inventory.KeepMembers(ctx, p.c, p.set, extra, kube.AllFields, func(m *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+		return m, !p.applied.Has(m.GetUID()) && !p.rendered[object.Path(m)]
 	})
 	if err != nil {
 		return fmt.Errorf("listing the members of app %s: %w", p.cfg.App, err)

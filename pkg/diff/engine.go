@@ -194,11 +194,8 @@ func prunes(ctx context.Context, c *kube.Client, objs []*unstructured.Unstructur
 	} else {
 		// Only the members no rendered object matched are kept, whole.
 		var err error
-		members, err = r.set.MembersKept(ctx, c, rendered, kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
-			if matched(m) {
-				return nil
-			}
-			return m
+		members, err = inventory.KeepMembers(ctx, c, r.set, rendered, kube.NoManagedFields, func(m *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+			return m, !matched(m)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("listing the members of app %s: %w", o.App, err)
@@ -323,22 +320,24 @@ func (r *reads) listMembers(ctx context.Context, c *kube.Client, objs []*unstruc
 	if !r.set.Exists {
 		return nil
 	}
-	r.health = map[types.UID]health{}
-	var mu sync.Mutex
-	members, err := r.set.MembersKept(ctx, c, inventory.ContentsOf(objs), kube.HealthFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	type member struct {
+		lean   *unstructured.Unstructured
+		health health
+	}
+	members, err := inventory.KeepMembers(ctx, c, r.set, inventory.ContentsOf(objs), kube.HealthFields, func(m *unstructured.Unstructured) (member, bool) {
 		res, err := object.Health(m)
-		mu.Lock()
-		defer mu.Unlock()
-		r.health[m.GetUID()] = health{res, err}
-		return lean(m)
+		return member{lean(m), health{res, err}}, true
 	})
 	if err != nil {
 		return fmt.Errorf("listing the members of app %s: %w", app, err)
 	}
-	for _, m := range members {
-		r.byPath[object.Path(m)] = m
+	r.health = make(map[types.UID]health, len(members))
+	r.members = make([]*unstructured.Unstructured, len(members))
+	for i, m := range members {
+		r.byPath[object.Path(m.lean)] = m.lean
+		r.health[m.lean.GetUID()] = m.health
+		r.members[i] = m.lean
 	}
-	r.members = members
 	return nil
 }
 

@@ -197,17 +197,14 @@ func TestMembers(t *testing.T) {
 		}
 	}
 
-	// MembersKept gives keep the members alone, and keeps what it returns.
+	// KeepMembers gives keep the members alone, and keeps what it returns.
 	var given []string
 	var mu sync.Mutex
-	kept, err := set.MembersKept(context.Background(), c.Client, contents("Secret/web/unrecorded-kind"), kube.NoManagedFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	kept, err := inventory.KeepMembers(context.Background(), c.Client, set, contents("Secret/web/unrecorded-kind"), kube.NoManagedFields, func(m *unstructured.Unstructured) (string, bool) {
 		mu.Lock()
 		defer mu.Unlock()
 		given = append(given, object.Path(m))
-		if m.GetKind() == "Secret" {
-			return nil
-		}
-		return &unstructured.Unstructured{Object: map[string]any{"kind": "Kept", "metadata": map[string]any{"name": m.GetName()}}}
+		return "Kept/" + m.GetName(), m.GetKind() != "Secret"
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -216,12 +213,8 @@ func TestMembers(t *testing.T) {
 	if want := []string{"ClusterPolicy.policy.example.com/cluster-scoped", "ConfigMap/web/member", "Secret/web/unrecorded-kind"}; !slices.Equal(given, want) {
 		t.Errorf("keep was given %v, want %v", given, want)
 	}
-	var names []string
-	for _, m := range kept {
-		names = append(names, m.GetKind()+"/"+m.GetName())
-	}
-	if want := []string{"Kept/cluster-scoped", "Kept/member"}; !slices.Equal(names, want) {
-		t.Errorf("kept %v, want %v", names, want)
+	if want := []string{"Kept/cluster-scoped", "Kept/member"}; !slices.Equal(kept, want) {
+		t.Errorf("kept %v, want %v", kept, want)
 	}
 }
 

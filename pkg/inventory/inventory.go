@@ -857,18 +857,18 @@ func applyRaw(ctx context.Context, c *kube.Client, gvr schema.GroupVersionResour
 // member, and nothing kubectl fleet deletes. Kinds the cluster no longer
 // serves are skipped.
 func (s *Set) Members(ctx context.Context, c *kube.Client, extra Contents) ([]*unstructured.Unstructured, error) {
-	return s.MembersKept(ctx, c, extra, kube.AllFields, nil)
+	return KeepMembers(ctx, c, s, extra, kube.AllFields, func(m *unstructured.Unstructured) (*unstructured.Unstructured, bool) { return m, true })
 }
 
-// MembersKept is Members, keeping of each member what keep returns of it
-// as it is listed (nil: nothing): the lists are read item by item
-// (kube.Client.ListEach), so that what a caller does not keep of a member
-// (its status, a member it will not delete) is let go at once rather than
-// when every list of the set has been read, and what it never reads
-// (fields: kube.Fields) is never decoded. keep nil keeps every member;
-// it may be called from several goroutines at once, never twice for one
-// member. Objects that are not members are never given to it.
-func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, fields kube.Fields, keep func(*unstructured.Unstructured) *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+// KeepMembers is s's Members, keeping of each member what keep returns of
+// it as it is listed (nothing when keep says false): the lists are read
+// item by item (kube.Client.ListEach), so that what a caller does not keep
+// of a member (all but its health, a member it will not delete) is let go
+// at once rather than when every list of the set has been read, and what
+// it never reads (fields: kube.Fields) is never decoded. keep may be
+// called from several goroutines at once, never twice for one member.
+// Objects that are not members are never given to it.
+func KeepMembers[T any](ctx context.Context, c *kube.Client, s *Set, extra Contents, fields kube.Fields, keep func(*unstructured.Unstructured) (T, bool)) ([]T, error) {
 	selector := apply.ApplysetPartOfLabel + "=" + s.ID
 	gks := s.GroupKinds.Union(extra.GroupKinds)
 	nss := sets.List(s.Namespaces.Union(extra.Namespaces))
@@ -894,7 +894,7 @@ func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, f
 		}
 	}
 	// The lists are reads: a few at a time, in one round trip or so.
-	results := make([][]*unstructured.Unstructured, len(lists))
+	results := make([][]T, len(lists))
 	var g errgroup.Group
 	g.SetLimit(8)
 	for i, l := range lists {
@@ -903,11 +903,8 @@ func (s *Set) MembersKept(ctx context.Context, c *kube.Client, extra Contents, f
 				if path := object.Path(item); !s.Contents.Members.Has(path) && !extra.Members.Has(path) {
 					return
 				}
-				if keep != nil {
-					item = keep(item)
-				}
-				if item != nil {
-					results[i] = append(results[i], item)
+				if kept, ok := keep(item); ok {
+					results[i] = append(results[i], kept)
 				}
 			})
 		})

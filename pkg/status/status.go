@@ -6,7 +6,6 @@ package status
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -169,22 +168,14 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 		}
 	}
 	// Of each member, its health is kept as it is listed, not the member.
-	var (
-		mu     sync.Mutex
-		health = map[*unstructured.Unstructured]Object{}
-	)
-	members, err := set.MembersKept(ctx, c, inventory.ContentsOf(nil), kube.HealthFields, func(m *unstructured.Unstructured) *unstructured.Unstructured {
+	objects, err := inventory.KeepMembers(ctx, c, set, inventory.ContentsOf(nil), kube.HealthFields, func(m *unstructured.Unstructured) (Object, bool) {
 		o := Object{Ref: object.Ref(m), Namespace: m.GetNamespace()}
 		if res, err := object.Health(m); err != nil {
 			o.Health, o.Error = string(kstatus.UnknownStatus), err.Error()
 		} else {
 			o.Health, o.Message = string(res.Status), res.Message
 		}
-		id := &unstructured.Unstructured{}
-		mu.Lock()
-		defer mu.Unlock()
-		health[id] = o
-		return id
+		return o, true
 	})
 	if err != nil {
 		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
@@ -193,9 +184,7 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 	if out.Key, err = digest.KeyOf(ctx, c); err != nil {
 		return App{}, err
 	}
-	for _, m := range members {
-		out.Objects = append(out.Objects, health[m])
-	}
+	out.Objects = objects
 	return out, nil
 }
 
