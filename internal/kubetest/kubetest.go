@@ -209,7 +209,7 @@ func New(t testing.TB) *Cluster {
 		return true, obj, err
 	})
 	c.dynamic = dyn
-	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: gated{dyn, c}, Metadata: gatedMetadata{md, c}, Core: core, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
+	c.Client = &kube.Client{Mapper: resettable{mapper}, Dynamic: gated{dyn, c}, Metadata: gatedMetadata{md, c}, Lists: c.listsClient(), Core: core, Namespace: "default", Listable: func() ([]schema.GroupVersionResource, error) {
 		var out []schema.GroupVersionResource
 		for _, k := range kinds {
 			if k.namespaced {

@@ -39,9 +39,6 @@ import (
 // same, byte for byte (sharedMapper).
 type Client struct {
 	http *http.Client
-	// lists is the REST client of ListEach, which reads a list's items
-	// as they arrive (nil: the dynamic client's lists, whole).
-	lists rest.Interface
 	// Flags are the cluster's own connection flags, read through the
 	// process's cache of parsed kubeconfigs (Getter).
 	Flags genericclioptions.RESTClientGetter
@@ -54,6 +51,9 @@ type Client struct {
 	Dynamic dynamic.Interface
 	// Metadata lists objects' metadata only.
 	Metadata metadata.Interface
+	// Lists reads a list's items as they arrive (ListEach): a REST
+	// client of JSON (NewListsClient).
+	Lists rest.Interface
 	// Core reads built-in core objects whole, in protobuf: about a
 	// quarter of JSON's cost to decode (and less for the server to
 	// encode), for what is read on every run, such as the apps' parents.
@@ -207,7 +207,7 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	lists, err := rest.UnversionedRESTClientForConfigAndClient(listsConfig(cfg), hc)
+	lists, err := NewListsClient(cfg, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func NewClient(flags *genericclioptions.ConfigFlags) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{http: hc, lists: lists, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Core: core, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
+	return &Client{http: hc, slowest: slow, Flags: getter, Config: cfg, Mapper: resettable, Dynamic: dyn, Metadata: md, Lists: lists, Core: core, Namespace: ns, Listable: func() ([]schema.GroupVersionResource, error) {
 		return listable(getter)
 	}}, nil
 }

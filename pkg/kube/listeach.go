@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -47,21 +47,6 @@ const (
 // answers with a body that is not a list (no items) is an error, not an
 // empty list: what is not read is not taken for absent.
 func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, selector string, fields Fields, each func(*unstructured.Unstructured)) error {
-	if c.lists == nil { // a client of fakes (tests): the dynamic client's list
-		var ri dynamic.ResourceInterface = c.Dynamic.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace && namespace != "" {
-			ri = c.Dynamic.Resource(m.Resource).Namespace(namespace)
-		}
-		list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return err
-		}
-		for i := range list.Items {
-			leaveOut(list.Items[i].Object, fields)
-			each(&list.Items[i])
-		}
-		return nil
-	}
 	path := []string{"api"}
 	if g := m.Resource.Group; g != "" {
 		path = []string{"apis", g}
@@ -70,7 +55,7 @@ func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, s
 	if m.Scope.Name() == meta.RESTScopeNameNamespace && namespace != "" {
 		path = append(path, "namespaces", namespace)
 	}
-	req := c.lists.Get().AbsPath(append(path, m.Resource.Resource)...)
+	req := c.Lists.Get().AbsPath(append(path, m.Resource.Resource)...)
 	if selector != "" {
 		req = req.Param("labelSelector", selector)
 	}
@@ -85,12 +70,13 @@ func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, s
 	return nil
 }
 
-// listsConfig is the config of ListEach's REST client: JSON, which
-// decodes into unstructured objects, as the dynamic client's.
-func listsConfig(cfg *rest.Config) *rest.Config {
+// NewListsClient is the REST client of ListEach (Client.Lists) for cfg,
+// over hc: JSON, which decodes into unstructured objects, as the dynamic
+// client's.
+func NewListsClient(cfg *rest.Config, hc *http.Client) (rest.Interface, error) {
 	lc := dynamic.ConfigFor(cfg)
 	lc.AcceptContentTypes, lc.ContentType = "application/json", "application/json"
-	return lc
+	return rest.UnversionedRESTClientForConfigAndClient(lc, hc)
 }
 
 // decodeItems decodes a list's items from r one at a time, as
@@ -163,19 +149,6 @@ func decodeArray(dec kjson.Decoder, gvk schema.GroupVersionKind, fields Fields, 
 var leftOut = map[Fields]map[string][]string{
 	NoManagedFields: {"metadata": {"managedFields"}},
 	HealthFields:    {"": {"data", "binaryData", "stringData"}, "metadata": {"managedFields"}, "spec": {"template", "jobTemplate"}},
-}
-
-// leaveOut removes from obj, decoded whole, the fields fields leaves out.
-func leaveOut(obj map[string]any, fields Fields) {
-	for in, names := range leftOut[fields] {
-		for _, name := range names {
-			if in == "" {
-				delete(obj, name)
-			} else {
-				unstructured.RemoveNestedField(obj, in, name)
-			}
-		}
-	}
 }
 
 // decodeItem decodes one item (nil for null): whole, or key by key,

@@ -124,11 +124,11 @@ func listServer(t *testing.T, status int, body []string, next chan struct{}, sig
 		}
 	}))
 	t.Cleanup(srv.Close)
-	lists, err := rest.UnversionedRESTClientForConfigAndClient(listsConfig(&rest.Config{Host: srv.URL}), srv.Client())
+	lists, err := NewListsClient(&rest.Config{Host: srv.URL}, srv.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Client{lists: lists}
+	return &Client{Lists: lists}
 }
 
 var deploymentsMapping = &meta.RESTMapping{
