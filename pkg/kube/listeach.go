@@ -47,6 +47,9 @@ const (
 // answers with a body that is not a list (no items) is an error, not an
 // empty list: what is not read is not taken for absent.
 func (c *Client) ListEach(ctx context.Context, m *meta.RESTMapping, namespace, selector string, fields Fields, each func(*unstructured.Unstructured)) error {
+	if c.Lists == nil {
+		return fmt.Errorf("listing %s: the client has no REST client for lists (kube.NewListsClient)", m.Resource.Resource)
+	}
 	path := []string{"api"}
 	if g := m.Resource.Group; g != "" {
 		path = []string{"apis", g}

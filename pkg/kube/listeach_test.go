@@ -182,3 +182,12 @@ func TestListEachSaysWhatTheServerRefused(t *testing.T) {
 		t.Errorf("%d items handed over before the cut, want 1", n)
 	}
 }
+
+// TestListEachWithoutListsSaysSo: a Client made without NewClient (no
+// Lists) gets an error, not a panic that ends every cluster's work.
+func TestListEachWithoutListsSaysSo(t *testing.T) {
+	err := (&Client{}).ListEach(context.Background(), deploymentsMapping, "web", "", AllFields, func(*unstructured.Unstructured) {})
+	if err == nil || !strings.Contains(err.Error(), "no REST client for lists") {
+		t.Errorf("error %v", err)
+	}
+}
