@@ -66,6 +66,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -343,15 +344,18 @@ func (c *Cluster) serve(a clienttesting.Action) (runtime.Object, error) {
 		}
 		return live.DeepCopy(), nil
 	case clienttesting.ListActionImpl:
-		sel := a.GetListRestrictions().Fields // as a server: by name and namespace
+		// As a server: by name and namespace, and by labels.
+		within := a.GetListRestrictions()
 		items := c.list(func(s key) bool {
 			return s.gvr == gvr && (r.Namespace == "" || s.namespace == r.Namespace) &&
-				(sel == nil || sel.Matches(fields.Set{"metadata.name": s.name, "metadata.namespace": s.namespace}))
+				(within.Fields == nil || within.Fields.Matches(fields.Set{"metadata.name": s.name, "metadata.namespace": s.namespace}))
 		})
 		list := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": gvr.GroupVersion().String(), "kind": "List"}}
 		list.SetResourceVersion(strconv.Itoa(c.version))
 		for _, o := range items {
-			list.Items = append(list.Items, *o)
+			if within.Labels == nil || within.Labels.Matches(labels.Set(o.GetLabels())) {
+				list.Items = append(list.Items, *o)
+			}
 		}
 		return list, nil
 	case clienttesting.DeleteActionImpl:

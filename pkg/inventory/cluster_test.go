@@ -216,6 +216,13 @@ func TestMembers(t *testing.T) {
 	if want := []string{"Kept/cluster-scoped", "Kept/member"}; !slices.Equal(kept, want) {
 		t.Errorf("kept %v, want %v", kept, want)
 	}
+
+	// A list the server refuses is the server's error, never no members:
+	// a prune that read none would delete none, a status would say none.
+	c.Inject(kubetest.Fault{Verb: "list", Resource: "configmaps", Err: apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "", errors.New("RBAC"))})
+	if members, err := set.Members(context.Background(), c.Client, inventory.ContentsOf(nil)); !apierrors.IsForbidden(err) {
+		t.Errorf("a refused list: %d members, error %v; want Forbidden", len(members), err)
+	}
 }
 
 // TestLoadNeighbours: the other apps' parents say what they hold; the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -574,12 +573,7 @@ func writeJSON(w http.ResponseWriter, r *http.Request, code int, v any) {
 
 // writeError answers err as a Status.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	var st apierrors.APIStatus
-	if !errors.As(err, &st) {
-		st = apierrors.NewInternalError(err)
-	}
-	s := st.Status()
-	s.TypeMeta = metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}
+	s := serverside.Status(err)
 	writeJSON(w, r, int(s.Code), &s)
 }
 
