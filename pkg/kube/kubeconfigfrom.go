@@ -33,7 +33,7 @@ type KubeconfigSources struct {
 	Timeout time.Duration
 
 	mu      sync.Mutex
-	dir     string
+	folder  *tempFolder
 	n       int
 	closed  bool
 	sources map[string]*materialized
@@ -92,9 +92,9 @@ func (s *KubeconfigSources) Cleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
-	if s.dir != "" {
-		_ = os.RemoveAll(s.dir)
-		s.dir = ""
+	if s.folder != nil {
+		s.folder.remove()
+		s.folder = nil
 	}
 }
 
@@ -105,9 +105,9 @@ func (s *KubeconfigSources) Cleanup() {
 func (s *KubeconfigSources) Refresh() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dir != "" {
-		_ = os.RemoveAll(s.dir)
-		s.dir = ""
+	if s.folder != nil {
+		s.folder.remove()
+		s.folder = nil
 	}
 	s.sources = nil
 }
@@ -275,7 +275,8 @@ func parseKubeconfig(content []byte, dir string) (*clientcmdapi.Config, error) {
 }
 
 // WriteTemp stores a kubeconfig in a new file of mode 0600 in the run's
-// folder of temporary kubeconfigs, removed by Cleanup (and Refresh).
+// folder of temporary kubeconfigs (tempFolder), removed by Cleanup (and
+// Refresh), or by a later run if this one is killed.
 func (s *KubeconfigSources) WriteTemp(cfg *clientcmdapi.Config) (string, error) {
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
@@ -286,13 +287,13 @@ func (s *KubeconfigSources) WriteTemp(cfg *clientcmdapi.Config) (string, error) 
 	if s.closed {
 		return "", errors.New("interrupted")
 	}
-	if s.dir == "" {
-		if s.dir, err = os.MkdirTemp("", "kubectl-fleet-kubeconfigs-*"); err != nil {
+	if s.folder == nil {
+		if s.folder, err = newTempFolder(""); err != nil {
 			return "", err
 		}
 	}
 	s.n++
-	path := filepath.Join(s.dir, fmt.Sprintf("kubeconfig-%d", s.n))
+	path := filepath.Join(s.folder.path, fmt.Sprintf("kubeconfig-%d", s.n))
 	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return "", err
