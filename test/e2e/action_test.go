@@ -88,7 +88,7 @@ func TestGitHubAction(t *testing.T) {
 		tmp := t.TempDir()
 		cmd := exec.Command("bash", filepath.Join(repo, "hack", "action", "run.sh"))
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1",
+		cmd.Env = append(os.Environ(), "TMPDIR="+ownTemp(t), "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1",
 			"INPUT_VERSION=v0.1.0", "INPUT_COMMAND="+command, "INPUT_OK_EXIT_CODES="+okCodes, "INPUT_COMMENT=false",
 			"INPUT_DOWNLOAD_URL="+srv.URL+"/ARCHIVE", "RUNNER_TEMP="+tmp,
 			"GITHUB_STEP_SUMMARY="+filepath.Join(tmp, "summary.md"), "GITHUB_OUTPUT="+filepath.Join(tmp, "output"), "GITHUB_PATH="+filepath.Join(tmp, "path"))

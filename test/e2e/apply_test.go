@@ -54,7 +54,7 @@ func fleet(t *testing.T, dir string, args ...string) (string, string, int) {
 // process (to signal it); it returns stdout, stderr and the exit code.
 func fleetStreaming(t *testing.T, dir string, onLine func(line string, p *os.Process), args ...string) (string, string, int) {
 	t.Helper()
-	cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+	cmd := kubectlCmd(t, append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +462,7 @@ spec:
 
 func TestExternalDiff(t *testing.T) {
 	dir := workdir(t, twoGroups, map[string]string{"ext/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ext, namespace: default}\ndata: {k: v}\n"})
-	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "diff", "-f", filepath.Join(dir, "ext"), "-c", "stg")
+	cmd := kubectlCmd(t, "fleet", "-F", filepath.Join(dir, "fleet.yaml"), "diff", "-f", filepath.Join(dir, "ext"), "-c", "stg")
 	cmd.Env = append(cmd.Env, "KUBECTL_EXTERNAL_DIFF=diff -r")
 	out, _ := cmd.CombinedOutput()
 	if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "/stg/ConfigMap_default_ext.yaml") || !strings.Contains(string(out), "> kind: ConfigMap") {

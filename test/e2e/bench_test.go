@@ -157,6 +157,7 @@ func runBench(t *testing.T, got any, args ...string) string {
 	results := filepath.Join(t.TempDir(), "results.json")
 	cmd := exec.CommandContext(t.Context(), "go", append(append([]string{"run", "./bench"}, args...), "-json", results)...)
 	cmd.Dir = repo
+	cmd.Env = append(os.Environ(), "TMPDIR="+ownTemp(t))
 	stdout, stderr, code := runCmd(t, cmd, "")
 	if code != 0 {
 		t.Fatalf("bench %s exited %d:\n%s\n%s", strings.Join(args, " "), code, stdout, stderr)

@@ -112,7 +112,7 @@ func startExampleFleet(t *testing.T) *exampleFleet {
 // command prepares the real kubectl in the copy of examples/, with the
 // example fleet's kubeconfig and no $KUBECTL_FLEET.
 func (x *exampleFleet) command(args ...string) *exec.Cmd {
-	cmd := kubectlCmd(args...)
+	cmd := kubectlCmd(x.t, args...)
 	cmd.Dir = x.dir
 	cmd.Env = append(cmd.Env, "KUBECONFIG="+x.kubeconfig, "KUBECTL_FLEET=", // the last value counts
 		"SOPS_AGE_KEY_FILE="+filepath.Join(x.dir, "demo-age-key.txt")) // the demo key of the one encrypted file

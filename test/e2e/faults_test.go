@@ -483,7 +483,7 @@ type run struct {
 // is its standard input.
 func startFleet(t *testing.T, dir string, stdin *os.File, args ...string) *run {
 	t.Helper()
-	cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+	cmd := kubectlCmd(t, append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

@@ -827,7 +827,7 @@ func (h *hunter) log(args []string, out string, code int) {
 // command is kubectl fleet with the plugin of this hunt on PATH, through
 // the kubeconfig kc.
 func (h *hunter) command(kc string, args ...string) *exec.Cmd {
-	cmd := kubectlCmd(append([]string{"fleet"}, args...)...)
+	cmd := kubectlCmd(h.t, append([]string{"fleet"}, args...)...)
 	for i, e := range cmd.Env {
 		switch {
 		case strings.HasPrefix(e, "PATH="):

@@ -44,7 +44,7 @@ func TestKrewInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	validate := exec.Command(filepath.Join(binDir, "validate-krew-manifest"), "-manifest", manifest)
-	validate.Env = append(os.Environ(), "PATH="+krewBin+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KREW_ROOT="+t.TempDir(), "KREW_NO_UPGRADE_CHECK=1")
+	validate.Env = append(append(os.Environ(), ownEnv(t)...), "PATH="+krewBin+string(os.PathListSeparator)+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), "KREW_ROOT="+t.TempDir(), "KREW_NO_UPGRADE_CHECK=1")
 	if out, err := validate.CombinedOutput(); err != nil {
 		t.Fatalf("validate-krew-manifest: %v\n%s", err, out)
 	}
@@ -53,7 +53,7 @@ func TestKrewInstall(t *testing.T) {
 	if out, err := exec.Command("git", "init", "-q", filepath.Join(root, "index", "default")).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v\n%s", err, out)
 	}
-	krewEnv := append(os.Environ(), "KREW_ROOT="+root, "KREW_NO_UPGRADE_CHECK=1")
+	krewEnv := append(append(os.Environ(), ownEnv(t)...), "KREW_ROOT="+root, "KREW_NO_UPGRADE_CHECK=1")
 	install := exec.Command(filepath.Join(binDir, "krew"), "install", "--manifest="+manifest, "--archive="+archive)
 	install.Env = krewEnv
 	if out, err := install.CombinedOutput(); err != nil {
@@ -67,7 +67,7 @@ func TestKrewInstall(t *testing.T) {
 
 	// kubectl finds the krew-installed plugin, and only that one.
 	run := exec.Command(filepath.Join(binDir, "kubectl"), "fleet", "version")
-	run.Env = append(os.Environ(), "PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+binDir)
+	run.Env = append(append(os.Environ(), ownEnv(t)...), "PATH="+filepath.Join(root, "bin")+string(os.PathListSeparator)+binDir)
 	out, err := run.CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "kubectl-fleet v0.1.0 ") {
 		t.Errorf("kubectl fleet version: %v\n%s", err, out)

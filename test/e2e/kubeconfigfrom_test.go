@@ -104,7 +104,7 @@ data: {cluster: '${FLEET_CLUSTER_NAME}'}
 		if slices.Contains(args, "--no-kubeconfig") {
 			flags = flags[:3]
 		}
-		cmd := kubectlCmd(append(flags, args...)...)
+		cmd := kubectlCmd(t, append(flags, args...)...)
 		cmd.Env = append(cmd.Env, "KCFROM_PLAIN="+string(plain), "KCFROM_B64="+b64, "TMPDIR="+tmp)
 		out, errOut, code := runCmd(t, cmd, "the plugin's stdin\n")
 		all := out + errOut

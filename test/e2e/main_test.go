@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -65,6 +66,17 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	binDir = strings.TrimSpace(string(out))
+	// The machine's shared temporary folder as runs killed earlier leave
+	// it (one of an earlier version, one of this one, whose owner is the
+	// build that just ended): no test may see or count them.
+	for _, pattern := range []string{"kubectl-fleet-kubeconfigs-*", fmt.Sprintf("kubectl-fleet-kubeconfigs-%d-*", build.Process.Pid)} {
+		left, err := os.MkdirTemp("", pattern)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(left)
+	}
 
 	// The plugin, on PATH beside kubectl.
 	pluginDir := filepath.Join(work, "bin")
@@ -102,19 +114,55 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// kubectlCmd prepares the real kubectl with the test bed's kubeconfig and
-// the plugin on PATH.
-func kubectlCmd(args ...string) *exec.Cmd {
+// kubectlCmd prepares the real kubectl with the test bed's kubeconfig,
+// the plugin on PATH, and t's own folders (ownEnv).
+func kubectlCmd(t *testing.T, args ...string) *exec.Cmd {
 	cmd := exec.Command(filepath.Join(binDir, "kubectl"), args...)
-	cmd.Env = append(os.Environ(), "PATH="+pathEnv, "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1")
+	cmd.Env = append(append(os.Environ(), ownEnv(t)...), "PATH="+pathEnv, "KUBECONFIG="+env.Kubeconfig, "NO_COLOR=1")
 	return cmd
+}
+
+// owned holds each running test's own folders, by test.
+var owned sync.Map // *testing.T → string
+
+// ownFolder is a folder of t's own, made on first use: its tmp (the
+// processes' TMPDIR) and home (their HOME and XDG folders).
+func ownFolder(t *testing.T) string {
+	if dir, ok := owned.Load(t); ok {
+		return dir.(string)
+	}
+	dir := t.TempDir()
+	for _, sub := range []string{"tmp", "home"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	owned.Store(t, dir)
+	t.Cleanup(func() { owned.Delete(t) })
+	return dir
+}
+
+// ownTemp is t's own temporary folder: every process the test starts has
+// it as TMPDIR, so what the plugin leaves there (a killed run's
+// kubeconfigs) is this test's, and nothing another run of the plugin
+// left in the machine's shared one is seen.
+func ownTemp(t *testing.T) string { return filepath.Join(ownFolder(t), "tmp") }
+
+// ownEnv gives a process the plugin or kubectl runs as t's own temporary
+// folder, home, caches and configuration (the plugin's OCI and chart
+// caches, SOPS's age keys): nothing of the user's or of another test's.
+func ownEnv(t *testing.T) []string {
+	home := filepath.Join(ownFolder(t), "home")
+	return []string{"TMPDIR=" + ownTemp(t), "HOME=" + home, "USERPROFILE=" + home,
+		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"), "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"LOCALAPPDATA=" + filepath.Join(home, "AppData", "Local"), "APPDATA=" + filepath.Join(home, "AppData", "Roaming")}
 }
 
 // kubectl runs the real kubectl with the test bed's kubeconfig and the
 // plugin on PATH, and returns stdout, stderr and the exit code.
 func kubectl(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()
-	return runCmd(t, kubectlCmd(args...), stdin)
+	return runCmd(t, kubectlCmd(t, args...), stdin)
 }
 
 // runCmd runs a prepared command with stdin and returns stdout, stderr

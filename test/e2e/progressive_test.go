@@ -188,7 +188,7 @@ apps:
 `, map[string]string{"app.yaml": release(ns, "1")})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
 	at := func(now string, args ...string) (string, string, int) {
-		cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+		cmd := kubectlCmd(t, append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
 		cmd.Env = append(cmd.Env, "KUBECTL_FLEET_NOW="+now)
 		return runCmd(t, cmd, "")
 	}

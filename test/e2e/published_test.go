@@ -384,6 +384,10 @@ func (b *pubBed) historyAndRollback(first string) {
 	if code != 0 || strings.Count(out, `"artifact":"sha256:`) != 3 || !strings.Contains(out, `"current":true,"app":"web","revision":2`) {
 		t.Fatalf("history of a delivered cluster: exit %d\n%s%s", code, out, errOut)
 	}
+	// Who published: the user pub-a's read-only context authenticates.
+	if n := strings.Count(out, `"user":"admin"`); n != 3 {
+		t.Errorf("history of an observed delivered cluster names its publisher %d times of 3:\n%s", n, out)
+	}
 	out, errOut, code = fleet(t, dir, "rollback", "--yes", "-c", "pub-a")
 	if code != 0 || !said(out, "pub-a", "revision 4 recorded (rollback to 1)") || b.tag() != first {
 		t.Fatalf("rollback of a delivered cluster: exit %d, tag %s, want %s\n%s%s\n%s", code, b.tag(), first, out, errOut, b.flux.logs())
@@ -406,6 +410,10 @@ func (b *pubBed) laterGroupHeld() {
 	}
 	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "production", "--history-limit", "1"); code != 0 || !said(out, "pub-a", "revision 4 is current") || !said(out, "pub-b", "revision 3 recorded") {
 		t.Fatalf("apply -g production: exit %d\n%s%s", code, out, errOut)
+	}
+	// pub-b has no context: the local user published, said so.
+	if out, errOut, code := fleet(t, dir, "history", "-c", "pub-b"); code != 0 || !strings.Contains(out, " (local user)") {
+		t.Errorf("history of a delivered cluster no context reads: exit %d, want its publisher as the local user\n%s%s", code, out, errOut)
 	}
 	// The revisions the history dropped lose the tags that kept them.
 	for tag, want := range map[string]bool{"pub-b.r1": false, "pub-b.r2": false, "pub-b.r3": true} {

@@ -21,7 +21,7 @@ func TestReports(t *testing.T) {
 	summary := filepath.Join(t.TempDir(), "step-summary.md")
 	run := func(want int, args ...string) string {
 		t.Helper()
-		cmd := kubectlCmd(append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
+		cmd := kubectlCmd(t, append([]string{"fleet", "-F", filepath.Join(dir, "fleet.yaml")}, args...)...)
 		cmd.Env = append(cmd.Env, "GITHUB_STEP_SUMMARY="+summary)
 		out, err := cmd.CombinedOutput()
 		if code := cmd.ProcessState.ExitCode(); code != want {

@@ -3,10 +3,13 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -187,8 +190,91 @@ echo "checked $FLEET_CLUSTER_NAME"
 	if _, code := get(t, "fleet-c3", "configmap", "checked", "-n", "e2e-checks"); code != 0 {
 		t.Error("production was not applied after the check passed")
 	}
-	if left, _ := filepath.Glob(filepath.Join(os.TempDir(), "kubectl-fleet-kubeconfigs-*")); len(left) > 0 {
+	if left, _ := filepath.Glob(filepath.Join(ownTemp(t), "kubectl-fleet-kubeconfigs-*")); len(left) > 0 {
 		t.Errorf("temporary kubeconfigs left behind: %v", left)
+	}
+}
+
+// A run killed with SIGKILL while a check runs (a CI job's timeout, the
+// OOM killer) cannot remove the kubeconfig it wrote for the check: the
+// next run does, as it removes every folder whose owner is gone, and
+// leaves none of its own.
+func TestKilledRunKubeconfigs(t *testing.T) {
+	const check = `#!/bin/sh
+echo "$KUBECONFIG" > "$1/kubeconfig"
+[ "$FLEET_ATTR_HANG" = yes ] || exit 0
+echo $$ > "$1/pid"
+exec sleep 300
+`
+	files := t.TempDir()
+	fleetYAML := func(hang string) string {
+		return strings.Replace(stgOnly, "  - {name: staging}\n", "  - name: staging\n    attributes: {hang: \""+hang+"\"}\n    verify:\n      - {name: smoke, command: [./smoke.sh, "+files+"], timeout: 5m}\n", 1) +
+			"apps:\n  - {name: killed, manifests: app.yaml}\n"
+	}
+	dir := workdir(t, fleetYAML("yes"), map[string]string{"app.yaml": namespaced("e2e-killed", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: e2e-killed}\n"), "smoke.sh": check})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A folder an earlier killed run left, with a credential in it.
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(ownTemp(t), fmt.Sprintf("kubectl-fleet-kubeconfigs-%d-1", gone.Process.Pid))
+	if err := os.Mkdir(stale, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFile(stale, "kubeconfig-1", "a credential"); err != nil {
+		t.Fatal(err)
+	}
+
+	cmd := kubectlCmd(t, "fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--yes")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var sleeper []byte
+	for deadline := time.Now().Add(2 * time.Minute); len(sleeper) == 0 || sleeper[len(sleeper)-1] != '\n'; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Fatalf("the check never ran:\n%s", out.String())
+		}
+		sleeper, _ = os.ReadFile(filepath.Join(files, "pid"))
+	}
+	t.Cleanup(func() {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(sleeper))); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	seen, err := os.ReadFile(filepath.Join(files, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := filepath.Dir(strings.TrimSpace(string(seen)))
+	if want := fmt.Sprintf("kubectl-fleet-kubeconfigs-%d-", cmd.Process.Pid); filepath.Dir(written) != ownTemp(t) || !strings.HasPrefix(filepath.Base(written), want) {
+		t.Errorf("the check's kubeconfig is %s, want it in %s, in a folder named %s…", seen, ownTemp(t), want)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the earlier killed run's folder is still there: %v", err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if _, err := os.Stat(written); err != nil {
+		t.Fatalf("the killed run's folder is not there, so this test shows nothing: %v", err)
+	}
+
+	if err := writeFile(dir, "fleet.yaml", fleetYAML("no")); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 || !strings.Contains(out, "check smoke passed") {
+		t.Fatalf("the next run: exit %d\n%s%s", code, out, errOut)
+	}
+	if left, _ := os.ReadDir(ownTemp(t)); len(left) > 0 {
+		t.Errorf("left in the temporary folder after the next run: %v", left)
 	}
 }
 
@@ -313,7 +399,7 @@ func TestProgress(t *testing.T) {
 	if err := testenv.SetPTYSize(terminal, 24, 100); err != nil {
 		t.Fatal(err)
 	}
-	cmd := kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
+	cmd := kubectlCmd(t, "fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
 	var stdout strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, terminal
 	read := testenv.ReadPTY(control)
@@ -335,7 +421,7 @@ func TestProgress(t *testing.T) {
 	}
 	defer control.Close()
 	must(t, testenv.SetPTYSize(terminal, 24, 100))
-	cmd = kubectlCmd("fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
+	cmd = kubectlCmd(t, "fleet", "-F", filepath.Join(dir, "fleet.yaml"), "apply", "--wait")
 	cmd.Stdout, cmd.Stderr = terminal, terminal
 	read = testenv.ReadPTY(control)
 	err = cmd.Run()
