@@ -237,10 +237,16 @@ func CheckContexts(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fle
 // oneEntryPerServer refuses two clusters whose contexts point at one API
 // server (the URL compared by fleet.ServerKey) unless one says it is the
 // other (sameClusterAs): they would share every app's records there.
-// Contexts that do not resolve are CheckContexts' to report.
+// When one of the two has a server pin its context no longer matches,
+// that entry is the one named (repointed): its context moved, not the
+// other's. Contexts that do not resolve are CheckContexts' to report.
 func oneEntryPerServer(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f *fleet.Fleet, clusters []*fleet.Cluster) fleet.ErrorList {
+	type entry struct {
+		c   *fleet.Cluster
+		url string
+	}
 	var list fleet.ErrorList
-	first := map[string]*fleet.Cluster{}
+	first := map[string]entry{}
 	for _, c := range clusters {
 		cfg, err := kcs.Load(KubeconfigPath(base, f, c))
 		if err != nil || cfg.Contexts[c.Context] == nil || cfg.Clusters[cfg.Contexts[c.Context].Cluster] == nil {
@@ -248,14 +254,46 @@ func oneEntryPerServer(base *genericclioptions.ConfigFlags, kcs *Kubeconfigs, f 
 		}
 		url := cfg.Clusters[cfg.Contexts[c.Context].Cluster].Server
 		server := fleet.ServerKey(url)
-		switch other := first[server]; {
-		case other == nil:
-			first[server] = c
-		case !f.SameCluster(c, other):
-			list = append(list, f.FieldError(fmt.Sprintf("clusters[%d].context", c.Index), "context %q points at %s, as cluster %s's context %q does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: %s", c.Context, url, other.Name, other.Context, other.Name))
+		other, ok := first[server]
+		switch {
+		case !ok:
+			first[server] = entry{c, url}
+		case f.SameCluster(c, other.c):
+		case repointed(other.c, server) || repointed(c, server):
+			for _, pair := range [][2]entry{{other, {c, url}}, {{c, url}, other}} {
+				if repointed(pair[0].c, server) {
+					list = append(list, repointedError(f, pair[0].c, pair[1].c, pair[0].url, pair[1].url))
+				}
+			}
+		default:
+			list = append(list, f.FieldError(fmt.Sprintf("clusters[%d].context", c.Index), "context %q points at %s, as cluster %s's context %q does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: %s", c.Context, url, other.c.Name, other.c.Context, other.c.Name))
 		}
 	}
 	return list
+}
+
+// repointed reports whether c's server pin names another server than
+// the one its context points at (server, as fleet.ServerKey gives it).
+func repointed(c *fleet.Cluster, server string) bool {
+	return c.Server != "" && fleet.ServerKey(c.Server) != server
+}
+
+// repointedError says that moved's context reaches url, not the server
+// pinned for it, and that this is other's server (its context's URL
+// otherURL); then the one-server rule, which holds if moved really is
+// that server now.
+func repointedError(f *fleet.Fleet, moved, other *fleet.Cluster, url, otherURL string) *fleet.FieldError {
+	return f.FieldError(fmt.Sprintf("clusters[%d].context", moved.Index),
+		"context %q now points at %s, not at the server pinned for it (%s); that is cluster %s's server (%s): point the context back at %s; if %s really moved there, it is one API server with %s, which would share every app's records: remove one, or say sameClusterAs: %s",
+		moved.Context, url, pins(moved.Server, moved.UID), other.Name, pins(otherURL, other.UID), moved.Server, moved.Name, other.Name, other.Name)
+}
+
+// pins is "server: s, uid: u", without what is empty.
+func pins(server, uid string) string {
+	if uid == "" {
+		return "server: " + server
+	}
+	return "server: " + server + ", uid: " + uid
 }
 
 // exists reports whether any file of a kubeconfig path list exists.

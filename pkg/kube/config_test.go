@@ -117,14 +117,22 @@ contexts:
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {
-		name, same, want string
+		name, stg, same, want string
 	}{
-		{"one server twice", "", `fleet.yaml:7: cluster p1: context: context "p1" points at https://10.0.0.1:6443/, as cluster stg's context "stg" does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: stg`},
-		{"on purpose", ", sameClusterAs: stg", ""},
+		{"one server twice", "", "", `fleet.yaml:7: cluster p1: context: context "p1" points at https://10.0.0.1:6443/, as cluster stg's context "stg" does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: stg`},
+		{"on purpose", "", ", sameClusterAs: stg", ""},
+		// stg was pinned on another server, and p1 on this one: stg's
+		// context moved (clusters --check --pin, then a kubeconfig
+		// edited), so stg is named, with both pins, before the rule.
+		{"a pinned context repointed", ", server: https://10.0.0.9:6443, uid: 9999", ", server: https://10.0.0.1:6443, uid: 1111",
+			`fleet.yaml:6: cluster stg: context: context "stg" now points at https://10.0.0.1:6443, not at the server pinned for it (server: https://10.0.0.9:6443, uid: 9999); that is cluster p1's server (server: https://10.0.0.1:6443/, uid: 1111): point the context back at https://10.0.0.9:6443; if stg really moved there, it is one API server with p1, which would share every app's records: remove one, or say sameClusterAs: p1`},
+		{"the later entry repointed", ", server: https://10.0.0.1:6443", ", server: https://10.0.0.8:6443",
+			`fleet.yaml:7: cluster p1: context: context "p1" now points at https://10.0.0.1:6443/, not at the server pinned for it (server: https://10.0.0.8:6443); that is cluster stg's server (server: https://10.0.0.1:6443): point the context back at https://10.0.0.8:6443; if p1 really moved there, it is one API server with stg, which would share every app's records: remove one, or say sameClusterAs: stg`},
+		{"both pinned where they point", ", server: https://10.0.0.1:6443", "", `fleet.yaml:7: cluster p1: context: context "p1" points at https://10.0.0.1:6443/, as cluster stg's context "stg" does: two entries of one API server would share every app's records there; remove one, or say sameClusterAs: stg`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f, err := fleet.Parse([]byte("apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: staging}, {name: production}]\nclusters:\n"+
-				"  - {name: stg, group: staging, context: stg, kubeconfig: "+kc+"}\n"+
+				"  - {name: stg, group: staging, context: stg, kubeconfig: "+kc+tt.stg+"}\n"+
 				"  - {name: p1, group: production, context: p1, kubeconfig: "+kc+tt.same+"}\n"+
 				"  - {name: p2, group: production, context: p2, kubeconfig: "+kc+"}\n"), "fleet.yaml", dir)
 			if err != nil {
