@@ -267,17 +267,13 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outco
 // publishedUser is who pauses delivered cluster c: the user of its
 // context when it has one (which reads it only), else the local user.
 func publishedUser(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster) string {
-	if !c.Observed() {
-		return LocalUser()
+	var client *kube.Client // none: the local user
+	if c.Observed() {
+		if cl, err := conn.Connect(ctx, f, c); err == nil {
+			client = cl
+		}
 	}
-	client, err := conn.Connect(ctx, f, c)
-	if err != nil {
-		return LocalUser()
-	}
-	if u := revision.User(ctx, client); u != "" {
-		return u
-	}
-	return LocalUser()
+	return revision.Publisher(ctx, client)
 }
 
 // one makes the change in s, a cluster's pauses, and says what it did;

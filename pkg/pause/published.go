@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os/user"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -34,15 +33,6 @@ func ReadPublished(ctx context.Context, d *fleet.Delivery, cluster string) ([]Pa
 		return nil, err
 	}
 	return s.read(ctx)
-}
-
-// LocalUser is who paused a delivered cluster no context reads: the
-// user of this machine, which nothing authenticates.
-func LocalUser() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username + " (local user)"
-	}
-	return "unknown (local user)"
 }
 
 // store is where a cluster's pauses are kept, as the keys and values of

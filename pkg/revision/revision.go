@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os/user"
 	"path"
 	"slices"
 	"sort"
@@ -623,6 +624,9 @@ func remove(ctx context.Context, c *kube.Client, r Revision) error {
 // User is who the cluster says the client is (its SelfSubjectReview), or
 // "" when the cluster does not tell.
 func User(ctx context.Context, c *kube.Client) string {
+	if c == nil {
+		return ""
+	}
 	gvr := schema.GroupVersionResource{Group: "authentication.k8s.io", Version: "v1", Resource: "selfsubjectreviews"}
 	review := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}}
 	out, err := c.Dynamic.Resource(gvr).Create(ctx, review, metav1.CreateOptions{})
@@ -631,4 +635,25 @@ func User(ctx context.Context, c *kube.Client) string {
 	}
 	name, _, _ := unstructured.NestedString(out.Object, "status", "userInfo", "username")
 	return name
+}
+
+// Publisher is who publishes to a delivered cluster, as its history and
+// pauses record them: the user its context authenticates (a context
+// that reads it only), else, with no context (c nil) or no answer, the
+// local user, marked so (LocalUser). Nothing in a registry
+// authenticates either.
+func Publisher(ctx context.Context, c *kube.Client) string {
+	if u := User(ctx, c); u != "" {
+		return u
+	}
+	return LocalUser()
+}
+
+// LocalUser is the user of this machine, which nothing authenticates:
+// "alice (local user)".
+func LocalUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username + " (local user)"
+	}
+	return "unknown (local user)"
 }

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -66,7 +67,8 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 	if err := e.beforePublishing(ctx, c, results); err != nil {
 		return err
 	}
-	ops := &publishedApps{e: e, cluster: c, d: d, client: client, results: results, moved: e.movedOf(c.Name)}
+	ops := &publishedApps{e: e, cluster: c, d: d, client: client, results: results, moved: e.movedOf(c.Name),
+		by: sync.OnceValue(func() string { return revision.Publisher(ctx, client) })}
 	run := clusterRun{
 		Cluster: c.Name, Ops: ops, Gates: gates, Write: !e.o.DryRun,
 		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
@@ -149,8 +151,9 @@ func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results
 }
 
 // publishApp moves c's tag of one app to its artifact, and, when the
-// cluster is observed, waits for Flux to apply it.
-func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, client *kube.Client, res render.Result, moved map[string]v1.Hash) error {
+// cluster is observed, waits for Flux to apply it; by says who
+// publishes.
+func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, client *kube.Client, res render.Result, moved map[string]v1.Hash, by func() string) error {
 	a := e.artifacts[c.Name][res.App]
 	label := Label(res.App, len(e.r.Apps(c.Name)) > 1)
 	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
@@ -165,7 +168,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		e.emit(ev)
 		return nil
 	}
-	rev, err := e.release(ctx, c.Name, res, a)
+	rev, err := e.release(ctx, c.Name, res, a, by)
 	if err != nil {
 		return err
 	}
@@ -212,9 +215,9 @@ const Published = "published"
 // its own tag, then the history saying it is current) unless the
 // current revision is that artifact already. The tag moves after it:
 // a run stopped in between leaves a history ahead of its tag, which the
-// promotion rule does not count (releaseOf). It returns the event that
-// says the revision.
-func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact) (RevisionEvent, error) {
+// promotion rule does not count (releaseOf). by says who publishes. It
+// returns the event that says the revision.
+func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact, by func() string) (RevisionEvent, error) {
 	reg := a.registry
 	h, err := reg.History(ctx, res.App, cluster)
 	if err != nil {
@@ -228,7 +231,7 @@ func (e *Engine) release(ctx context.Context, cluster string, res render.Result,
 		return ev, nil
 	}
 	rev := e.record(ctx, cluster, res).Revision
-	rev.App, rev.Number, rev.Time, rev.Version = res.App, h.Next(), time.Now().UTC().Truncate(time.Second), version.Get()
+	rev.App, rev.Number, rev.Time, rev.Version, rev.User = res.App, h.Next(), time.Now().UTC().Truncate(time.Second), version.Get(), by()
 	rev.Digest, rev.Objects, rev.Artifact = digest.Render(res.Objects, nil), len(res.Objects), a.digest.String()
 	if err := reg.Tag(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest); err != nil {
 		return RevisionEvent{}, err

@@ -24,6 +24,9 @@ type publishedApps struct {
 	client  *kube.Client // nil: not observed, or a dry run
 	results []render.Result
 	moved   map[string]v1.Hash
+	// by is who publishes, as the history records it: read once, when
+	// the first revision is (revision.Publisher).
+	by func() string
 }
 
 // dependencyApplied says whether app, a dependency outside the run, was
@@ -71,5 +74,5 @@ func (p *publishedApps) Apply(ctx context.Context, app App) error {
 			return &pausedError{Cluster: p.cluster.Name, Pause: *held}
 		}
 	}
-	return p.e.publishApp(ctx, p.cluster, p.d, p.client, resultOf(p.results, app.Name), p.moved)
+	return p.e.publishApp(ctx, p.cluster, p.d, p.client, resultOf(p.results, app.Name), p.moved, p.by)
 }
