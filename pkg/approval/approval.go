@@ -47,6 +47,9 @@ const Namespace = inventory.Namespace
 // FieldManager writes the approvals.
 const FieldManager = "kubectl-fleet"
 
+// KeyEnv names the approver's private key when approve's --key does not.
+const KeyEnv = "KUBECTL_FLEET_APPROVER_KEY"
+
 // Name is the ConfigMap that holds fleet's approvals on a cluster.
 func Name(fleet string) string { return "approval." + fleet }
 

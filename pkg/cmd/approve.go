@@ -28,7 +28,7 @@ type ApproveOptions struct {
 }
 
 // ApproverKeyEnv names the approver's private key when --key does not.
-const ApproverKeyEnv = "KUBECTL_FLEET_APPROVER_KEY"
+const ApproverKeyEnv = approval.KeyEnv
 
 // NewCmdApprove returns the approve command.
 func NewCmdApprove(g *GlobalOptions) *cobra.Command {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
@@ -29,8 +30,9 @@ type Checks struct {
 	Kubeconfig string
 	Env        []string
 	// Secret names environment variables that hold credentials
-	// (kubeconfigFrom.env): a check never inherits them, nor any
-	// KUBECONFIG* variable but its own KUBECONFIG.
+	// (kubeconfigFrom.env, signing.keyEnv): a check never inherits them,
+	// nor any of secretFamilies, nor a KUBECONFIG* variable but its own
+	// KUBECONFIG.
 	Secret []string
 	// Out gets the checks' output.
 	Out   io.Writer
@@ -117,17 +119,26 @@ func checkEnv(c render.Cluster) []string {
 }
 
 // inherited is what a check gets of env: all of it but the KUBECONFIG*
-// variables and those that hold credentials (Secret).
+// variables, those that hold credentials (Secret), and every variable
+// of a family that holds keys (secretFamilies).
 func (c Checks) inherited(env []string) []string {
 	out := env[:0:0]
 	for _, e := range env {
 		name, _, _ := strings.Cut(e, "=")
-		if !strings.HasPrefix(name, "KUBECONFIG") && !slices.Contains(c.Secret, name) {
+		if !slices.ContainsFunc(secretFamilies, func(prefix string) bool { return strings.HasPrefix(name, prefix) }) && !slices.Contains(c.Secret, name) {
 			out = append(out, e)
 		}
 	}
 	return out
 }
+
+// secretFamilies start the names of variables no check inherits,
+// whatever the fleet file says: kubeconfigs (a check gets its own),
+// SOPS's keys and key commands (SOPS_AGE_KEY, SOPS_AGE_KEY_FILE,
+// SOPS_AGE_KEY_CMD…), cosign's key and password (COSIGN_PASSWORD, the
+// signing key's password), Vault's token (SOPS's hc_vault), and the
+// approver's key.
+var secretFamilies = []string{"KUBECONFIG", "SOPS_", "COSIGN_", "VAULT_TOKEN", approval.KeyEnv}
 
 // runChecks runs the checks of the cluster's group (groups[].verify)
 // through Checks, each on this machine with a kubeconfig that reaches
@@ -157,15 +168,31 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 	}.Run(ctx, c.Name)
 }
 
-// credentialEnvs are the environment variables the fleet's
-// kubeconfigFrom reads kubeconfigs from (every cluster's and the
-// defaults'): a check, which reaches one cluster, gets none of them.
+// credentialEnvs are the environment variables of the fleet that hold
+// credentials: those its kubeconfigFrom reads kubeconfigs from (every
+// cluster's and the defaults') and those its deliveries' signing keys
+// are in (signing.keyEnv). A check, which reaches one cluster and signs
+// nothing, gets none of them.
 func credentialEnvs(f *fleet.Fleet) []string {
 	var out []string
-	for i := range f.Clusters {
-		if _, from := f.KubeconfigOf(&f.Clusters[i]); from != nil && from.Env != "" && !slices.Contains(out, from.Env) {
-			out = append(out, from.Env)
+	add := func(name string) {
+		if name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
 		}
+	}
+	signing := func(d *fleet.Delivery) {
+		if d != nil && d.Signing != nil {
+			add(d.Signing.KeyEnv)
+		}
+	}
+	for i := range f.Clusters {
+		if _, from := f.KubeconfigOf(&f.Clusters[i]); from != nil {
+			add(from.Env)
+		}
+		signing(f.Clusters[i].Delivery)
+	}
+	for i := range f.Groups {
+		signing(f.Groups[i].Delivery)
 	}
 	return out
 }

@@ -164,3 +164,56 @@ func TestChecks(t *testing.T) {
 		t.Errorf("slow check: %v", err)
 	}
 }
+
+// A check gets the machine's environment but what holds a key: the
+// fleet's kubeconfigFrom and signing.keyEnv variables, and the families
+// of SOPS, cosign, Vault and the approver's key.
+func TestCheckEnvironment(t *testing.T) {
+	f, err := fleet.Parse([]byte(`apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: f}
+groups:
+  - name: staging
+    delivery: {oci: oci://registry.example.com/f, signing: {keyEnv: GROUP_SIGNING_KEY}}
+  - name: production
+clusters:
+  - {name: stg, group: staging, context: stg}
+  - name: prod
+    group: production
+    context: prod
+    kubeconfigFrom: {env: PROD_KUBECONFIG}
+  - name: edge
+    group: production
+    delivery: {oci: oci://registry.example.com/f, signing: {keyEnv: EDGE_SIGNING_KEY}}
+`), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Checks{Secret: credentialEnvs(f)}
+	for _, tc := range []struct {
+		env  string
+		kept bool
+	}{
+		{"PATH=/usr/bin", true},
+		{"HOME=/home/me", true},
+		{"AWS_PROFILE=ci", true},
+		{"KUBECONFIG=/home/me/.kube/config", false},
+		{"KUBECONFIG_PROD=/home/me/prod", false},
+		{"PROD_KUBECONFIG=apiVersion: v1", false},
+		{"GROUP_SIGNING_KEY=-----BEGIN", false},
+		{"EDGE_SIGNING_KEY=-----BEGIN", false},
+		{"COSIGN_PASSWORD=hunter2", false},
+		{"COSIGN_KEY=cosign.key", false},
+		{"SOPS_AGE_KEY=AGE-SECRET-KEY-1", false},
+		{"SOPS_AGE_KEY_FILE=/home/me/keys.txt", false},
+		{"SOPS_AGE_KEY_CMD=pass age", false},
+		{"SOPS_AGE_SSH_PRIVATE_KEY_FILE=/home/me/.ssh/id", false},
+		{"VAULT_TOKEN=s.token", false},
+		{"KUBECTL_FLEET_APPROVER_KEY=/keys/alice.pem", false},
+	} {
+		got := c.inherited([]string{tc.env})
+		if kept := len(got) == 1; kept != tc.kept {
+			t.Errorf("%s: kept %v, want %v", tc.env, kept, tc.kept)
+		}
+	}
+}

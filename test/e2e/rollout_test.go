@@ -148,6 +148,7 @@ func TestGroupChecks(t *testing.T) {
   echo "configmap=$(kubectl get configmap checked -n e2e-checks -o jsonpath='{.data.a}')"
   echo "mode=$(stat -c %a "$KUBECONFIG")"
 } > "$1/$FLEET_CLUSTER_NAME.seen"
+env > "$1/$FLEET_CLUSTER_NAME.env"
 echo "checked $FLEET_CLUSTER_NAME"
 [ "$FLEET_ATTR_FAIL" != "yes" ]
 `
@@ -157,6 +158,11 @@ echo "checked $FLEET_CLUSTER_NAME"
 			"apps:\n  - {name: checks, manifests: app.yaml}\n"
 	}
 	app := namespaced("e2e-checks", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: checked, namespace: e2e-checks}\ndata: {a: \"1\"}\n")
+	// Keys the plugin's environment holds, which no check may see.
+	canaries := map[string]string{"COSIGN_PASSWORD": "canary-cosign-password", "SOPS_AGE_KEY": "AGE-SECRET-KEY-CANARY", "VAULT_TOKEN": "canary-vault-token", "KUBECTL_FLEET_APPROVER_KEY": "/canary/approver.pem"}
+	for k, v := range canaries {
+		t.Setenv(k, v)
+	}
 	dir := workdir(t, fleetYAML("yes"), map[string]string{"app.yaml": app, "smoke.sh": check})
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -173,6 +179,15 @@ echo "checked $FLEET_CLUSTER_NAME"
 	seen, err := os.ReadFile(filepath.Join(seenDir, "stg.seen"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	env, err := os.ReadFile(filepath.Join(seenDir, "stg.env"))
+	if err != nil || !strings.Contains(string(env), "FLEET_CLUSTER_NAME=stg\n") {
+		t.Fatalf("the check's environment: %v\n%s", err, env)
+	}
+	for k, v := range canaries {
+		if strings.Contains(string(env), v) {
+			t.Errorf("the check inherited %s", k)
+		}
 	}
 	for _, want := range []string{"contexts=fleet-c1 \n", "current=fleet-c1\n", "cluster=stg group=staging context=fleet-c1 fleet=e2e tier=gold\n", "configmap=1\n", "mode=600\n"} {
 		if !strings.Contains(string(seen), want) {
