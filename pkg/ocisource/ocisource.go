@@ -12,7 +12,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -25,7 +24,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
@@ -285,44 +283,14 @@ func formatOf(m *v1.Manifest) string {
 // verify checks that a signature of d, in its cosign tag, verifies with
 // key and names d.
 func verify(repo name.Repository, d v1.Hash, key []byte, opts []remote.Option) error {
-	sigs, err := remote.Image(repo.Tag(publish.SignatureTag(d)), opts...)
-	var te *transport.Error
-	if errors.As(err, &te) && te.StatusCode == http.StatusNotFound {
+	sigs, err := publish.ReadSignatures(repo, d, opts)
+	switch {
+	case err != nil:
+		return err
+	case len(sigs) == 0:
 		return fmt.Errorf("it is not signed (no %s:%s)", repo.Name(), publish.SignatureTag(d))
 	}
-	if err != nil {
-		return fmt.Errorf("reading its signatures: %w", publish.Plain(err))
-	}
-	m, err := sigs.Manifest()
-	if err != nil {
-		return publish.Plain(err)
-	}
-	why := "no signature in " + publish.SignatureTag(d)
-	for _, desc := range m.Layers {
-		sig, ok := desc.Annotations[publish.SignatureAnnotation]
-		if !ok || desc.Size > 1<<20 {
-			continue
-		}
-		l, err := sigs.LayerByDigest(desc.Digest)
-		if err != nil {
-			return publish.Plain(err)
-		}
-		rc, err := l.Compressed()
-		if err != nil {
-			return publish.Plain(err)
-		}
-		payload, err := io.ReadAll(io.LimitReader(rc, 1<<20))
-		rc.Close()
-		if err != nil {
-			return publish.Plain(err)
-		}
-		if err := publish.Verify(key, payload, sig, d); err != nil {
-			why = err.Error()
-			continue
-		}
-		return nil
-	}
-	return errors.New(why)
+	return publish.VerifySignatures(sigs, key, d, nil)
 }
 
 // place unpacks entries into dir, through a folder beside it renamed

@@ -211,7 +211,7 @@ func TestFetchVerifies(t *testing.T) {
 	}
 	reg.Keychain = authn.NewMultiKeychain()
 	d, _ := img.Digest()
-	if err := reg.Sign(ctx, "web", d, s); err != nil {
+	if err := reg.Sign(ctx, "web", d, s, publish.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.f.Fetch(ctx, ocisource.Spec{Ref: ref, Key: otherPub, KeyName: "other.pub"}); err == nil || !strings.Contains(err.Error(), "the signature does not verify") {

@@ -1,7 +1,6 @@
 package publish
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,9 +14,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/crypto/nacl/secretbox"
@@ -152,73 +150,68 @@ type Payload struct {
 // SignatureTag is the tag of artifact d's signature.
 func SignatureTag(d v1.Hash) string { return d.Algorithm + "-" + d.Hex + ".sig" }
 
-// Sign signs app's artifact d, already pushed, and pushes the signature.
-func (r Registry) Sign(ctx context.Context, app string, d v1.Hash, s *Signer) error {
-	repo, err := r.Repository(app)
-	if err != nil {
-		return err
-	}
+// payloadOf is the payload cosign signs of artifact d in repo.
+func payloadOf(repo name.Repository, d v1.Hash) Payload {
 	var p Payload
 	p.Critical.Identity.DockerReference = repo.Name()
 	p.Critical.Image.DockerManifestDigest = d.String()
 	p.Critical.Type = "cosign container image signature"
-	payload, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(payload)
-	sig, err := ecdsa.SignASN1(rand.Reader, s.key, sum[:])
-	if err != nil {
-		return err
-	}
-	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
-	img, err = mutate.Append(img, mutate.Addendum{
-		Layer:       static.NewLayer(payload, SignatureMediaType),
-		MediaType:   SignatureMediaType,
-		Annotations: map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(sig)},
-	})
-	if err != nil {
-		return err
-	}
-	sd, err := r.Push(ctx, app, img)
-	if err != nil {
-		return fmt.Errorf("signing: %w", err)
-	}
-	return r.Tag(ctx, app, SignatureTag(d), sd)
+	return p
 }
 
+// sign signs p: its JSON, and the signature as cosign writes it.
+func (s *Signer) sign(p Payload) (payload []byte, sig string, err error) {
+	if payload, err = json.Marshal(p); err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(payload)
+	raw, err := ecdsa.SignASN1(rand.Reader, s.key, sum[:])
+	if err != nil {
+		return nil, "", err
+	}
+	return payload, encodeSig(raw), nil
+}
+
+// staticLayer is a layer of data, uncompressed.
+func staticLayer(data []byte, mt types.MediaType) v1.Layer { return static.NewLayer(data, mt) }
+
 // Verify checks sig (base64) over payload with the public key pub
-// (PEM) and that payload names d: what a verifier does, for tests and
-// vet.
+// (PEM) and that payload names d: what a verifier does.
 func Verify(pub []byte, payload []byte, sig string, d v1.Hash) error {
+	_, err := verifyPayload(pub, payload, sig, d)
+	return err
+}
+
+// verifyPayload is Verify, which returns the payload read.
+func verifyPayload(pub []byte, payload []byte, sig string, d v1.Hash) (Payload, error) {
+	var p Payload
 	block, _ := pem.Decode(pub)
 	if block == nil {
-		return errors.New("no PEM public key")
+		return p, errors.New("no PEM public key")
 	}
 	k, err := x509.ParsePKIXPublicKey(block.Bytes)
 	if err != nil {
-		return err
+		return p, err
 	}
 	ec, ok := k.(*ecdsa.PublicKey)
 	if !ok {
-		return errors.New("not an ECDSA key")
+		return p, errors.New("not an ECDSA key")
 	}
 	raw, err := base64.StdEncoding.DecodeString(sig)
 	if err != nil {
-		return err
+		return p, err
 	}
 	sum := sha256.Sum256(payload)
 	if !ecdsa.VerifyASN1(ec, sum[:], raw) {
-		return errors.New("the signature does not verify")
+		return p, errors.New("the signature does not verify")
 	}
-	var p Payload
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return err
+		return p, err
 	}
 	if p.Critical.Image.DockerManifestDigest != d.String() || !strings.HasPrefix(p.Critical.Type, "cosign") {
-		return fmt.Errorf("the payload names %s, not %s", p.Critical.Image.DockerManifestDigest, d)
+		return p, fmt.Errorf("the payload names %s, not %s", p.Critical.Image.DockerManifestDigest, d)
 	}
-	return nil
+	return p, nil
 }
 
 // PasswordEnv holds the password of an encrypted cosign key, as for

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/crypto/nacl/secretbox"
 	"golang.org/x/crypto/scrypt"
@@ -103,7 +104,7 @@ func TestSign(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Sign(ctx, "web", d, s); err != nil {
+	if err := r.Sign(ctx, "web", d, s, publish.Claim{}); err != nil {
 		t.Fatal(err)
 	}
 	repo, _ := r.Repository("web")
@@ -132,5 +133,114 @@ func TestSign(t *testing.T) {
 	od, _ := other.Digest()
 	if err := publish.Verify(pub, payload, m.Layers[0].Annotations[publish.SignatureAnnotation], od); err == nil {
 		t.Error("a signature of one artifact verified another")
+	}
+}
+
+// A signature made at a cluster's wave names the cluster, app, fleet
+// and release; a second cluster that gets the same artifact adds its own
+// beside it; and what reads them back wants the claim of its cluster and
+// app, by this key, of this digest: another cluster's, another key's, or
+// a signature copied from another artifact is refused.
+func TestSignClaims(t *testing.T) {
+	var c counting
+	r := c.registryOf(t)
+	ctx := context.Background()
+	key := func() *publish.Signer {
+		ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		der, _ := x509.MarshalPKCS8PrivateKey(ec)
+		s, err := publish.LoadSigner(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s, other := key(), key()
+	pub, _ := s.PublicKey()
+	push := func(v string) v1.Hash {
+		img, _ := publish.Pack([]*unstructured.Unstructured{cm("a", v)}, publish.Origin{})
+		d, err := r.Push(ctx, "web", img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	d, evil := push("1"), push("evil")
+	stg := publish.Claim{Fleet: "shop", Cluster: "stg", App: "web", Revision: 3}
+	prod := publish.Claim{Fleet: "shop", Cluster: "prod", App: "web", Revision: 7}
+	for _, claim := range []publish.Claim{stg, prod, stg} { // stg twice: signed once
+		if err := r.Sign(ctx, "web", d, s, claim); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sigs, err := r.Signatures(ctx, "web", d)
+	if err != nil || len(sigs) != 2 {
+		t.Fatalf("%d signatures, want stg's and prod's: %v", len(sigs), err)
+	}
+	for i, want := range []publish.Claim{stg, prod} {
+		var p publish.Payload
+		if err := json.Unmarshal(sigs[i].Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := publish.ClaimOf(p); !ok || got != want {
+			t.Errorf("signature %d claims %+v, want %+v", i, got, want)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		d     v1.Hash
+		claim publish.Claim
+		want  string // "" passes
+	}{
+		{"its cluster", d, publish.Claim{Fleet: "shop", Cluster: "stg", App: "web"}, ""},
+		{"the other cluster", d, publish.Claim{Fleet: "shop", Cluster: "prod", App: "web"}, ""},
+		{"a cluster it was not signed for", d, publish.Claim{Fleet: "shop", Cluster: "edge", App: "web"}, "carries no signature of this delivery's key for fleet shop, cluster edge, app web: its signature is for fleet shop, cluster prod, app web"},
+		{"another fleet", d, publish.Claim{Fleet: "other", Cluster: "stg", App: "web"}, "carries no signature of this delivery's key for fleet other, cluster stg, app web"},
+		{"never signed", evil, publish.Claim{Fleet: "shop", Cluster: "stg", App: "web"}, "carries no signature of this delivery's key for fleet shop, cluster stg, app web: not signed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := r.SignedFor(ctx, tc.d, pub, tc.claim)
+			if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("SignedFor = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// Another key's signature of the right claim does not count.
+	if err := r.Sign(ctx, "web", evil, other, stg); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SignedFor(ctx, evil, pub, stg); err == nil || !strings.Contains(err.Error(), "does not verify") {
+		t.Errorf("another key's signature: %v", err)
+	}
+	// A signature copied from d's manifest onto evil's tag: it names d.
+	repo, _ := r.Repository("web")
+	good, err := remote.Image(repo.Tag(publish.SignatureTag(d)), remote.WithAuthFromKeychain(r.Keychain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(repo.Tag(publish.SignatureTag(evil)), good, remote.WithAuthFromKeychain(r.Keychain)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SignedFor(ctx, evil, pub, stg); err == nil || !strings.Contains(err.Error(), "the payload names "+d.String()) {
+		t.Errorf("a copied signature: %v", err)
+	}
+}
+
+// A delete's artifact of nothing is its own for each claim and run: the
+// one signed for one cluster, app or run is not another's.
+func TestNothingIsUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range []publish.Claim{{Fleet: "f", Cluster: "a", App: "web"}, {Fleet: "f", Cluster: "b", App: "web"}, {Fleet: "f", Cluster: "a", App: "api"}, {Fleet: "f", Cluster: "a", App: "web"}} {
+		img, err := publish.Nothing(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := img.Digest()
+		if seen[d.String()] {
+			t.Errorf("%+v: digest %s made before", c, d)
+		}
+		seen[d.String()] = true
+		if objs, err := publish.Unpack(img); err != nil || len(objs) != 0 {
+			t.Errorf("%+v: the artifact of nothing holds %d objects (%v)", c, len(objs), err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -66,6 +67,12 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 		objs, err := reg.PullDigest(ctx, app, rev.Artifact)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
+			continue
+		}
+		// The record names an artifact; what it holds must be the render
+		// the record says, or the record was edited.
+		if got := digest.Render(objs, nil); got != rev.Digest {
+			errs = append(errs, fmt.Errorf("cannot roll back app %s: revision %d of %s names artifact %s, whose objects' digest is %s, not the %s it records: the record was edited, or its artifact replaced", app, target, publish.HistoryTag(c.Name), publish.Short(rev.Artifact), publish.Short(got), publish.Short(rev.Digest)))
 			continue
 		}
 		out = append(out, Target{App: app, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})

@@ -111,7 +111,7 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 		e.emit(OutputEvent{Cluster: c.Name, Line: app + ": nothing to delete (never published here)"})
 		return nil
 	}
-	img, err := publish.Pack(nil, publish.Origin{})
+	img, err := publish.Nothing(e.claim(c.Name, app, 0))
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 		if err != nil {
 			return err
 		}
-		if err := reg.Sign(ctx, app, none, s); err != nil {
+		if err := reg.Sign(ctx, app, none, s, e.claim(c.Name, app, 0)); err != nil {
 			return err
 		}
 	}

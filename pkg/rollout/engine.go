@@ -132,6 +132,9 @@ type Engine struct {
 	moved map[string]map[string]v1.Hash
 	// signers are the deliveries' signing keys, read once (signer).
 	signers memo.Memo[*fleet.Signing, *publish.Signer]
+	// signing serializes the signing of one artifact (signAt): clusters
+	// that get the same one add their signatures to one manifest.
+	signing memo.Memo[string, *sync.Mutex]
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every

@@ -172,6 +172,12 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 	if err != nil {
 		return err
 	}
+	// Signed now, every gate passed, for this cluster and revision; also
+	// when the tag is there already: someone with push rights may have
+	// moved it to the artifact before any gate said yes.
+	if err := e.signAt(ctx, d, c.Name, res.App, a, rev.Revision); err != nil {
+		return err
+	}
 	if !found || prev != a.digest {
 		e.emit(StageEvent{Cluster: c.Name, Stage: "publishing " + res.App})
 		if err := a.registry.Tag(ctx, res.App, c.Name, a.digest); err != nil {

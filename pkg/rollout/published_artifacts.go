@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
@@ -53,7 +54,13 @@ func (e *Engine) publishAll(ctx context.Context) error {
 				if err := e.keep(c.Name, res.App, reg, rev.Artifact); err != nil {
 					return err
 				}
-				continue // back to exactly that artifact
+				// Back to exactly that artifact, which this run does not
+				// sign: it must carry this delivery's signature for the
+				// cluster and app already.
+				if err := e.signedFor(ctx, d, c.Name, res.App); err != nil {
+					return fmt.Errorf("cluster %s: cannot roll back app %s: %w", c.Name, res.App, err)
+				}
+				continue
 			}
 			repos[i].targets = append(repos[i].targets, publish.Target{App: res.App, Cluster: c.Name, Objects: res.Objects})
 		}
@@ -69,7 +76,7 @@ func (e *Engine) publishAll(ctx context.Context) error {
 			}
 		}
 	}
-	return e.sign(ctx)
+	return nil
 }
 
 // signer is the signer of a delivery's signing key, read once per run.
@@ -77,33 +84,53 @@ func (e *Engine) signer(s *fleet.Signing) (*publish.Signer, error) {
 	return e.signers.Do(s, func() (*publish.Signer, error) { return publish.LoadSigning(e.r.Fleet, s) })
 }
 
-// sign signs, once each, the artifacts the run's delivered clusters
-// with a signing key are to get (a rollback's too), before any tag
-// moves: a cluster whose Flux verifies never meets an unsigned one.
-func (e *Engine) sign(ctx context.Context) error {
-	type key struct{ repo, app, digest string }
-	done := map[key]bool{}
-	for _, c := range e.r.Clusters {
-		d := e.delivered(c)
-		if d == nil || d.Signing == nil || e.o.DryRun {
-			continue
-		}
-		for app, a := range e.artifacts[c.Name] {
-			k := key{a.registry.Base, app, a.digest.String()}
-			if done[k] {
-				continue
-			}
-			done[k] = true
-			s, err := e.signer(d.Signing)
-			if err != nil {
-				return err
-			}
-			if err := a.registry.Sign(ctx, app, a.digest, s); err != nil {
-				return fmt.Errorf("app %s for cluster %s: %w", app, c.Name, err)
-			}
-		}
+// claim is what a signature of cluster's artifact of app decides in
+// this run: its revision n (0: a delete).
+func (e *Engine) claim(cluster, app string, n int) publish.Claim {
+	return publish.Claim{Fleet: e.r.Fleet.Metadata.Name, Cluster: cluster, App: app, Revision: n}
+}
+
+// signAt signs cluster's artifact a of app for its revision n, when its
+// delivery d signs: called right before its tag moves, after every
+// gate, approval, pause, window and the plan check said yes, never
+// ahead. A rollback signs nothing (publishAll checked the signature its
+// artifact has).
+func (e *Engine) signAt(ctx context.Context, d *fleet.Delivery, cluster, app string, a artifact, n int) error {
+	if d.Signing == nil || e.o.Rollback != nil {
+		return nil
+	}
+	s, err := e.signer(d.Signing)
+	if err != nil {
+		return err
+	}
+	// One writer of an artifact's signature manifest at a time: clusters
+	// of a wave that get the same artifact each add theirs.
+	mu, _ := e.signing.Do(a.registry.Base+"/"+app+"@"+a.digest.String(), func() (*sync.Mutex, error) { return &sync.Mutex{}, nil })
+	mu.Lock()
+	defer mu.Unlock()
+	if err := a.registry.Sign(ctx, app, a.digest, s, e.claim(cluster, app, n)); err != nil {
+		return fmt.Errorf("app %s: %w", app, err)
 	}
 	return nil
+}
+
+// signedFor checks, when d signs, that cluster's artifact of app (as
+// kept) carries a signature of d's key whose claim names this fleet,
+// cluster and app.
+func (e *Engine) signedFor(ctx context.Context, d *fleet.Delivery, cluster, app string) error {
+	if d.Signing == nil {
+		return nil
+	}
+	s, err := e.signer(d.Signing)
+	if err != nil {
+		return err
+	}
+	pub, err := s.PublicKey()
+	if err != nil {
+		return err
+	}
+	a := e.artifacts[cluster][app]
+	return a.registry.SignedFor(ctx, a.digest, pub, e.claim(cluster, app, 0))
 }
 
 // keep notes the artifact d in reg that cluster's tag of app is to

@@ -85,7 +85,7 @@ func TestOCISources(t *testing.T) {
 		t.Helper()
 		d, err := base.Push(ctx, "web", baseArtifact(t, v))
 		if err == nil && sign {
-			err = base.Sign(ctx, "web", d, signer)
+			err = base.Sign(ctx, "web", d, signer, artifact.Claim{})
 		}
 		if err == nil {
 			err = base.Tag(ctx, "web", "stable", d)

@@ -2,17 +2,23 @@ package e2e
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 // publishedFleet is staging written to directly, production delivered
@@ -92,12 +98,25 @@ type pubBed struct {
 	flux      fluxProcs // pub-a's; pub-c's is started beside it
 	r         artifact.Registry
 	host, dir string
+	// pushed are the digests of web's artifacts pushed, as the registry
+	// saw them: what anyone with push (or pull) rights can list.
+	mu     sync.Mutex
+	pushed []string
 }
 
 func newPubBed(t *testing.T) *pubBed {
 	b := &pubBed{t: t, flux: startFlux(t, "fleet-c3")}
 	startFlux(t, "fleet-c2")
-	b.r, b.host = loopbackRegistry(t, nil)
+	b.r, b.host = loopbackRegistry(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if ref, ok := strings.CutPrefix(r.URL.Path, "/v2/fleets/e2e/web/manifests/"); ok && r.Method == http.MethodPut && strings.HasPrefix(ref, "sha256:") {
+				b.mu.Lock()
+				b.pushed = append(b.pushed, ref)
+				b.mu.Unlock()
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
 	b.dir = workdir(t, publishedFleet(b.host, ""), map[string]string{"app.yaml": publishedApp, "smoke.sh": smokeCheck, "fail": "", "cosign.key": signingKey(t)})
 	if err := os.Chmod(filepath.Join(b.dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -162,6 +181,50 @@ func (b *pubBed) stagingHoldsProduction() {
 	}
 	if d := b.tag(); d != "" {
 		t.Fatalf("a tag moved although staging failed: web:pub-a is %s", d)
+	}
+	b.failedReleaseRefused()
+}
+
+// Someone with push rights moves pub-a's tag to what the run pushed
+// although staging failed: nothing signed it (signing waits for the
+// wave), so Flux refuses it.
+func (b *pubBed) failedReleaseRefused() {
+	t, ctx := b.t, context.Background()
+	b.mu.Lock()
+	pushed := slices.Clone(b.pushed)
+	b.mu.Unlock()
+	if len(pushed) == 0 {
+		t.Fatal("the run pushed no artifact of web: nothing to attack with")
+	}
+	for _, d := range pushed {
+		h, err := v1.NewHash(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sigs, err := b.r.Signatures(ctx, "web", h); err != nil || len(sigs) > 0 {
+			t.Fatalf("artifact %s, pushed by a run whose staging failed, has %d signatures (%v)", d, len(sigs), err)
+		}
+	}
+	h, _ := v1.NewHash(pushed[0])
+	if err := b.r.Tag(ctx, "web", "pub-a", h); err != nil {
+		t.Fatal(err)
+	}
+	b.fluxRefuses("a release whose staging failed")
+	if err := b.r.Untag(ctx, "web", "pub-a"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fluxRefuses waits until pub-a's Flux refuses its tag's artifact for
+// want of a signature, and checks that the cluster runs nothing new.
+func (b *pubBed) fluxRefuses(what string) {
+	t := b.t
+	var msg string
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !strings.Contains(msg, "no matching signatures"); time.Sleep(500 * time.Millisecond) {
+		msg, _, _ = kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
+	}
+	if !strings.Contains(msg, "no matching signatures") {
+		t.Fatalf("Flux took %s: %q\n%s", what, msg, b.flux.logs())
 	}
 }
 
@@ -259,13 +322,7 @@ func (b *pubBed) forgedTagRefused() {
 	if err := r.Tag(ctx, "web", "pub-a", fd); err != nil {
 		t.Fatal(err)
 	}
-	var msg string
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline) && !strings.Contains(msg, "no matching signatures"); time.Sleep(500 * time.Millisecond) {
-		msg, _, _ = kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].message}`)
-	}
-	if !strings.Contains(msg, "no matching signatures") {
-		t.Fatalf("Flux took an unsigned artifact: %q\n%s", msg, b.flux.logs())
-	}
+	b.fluxRefuses("an unsigned artifact")
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
 		t.Fatalf("after a forged tag the cluster runs %q", v)
 	}
@@ -388,12 +445,59 @@ func (b *pubBed) historyAndRollback(first string) {
 	if n := strings.Count(out, `"user":"admin"`); n != 3 {
 		t.Errorf("history of an observed delivered cluster names its publisher %d times of 3:\n%s", n, out)
 	}
+	b.forgedHistoryRefused()
 	out, errOut, code = fleet(t, dir, "rollback", "--yes", "-c", "pub-a")
 	if code != 0 || !said(out, "pub-a", "revision 4 recorded (rollback to 1)") || b.tag() != first {
 		t.Fatalf("rollback of a delivered cluster: exit %d, tag %s, want %s\n%s%s\n%s", code, b.tag(), first, out, errOut, b.flux.logs())
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" {
 		t.Fatalf("Flux runs %q after the rollback, want 1", v)
+	}
+}
+
+// Someone with push rights edits pub-a's history before a rollback:
+// revision 1 names their artifact (and its objects' digest), or another
+// signed artifact of pub-a under revision 1's digest. Rollback signs
+// nothing and refuses both, naming the record; the tag stays.
+func (b *pubBed) forgedHistoryRefused() {
+	t, dir, ctx := b.t, b.dir, context.Background()
+	h, err := b.r.History(ctx, "web", "pub-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := b.tag()
+	objs := []*unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "release", "namespace": "e2e-pub"}, "data": map[string]any{"v": "evil"}}}}
+	img, err := artifact.Pack(objs, artifact.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := b.r.Push(ctx, "web", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r1 := slices.IndexFunc(h.Revisions, func(r revision.Revision) bool { return r.Number == 1 })
+	rCur, _ := h.Record()
+	for _, forge := range []struct {
+		artifact, digest, want string
+	}{
+		{evil.String(), digest.Render(objs, nil), "carries no signature of this delivery's key for fleet e2e, cluster pub-a, app web: not signed"},
+		{rCur.Artifact, h.Revisions[r1].Digest, "names artifact " + artifact.Short(rCur.Artifact) + ", whose objects' digest is"},
+	} {
+		forged := artifact.History{Current: h.Current, Revisions: slices.Clone(h.Revisions)}
+		forged.Revisions[r1].Artifact, forged.Revisions[r1].Digest = forge.artifact, forge.digest
+		if err := b.r.SaveHistory(ctx, "web", "pub-a", forged); err != nil {
+			t.Fatal(err)
+		}
+		out, errOut, code := fleet(t, dir, "rollback", "--yes", "-c", "pub-a")
+		if code == 0 || !strings.Contains(out+errOut, forge.want) || b.tag() != before {
+			t.Fatalf("rollback after a forged history record: exit %d, tag %s (was %s), want %q\n%s%s", code, b.tag(), before, forge.want, out, errOut)
+		}
+		if sigs, err := b.r.Signatures(ctx, "web", evil); err != nil || len(sigs) != 0 {
+			t.Fatalf("the forged record's artifact got %d signatures (%v)", len(sigs), err)
+		}
+	}
+	if err := b.r.SaveHistory(ctx, "web", "pub-a", h); err != nil {
+		t.Fatal(err)
 	}
 }
 
