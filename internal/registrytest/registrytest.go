@@ -16,6 +16,8 @@ import (
 	"log"
 	"maps"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -39,11 +41,29 @@ func Delivery(t testing.TB) (*fleet.Delivery, publish.Registry) {
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	d := &fleet.Delivery{OCI: "oci://" + strings.TrimPrefix(srv.URL, "http://") + "/fleets/prod", Insecure: true}
-	reg, err := publish.For(d)
+	reg, err := publish.For(nil, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d, reg
+}
+
+// SignedDelivery is Delivery with a signing key (a file of a new key,
+// in a fleet of its own folder): its Registry signs and verifies
+// records.
+func SignedDelivery(t testing.TB) (*fleet.Fleet, *fleet.Delivery, publish.Registry) {
+	t.Helper()
+	d, _ := Delivery(t)
+	f := &fleet.Fleet{Dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(f.Dir, "cosign.key"), SigningKey(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d.Signing = &fleet.Signing{Key: "cosign.key"}
+	reg, err := publish.For(f, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, d, reg
 }
 
 // Pushed packs objs as an artifact, pushes it to app's repository, and

@@ -24,7 +24,8 @@ func Tag(cluster string) string { return cluster + ".approval" }
 
 // ReadPublished reads the approvals of apps on delivered cluster c.
 func ReadPublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []string) (map[string]Approval, error) {
-	reg, err := publish.For(f.DeliveryOf(c))
+	reg, err := publish.For(f, f.DeliveryOf(c))
+	reg = reg.WithoutRecordKeys() // an approval is its approver's to sign
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +47,8 @@ func ReadPublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps [
 // ApprovePublished records, in delivered cluster c's registry, s's
 // approval of each of results (c's renders, an app each).
 func ApprovePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result, now time.Time, s Signer) ([]Approval, error) {
-	reg, err := publish.For(f.DeliveryOf(c))
+	reg, err := publish.For(f, f.DeliveryOf(c))
+	reg = reg.WithoutRecordKeys() // an approval is its approver's to sign
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,12 @@ type Delivery struct {
 type Signing struct {
 	Key    string `yaml:"key"`
 	KeyEnv string `yaml:"keyEnv"`
+	// PublicKey is the key's public half (cosign.pub, relative to the
+	// fleet file's folder): what a command that only reads the registry's
+	// records (status, history, diff) verifies them with, so that it
+	// needs no private key. "": derived from the key, which must then be
+	// readable.
+	PublicKey string `yaml:"publicKey"`
 }
 
 // The delivery's defaults: where a cluster's Flux objects are, how often
@@ -110,6 +116,11 @@ func (f *Fleet) validateDelivery(e *errs, p string, d *Delivery) {
 		case s.Key != "":
 			if _, err := os.Stat(f.ResolvePath(s.Key)); err != nil {
 				e.add(p+".signing.key", "%s does not exist (relative paths start at the fleet file's folder)", s.Key)
+			}
+		}
+		if s.PublicKey != "" {
+			if _, err := os.Stat(f.ResolvePath(s.PublicKey)); err != nil {
+				e.add(p+".signing.publicKey", "%s does not exist (relative paths start at the fleet file's folder)", s.PublicKey)
 			}
 		}
 	}

@@ -79,7 +79,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		return nil
 	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
 		list, err := published(ctx, f, c, d, apps)
-		paused, perr := pause.ReadPublished(ctx, d, c.Name)
+		paused, perr := pause.ReadPublished(ctx, f, d, c.Name)
 		mu.Lock()
 		entries[c.Name], pauses[c.Name] = append(entries[c.Name], list...), paused
 		mu.Unlock()
@@ -91,7 +91,7 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 // published reads a delivered cluster's history of apps (none: every
 // app of the fleet) from its registry.
 func published(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *fleet.Delivery, apps []string) ([]Entry, error) {
-	reg, err := publish.For(d)
+	reg, err := publish.For(f, d)
 	if err != nil {
 		return nil, err
 	}

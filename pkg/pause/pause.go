@@ -254,7 +254,7 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outco
 		line, err := ch.one(ctx, configMap{client, name}, func() string { return revision.User(ctx, client) })
 		return say(c, line, err)
 	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-		s, err := registryStore(d, c.Name)
+		s, err := registryStore(ch.Fleet, d, c.Name)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,8 @@ package pause
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 
@@ -27,8 +29,8 @@ func Tag(cluster string) string { return cluster + ".pause" }
 
 // ReadPublished reads the pauses of delivered cluster c: none when it
 // has no record of them.
-func ReadPublished(ctx context.Context, d *fleet.Delivery, cluster string) ([]Pause, error) {
-	s, err := registryStore(d, cluster)
+func ReadPublished(ctx context.Context, f *fleet.Fleet, d *fleet.Delivery, cluster string) ([]Pause, error) {
+	s, err := registryStore(f, d, cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -58,28 +60,43 @@ type registryRecord struct {
 	cluster string
 }
 
-func registryStore(d *fleet.Delivery, cluster string) (registryRecord, error) {
-	reg, err := publish.For(d)
+func registryStore(f *fleet.Fleet, d *fleet.Delivery, cluster string) (registryRecord, error) {
+	reg, err := publish.For(f, d)
 	return registryRecord{reg: reg, cluster: cluster}, err
 }
 
 func (r registryRecord) read(ctx context.Context) ([]Pause, error) { return read(ctx, r) }
 
+// data reads the record. One the delivery's key did not sign (someone
+// with push rights wrote {} to lift a pause, or a pause without the key)
+// holds every app: failing closed, it is a pause, by nobody known.
 func (r registryRecord) data(ctx context.Context) (map[string]string, error) {
 	data := map[string]string{}
 	_, err := r.reg.ReadRecord(ctx, Repository, Tag(r.cluster), &data)
+	if unsigned, ok := errors.AsType[*publish.UnsignedRecordError](err); ok {
+		held, _ := json.Marshal(Pause{By: "?", Reason: unsigned.Error()})
+		return map[string]string{All: string(held)}, nil
+	}
 	return data, err
 }
 
+// merge adds pauses. Without the delivery's key, the record is written
+// unsigned: it then holds every app (data), which a pause may do.
 func (r registryRecord) merge(ctx context.Context, add map[string]string) error {
 	data, err := r.data(ctx)
 	if err != nil {
 		return err
 	}
 	maps.Copy(data, add)
-	return r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data)
+	err = r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data)
+	if errors.Is(err, publish.ErrNoRecordKey) {
+		err = r.reg.WithoutRecordKeys().WriteRecord(ctx, Repository, Tag(r.cluster), data)
+	}
+	return err
 }
 
+// lift removes pauses: only with the delivery's key, which signs the
+// record (a resume without it would be an unsigned record, which holds).
 func (r registryRecord) lift(ctx context.Context, keys []string) error {
 	data, err := r.data(ctx)
 	if err != nil {
@@ -88,5 +105,8 @@ func (r registryRecord) lift(ctx context.Context, keys []string) error {
 	for _, k := range keys {
 		delete(data, k)
 	}
-	return r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data)
+	if err := r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data); err != nil {
+		return fmt.Errorf("resuming a delivered cluster signs its pause record: %w", err)
+	}
+	return nil
 }

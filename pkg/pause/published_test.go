@@ -2,12 +2,17 @@ package pause
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
 // A delivered cluster's pauses live in its registry, one record per
@@ -18,11 +23,11 @@ func TestPublishedPauses(t *testing.T) {
 	d, reg := registrytest.Delivery(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
-	edge1, err := registryStore(d, "edge-1")
+	edge1, err := registryStore(nil, d, "edge-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ps, err := ReadPublished(ctx, d, "edge-1"); err != nil || len(ps) != 0 {
+	if ps, err := ReadPublished(ctx, nil, d, "edge-1"); err != nil || len(ps) != 0 {
 		t.Fatalf("no record: got %v, %v", ps, err)
 	}
 	if err := set(ctx, edge1, []string{"web"}, Pause{By: "alice", At: at, Reason: "INC-1"}); err != nil {
@@ -31,18 +36,18 @@ func TestPublishedPauses(t *testing.T) {
 	if err := set(ctx, edge1, nil, Pause{By: "bob", At: at, Reason: "freeze"}); err != nil {
 		t.Fatal(err)
 	}
-	ps, err := ReadPublished(ctx, d, "edge-1")
+	ps, err := ReadPublished(ctx, nil, d, "edge-1")
 	if err != nil || len(ps) != 2 || ps[0].App != "" || ps[1].App != "web" || ps[1].By != "alice" {
 		t.Fatalf("edge-1's pauses: got %+v, %v", ps, err)
 	}
-	if ps, err := ReadPublished(ctx, d, "edge-2"); err != nil || len(ps) != 0 {
+	if ps, err := ReadPublished(ctx, nil, d, "edge-2"); err != nil || len(ps) != 0 {
 		t.Fatalf("edge-2 is not paused: got %v, %v", ps, err)
 	}
 	lifted, err := lift(ctx, edge1, []string{"web"})
 	if err != nil || len(lifted) != 1 || lifted[0].Reason != "INC-1" {
 		t.Fatalf("lift of web: got %+v, %v", lifted, err)
 	}
-	if ps, _ := ReadPublished(ctx, d, "edge-1"); Find(ps, "web") == nil || ps[0].Reason != "freeze" {
+	if ps, _ := ReadPublished(ctx, nil, d, "edge-1"); Find(ps, "web") == nil || ps[0].Reason != "freeze" {
 		t.Fatalf("the pause of every app still holds web: got %+v", ps)
 	}
 
@@ -50,7 +55,73 @@ func TestPublishedPauses(t *testing.T) {
 	if err := reg.Tag(ctx, Repository, Tag("edge-1"), dg); err != nil {
 		t.Fatal(err)
 	}
-	if ps, err := ReadPublished(ctx, d, "edge-1"); err == nil {
+	if ps, err := ReadPublished(ctx, nil, d, "edge-1"); err == nil {
 		t.Fatalf("a foreign artifact under the pauses' tag read as %v", ps)
+	}
+}
+
+// When the delivery signs, the pause record is signed: someone with push
+// rights who writes {} over it (or any record the key did not sign)
+// lifts nothing, it holds every app; a pause without the key is written
+// unsigned and holds every app too; a resume needs the key.
+func TestSignedPauses(t *testing.T) {
+	f, d, reg := registrytest.SignedDelivery(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 27, 7, 0, 0, 0, time.UTC)
+	edge1, err := registryStore(f, d, "edge-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set(ctx, edge1, []string{"web"}, Pause{By: "alice", At: at, Reason: "INC-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := ReadPublished(ctx, f, d, "edge-1"); err != nil || len(ps) != 1 || ps[0].Reason != "INC-1" || Find(ps, "api") != nil {
+		t.Fatalf("a signed pause of web: %+v, %v", ps, err)
+	}
+	// {} written with push rights alone.
+	if err := reg.WithoutRecordKeys().WriteRecord(ctx, Repository, Tag("edge-1"), map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := ReadPublished(ctx, f, d, "edge-1")
+	if err != nil || Find(ps, "web") == nil || Find(ps, "api") == nil || !strings.Contains(ps[0].Reason, "is not signed by the delivery's key (its signature does not verify)") && !strings.Contains(ps[0].Reason, "(it has no signature)") {
+		t.Fatalf("an unsigned {} over the pauses: %+v, %v", ps, err)
+	}
+	// A signed record of edge-2 copied over edge-1's: bound to its tag.
+	edge2, _ := registryStore(f, d, "edge-2")
+	if err := set(ctx, edge2, []string{"api"}, Pause{By: "dave", At: at, Reason: "edge-2 only"}); err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := reg.Repository(Repository)
+	copied, _, err := reg.Resolve(ctx, Repository, Tag("edge-2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Tag(ctx, Repository, Tag("edge-1"), copied); err != nil {
+		t.Fatal(err)
+	}
+	if ps, err := ReadPublished(ctx, f, d, "edge-1"); err != nil || Find(ps, "web") == nil || !strings.Contains(ps[0].Reason, repo.Tag(Tag("edge-1")).String()) {
+		t.Fatalf("edge-2's signed record under edge-1's tag: %+v, %v", ps, err)
+	}
+	// Without the key: a pause is written (unsigned: it holds every
+	// app), a resume is refused.
+	signer, err := publish.SignerOf(f, d.Signing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := signer.PublicKey()
+	if err := os.WriteFile(filepath.Join(f.Dir, "cosign.pub"), pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keyless := *d
+	keyless.Signing = &fleet.Signing{KeyEnv: "NO_SUCH_KEY_VARIABLE", PublicKey: "cosign.pub"}
+	nokey, _ := registryStore(f, &keyless, "edge-3")
+	if err := set(ctx, nokey, []string{"web"}, Pause{By: "carol", At: at, Reason: "no key"}); err != nil {
+		t.Fatalf("a pause without the key: %v", err)
+	}
+	if ps, err := ReadPublished(ctx, f, d, "edge-3"); err != nil || Find(ps, "api") == nil {
+		t.Fatalf("an unsigned pause holds every app: %+v, %v", ps, err)
+	}
+	if _, err := lift(ctx, nokey, nil); err == nil || !strings.Contains(err.Error(), "resuming a delivered cluster signs its pause record") {
+		t.Fatalf("a resume without the key: %v", err)
 	}
 }

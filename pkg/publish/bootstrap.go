@@ -115,7 +115,7 @@ func BootstrapCluster(f *fleet.Fleet, c *fleet.Cluster, apps []string, signer *S
 	if d == nil {
 		return nil, fmt.Errorf("cluster %s has no delivery: the rollout writes to it, nothing needs to follow a tag", c.Name)
 	}
-	reg, err := For(d)
+	reg, err := For(f, d)
 	if err != nil {
 		return nil, err
 	}

@@ -102,6 +102,8 @@ func (r Registry) SaveHistory(ctx context.Context, app, cluster string, h Histor
 
 // ReadRecord reads the record tag holds in app's repository into v
 // (JSON, bounded by MaxRecord); found is false when there is no tag.
+// When the delivery signs, a record without a valid signature of its key
+// is an *UnsignedRecordError, and v is left as it was.
 func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found bool, err error) {
 	repo, err := r.Repository(app)
 	if err != nil {
@@ -115,45 +117,52 @@ func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found
 	if err != nil {
 		return true, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))
 	}
-	data, err := recordOf(img)
-	if err == nil {
-		err = json.Unmarshal(data, v)
-	}
+	data, sig, err := recordOf(img)
 	if err != nil {
+		return true, fmt.Errorf("%s:%s: %w", repo, tag, err)
+	}
+	if r.Records != nil {
+		if err := r.Records.verifyRecord(repo.Tag(tag), data, sig); err != nil {
+			return true, err
+		}
+	}
+	if err := json.Unmarshal(data, v); err != nil {
 		return true, fmt.Errorf("%s:%s: %w", repo, tag, err)
 	}
 	return true, nil
 }
 
-// recordOf reads a record artifact, bounded by MaxRecord.
-func recordOf(img v1.Image) ([]byte, error) {
+// recordOf reads a record artifact, bounded by MaxRecord, and its
+// signature ("" for none).
+func recordOf(img v1.Image) (data []byte, sig string, err error) {
 	m, err := img.Manifest()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if m.Config.MediaType != RecordConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != RecordMediaType {
-		return nil, errors.New("not a record kubectl fleet wrote")
+		return nil, "", errors.New("not a record kubectl fleet wrote")
 	}
 	layers, err := img.Layers()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	rc, err := layers[0].Uncompressed()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, MaxRecord+1))
+	data, err = io.ReadAll(io.LimitReader(rc, MaxRecord+1))
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, "", err
 	case len(data) > MaxRecord:
-		return nil, fmt.Errorf("a record larger than %d MiB", MaxRecord>>20)
+		return nil, "", fmt.Errorf("a record larger than %d MiB", MaxRecord>>20)
 	}
-	return data, nil
+	return data, m.Annotations[RecordSignatureAnnotation], nil
 }
 
-// WriteRecord writes v as JSON under tag in app's repository.
+// WriteRecord writes v as JSON under tag in app's repository, signed
+// when the delivery signs (Records).
 func (r Registry) WriteRecord(ctx context.Context, app, tag string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -168,10 +177,24 @@ func (r Registry) WriteRecord(ctx context.Context, app, tag string, v any) error
 	if err != nil {
 		return err
 	}
+	if r.Records != nil {
+		sig, err := r.Records.signRecord(repo.Tag(tag), data)
+		if err != nil {
+			return err
+		}
+		img = mutate.Annotations(img, map[string]string{RecordSignatureAnnotation: sig}).(v1.Image)
+	}
 	// Straight to its tag: a record is never shared, so no push by
 	// digest and no read of it back to tag it.
 	if err := remote.Write(repo.Tag(tag), img, r.options(ctx)...); err != nil {
 		return fmt.Errorf("writing %s:%s: %w", repo, tag, Plain(err))
 	}
 	return nil
+}
+
+// WithoutRecordKeys is r for records that are not the delivery's to sign
+// (approvals, which their approvers sign).
+func (r Registry) WithoutRecordKeys() Registry {
+	r.Records = nil
+	return r
 }

@@ -35,6 +35,9 @@ type Registry struct {
 	Keychain authn.Keychain
 	// Transport, when not nil, sends the requests.
 	Transport http.RoundTripper
+	// Records signs the records written and verifies those read, when
+	// the delivery signs; nil: records are plain JSON (RecordKeys).
+	Records *RecordKeys
 }
 
 // ParseRegistry reads an oci:// URL of the fleet file (fleet.ParseOCI).
@@ -45,8 +48,13 @@ func ParseRegistry(url string, insecure bool) (Registry, error) {
 	return Registry{Base: strings.TrimSuffix(strings.TrimPrefix(url, Scheme), "/"), Insecure: insecure}, nil
 }
 
-// For is the registry a delivery publishes to.
-func For(d *fleet.Delivery) (Registry, error) { return ParseRegistry(d.OCI, d.Insecure) }
+// For is the registry a delivery of fleet f publishes to; its records
+// are signed with the delivery's key when it has one (KeysOf).
+func For(f *fleet.Fleet, d *fleet.Delivery) (Registry, error) {
+	r, err := ParseRegistry(d.OCI, d.Insecure)
+	r.Records = KeysOf(f, d.Signing)
+	return r, err
+}
 
 // Repository is app's repository.
 func (r Registry) Repository(app string) (name.Repository, error) {

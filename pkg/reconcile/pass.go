@@ -111,7 +111,7 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 		return nil
 	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
 		// Its registry says what it runs; nothing connects.
-		reg, err := publish.For(d)
+		reg, err := publish.For(r.Fleet, d)
 		if err != nil {
 			return err
 		}

@@ -18,7 +18,7 @@ import (
 // the artifact, so that the tag moves back to exactly it. apps none:
 // every app of f with a history there.
 func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *fleet.Delivery, apps []string, to int) ([]Target, []Skip, error) {
-	reg, err := publish.For(d)
+	reg, err := publish.For(f, d)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -79,7 +79,7 @@ func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []render
 // run waits until Flux applied it. A tag that does not exist is
 // nothing to delete.
 func (e *Engine) unpublish(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, apps []rendered.App) error {
-	reg, err := publish.For(d)
+	reg, err := publish.For(e.r.Fleet, d)
 	if err != nil {
 		return err
 	}

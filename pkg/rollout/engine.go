@@ -16,7 +16,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -130,8 +129,6 @@ type Engine struct {
 	artifacts map[string]map[string]artifact
 	// moved are the tags each delivered cluster's run moved (movedOf).
 	moved map[string]map[string]v1.Hash
-	// signers are the deliveries' signing keys, read once (signer).
-	signers memo.Memo[*fleet.Signing, *publish.Signer]
 	// signing serializes the signing of one artifact (signAt): clusters
 	// that get the same one add their signatures to one manifest.
 	signing memo.Memo[string, *sync.Mutex]

@@ -125,7 +125,7 @@ func (e *Engine) pausesOf(u unit, apps []string) []string {
 		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
 		return paused(c, pauses, err)
 	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) (string, error) {
-		pauses, err := pause.ReadPublished(ctx, d, c.Name)
+		pauses, err := pause.ReadPublished(ctx, e.r.Fleet, d, c.Name)
 		return paused(c, pauses, err)
 	})
 	if !e.o.SkipGates && len(unread) > u.MaxFailures {

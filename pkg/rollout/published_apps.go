@@ -33,7 +33,7 @@ type publishedApps struct {
 // ever published to the cluster and, when the cluster is observed,
 // whether its Flux applied it and is Ready.
 func (p *publishedApps) dependencyApplied(ctx context.Context, app string) error {
-	reg, err := publish.For(p.d)
+	reg, err := publish.For(p.e.r.Fleet, p.d)
 	if err != nil {
 		return fmt.Errorf("not started: dependency %s: %w", app, err)
 	}
@@ -66,7 +66,7 @@ func (p *publishedApps) Test(context.Context, App) error        { return nil }
 // cannot be read: failing closed.
 func (p *publishedApps) Apply(ctx context.Context, app App) error {
 	if o := p.e.o; !o.DryRun && o.Rollback == nil {
-		pauses, err := pause.ReadPublished(ctx, p.d, p.cluster.Name)
+		pauses, err := pause.ReadPublished(ctx, p.e.r.Fleet, p.d, p.cluster.Name)
 		if err != nil {
 			return fmt.Errorf("reading the pauses of the fleet: %w", err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 )
 
 // A delivered cluster's app whose dependency is outside the run starts
@@ -16,7 +17,7 @@ import (
 // rule as on a cluster written to, asked of the registry.
 func TestPublishedDependencyOutsideTheRun(t *testing.T) {
 	d, reg := registrytest.Delivery(t)
-	p := &publishedApps{cluster: &fleet.Cluster{Name: "edge-1"}, d: d}
+	p := &publishedApps{e: &Engine{r: &rendered.Set{Fleet: &fleet.Fleet{}}}, cluster: &fleet.Cluster{Name: "edge-1"}, d: d}
 	ctx := context.Background()
 
 	err := p.dependencyApplied(ctx, "db")

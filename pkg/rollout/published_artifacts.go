@@ -33,7 +33,7 @@ func (e *Engine) publishAll(ctx context.Context) error {
 		if d == nil {
 			continue
 		}
-		reg, err := publish.For(d)
+		reg, err := publish.For(e.r.Fleet, d)
 		if err != nil {
 			return fmt.Errorf("cluster %s: delivery: %w", c.Name, err)
 		}
@@ -81,7 +81,7 @@ func (e *Engine) publishAll(ctx context.Context) error {
 
 // signer is the signer of a delivery's signing key, read once per run.
 func (e *Engine) signer(s *fleet.Signing) (*publish.Signer, error) {
-	return e.signers.Do(s, func() (*publish.Signer, error) { return publish.LoadSigning(e.r.Fleet, s) })
+	return publish.SignerOf(e.r.Fleet, s)
 }
 
 // claim is what a signature of cluster's artifact of app decides in
@@ -185,7 +185,7 @@ func (e *Engine) publishable(res render.Result) error {
 // cluster is asked), said as DiffEvents; with o.Plan, what apply --plan
 // checks of each app: its render's digest and where its tag was.
 func (e *Engine) diffPublished(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, o DiffOptions) (diff.Summary, []plan.App, error) {
-	reg, err := publish.For(d)
+	reg, err := publish.For(e.r.Fleet, d)
 	if err != nil {
 		return diff.Summary{}, nil, err
 	}

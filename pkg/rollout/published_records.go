@@ -25,7 +25,7 @@ func (p publishedReader) Release(ctx context.Context, cluster, app string) (Rele
 	if d == nil {
 		return p.Next.Release(ctx, cluster, app)
 	}
-	reg, err := publish.For(d)
+	reg, err := publish.For(p.Fleet, d)
 	if err != nil {
 		return Release{}, err
 	}

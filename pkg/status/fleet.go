@@ -72,7 +72,7 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 			func() ([]App, error) { return r.appsOf(ctx, client, c.Name) })
 	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
 		return beside(c,
-			func() ([]pause.Pause, error) { return pause.ReadPublished(ctx, d, c.Name) },
+			func() ([]pause.Pause, error) { return pause.ReadPublished(ctx, f, d, c.Name) },
 			func() ([]App, error) { return r.publishedOf(ctx, c) })
 	})
 	return outcomes, results, pauses

@@ -71,7 +71,7 @@ func (p *Published) cell() string {
 // the rendered objects (read only: no dry run, so no drift is seen).
 func PublishedApp(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, client *kube.Client, app string, objs []*unstructured.Unstructured) (App, error) {
 	d := f.DeliveryOf(c)
-	reg, err := publish.For(d)
+	reg, err := publish.For(f, d)
 	if err != nil {
 		return App{}, err
 	}

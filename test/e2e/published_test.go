@@ -17,6 +17,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
@@ -457,8 +458,11 @@ func (b *pubBed) historyAndRollback(first string) {
 
 // Someone with push rights edits pub-a's history before a rollback:
 // revision 1 names their artifact (and its objects' digest), or another
-// signed artifact of pub-a under revision 1's digest. Rollback signs
-// nothing and refuses both, naming the record; the tag stays.
+// signed artifact of pub-a under revision 1's digest. The record is not
+// signed by the delivery's key: rollback refuses both, naming it, and
+// signs nothing; the tag stays. (Were it signed, the artifact's own
+// signature and digest are checked too: TestChoosePublishedChecksTheArtifact,
+// TestSignClaims.)
 func (b *pubBed) forgedHistoryRefused() {
 	t, dir, ctx := b.t, b.dir, context.Background()
 	h, err := b.r.History(ctx, "web", "pub-a")
@@ -466,6 +470,10 @@ func (b *pubBed) forgedHistoryRefused() {
 		t.Fatal(err)
 	}
 	before := b.tag()
+	signed, _, err := b.r.Resolve(ctx, "web", "pub-a.history")
+	if err != nil {
+		t.Fatal(err)
+	}
 	objs := []*unstructured.Unstructured{{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "release", "namespace": "e2e-pub"}, "data": map[string]any{"v": "evil"}}}}
 	img, err := artifact.Pack(objs, artifact.Origin{})
 	if err != nil {
@@ -480,8 +488,8 @@ func (b *pubBed) forgedHistoryRefused() {
 	for _, forge := range []struct {
 		artifact, digest, want string
 	}{
-		{evil.String(), digest.Render(objs, nil), "carries no signature of this delivery's key for fleet e2e, cluster pub-a, app web: not signed"},
-		{rCur.Artifact, h.Revisions[r1].Digest, "names artifact " + artifact.Short(rCur.Artifact) + ", whose objects' digest is"},
+		{evil.String(), digest.Render(objs, nil), "web:pub-a.history is not signed by the delivery's key"},
+		{rCur.Artifact, h.Revisions[r1].Digest, "web:pub-a.history is not signed by the delivery's key"},
 	} {
 		forged := artifact.History{Current: h.Current, Revisions: slices.Clone(h.Revisions)}
 		forged.Revisions[r1].Artifact, forged.Revisions[r1].Digest = forge.artifact, forge.digest
@@ -496,7 +504,7 @@ func (b *pubBed) forgedHistoryRefused() {
 			t.Fatalf("the forged record's artifact got %d signatures (%v)", len(sigs), err)
 		}
 	}
-	if err := b.r.SaveHistory(ctx, "web", "pub-a", h); err != nil {
+	if err := b.r.Tag(ctx, "web", "pub-a.history", signed); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -535,6 +543,38 @@ func (b *pubBed) laterGroupHeld() {
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c2", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v == "7" { // pub-c's Flux applies v 1 there
 		t.Fatal("late got a release production did not verify")
+	}
+	// Someone with push rights writes pub-b's r3 as verified: the record
+	// is not signed by the delivery's key, so it counts for nothing.
+	b.forged("pub-b.history", func(ctx context.Context) error {
+		h, err := b.r.History(ctx, "web", "pub-b")
+		if err != nil {
+			return err
+		}
+		h.Verify(h.Current, revision.Verification{State: revision.Verified})
+		return b.r.SaveHistory(ctx, "web", "pub-b", h)
+	}, func() {
+		out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "late")
+		if code != 1 || !strings.Contains(out+errOut, "web:pub-b.history is not signed by the delivery's key") || strings.Contains(out, "[pub-late]   published") {
+			t.Fatalf("apply -g late after a forged verified: exit %d\n%s%s", code, out, errOut)
+		}
+	})
+}
+
+// forged writes a record of web (tag) with push rights alone, runs
+// check, and puts the signed record back.
+func (b *pubBed) forged(tag string, write func(ctx context.Context) error, check func()) {
+	t, ctx := b.t, context.Background()
+	orig, _, err := b.r.Resolve(ctx, "web", tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := write(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check()
+	if err := b.r.Tag(ctx, "web", tag, orig); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -594,6 +634,23 @@ func (b *pubBed) pauseHolds() {
 		if now := mustDigest(t, b.r, c); now != d {
 			t.Fatalf("%s is paused, yet its tag moved from %s to %s", c, d, now)
 		}
+	}
+	// Someone with push rights writes {} over pub-a's pauses: a record
+	// the key did not sign holds every app.
+	ctx := context.Background()
+	paused, _, err := b.r.Resolve(ctx, pause.Repository, pause.Tag("pub-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.r.WriteRecord(ctx, pause.Repository, pause.Tag("pub-a"), map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-c", "pub-a")
+	if code == 0 || !said(out, "pub-a", "fleet.pauses:pub-a.pause is not signed by the delivery's key") || mustDigest(t, b.r, "pub-a") != before["pub-a"] {
+		t.Fatalf("apply after {} was written over the pauses: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := b.r.Tag(ctx, pause.Repository, pause.Tag("pub-a"), paused); err != nil {
+		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "resume", "-g", "production")
 	if code != 0 || !said(out, "pub-a", "resumed: was paused") {
