@@ -1,0 +1,111 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testfiles"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// A delivered cluster's artifact is signed at its wave, for it: a
+// cluster a pause holds gets none (its artifact pushed, unsigned); two
+// clusters with one render each sign it; a rollback signs nothing, and
+// goes back to the artifact as its first release signed it.
+func TestPublishedSigning(t *testing.T) {
+	d, reg := registrytest.Delivery(t)
+	dir := t.TempDir()
+	write := func(v string) {
+		testfiles.Write(t, dir, map[string]string{
+			"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups:\n- name: edge\n  delivery: {oci: \"" + d.OCI + "\", insecure: true, signing: {key: cosign.key}}\nclusters:\n- {name: e1, group: edge}\n- {name: e2, group: edge}\n- {name: e3, group: edge}\napps:\n- {name: web, manifests: web}\n",
+			"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {v: \"" + v + "\"}\n",
+			"cosign.key":  string(registrytest.SigningKey(t)),
+		})
+	}
+	write("1")
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	// e3 is paused: its wave's gate says no.
+	if outcomes, _ := (pause.Change{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[2]}, Reason: "INC-1", Now: time.Now()}).Apply(ctx, nil); len(outcomes) != 1 || outcomes[0].Err != nil {
+		t.Fatalf("pause: %+v", outcomes)
+	}
+	run := func(set *rendered.Set, o Options) []runner.Outcome {
+		t.Helper()
+		o.Parallel, o.Concurrency = 3, 1
+		return (&Engine{Connector: clusters{}}).Run(ctx, set, o, func(Event) {})
+	}
+	set, err := rendered.Render(ctx, rendered.Config{Fleet: f, Engine: &render.Engine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := run(set, Options{})
+	if got := byCluster(outcomes); got["e1"] != "succeeded in edge" || got["e2"] != "succeeded in edge" || got["e3"] != "skipped in edge" {
+		t.Fatalf("outcomes %v", got)
+	}
+	first := tagOf(t, reg, "e1")
+	claims := signedClaims(t, reg, first)
+	if len(claims) != 2 || claims[0].Revision != 1 || claims[1].Revision != 1 || claims[0].Cluster == claims[1].Cluster || claims[0].Cluster == "e3" || claims[1].Cluster == "e3" {
+		t.Fatalf("the first release's artifact is signed for %+v, want e1's and e2's revision 1", claims)
+	}
+	// A second release, then a rollback to the first.
+	write("2")
+	if set, err = rendered.Render(ctx, rendered.Config{Fleet: f, Engine: &render.Engine{}}); err != nil {
+		t.Fatal(err)
+	}
+	set.Clusters = set.Clusters[:1] // e1
+	set.Results = set.Results[:1]
+	if got := byCluster(run(set, Options{})); got["e1"] != "succeeded in edge" || tagOf(t, reg, "e1") == first {
+		t.Fatalf("second release: %v", got)
+	}
+	chosen, results := rollback.Read(ctx, nil, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 0, 1)
+	back := &rendered.Set{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[0]}, Results: results}
+	if got := byCluster(run(back, Options{Rollback: chosen})); got["e1"] != "succeeded in edge" || tagOf(t, reg, "e1") != first {
+		t.Fatalf("rollback: %v, e1 at %s, want %s", got, tagOf(t, reg, "e1"), first)
+	}
+	if after := signedClaims(t, reg, first); len(after) != len(claims) {
+		t.Errorf("the rollback signed the artifact again: %+v, was %+v", after, claims)
+	}
+}
+
+func tagOf(t *testing.T, reg publish.Registry, cluster string) v1.Hash {
+	t.Helper()
+	d, found, err := reg.Resolve(context.Background(), "web", cluster)
+	if err != nil || !found {
+		t.Fatalf("web:%s: %v %v", cluster, found, err)
+	}
+	return d
+}
+
+// signedClaims are the claims of d's signatures, in order.
+func signedClaims(t *testing.T, reg publish.Registry, d v1.Hash) []publish.Claim {
+	t.Helper()
+	sigs, err := reg.Signatures(context.Background(), "web", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []publish.Claim
+	for _, s := range sigs {
+		var p publish.Payload
+		if err := json.Unmarshal(s.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		c, _ := publish.ClaimOf(p)
+		out = append(out, c)
+	}
+	return out
+}
