@@ -130,7 +130,7 @@ func (f *Fetcher) fetch(ctx context.Context, s Spec) (Fetched, error) {
 		return Fetched{}, err
 	}
 	repo := ref.Context()
-	opts := f.options(ctx)
+	opts := f.options(ctx, s.Insecure)
 	d, err := f.digestOf(ref, s.Digest, opts)
 	if err != nil {
 		return Fetched{}, err
@@ -341,16 +341,14 @@ func (f *Fetcher) limits() Limits {
 	return f.Limits
 }
 
-func (f *Fetcher) options(ctx context.Context) []remote.Option {
+// options reach a source's registry: over HTTPS only, unless insecure
+// (publish.TransportFor).
+func (f *Fetcher) options(ctx context.Context, insecure bool) []remote.Option {
 	kc := f.Keychain
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
-	if f.Transport != nil {
-		opts = append(opts, remote.WithTransport(f.Transport))
-	}
-	return opts
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(publish.TransportFor(f.Transport, insecure))}
 }
 
 func fingerprint(key []byte) string {

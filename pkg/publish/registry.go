@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -71,10 +72,35 @@ func (r Registry) options(ctx context.Context) []remote.Option {
 		kc = authn.DefaultKeychain
 	}
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("kubectl-fleet")}
-	if r.Transport != nil {
-		opts = append(opts, remote.WithTransport(r.Transport))
+	return append(opts, remote.WithTransport(TransportFor(r.Transport, r.Insecure)))
+}
+
+// TransportFor is the transport to a registry: base (nil: go-
+// containerregistry's default), which refuses plain HTTP unless
+// insecure, or to a loopback address (an IP literal, or localhost),
+// which never leaves the machine. go-containerregistry falls back to
+// plain HTTP for a registry on a private (RFC 1918) or .local address, or
+// any name under localhost, when HTTPS fails, sending the request, and
+// its Basic credentials, in the clear: only a delivery or source that
+// says insecure: true may.
+func TransportFor(base http.RoundTripper, insecure bool) http.RoundTripper {
+	if base == nil {
+		base = remote.DefaultTransport
 	}
-	return opts
+	if insecure {
+		return base
+	}
+	return httpsOnly{base}
+}
+
+// httpsOnly refuses every request that is not HTTPS.
+type httpsOnly struct{ next http.RoundTripper }
+
+func (h httpsOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != "https" && !Loopback(req.URL.Hostname()) {
+		return nil, fmt.Errorf("refusing plain HTTP to %s: say insecure: true for a registry without TLS", req.URL.Host)
+	}
+	return h.next.RoundTrip(req)
 }
 
 // Push writes img to app's repository by digest (blobs the registry has
@@ -239,4 +265,15 @@ func Short(d string) string {
 		return d[:19]
 	}
 	return d
+}
+
+// Loopback reports whether host (without a port) is this machine's
+// loopback: an IP literal in 127.0.0.0/8 or ::1, or exactly localhost
+// (a name under it may resolve anywhere).
+func Loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

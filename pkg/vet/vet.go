@@ -375,6 +375,11 @@ func (v *Out) Deliveries(f *fleet.Fleet, clusters []*fleet.Cluster) {
 			v.warn("delivery " + d.OCI + ": insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine")
 		}
 	}
+	for i := range f.Apps {
+		if a := &f.Apps[i]; a.Insecure && a.OCI() != "" && !loopback(a.OCI()) {
+			v.warn("app " + a.Name + ": insecure: true reads " + a.OCI() + " and sends credentials over plain HTTP from a registry not on this machine")
+		}
+	}
 }
 
 // warn says a warning of the fleet's ("type": "warning", no app).
@@ -386,14 +391,14 @@ func (v *Out) warn(msg string) {
 	fmt.Fprintln(v.w, "warning: "+msg)
 }
 
-// loopback reports whether an oci:// URL's registry is on this machine.
+// loopback reports whether an oci:// URL's registry is on this machine
+// (publish.Loopback).
 func loopback(oci string) bool {
 	host, _, _ := strings.Cut(strings.TrimPrefix(oci, "oci://"), "/")
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || ip != nil && ip.IsLoopback()
+	return publish.Loopback(host)
 }
 
 // Unpublishable are the problems of a delivered cluster's renders that

@@ -52,6 +52,9 @@ clusters:
   - {name: edge-1, group: edge}
   - {name: edge-2, group: edge}
   - {name: lab-1, group: lab}
+apps:
+  - {name: base, kustomize: "oci://10.0.0.7:5000/bases/web:v1", insecure: true}
+  - {name: local, kustomize: "oci://127.0.0.1:5000/bases/web:v1", insecure: true}
 `), "fleet.yaml", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +64,8 @@ clusters:
 	all := []*fleet.Cluster{f.Cluster("stg-1"), f.Cluster("edge-1"), f.Cluster("edge-2"), f.Cluster("lab-1")}
 	v.Deliveries(f, all)
 	want := "warning: delivery oci://registry.example.com:5000/f: artifacts are published unsigned: whoever may push there changes what 2 clusters (edge-1, edge-2) run; sign them (delivery.signing) and bootstrap again, so that their Flux verifies each one\n" +
-		"warning: delivery oci://registry.example.com:5000/f: insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine\n"
+		"warning: delivery oci://registry.example.com:5000/f: insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine\n" +
+		"warning: app base: insecure: true reads oci://10.0.0.7:5000/bases/web:v1 and sends credentials over plain HTTP from a registry not on this machine\n"
 	if out.String() != want {
 		t.Errorf("got\n%swant\n%s", out.String(), want)
 	}
