@@ -29,7 +29,7 @@ func TestPublishedSigning(t *testing.T) {
 	dir := t.TempDir()
 	write := func(v string) {
 		testfiles.Write(t, dir, map[string]string{
-			"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups:\n- name: edge\n  delivery: {oci: \"" + d.OCI + "\", insecure: true, signing: {key: cosign.key}}\nclusters:\n- {name: e1, group: edge}\n- {name: e2, group: edge}\n- {name: e3, group: edge}\napps:\n- {name: web, manifests: web}\n",
+			"fleet.yaml":  "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups:\n- name: edge\n  delivery: {oci: \"" + d.OCI + "\", insecure: true, signing: {key: cosign.key}}\nclusters:\n- {name: e1, group: edge}\n- {name: e2, group: edge}\n- {name: e3, group: edge}\napps:\n- {name: web, manifests: web}\n",
 			"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {v: \"" + v + "\"}\n",
 			"cosign.key":  string(registrytest.SigningKey(t)),
 		})
