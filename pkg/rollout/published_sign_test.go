@@ -26,12 +26,12 @@ import (
 // goes back to the artifact as its first release signed it.
 func TestPublishedSigning(t *testing.T) {
 	d, reg := registrytest.Delivery(t)
-	dir := t.TempDir()
+	dir, key := t.TempDir(), string(registrytest.SigningKey(t))
 	write := func(v string) {
 		testfiles.Write(t, dir, map[string]string{
 			"fleet.yaml":  "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups:\n- name: edge\n  delivery: {oci: \"" + d.OCI + "\", insecure: true, signing: {key: cosign.key}}\nclusters:\n- {name: e1, group: edge}\n- {name: e2, group: edge}\n- {name: e3, group: edge}\napps:\n- {name: web, manifests: web}\n",
 			"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {v: \"" + v + "\"}\n",
-			"cosign.key":  string(registrytest.SigningKey(t)),
+			"cosign.key":  key,
 		})
 	}
 	write("1")
