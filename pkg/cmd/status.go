@@ -59,7 +59,10 @@ go. -v lists every object.
 
 Exit codes:
   0  every object Current and in sync
-  1  something is not, or an error`,
+  1  something is not (a delivered cluster's tag moved by someone else,
+     its Flux objects not what bootstrap wrote), or an error
+  5  as 0, but a delivered cluster no context reads is published, not
+     observed: nothing says what it runs`,
 		Example: `  kubectl fleet status
   kubectl fleet status -o wide -c prod-eu
   kubectl fleet status -o json
@@ -180,7 +183,13 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 	if !status.Healthy(outcomes, clusters) {
 		return &exit.Error{Code: exit.Failed}
 	}
-	return summary.Skipped(outcomes, exit.Failed)
+	if err := summary.Skipped(outcomes, exit.Failed); err != nil {
+		return err
+	}
+	if status.Unobserved(clusters) {
+		return &exit.Error{Code: exit.NotObserved}
+	}
+	return nil
 }
 
 // renderedApps are the apps rendered, in order: the matrix's first

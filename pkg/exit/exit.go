@@ -19,6 +19,10 @@ const (
 	// AwaitingApproval means a group marked approval: required was not
 	// started: its release is not approved yet (kubectl fleet approve).
 	AwaitingApproval = 4
+	// NotObserved is status's: everything it could read is as it should
+	// be, but a delivered cluster no context reads is published, not
+	// observed: nothing says what it runs.
+	NotObserved = 5
 	// Interrupted means the run was stopped by Ctrl-C.
 	Interrupted = 130
 )

@@ -2,10 +2,12 @@ package publish
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -49,6 +51,11 @@ type Flux struct {
 	// Wait: the Kustomization waits for its objects' health, so Ready
 	// says they are healthy.
 	Wait bool `json:"wait,omitempty"`
+	// Tampered says how the cluster's Flux objects differ from what
+	// bootstrap wrote where it matters: the OCIRepository's URL, tag or
+	// verify, its signature check not run, the Kustomization's source or
+	// path. None of it is to be trusted then.
+	Tampered []string `json:"tampered,omitempty"`
 }
 
 // Status says where Flux is, for a wait that ran out: what it fetched,
@@ -101,9 +108,10 @@ func (f Flux) Refused(d string) string {
 	return ""
 }
 
-// ReadFlux reads what the cluster's Flux says of fleet's app, through a
-// client that may only read.
-func ReadFlux(ctx context.Context, dyn dynamic.Interface, d *fleet.Delivery, fleetName, app string) (Flux, error) {
+// ReadFlux reads what cluster's Flux says of fleet's app, through a
+// client that may only read, and checks its objects against what
+// bootstrap writes for the cluster's tag in r (Tampered).
+func (r Registry) ReadFlux(ctx context.Context, dyn dynamic.Interface, d *fleet.Delivery, fleetName, app, cluster string) (Flux, error) {
 	ns := d.Namespace
 	if ns == "" {
 		ns = fleet.DefaultDeliveryNamespace
@@ -127,6 +135,7 @@ func ReadFlux(ctx context.Context, dyn dynamic.Interface, d *fleet.Delivery, fle
 	out.Attempted, _, _ = unstructured.NestedString(ks.Object, "status", "lastAttemptedRevision")
 	out.Ready, out.Since, out.Message = ready(ks)
 	out.Wait, _, _ = unstructured.NestedBool(ks.Object, "spec", "wait")
+	out.Tampered = append(r.tampered(d, fleetName, app, cluster, src, out), tamperedKustomization(ns, name, ks)...)
 	return out, nil
 }
 
@@ -157,4 +166,68 @@ func ready(obj *unstructured.Unstructured) (status string, since time.Time, mess
 		return status, since, message
 	}
 	return "Unknown", time.Time{}, ""
+}
+
+// tampered says how the OCIRepository src differs from what bootstrap
+// writes: another URL or ref, another verify or none, or, with verify,
+// no SourceVerified condition though it fetched an artifact.
+func (r Registry) tampered(d *fleet.Delivery, fleetName, app, cluster string, src *unstructured.Unstructured, f Flux) []string {
+	verify := ""
+	if d.Signing != nil {
+		verify = VerifySecretName(fleetName)
+	}
+	want, err := r.Bootstrap(fleetName, app, cluster, FollowOf(d, verify))
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, field := range []string{"url", "ref", "verify"} {
+		w, _, _ := unstructured.NestedFieldNoCopy(want[0].Object, "spec", field)
+		got, _, _ := unstructured.NestedFieldNoCopy(src.Object, "spec", field)
+		if !equality.Semantic.DeepEqual(w, got) {
+			out = append(out, fmt.Sprintf("the OCIRepository's %s is %s, not %s", field, brief(got), brief(w)))
+		}
+	}
+	if verify != "" && f.Fetched != "" && condition(src, "SourceVerified") == "" {
+		out = append(out, "the OCIRepository verified no signature of what it fetched")
+	}
+	return out
+}
+
+// tamperedKustomization says how ks differs from what bootstrap writes
+// where it decides what is applied: its source and path.
+func tamperedKustomization(ns, name string, ks *unstructured.Unstructured) []string {
+	var out []string
+	ref, _, _ := unstructured.NestedStringMap(ks.Object, "spec", "sourceRef")
+	if ref["kind"] != "OCIRepository" || ref["name"] != name || ref["namespace"] != "" && ref["namespace"] != ns {
+		out = append(out, fmt.Sprintf("the Kustomization reads %s, not OCIRepository %s", brief(ref), name))
+	}
+	if path, _, _ := unstructured.NestedString(ks.Object, "spec", "path"); path != "./" && path != "" && path != "." {
+		out = append(out, fmt.Sprintf("the Kustomization applies path %q, not the artifact's root", path))
+	}
+	return out
+}
+
+// brief is a value of a Flux object said in a line ("none" for none).
+func brief(v any) string {
+	if v == nil {
+		return "none"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// condition is the status of obj's condition of type t, "" for none.
+func condition(obj *unstructured.Unstructured, t string) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == t {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
 }

@@ -145,6 +145,6 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 		e.emit(OutputEvent{Cluster: c.Name, Line: app + ": the artifact of nothing published; not observed: its Flux prunes what it applied when it pulls"})
 		return nil
 	}
-	_, err = e.await(ctx, c.Name, d, client, app, none.String())
+	_, err = e.await(ctx, c.Name, d, reg, client, app, none.String())
 	return err
 }

@@ -193,7 +193,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		gates.Unverified(res.App, NotObserved+": no context reads cluster "+c.Name)
 		return nil
 	}
-	flux, err := e.await(ctx, c.Name, d, client, res.App, a.digest.String())
+	flux, err := e.await(ctx, c.Name, d, a.registry, client, res.App, a.digest.String())
 	if err != nil {
 		return err
 	}
@@ -279,7 +279,7 @@ var fluxPoll = 2 * time.Second
 // await waits until the cluster's Flux applied artifact dg of app and is
 // Ready, or failed it, bounded by --timeout plus the delivery's
 // interval (Flux looks for a new artifact that often).
-func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, client *kube.Client, app, dg string) (publish.Flux, error) {
+func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, reg publish.Registry, client *kube.Client, app, dg string) (publish.Flux, error) {
 	interval, timeout := d.Every(), e.o.Timeout
 	if timeout <= 0 {
 		timeout = fleet.DefaultDeliveryTimeout
@@ -290,13 +290,15 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, c
 	var last publish.Flux
 	refused := 0 // polls in a row the source said it does not take dg
 	for {
-		flux, err := publish.ReadFlux(ctx, client.Dynamic, d, e.r.Fleet.Metadata.Name, app)
+		flux, err := reg.ReadFlux(ctx, client.Dynamic, d, e.r.Fleet.Metadata.Name, app, cluster)
 		if err == nil {
 			last = flux
 		}
 		switch {
 		case err != nil && ctx.Err() == nil:
 			return flux, err
+		case err == nil && len(flux.Tampered) > 0:
+			return flux, tamperedError(cluster, flux)
 		case err == nil && flux.Converged(dg):
 			e.emit(FluxEvent{Type: "flux", Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Apps(cluster)) > 1)})
 			return flux, nil
@@ -372,4 +374,10 @@ func backTo(ctx context.Context, reg publish.Registry, cluster, app, d string) (
 	}
 	h.Current = n
 	return n, reg.SaveHistory(ctx, app, cluster, h)
+}
+
+// tamperedError fails a cluster whose Flux objects are not what
+// bootstrap wrote: what it says it applied proves nothing then.
+func tamperedError(cluster string, f publish.Flux) error {
+	return fmt.Errorf("its Flux objects are not what bootstrap wrote (%s): nothing they say is trusted; bootstrap the cluster again (kubectl fleet bootstrap -c %s)", strings.Join(f.Tampered, "; "), cluster)
 }

@@ -46,10 +46,12 @@ func (p *publishedApps) dependencyApplied(ctx context.Context, app string) error
 	case p.client == nil:
 		return nil // its tag is there; whether Flux applied it, nothing here reads
 	}
-	flux, err := publish.ReadFlux(ctx, p.client.Dynamic, p.d, p.e.r.Fleet.Metadata.Name, app)
+	flux, err := reg.ReadFlux(ctx, p.client.Dynamic, p.d, p.e.r.Fleet.Metadata.Name, app, p.cluster.Name)
 	switch {
 	case err != nil:
 		return fmt.Errorf("not started: dependency %s: %w", app, err)
+	case len(flux.Tampered) > 0:
+		return fmt.Errorf("not started: dependency %s: %w", app, tamperedError(p.cluster.Name, flux))
 	case !flux.Converged(at.String()):
 		return fmt.Errorf("not started: dependency %s: its Flux has not applied %s: %s", app, publish.Short(at.String()), flux.Status())
 	}

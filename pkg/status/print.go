@@ -65,12 +65,25 @@ func Healthy(outcomes []runner.Outcome, clusters []Cluster) bool {
 	}
 	for _, c := range clusters {
 		for _, a := range c.Apps {
-			if !a.OK() {
+			if !a.OK() && !a.Unobserved() {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// Unobserved reports whether any app is published to a cluster no
+// context reads (App.Unobserved).
+func Unobserved(clusters []Cluster) bool {
+	for _, c := range clusters {
+		for _, a := range c.Apps {
+			if a.Unobserved() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // WriteMatrix writes the clusters by apps to out, a table: each cell is

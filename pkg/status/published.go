@@ -2,6 +2,7 @@ package status
 
 import (
 	"context"
+	"strings"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,6 +24,10 @@ type Published struct {
 	Repository string `json:"repository"`
 	Tag        string `json:"tag"`
 	Artifact   string `json:"artifact,omitempty"`
+	// Current is the artifact of the current revision the registry's
+	// history records ("" for none): a tag elsewhere was moved by
+	// someone else (TagMoved).
+	Current string `json:"current,omitempty"`
 	// Flux is nil when no context reads the cluster.
 	Flux *publish.Flux `json:"flux,omitempty"`
 	// FluxError is why Flux's objects could not be read.
@@ -30,8 +35,13 @@ type Published struct {
 }
 
 // NotObserved is the state of an app published to a cluster no context
-// reads: nothing says what it runs.
-const NotObserved = "NotObserved"
+// reads: nothing says what it runs. TagMoved is that of an app whose tag
+// is not at its current revision's artifact: someone else moved it
+// (apply and reconcile move it back).
+const (
+	NotObserved = "NotObserved"
+	TagMoved    = "TagMoved"
+)
 
 // state is what Published says of an app, or "" when its objects do:
 // NotObserved, OutOfSync while Flux has not applied the tag's artifact,
@@ -42,9 +52,11 @@ func (p *Published) state() string {
 	switch {
 	case p == nil:
 		return ""
+	case p.Current != "" && p.Artifact != p.Current:
+		return TagMoved
 	case p.Flux == nil:
 		return NotObserved
-	case p.Flux.Failed(p.Artifact) != "" || p.Flux.Refused(p.Artifact) != "":
+	case len(p.Flux.Tampered) > 0 || p.Flux.Failed(p.Artifact) != "" || p.Flux.Refused(p.Artifact) != "":
 		return Failed
 	case !publish.Is(p.Flux.Applied, p.Artifact):
 		return OutOfSync
@@ -55,9 +67,14 @@ func (p *Published) state() string {
 // cell is what Published says of an app in a line, or "".
 func (p *Published) cell() string {
 	switch p.state() {
+	case TagMoved:
+		return "tag moved to " + publish.Short(p.Artifact) + " by someone else, not the current revision's " + publish.Short(p.Current)
 	case NotObserved:
 		return "published " + publish.Short(p.Artifact) + ", not observed"
 	case Failed:
+		if len(p.Flux.Tampered) > 0 {
+			return "Flux objects not what bootstrap wrote: " + strings.Join(p.Flux.Tampered, "; ")
+		}
 		return "Flux failed " + publish.Short(p.Artifact) + ": " + p.Flux.Status()
 	case OutOfSync:
 		return "published " + publish.Short(p.Artifact) + ", Flux at " + publish.Short(p.Flux.Applied)
@@ -90,13 +107,14 @@ func PublishedApp(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, client 
 		return out, err
 	}
 	if cur, ok := h.Record(); ok {
+		out.Published.Current = cur.Artifact
 		v := cur.Verification
 		out.Revision, out.Digest, out.Verification, out.LastApplied = cur.Number, cur.Digest, &v, cur.Time.String()
 	}
 	if client == nil {
 		return out, nil
 	}
-	flux, err := publish.ReadFlux(ctx, client.Dynamic, d, f.Metadata.Name, app)
+	flux, err := reg.ReadFlux(ctx, client.Dynamic, d, f.Metadata.Name, app, c.Name)
 	if err != nil {
 		out.Published.FluxError = err.Error()
 		return out, nil

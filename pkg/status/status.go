@@ -214,7 +214,7 @@ const (
 )
 
 // rank orders states from best to worst.
-var rank = map[string]int{Current: 0, InProgress: 1, NotObserved: 2, OutOfSync: 2, Drifted: 3, "Terminating": 4, string(kstatus.UnknownStatus): 5, NotFound: 6, NotDeployed: 7, Failed: 8}
+var rank = map[string]int{Current: 0, InProgress: 1, NotObserved: 2, OutOfSync: 2, Drifted: 3, "Terminating": 4, string(kstatus.UnknownStatus): 5, NotFound: 6, NotDeployed: 7, Failed: 8, TagMoved: 8}
 
 // sync is what an object's difference from the render is: "" (none),
 // Drifted or OutOfSync.
@@ -304,4 +304,12 @@ func (a App) Cell() string {
 func (a App) OK() bool {
 	state, _ := a.Summary()
 	return state == Current
+}
+
+// Unobserved reports whether the app is published to a cluster no
+// context reads, and nothing else is wrong with it: not a failure, but
+// nothing says what runs there (status's own exit code).
+func (a App) Unobserved() bool {
+	state, _ := a.Summary()
+	return state == NotObserved
 }

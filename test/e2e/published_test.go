@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
@@ -81,6 +82,7 @@ func TestPublishedRollout(t *testing.T) {
 	first := b.firstRelease()
 	b.reconcileKeeps(first)
 	b.forgedTagRefused()
+	b.copiedSignatureUndone(first)
 	d := b.diffAndPlan(first)
 	b.dryRun(d)
 	b.secretRefused(d)
@@ -272,7 +274,7 @@ func (b *pubBed) firstRelease() string {
 		t.Fatalf("status of delivered clusters: exit %d\n%s%s", code, out, errOut)
 	}
 	out, errOut, _ = fleet(t, dir, "status", "-c", "pub-a", "-o", "json")
-	if !strings.Contains(out, `"published":{"repository":"oci://`+host+`/fleets/e2e/web","tag":"pub-a","artifact":"`+d1+`","flux":{"fetched":"pub-a@`+d1+`","applied":"pub-a@`+d1+`"`) {
+	if !strings.Contains(out, `"published":{"repository":"oci://`+host+`/fleets/e2e/web","tag":"pub-a","artifact":"`+d1+`","current":"`+d1+`","flux":{"fetched":"pub-a@`+d1+`","applied":"pub-a@`+d1+`"`) {
 		t.Fatalf("status -o json of a delivered cluster:\n%s%s", out, errOut)
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "flux-pub", "get", "ocirepository", "e2e-web", "-o", `jsonpath={.status.conditions[?(@.type=="SourceVerified")].status}`); v != "True" {
@@ -329,6 +331,61 @@ func (b *pubBed) forgedTagRefused() {
 	}
 	if err := r.Tag(ctx, "web", "pub-a", mustDigest(t, r, "pub-b")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Someone with push rights copies the signature manifest of a signed
+// artifact onto their own and moves pub-a's tag to it. Flux v1.9.6
+// checks the signature, not that its payload names the artifact, and
+// applies it (docs/security.md); status names the moved tag and exits
+// 1, and a reconcile pass moves the tag back, which Flux applies.
+func (b *pubBed) copiedSignatureUndone(first string) {
+	t, dir, r, ctx := b.t, b.dir, b.r, context.Background()
+	objs := []*unstructured.Unstructured{ // the app's own objects, but v (its Namespace kept: an API server alone never ends a Namespace)
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "e2e-pub"}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "release", "namespace": "e2e-pub"}, "data": map[string]any{"v": "copied"}}},
+	}
+	img, err := artifact.Pack(objs, artifact.Origin{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil, err := r.Push(ctx, "web", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := v1.NewHash(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, _ := r.Repository("web")
+	sig, err := remote.Image(repo.Tag(artifact.SignatureTag(good)), remote.WithAuthFromKeychain(r.Keychain))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(repo.Tag(artifact.SignatureTag(evil)), sig, remote.WithAuthFromKeychain(r.Keychain)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Tag(ctx, "web", "pub-a", evil); err != nil {
+		t.Fatal(err)
+	}
+	runs := func(want string) bool {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			if v, _, _ := kubectl(t, "", "--context", "fleet-c3", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v == want {
+				return true
+			}
+		}
+		return false
+	}
+	if !runs("copied") {
+		t.Fatalf("Flux did not apply an artifact with a copied signature: a Flux that checks the payload's digest, which docs/security.md says v1.9.6 does not: update it\n%s", b.flux.logs())
+	}
+	out, errOut, code := fleet(t, dir, "status", "-c", "pub-a")
+	if code != 1 || !strings.Contains(out, "tag moved to "+short(evil.String())+" by someone else, not the current revision's "+short(first)) {
+		t.Fatalf("status after pub-a's tag was moved to an artifact with a copied signature: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--yes", "-c", "pub-a")
+	if code != 0 || b.tag() != first || !runs("1") {
+		t.Fatalf("reconcile after a moved tag: exit %d, tag %s (want %s)\n%s%s\n%s", code, b.tag(), first, out, errOut, b.flux.logs())
 	}
 }
 
