@@ -22,6 +22,9 @@ type BootstrapOptions struct {
 	// OutputDir, when set, gets a file per cluster; else the one
 	// selected cluster's objects go to standard output.
 	OutputDir string
+	// PublicKey, when set, is the signing key's public half (cosign.pub)
+	// for every selected delivery that signs: no private key is read.
+	PublicKey string
 }
 
 // NewCmdBootstrap returns the bootstrap command.
@@ -39,7 +42,9 @@ and a Kustomization that applies it (prune, wait, the delivery's interval
 and timeout), named <fleet>-<app> in the delivery's namespace
 (flux-system), and, when the delivery signs, the Secret <fleet>-cosign
 with the public key that the OCIRepository's verify checks every artifact
-with.
+with. The public key comes from --public-key, else the delivery's
+signing.publicKey, else the private key: bootstrap needs no private key
+when one of the first two names cosign.pub.
 
 Nothing is applied: kubectl fleet never holds write credentials for a
 delivered cluster. Apply the output once with the cluster's own admin
@@ -52,6 +57,7 @@ Exit codes:
   0    written
   1    an error (no delivered cluster selected, a signing key that cannot be read)`,
 		Example: `  kubectl fleet bootstrap -c edge-1 | kubectl apply --context edge-1-admin -f -
+  kubectl fleet bootstrap -c edge-1 --public-key cosign.pub
   kubectl fleet bootstrap -g production --output-dir provisioning/flux`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.Run(cmd.Context()) },
@@ -59,6 +65,7 @@ Exit codes:
 	o.SelectOptions.addFlags(cmd, g)
 	o.SourceOptions.addFlags(cmd, g)
 	cmd.Flags().StringVar(&o.OutputDir, "output-dir", "", "write <cluster>.yaml per cluster into this folder (required for more than one cluster)")
+	cmd.Flags().StringVar(&o.PublicKey, "public-key", "", "the signing key's public half (cosign.pub) for Flux's verify: no private key is read (default: the delivery's signing.publicKey, else derived from its key)")
 	return cmd
 }
 
@@ -79,15 +86,12 @@ func (o *BootstrapOptions) Run(_ context.Context) error {
 	if err != nil {
 		return err
 	}
-	signers := map[*fleet.Signing]*publish.Signer{}
 	for _, c := range clusters {
-		s := f.DeliveryOf(c).Signing
-		if s != nil && signers[s] == nil {
-			if signers[s], err = publish.LoadSigning(f, s); err != nil {
-				return fmt.Errorf("cluster %s: %w", c.Name, err)
-			}
+		pub, err := o.publicKey(f, f.DeliveryOf(c).Signing)
+		if err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
-		objs, err := publish.BootstrapCluster(f, c, rendered.AppsOf(apps, c), signers[s])
+		objs, err := publish.BootstrapCluster(f, c, rendered.AppsOf(apps, c), pub)
 		if err != nil {
 			return fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
@@ -132,4 +136,17 @@ func deliveredOf(f *fleet.Fleet, clusters []*fleet.Cluster) []*fleet.Cluster {
 		}
 	}
 	return out
+}
+
+// publicKey is the public key Flux verifies a delivery's artifacts with
+// (nil for a delivery that does not sign): --public-key's, else the
+// delivery's signing.publicKey's, else its private key's.
+func (o *BootstrapOptions) publicKey(f *fleet.Fleet, s *fleet.Signing) ([]byte, error) {
+	switch {
+	case s == nil:
+		return nil, nil
+	case o.PublicKey != "":
+		return publish.ReadPublicKey(o.PublicKey)
+	}
+	return publish.KeysOf(f, s).Public()
 }

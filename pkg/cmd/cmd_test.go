@@ -15,6 +15,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/golden"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/roster"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/vet"
@@ -515,4 +518,47 @@ func TestFleetFileErrorsGolden(t *testing.T) {
 		fmt.Fprintf(&all, "$ kubectl fleet vet  # %s, exit %d\n%s%s", c.name, code, out, errOut)
 	}
 	golden.Assert(t, "testdata/golden/fleet-file-errors.txt", []byte(strings.ReplaceAll(all.String(), dir, "DIR")))
+}
+
+// bootstrap writes Flux's verify with the public key alone: from
+// --public-key, or the delivery's signing.publicKey, no private key is
+// read (the signing key's variable is not even set here).
+func TestBootstrapPublicKeyOnly(t *testing.T) {
+	dir := t.TempDir()
+	key := registrytest.SigningKey(t)
+	f := &fleet.Fleet{Dir: dir}
+	if err := os.WriteFile(filepath.Join(dir, "cosign.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := publish.SignerOf(f, &fleet.Signing{Key: "cosign.key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := signer.PublicKey()
+	for name, content := range map[string]string{
+		"cosign.pub": string(pub),
+		"web.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\n",
+		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups:\n- name: edge\n  delivery: {oci: oci://registry.example.com/shop, signing: {keyEnv: NO_SUCH_SIGNING_KEY}}\n- name: lab\n  delivery: {oci: oci://registry.example.com/lab, signing: {keyEnv: NO_SUCH_SIGNING_KEY, publicKey: cosign.pub}}\nclusters:\n- {name: e1, group: edge}\n- {name: l1, group: lab}\napps:\n- {name: web, manifests: web.yaml}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "cosign.key")); err != nil {
+		t.Fatal(err)
+	}
+	fleetFile := filepath.Join(dir, "fleet.yaml")
+	firstLine := strings.SplitN(string(pub), "\n", 3)[1]
+	if out, errOut, code := run(t, "", "bootstrap", "-F", fleetFile, "-c", "e1"); code != 1 || !strings.Contains(errOut, "NO_SUCH_SIGNING_KEY is not set") {
+		t.Errorf("bootstrap with neither key: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"-c", "e1", "--public-key", filepath.Join(dir, "cosign.pub")}, {"-c", "l1"}} {
+		out, errOut, code := run(t, "", append([]string{"bootstrap", "-F", fleetFile}, args...)...)
+		if code != 0 || !strings.Contains(out, "cosign.pub: |") || !strings.Contains(out, firstLine) || strings.Contains(out, "PRIVATE") {
+			t.Errorf("bootstrap %v: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+	if out, errOut, code := run(t, "", "bootstrap", "-F", fleetFile, "-c", "e1", "--public-key", fleetFile); code != 1 || !strings.Contains(errOut, "no PEM public key in it") {
+		t.Errorf("bootstrap --public-key of a file that is no key: exit %d\n%s%s", code, out, errOut)
+	}
 }

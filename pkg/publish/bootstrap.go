@@ -108,9 +108,9 @@ func (r Registry) Bootstrap(fleetName, app, cluster string, f Follow) ([]*unstru
 }
 
 // BootstrapCluster is everything that makes cluster c of f follow its
-// tags of apps: the verify Secret when its delivery signs (its public
-// key from signer), then each app's OCIRepository and Kustomization.
-func BootstrapCluster(f *fleet.Fleet, c *fleet.Cluster, apps []string, signer *Signer) ([]map[string]any, error) {
+// tags of apps: the verify Secret with the public key pub (PEM) when its
+// delivery signs, then each app's OCIRepository and Kustomization.
+func BootstrapCluster(f *fleet.Fleet, c *fleet.Cluster, apps []string, pub []byte) ([]map[string]any, error) {
 	d := f.DeliveryOf(c)
 	if d == nil {
 		return nil, fmt.Errorf("cluster %s has no delivery: the rollout writes to it, nothing needs to follow a tag", c.Name)
@@ -121,10 +121,9 @@ func BootstrapCluster(f *fleet.Fleet, c *fleet.Cluster, apps []string, signer *S
 	}
 	var out []map[string]any
 	verify := ""
-	if signer != nil {
-		pub, err := signer.PublicKey()
-		if err != nil {
-			return nil, err
+	if d.Signing != nil {
+		if err := checkPublicKey(pub); err != nil {
+			return nil, fmt.Errorf("the signing key's public key: %w", err)
 		}
 		verify = VerifySecretName(f.Metadata.Name)
 		out = append(out, VerifySecret(f.Metadata.Name, d.Namespace, pub).Object)

@@ -70,17 +70,27 @@ func KeysOf(f *fleet.Fleet, s *fleet.Signing) *RecordKeys {
 					}
 					return signer.PublicKey()
 				}
-				pub, err := os.ReadFile(f.ResolvePath(s.PublicKey))
+				pub, err := ReadPublicKey(f.ResolvePath(s.PublicKey))
 				if err != nil {
 					return nil, fmt.Errorf("signing.publicKey: %w", err)
-				}
-				if err := checkPublicKey(pub); err != nil {
-					return nil, fmt.Errorf("signing.publicKey %s: %w", s.PublicKey, err)
 				}
 				return pub, nil
 			})
 		},
 	}
+}
+
+// ReadPublicKey reads a signing key's public half: cosign.pub, a PEM
+// ECDSA P-256 public key.
+func ReadPublicKey(path string) ([]byte, error) {
+	pub, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPublicKey(pub); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return pub, nil
 }
 
 // checkPublicKey checks that pub is a PEM ECDSA P-256 public key.
