@@ -126,7 +126,10 @@ func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found
 			return true, err
 		}
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if data, err = Sanitized(data); err == nil {
+		err = json.Unmarshal(data, v)
+	}
+	if err != nil {
 		return true, fmt.Errorf("%s:%s: %w", repo, tag, err)
 	}
 	return true, nil
