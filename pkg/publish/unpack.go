@@ -52,6 +52,11 @@ func Unpack(img v1.Image) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the artifact's content: %w", err)
 	}
+	// To its end: the layer's digest (and size) is checked there, and a
+	// tar that ends early hides what follows it.
+	if _, err := io.Copy(io.Discard, io.LimitReader(rc, MaxContent)); err != nil {
+		return nil, fmt.Errorf("the artifact's content: %w", err)
+	}
 	return decode(data)
 }
 

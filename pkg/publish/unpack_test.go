@@ -6,10 +6,16 @@ import (
 	"compress/gzip"
 	"context"
 	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -98,4 +104,54 @@ func TestUnpackRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A registry that answers a layer with bytes its digest does not name
+// after the tar's end (where a reader that stops early never looks) is
+// refused: Unpack reads the layer to its end, where its digest is
+// checked.
+func TestUnpackChecksTheLayersDigest(t *testing.T) {
+	var tamper atomic.Bool
+	srv := httptest.NewServer(tamperedBlobs(registry.New(registry.Logger(log.New(io.Discard, "", 0))), &tamper))
+	t.Cleanup(srv.Close)
+	r, err := publish.ParseRegistry("oci://"+strings.TrimPrefix(srv.URL, "http://")+"/fleets/prod", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	img, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1")}, publish.Origin{})
+	d, err := r.Push(ctx, "web", img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PullDigest(ctx, "web", d.String()); err != nil {
+		t.Fatalf("as pushed: %v", err)
+	}
+	tamper.Store(true)
+	if objs, err := r.PullDigest(ctx, "web", d.String()); err == nil {
+		t.Fatalf("a layer with bytes its digest does not name was read: %v", objs)
+	}
+}
+
+// tamperedBlobs changes the last byte of every blob next answers while
+// tamper is set.
+func tamperedBlobs(next http.Handler, tamper *atomic.Bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if !tamper.Load() || req.Method != http.MethodGet || !strings.Contains(req.URL.Path, "/blobs/") {
+			next.ServeHTTP(w, req)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, req)
+		body := rec.Body.Bytes()
+		if len(body) > 0 {
+			body[len(body)-1] ^= 0xff // the gzip trailer's last byte: after the tar's end
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	})
 }
