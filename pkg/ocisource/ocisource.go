@@ -216,6 +216,9 @@ func (f *Fetcher) digestOf(ref name.Reference, pinned string, opts []remote.Opti
 	return desc.Digest, nil
 }
 
+// maxLayers bounds the layers of a source.
+const maxLayers = 128
+
 // layers are the content layers of img, pulled and checked against
 // their digests, and the format that says they are content.
 func (f *Fetcher) layers(img v1.Image) (string, [][]byte, error) {
@@ -232,11 +235,20 @@ func (f *Fetcher) layers(img v1.Image) (string, [][]byte, error) {
 		return "", nil, fmt.Errorf("not a source kubectl fleet reads: config %s, layers [%s] (it reads Flux's artifacts, Timoni's, and images of one tar+gzip layer)", m.Config.MediaType, strings.Join(found, ", "))
 	}
 	lim := f.limits()
+	// Bounded before anything is downloaded: the layers' count and their
+	// sizes together (a manifest that lists one blob many times is
+	// charged each time).
+	var total int64
+	for _, desc := range m.Layers {
+		if total += desc.Size; desc.Size < 0 || total > lim.Compressed {
+			return "", nil, fmt.Errorf("its layers are more than %d MiB together, refused", lim.Compressed>>20)
+		}
+	}
+	if len(m.Layers) > maxLayers {
+		return "", nil, fmt.Errorf("it has %d layers, more than %d: refused", len(m.Layers), maxLayers)
+	}
 	var out [][]byte
 	for _, desc := range m.Layers {
-		if desc.Size > lim.Compressed {
-			return "", nil, fmt.Errorf("a layer of %d MiB: more than %d MiB, refused", desc.Size>>20, lim.Compressed>>20)
-		}
 		l, err := img.LayerByDigest(desc.Digest)
 		if err != nil {
 			return "", nil, publish.Plain(err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"io"
 	"log"
 	"net/http"
@@ -154,6 +155,14 @@ func TestFetchRefusesHostileArchives(t *testing.T) {
 	_, _ = tw.Write(make([]byte, 2<<20))
 	_ = tw.Close()
 	_ = gz.Close()
+	// A GNU sparse file: a header, no data, as large as it says once its
+	// holes are read as zeros.
+	var sparse bytes.Buffer
+	sgz := gzip.NewWriter(&sparse)
+	stw := tar.NewWriter(sgz)
+	_ = stw.WriteHeader(&tar.Header{Name: "holes", Typeflag: tar.TypeGNUSparse, Format: tar.FormatGNU, Mode: 0o644})
+	_ = stw.Close()
+	_ = sgz.Close()
 	for _, tc := range []struct {
 		name  string
 		layer []byte
@@ -167,8 +176,14 @@ func TestFetchRefusesHostileArchives(t *testing.T) {
 		{"fifo", tgz(t, file{name: "fifo", typ: tar.TypeFifo}), "neither a file nor a folder"},
 		{"gzip bomb", bomb.Bytes(), "unpacks to more than 1 MiB"},
 		{"not gzip", []byte("plain text"), "not tar+gzip"},
+		{"sparse", sparse.Bytes(), "a sparse file"},
+		{"the same name twice", tgz(t, file{name: "a.yaml", body: "x"}, file{name: "a.yaml", body: "y"}), `it holds "a.yaml" twice`},
+		{"names that differ in case", tgz(t, file{name: "base/A.yaml", body: "x"}, file{name: "base/a.yaml", body: "y"}), "one file where case does not count"},
+		{"a Windows device name", tgz(t, file{name: "base/con.yaml", body: "x"}), "a reserved device name (con.yaml)"},
+		{"a name Windows refuses", tgz(t, file{name: "base/a:b.yaml", body: "x"}), "a character not allowed in a file name"},
+		{"a trailing dot", tgz(t, file{name: "base./cm.yaml", body: "x"}), "ending in a dot or a space"},
 	} {
-		ref := b.push("hostile/"+strings.ReplaceAll(tc.name, " ", "-"), "v1", image(t, publish.ConfigMediaType, publish.ContentMediaType, tc.layer))
+		ref := b.push("hostile/"+strings.ToLower(strings.ReplaceAll(tc.name, " ", "-")), "v1", image(t, publish.ConfigMediaType, publish.ContentMediaType, tc.layer))
 		f := &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: authn.NewMultiKeychain(), Limits: ocisource.Limits{Compressed: 1 << 20, Content: 1 << 20, Files: 100}}
 		_, err := f.Fetch(context.Background(), ocisource.Spec{Ref: ref})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -177,6 +192,20 @@ func TestFetchRefusesHostileArchives(t *testing.T) {
 		if left, _ := filepath.Glob(filepath.Join(f.CacheDir, "*", "*")); len(left) > 0 {
 			t.Errorf("%s: written although refused: %v", tc.name, left)
 		}
+	}
+}
+
+// A manifest that lists layers larger together than the bound (one
+// blob many times, each under it) is refused before any is downloaded.
+func TestFetchBoundsLayersTogether(t *testing.T) {
+	b := newBed(t)
+	noise := make([]byte, 400<<10)
+	_, _ = rand.Read(noise)
+	layer := tgz(t, file{name: "noise", body: string(noise)})
+	ref := b.push("hostile/many", "v1", image(t, ocisource.TimoniConfigMediaType, ocisource.TimoniContentMediaType, layer, layer, layer))
+	f := &ocisource.Fetcher{CacheDir: t.TempDir(), Keychain: authn.NewMultiKeychain(), Limits: ocisource.Limits{Compressed: 1 << 20, Content: 8 << 20, Files: 100}}
+	if _, err := f.Fetch(context.Background(), ocisource.Spec{Ref: ref}); err == nil || !strings.Contains(err.Error(), "its layers are more than 1 MiB together") {
+		t.Errorf("three layers of 400 KiB under a bound of 1 MiB: %v", err)
 	}
 }
 

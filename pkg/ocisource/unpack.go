@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -65,7 +66,9 @@ func (b *bounded) Read(p []byte) (int, error) {
 func check(layers [][]byte, lim Limits) ([]entry, error) {
 	var out []entry
 	budget := &bounded{n: lim.Content}
+	logical := lim.Content // what the entries hold, charged as read
 	tooBig := fmt.Errorf("it unpacks to more than %d MiB", lim.Content>>20)
+	names := map[string]string{} // by folded name: the name first seen
 	for i, layer := range layers {
 		gz, err := gzip.NewReader(bytes.NewReader(layer))
 		if err != nil {
@@ -94,15 +97,21 @@ func check(layers [][]byte, lim Limits) ([]entry, error) {
 			if err != nil {
 				return nil, err
 			}
+			if err := distinct(names, e); err != nil {
+				return nil, err
+			}
 			if !e.dir {
-				if h.Size > budget.n {
+				if h.Size > budget.n || h.Size > logical {
 					return nil, tooBig
 				}
-				if e.data, err = io.ReadAll(tr); err != nil {
+				if e.data, err = io.ReadAll(io.LimitReader(tr, logical+1)); err != nil {
 					if budget.over {
 						return nil, tooBig
 					}
 					return nil, fmt.Errorf("%s: %w", e.name, err)
+				}
+				if logical -= int64(len(e.data)); logical < 0 {
+					return nil, tooBig
 				}
 			}
 			out = append(out, e)
@@ -119,6 +128,12 @@ func checkHeader(h *tar.Header) (entry, error) {
 		return entry{}, fmt.Errorf("it holds %q, an absolute path: refused", h.Name)
 	case slices.Contains(strings.Split(name, "/"), ".."):
 		return entry{}, fmt.Errorf("it holds %q, which leaves its folder (..): refused", h.Name)
+	}
+	if h.Typeflag == tar.TypeGNUSparse || slices.ContainsFunc(slices.Collect(maps.Keys(h.PAXRecords)), func(k string) bool { return strings.HasPrefix(k, "GNU.sparse.") }) {
+		return entry{}, fmt.Errorf("it holds %q, a sparse file: refused", h.Name)
+	}
+	if bad := windowsUnsafe(name); bad != "" {
+		return entry{}, fmt.Errorf("it holds %q, %s, which Windows cannot write: refused", h.Name, bad)
 	}
 	e := entry{name: path.Clean(name), mode: 0o644}
 	if h.FileInfo().Mode()&0o111 != 0 {
@@ -157,4 +172,50 @@ func write(dir string, entries []entry) error {
 		}
 	}
 	return nil
+}
+
+// distinct refuses an entry whose name another had already, or differs
+// from one only in case (they are one file on macOS and Windows); a
+// folder named again is fine.
+func distinct(names map[string]string, e entry) error {
+	if e.name == "." {
+		return nil
+	}
+	key := strings.ToLower(e.name)
+	if e.dir {
+		key += "/"
+	}
+	switch first, ok := names[key]; {
+	case ok && first == e.name && e.dir:
+		return nil
+	case ok && first == e.name:
+		return fmt.Errorf("it holds %q twice: refused", e.name)
+	case ok:
+		return fmt.Errorf("it holds %q and %q, one file where case does not count: refused", first, e.name)
+	}
+	names[key] = e.name
+	return nil
+}
+
+// windowsUnsafe says what in a slash-separated name Windows cannot
+// write ("" for nothing): a reserved device name (CON, NUL, COM1…, with
+// any extension), a character it refuses, or an element that ends in a
+// dot or a space.
+func windowsUnsafe(name string) string {
+	for _, el := range strings.Split(name, "/") {
+		if el == "" || el == "." {
+			continue
+		}
+		base, _, _ := strings.Cut(strings.ToUpper(el), ".")
+		switch {
+		case slices.Contains([]string{"CON", "PRN", "AUX", "NUL"}, base),
+			len(base) == 4 && (strings.HasPrefix(base, "COM") || strings.HasPrefix(base, "LPT")) && base[3] >= '0' && base[3] <= '9':
+			return "a reserved device name (" + el + ")"
+		case strings.ContainsAny(el, `<>:"|?*`) || strings.ContainsFunc(el, func(r rune) bool { return r < 0x20 }):
+			return "a character not allowed in a file name"
+		case el != ".." && (strings.HasSuffix(el, ".") || strings.HasSuffix(el, " ")):
+			return "an element ending in a dot or a space"
+		}
+	}
+	return ""
 }
