@@ -269,8 +269,10 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	}
 	for _, n := range o.publish {
 		for _, shared := range []bool{false, true} {
-			if err := b.publishScenario(ctx, n, shared); err != nil {
-				return err
+			for _, signed := range []bool{false, true} {
+				if err := b.publishScenario(ctx, n, shared, signed); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -3,6 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -106,10 +111,15 @@ func (b *bench) publishSource(shared bool) (string, error) {
 
 // publishFleet is a fleet of cs, every one delivered through repository
 // base on the registry at addr, none with a context: published, not
-// observed.
-func publishFleet(cs []cluster, addr, base string) string {
+// observed; with key (a file beside it), its artifacts and records are
+// signed.
+func publishFleet(cs []cluster, addr, base, key string) string {
 	var s strings.Builder
-	fmt.Fprintf(&s, "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: bench}\ndefaults:\n  attributes: {registry: ghcr.io/acme, ns: bench}\ngroups:\n  - {name: production, attributes: {replicas: 2}, delivery: {oci: \"oci://%s/%s\", insecure: true}}\nclusters:\n", addr, base)
+	signing := ""
+	if key != "" {
+		signing = ", signing: {key: " + key + "}"
+	}
+	fmt.Fprintf(&s, "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: bench}\ndefaults:\n  attributes: {registry: ghcr.io/acme, ns: bench}\ngroups:\n  - {name: production, attributes: {replicas: 2}, delivery: {oci: \"oci://%s/%s\", insecure: true%s}}\nclusters:\n", addr, base, signing)
 	for _, c := range cs {
 		fmt.Fprintf(&s, "  - {name: %s, group: production, attributes: {region: %s}}\n", c.name, c.region)
 	}
@@ -123,10 +133,18 @@ func publishFleet(cs []cluster, addr, base string) string {
 // clusters). Shared: every cluster's render is one of two, so the
 // registry receives each blob once. The registry's CPU is the servers'
 // CPU; the bytes pushed are counted.
-func (b *bench) publishScenario(ctx context.Context, n int, shared bool) error {
+func (b *bench) publishScenario(ctx context.Context, n int, shared, signed bool) error {
 	name := fmt.Sprintf("publish-%d", n)
 	if shared {
 		name += "-shared"
+	}
+	key := ""
+	if signed {
+		name += "-signed"
+		key = "bench-cosign.key"
+		if err := os.WriteFile(filepath.Join(b.work, key), signingKey(), 0o600); err != nil {
+			return err
+		}
 	}
 	src, err := b.publishSource(shared)
 	if err != nil {
@@ -170,12 +188,12 @@ func (b *bench) publishScenario(ctx context.Context, n int, shared bool) error {
 			return "", nil, err
 		}
 		ff := filepath.Join(b.work, fmt.Sprintf("%s-%d.yaml", name, rep))
-		if err := os.WriteFile(ff, []byte(publishFleet(cs, reg.addr, "bench")), 0o644); err != nil {
+		if err := os.WriteFile(ff, []byte(publishFleet(cs, reg.addr, "bench", key)), 0o644); err != nil {
 			return "", nil, err
 		}
 		return filepath.Join(b.bin, "kubectl-fleet"), []string{"apply", "-F", ff, "-k", src, "--name", "web", "--yes", "--parallel", "32"}, nil
 	}}}
-	if n <= b.o.publishLoop {
+	if n <= b.o.publishLoop && !signed {
 		tools = append(tools, tool{id: "loop", command: "for each cluster: kustomize build | envsubst > manifests.yaml; tar czf; crane append --oci-empty-base -t REPO:CLUSTER", done: record("loop"), prepare: func(int) (string, []string, error) {
 			if err := fresh(); err != nil {
 				return "", nil, err
@@ -195,4 +213,18 @@ func (b *bench) pushedOf(r row) (int64, bool) {
 	}
 	slices.Sort(ns)
 	return ns[len(ns)/2], true
+}
+
+// signingKey is a new ECDSA P-256 key, PKCS #8 PEM, as a delivery's
+// signing takes.
+func signingKey() []byte {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }

@@ -66,6 +66,27 @@ func SignedDelivery(t testing.TB) (*fleet.Fleet, *fleet.Delivery, publish.Regist
 	return f, d, reg
 }
 
+// KeylessDelivery is d of SignedDelivery as a machine without its
+// private key has it: the key's variable unset, its public half written
+// as cosign.pub in f's folder and named by signing.publicKey.
+func KeylessDelivery(t testing.TB, f *fleet.Fleet, d *fleet.Delivery) *fleet.Delivery {
+	t.Helper()
+	signer, err := publish.SignerOf(f, d.Signing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := signer.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.Dir, "cosign.pub"), pub, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	keyless := *d
+	keyless.Signing = &fleet.Signing{KeyEnv: "KUBECTL_FLEET_NO_SUCH_KEY", PublicKey: "cosign.pub"}
+	return &keyless
+}
+
 // Pushed packs objs as an artifact, pushes it to app's repository, and
 // returns its digest.
 func Pushed(t testing.TB, reg publish.Registry, app string, objs ...*unstructured.Unstructured) v1.Hash {

@@ -2,8 +2,6 @@ package pause
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
 // A delivered cluster's pauses live in its registry, one record per
@@ -104,17 +100,7 @@ func TestSignedPauses(t *testing.T) {
 	}
 	// Without the key: a pause is written (unsigned: it holds every
 	// app), a resume is refused.
-	signer, err := publish.SignerOf(f, d.Signing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := signer.PublicKey()
-	if err := os.WriteFile(filepath.Join(f.Dir, "cosign.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	keyless := *d
-	keyless.Signing = &fleet.Signing{KeyEnv: "NO_SUCH_KEY_VARIABLE", PublicKey: "cosign.pub"}
-	nokey, _ := registryStore(f, &keyless, "edge-3")
+	nokey, _ := registryStore(f, registrytest.KeylessDelivery(t, f, d), "edge-3")
 	if err := set(ctx, nokey, []string{"web"}, Pause{By: "carol", At: at, Reason: "no key"}); err != nil {
 		t.Fatalf("a pause without the key: %v", err)
 	}

@@ -3,13 +3,10 @@ package publish_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
@@ -30,15 +27,7 @@ func TestRecords(t *testing.T) {
 		t.Fatalf("a signed history read back: %+v, %v", got, err)
 	}
 	// The public key alone verifies.
-	signer, err := publish.SignerOf(f, d.Signing)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := signer.PublicKey()
-	if err := os.WriteFile(filepath.Join(f.Dir, "cosign.pub"), pub, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reader, err := publish.For(f, &fleet.Delivery{OCI: d.OCI, Insecure: true, Signing: &fleet.Signing{KeyEnv: "NO_SUCH_KEY", PublicKey: "cosign.pub"}})
+	reader, err := publish.For(f, registrytest.KeylessDelivery(t, f, d))
 	if err != nil {
 		t.Fatal(err)
 	}
