@@ -289,6 +289,10 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, r
 	e.emit(StageEvent{Cluster: cluster, Stage: "waiting for Flux to apply " + app})
 	var last publish.Flux
 	refused := 0 // polls in a row the source said it does not take dg
+	// A refusal the first read finds may be from before dg was signed
+	// (someone moved the tag to it earlier, and Flux, backing off, has not
+	// tried again): it fails the wait only at the timeout.
+	stale, first := "", true
 	for {
 		flux, err := reg.ReadFlux(ctx, client.Dynamic, d, e.r.Fleet.Metadata.Name, app, cluster)
 		if err == nil {
@@ -304,7 +308,9 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, r
 			return flux, nil
 		case err == nil && flux.Failed(dg) != "":
 			return flux, fmt.Errorf("Flux failed to apply %s: %s", publish.Short(dg), flux.Failed(dg))
-		case err == nil && flux.Refused(dg) != "":
+		case err == nil && first && flux.Refused(dg) != "":
+			stale = flux.Refused(dg)
+		case err == nil && flux.Refused(dg) != "" && flux.Refused(dg) != stale:
 			// Not at once: the source may say so of the artifact before.
 			if refused++; refused >= 3 {
 				return flux, fmt.Errorf("the cluster's Flux does not take %s: %s", publish.Short(dg), flux.Refused(dg))
@@ -312,6 +318,7 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, r
 		case err == nil:
 			refused = 0
 		}
+		first = first && err != nil
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
