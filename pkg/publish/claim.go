@@ -25,11 +25,14 @@ import (
 // payload names, besides the artifact's digest, what the signature
 // decides: the fleet, the cluster, the app and the release (revision;
 // 0 for a delete), in cosign's optional annotations, which are signed
-// with the rest. One artifact shared by two clusters (the same render)
-// carries a signature of each, as layers of its one signature manifest,
-// as cosign appends them. Flux verifies a layer with the key; this
-// project's own checks (rollback, observation) want one whose claim
-// names this cluster and app.
+// with the rest. An artifact is signed once per key: clusters that get
+// the same one (the same render) share its signature, whose claim names
+// the release it was first signed for (a layer per cluster would grow
+// its one signature manifest with the fleet: 10,000 clusters, 10,000
+// layers, each push rewriting them all). Flux verifies a signature with
+// the key; this project's own checks want one of this key that names the
+// fleet and app, and take which cluster gets which artifact, and its
+// objects' digest, from the signed history (records.go).
 
 // The keys of a Claim in a payload's optional annotations.
 const (
@@ -152,8 +155,9 @@ func VerifySignatures(sigs []Signature, pub []byte, d v1.Hash, accept func(Paylo
 }
 
 // SignedFor checks that app's artifact d carries a signature of the
-// public key pub whose claim names the fleet, cluster and app of want
-// (any revision: a rollback goes back to an earlier one).
+// public key pub whose claim names the fleet and app of want (any
+// cluster and revision: clusters share an artifact, and a rollback goes
+// back to an earlier one).
 func (r Registry) SignedFor(ctx context.Context, d v1.Hash, pub []byte, want Claim) error {
 	sigs, err := r.Signatures(ctx, want.App, d)
 	if err != nil {
@@ -163,22 +167,22 @@ func (r Registry) SignedFor(ctx context.Context, d v1.Hash, pub []byte, want Cla
 		switch c, ok := ClaimOf(p); {
 		case !ok:
 			return errors.New("its signature names no cluster")
-		case c.Fleet != want.Fleet || c.Cluster != want.Cluster || c.App != want.App:
-			return fmt.Errorf("its signature is for fleet %s, cluster %s, app %s", c.Fleet, c.Cluster, c.App)
+		case c.Fleet != want.Fleet || c.App != want.App:
+			return fmt.Errorf("its signature is for fleet %s, app %s", c.Fleet, c.App)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("artifact %s carries no signature of this delivery's key for fleet %s, cluster %s, app %s: %w", Short(d.String()), want.Fleet, want.Cluster, want.App, err)
+		return fmt.Errorf("artifact %s carries no signature of this delivery's key for fleet %s, app %s: %w", Short(d.String()), want.Fleet, want.App, err)
 	}
 	return nil
 }
 
 // Sign signs app's artifact d, already pushed, for the claim c (the
-// zero Claim: none), as a layer added to its signature manifest: the
-// signatures already there, of other clusters that get the same
-// artifact, stay. A signature of the same key and claim there already
-// is not made again.
+// zero Claim: none), as a layer added to its signature manifest (the
+// signatures of other keys there stay). When a signature of this key is
+// there already (made for another cluster that gets the same artifact,
+// or an earlier release), nothing is signed again.
 func (r Registry) Sign(ctx context.Context, app string, d v1.Hash, s *Signer, c Claim) error {
 	repo, err := r.Repository(app)
 	if err != nil {
@@ -193,12 +197,7 @@ func (r Registry) Sign(ctx context.Context, app string, d v1.Hash, s *Signer, c 
 	if err != nil {
 		return err
 	}
-	if VerifySignatures(old, pub, d, func(p Payload) error {
-		if got, _ := ClaimOf(p); got != c {
-			return errors.New("another claim")
-		}
-		return nil
-	}) == nil {
+	if VerifySignatures(old, pub, d, nil) == nil {
 		return nil
 	}
 	p := payloadOf(repo, d)
