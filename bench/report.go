@@ -80,7 +80,9 @@ func (b *bench) markdown() string {
 	for _, n := range o.publish {
 		renders = append(renders,
 			struct{ id, title string }{fmt.Sprintf("publish-%d", n), fmt.Sprintf("publish %d clusters × (1+%d) objects to a loopback registry, each render its own (servers' CPU: the registry's)", n, o.objects)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-shared", n), fmt.Sprintf("publish %d clusters, two renders shared by all (blobs pushed once)", n)})
+			struct{ id, title string }{fmt.Sprintf("publish-%d-signed", n), fmt.Sprintf("publish %d clusters, each render its own, signed at the wave with signed records", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-shared", n), fmt.Sprintf("publish %d clusters, two renders shared by all (blobs pushed once)", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-shared-signed", n), fmt.Sprintf("publish %d clusters, two renders shared by all, signed at the wave with signed records", n)})
 	}
 	renders = append(renders,
 		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},
