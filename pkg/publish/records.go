@@ -40,16 +40,34 @@ type RecordKeys struct {
 	Public func() ([]byte, error)
 }
 
-// signers and publicKeys are the keys read, once per Signing of a
-// process's fleet.
+// signers and publicKeys are the keys a process read, by where they come
+// from (keyOf): once each, however often the fleet file is loaded again
+// (reconcile loads it every pass), and again once a key file changes.
 var (
-	signers    memo.Memo[*fleet.Signing, *Signer]
-	publicKeys memo.Memo[*fleet.Signing, []byte]
+	signers    memo.Memo[string, *Signer]
+	publicKeys memo.Memo[string, []byte]
 )
+
+// keyOf names where s, a signing of f, takes its keys from: the files
+// (with their size and time: a key rotated is read again) and the
+// variable.
+func keyOf(f *fleet.Fleet, s *fleet.Signing) string {
+	file := func(p string) string {
+		if p == "" {
+			return ""
+		}
+		p = f.ResolvePath(p)
+		if fi, err := os.Stat(p); err == nil {
+			return fmt.Sprintf("%s@%d@%d", p, fi.Size(), fi.ModTime().UnixNano())
+		}
+		return p
+	}
+	return file(s.Key) + "\x00" + s.KeyEnv + "\x00" + file(s.PublicKey)
+}
 
 // SignerOf is the signer of s, a signing of f, read once (LoadSigning).
 func SignerOf(f *fleet.Fleet, s *fleet.Signing) (*Signer, error) {
-	return signers.Do(s, func() (*Signer, error) { return LoadSigning(f, s) })
+	return signers.Do(keyOf(f, s), func() (*Signer, error) { return LoadSigning(f, s) })
 }
 
 // KeysOf are the record keys of signing s of fleet f: nil for none. The
@@ -62,7 +80,7 @@ func KeysOf(f *fleet.Fleet, s *fleet.Signing) *RecordKeys {
 	return &RecordKeys{
 		Signer: func() (*Signer, error) { return SignerOf(f, s) },
 		Public: func() ([]byte, error) {
-			return publicKeys.Do(s, func() ([]byte, error) {
+			return publicKeys.Do(keyOf(f, s), func() ([]byte, error) {
 				if s.PublicKey == "" {
 					signer, err := SignerOf(f, s)
 					if err != nil {
