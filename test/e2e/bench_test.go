@@ -60,17 +60,19 @@ func TestBench(t *testing.T) {
 	stdout := runBench(t, &got, "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3",
 		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1")
 	want := map[string][]string{
-		"render-3":         {"fleet", "loop"},
-		"oci-render-3":     {"fleet", "folder"},
-		"oci-pull-5mb":     {"fleet", "crane"},
-		"publish-3":        {"fleet", "loop"},
-		"publish-3-shared": {"fleet", "loop"},
-		"helm-render-3":    {"fleet", "loop"},
-		"sops-render-3":    {"fleet", "plain", "loop"},
-		"apply-create":     {"fleet", "loop", "loop-par", "floor"},
-		"apply-noop":       {"fleet", "loop", "loop-par", "floor"},
-		"apply-change":     {"fleet", "loop", "loop-par", "floor"},
-		"diff-noop":        {"fleet", "loop", "loop-par"},
+		"render-3":                {"fleet", "loop"},
+		"oci-render-3":            {"fleet", "folder"},
+		"oci-pull-5mb":            {"fleet", "crane"},
+		"publish-3":               {"fleet", "loop"},
+		"publish-3-shared":        {"fleet", "loop"},
+		"publish-3-signed":        {"fleet"},
+		"publish-3-shared-signed": {"fleet"},
+		"helm-render-3":           {"fleet", "loop"},
+		"sops-render-3":           {"fleet", "plain", "loop"},
+		"apply-create":            {"fleet", "loop", "loop-par", "floor"},
+		"apply-noop":              {"fleet", "loop", "loop-par", "floor"},
+		"apply-change":            {"fleet", "loop", "loop-par", "floor"},
+		"diff-noop":               {"fleet", "loop", "loop-par"},
 	}
 	seen := map[string]bool{}
 	for _, r := range got.Rows {
@@ -92,8 +94,8 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Rows) != 30 {
-		t.Errorf("%d rows, want 30", len(got.Rows))
+	if len(got.Rows) != 32 {
+		t.Errorf("%d rows, want 32", len(got.Rows))
 	}
 	if !strings.Contains(stdout, " KiB pushed |") {
 		t.Error("the publish rows say no bytes pushed")
