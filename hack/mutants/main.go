@@ -167,6 +167,10 @@ var mutants = []mutant{
 		"signing(f.Clusters[i].Delivery)",
 		"_ = f.Clusters[i].Delivery",
 		[]string{"./pkg/rollout"}, "TestCheckEnvironment", false},
+	{"a render that decrypted a value published", "pkg/render/limits.go",
+		"\tif decrypted {\n\t\tf.decrypted.Store(true)",
+		"\tif false && decrypted {\n\t\tf.decrypted.Store(true)",
+		[]string{"./pkg/render"}, "TestRenderDecryptedProvenance", false},
 }
 
 func main() {

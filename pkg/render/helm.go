@@ -241,12 +241,12 @@ func capabilities(c *Cluster) (*common.KubeVersion, []string, error) {
 // post-install/post-upgrade after), recreated when they change; test
 // hooks and the other events are left out. helm.sh/resource-policy: keep
 // means fleet.kubectl.io/prune: disabled.
-func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Cluster, lim Limits) ([]rawObject, []string, error) {
+func (e *Engine) renderHelm(ctx context.Context, h *Helm, app, ns string, c *Cluster, lim Limits, fs files) ([]rawObject, []string, error) {
 	ch, err := e.loadChart(h)
 	if err != nil {
 		return nil, nil, err
 	}
-	vals, err := helmValues(h, VariablesOf(c), e.files(lim.MaxBytes))
+	vals, err := helmValues(h, VariablesOf(c), fs)
 	if err != nil {
 		return nil, nil, err
 	}

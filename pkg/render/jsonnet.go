@@ -22,13 +22,13 @@ import (
 // its root: a render never reads /etc/hostname or ~/.kube/config. Calls
 // nest at most lim.MaxStack deep, and the output is at most lim.MaxBytes
 // long.
-func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits, secrets *sopsfile.Decrypter, trace io.Writer) ([]rawObject, error) {
+func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits, fs files, trace io.Writer) ([]rawObject, error) {
 	vm := jsonnet.MakeVM()
 	vm.SetTraceOut(trace)
 	vm.MaxStack = lim.MaxStack
 	jpaths := append([]string{filepath.Join(filepath.Dir(file), "vendor")}, jpath...)
 	roots := append([]string{filepath.Dir(file)}, jpaths...)
-	vm.Importer(&confined{FileImporter: jsonnet.FileImporter{JPaths: jpaths}, roots: realPaths(roots), secrets: secrets})
+	vm.Importer(&confined{FileImporter: jsonnet.FileImporter{JPaths: jpaths}, roots: realPaths(roots), files: fs})
 	vm.TLACode("cluster", clusterJSON)
 	vm.ExtCode("cluster", clusterJSON)
 	out, err := vm.EvaluateFile(file)
@@ -59,8 +59,8 @@ func evalJsonnet(file string, jpath []string, clusterJSON string, lim Limits, se
 // imports is decrypted if it is SOPS-encrypted.
 type confined struct {
 	jsonnet.FileImporter
-	roots   []string
-	secrets *sopsfile.Decrypter
+	roots []string
+	files files
 }
 
 // Import imports path as the file importer does, if it is under a root.
@@ -81,16 +81,16 @@ func (c *confined) Import(importedFrom, importedPath string) (jsonnet.Contents, 
 // decrypt is contents, read from foundAt, decrypted if it is encrypted.
 // A file that never says "sops" is not copied.
 func (c *confined) decrypt(contents jsonnet.Contents, foundAt string) (jsonnet.Contents, string, error) {
-	if c.secrets == nil || !strings.Contains(contents.String(), "sops") {
+	if c.files.sops == nil || !strings.Contains(contents.String(), "sops") {
 		return contents, foundAt, nil
 	}
 	data := []byte(contents.String())
-	out, err := c.secrets.Read(displayPath(foundAt), data)
+	if !sopsfile.Encrypted(sopsfile.FormatOf(foundAt), data) {
+		return contents, foundAt, nil
+	}
+	out, err := c.files.open(displayPath(foundAt), sopsfile.FormatOf(foundAt), data)
 	if err != nil {
 		return jsonnet.Contents{}, "", err
-	}
-	if len(out) == len(data) && (len(out) == 0 || &out[0] == &data[0]) {
-		return contents, foundAt, nil
 	}
 	return jsonnet.MakeContents(string(out)), foundAt, nil
 }

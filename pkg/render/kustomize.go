@@ -59,7 +59,7 @@ func buildKustomize(dir string, fs files) ([]rawObject, error) {
 		total int64
 	)
 	for _, res := range resMap.Resources() {
-		if err := decryptResource(res, fs.sops); err != nil {
+		if err := decryptResource(res, fs); err != nil {
 			return nil, err
 		}
 		objs, size, err := objectsOf(res)
@@ -79,8 +79,8 @@ func buildKustomize(dir string, fs files) ([]rawObject, error) {
 // YAML), as its YAML, in place. Its MAC holds only if no transformer
 // changed it (a namespace, a label, a name prefix), unless it was
 // encrypted with --mac-only-encrypted.
-func decryptResource(res *resource.Resource, d *sopsfile.Decrypter) error {
-	if d == nil || d.Off || res.GetKind() != "Secret" {
+func decryptResource(res *resource.Resource, fs files) error {
+	if fs.sops == nil || fs.sops.Off || res.GetKind() != "Secret" {
 		return nil
 	}
 	if field, err := res.Pipe(kyaml.Lookup("sops")); err != nil || field == nil {
@@ -94,7 +94,7 @@ func decryptResource(res *resource.Resource, d *sopsfile.Decrypter) error {
 	if ns := res.GetNamespace(); ns != "" {
 		ref = "Secret " + ns + "/" + res.GetName()
 	}
-	plain, err := d.ReadAs(ref, sopsfile.YAML, text)
+	plain, err := fs.open(ref, sopsfile.YAML, text)
 	if err != nil {
 		return fmt.Errorf("%w (a Secret still encrypted after the kustomize build must come out of it as it was encrypted: give its file a .yaml name, so that it is decrypted as it is read, before kustomize changes it)", err)
 	}

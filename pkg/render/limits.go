@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -198,9 +199,12 @@ func (s *aliasSizer) size(n *yaml.Node) int64 {
 
 // files reads a render's input files: each of at most max bytes, and
 // decrypted by sops when it is SOPS-encrypted (nil reads it as it is).
+// Copies share decrypted, which says that one was: what the render
+// made of those files holds a decrypted value, in whatever form.
 type files struct {
-	max  int64
-	sops *sopsfile.Decrypter
+	max       int64
+	sops      *sopsfile.Decrypter
+	decrypted *atomic.Bool
 }
 
 // read reads path (readFile) and decrypts it if it is encrypted. Only an
@@ -211,7 +215,17 @@ func (f files) read(path string) ([]byte, error) {
 	if err != nil || !sopsfile.Encrypted(sopsfile.FormatOf(path), data) {
 		return data, err
 	}
-	return f.sops.Read(displayPath(path), data)
+	return f.open(displayPath(path), sopsfile.FormatOf(path), data)
+}
+
+// open is data, read from name, decrypted if it is encrypted, noting
+// that it was.
+func (f files) open(name string, format sopsfile.Format, data []byte) ([]byte, error) {
+	out, decrypted, err := f.sops.Open(name, format, data)
+	if decrypted {
+		f.decrypted.Store(true)
+	}
+	return out, err
 }
 
 // limitedFS is the disk as kustomize sees it, with every file read through

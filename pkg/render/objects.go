@@ -174,7 +174,7 @@ func typeName(v any) string {
 // readManifests reads a file, every .yaml/.yml/.json file under a folder
 // (recursively, in lexical order), or standard input for "-": at most max
 // bytes from each, and from all files of a folder together.
-func (e *Engine) readManifests(path string, max int64) ([]rawObject, error) {
+func (e *Engine) readManifests(path string, max int64) (built, error) {
 	if path == "-" {
 		e.stdin.once.Do(func() {
 			if e.Stdin == nil {
@@ -183,24 +183,24 @@ func (e *Engine) readManifests(path string, max int64) ([]rawObject, error) {
 			}
 			e.stdin.data, e.stdin.err = readAll(e.Stdin, max, "standard input")
 			if e.stdin.err == nil {
-				e.stdin.data, e.stdin.err = e.Secrets.ReadAs("standard input", sopsfile.YAML, e.stdin.data)
+				e.stdin.data, e.stdin.decrypted, e.stdin.err = e.Secrets.Open("standard input", sopsfile.YAML, e.stdin.data)
 			}
 		})
 		if e.stdin.err != nil {
-			return nil, fmt.Errorf("reading standard input: %w", e.stdin.err)
+			return built{}, fmt.Errorf("reading standard input: %w", e.stdin.err)
 		}
 		objs, err := parseDocuments(e.stdin.data, max)
 		if err != nil {
-			return nil, fmt.Errorf("standard input: %w", err)
+			return built{}, fmt.Errorf("standard input: %w", err)
 		}
 		for i := range objs {
 			objs[i].source = "standard input " + objs[i].source
 		}
-		return objs, nil
+		return built{raws: objs, decrypted: e.stdin.decrypted}, nil
 	}
 	info, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return built{}, err
 	}
 	files := []string{path}
 	if info.IsDir() {
@@ -221,32 +221,34 @@ func (e *Engine) readManifests(path string, max int64) ([]rawObject, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, err
+			return built{}, err
 		}
 	}
 	var (
 		out   []rawObject
 		total int64
+		fs    = e.files(max)
 	)
 	for _, f := range files {
-		data, err := e.files(max - total).read(f)
+		fs.max = max - total
+		data, err := fs.read(f)
 		if err != nil {
 			if total > 0 && errors.As(err, new(*limitError)) {
-				return nil, &limitError{fmt.Sprintf("%s: its manifest files together exceed the %s limit", displayPath(path), byteSize(max))}
+				return built{}, &limitError{fmt.Sprintf("%s: its manifest files together exceed the %s limit", displayPath(path), byteSize(max))}
 			}
-			return nil, err
+			return built{}, err
 		}
 		total += int64(len(data))
 		objs, err := parseDocuments(data, max)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", displayPath(f), err)
+			return built{}, fmt.Errorf("%s: %w", displayPath(f), err)
 		}
 		for i := range objs {
 			objs[i].source = displayPath(f) + " " + objs[i].source
 		}
 		out = append(out, objs...)
 	}
-	return out, nil
+	return built{raws: out, decrypted: fs.decrypted.Load()}, nil
 }
 
 // orderFirst and orderLast are kustomize's legacy resource order, which

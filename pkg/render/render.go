@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 
@@ -120,7 +121,13 @@ type Result struct {
 	// Warnings are what the render left out that the user should know:
 	// a chart's hooks kubectl fleet does not run.
 	Warnings []string
-	Err      error
+	// Decrypted says that the render read values decrypted from SOPS (a
+	// file, a values file, an import, standard input), whatever form
+	// they took in its objects, or, in vet without the keys, values
+	// apply would decrypt (sopsfile.Decrypter.Open): such a render is
+	// never published.
+	Decrypted bool
+	Err       error
 
 	// again makes Objects again from what the render kept in memory,
 	// when the fleet shares the source's build (Again).
@@ -168,19 +175,20 @@ type Engine struct {
 	// value nothing sets (a typo: .Values.imag) is a warning.
 	Lint bool
 
-	memo memo.Memo[string, []rawObject]
+	memo memo.Memo[string, built]
 	// charts are the Helm charts loaded, each once per run.
 	charts memo.Memo[string, *chart.Chart]
 	// perCluster memoizes jsonnet evaluations, which depend on the
 	// cluster, per cluster (see Release); released counts the
 	// evaluations of released clusters, for Renders.
 	mu         sync.Mutex
-	perCluster map[string]*memo.Memo[string, []rawObject]
+	perCluster map[string]*memo.Memo[string, built]
 	released   int
 	stdin      struct {
-		once sync.Once
-		data []byte
-		err  error
+		once      sync.Once
+		data      []byte
+		decrypted bool
+		err       error
 	}
 }
 
@@ -269,8 +277,23 @@ func (e *TargetError) Error() string {
 // Unwrap is the render's own error.
 func (e *TargetError) Unwrap() error { return e.Err }
 
-// files reads the sources' files, each of at most max bytes.
-func (e *Engine) files(max int64) files { return files{max: max, sops: e.Secrets} }
+// files reads one build's files, each of at most max bytes.
+func (e *Engine) files(max int64) files {
+	return files{max: max, sops: e.Secrets, decrypted: new(atomic.Bool)}
+}
+
+// built is what one build of a source made, as the engine keeps it:
+// its objects, and whether it read a value decrypted from SOPS.
+type built struct {
+	raws      []rawObject
+	decrypted bool
+}
+
+// buildWith runs build with a fresh files and says what it made.
+func buildWith(fs files, build func(files) ([]rawObject, error)) (built, error) {
+	raws, err := build(fs)
+	return built{raws: raws, decrypted: fs.decrypted.Load()}, err
+}
 
 // Release forgets what the engine kept for one cluster: its jsonnet
 // evaluations, which depend on the cluster and so are kept per cluster.
@@ -287,15 +310,15 @@ func (e *Engine) Release(cluster string) {
 }
 
 // clusterMemo is the memo of one cluster's jsonnet evaluations.
-func (e *Engine) clusterMemo(cluster string) *memo.Memo[string, []rawObject] {
+func (e *Engine) clusterMemo(cluster string) *memo.Memo[string, built] {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	m, ok := e.perCluster[cluster]
 	if !ok {
 		if e.perCluster == nil {
-			e.perCluster = map[string]*memo.Memo[string, []rawObject]{}
+			e.perCluster = map[string]*memo.Memo[string, built]{}
 		}
-		m = &memo.Memo[string, []rawObject]{}
+		m = &memo.Memo[string, built]{}
 		e.perCluster[cluster] = m
 	}
 	return m
@@ -305,7 +328,7 @@ func (e *Engine) clusterMemo(cluster string) *memo.Memo[string, []rawObject] {
 // source the fleet's clusters share, how to make the objects again.
 func (e *Engine) renderOne(ctx context.Context, t Target, r *Result) error {
 	var (
-		raws   []rawObject
+		b      built
 		lim    = e.Limits.orDefaults()
 		shared bool // raws are the fleet's, not the cluster's
 		err    error
@@ -319,16 +342,18 @@ func (e *Engine) renderOne(ctx context.Context, t Target, r *Result) error {
 		}
 		path := r.Path
 		shared = true
-		raws, err = e.memo.Do("kustomize\x00"+path, func() ([]rawObject, error) {
-			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) { return buildKustomize(path, e.files(lim.MaxBytes)) })
+		b, err = e.memo.Do("kustomize\x00"+path, func() (built, error) {
+			b, err := bounded(ctx, lim.Timeout, func() (built, error) {
+				return buildWith(e.files(lim.MaxBytes), func(fs files) ([]rawObject, error) { return buildKustomize(path, fs) })
+			})
 			if err != nil {
-				return nil, fmt.Errorf("kustomize build %s: %w", displayPath(path), err)
+				return b, fmt.Errorf("kustomize build %s: %w", displayPath(path), err)
 			}
-			return raws, nil
+			return b, nil
 		})
 	case Manifests:
 		path := r.Path
-		raws, err = e.memo.Do("manifests\x00"+path, func() ([]rawObject, error) { return e.readManifests(path, lim.MaxBytes) })
+		b, err = e.memo.Do("manifests\x00"+path, func() (built, error) { return e.readManifests(path, lim.MaxBytes) })
 		shared = true
 	case Jsonnet:
 		path := r.Path
@@ -337,20 +362,24 @@ func (e *Engine) renderOne(ctx context.Context, t Target, r *Result) error {
 			return jerr
 		}
 		key := "jsonnet\x00" + path + "\x00" + strings.Join(t.Source.JPath, "\x00") + "\x00" + string(clusterJSON)
-		raws, err = e.clusterMemo(t.Cluster.Name).Do(key, func() ([]rawObject, error) {
-			raws, err := bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
-				return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim, e.Secrets, e.trace())
+		b, err = e.clusterMemo(t.Cluster.Name).Do(key, func() (built, error) {
+			b, err := bounded(ctx, lim.Timeout, func() (built, error) {
+				return buildWith(e.files(lim.MaxBytes), func(fs files) ([]rawObject, error) {
+					return evalJsonnet(path, t.Source.JPath, string(clusterJSON), lim, fs, e.trace())
+				})
 			})
 			if err != nil {
-				return nil, fmt.Errorf("jsonnet %s: %w", displayPath(path), err)
+				return b, fmt.Errorf("jsonnet %s: %w", displayPath(path), err)
 			}
-			return raws, nil
+			return b, nil
 		})
 	case HelmChart:
-		raws, err = bounded(ctx, lim.Timeout, func() ([]rawObject, error) {
-			raws, w, err := e.renderHelm(ctx, t.Source.Helm, t.App, t.Source.Namespace, &t.Cluster, lim)
-			r.Warnings = w
-			return raws, err
+		b, err = bounded(ctx, lim.Timeout, func() (built, error) {
+			return buildWith(e.files(lim.MaxBytes), func(fs files) ([]rawObject, error) {
+				raws, w, err := e.renderHelm(ctx, t.Source.Helm, t.App, t.Source.Namespace, &t.Cluster, lim, fs)
+				r.Warnings = w
+				return raws, err
+			})
 		})
 	default:
 		return fmt.Errorf("unknown source type %q", t.Source.Type)
@@ -358,6 +387,8 @@ func (e *Engine) renderOne(ctx context.Context, t Target, r *Result) error {
 	if err != nil {
 		return err
 	}
+	raws := b.raws
+	r.Decrypted = b.decrypted
 	objs, err := made(raws, &t, lim.MaxBytes)
 	if err != nil {
 		return err

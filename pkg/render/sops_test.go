@@ -195,3 +195,86 @@ func TestRenderDecryptsBuiltSecret(t *testing.T) {
 		}
 	}
 }
+
+// A render that read a decrypted value says so whatever form the value
+// took in it (base64 of "user:" and it, percent-encoded in a DSN,
+// a PEM put on one line, Helm's float form of a large number), so that no
+// pattern is needed to refuse publishing it; the same sources with
+// their files in the clear, or a Secret left encrypted for Flux, do
+// not say so.
+func TestRenderDecryptedProvenance(t *testing.T) {
+	sopstest.Isolate(t)
+	k := sopstest.NewKey(t)
+	t.Setenv("SOPS_AGE_KEY", k.Identity)
+	const pw = "pa$$ w0rd/with+signs"
+	values := "count: 1234567890123456789\npem: |\n  -----BEGIN KEY-----\n  MIIBkTCB+wIJALk3cT9pZ2nWMA0G\n  -----END KEY-----\n"
+	jsonnetMain := `local db = import 'db.json';
+{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'dsn' }, data: {
+  basic: std.base64('user:' + db.password),
+  dsn: 'postgres://app:' + std.join('%20', std.split(db.password, ' ')) + '@db/app',
+} }`
+	chart := map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: forms\nversion: 0.1.0\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: forms}\ndata:\n  count: {{ .Values.count | quote }}\n  pem: {{ .Values.pem | replace \"\\n\" \" \" | quote }}\n",
+	}
+	sources := func(t *testing.T, encrypt bool) map[string]Source {
+		dir := t.TempDir()
+		put := func(name, plain, regex string) {
+			if encrypt {
+				writeEncrypted(t, k, dir, name, plain, regex)
+			} else {
+				write(t, dir, name, plain)
+			}
+		}
+		put("values.yaml", values, "")
+		put("jsonnet/db.json", `{"password": "`+pw+`"}`, "")
+		put("kustomize/app.env", "PASSWORD="+pw+"\n", "")
+		put("manifests/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {password: \""+pw+"\"}\n", "^data$")
+		write(t, dir, "jsonnet/main.jsonnet", jsonnetMain)
+		write(t, dir, "kustomize/kustomization.yaml", "configMapGenerator:\n- {name: app, envs: [app.env]}\n")
+		for name, text := range chart {
+			write(t, dir, "chart/"+name, text)
+		}
+		h := &Helm{Chart: filepath.Join(dir, "chart"), Values: []string{filepath.Join(dir, "values.yaml")}}
+		return map[string]Source{
+			"kustomize": {Type: Kustomize, Path: filepath.Join(dir, "kustomize")},
+			"manifests": {Type: Manifests, Path: filepath.Join(dir, "manifests")},
+			"jsonnet":   {Type: Jsonnet, Path: filepath.Join(dir, "jsonnet/main.jsonnet")},
+			"helm":      {Type: HelmChart, Path: h.Chart, Helm: h},
+		}
+	}
+	for _, encrypt := range []bool{true, false} {
+		e := &Engine{Secrets: &sopsfile.Decrypter{}}
+		var targets []Target
+		for name, src := range sources(t, encrypt) {
+			for _, c := range []string{"c1", "c2"} { // the second from the memo
+				targets = append(targets, Target{Cluster: cluster(c, "staging", nil), App: name, Source: src})
+			}
+		}
+		for _, r := range e.Render(context.Background(), targets) {
+			if r.Err != nil {
+				t.Fatalf("%s %s: %v", r.Cluster.Name, r.App, r.Err)
+			}
+			if r.Decrypted != encrypt {
+				t.Errorf("encrypted %v: %s %s: Decrypted = %v", encrypt, r.Cluster.Name, r.App, r.Decrypted)
+			}
+			if r.App == "jsonnet" || r.App == "helm" {
+				for _, o := range r.Objects {
+					if found := e.Secrets.Sensitive().In(o.Object); len(found) > 0 {
+						t.Errorf("%s: a decrypted value is there as it was, which a pattern finds: %q", r.App, found)
+					}
+				}
+			}
+		}
+	}
+
+	// A Secret left encrypted for a decryptor in the cluster holds no
+	// decrypted value.
+	dir := t.TempDir()
+	writeEncrypted(t, k, dir, "secret.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\nstringData: {password: x}\n", "^(data|stringData)$")
+	e := &Engine{Secrets: &sopsfile.Decrypter{Off: true}}
+	r := e.Render(context.Background(), []Target{{Cluster: cluster("c1", "staging", nil), App: "db", Source: Source{Type: Manifests, Path: dir}}})[0]
+	if r.Err != nil || r.Decrypted {
+		t.Errorf("left encrypted: Decrypted = %v, err = %v", r.Decrypted, r.Err)
+	}
+}

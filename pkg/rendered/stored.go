@@ -28,7 +28,7 @@ func Stored(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fle
 		for _, v := range rev.Sensitive {
 			m.Add(v)
 		}
-		results[at[c.Name]] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs}
+		results[at[c.Name]] = render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: app}, Objects: objs, Decrypted: len(rev.Sensitive) > 0}
 		return err
 	})
 	s := &Set{Fleet: f, Mask: m}

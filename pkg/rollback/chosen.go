@@ -58,7 +58,7 @@ func (pl *Chosen) note(f *fleet.Fleet, c *fleet.Cluster, targets []Target, skips
 	defer pl.mu.Unlock()
 	pl.skips[c.Name] = append(pl.skips[c.Name], skips...)
 	for _, t := range targets {
-		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects})
+		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects, Decrypted: len(t.Record.Sensitive) > 0})
 		pl.records[c.Name+"/"+t.App] = t.Record
 	}
 	return out

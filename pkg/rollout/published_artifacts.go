@@ -177,7 +177,7 @@ func (e *Engine) push(ctx context.Context, reg publish.Registry, targets []publi
 // publishable refuses a render that must not go to a registry
 // (publish.Refuse).
 func (e *Engine) publishable(res render.Result) error {
-	return publish.Refuse(res.Cluster.Name, res.App, res.Objects, len(e.r.Mask.In(objectMaps(res.Objects)...)) > 0)
+	return publish.Refuse(res.Cluster.Name, res.App, res.Objects, res.Decrypted)
 }
 
 // diffPublished is what publishing would change for a delivered

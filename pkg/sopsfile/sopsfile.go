@@ -208,18 +208,30 @@ func (d *Decrypter) Read(path string, data []byte) ([]byte, error) {
 
 // ReadAs is Read for data in format f, whatever its name.
 func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
+	out, _, err := d.Open(path, f, data)
+	return out, err
+}
+
+// Open is ReadAs, and whether data's values are SOPS-encrypted ones
+// not left encrypted for a decryptor in the cluster: out holds them
+// decrypted or, where no key here opens data (KeysOptional: vet
+// without the keys), apply's would. That is the provenance a render
+// keeps, so that whatever form such a value takes in it (re-encoded,
+// re-indented, part of a longer string), the render is known to hold
+// one.
+func (d *Decrypter) Open(path string, f Format, data []byte) (out []byte, decrypted bool, err error) {
 	if d == nil || !Encrypted(f, data) {
-		return data, nil
+		return data, false, nil
 	}
 	if d.Off {
 		if !secretManifest(f, data) {
-			return nil, &Error{path, "it feeds the render (a generator's input, a values file, an import), so it cannot be left encrypted for a decryptor in the cluster, which decrypts only Secret manifests encrypted whole; --decrypt writes its values decrypted"}
+			return nil, false, &Error{path, "it feeds the render (a generator's input, a values file, an import), so it cannot be left encrypted for a decryptor in the cluster, which decrypts only Secret manifests encrypted whole; --decrypt writes its values decrypted"}
 		}
 		d.note(path, "", nil, false, "left encrypted")
-		return data, nil
+		return data, false, nil
 	}
 	key := content{sha256.Sum256(data), f}
-	out, err := d.files.Do(key, func() ([]byte, error) { return d.decrypt(path, f, data) })
+	out, err = d.files.Do(key, func() ([]byte, error) { return d.decrypt(path, f, data) })
 	var nk *NoKeyError
 	switch {
 	case errors.As(err, &nk) && d.KeysOptional:
@@ -231,12 +243,12 @@ func (d *Decrypter) ReadAs(path string, f Format, data []byte) ([]byte, error) {
 			}
 			d.mu.Unlock()
 		}
-		return data, nil
+		return data, true, nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	}
 	d.note(path, "", nil, true, "")
-	return out, nil
+	return out, true, nil
 }
 
 // content is what a decryption is remembered by: the same bytes read

@@ -402,9 +402,8 @@ func loopback(oci string) bool {
 }
 
 // Unpublishable are the problems of a delivered cluster's renders that
-// apply would refuse to publish (publish.Refuse): decrypted holds the
-// values decrypted for the run.
-func Unpublishable(f *fleet.Fleet, c *fleet.Cluster, results []render.Result, decrypted []string) []Problem {
+// apply would refuse to publish (publish.Refuse).
+func Unpublishable(f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []Problem {
 	if f.DeliveryOf(c) == nil {
 		return nil
 	}
@@ -413,11 +412,7 @@ func Unpublishable(f *fleet.Fleet, c *fleet.Cluster, results []render.Result, de
 		if r.Cluster.Name != c.Name {
 			continue
 		}
-		held := false
-		for _, o := range r.Objects {
-			held = held || holdsAny(o.Object, decrypted)
-		}
-		if err := publish.Refuse(c.Name, r.App, r.Objects, held); err != nil {
+		if err := publish.Refuse(c.Name, r.App, r.Objects, r.Decrypted); err != nil {
 			out = append(out, Problem{App: r.App, Message: err.Error()})
 		}
 	}
@@ -447,7 +442,7 @@ func (v *Out) Check(ctx context.Context, k Check) {
 	objects := ByCluster(k.Clusters, k.Results)
 	for _, c := range k.Clusters {
 		names, problems := Render(c.Name, k.Results, k.Tests, objects[c.Name])
-		problems = append(problems, Unpublishable(k.Fleet, c, k.Results, k.Decrypted)...)
+		problems = append(problems, Unpublishable(k.Fleet, c, k.Results)...)
 		if k.Connect != nil && len(problems) == 0 && v.Problems == 0 && k.Fleet.DeliveryOf(c) == nil {
 			problems = append(problems, serverCheck(ctx, k, c)...)
 		}

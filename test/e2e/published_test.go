@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/registrytest"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
@@ -465,6 +466,28 @@ func (b *pubBed) secretRefused(d1 string) {
 	}
 	if v, _, _ := kubectl(t, "", "--context", "fleet-c1", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" || b.tag() != d1 {
 		t.Fatalf("a refused publish changed staging (%q) or moved the tag (%s, was %s)", v, b.tag(), d1)
+	}
+
+	// Nor a value decrypted from SOPS, in a ConfigMap or any form: the
+	// render that read one is refused, before anything is pushed.
+	k := sopstest.NewKey(t)
+	plain := strings.ReplaceAll(publishedApp, "${v}", "2") + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: db, namespace: e2e-pub}\ndata: {dsn: \"postgres://app:s3cr3t-dsn@db/app\"}\n"
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), k.Encrypt(t, "app.yaml", plain, "^data$"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOPS_AGE_KEY", k.Identity)
+	b.mu.Lock()
+	pushed := len(b.pushed)
+	b.mu.Unlock()
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code == 0 || !strings.Contains(out+errOut, "app web renders values decrypted with SOPS") || strings.Contains(out+errOut, "s3cr3t-dsn") {
+		t.Fatalf("apply of a decrypted value to a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	b.mu.Lock()
+	after := len(b.pushed)
+	b.mu.Unlock()
+	if v, _, _ := kubectl(t, "", "--context", "fleet-c1", "-n", "e2e-pub", "get", "configmap", "release", "-o", "jsonpath={.data.v}"); v != "1" || b.tag() != d1 || after != pushed {
+		t.Fatalf("a refused publish changed staging (%q), moved the tag (%s, was %s) or pushed (%d artifacts, were %d)", v, b.tag(), d1, after, pushed)
 	}
 }
 
