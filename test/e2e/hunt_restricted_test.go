@@ -238,10 +238,10 @@ func (h *hunter) cleanupRBAC(ctx context.Context, w *world) {
 // ("two") there and not being deleted, its CRD serving its kind.
 func (h *hunter) canHold(ctx context.Context, w *world, key string) bool {
 	var holder string
-	switch kind, _, _ := strings.Cut(key, "/"); kind {
-	case "cm2", "fcm2", "ep":
+	switch kind, _, _ := strings.Cut(canon(key), "/"); kind {
+	case "cm2", "ep":
 		holder = "ns/two"
-	case "cr", "fcr":
+	case "cr":
 		holder = "crd/hunts"
 	default:
 		return true

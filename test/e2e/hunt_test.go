@@ -82,7 +82,7 @@ import (
 // (measured with go run ./hack/mutants -hunt: docs/security.md).
 var (
 	huntSeeds = []uint64{1, 2, 3}
-	huntSteps = 70
+	huntSteps = 90
 )
 
 func TestHunt(t *testing.T) {
@@ -132,6 +132,10 @@ func TestHunt(t *testing.T) {
 		}
 		kinds := map[string]int{}
 		for _, s := range seq {
+			if s.Kind == "foreign-ns" && s.Flag != "" {
+				kinds[s.Kind+" "+s.Flag]++ // aimHeld's
+				continue
+			}
 			kinds[s.Kind]++
 		}
 		t.Logf("hunt: seed %d: %d steps, no violation (%.0fs); steps done by kind: %v", seed, len(seq), time.Since(start).Seconds(), kinds)
@@ -298,6 +302,9 @@ type world struct {
 	labelled map[string]bool
 	// rbac: the restricted identities of this run exist.
 	rbac bool
+	// held counts aimHeld's objects put in Namespace two (from the
+	// seed, so that seeds start with different kinds).
+	held int
 	// keyReplaced: the digest key was deleted since the apps' last
 	// applies; the next apply of an app with a Secret records a revision
 	// even of the same render (its digest is under the new key).
@@ -335,8 +342,14 @@ func (w *world) ref(key string) (schema.GroupVersionResource, string, string) {
 	switch kind {
 	case "cm", "fcm":
 		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, w.ns("one"), name
-	case "cm2", "fcm2":
+	case "cm2", "fcm2", "fown2", "fgone2":
 		return schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, w.ns("two"), name
+	case "fsec2":
+		return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, w.ns("two"), name
+	case "fsa2":
+		return schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}, w.ns("two"), name
+	case "frole2":
+		return rbacResource("roles"), w.ns("two"), name
 	case "secret":
 		return schema.GroupVersionResource{Version: "v1", Resource: "secrets"}, w.ns("one"), name
 	case "ep":
@@ -450,7 +463,7 @@ func (h *hunter) run(seed uint64, n int, replay []step) ([]step, error) {
 		p: fmt.Sprintf("h%d-%d", seed%10000, h.runs), dir: t.TempDir(), apps: []string{"a", "b", "c"},
 		render: map[string]map[string]spec{"a": {}, "b": {}, "c": {}}, revs: map[string][]map[string]spec{},
 		applied: map[string]spec{}, uids: map[string]types.UID{}, foreign: map[string]types.UID{}, pristine: map[string]string{},
-		released: map[string]bool{}, ours: map[string]bool{}, labelled: map[string]bool{},
+		released: map[string]bool{}, ours: map[string]bool{}, labelled: map[string]bool{}, held: int(seed % 4),
 	}
 	ctx := context.Background()
 	defer h.cleanup(w)
@@ -593,6 +606,10 @@ func (h *hunter) candidate(rng *rand.Rand, w *world) step {
 // apply adopts a foreign object or lets an adopted one go, takes a CRD
 // away from its kept custom resources, marks a custom resource kept.
 func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
+	if s.Kind == "apply" && rng.IntN(2) == 0 {
+		w.aimHeld(s, exists)
+		return
+	}
 	if s.Kind != "restricted" && s.Kind != "one-app" && rng.IntN(2) == 0 {
 		return
 	}
@@ -658,10 +675,9 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 		// let an adopted one go, clear one no app renders, make it,
 		// put a foreign object in, take it away.
 		t := []string{"ns/two", "crd/hunts"}[rng.IntN(2)]
-		inside := map[string]string{"ns/two": "fcm2/", "crd/hunts": "fcr/"}[t]
 		foreignIn := false
 		for k := range w.foreign {
-			foreignIn = foreignIn || strings.HasPrefix(k, inside)
+			foreignIn = foreignIn || canon(k) != k && rootKey(canon(k)) == t
 		}
 		s.Key, s.Op, s.Keep = t, "remove", false
 		switch {
@@ -687,6 +703,39 @@ func (w *world) aim(rng *rand.Rand, s *step, exists func(key string) bool) {
 		w.aimKept(s, exists)
 	default:
 		s.Key, s.Keep = []string{"cr/h0", "cr/h1", "ep/e0"}[rng.IntN(3)], true
+	}
+}
+
+// heldKinds are what aimHeld puts in Namespace two, in turn: kinds
+// someone keeps beside an app's objects, and an object a live
+// cluster-scoped object owns.
+var heldKinds = []string{"fsec2", "fown2", "fsa2", "frole2"}
+
+// aimHeld walks Namespace two, one stage a step, toward the case only
+// what the Namespace guard lists and how it judges owners decide: made
+// by an app, nothing of any app's left in it, one object of someone
+// else's (of each of heldKinds in turn), the Namespace let go of by an
+// apply that may read everything.
+func (w *world) aimHeld(s *step, exists func(string) bool) {
+	owner, ep := w.owner("ns/two"), w.owner("ep/e0")
+	held := false
+	for k := range w.foreign {
+		held = held || canon(k) != k && rootKey(canon(k)) == "ns/two"
+	}
+	switch {
+	case ep != "":
+		s.Key, s.Op = "ep/e0", "remove"
+	case owner == "" && exists("ns/two"):
+		s.Kind, s.Key = "foreign-clear", "ns/two"
+	case owner == "":
+		s.Key, s.Op, s.Keep = "ns/two", "change", false
+	case !w.ours["ns/two"] || w.applied["ns/two"].keep:
+		s.Key, s.Op = "ns/two", "remove" // adopted or kept: let go
+	case !held:
+		s.Kind, s.Flag = "foreign-ns", heldKinds[w.held%len(heldKinds)]
+		w.held++
+	default:
+		s.Key, s.Op = "ns/two", "remove"
 	}
 }
 
@@ -770,11 +819,16 @@ func keySet[V any](m map[string]V) map[string]bool {
 	return out
 }
 
-// canon is a foreign key as the key of the same kind an app renders
-// ("fcm2/x" as "cm2/x", "fcr/x" as "cr/x"): where it lives.
+// canon is a foreign key as the key of an app's that lives where it
+// does ("fcm2/x", "fsec2/x", any "f…2/x" as "cm2/x", in Namespace two;
+// "fcr/x" as "cr/x").
 func canon(key string) string {
-	if k, ok := strings.CutPrefix(key, "f"); ok && (strings.HasPrefix(k, "cm2/") || strings.HasPrefix(k, "cr/")) {
-		return k
+	kind, name, _ := strings.Cut(key, "/")
+	switch {
+	case kind == "fcr":
+		return "cr/" + name
+	case strings.HasPrefix(kind, "f") && strings.HasSuffix(kind, "2"):
+		return "cm2/" + name
 	}
 	return key
 }
@@ -1033,11 +1087,22 @@ func (h *hunter) do(ctx context.Context, w *world, s step) (ok bool, err error) 
 		}
 		return true, h.afterApply(ctx, w, before, s.App)
 	case "foreign-ns":
-		// Inside a Namespace an app renders: it keeps the Namespace.
-		if !h.canHold(ctx, w, "fcm2/f"+s.Data) {
+		// Inside a Namespace an app renders, what people keep beside an
+		// app's objects: a ConfigMap, a Secret, a ServiceAccount, a
+		// Role, one owned by a cluster-scoped object that is there
+		// (Namespace one, as a Crossplane composite owns its parts):
+		// each keeps the Namespace. One whose cluster-scoped owner is
+		// gone is garbage the collector takes: it keeps nothing, and it
+		// is not the foreign actor's to keep.
+		kind := s.Flag // aimed (aimHeld)
+		if kind == "" {
+			kind = []string{"fcm2", "fsec2", "fsa2", "frole2", "fown2", "fgone2"}[pick(s.Data, 6)]
+		}
+		key := kind + "/f" + s.Data
+		if !h.canHold(ctx, w, key) {
 			return false, nil
 		}
-		return true, h.foreignCreate(ctx, w, "fcm2/f"+s.Data, map[string]any{"v": s.Data}, nil)
+		return true, h.foreignCreate(ctx, w, key, map[string]any{"v": s.Data}, nil)
 	case "foreign-delete":
 		// The foreign actor deletes one of its objects no app renders (or
 		// the one named, its own or one released).
@@ -1364,14 +1429,37 @@ func (h *hunter) exists(ctx context.Context, w *world, key string) bool {
 func (h *hunter) foreignCreate(ctx context.Context, w *world, key string, data map[string]any, labels map[string]string) error {
 	gvr, ns, name := w.ref(key)
 	obj := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": name, "namespace": ns}}}
-	if gvr.Resource == "hunts" {
+	kind, _, _ := strings.Cut(key, "/")
+	switch gvr.Resource {
+	case "hunts":
 		obj.SetAPIVersion(w.group() + "/v1")
 		obj.SetKind("Hunt")
 		obj.Object["spec"] = data
-	} else {
+	case "secrets":
+		obj.SetAPIVersion("v1")
+		obj.SetKind("Secret")
+		obj.Object["stringData"] = data
+	case "serviceaccounts":
+		obj.SetAPIVersion("v1")
+		obj.SetKind("ServiceAccount")
+	case "roles":
+		obj.SetAPIVersion("rbac.authorization.k8s.io/v1")
+		obj.SetKind("Role")
+		obj.Object["rules"] = []any{map[string]any{"apiGroups": []any{""}, "resources": []any{"configmaps"}, "verbs": []any{"get"}}}
+	default:
 		obj.SetAPIVersion("v1")
 		obj.SetKind("ConfigMap")
 		obj.Object["data"] = data
+	}
+	switch kind {
+	case "fown2":
+		one, err := h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, w.ns("one"), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Namespace", Name: one.GetName(), UID: one.GetUID()}})
+	case "fgone2":
+		obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole", Name: w.p + "-gone", UID: types.UID("00000000-0000-4000-8000-" + fmt.Sprintf("%012d", w.n))}})
 	}
 	if labels != nil {
 		obj.SetLabels(labels)
@@ -1380,8 +1468,11 @@ func (h *hunter) foreignCreate(ctx context.Context, w *world, key string, data m
 	if err != nil {
 		return fmt.Errorf("the foreign actor could not create %s: %w", key, err)
 	}
+	if kind == "fgone2" {
+		return nil // garbage: anyone may take it
+	}
 	w.foreign[key], w.released[key] = live.GetUID(), true
-	if v, ok := data["v"].(string); ok {
+	if v, ok := data["v"].(string); ok && (gvr.Resource == "configmaps" || gvr.Resource == "hunts") {
 		w.pristine[key] = v
 	}
 	return nil
@@ -1444,11 +1535,21 @@ func (h *hunter) untouched(ctx context.Context, w *world) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
+	// An object whose Namespace is being deleted goes with it, once the
+	// namespace controller gets to it: it is lost already.
+	terminating := map[string]bool{}
+	for _, ns := range []string{w.ns("one"), w.ns("two")} {
+		live, err := h.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).Get(ctx, ns, metav1.GetOptions{})
+		terminating[ns] = err == nil && live.GetDeletionTimestamp() != nil
+	}
 	for _, key := range keys {
 		gvr, ns, name := w.ref(key)
 		live, err := h.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && live.GetDeletionTimestamp() != nil {
+		switch {
+		case err == nil && live.GetDeletionTimestamp() != nil:
 			err = fmt.Errorf("being deleted")
+		case err == nil && terminating[ns]:
+			err = fmt.Errorf("its Namespace %s is being deleted", ns)
 		}
 		if err != nil {
 			who := "released (adopted or prune: disabled)"
