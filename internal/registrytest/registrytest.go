@@ -15,6 +15,7 @@ import (
 	"io"
 	"log"
 	"maps"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -38,7 +39,14 @@ import (
 // delivery to the repository base fleets/prod there, and its Registry.
 func Delivery(t testing.TB) (*fleet.Delivery, publish.Registry) {
 	t.Helper()
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	return DeliveryWith(t, func(h http.Handler) http.Handler { return h })
+}
+
+// DeliveryWith is Delivery with the registry behind wrap: requests
+// seen, delayed or refused.
+func DeliveryWith(t testing.TB, wrap func(http.Handler) http.Handler) (*fleet.Delivery, publish.Registry) {
+	t.Helper()
+	srv := httptest.NewServer(wrap(registry.New(registry.Logger(log.New(io.Discard, "", 0)))))
 	t.Cleanup(srv.Close)
 	d := &fleet.Delivery{OCI: "oci://" + strings.TrimPrefix(srv.URL, "http://") + "/fleets/prod", Insecure: true}
 	reg, err := publish.For(nil, d)

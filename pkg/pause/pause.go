@@ -158,22 +158,22 @@ func set(ctx context.Context, s store, apps []string, p Pause) error {
 }
 
 func lift(ctx context.Context, s store, apps []string) ([]Pause, error) {
-	pauses, err := read(ctx, s)
+	data, err := s.data(ctx)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the pauses: %w", err)
 	}
 	var lifted []Pause
-	var keys []string
-	for _, p := range pauses {
+	seen := map[string]string{}
+	for _, p := range Of(&corev1.ConfigMap{Data: data}) {
 		if len(apps) == 0 || slices.Contains(apps, p.App) {
 			lifted = append(lifted, p)
-			keys = append(keys, keyOf(p))
+			seen[keyOf(p)] = data[keyOf(p)]
 		}
 	}
 	if len(lifted) == 0 {
 		return nil, nil
 	}
-	return lifted, s.lift(ctx, keys)
+	return lifted, s.lift(ctx, seen)
 }
 
 // configMap keeps fleet's pauses on a cluster in the ConfigMap Name.
@@ -199,13 +199,15 @@ func (c configMap) merge(ctx context.Context, data map[string]string) error {
 
 // lift removes keys, and the ConfigMap once it holds none: both only if
 // it did not change since it was read.
-func (c configMap) lift(ctx context.Context, keys []string) error {
+func (c configMap) lift(ctx context.Context, seen map[string]string) error {
 	cm, err := kube.ConfigMap(ctx, c.client, Namespace, Name(c.fleet))
 	if err != nil || cm == nil {
 		return err
 	}
-	for _, k := range keys {
-		delete(cm.Data, k)
+	for k, v := range seen {
+		if cm.Data[k] == v { // a pause made since was not seen: it stays
+			delete(cm.Data, k)
+		}
 	}
 	if len(cm.Data) == 0 {
 		return c.client.Core.ConfigMaps(Namespace).Delete(ctx, cm.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &cm.ResourceVersion}})
@@ -258,22 +260,10 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outco
 		if err != nil {
 			return err
 		}
-		line, err := ch.one(ctx, s, func() string { return publishedUser(ctx, conn, ch.Fleet, c) })
+		line, err := ch.one(ctx, s, func() string { return revision.PublisherOf(ctx, conn, ch.Fleet, c) })
 		return say(c, line, err)
 	})
 	return outcomes, said
-}
-
-// publishedUser is who pauses delivered cluster c: the user of its
-// context when it has one (which reads it only), else the local user.
-func publishedUser(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster) string {
-	var client *kube.Client // none: the local user
-	if c.Observed() {
-		if cl, err := conn.Connect(ctx, f, c); err == nil {
-			client = cl
-		}
-	}
-	return revision.Publisher(ctx, client)
 }
 
 // one makes the change in s, a cluster's pauses, and says what it did;

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -41,9 +42,10 @@ func ReadPublished(ctx context.Context, f *fleet.Fleet, d *fleet.Delivery, clust
 // a ConfigMap's data (keyOf): the cluster, or its registry.
 type store interface {
 	data(ctx context.Context) (map[string]string, error)
-	// merge adds data's keys; lift removes keys.
+	// merge adds data's keys; lift removes the keys of seen whose
+	// values are still the ones seen (a pause made since stays).
 	merge(ctx context.Context, data map[string]string) error
-	lift(ctx context.Context, keys []string) error
+	lift(ctx context.Context, seen map[string]string) error
 }
 
 func read(ctx context.Context, s store) ([]Pause, error) {
@@ -83,30 +85,97 @@ func (r registryRecord) data(ctx context.Context) (map[string]string, error) {
 // merge adds pauses. Without the delivery's key, the record is written
 // unsigned: it then holds every app (data), which a pause may do.
 func (r registryRecord) merge(ctx context.Context, add map[string]string) error {
-	data, err := r.data(ctx)
-	if err != nil {
-		return err
-	}
-	maps.Copy(data, add)
-	err = r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data)
-	if errors.Is(err, publish.ErrNoRecordKey) {
-		err = r.reg.WithoutRecordKeys().WriteRecord(ctx, Repository, Tag(r.cluster), data)
-	}
-	return err
+	return r.update(ctx, func(data map[string]string) { maps.Copy(data, add) }, func(data map[string]string) bool {
+		for k, v := range add {
+			if data[k] != v {
+				return false
+			}
+		}
+		return true
+	}, func(ctx context.Context, data map[string]string) (unsigned bool, err error) {
+		err = r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data)
+		if errors.Is(err, publish.ErrNoRecordKey) {
+			return true, r.reg.WithoutRecordKeys().WriteRecord(ctx, Repository, Tag(r.cluster), data)
+		}
+		return false, err
+	})
 }
 
 // lift removes pauses: only with the delivery's key, which signs the
 // record (a resume without it would be an unsigned record, which holds).
-func (r registryRecord) lift(ctx context.Context, keys []string) error {
-	data, err := r.data(ctx)
-	if err != nil {
-		return err
+func (r registryRecord) lift(ctx context.Context, seen map[string]string) error {
+	return r.update(ctx, func(data map[string]string) {
+		for k, v := range seen {
+			if data[k] == v { // a pause made since was not seen: it stays
+				delete(data, k)
+			}
+		}
+	}, func(data map[string]string) bool {
+		for k, v := range seen {
+			if data[k] == v {
+				return false
+			}
+		}
+		return true
+	}, func(ctx context.Context, data map[string]string) (bool, error) {
+		if err := r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data); err != nil {
+			return false, fmt.Errorf("resuming a delivered cluster signs its pause record: %w", err)
+		}
+		return false, nil
+	})
+}
+
+// Settle is how long update waits after a write before it reads the
+// record back, and Attempts how often it tries.
+var (
+	Settle   = 500 * time.Millisecond
+	Attempts = 5
+)
+
+// update makes change to the record with a condition a registry does
+// not offer (OCI has no If-Match): the record is read; the change is
+// written only if the tag still names what was read (asked right before
+// the write); and after Settle it is read back, since a writer that
+// read it before may have written over it since: done says whether the
+// change holds, else it is made again on what is there. A pause and a
+// resume at once so both hold, unless one writer takes longer than
+// Settle between its question and its write. A record write says
+// unsigned (a pause without the key) is not read back: it reads as a
+// pause of every app, whatever was written over.
+func (r registryRecord) update(ctx context.Context, change func(map[string]string), done func(map[string]string) bool, write func(context.Context, map[string]string) (unsigned bool, err error)) error {
+	for range Attempts {
+		before, _, err := r.reg.Resolve(ctx, Repository, Tag(r.cluster))
+		if err != nil {
+			return err
+		}
+		data, err := r.data(ctx)
+		if err != nil {
+			return err
+		}
+		if done(data) {
+			return nil
+		}
+		change(data)
+		if now, _, err := r.reg.Resolve(ctx, Repository, Tag(r.cluster)); err != nil {
+			return err
+		} else if now != before {
+			continue // written since it was read: read it again
+		}
+		if unsigned, err := write(ctx, data); err != nil || unsigned {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(Settle):
+		}
+		after, err := r.data(ctx)
+		if err != nil {
+			return err
+		}
+		if done(after) {
+			return nil
+		}
 	}
-	for _, k := range keys {
-		delete(data, k)
-	}
-	if err := r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data); err != nil {
-		return fmt.Errorf("resuming a delivered cluster signs its pause record: %w", err)
-	}
-	return nil
+	return fmt.Errorf("the pause record of cluster %s kept changing as it was written, %d times: see it with kubectl fleet status, and try again", r.cluster, Attempts)
 }

@@ -2,7 +2,10 @@ package pause
 
 import (
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,5 +112,44 @@ func TestSignedPauses(t *testing.T) {
 	}
 	if _, err := lift(ctx, nokey, nil); err == nil || !strings.Contains(err.Error(), "resuming a delivered cluster signs its pause record") {
 		t.Fatalf("a resume without the key: %v", err)
+	}
+}
+
+// A pause and a resume of another app at once, on a registry whose
+// writes of the record are slow: both hold, round after round. Without
+// the condition, the resume writes back what it read before the pause,
+// and the pause is lost.
+func TestPublishedPauseAndResumeAtOnce(t *testing.T) {
+	d, _ := registrytest.DeliveryWith(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/") {
+				time.Sleep(150 * time.Millisecond) // the writes cross
+			}
+			next.ServeHTTP(w, r)
+		})
+	})
+	ctx := context.Background()
+	at := time.Date(2026, 11, 28, 7, 0, 0, 0, time.UTC)
+	for round := range 3 {
+		cluster := fmt.Sprintf("edge-%d", round)
+		s, err := registryStore(nil, d, cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := set(ctx, s, []string{"api"}, Pause{By: "alice", At: at, Reason: "to resume"}); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var pauseErr, resumeErr error
+		wg.Go(func() { pauseErr = set(ctx, s, []string{"web"}, Pause{By: "bob", At: at, Reason: "INC-7"}) })
+		wg.Go(func() { _, resumeErr = lift(ctx, s, []string{"api"}) })
+		wg.Wait()
+		if pauseErr != nil || resumeErr != nil {
+			t.Fatalf("round %d: pause: %v, resume: %v", round, pauseErr, resumeErr)
+		}
+		ps, err := ReadPublished(ctx, nil, d, cluster)
+		if err != nil || len(ps) != 1 || ps[0].App != "web" || ps[0].Reason != "INC-7" {
+			t.Fatalf("round %d: after a pause of web and a resume of api at once: %+v, %v", round, ps, err)
+		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	fleetencode "github.com/kubectl-fleet/kubectl-fleet/pkg/encode"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 )
@@ -647,6 +648,26 @@ func Publisher(ctx context.Context, c *kube.Client) string {
 		return u
 	}
 	return LocalUser()
+}
+
+// PublisherOf is Publisher for delivered cluster c, read through its
+// context (conn) when it has one.
+func PublisherOf(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster) string {
+	return cmp.Or(UserOf(ctx, conn, f, c), LocalUser())
+}
+
+// UserOf is who delivered cluster c's context authenticates (a context
+// that reads it only), read through conn; "" when it has no context or
+// the cluster does not tell.
+func UserOf(ctx context.Context, conn kube.Connector, f *fleet.Fleet, c *fleet.Cluster) string {
+	if !c.Observed() {
+		return ""
+	}
+	client, err := conn.Connect(ctx, f, c)
+	if err != nil {
+		return ""
+	}
+	return User(ctx, client)
 }
 
 // LocalUser is the user of this machine, which nothing authenticates:
