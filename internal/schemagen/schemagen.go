@@ -89,6 +89,12 @@ func mapType(t reflect.Type) *invopop.Schema {
 		batch.Properties.Set("size", amount())
 		batch.Properties.Set("optional", &invopop.Schema{Type: "boolean", Description: "a selector batch may match none of the group's clusters (otherwise an error: a typo would drop the canary)"})
 		return &invopop.Schema{OneOf: []*invopop.Schema{batch, size}}
+	case reflect.TypeOf(fleet.Approval{}):
+		long := &invopop.Schema{Type: "object", AdditionalProperties: invopop.FalseSchema, Properties: invopop.NewProperties()}
+		long.Properties.Set("required", &invopop.Schema{Type: "boolean", Description: "hold the group until each cluster's release is approved"})
+		long.Properties.Set("expires", mapType(reflect.TypeOf(time.Duration(0))))
+		return &invopop.Schema{OneOf: []*invopop.Schema{{Type: "string", Enum: []any{"required", "none"}}, long},
+			Description: "required: hold the group until each cluster's release is approved (kubectl fleet approve); {required: true, expires: 72h}: and an approval counts that long"}
 	}
 	return nil
 }

@@ -118,10 +118,19 @@ type Rules struct {
 	Fleet, Cluster string
 	Approvers      []fleet.Approver
 	// Self is who the run that checks is, as the cluster authenticates
-	// it: an approval by Self does not count (no one approves their own
+	// it (on a delivered cluster, as revision.Publisher says): an
+	// approval by Self does not count (no one approves their own
 	// release).
 	Self string
+	// Expires is how long an approval counts after it was given (the
+	// group's approval.expires); 0: as long as its render is the one
+	// approved.
+	Expires time.Duration
 }
+
+// skew is how far in the future an approval may be dated, for clocks
+// that differ, when approvals expire: one dated later never would.
+const skew = 5 * time.Minute
 
 // verified is the approver whose key verifies a, or "".
 func (r Rules) verified(a Approval) string {
@@ -169,6 +178,10 @@ func Check(results []render.Result, approvals map[string]Approval, key digest.Ke
 			out = append(out, fmt.Sprintf("%s %s: its approval is signed by none of the fleet's approvers (written by hand, or with a key not under approvers:): not counted", res.App, revision.ShortDigest(d)))
 		case ok && a.Digest == d && rules.Self != "" && a.By == rules.Self:
 			out = append(out, fmt.Sprintf("%s %s was approved by %s, who applies it: an approval needs someone else", res.App, revision.ShortDigest(d), a.By))
+		case ok && a.Digest == d && rules.Expires > 0 && now.Sub(a.At) > rules.Expires:
+			out = append(out, fmt.Sprintf("%s %s was approved by %s %s ago, and its group's approvals expire after %s: approve it again", res.App, revision.ShortDigest(d), a.By, duration.HumanDuration(now.Sub(a.At)), rules.Expires))
+		case ok && a.Digest == d && rules.Expires > 0 && a.At.Sub(now) > skew:
+			out = append(out, fmt.Sprintf("%s %s: its approval is dated %s from now, and its group's approvals expire: not counted", res.App, revision.ShortDigest(d), duration.HumanDuration(a.At.Sub(now))))
 		case ok && a.Digest == d && digest.Comparable(d):
 		case !digest.Comparable(d):
 			// A render holding Secret values is named by a keyed digest,
@@ -226,7 +239,7 @@ func Fleet(ctx context.Context, conn kube.Connector, r *rendered.Set, parallel i
 		approved, err := Approve(ctx, client, r.Fleet.Metadata.Name, c.Name, r.Of(c.Name), now, s)
 		return say(c, approved, err)
 	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
-		approved, err := ApprovePublished(ctx, r.Fleet, c, r.Of(c.Name), now, s)
+		approved, err := ApprovePublished(ctx, r.Fleet, c, r.Of(c.Name), now, s, revision.UserOf(ctx, conn, r.Fleet, c))
 		return say(c, approved, err)
 	})
 	return outcomes, out

@@ -34,27 +34,44 @@ func TestCheck(t *testing.T) {
 	d := digest.Render(results[0].Objects, key)
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	rules := Rules{Fleet: "shop", Cluster: "prod", Approvers: []fleet.Approver{{Name: "alice", PublicKey: alicePub}}, Self: "ci-bot"}
-	signed := func(s Signer, fleetName, cluster, by, digest string) Approval {
-		a := Approval{App: "web", Digest: digest, By: by, At: now, Approver: s.Name}
+	signedAt := func(s Signer, fleetName, cluster, by, digest string, at time.Time) Approval {
+		a := Approval{App: "web", Digest: digest, By: by, At: at, Approver: s.Name}
 		a.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, a.Payload(fleetName, cluster)))
 		return a
 	}
+	signed := func(s Signer, fleetName, cluster, by, digest string) Approval {
+		return signedAt(s, fleetName, cluster, by, digest, now)
+	}
+	expiring := rules
+	expiring.Expires = 72 * time.Hour
 	for _, tt := range []struct {
-		name string
-		a    Approval
-		want string // "" when approved
+		name  string
+		a     Approval
+		want  string // "" when approved
+		rules *Rules
 	}{
-		{"signed by an approver", signed(alice, "shop", "prod", "alice@acme", d), ""},
-		{"no signature", Approval{App: "web", Digest: d, By: "alice@acme", At: now}, "signed by none of the fleet's approvers"},
-		{"a key not the fleet's", signed(mallory, "shop", "prod", "alice@acme", d), "signed by none of the fleet's approvers"},
-		{"another cluster's approval", signed(alice, "shop", "stg", "alice@acme", d), "signed by none"},
-		{"another fleet's approval", signed(alice, "shop2", "prod", "alice@acme", d), "signed by none"},
-		{"its by edited", func() Approval { a := signed(alice, "shop", "prod", "alice@acme", d); a.By = "bob@acme"; return a }(), "signed by none"},
-		{"given by who applies", signed(alice, "shop", "prod", "ci-bot", d), "was approved by ci-bot, who applies it"},
-		{"another render", signed(alice, "shop", "prod", "alice@acme", "sha256:0000"), "is not approved (approved: sha256:0000 by alice@acme"},
+		{"within its group's expiry", signedAt(alice, "shop", "prod", "alice@acme", d, now.Add(-71*time.Hour)), "", &expiring},
+		{"past its group's expiry", signedAt(alice, "shop", "prod", "alice@acme", d, now.Add(-73*time.Hour)), "was approved by alice@acme 3d1h ago, and its group's approvals expire after 72h0m0s: approve it again", &expiring},
+		{"dated a minute ahead", signedAt(alice, "shop", "prod", "alice@acme", d, now.Add(time.Minute)), "", &expiring},
+		{"dated a year ahead, never to expire", signedAt(alice, "shop", "prod", "alice@acme", d, now.AddDate(1, 0, 0)), "its approval is dated 365d from now", &expiring},
+		{"old, where approvals do not expire", signedAt(alice, "shop", "prod", "alice@acme", d, now.AddDate(-1, 0, 0)), "", nil},
+		{"given by who publishes, as a delivered cluster's context says", signed(alice, "shop", "prod", "system:serviceaccount:ci:deployer", d), "was approved by system:serviceaccount:ci:deployer, who applies it", &Rules{Fleet: "shop", Cluster: "prod", Approvers: rules.Approvers, Self: "system:serviceaccount:ci:deployer"}},
+		{"where no one is authenticated", signed(alice, "shop", "prod", "approver alice", d), "", &Rules{Fleet: "shop", Cluster: "prod", Approvers: rules.Approvers}},
+		{"signed by an approver", signed(alice, "shop", "prod", "alice@acme", d), "", nil},
+		{"no signature", Approval{App: "web", Digest: d, By: "alice@acme", At: now}, "signed by none of the fleet's approvers", nil},
+		{"a key not the fleet's", signed(mallory, "shop", "prod", "alice@acme", d), "signed by none of the fleet's approvers", nil},
+		{"another cluster's approval", signed(alice, "shop", "stg", "alice@acme", d), "signed by none", nil},
+		{"another fleet's approval", signed(alice, "shop2", "prod", "alice@acme", d), "signed by none", nil},
+		{"its by edited", func() Approval { a := signed(alice, "shop", "prod", "alice@acme", d); a.By = "bob@acme"; return a }(), "signed by none", nil},
+		{"given by who applies", signed(alice, "shop", "prod", "ci-bot", d), "was approved by ci-bot, who applies it", nil},
+		{"another render", signed(alice, "shop", "prod", "alice@acme", "sha256:0000"), "is not approved (approved: sha256:0000 by alice@acme", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			why := strings.Join(Check(results, map[string]Approval{"web": tt.a}, key, now, rules), "; ")
+			r := rules
+			if tt.rules != nil {
+				r = *tt.rules
+			}
+			why := strings.Join(Check(results, map[string]Approval{"web": tt.a}, key, now, r), "; ")
 			if tt.want == "" && why != "" || !strings.Contains(why, tt.want) {
 				t.Errorf("Check = %q, want %q", why, tt.want)
 			}

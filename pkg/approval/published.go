@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"encoding/base64"
@@ -14,10 +15,14 @@ import (
 
 // A delivered cluster is never written to: its approvals are kept in its
 // registry, beside its tags (publish.ReadRecord), one per app under the
-// tag <cluster>.approval, signed as on any cluster. Who approved is the
-// approver the key names: no cluster authenticates anyone there. The
-// digest is the render's without a key (a delivered cluster's renders
-// hold no Secret).
+// tag <cluster>.approval, signed as on any cluster. Who approved is who
+// the cluster's context (which reads it only) authenticates, so that
+// the rule of every cluster holds: a run that publishes as that
+// identity does not count it. A cluster without a context authenticates
+// no one: who approved is the approver the key names, and the
+// signature alone is the gate, as on a cluster that does not answer a
+// SelfSubjectReview. The digest is the render's without a key (a
+// delivered cluster's renders hold no Secret).
 
 // Tag is the tag of a delivered cluster's approval of an app.
 func Tag(cluster string) string { return cluster + ".approval" }
@@ -45,8 +50,10 @@ func ReadPublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps [
 }
 
 // ApprovePublished records, in delivered cluster c's registry, s's
-// approval of each of results (c's renders, an app each).
-func ApprovePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result, now time.Time, s Signer) ([]Approval, error) {
+// approval of each of results (c's renders, an app each), given by by:
+// who c's context authenticates (revision.UserOf), or, "" when nothing
+// does, the approver s names.
+func ApprovePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result, now time.Time, s Signer, by string) ([]Approval, error) {
 	reg, err := publish.For(f, f.DeliveryOf(c))
 	reg = reg.WithoutRecordKeys() // an approval is its approver's to sign
 	if err != nil {
@@ -54,7 +61,7 @@ func ApprovePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, res
 	}
 	var out []Approval
 	for _, res := range results {
-		a := Approval{App: res.App, Digest: digest.Render(res.Objects, nil), By: "approver " + s.Name, At: now.UTC().Truncate(time.Second), Approver: s.Name}
+		a := Approval{App: res.App, Digest: digest.Render(res.Objects, nil), By: cmp.Or(by, "approver "+s.Name), At: now.UTC().Truncate(time.Second), Approver: s.Name}
 		a.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, a.Payload(f.Metadata.Name, c.Name)))
 		if err := reg.WriteRecord(ctx, res.App, Tag(c.Name), a); err != nil {
 			return out, err

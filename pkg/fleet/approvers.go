@@ -76,7 +76,7 @@ func (f *Fleet) validateApprovers(e *errs) {
 		return
 	}
 	for i, g := range f.Groups {
-		if g.Approval == ApprovalRequired {
+		if g.Approval.Required {
 			e.add(fmt.Sprintf("groups[%d].approval", i), "required, but the fleet has no approvers: list whose signed approvals count (approvers: [{name, publicKey}]), so that the job that applies cannot approve its own release")
 		}
 	}

@@ -38,6 +38,17 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	case amountType:
 		d.amount(n, v, path)
 		return
+	case approvalType:
+		if n.Kind == yaml.ScalarNode { // "approval: required"
+			switch n.Value {
+			case "required":
+				v.Set(reflect.ValueOf(Approval{Required: true}))
+			case "none", "":
+			default:
+				d.errs.add(path, "want required, none or {required: true, expires: 72h}, got %s", describe(n))
+			}
+			return
+		}
 	case batchType:
 		if n.Kind == yaml.ScalarNode { // "- 10%": a batch of that size
 			var a Amount
@@ -106,8 +117,9 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 }
 
 var (
-	amountType = reflect.TypeOf(Amount{})
-	batchType  = reflect.TypeOf(Batch{})
+	amountType   = reflect.TypeOf(Amount{})
+	batchType    = reflect.TypeOf(Batch{})
+	approvalType = reflect.TypeOf(Approval{})
 )
 
 // amount decodes a number of clusters or a percentage ("10%").

@@ -93,8 +93,9 @@ type Group struct {
 	BatchSoak time.Duration `yaml:"batchSoak"`
 	// Approval "required" holds a rollout before the group until each of
 	// its clusters has an approval of exactly the release it is to get
-	// (kubectl fleet approve); "" or "none": no approval.
-	Approval string `yaml:"approval" jsonschema:"enum=required,enum=none"`
+	// (kubectl fleet approve); "" or "none": no approval. The long form,
+	// {required: true, expires: 72h}, says how long an approval counts.
+	Approval Approval `yaml:"approval"`
 	// Windows are the group's deploy windows: apply and reconcile start
 	// writes to it only while they let them (--ignore-windows aside).
 	Windows []Window `yaml:"windows"`
@@ -115,8 +116,16 @@ type Group struct {
 	Delivery *Delivery `yaml:"delivery"`
 }
 
-// ApprovalRequired is a group's approval: required.
-const ApprovalRequired = "required"
+// Approval is what a group asks before its clusters get a release.
+// In YAML: "required", "none", or the mapping.
+type Approval struct {
+	// Required holds a rollout before the group until each of its
+	// clusters has an approval of exactly the release it is to get.
+	Required bool `yaml:"required"`
+	// Expires is how long after it was given an approval counts; 0: as
+	// long as the render is the one approved.
+	Expires time.Duration `yaml:"expires"`
+}
 
 // Check is a command run on this machine against one cluster.
 type Check struct {

@@ -69,8 +69,11 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 		validateAmount(e, p+".maxFailures", g.MaxFailures)
 		validateBatches(e, p, g)
 		validateWindows(e, p, g.Windows)
-		if g.Approval != "" && g.Approval != ApprovalRequired && g.Approval != "none" {
-			e.add(p+".approval", "want required or none, got %q", g.Approval)
+		switch a := g.Approval; {
+		case a.Expires < 0:
+			e.add(p+".approval.expires", "must not be negative, got %s", a.Expires)
+		case a.Expires > 0 && !a.Required:
+			e.add(p+".approval.expires", "an expiry without required: true approves nothing: say required: true, or leave expires out")
 		}
 		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
 		if g.Soak < 0 {

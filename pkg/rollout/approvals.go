@@ -12,6 +12,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -68,7 +69,7 @@ func (e *Engine) requireApprovals(ws []runner.Wave) {
 	}
 	for i := range ws {
 		w := &ws[i]
-		if g := e.r.Fleet.Group(w.Group); g == nil || g.Approval != fleet.ApprovalRequired {
+		if g := e.r.Fleet.Group(w.Group); g == nil || !g.Approval.Required {
 			continue
 		}
 		if e.approvals == nil {
@@ -91,6 +92,9 @@ func (e *Engine) unapproved(clusters []string) []string {
 	name := e.r.Fleet.Metadata.Name
 	check := func(cluster string, found map[string]approval.Approval, key []byte, self string) string {
 		rules := approval.Rules{Fleet: name, Cluster: cluster, Approvers: e.r.Fleet.Approvers, Self: self}
+		if g := e.r.Fleet.Group(e.clusters[cluster].Group); g != nil {
+			rules.Expires = g.Approval.Expires
+		}
 		if why := approval.Check(e.r.Of(cluster), found, key, time.Now(), rules); len(why) > 0 {
 			return cluster + ": " + strings.Join(why, ", ")
 		}
@@ -111,7 +115,7 @@ func (e *Engine) unapproved(clusters []string) []string {
 		if err != nil {
 			return "", err
 		}
-		return check(c.Name, found, nil, ""), nil
+		return check(c.Name, found, nil, revision.UserOf(ctx, e.Connector, e.r.Fleet, c)), nil
 	})
 	return slices.Concat(unapproved, unread)
 }

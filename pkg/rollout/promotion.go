@@ -326,7 +326,7 @@ func (e *Engine) promote() *Promotion {
 	p.Vouched = func(wave string) bool {
 		group, _, _ := strings.Cut(wave, "/") // a batch's wave is group/batch
 		g := f.Group(group)
-		return g != nil && g.Approval == fleet.ApprovalRequired
+		return g != nil && g.Approval.Required
 	}
 	return p
 }
