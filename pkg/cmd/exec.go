@@ -22,7 +22,10 @@ type ExecOptions struct {
 	*GlobalOptions
 	SelectOptions
 	Parallel int
-	Args     []string
+	// AllowWrites gives a delivered cluster's kubectl its context as it
+	// is; without it, one that reads only (kube.ReadOnlyKubeconfig).
+	AllowWrites bool
+	Args        []string
 }
 
 // NewCmdExec returns the exec command.
@@ -39,7 +42,10 @@ the command may write. The kubectl run is $KUBECTL, else kubectl on PATH.
 kubectl fleet's -n, --as, --as-group, --as-uid, --request-timeout,
 --cache-dir and --v reach it; --context, --kubeconfig, --cluster and
 --server/-s among KUBECTL-ARGS are refused, since they would point every
-cluster's kubectl elsewhere.
+cluster's kubectl elsewhere. A cluster delivered through a registry is
+never written to but by its Flux: its kubectl reaches it through kubectl
+fleet, which passes reads only (a write is refused with Forbidden) and
+keeps the context's credentials to itself, unless --allow-writes.
 
 Exit codes:
   0  the command succeeded on every cluster
@@ -62,6 +68,7 @@ Exit codes:
 	}
 	o.SelectOptions.addFlags(cmd, g)
 	cmd.Flags().IntVar(&o.Parallel, "parallel", 5, "clusters the command runs on at once")
+	cmd.Flags().BoolVar(&o.AllowWrites, "allow-writes", false, "give a delivered cluster's kubectl its context as it is, which may write (by default it only reads)")
 	return cmd
 }
 
@@ -85,7 +92,16 @@ func (o *ExecOptions) Run(ctx context.Context) error {
 	// Each cluster connected and its identity pins verified first, as
 	// for any command: kubectl is never run on a cluster that moved.
 	outcomes := kube.Each(ctx, connector{o.GlobalOptions}, f, clusters, o.Parallel, func(ctx context.Context, c *fleet.Cluster, _ *kube.Client) error {
-		cmd := exec.CommandContext(ctx, kubectl, append(kube.KubectlArgs(o.ConfigFlags, f, c, o.LogLevel), o.Args...)...)
+		args := kube.KubectlArgs(o.ConfigFlags, f, c, o.LogLevel)
+		if f.DeliveryOf(c) != nil && !o.AllowWrites {
+			path, stop, err := kube.ReadOnlyKubeconfig(o.ConfigFlags, &o.sources, f, c)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			args = append([]string{"--kubeconfig", path}, kube.KubectlSharedArgs(o.ConfigFlags, o.LogLevel)...)
+		}
+		cmd := exec.CommandContext(ctx, kubectl, append(args, o.Args...)...)
 		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(c.Name)), output.NewPrefixWriter(stderr, prefix.Prefix(c.Name))
 		cmd.Stdout, cmd.Stderr = out, errOut
 		err := cmd.Run()

@@ -33,7 +33,7 @@ clusters:
 		{nil, map[string][]string{"a": {"--context", "ctx-a"}, "b": {"--context", "ctx-b", "--kubeconfig", "/kc/b"}}},
 		{[]string{"--kubeconfig", "/kc/all"}, map[string][]string{"a": {"--context", "ctx-a", "--kubeconfig", "/kc/all"}, "b": {"--context", "ctx-b", "--kubeconfig", "/kc/b"}}},
 		{[]string{"-n", "web", "--as", "jane", "--as-group", "dev", "--as-group", "ops", "--as-uid", "42", "--request-timeout", "5s", "--cache-dir", "/tmp/c", "--v", "6"},
-			map[string][]string{"a": {"--context", "ctx-a", "--namespace", "web", "--as", "jane", "--as-uid", "42", "--as-group", "dev", "--as-group", "ops", "--request-timeout", "5s", "--cache-dir", "/tmp/c", "-v", "6"}}},
+			map[string][]string{"a": {"--context", "ctx-a", "--as", "jane", "--as-uid", "42", "--as-group", "dev", "--as-group", "ops", "--namespace", "web", "--request-timeout", "5s", "--cache-dir", "/tmp/c", "-v", "6"}}},
 	} {
 		g := &GlobalOptions{IOStreams: genericiooptions.NewTestIOStreamsDiscard(), ConfigFlags: kube.NewConfigFlags()}
 		root := &cobra.Command{}

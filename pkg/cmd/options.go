@@ -267,8 +267,12 @@ func (c connector) Explain(ctx context.Context, cluster string, err error) error
 }
 
 // Kubeconfig writes a kubeconfig that reaches only cl, for its group's
-// checks.
+// checks: of a delivered cluster, one that reads it only, through this
+// process (kube.ReadOnlyKubeconfig).
 func (c connector) Kubeconfig(f *fleet.Fleet, cl *fleet.Cluster) (string, func(), error) {
+	if f.DeliveryOf(cl) != nil {
+		return kube.ReadOnlyKubeconfig(c.g.ConfigFlags, &c.g.sources, f, cl)
+	}
 	return kube.SingleContextKubeconfig(c.g.ConfigFlags, &c.g.sources, f, cl)
 }
 

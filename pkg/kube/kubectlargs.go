@@ -51,13 +51,24 @@ func KubectlArgs(cf *genericclioptions.ConfigFlags, f *fleet.Fleet, c *fleet.Clu
 			args = append(args, flag, *v)
 		}
 	}
-	set("--namespace", cf.Namespace)
 	set("--as", cf.Impersonate)
 	set("--as-uid", cf.ImpersonateUID)
 	if cf.ImpersonateGroup != nil {
 		for _, g := range *cf.ImpersonateGroup {
 			args = append(args, "--as-group", g)
 		}
+	}
+	return append(args, KubectlSharedArgs(cf, logLevel)...)
+}
+
+// KubectlSharedArgs are the flags of KubectlArgs that do not say which
+// cluster, or as whom: the namespace, the request timeout, the cache
+// folder and -v. A kubeconfig that says the rest (ReadOnlyKubeconfig)
+// takes these.
+func KubectlSharedArgs(cf *genericclioptions.ConfigFlags, logLevel int) []string {
+	var args []string
+	if ns := cf.Namespace; ns != nil && *ns != "" {
+		args = append(args, "--namespace", *ns)
 	}
 	if cf.Timeout != nil && *cf.Timeout != "" && *cf.Timeout != "0" {
 		args = append(args, "--request-timeout", *cf.Timeout)

@@ -92,6 +92,7 @@ func TestPublishedRollout(t *testing.T) {
 	b.laterGroupHeld()
 	b.approvalVouches()
 	b.pauseHolds()
+	b.readOnlyReach()
 	b.deleteAll()
 }
 
@@ -660,7 +661,9 @@ func (b *pubBed) forged(tag string, write func(ctx context.Context) error, check
 
 // With an approval required, a person vouches for what no one
 // observed: the approval of late's own render, kept in the registry
-// (edge-1 is delivered and unobserved too), lets it go.
+// (edge-1 is delivered and unobserved too), lets it go, until it
+// expires. Where a context authenticates who publishes, that identity
+// cannot approve its own release.
 func (b *pubBed) approvalVouches() {
 	t, dir, host := b.t, b.dir, b.host
 	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
@@ -670,21 +673,52 @@ func (b *pubBed) approvalVouches() {
 	if err := os.WriteFile(filepath.Join(dir, "alice.pem"), alicePEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	approved := publishedFleetWith(host, "", "  - {name: late, approval: required, delivery: {oci: \"oci://"+host+"/fleets/e2e\", insecure: true, signing: {key: cosign.key}}}\n", "  - {name: edge-1, group: late}\n")
-	approved = strings.Replace(approved, "apps:\n", "approvers:\n  - {name: alice, publicKey: "+alicePub+"}\napps:\n", 1)
-	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(approved), 0o644); err != nil {
-		t.Fatal(err)
+	withApproval := func(late, production string) {
+		t.Helper()
+		approved := publishedFleetWith(host, "", "  - {name: late, approval: "+late+", delivery: {oci: \"oci://"+host+"/fleets/e2e\", insecure: true, signing: {key: cosign.key}}}\n", "  - {name: edge-1, group: late}\n")
+		approved = strings.Replace(approved, "apps:\n", "approvers:\n  - {name: alice, publicKey: "+alicePub+"}\napps:\n", 1)
+		approved = strings.Replace(approved, "  - name: production\n", "  - name: production\n    approval: "+production+"\n", 1)
+		if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(approved), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
+	approve := func(args ...string) {
+		t.Helper()
+		args = append([]string{"approve", "--key", filepath.Join(dir, "alice.pem")}, args...)
+		if out, errOut, code := fleet(t, dir, args...); code != 0 {
+			t.Fatalf("%s: exit %d\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	withApproval("{required: true, expires: 1s}", "none")
 	out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "late")
 	if code != 4 || !strings.Contains(out, "late awaiting approval: edge-1: web sha256:") {
 		t.Fatalf("apply -g late before its approval: exit %d\n%s%s", code, out, errOut)
 	}
-	if out, errOut, code := fleet(t, dir, "approve", "-g", "late", "--key", filepath.Join(dir, "alice.pem")); code != 0 {
-		t.Fatalf("approve a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	approve("-g", "late")
+	time.Sleep(2100 * time.Millisecond) // an approval dated to the second, expired
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
+	if code != 4 || !strings.Contains(out, "late awaiting approval: edge-1: web sha256:") || !strings.Contains(out, "approvals expire after 1s: approve it again") {
+		t.Fatalf("apply -g late once its approval expired: exit %d\n%s%s", code, out, errOut)
 	}
+	withApproval("{required: true, expires: 1h}", "none")
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "late")
 	if code != 0 || !said(out, "edge-1", "published oci://"+host+"/fleets/e2e/web:edge-1") {
 		t.Fatalf("apply -g late once approved: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Not by who publishes: on a cluster whose context authenticates
+	// someone (pub-a, pub-c), an approval given as the identity that
+	// publishes holds the group; alice's, given as alice, does not.
+	withApproval("required", "required")
+	approve("-g", "production")
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "production")
+	if code != 4 || !strings.Contains(out, ", who applies it: an approval needs someone else") || !strings.Contains(out, "pub-a: web sha256:") {
+		t.Fatalf("apply -g production approved by who publishes: exit %d\n%s%s", code, out, errOut)
+	}
+	approve("-g", "production", "--as", "alice")
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "production")
+	if code != 0 {
+		t.Fatalf("apply -g production approved by alice: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
@@ -735,6 +769,43 @@ func (b *pubBed) pauseHolds() {
 	out, errOut, code = fleet(t, dir, "resume", "-g", "production")
 	if code != 0 || !said(out, "pub-a", "resumed: was paused") {
 		t.Fatalf("resume of delivered clusters: exit %d\n%s%s", code, out, errOut)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Nothing but Flux writes to a delivered cluster: exec reaches pub-a
+// through the plugin, reads pass and a write is refused before it
+// leaves, unless --allow-writes; a check there gets the same.
+func (b *pubBed) readOnlyReach() {
+	t, dir, host := b.t, b.dir, b.host
+	out, errOut, code := fleet(t, dir, "exec", "-c", "pub-a", "--", "get", "configmap", "release", "-n", "e2e-pub", "-o", "name")
+	if code != 0 || !strings.Contains(out, "[pub-a] configmap/release") {
+		t.Fatalf("exec get on a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "exec", "-c", "pub-a", "--", "create", "configmap", "exec-wrote", "-n", "e2e-pub")
+	if code == 0 || !strings.Contains(errOut, "cluster pub-a is delivered through a registry: nothing writes to it but its Flux") || !absent(t, "fleet-c3", "-n", "e2e-pub", "configmap", "exec-wrote") {
+		t.Fatalf("exec create on a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "exec", "-c", "pub-a", "--allow-writes", "--", "create", "configmap", "exec-wrote", "-n", "default")
+	if code != 0 || absent(t, "fleet-c3", "-n", "default", "configmap", "exec-wrote") {
+		t.Fatalf("exec --allow-writes create on a delivered cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	kubectl(t, "", "--context", "fleet-c3", "-n", "default", "delete", "configmap", "exec-wrote")
+
+	// A check of a delivered cluster reads it, and cannot write.
+	check := "#!/bin/sh\nkubectl get configmap release -n e2e-pub -o name && kubectl create configmap check-wrote -n e2e-pub\n"
+	if err := os.WriteFile(filepath.Join(dir, "write.sh"), []byte(check), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checked := strings.Replace(publishedFleet(host, ""), "  - name: production\n", "  - name: production\n    verify: [{name: write, command: [./write.sh], timeout: 30s}]\n", 1)
+	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(checked), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = fleet(t, dir, "apply", "--yes", "-g", "production", "-c", "pub-a")
+	if code == 0 || !said(out, "pub-a", "configmap/release") || !strings.Contains(out, "nothing writes to it but its Flux") || !absent(t, "fleet-c3", "-n", "e2e-pub", "configmap", "check-wrote") {
+		t.Fatalf("a check that writes to a delivered cluster: exit %d\n%s%s", code, out, errOut)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(publishedFleet(host, "")), 0o644); err != nil {
 		t.Fatal(err)
