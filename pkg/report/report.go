@@ -184,10 +184,19 @@ func truncate(d string, n int) string {
 	return cut + note
 }
 
-// cell makes text safe in a table cell.
-func cell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ").Replace(s)
-}
+// cell makes text safe in a table cell, as text: it may come from a
+// registry or a cluster (a pause's reason, an error), which anyone with
+// push rights writes. What markdown or HTML would make of it (a link,
+// an image that calls a server, a mention, an issue reference, a
+// heading, emphasis, an autolink) is escaped, and it stays one line.
+func cell(s string) string { return cellEscapes.Replace(s) }
+
+var cellEscapes = strings.NewReplacer(
+	"\n", " ", "\r", " ",
+	`\`, `\\`, "|", `\|`, "`", "\\`", "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`, "!", `\!`, "~", `\~`, "#", `\#`, "@", `\@`,
+	"<", "&lt;", ">", "&gt;", "&", "&amp;",
+	"://", `:\/\/`, "www.", `www\.`,
+)
 
 func htmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)

@@ -220,3 +220,31 @@ func TestWriteMasks(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkdownCellsAreText: a string from a registry or a cluster (a
+// pause's reason anyone with push rights writes) renders in the table as
+// the text it is: no link, image, HTML, emphasis, mention or autolink,
+// and no column of its own.
+func TestMarkdownCellsAreText(t *testing.T) {
+	hostile := "paused: [sign in](https://evil.example/x) ![](https://t.example/p.png) <img src=x onerror=alert(1)> **now** _it_ `code` ~~gone~~ @everyone #1 www.evil.example | forged \\| col\nline"
+	r := Report{Command: "status", Clusters: []Cluster{{Name: "edge-1", Group: "late", State: hostile, Apps: []App{{Name: "web", State: hostile}}}}}
+	var b bytes.Buffer
+	if err := r.WriteMarkdown(&b); err != nil {
+		t.Fatal(err)
+	}
+	var page bytes.Buffer
+	if err := goldmark.New(goldmark.WithExtensions(extension.GFM)).Convert(b.Bytes(), &page); err != nil {
+		t.Fatal(err)
+	}
+	html := page.String()
+	for _, tag := range []string{"<a ", "<img", "<strong>", "<em>", "<code>", "<del>", "<h1"} {
+		if strings.Contains(html, tag) {
+			t.Errorf("the cell renders %s:\n%s\nfrom\n%s", tag, html, b.String())
+		}
+	}
+	flat := strings.ReplaceAll(hostile, "\n", " ")
+	want := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(flat)
+	if strings.Count(html, "<td>") != 4 || !strings.Contains(html, "<td>"+want+"</td>") {
+		t.Errorf("the cell is not the text it was:\n%s\nwant <td>%s</td>", html, want)
+	}
+}
