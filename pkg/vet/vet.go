@@ -355,7 +355,7 @@ func ByCluster(clusters []*fleet.Cluster, results []render.Result) map[string][]
 // registry changes what its clusters run), or reaches a registry that is
 // not on this machine over plain HTTP.
 func (v *Out) Deliveries(f *fleet.Fleet, clusters []*fleet.Cluster) {
-	seen := map[*fleet.Delivery][]string{}
+	seen, unobserved := map[*fleet.Delivery][]string{}, map[*fleet.Delivery][]string{}
 	var order []*fleet.Delivery
 	for _, c := range clusters {
 		if d := f.DeliveryOf(c); d != nil {
@@ -363,13 +363,19 @@ func (v *Out) Deliveries(f *fleet.Fleet, clusters []*fleet.Cluster) {
 				order = append(order, d)
 			}
 			seen[d] = append(seen[d], c.Name)
+			if !c.Observed() {
+				unobserved[d] = append(unobserved[d], c.Name)
+			}
 		}
 	}
+	who := func(names []string) string {
+		return output.Plural(len(names), "cluster") + " (" + strings.Join(names[:min(len(names), 5)], ", ") + map[bool]string{true: ", …"}[len(names) > 5] + ")"
+	}
 	for _, d := range order {
-		names := seen[d]
-		who := output.Plural(len(names), "cluster") + " (" + strings.Join(names[:min(len(names), 5)], ", ") + ")"
 		if d.Signing == nil {
-			v.warn("delivery " + d.OCI + ": artifacts are published unsigned: whoever may push there changes what " + who + " run; sign them (delivery.signing) and bootstrap again, so that their Flux verifies each one")
+			v.warn("delivery " + d.OCI + ": artifacts are published unsigned: whoever may push there changes what " + who(seen[d]) + " run; sign them (delivery.signing) and bootstrap again, so that their Flux verifies each one")
+		} else if names := unobserved[d]; len(names) > 0 {
+			v.warn("delivery " + d.OCI + ": Flux's check of a signature (source-controller v1.9.6, and its main branch of July 2026) does not ask which artifact it was made for: whoever may push there can move a tag to another artifact with a signature copied onto it, and no context reads " + who(names) + ", so nothing would see it there; give each a read-only context, so that status sees it and reconcile moves the tag back")
 		}
 		if d.Insecure && !loopback(d.OCI) {
 			v.warn("delivery " + d.OCI + ": insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine")

@@ -65,6 +65,7 @@ apps:
 	v.Deliveries(f, all)
 	want := "warning: delivery oci://registry.example.com:5000/f: artifacts are published unsigned: whoever may push there changes what 2 clusters (edge-1, edge-2) run; sign them (delivery.signing) and bootstrap again, so that their Flux verifies each one\n" +
 		"warning: delivery oci://registry.example.com:5000/f: insecure: true sends artifacts and credentials over plain HTTP to a registry not on this machine\n" +
+		"warning: delivery oci://127.0.0.1:5000/f: Flux's check of a signature (source-controller v1.9.6, and its main branch of July 2026) does not ask which artifact it was made for: whoever may push there can move a tag to another artifact with a signature copied onto it, and no context reads 1 cluster (lab-1), so nothing would see it there; give each a read-only context, so that status sees it and reconcile moves the tag back\n" +
 		"warning: app base: insecure: true reads oci://10.0.0.7:5000/bases/web:v1 and sends credentials over plain HTTP from a registry not on this machine\n"
 	if out.String() != want {
 		t.Errorf("got\n%swant\n%s", out.String(), want)
