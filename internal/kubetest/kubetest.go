@@ -99,6 +99,8 @@ var kinds = []struct {
 	{schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, false},
 	{schema.GroupVersionKind{Version: "v1", Kind: "Service"}, true},
 	{schema.GroupVersionKind{Version: "v1", Kind: "Endpoints"}, true},
+	{schema.GroupVersionKind{Version: "v1", Kind: "ServiceAccount"}, true},
+	{schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}, true},
 	{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, true},
 	{schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, true},
 	{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, false},

@@ -1441,6 +1441,35 @@ func TestNamespaceGuardOwners(t *testing.T) {
 	}
 }
 
+// TestNamespaceGuardKinds: what people keep in a Namespace beside an
+// app's objects, of any kind (a Secret, a ServiceAccount, a Role), keeps
+// it when the app lets it go; the ServiceAccount the cluster makes in
+// every Namespace does not.
+func TestNamespaceGuardKinds(t *testing.T) {
+	for _, tt := range []struct {
+		theirs *unstructured.Unstructured
+		kept   string // "" for pruned
+	}{
+		{kubetest.Object("v1", "Secret", "data", "token"), "secrets/token"},
+		{kubetest.Object("v1", "ServiceAccount", "data", "builder"), "serviceaccounts/builder"},
+		{kubetest.Object("rbac.authorization.k8s.io/v1", "Role", "data", "reader"), "roles/reader"},
+		{kubetest.Object("v1", "ServiceAccount", "data", "default"), ""},
+	} {
+		t.Run(tt.theirs.GetKind()+"/"+tt.theirs.GetName(), func(t *testing.T) {
+			c := kubetest.New(t)
+			mustRun(t, c, apply.Config{Objects: []*unstructured.Unstructured{ns("data"), cm("data", "ours")}})
+			c.Put(tt.theirs)
+			ch := mustRun(t, c, apply.Config{Prune: true, AllowEmpty: true})["namespace/data"]
+			switch {
+			case tt.kept == "" && ch.Action != change.Pruned:
+				t.Errorf("a Namespace holding only what the cluster makes: %+v", ch)
+			case tt.kept != "" && (ch.Action != change.Kept || !strings.Contains(ch.Reason, tt.kept)):
+				t.Errorf("a Namespace holding %s: %+v", tt.kept, ch)
+			}
+		})
+	}
+}
+
 // A new app's first apply writes its parent without asking for the
 // kubectl-fleet namespace first when it is there (a round trip less on
 // every cluster but the first), and makes it when it is not.

@@ -143,11 +143,23 @@ func (f *Fetcher) fetch(ctx context.Context, s Spec) (Fetched, error) {
 	out.Dir = filepath.Join(root, d.Algorithm, d.Hex)
 	marker := out.Dir + ".json"
 	if m, ok := readMarker(marker); ok && (s.Key == nil || slices.Contains(m.Keys, fingerprint(s.Key))) {
-		out.Format, out.SignedBy = m.Format, s.KeyName
-		if s.Key == nil {
-			out.SignedBy = ""
+		// In the cache, verified with this key if one is asked: read
+		// again by its digest, the folder unpacked again if someone
+		// changed it; pulled again if the blobs are not whole.
+		if format, layers, whole := cachedLayers(out.Dir, d); whole {
+			entries, err := check(layers, f.limits())
+			if err != nil {
+				return Fetched{}, fmt.Errorf("%s: %w", d, err)
+			}
+			if err := place(out.Dir, entries); err != nil {
+				return Fetched{}, err
+			}
+			out.Format, out.SignedBy = format, s.KeyName
+			if s.Key == nil {
+				out.SignedBy = ""
+			}
+			return out, nil
 		}
-		return out, nil // in the cache, verified with this key if one is asked
 	}
 	if s.Key != nil {
 		if err := verify(repo, d, s.Key, opts); err != nil {
@@ -169,6 +181,17 @@ func (f *Fetcher) fetch(ctx context.Context, s Spec) (Fetched, error) {
 		return Fetched{}, fmt.Errorf("%s: %w", d, err)
 	}
 	if err := place(out.Dir, entries); err != nil {
+		return Fetched{}, err
+	}
+	raw, err := img.RawManifest()
+	if err != nil {
+		return Fetched{}, publish.Plain(err)
+	}
+	manifest, err := img.Manifest()
+	if err != nil {
+		return Fetched{}, publish.Plain(err)
+	}
+	if err := keepBlobs(out.Dir, raw, manifest, layers); err != nil {
 		return Fetched{}, err
 	}
 	m, _ := readMarker(marker)
@@ -306,10 +329,12 @@ func verify(repo name.Repository, d v1.Hash, key []byte, opts []remote.Option) e
 }
 
 // place unpacks entries into dir, through a folder beside it renamed
-// at the end: a dir that exists is whole.
+// at the end: a dir that exists is whole. A dir that exists and holds
+// anything but what entries do (someone changed it in the cache) is
+// replaced.
 func place(dir string, entries []entry) error {
-	if _, err := os.Stat(dir); err == nil {
-		return nil // another run unpacked it
+	if _, err := os.Stat(dir); err == nil && folderTree(dir) == treeOf(entries) {
+		return nil // another run unpacked it, as it is
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return err
@@ -322,9 +347,23 @@ func place(dir string, entries []entry) error {
 		os.RemoveAll(tmp)
 		return err
 	}
+	if _, err := os.Stat(dir); err == nil {
+		// Moved aside first: a rename does not replace a folder.
+		stale, err := os.MkdirTemp(filepath.Dir(dir), ".stale-")
+		if err != nil {
+			os.RemoveAll(tmp)
+			return err
+		}
+		if err := os.Rename(dir, filepath.Join(stale, "d")); err != nil && !os.IsNotExist(err) {
+			os.RemoveAll(tmp)
+			os.RemoveAll(stale)
+			return err
+		}
+		defer os.RemoveAll(stale)
+	}
 	if err := os.Rename(tmp, dir); err != nil {
 		os.RemoveAll(tmp)
-		if _, serr := os.Stat(dir); serr == nil {
+		if _, serr := os.Stat(dir); serr == nil && folderTree(dir) == treeOf(entries) {
 			return nil // another run's, just as whole
 		}
 		return err

@@ -328,3 +328,73 @@ func TestFetchWrongCredential(t *testing.T) {
 		t.Fatalf("the right credential: %v", err)
 	}
 }
+
+// The cache is verified by the artifact's digest each time it is read,
+// with no network: a folder someone changed (a file's content, a file
+// added) is unpacked again from the blobs kept beside it; blobs someone
+// changed are pulled again; and a folder someone put where an artifact
+// is unpacked, before any run pulled it, is replaced by the download.
+func TestFetchCacheVerifiedOnRead(t *testing.T) {
+	b := newBed(t)
+	ctx := context.Background()
+	img := image(t, publish.ConfigMediaType, publish.ContentMediaType, tgz(t, file{name: "base/", typ: tar.TypeDir}, file{name: "base/kustomization.yaml", body: kustomization}, file{name: "base/cm.yaml", body: cm}))
+	d, _ := img.Digest()
+	evil := "apiVersion: v1\nkind: Secret\nmetadata: {name: stolen}\n"
+
+	// Someone's folder, there before any pull: the download replaces it.
+	dir := filepath.Join(b.f.CacheDir, d.Algorithm, d.Hex)
+	if err := os.MkdirAll(filepath.Join(dir, "base"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "base", "cm.yaml"), []byte(evil), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ref := b.push("cached/web", "v1", img)
+	got, err := b.f.Fetch(ctx, ocisource.Spec{Ref: ref})
+	if err != nil || got.Dir != dir {
+		t.Fatalf("fetch: %+v, %v", got, err)
+	}
+	holds := func(when, want string) {
+		t.Helper()
+		if data, err := os.ReadFile(filepath.Join(dir, "base", "cm.yaml")); err != nil || string(data) != want {
+			t.Fatalf("%s: base/cm.yaml holds %q (%v)", when, data, err)
+		}
+	}
+	holds("a folder there before the pull", cm)
+
+	// The registry gone, the folder changed: unpacked again from the
+	// blobs, by the digest fleet.lock pins.
+	b.srv.Close()
+	for _, change := range []func(){
+		func() { _ = os.WriteFile(filepath.Join(dir, "base", "cm.yaml"), []byte(evil), 0o644) },
+		func() { _ = os.WriteFile(filepath.Join(dir, "base", "extra.yaml"), []byte(evil), 0o644) },
+		func() { _ = os.Remove(filepath.Join(dir, "base", "kustomization.yaml")) },
+	} {
+		change()
+		run := &ocisource.Fetcher{CacheDir: b.f.CacheDir, Keychain: authn.NewMultiKeychain()}
+		if _, err := run.Fetch(ctx, ocisource.Spec{Ref: ref, Digest: d.String()}); err != nil {
+			t.Fatalf("offline, the folder changed: %v", err)
+		}
+		holds("offline, the folder changed", cm)
+		if _, err := os.Stat(filepath.Join(dir, "base", "extra.yaml")); err == nil {
+			t.Fatal("a file someone added to the cache is still there")
+		}
+		if _, err := os.Stat(filepath.Join(dir, "base", "kustomization.yaml")); err != nil {
+			t.Fatal("a file someone removed from the cache is still missing")
+		}
+	}
+
+	// The blobs changed too: nothing in the cache is trusted, and with
+	// the registry down the fetch fails rather than read them.
+	blobs, _ := filepath.Glob(filepath.Join(dir+".blobs", "*"))
+	for _, p := range blobs {
+		if filepath.Base(p) != "manifest" {
+			_ = os.WriteFile(p, []byte("not the layer"), 0o644)
+		}
+	}
+	_ = os.WriteFile(filepath.Join(dir, "base", "cm.yaml"), []byte(evil), 0o644)
+	run := &ocisource.Fetcher{CacheDir: b.f.CacheDir, Keychain: authn.NewMultiKeychain()}
+	if _, err := run.Fetch(ctx, ocisource.Spec{Ref: ref, Digest: d.String()}); err == nil {
+		t.Fatal("the blobs changed and the registry down, the cache was read")
+	}
+}
