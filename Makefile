@@ -127,6 +127,7 @@ lint:
 	@out=$$(gofmt -l $$(find . \( -path ./.cache -o -path ./.git \) -prune -o -name '*.go' -print)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@$(MAKE) --no-print-directory tidy-check
+	@out=$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' ./cmd/... ./pkg/... | grep '/internal/'); if [ -n "$$out" ]; then echo "production code imports internal/ (test doubles only):"; echo "$$out"; exit 1; fi
 
 tidy-check:
 	@cp go.mod /tmp/kubectl-fleet.go.mod.bak; cp go.sum /tmp/kubectl-fleet.go.sum.bak; \

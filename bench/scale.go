@@ -17,9 +17,9 @@ import (
 	"sync"
 	"time"
 
-	fleetstats "github.com/kubectl-fleet/kubectl-fleet/internal/stats"
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/standin"
+	fleetstats "github.com/kubectl-fleet/kubectl-fleet/pkg/stats"
 )
 
 // The scaling run (-scale): the same rollout (create, no-op, a fifth

@@ -13,9 +13,9 @@ import (
 	// built into client-go), so that every kubeconfig kubectl accepts works.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/stats"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/cmd"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/stats"
 )
 
 func main() { os.Exit(run()) }

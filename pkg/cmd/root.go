@@ -16,11 +16,11 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	// Before the kubectl packages: they read no message catalog.
-	_ "github.com/kubectl-fleet/kubectl-fleet/internal/untranslated"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
+	_ "github.com/kubectl-fleet/kubectl-fleet/pkg/untranslated"
 )
 
 const rootLong = `kubectl fleet deploys one set of manifests to many clusters safely.

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/rest"
 	kubectlapply "k8s.io/kubectl/pkg/cmd/apply"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/memo"
 )
 
 // What a registry keeps of a delivered cluster (its history, with each

@@ -11,10 +11,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 

@@ -36,8 +36,8 @@ import (
 	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"google.golang.org/grpc"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/memo"
 )
 
 // Format is how a file is encrypted, as the sops CLI decides it from the

@@ -3,7 +3,7 @@ package untranslated_test
 import (
 	"testing"
 
-	"github.com/kubectl-fleet/kubectl-fleet/internal/untranslated"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/untranslated"
 	// Translates its help texts when initialized: after untranslated.
 	_ "k8s.io/kubectl/pkg/cmd/apply"
 	"k8s.io/kubectl/pkg/util/i18n"
