@@ -45,7 +45,12 @@ func ReadOnlyKubeconfig(cf *genericclioptions.ConfigFlags, sources *KubeconfigSo
 	if f.DeliveryOf(c) == nil {
 		return "", nil, errors.New("cluster " + c.Name + " is not delivered through a registry")
 	}
-	cfg, err := ForCluster(cf, f, c).ToRESTConfig()
+	flags := ForCluster(cf, f, c)
+	cfg, err := flags.ToRESTConfig()
+	if err != nil {
+		return "", nil, err
+	}
+	ns, _, err := flags.ToRawKubeConfigLoader().Namespace() // -n, else the context's
 	if err != nil {
 		return "", nil, err
 	}
@@ -76,10 +81,7 @@ func ReadOnlyKubeconfig(cf *genericclioptions.ConfigFlags, sources *KubeconfigSo
 	raw := clientcmdapi.NewConfig()
 	raw.Clusters[name] = &clientcmdapi.Cluster{Server: "https://" + ln.Addr().String(), CertificateAuthorityData: caPEM}
 	raw.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: h.token}
-	raw.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	if ns := cf.Namespace; ns != nil && *ns != "" {
-		raw.Contexts[name].Namespace = *ns
-	}
+	raw.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name, Namespace: ns}
 	raw.CurrentContext = name
 	if path, err = sources.WriteTemp(raw); err != nil {
 		stopServing()

@@ -114,7 +114,7 @@ func TestReadOnlyKubeconfig(t *testing.T) {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: cluster.URL, CertificateAuthorityData: ca}
 	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: "the-context-token"}
-	kc.Contexts["edge"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin"}
+	kc.Contexts["edge"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "admin", Namespace: "web"}
 	if err := clientcmd.WriteToFile(*kc, filepath.Join(dir, "kubeconfig")); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestReadOnlyKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(written); strings.Contains(string(b), "the-context-token") || !strings.Contains(string(b), "server: https://127.0.0.1:") {
+	if b, _ := os.ReadFile(written); strings.Contains(string(b), "the-context-token") || !strings.Contains(string(b), "server: https://127.0.0.1:") || !strings.Contains(string(b), "namespace: web") {
 		t.Fatalf("the kubeconfig a command gets:\n%s", b)
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", written)

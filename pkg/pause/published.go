@@ -125,25 +125,25 @@ func (r registryRecord) lift(ctx context.Context, seen map[string]string) error 
 	})
 }
 
-// Settle is how long update waits after a write before it reads the
-// record back, and Attempts how often it tries.
+// settle is how long update waits after a write before it reads the
+// record back, and attempts how often it tries.
 var (
-	Settle   = 500 * time.Millisecond
-	Attempts = 5
+	settle   = 500 * time.Millisecond
+	attempts = 5
 )
 
 // update makes change to the record with a condition a registry does
 // not offer (OCI has no If-Match): the record is read; the change is
 // written only if the tag still names what was read (asked right before
-// the write); and after Settle it is read back, since a writer that
+// the write); and after settle it is read back, since a writer that
 // read it before may have written over it since: done says whether the
 // change holds, else it is made again on what is there. A pause and a
 // resume at once so both hold, unless one writer takes longer than
-// Settle between its question and its write. A record write says
+// settle between its question and its write. A record write says
 // unsigned (a pause without the key) is not read back: it reads as a
 // pause of every app, whatever was written over.
 func (r registryRecord) update(ctx context.Context, change func(map[string]string), done func(map[string]string) bool, write func(context.Context, map[string]string) (unsigned bool, err error)) error {
-	for range Attempts {
+	for range attempts {
 		before, _, err := r.reg.Resolve(ctx, Repository, Tag(r.cluster))
 		if err != nil {
 			return err
@@ -167,7 +167,7 @@ func (r registryRecord) update(ctx context.Context, change func(map[string]strin
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(Settle):
+		case <-time.After(settle):
 		}
 		after, err := r.data(ctx)
 		if err != nil {
@@ -177,5 +177,5 @@ func (r registryRecord) update(ctx context.Context, change func(map[string]strin
 			return nil
 		}
 	}
-	return fmt.Errorf("the pause record of cluster %s kept changing as it was written, %d times: see it with kubectl fleet status, and try again", r.cluster, Attempts)
+	return fmt.Errorf("the pause record of cluster %s kept changing as it was written, %d times: see it with kubectl fleet status, and try again", r.cluster, attempts)
 }
