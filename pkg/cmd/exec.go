@@ -74,11 +74,8 @@ Exit codes:
 
 // Run runs the command everywhere.
 func (o *ExecOptions) Run(ctx context.Context) error {
-	f, clusters, err := o.selected(o.Selection)
+	f, clusters, err := o.reached(ctx, o.Selection)
 	if err != nil {
-		return err
-	}
-	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	kubectl := os.Getenv("KUBECTL")

@@ -66,11 +66,8 @@ Exit codes:
 
 // Run lists.
 func (o *HistoryOptions) Run(ctx context.Context) error {
-	f, clusters, err := o.selected(o.Selection)
+	f, clusters, err := o.reached(ctx, o.Selection)
 	if err != nil {
-		return err
-	}
-	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	outcomes, entries, pauses := history.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.Parallel)

@@ -93,6 +93,20 @@ func (g *GlobalOptions) selected(sel fleet.Selection) (*fleet.Fleet, []*fleet.Cl
 	return f, clusters, nil
 }
 
+// reached is selected, with the selected clusters' contexts checked
+// (their kubeconfigs resolved, identity pins and one-server rule): the
+// prelude of every command that goes to the clusters it selects.
+func (g *GlobalOptions) reached(ctx context.Context, sel fleet.Selection) (*fleet.Fleet, []*fleet.Cluster, error) {
+	f, clusters, err := g.selected(sel)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkContexts(ctx, g, f, clusters); err != nil {
+		return nil, nil, err
+	}
+	return f, clusters, nil
+}
+
 // namespace is -n/--namespace, or "".
 func (g *GlobalOptions) namespace() string {
 	if g.ConfigFlags.Namespace == nil {

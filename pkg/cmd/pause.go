@@ -91,11 +91,8 @@ func newCmdPause(g *GlobalOptions, lift bool, cmd *cobra.Command) *cobra.Command
 
 // Run pauses or resumes every selected cluster.
 func (o *PauseOptions) Run(ctx context.Context) error {
-	f, clusters, err := o.selected(o.Selection)
+	f, clusters, err := o.reached(ctx, o.Selection)
 	if err != nil {
-		return err
-	}
-	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	ch := pause.Change{Fleet: f, Clusters: clusters, Apps: o.Apps, Lift: o.lift, Reason: o.Reason, Now: time.Now(), Parallel: o.Parallel}

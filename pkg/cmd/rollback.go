@@ -89,11 +89,8 @@ func (o *RollbackOptions) Validate() error {
 // each app goes back to (rollback.Read), then rolls those out through
 // the engine.
 func (o *RollbackOptions) Run(ctx context.Context) error {
-	f, clusters, err := o.selected(o.Selection)
+	f, clusters, err := o.reached(ctx, o.Selection)
 	if err != nil {
-		return err
-	}
-	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	opts := o.options(o.dryRun(), o.Parallel)

@@ -78,11 +78,8 @@ func (o *UnlockOptions) Validate() error {
 
 // Run shows the locks, asks, and removes them.
 func (o *UnlockOptions) Run(ctx context.Context) error {
-	f, clusters, err := o.selected(o.Selection)
+	f, clusters, err := o.reached(ctx, o.Selection)
 	if err != nil {
-		return err
-	}
-	if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
 		return err
 	}
 	p := o.newPrinter(clusters, false)
