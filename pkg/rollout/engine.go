@@ -129,9 +129,9 @@ type Engine struct {
 	artifacts map[string]map[string]artifact
 	// moved are the tags each delivered cluster's run moved (movedOf).
 	moved map[string]map[string]v1.Hash
-	// signing serializes the signing of one artifact (signAt): clusters
-	// that get the same one add their signatures to one manifest.
-	signing memo.Memo[string, *sync.Mutex]
+	// signing is each artifact's signing in the run (signAt): one at a
+	// time, and once.
+	signing memo.Memo[string, *signedOnce]
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every

@@ -103,15 +103,29 @@ func (e *Engine) signAt(ctx context.Context, d *fleet.Delivery, cluster, app str
 	if err != nil {
 		return err
 	}
-	// One writer of an artifact's signature manifest at a time: clusters
-	// of a wave that get the same artifact each add theirs.
-	mu, _ := e.signing.Do(a.registry.Base+"/"+app+"@"+a.digest.String(), func() (*sync.Mutex, error) { return &sync.Mutex{}, nil })
-	mu.Lock()
-	defer mu.Unlock()
+	// One writer of an artifact's signature manifest at a time, and
+	// once a run: an artifact is signed once per key (Registry.Sign), so
+	// the clusters of a run that get the same artifact after the first
+	// need not read its signatures again.
+	once, _ := e.signing.Do(a.registry.Base+"/"+app+"@"+a.digest.String(), func() (*signedOnce, error) { return &signedOnce{}, nil })
+	once.mu.Lock()
+	defer once.mu.Unlock()
+	if once.signed {
+		return nil
+	}
 	if err := a.registry.Sign(ctx, app, a.digest, s, e.claim(cluster, app, n)); err != nil {
 		return fmt.Errorf("app %s: %w", app, err)
 	}
+	once.signed = true
 	return nil
+}
+
+// signedOnce is an artifact's signing in a run: signed says the run
+// signed it (or found it signed); a failure is tried again by the next
+// cluster.
+type signedOnce struct {
+	mu     sync.Mutex
+	signed bool
 }
 
 // signedFor checks, when d signs, that cluster's artifact of app (as
