@@ -12,7 +12,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -115,7 +114,7 @@ func (e *Engine) unapproved(clusters []string) []string {
 		if err != nil {
 			return "", err
 		}
-		return check(c.Name, found, nil, revision.UserOf(ctx, e.Connector, e.r.Fleet, c)), nil
+		return check(c.Name, found, nil, e.deliveredUser(ctx, c)), nil
 	})
 	return slices.Concat(unapproved, unread)
 }

@@ -1,13 +1,13 @@
 package rollout
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -68,7 +68,7 @@ func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Deliv
 		return err
 	}
 	ops := &publishedApps{e: e, cluster: c, d: d, client: client, results: results, moved: e.movedOf(c.Name),
-		by: sync.OnceValue(func() string { return revision.Publisher(ctx, client) })}
+		by: func() string { return cmp.Or(e.deliveredUser(ctx, c), revision.LocalUser()) }}
 	run := clusterRun{
 		Cluster: c.Name, Ops: ops, Gates: gates, Write: !e.o.DryRun,
 		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
@@ -148,6 +148,20 @@ func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results
 		}
 	}
 	return nil
+}
+
+// deliveredUser is who delivered cluster c's context authenticates,
+// asked once a run (Locks.User) for its approvals and its history; ""
+// when it has no context or does not tell.
+func (e *Engine) deliveredUser(ctx context.Context, c *fleet.Cluster) string {
+	if !c.Observed() || e.o.DryRun {
+		return ""
+	}
+	client, err := e.connect(ctx, c.Name)
+	if err != nil {
+		return ""
+	}
+	return e.Locks.User(client, c.Name)(ctx)
 }
 
 // publishApp moves c's tag of one app to its artifact, and, when the
