@@ -59,10 +59,10 @@ type appOps interface {
 	Test(ctx context.Context, app App) error
 }
 
-// clusterRun is one cluster's apps, applied one after the other in
+// appsRun is one cluster's apps, applied one after the other in
 // dependency order: an app whose dependency failed is not started, and
 // what each app's apply, health and tests say goes into Gates.
-type clusterRun struct {
+type appsRun struct {
 	Cluster string
 	// Apps are the cluster's apps, in dependency order.
 	Apps  []App
@@ -85,7 +85,7 @@ type clusterRun struct {
 // checked cannot change under another writer before it is applied. Once
 // ctx is cancelled, or an app's state cannot be remembered for --atomic,
 // no further app starts.
-func (c clusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
+func (c appsRun) Run(ctx context.Context) ([]error, map[string]bool) {
 	var errs []error
 	failed := map[string]bool{}
 	fail := func(app string, err error) {
@@ -137,7 +137,7 @@ func (c clusterRun) Run(ctx context.Context) ([]error, map[string]bool) {
 }
 
 // check asks Check of every app whose lock was taken.
-func (c clusterRun) check(ctx context.Context, failed map[string]bool) error {
+func (c appsRun) check(ctx context.Context, failed map[string]bool) error {
 	if c.Check == nil {
 		return nil
 	}
@@ -154,7 +154,7 @@ func (c clusterRun) check(ctx context.Context, failed map[string]bool) error {
 
 // dependencies refuses to start an app whose dependency failed in this
 // run, or, when the dependency is not part of the run, is not there.
-func (c clusterRun) dependencies(ctx context.Context, app App, failed map[string]bool) error {
+func (c appsRun) dependencies(ctx context.Context, app App, failed map[string]bool) error {
 	for _, d := range app.DependsOn {
 		switch {
 		case failed[d]:
@@ -170,7 +170,7 @@ func (c clusterRun) dependencies(ctx context.Context, app App, failed map[string
 }
 
 // apply applies one app, then runs its tests, and tells its gates.
-func (c clusterRun) apply(ctx context.Context, app App) error {
+func (c appsRun) apply(ctx context.Context, app App) error {
 	if err := c.Ops.Apply(ctx, app); err != nil {
 		c.Gates.Fail(app.Name, "apply: "+oneLine(err))
 		return err
@@ -194,7 +194,7 @@ func (c clusterRun) apply(ctx context.Context, app App) error {
 	return nil
 }
 
-func (c clusterRun) done(app string, err error) {
+func (c appsRun) done(app string, err error) {
 	if c.Done != nil {
 		c.Done(app, err)
 	}

@@ -92,7 +92,7 @@ func TestClusterRun(t *testing.T) {
 			ops := &fakeOps{fail: tt.fail}
 			var g Gates
 			var done []string
-			run := clusterRun{Cluster: "eu", Apps: apps, Ops: ops, Gates: &g, Write: tt.write, Atomic: tt.atomic,
+			run := appsRun{Cluster: "eu", Apps: apps, Ops: ops, Gates: &g, Write: tt.write, Atomic: tt.atomic,
 				Done: func(app string, err error) { done = append(done, app) }}
 			if tt.check {
 				run.Check = func(_ context.Context, app string) error { return ops.step("check", app) }

@@ -77,7 +77,7 @@ func (e *Engine) diffCluster(ctx context.Context, c *fleet.Cluster, o DiffOption
 	if err := e.r.Restore(c.Name); err != nil {
 		return diff.Summary{}, nil, err
 	}
-	if d := e.delivered(c); d != nil {
+	if d := e.r.Fleet.DeliveryOf(c); d != nil {
 		return e.diffPublished(ctx, c, d, o)
 	}
 	client, err := e.Connector.Connect(ctx, e.r.Fleet, c)

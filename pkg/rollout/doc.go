@@ -26,7 +26,7 @@
 //   - cluster.go: one cluster written to: connect, diff, its apps, its
 //     group's checks, its verdicts, --atomic's restore (restore.go).
 //   - apps.go: a cluster's apps in dependency order over appOps
-//     (clusterRun); kubeapps.go: appOps on a cluster written to, with
+//     (appsRun); kubeapps.go: appOps on a cluster written to, with
 //     locks (locks.go).
 //   - published.go, published_apps.go, published_records.go: one
 //     delivered cluster: its tags moved app by app, its Flux read back.

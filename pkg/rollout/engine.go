@@ -8,11 +8,8 @@ import (
 	"sync"
 	"time"
 
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/memo"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
@@ -106,10 +103,10 @@ type Engine struct {
 	r    *rendered.Set
 	emit Sink
 
-	mu        sync.Mutex
-	gates     map[string]*Gates
-	before    map[string][]*inventory.Set
-	revisions map[string]map[string]RevisionEvent
+	mu sync.Mutex
+	// runs are the clusters' runs, by name (runOf): each its target and
+	// what the run did there.
+	runs map[string]*clusterRun
 	// clusters are the fleet's, by name (begin): looked up once per
 	// cluster and per soak read, not found by a scan each time.
 	clusters  map[string]*fleet.Cluster
@@ -124,11 +121,6 @@ type Engine struct {
 	// approvals are the approval checks of the waves that need one, by
 	// wave name (requireApprovals).
 	approvals map[string]func() error
-	// artifacts are the delivered clusters' renders in their registries,
-	// by cluster and app (publishAll): read-only once the waves start.
-	artifacts map[string]map[string]artifact
-	// moved are the tags each delivered cluster's run moved (movedOf).
-	moved map[string]map[string]v1.Hash
 	// signing is each artifact's signing in the run (signAt): one at a
 	// time, and once.
 	signing memo.Memo[string, *signedOnce]
@@ -161,10 +153,8 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 		err := e.Connector.Explain(ctx, name, e.cluster(ctx, c))
 		if err != nil || !e.soaking(c) {
 			// Nothing more is written there: a soak follows success
-			// only, and releases the locks once over (soaks).
-			e.Locks.releaseCluster(ctx, name, e.Log)
-			e.Connector.Idle(name)
-			e.forget(name)
+			// only, and releases the cluster once over (soaks).
+			e.release(ctx, name)
 		}
 		e.emit(EndEvent{Cluster: name, Err: err})
 		return err
@@ -339,29 +329,12 @@ func (e *Engine) recorded(rec *apply.Record, cluster, app, label string) *apply.
 }
 
 // revised notes the revision an app's apply left current on a cluster
-// (settle and restore ask revision for it) and says it.
+// (settle and restore ask its run for it) and says it.
 func (e *Engine) revised(rev RevisionEvent) {
 	if rev.Error == "" {
-		e.mu.Lock()
-		if e.revisions == nil {
-			e.revisions = map[string]map[string]RevisionEvent{}
-		}
-		if e.revisions[rev.Cluster] == nil {
-			e.revisions[rev.Cluster] = map[string]RevisionEvent{}
-		}
-		e.revisions[rev.Cluster][rev.App] = rev
-		e.mu.Unlock()
+		e.runOf(rev.Cluster).revised(rev)
 	}
 	e.emit(rev)
-}
-
-// revision is the revision this run recorded for app on cluster (its
-// RevisionEvent), and whether it recorded one.
-func (e *Engine) revision(cluster, app string) (RevisionEvent, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	rev, ok := e.revisions[cluster][app]
-	return rev, ok
 }
 
 // appsByWave lists the apps each wave deploys.

@@ -10,9 +10,11 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/lock"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -41,7 +43,8 @@ func TestKubeApps(t *testing.T) {
 		Namespace: func(app string) string { return map[string]string{"web": "shop"}[app] },
 	}
 	// The engine says the revisions the apps' applies record.
-	e := &Engine{emit: ops.Emit}
+	e := &Engine{emit: ops.Emit, r: &rendered.Set{Fleet: &fleet.Fleet{Clusters: []fleet.Cluster{{Name: "c1"}}}}}
+	e.begin(e.r, Options{}, ops.Emit)
 	ops.Record = func(_ context.Context, res render.Result, label string) *apply.Record {
 		return e.recorded(&apply.Record{}, "c1", res.App, label)
 	}
@@ -49,7 +52,7 @@ func TestKubeApps(t *testing.T) {
 	ops.Gates = &gates
 	// db's verdict is known when its revision is recorded (Final); web's
 	// is written once its gates ran.
-	run := clusterRun{Cluster: "c1", Ops: ops, Gates: &gates, Write: true, Atomic: true, Apps: []App{{Name: "db", Final: true}, {Name: "web", DependsOn: []string{"db"}}}}
+	run := appsRun{Cluster: "c1", Ops: ops, Gates: &gates, Write: true, Atomic: true, Apps: []App{{Name: "db", Final: true}, {Name: "web", DependsOn: []string{"db"}}}}
 	if errs, failed := run.Run(ctx); len(errs) > 0 || len(failed) > 0 {
 		t.Fatalf("errors %v, failed %v", errs, failed)
 	}

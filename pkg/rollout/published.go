@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
@@ -37,95 +36,87 @@ type artifact struct {
 	digest   v1.Hash
 }
 
-// delivered is c's delivery, or nil when the run writes to c.
-func (e *Engine) delivered(c *fleet.Cluster) *fleet.Delivery { return e.r.Fleet.DeliveryOf(c) }
-
-// published rolls the run out to a delivered cluster: app by app in
-// dependency order, its tag moves to the app's artifact, then, when the
-// cluster is observed, the rollout waits for Flux to have applied it
-// and be Ready before the next app's tag moves. An unobserved cluster's
-// tags all move, and its verdict says it was not observed. The group's
-// checks run on the cluster's context as for any cluster.
-func (e *Engine) published(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-	results := inDependencyOrder(e.r.Fleet, e.r.Of(c.Name), func(r render.Result) string { return r.App })
-	skip := e.skipped(c.Name)
-	switch {
-	case skip != nil && len(results) == 0:
-		return skip
-	case e.o.Rollback != nil && len(results) == 0:
-		return nil // nothing to roll back here, said
-	}
-	gates := e.gatesOf(c.Name)
-	var client *kube.Client
-	if c.Observed() && !e.o.DryRun {
-		e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
-		var err error
-		if client, err = e.connect(ctx, c.Name); err != nil {
-			return err
-		}
-	}
-	if err := e.beforePublishing(ctx, c, results); err != nil {
-		return err
-	}
-	ops := &publishedApps{e: e, cluster: c, d: d, client: client, results: results, moved: e.movedOf(c.Name),
-		by: func() string { return cmp.Or(e.deliveredUser(ctx, c), revision.LocalUser()) }}
-	run := clusterRun{
-		Cluster: c.Name, Ops: ops, Gates: gates, Write: !e.o.DryRun,
-		Done: func(app string, err error) { e.emit(AppEvent{Cluster: c.Name, App: app, Err: err}) },
-	}
-	for _, res := range results {
-		a := App{Name: res.App, Published: true}
-		if fa := e.r.Fleet.App(res.App); fa != nil {
-			a.DependsOn = fa.DependsOn
-		}
-		run.Apps = append(run.Apps, a)
-	}
-	errs, failed := run.Run(ctx)
-	if p := pausedIn(errs); p != nil {
-		return &runner.SkipError{Reason: p.Error()} // as on any cluster
-	}
-	switch {
-	case len(failed) > 0 || e.o.DryRun:
-	case client == nil:
-		gates.Unverified("", NotObserved+": no context reads cluster "+c.Name)
-	default:
-		if err := e.clusterGates(ctx, c, results, failed); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 || !e.soaking(c) {
-		e.settle(ctx, client, c.Name)
-	}
-	if len(errs) == 0 && skip != nil {
-		return skip // some apps went back, the skipped ones are said
-	}
-	return e.rollBack(ctx, c.Name, errors.Join(errs...)) // untag
+// registryTarget is a cluster delivered through a registry: never
+// written to. Each app's "apply" moves its tag to its artifact (pushed
+// before the first wave: publishAll) and, when the cluster is observed,
+// waits for its Flux; its revisions and verdicts are records beside the
+// tags, and --atomic moves the tags back (untag). Nothing takes a lock
+// on the cluster.
+type registryTarget struct {
+	e      *Engine
+	run    *clusterRun
+	d      *fleet.Delivery
+	client *kube.Client // nil: not observed, or a dry run
+	// artifacts are its apps' renders in the registry (keep, in
+	// publishAll): read-only once the waves start.
+	artifacts map[string]artifact
+	// moved are the tags the cluster's run moved, by app, each to what
+	// it pointed at before: written by the cluster's run alone, read by
+	// --atomic (untag).
+	moved map[string]v1.Hash
 }
 
-// movedOf are the tags a delivered cluster's run moved, by app, each to
-// what it pointed at before: written by the cluster's run alone, read
-// by --atomic (untag).
-func (e *Engine) movedOf(cluster string) map[string]v1.Hash {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.moved == nil {
-		e.moved = map[string]map[string]v1.Hash{}
-	}
-	if e.moved[cluster] == nil {
-		e.moved[cluster] = map[string]v1.Hash{}
-	}
-	return e.moved[cluster]
+var _ target = (*registryTarget)(nil)
+
+// delivered is the delivery of the fleet's cluster name, nil when the
+// run writes to it.
+func (e *Engine) delivered(name string) *registryTarget {
+	p, _ := e.runOf(name).target.(*registryTarget)
+	return p
 }
 
-// beforePublishing does what comes before a delivered cluster's first
-// tag moves: with Diff, the diffs against its artifacts; with a plan,
-// the check that neither its renders nor its tags moved since.
-func (e *Engine) beforePublishing(ctx context.Context, c *fleet.Cluster, results []render.Result) error {
+// connect connects to the cluster when a context reads it (not on a
+// dry run): its Flux is read back through it, read-only.
+func (p *registryTarget) connect(ctx context.Context) (context.Context, error) {
+	c := p.run.cluster
+	if !c.Observed() || p.e.o.DryRun {
+		return ctx, nil
+	}
+	p.e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
+	var err error
+	p.client, err = p.e.connect(ctx, c.Name)
+	return ctx, err
+}
+
+func (p *registryTarget) observed() bool { return p.client != nil }
+
+func (p *registryTarget) planCheck([]render.Result) func(context.Context, string) error { return nil }
+
+func (p *registryTarget) key(context.Context) digest.Key { return nil }
+
+// app is how res's app goes: its gates passed by its Apply, as the
+// cluster's Flux says (publishApp).
+func (p *registryTarget) app(res render.Result, _ []render.Result) App {
+	a := App{Name: res.App, Published: true}
+	if fa := p.e.r.Fleet.App(res.App); fa != nil {
+		a.DependsOn = fa.DependsOn
+	}
+	return a
+}
+
+// verdict records v beside the tags, on the revision this run recorded.
+func (p *registryTarget) verdict(ctx context.Context, ev *verificationEvent, recorded bool, v revision.Verification) bool {
+	a, ok := p.artifacts[ev.App]
+	if !ok {
+		return false
+	}
+	if recorded {
+		ev.Error = errString(verifyPublished(ctx, a.registry, ev.Cluster, ev.App, ev.Revision, v))
+	}
+	ev.Digest = a.digest.String()
+	return true
+}
+
+// prepare does what comes before a delivered cluster's first tag
+// moves: with Diff, the diffs against its artifacts; with a plan, the
+// check that neither its renders nor its tags moved since.
+func (p *registryTarget) prepare(ctx context.Context, results []render.Result) error {
+	e, c := p.e, p.run.cluster
 	if !e.o.Diff && e.o.Plan == nil {
 		return nil
 	}
-	for _, res := range results {
-		a := e.artifacts[c.Name][res.App]
+	for _, res := range inDependencyOrder(e.r.Fleet, results, func(r render.Result) string { return r.App }) {
+		a := p.artifacts[res.App]
 		diffs, at, err := e.diffArtifact(ctx, a.registry, c.Name, res, true)
 		if err != nil {
 			return fmt.Errorf("app %s: diff: %w", res.App, err)
@@ -164,11 +155,11 @@ func (e *Engine) deliveredUser(ctx context.Context, c *fleet.Cluster) string {
 	return e.Locks.User(client, c.Name)(ctx)
 }
 
-// publishApp moves c's tag of one app to its artifact, and, when the
-// cluster is observed, waits for Flux to apply it; by says who
-// publishes.
-func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, client *kube.Client, res render.Result, moved map[string]v1.Hash, by func() string) error {
-	a := e.artifacts[c.Name][res.App]
+// publishApp moves the cluster's tag of one app to its artifact, and,
+// when the cluster is observed, waits for Flux to apply it.
+func (p *registryTarget) publishApp(ctx context.Context, res render.Result) error {
+	e, c, d, client := p.e, p.run.cluster, p.d, p.client
+	a := p.artifacts[res.App]
 	label := Label(res.App, len(e.r.Apps(c.Name)) > 1)
 	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
 	prev, found, err := a.registry.Resolve(ctx, res.App, c.Name)
@@ -182,7 +173,7 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		e.emit(ev)
 		return nil
 	}
-	rev, err := e.release(ctx, c.Name, res, a, by)
+	rev, err := p.recordRevision(ctx, res, a)
 	if err != nil {
 		return err
 	}
@@ -197,11 +188,11 @@ func (e *Engine) publishApp(ctx context.Context, c *fleet.Cluster, d *fleet.Deli
 		if err := a.registry.Tag(ctx, res.App, c.Name, a.digest); err != nil {
 			return err
 		}
-		moved[res.App] = prev // the zero hash: there was no tag
+		p.moved[res.App] = prev // the zero hash: there was no tag
 	}
 	e.emit(ev)
 	e.revised(rev)
-	gates := e.gatesOf(c.Name)
+	gates := &p.run.gates
 	gates.Pass(res.App, Published)
 	if client == nil {
 		gates.Unverified(res.App, NotObserved+": no context reads cluster "+c.Name)
@@ -230,15 +221,16 @@ const NotObserved = "published, not observed"
 // Flux may pull it.
 const Published = "published"
 
-// release records, in the registry, the revision a delivered cluster's
-// tag of res's app is about to point at: a new one (its artifact kept by
-// its own tag, then the history saying it is current) unless the
-// current revision is that artifact already. The tag moves after it:
-// a run stopped in between leaves a history ahead of its tag, which the
-// promotion rule does not count (releaseOf). by says who publishes. It
-// returns the event that says the revision.
-func (e *Engine) release(ctx context.Context, cluster string, res render.Result, a artifact, by func() string) (RevisionEvent, error) {
-	reg := a.registry
+// recordRevision records, in the registry, the revision a delivered
+// cluster's tag of res's app is about to point at: a new one (its
+// artifact kept by its own tag, then the history saying it is current)
+// unless the current revision is that artifact already. The tag moves
+// after it: a run stopped in between leaves a history ahead of its tag,
+// which the promotion rule does not count (releaseOf). It is recorded as
+// by who the cluster's context authenticates, or, without one, the local
+// user. It returns the event that says the revision.
+func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, a artifact) (RevisionEvent, error) {
+	e, cluster, reg := p.e, p.run.cluster.Name, a.registry
 	h, err := reg.History(ctx, res.App, cluster)
 	if err != nil {
 		return RevisionEvent{}, err
@@ -251,7 +243,7 @@ func (e *Engine) release(ctx context.Context, cluster string, res render.Result,
 		return ev, nil
 	}
 	rev := e.record(ctx, cluster, res).Revision
-	rev.App, rev.Number, rev.Time, rev.Version, rev.User = res.App, h.Next(), time.Now().UTC().Truncate(time.Second), version.Get(), by()
+	rev.App, rev.Number, rev.Time, rev.Version, rev.User = res.App, h.Next(), time.Now().UTC().Truncate(time.Second), version.Get(), cmp.Or(e.deliveredUser(ctx, p.run.cluster), revision.LocalUser())
 	rev.Digest, rev.Objects, rev.Artifact = digest.Render(res.Objects, nil), len(res.Objects), a.digest.String()
 	if err := reg.Tag(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest); err != nil {
 		return RevisionEvent{}, err
@@ -344,11 +336,11 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, r
 	}
 }
 
-// untag, with --atomic, moves the tags a failed cluster's run moved back
-// to where they were (a tag that did not exist stays: nothing else
+// restore, with --atomic, moves the tags a failed cluster's run moved
+// back to where they were (a tag that did not exist stays: nothing else
 // deletes a tag, and Flux would keep what it applied), and says so.
-func (e *Engine) untag(ctx context.Context, cluster string, err error) error {
-	moved := e.movedOf(cluster)
+func (p *registryTarget) restore(ctx context.Context, err error) error {
+	e, cluster, moved := p.e, p.run.cluster.Name, p.moved
 	if err == nil || !e.o.Atomic || len(moved) == 0 || ctx.Err() != nil {
 		return err
 	}
@@ -360,7 +352,7 @@ func (e *Engine) untag(ctx context.Context, cluster string, err error) error {
 			notes = append(notes, app+" had no tag before")
 			continue
 		}
-		a := e.artifacts[cluster][app]
+		a := p.artifacts[app]
 		if terr := a.registry.Tag(ctx, app, cluster, prev); terr != nil {
 			notes = append(notes, app+": "+terr.Error())
 			continue

@@ -17,7 +17,7 @@ import (
 // rule as on a cluster written to, asked of the registry.
 func TestPublishedDependencyOutsideTheRun(t *testing.T) {
 	d, reg := registrytest.Delivery(t)
-	p := &publishedApps{e: &Engine{r: &rendered.Set{Fleet: &fleet.Fleet{}}}, cluster: &fleet.Cluster{Name: "edge-1"}, d: d}
+	p := &registryTarget{e: &Engine{r: &rendered.Set{Fleet: &fleet.Fleet{}}}, run: &clusterRun{cluster: &fleet.Cluster{Name: "edge-1"}}, d: d}
 	ctx := context.Background()
 
 	err := p.dependencyApplied(ctx, "db")

@@ -29,10 +29,11 @@ func (e *Engine) publishAll(ctx context.Context) error {
 	}
 	var repos []*repo
 	for _, c := range e.r.Clusters {
-		d := e.delivered(c)
-		if d == nil {
+		p := e.delivered(c.Name)
+		if p == nil {
 			continue
 		}
+		d := p.d
 		reg, err := publish.For(e.r.Fleet, d)
 		if err != nil {
 			return fmt.Errorf("cluster %s: delivery: %w", c.Name, err)
@@ -143,7 +144,7 @@ func (e *Engine) signedFor(ctx context.Context, d *fleet.Delivery, cluster, app 
 	if err != nil {
 		return err
 	}
-	a := e.artifacts[cluster][app]
+	a := e.delivered(cluster).artifacts[app]
 	return a.registry.SignedFor(ctx, a.digest, pub, e.claim(cluster, app, 0))
 }
 
@@ -154,13 +155,11 @@ func (e *Engine) keep(cluster, app string, reg publish.Registry, d string) error
 	if err != nil {
 		return fmt.Errorf("cluster %s, app %s: artifact %q: %w", cluster, app, d, err)
 	}
-	if e.artifacts == nil {
-		e.artifacts = map[string]map[string]artifact{}
+	p := e.delivered(cluster)
+	if p.artifacts == nil {
+		p.artifacts = map[string]artifact{}
 	}
-	if e.artifacts[cluster] == nil {
-		e.artifacts[cluster] = map[string]artifact{}
-	}
-	e.artifacts[cluster][app] = artifact{registry: reg, digest: h}
+	p.artifacts[app] = artifact{registry: reg, digest: h}
 	return nil
 }
 

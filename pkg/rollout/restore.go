@@ -9,7 +9,6 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
@@ -34,20 +33,18 @@ func RolledBack(err error) string {
 	return ""
 }
 
-// rollBack, with --atomic, puts a cluster that failed (err) back the way
-// it was before this run, and says so in the error it returns. Ctrl-C
-// rolls nothing back: the user stopped the run. Nor does a lock lost
-// (ctx, the cluster's Writes, ended with it), before the restore or
+// restore, with --atomic, puts a cluster that failed (err) back the
+// way it was before this run, and says so in the error it returns.
+// Ctrl-C rolls nothing back: the user stopped the run. Nor does a lock
+// lost (ctx, the cluster's Writes, ended with it), before the restore or
 // during it: another run may be writing there now, and a restore would
 // re-apply and prune under it. That is said: "not restored (lost the
 // lock)", "rollback stopped (lost the lock)".
-func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolled error) {
-	if e.delivered(e.clusters[cluster]) != nil {
-		return e.untag(ctx, cluster, err)
+func (k *kubeTarget) restore(ctx context.Context, err error) (rolled error) {
+	var before []*inventory.Set
+	if k.KubeApps != nil {
+		before = k.Before
 	}
-	e.mu.Lock()
-	before := e.before[cluster]
-	e.mu.Unlock()
 	switch {
 	case err == nil || len(before) == 0:
 		return err
@@ -55,10 +52,6 @@ func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolle
 		return &AtomicError{Err: err, Note: "not restored (lost the lock)"}
 	case ctx.Err() != nil:
 		return err
-	}
-	client, cerr := e.connect(ctx, cluster)
-	if cerr != nil {
-		return &AtomicError{Err: err, Note: "rollback failed: " + cerr.Error()}
 	}
 	defer func() {
 		// Stopped by a lock lost meanwhile: said, rather than the
@@ -68,15 +61,16 @@ func (e *Engine) rollBack(ctx context.Context, cluster string, err error) (rolle
 			a.Note = "rollback stopped (lost the lock)"
 		}
 	}()
-	e.emit(StageEvent{Cluster: cluster, Stage: "rolling back"})
-	return &AtomicError{Err: err, Note: e.restore(ctx, client, cluster, before)}
+	k.e.emit(StageEvent{Cluster: k.run.cluster.Name, Stage: "rolling back"})
+	return &AtomicError{Err: err, Note: k.putBack(ctx, before)}
 }
 
-// restore puts each app of before back the way it was before this run,
+// putBack puts each app of before back the way it was before this run,
 // last applied first: its revision then re-applied with prune, or, for
 // an app this run installed, every object of it deleted. It says what
 // it did, for the summary.
-func (e *Engine) restore(ctx context.Context, client *kube.Client, cluster string, before []*inventory.Set) string {
+func (k *kubeTarget) putBack(ctx context.Context, before []*inventory.Set) string {
+	e, client, cluster := k.e, k.client, k.run.cluster.Name
 	var (
 		done, failed []string
 		target       string // with one app: what it went back to
@@ -100,7 +94,7 @@ func (e *Engine) restore(ctx context.Context, client *kube.Client, cluster strin
 		case set.Revision == 0:
 			failed = append(failed, fmt.Sprintf("%s: no revision was recorded before this apply", app))
 		default:
-			if err := e.reapply(ctx, client, cluster, set, said); err != nil {
+			if err := k.reapply(ctx, set, said); err != nil {
 				failed = append(failed, fmt.Sprintf("%s: %v", app, err))
 			} else {
 				done, target = append(done, fmt.Sprintf("%s to r%d", app, set.Revision)), fmt.Sprintf(" to r%d", set.Revision)
@@ -118,7 +112,8 @@ func (e *Engine) restore(ctx context.Context, client *kube.Client, cluster strin
 
 // reapply applies, with prune, the revision set had before this run,
 // records it as a rollback to it, with that revision's verdict.
-func (e *Engine) reapply(ctx context.Context, client *kube.Client, cluster string, set *inventory.Set, said func(apply.Change)) error {
+func (k *kubeTarget) reapply(ctx context.Context, set *inventory.Set, said func(apply.Change)) error {
+	e, client, cluster := k.e, k.client, k.run.cluster.Name
 	app, f, o := set.App, e.r.Fleet, e.o
 	label := app + " (rollback)"
 	rev, objs, err := revision.Load(ctx, client, app, set.Revision)
@@ -132,7 +127,7 @@ func (e *Engine) reapply(ctx context.Context, client *kube.Client, cluster strin
 		Wait: o.Wait, Timeout: o.Timeout, Concurrency: o.Concurrency, Report: said,
 		Record: rec,
 	})
-	if now, _ := e.revision(cluster, app); err == nil && now.Revision > set.Revision {
+	if now, _ := k.run.revision(app); err == nil && now.Revision > set.Revision {
 		rec.Revision.Verification = rev.Verification
 		_ = writeVerdict(ctx, client, app, now.Revision, restored(rec.Revision))
 	}

@@ -168,7 +168,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 	}
 	outcomes := Run(context.Background(), plan, func(ctx context.Context, c string) error {
 		ops := &fleetOps{f: f, cluster: c}
-		run := clusterRun{Cluster: c, Ops: ops, Gates: gatesOf(c), Write: true, Atomic: true, Apps: []App{
+		run := appsRun{Cluster: c, Ops: ops, Gates: gatesOf(c), Write: true, Atomic: true, Apps: []App{
 			{Name: "web", Wait: true, Tests: true},
 			{Name: "docs", DependsOn: []string{"web"}},
 		}}
@@ -200,7 +200,7 @@ func states(outcomes []runner.Outcome) string {
 }
 
 // A whole multi-group rollout, run after run, without an API server: per
-// cluster two apps in dependency order with tests (clusterRun), the
+// cluster two apps in dependency order with tests (appsRun), the
 // group's check (Checks, a real command), the last group's soak (Soak,
 // --atomic's rollback in Ended), and the promotion rule over what the
 // runs recorded. A failed check on staging stops production in that run

@@ -160,22 +160,13 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 		}
 		out[ws[i].Name] = Soak{
 			Duration: d, Interval: e.o.SoakInterval,
-			Health: e.soakCheck,
-			Gates:  e.gatesOf,
-			Emit:   e.emit,
-			Stage:  func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
-			Ended: func(ctx context.Context, cluster string, err error) error {
-				if client, cerr := e.connect(ctx, cluster); cerr == nil || !e.clusters[cluster].Observed() {
-					e.settle(ctx, client, cluster) // else soakCheck said so
-				}
-				return e.rollBack(ctx, cluster, err)
-			},
-			Writes: e.Locks.Writes,
-			Release: func(ctx context.Context, cluster string) {
-				e.Locks.releaseCluster(ctx, cluster, e.Log)
-				e.Connector.Idle(cluster)
-				e.forget(cluster)
-			},
+			Health:  e.soakCheck,
+			Gates:   e.gatesOf,
+			Emit:    e.emit,
+			Stage:   func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
+			Ended:   e.end,
+			Writes:  e.Locks.Writes,
+			Release: e.release,
 		}
 	}
 	return out
@@ -185,7 +176,7 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 // for the first one that is not healthy; a cluster it cannot read passes,
 // unverified (published).
 func (e *Engine) soakCheck(ctx context.Context, name string) error {
-	if !e.clusters[name].Observed() {
+	if !e.runOf(name).target.observed() {
 		return nil // published, not observed: its verdict says so
 	}
 	client, err := e.connect(ctx, name)

@@ -12,19 +12,7 @@ import (
 )
 
 // gatesOf is what the gates of a cluster said so far in this run.
-func (e *Engine) gatesOf(cluster string) *Gates {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.gates == nil {
-		e.gates = map[string]*Gates{}
-	}
-	g, ok := e.gates[cluster]
-	if !ok {
-		g = &Gates{}
-		e.gates[cluster] = g
-	}
-	return g
-}
+func (e *Engine) gatesOf(cluster string) *Gates { return &e.runOf(cluster).gates }
 
 // Verifies reports whether a run's gates decide whether the releases it
 // applies are verified: a real apply, not a rollback (which restores a
@@ -55,19 +43,16 @@ func checks(f *fleet.Fleet, c *fleet.Cluster) bool {
 // cluster, what the gates said of it (Gates.Verdict), says it, and tells
 // the promotion rule. Nothing is recorded after Ctrl-C: the gates did
 // not finish, and the revision stays as it was.
-func (e *Engine) settle(ctx context.Context, client *kube.Client, cluster string) {
+func (e *Engine) settle(ctx context.Context, cluster string) {
 	if e.o.DryRun || ctx.Err() != nil {
 		return
 	}
-	gates := e.gatesOf(cluster)
+	run := e.runOf(cluster)
 	results := e.r.Of(cluster)
-	var key digest.Key // a delivered cluster's renders hold no Secret: no key
-	if client != nil && e.delivered(e.clusters[cluster]) == nil {
-		key, _ = digest.KeyOf(ctx, client) // read by the apply already
-	}
+	key := run.target.key(ctx)
 	for _, res := range results {
-		v := gates.Verdict(res.App)
-		rev, recorded := e.revision(cluster, res.App)
+		v := run.gates.Verdict(res.App)
+		rev, recorded := run.revision(res.App)
 		n := rev.Revision
 		if rec, ok := e.o.Rollback.Record(cluster, res.App); ok && v.State != revision.Failed {
 			v = restored(rec)
@@ -82,24 +67,10 @@ func (e *Engine) settle(ctx context.Context, client *kube.Client, cluster string
 			}
 			e.promotion.Note(cluster, res.App, Release{Exists: true, Revision: n, Digest: d, Key: key, Verification: v})
 		}
-		if a, ok := e.artifacts[cluster][res.App]; ok {
-			var err error // a delivered cluster: recorded in the registry
-			if recorded {
-				err = verifyPublished(ctx, a.registry, cluster, res.App, n, v)
-			}
-			ev := Verdict(cluster, res.App, Label(res.App, len(results) > 1), n, v, err)
-			ev.Digest = a.digest.String()
+		ev := Verdict(cluster, res.App, Label(res.App, len(results) > 1), n, v, nil)
+		if run.target.verdict(ctx, &ev, recorded, v) {
 			e.emit(ev)
-			continue
 		}
-		if !recorded {
-			continue // not applied in this run, or no revision recorded
-		}
-		var err error
-		if !gates.Recorded(res.App, v) { // else written with the revision
-			err = writeVerdict(ctx, client, res.App, n, v)
-		}
-		e.emit(Verdict(cluster, res.App, Label(res.App, len(results) > 1), n, v, err))
 	}
 }
 
