@@ -54,7 +54,7 @@ type Config struct {
 	// Shed, when set, is asked once, with the selected clusters, which
 	// of them a run works on later, not at once (Render only): their
 	// objects are let go as soon as they rendered, made again when read
-	// or when their turn comes (Set.Shed, Restore). A run that reads a
+	// or when their turn comes (Set.Shed, Rerender). A run that reads a
 	// cluster's Results directly, not through Of, must keep it.
 	Shed func(clusters []*fleet.Cluster) map[string]bool
 }

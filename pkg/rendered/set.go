@@ -31,7 +31,7 @@ type Set struct {
 	once sync.Once
 	of   map[string][]render.Result
 	// shed are the clusters whose objects were let go before their work,
-	// to be made again (Shed, Restore); mu guards it.
+	// to be made again (Shed, Rerender); mu guards it.
 	mu   sync.Mutex
 	shed map[string]bool
 	// gathered are the clusters whose results Of copied (out of order),
@@ -220,7 +220,7 @@ func (s *Set) Only(names map[string]bool) *Set {
 
 // Of returns the results of one cluster, in app order. They are Results'
 // own: not to be changed. A cluster's render that was shed is made again
-// for the reader, and not kept (Restore keeps it); if that fails, each
+// for the reader, and not kept (Rerender keeps it); if that fails, each
 // result says why, without objects.
 func (s *Set) Of(cluster string) []render.Result {
 	s.once.Do(s.index)
@@ -236,7 +236,7 @@ func (s *Set) Of(cluster string) []render.Result {
 // and reports whether it did. A fleet applied ten clusters at a time
 // then holds the renders of the clusters in flight, not every cluster's
 // from the render to its apply (at 1,000 clusters, most of the run's
-// peak). The cluster's work starts with Restore. Not safe while the
+// peak). The cluster's work starts with Rerender. Not safe while the
 // cluster's results are read.
 func (s *Set) Shed(cluster string) bool {
 	s.once.Do(s.index)
@@ -263,11 +263,11 @@ func (s *Set) ShedAll(names map[string]bool) {
 	}
 }
 
-// Restore makes a shed cluster's render again and keeps it, for the
+// Rerender makes a shed cluster's render again and keeps it, for the
 // cluster's work; it does nothing for a cluster not shed. Its error is
 // the cluster's: nothing may be written there without its render. Safe
 // while other clusters' results are read; the cluster's own must not be.
-func (s *Set) Restore(cluster string) error {
+func (s *Set) Rerender(cluster string) error {
 	if !s.isShed(cluster) {
 		return nil
 	}

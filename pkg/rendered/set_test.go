@@ -180,11 +180,11 @@ func TestRenderWarmsOnlyAfterSuccess(t *testing.T) {
 	}
 }
 
-// TestShedAndRestore: a cluster's render let go before its work is made
+// TestShedAndRerender: a cluster's render let go before its work is made
 // again, the same, for whoever reads it meanwhile (not kept) and for its
 // work (kept), with the Namespace its app creates; a render that cannot
 // be made again from memory is not let go.
-func TestShedAndRestore(t *testing.T) {
+func TestShedAndRerender(t *testing.T) {
 	dir := t.TempDir()
 	testfiles.Write(t, dir, map[string]string{
 		"fleet.yaml": "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: f}\ngroups: [{name: prod}]\n" +
@@ -236,13 +236,13 @@ func TestShedAndRestore(t *testing.T) {
 	if got := yamlOf(s.Only(map[string]bool{"b": true}).Of("b")); got != want {
 		t.Errorf("b read through Only while shed:\n%s\nwant:\n%s", got, want)
 	}
-	if err := s.Restore("b"); err != nil {
+	if err := s.Rerender("b"); err != nil {
 		t.Fatal(err)
 	}
 	if got := yamlOf(s.Results[1:2]); got != want {
 		t.Errorf("b restored:\n%s\nwant:\n%s", got, want)
 	}
-	if err := s.Restore("b"); err != nil || yamlOf(s.Of("b")) != want {
+	if err := s.Rerender("b"); err != nil || yamlOf(s.Of("b")) != want {
 		t.Errorf("restoring twice: %v", err)
 	}
 	// A jsonnet render is the cluster's own: shedding it saves nothing

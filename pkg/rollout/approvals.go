@@ -48,41 +48,25 @@ func ApproveCommand(groups ...string) string {
 	return "approve this release with kubectl fleet approve -g " + strings.Join(groups, " -g ") + " (and this run's source flags)"
 }
 
-// approved is the approval check of wave (approvals), nil when it needs
-// none.
-func (e *Engine) approved(wave string) error {
-	if check := e.approvals[wave]; check != nil {
-		return check()
+// requiresApproval holds each wave of a group marked approval:
+// required until every one of its clusters has an approval of exactly
+// what the run renders for it (package approval), read when the wave
+// would start. A cluster whose approvals cannot be read holds it too;
+// one skipped as unreachable does not. Dry runs and rollbacks are not
+// held.
+func (e *Engine) requiresApproval(ws []runner.Wave, i int) Brake {
+	w := ws[i]
+	if g := e.r.Fleet.Group(w.Group); e.o.DryRun || e.o.Rollback != nil || g == nil || !g.Approval.Required {
+		return Brake{}
 	}
-	return nil
-}
-
-// requireApprovals holds each wave of a group marked approval: required until
-// every one of its clusters has an approval of exactly what the run
-// renders for it (package approval), read when the wave would start. A
-// cluster whose approvals cannot be read holds it too; one skipped as
-// unreachable does not. Dry runs and rollbacks are not held.
-func (e *Engine) requireApprovals(ws []runner.Wave) {
-	if e.o.DryRun || e.o.Rollback != nil {
-		return
-	}
-	for i := range ws {
-		w := &ws[i]
-		if g := e.r.Fleet.Group(w.Group); g == nil || !g.Approval.Required {
-			continue
+	return Brake{Name: brakeApproval, Check: func(context.Context) error {
+		reasons := e.unapproved(w.Clusters)
+		if len(reasons) == 0 {
+			return nil
 		}
-		if e.approvals == nil {
-			e.approvals = map[string]func() error{}
-		}
-		e.approvals[w.Name] = func() error {
-			reasons := e.unapproved(w.Clusters)
-			if len(reasons) == 0 {
-				return nil
-			}
-			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "awaiting approval", Brake: brakeApproval, Reasons: reasons})
-			return &AwaitingApproval{Wave: w.Name, Group: w.Group, Reasons: reasons}
-		}
-	}
+		e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "awaiting approval", Brake: brakeApproval, Reasons: reasons})
+		return &AwaitingApproval{Wave: w.Name, Group: w.Group, Reasons: reasons}
+	}}
 }
 
 // unapproved says, for each of clusters, what of its render is not

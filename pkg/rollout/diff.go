@@ -74,7 +74,7 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 
 // diffCluster diffs the apps of one cluster.
 func (e *Engine) diffCluster(ctx context.Context, c *fleet.Cluster, o DiffOptions) (diff.Summary, []plan.App, error) {
-	if err := e.r.Restore(c.Name); err != nil {
+	if err := e.r.Rerender(c.Name); err != nil {
 		return diff.Summary{}, nil, err
 	}
 	if d := e.r.Fleet.DeliveryOf(c); d != nil {

@@ -115,12 +115,6 @@ type Engine struct {
 	// outside are the groups written to outside their deploy windows
 	// (--ignore-windows): their revisions say so.
 	outside map[string]bool
-	// holds are the checks that hold each wave before it starts, by wave
-	// name (hold).
-	holds map[string][]func() error
-	// approvals are the approval checks of the waves that need one, by
-	// wave name (requireApprovals).
-	approvals map[string]func() error
 	// signing is each artifact's signing in the run (signAt): one at a
 	// time, and once.
 	signing memo.Memo[string, *signedOnce]
@@ -136,14 +130,10 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	if err := e.publishAll(ctx); err != nil {
 		return e.notStarted(ws, err)
 	}
-	e.confirmations(ws)
-	e.windows(ws)
-	e.pauses(ws)
-	e.requireApprovals(ws)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
-	s := Schedule{Waves: ws, Parallel: o.Parallel, Apps: appsByWave(r, ws), Promotion: e.promotion, Emit: e.emit, Hold: e.held, Approved: e.approved}
+	s := Schedule{Waves: ws, Parallel: o.Parallel, Brakes: e.brakes(ws)}
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}

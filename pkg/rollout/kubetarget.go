@@ -108,7 +108,7 @@ func (k *kubeTarget) app(res render.Result, results []render.Result) App {
 		a.WaitWhy = "its tests run once it is"
 	}
 	a.Wait = a.WaitWhy != ""
-	a.Final = !a.Tests && a.SkippedTests == "" && e.gated() && !e.soaking(c) && !checks(f, c)
+	a.Final = e.gated() && a.SkippedTests == "" && len(e.gatesAfter(c, a)) == 0
 	return a
 }
 

@@ -72,32 +72,29 @@ func pausedIn(errs []error) *pausedError {
 	return nil
 }
 
-// pauses puts a gate before each wave that has clusters upstream (its
-// group's earlier batches, the groups it waits for, in the run or not):
-// a pause of one of the wave's apps on one of them holds the wave and
-// what needs it, said as a WaveEvent. The pauses are read when the wave
-// would start: a pause that landed while an earlier wave soaked holds
-// it. Clusters whose pauses cannot be read count against their unit's
-// budget, as the promotion rule counts clusters it cannot read (past
-// it, they hold: fail closed; with --skip-gates, an emergency, they do
-// not); one skipped as unreachable does not count. Dry runs and
-// rollbacks are not held.
-func (e *Engine) pauses(ws []runner.Wave) {
-	if e.o.DryRun || e.o.Rollback != nil {
-		return
-	}
+// pauses are the pause brakes of the waves, each deploying apps (by
+// wave): a wave that has clusters
+// upstream (its group's earlier batches, the groups it waits for, in
+// the run or not) is held by a pause of one of the wave's apps on one
+// of them, and so is what needs it, said as a WaveEvent. The pauses are
+// read when the wave would start: a pause that landed while an earlier
+// wave soaked holds it. Clusters whose pauses cannot be read count
+// against their unit's budget, as the promotion rule counts clusters it
+// cannot read (past it, they hold: fail closed; with --skip-gates, an
+// emergency, they do not); one skipped as unreachable does not count.
+// Dry runs and rollbacks are not held.
+func (e *Engine) pauses(apps map[string][]string) func(ws []runner.Wave, i int) Brake {
 	steps := map[string]fleet.Step{}
 	for _, s := range e.r.Fleet.Steps() {
 		steps[s.Name] = s
 	}
-	apps := appsByWave(e.r, ws)
-	for i := range ws {
-		w := &ws[i]
+	return func(ws []runner.Wave, i int) Brake {
+		w := ws[i]
 		us := units(e.r.Fleet, steps[w.Name])
-		if len(us) == 0 {
-			continue
+		if e.o.DryRun || e.o.Rollback != nil || len(us) == 0 {
+			return Brake{}
 		}
-		e.hold(w.Name, func() error {
+		return Brake{Name: brakePause, Check: func(context.Context) error {
 			var reasons []string
 			for _, u := range us {
 				reasons = append(reasons, e.pausesOf(u, apps[w.Name])...)
@@ -107,14 +104,14 @@ func (e *Engine) pauses(ws []runner.Wave) {
 			}
 			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: brakePause, Reasons: reasons})
 			return &BlockedError{Wave: w.Name, Reasons: reasons}
-		})
+		}}
 	}
 }
 
 // pausesOf says each cluster of u that holds a pause of one of apps, and
 // the clusters whose pauses cannot be read when they are more than u's
 // budget (none with --skip-gates).
-func (e *Engine) pausesOf(u unit, apps []string) []string {
+func (e *Engine) pausesOf(u Unit, apps []string) []string {
 	paused := func(c *fleet.Cluster, pauses []pause.Pause, err error) (string, error) {
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {
 			return c.Name + " " + p.Text(time.Now()), nil

@@ -62,12 +62,14 @@ type Reader interface {
 	Release(ctx context.Context, cluster, app string) (Release, error)
 }
 
-// Group is one group of the fleet with the renders its clusters get: the
-// digest of each app's current render, per cluster.
-type Group struct {
+// A Unit is what the promotion rule checks before a wave (units): a
+// group upstream of it, or its group's earlier batches: clusters that
+// must run a verified release of their renders, with a budget of
+// clusters that need not (maxFailures).
+type Unit struct {
 	Name        string
 	MaxFailures int
-	// Clusters are the group's clusters that something is rendered for,
+	// Clusters are the unit's clusters that something is rendered for,
 	// in fleet order.
 	Clusters []string
 	// Renders maps cluster, then app, to its render.
@@ -81,10 +83,11 @@ type Group struct {
 // *runner.SkipError: unreachable, with --skip-unreachable) does not
 // count, as it does not within a run.
 type Promotion struct {
-	// Groups are the fleet's groups in order, each with its renders.
-	Groups []Group
-	// Before, when set, names the Groups each wave waits for, by wave
-	// (a group's batches and the groups after: names); nil: the Groups
+	// Units are the units of the fleet's waves in order, each with its
+	// renders.
+	Units []Unit
+	// Before, when set, names the Units each wave waits for, by wave
+	// (a group's batches and the groups after: names); nil: the Units
 	// before the wave's own.
 	Before map[string][]string
 	Reader Reader
@@ -113,10 +116,22 @@ func (p *Promotion) Note(cluster, app string, r Release) {
 	p.known[cluster+"/"+app] = r
 }
 
+// Brake is the rule as wave's brake: the wave, which deploys apps,
+// starts once Check lets it; a wave it holds is said to emit.
+func (p *Promotion) Brake(wave string, apps []string, emit Sink) Brake {
+	return Brake{Name: brakePromotion, Check: func(ctx context.Context) error {
+		err := p.Check(ctx, wave, apps)
+		if blocked, ok := err.(*BlockedError); ok {
+			emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: brakePromotion, Reasons: blocked.Reasons})
+		}
+		return err
+	}}
+}
+
 // Holds reports whether the rule reads cluster's renders: it is in a
 // group some wave waits for.
 func (p *Promotion) Holds(cluster string) bool {
-	return slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Renders[cluster] != nil })
+	return slices.ContainsFunc(p.Units, func(g Unit) bool { return g.Renders[cluster] != nil })
 }
 
 // BlockedError says why a wave did not start.
@@ -134,7 +149,7 @@ func (e *BlockedError) Error() string {
 // *BlockedError naming the clusters of the first earlier group whose
 // unverified clusters exceed its maxFailures.
 func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error {
-	for _, g := range p.Groups {
+	for _, g := range p.Units {
 		if p.Before == nil && g.Name == wave {
 			return nil
 		}
@@ -151,7 +166,7 @@ func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error
 
 // unverified returns, for each cluster of g that does not run a verified
 // revision of its render of one of apps, why.
-func (p *Promotion) unverified(ctx context.Context, g Group, apps []string, vouched bool) []string {
+func (p *Promotion) unverified(ctx context.Context, g Unit, apps []string, vouched bool) []string {
 	reasons := make([]string, len(g.Clusters))
 	var eg errgroup.Group
 	eg.SetLimit(max(1, p.parallel()))
@@ -353,14 +368,14 @@ func promotionOf(f *fleet.Fleet, results []render.Result) *Promotion {
 				continue
 			}
 			made[u.Name] = true
-			g := Group{Name: u.Name, MaxFailures: u.MaxFailures, Renders: map[string]map[string]Render{}}
+			g := Unit{Name: u.Name, MaxFailures: u.MaxFailures, Renders: map[string]map[string]Render{}}
 			for _, c := range u.Clusters {
 				if renders[c] != nil {
 					g.Clusters = append(g.Clusters, c)
 					g.Renders[c] = renders[c]
 				}
 			}
-			p.Groups = append(p.Groups, g)
+			p.Units = append(p.Units, g)
 		}
 	}
 	return p

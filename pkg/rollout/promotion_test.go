@@ -37,8 +37,8 @@ var (
 // notObserved is prod-eu's release, published and never read.
 var notObserved = Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: revision.Verification{State: revision.Unverified, Reason: NotObserved + ": no context reads cluster prod-eu"}}
 
-func fleetOf(stagingBudget int) []Group {
-	return []Group{
+func fleetOf(stagingBudget int) []Unit {
+	return []Unit{
 		{Name: "staging", MaxFailures: stagingBudget, Clusters: []string{"staging-eu", "staging-us"}, Renders: map[string]map[string]Render{
 			"staging-eu": {"web": renderDigest("sha256:s-eu"), "db": renderDigest("sha256:db-eu")},
 			"staging-us": {"web": renderDigest("sha256:s-us")},
@@ -100,7 +100,7 @@ func TestPromotionCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Promotion{Groups: fleetOf(tt.budget), Reader: &fakeReader{releases: tt.releases, errs: tt.errs}}
+			p := &Promotion{Units: fleetOf(tt.budget), Reader: &fakeReader{releases: tt.releases, errs: tt.errs}}
 			if tt.vouched {
 				p.Vouched = func(wave string) bool { return wave == tt.wave }
 			}
@@ -124,7 +124,7 @@ func TestPromotionCheck(t *testing.T) {
 // What this run noted wins over what the cluster says, and is not read.
 func TestPromotionNote(t *testing.T) {
 	reader := &fakeReader{releases: map[string]Release{}}
-	p := &Promotion{Groups: fleetOf(0), Reader: reader}
+	p := &Promotion{Units: fleetOf(0), Reader: reader}
 	for _, c := range []string{"staging-eu", "staging-us"} {
 		p.Note(c, "web", Release{Exists: true, Digest: "sha256:" + map[string]string{"staging-eu": "s-eu", "staging-us": "s-us"}[c], Verification: verified})
 	}

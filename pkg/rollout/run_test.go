@@ -125,16 +125,16 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 		return gates[c]
 	}
 	p := &Promotion{Reader: f}
-	plan := Schedule{Parallel: 4, Apps: map[string][]string{}, Soaks: map[string]Soak{}, Promotion: p, Emit: ev.sink}
+	plan := Schedule{Parallel: 4, Brakes: map[string][]Brake{}, Soaks: map[string]Soak{}}
 	for _, g := range groups {
-		rg := Group{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
+		rg := Unit{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
 		for _, c := range g.clusters {
 			rg.Renders[c] = map[string]Render{"web": renderDigest(f.render)}
 		}
-		p.Groups = append(p.Groups, rg)
+		p.Units = append(p.Units, rg)
 		if slices.Contains(selected, g.name) {
 			plan.Waves = append(plan.Waves, runner.Wave{Name: g.name, Clusters: g.clusters, MaxFailures: g.maxFailures})
-			plan.Apps[g.name] = []string{"web"}
+			plan.Brakes[g.name] = []Brake{p.Brake(g.name, []string{"web"}, ev.sink)}
 		}
 	}
 	settle := func(c string) {

@@ -7,30 +7,18 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// Schedule is a fleet rollout: its waves (the fleet's groups in order, each
-// with its budget and, for protected groups, a confirmation as Gate),
-// and what stands between them.
+// Schedule is a fleet rollout: its waves (the fleet's groups in order,
+// each with its budget), and what stands between them.
 type Schedule struct {
 	Waves []runner.Wave
 	// Parallel bounds the clusters worked on at once.
 	Parallel int
-	// Apps are the apps each wave deploys, by wave name: what the
-	// promotion rule looks at.
-	Apps map[string][]string
-	// Promotion, when set, holds each wave back until the earlier groups
-	// verified what it deploys (nil in dry runs, rollbacks and with
-	// --skip-gates).
-	Promotion *Promotion
+	// Brakes hold each wave before it starts, by wave name, asked in
+	// order: the first that says no holds it (Engine.brakes).
+	Brakes map[string][]Brake
 	// Soaks are the waves' soaks, by wave name: each runs once its wave
 	// went through, on the clusters that succeeded, the last wave's too.
 	Soaks map[string]Soak
-	// Emit gets the rollout's own events (a wave held back).
-	Emit Sink
-	// Hold, when set, is asked first before a wave starts (its deploy
-	// windows, pauses): an error holds it, said by Hold itself. Approved,
-	// when set, is asked once the promotion rule let the wave start: a
-	// human's approval of what the earlier waves verified.
-	Hold, Approved func(wave string) error
 }
 
 // WaveEvent is a wave that did not start, and why: the promotion rule's
@@ -43,14 +31,6 @@ type WaveEvent struct {
 	Brake   string   `json:"brake"`
 	Reasons []string `json:"reasons,omitempty"`
 }
-
-// The brakes that hold a wave (WaveEvent.Brake).
-const (
-	brakePromotion = "promotion"
-	brakeWindows   = "windows"
-	brakePause     = "pause"
-	brakeApproval  = "approval"
-)
 
 // Hint is how to get past the brake, if there is a flag for it:
 // "--skip-gates promotes anyway".
@@ -75,9 +55,9 @@ func (e WaveEvent) Text() string {
 
 // Run rolls out: wave after wave, cluster(ctx, name) for each cluster
 // (at most Parallel at once, a wave's maxParallel, stopping past its
-// maxFailures), a wave starting only once the promotion rule lets it and
-// its confirmation (the wave's own Gate) said yes, and a wave's soak after
-// it. It returns every cluster's outcome, in wave order.
+// maxFailures), a wave starting only once its brakes let it, and a
+// wave's soak after it. It returns every cluster's outcome, in wave
+// order.
 func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name string) error) []runner.Outcome {
 	ws := make([]runner.Wave, len(p.Waves))
 	copy(ws, p.Waves)
@@ -86,38 +66,16 @@ func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name
 		if s, ok := p.Soaks[w.Name]; ok {
 			w.After = s.Run
 		}
-		if p.Promotion != nil || p.Hold != nil || p.Approved != nil {
-			confirm, name := w.Gate, w.Name
-			w.Gate = func() error { return p.gate(ctx, name, confirm) }
+		if brakes := p.Brakes[w.Name]; len(brakes) > 0 {
+			w.Brake = func() error {
+				for _, b := range brakes {
+					if err := b.Check(ctx); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 		}
 	}
 	return runner.Run(ctx, ws, p.Parallel, cluster)
-}
-
-// gate is what a wave asks before it starts, in order: what holds it
-// (Hold: windows, pauses), the promotion rule, its approvals, then its
-// confirmation.
-func (p Schedule) gate(ctx context.Context, wave string, confirm func() error) error {
-	if p.Hold != nil {
-		if err := p.Hold(wave); err != nil {
-			return err
-		}
-	}
-	if p.Promotion != nil {
-		if err := p.Promotion.Check(ctx, wave, p.Apps[wave]); err != nil {
-			if blocked, ok := err.(*BlockedError); ok && p.Emit != nil {
-				p.Emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: brakePromotion, Reasons: blocked.Reasons})
-			}
-			return err
-		}
-	}
-	if p.Approved != nil {
-		if err := p.Approved(wave); err != nil {
-			return err
-		}
-	}
-	if confirm != nil {
-		return confirm()
-	}
-	return nil
 }

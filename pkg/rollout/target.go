@@ -117,7 +117,7 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 	if err := e.o.Rollback.Failed(c.Name); err != nil {
 		return err
 	}
-	if err := e.r.Restore(c.Name); err != nil {
+	if err := e.r.Rerender(c.Name); err != nil {
 		return err // nothing is written without the render
 	}
 	run := e.runOf(c.Name)

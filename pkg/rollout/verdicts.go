@@ -33,6 +33,27 @@ func (e *Engine) soaking(c *fleet.Cluster) bool {
 	return e.gated() && g != nil && g.Soak > 0
 }
 
+// gatesAfter are the gates that follow app's apply (and health) on c in
+// a gated run, in the order they run: its tests, its group's checks,
+// its soak. An apply verifies its app by itself (App.Final: the verdict
+// is written with the revision) only when none follows: a new gate is
+// added here, or a release it has not judged yet is recorded verified.
+func (e *Engine) gatesAfter(c *fleet.Cluster, app App) []string {
+	var out []string
+	if app.Tests {
+		out = append(out, "tests")
+	}
+	if g := e.r.Fleet.Group(c.Group); g != nil {
+		for _, chk := range g.Verify {
+			out = append(out, "check "+chk.Name)
+		}
+	}
+	if e.soaking(c) {
+		out = append(out, "soak")
+	}
+	return out
+}
+
 // checks reports whether cluster's group runs checks after its apply.
 func checks(f *fleet.Fleet, c *fleet.Cluster) bool {
 	g := f.Group(c.Group)

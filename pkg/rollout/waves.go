@@ -54,25 +54,16 @@ func needs(f *fleet.Fleet, before []runner.Wave, group string) []string {
 	return out
 }
 
-// unit is what the promotion rule checks before a wave: clusters that
-// must run a verified release, with their budget of clusters that need
-// not (maxFailures).
-type unit struct {
-	Name        string
-	MaxFailures int
-	Clusters    []string
-}
-
 // units are what must have verified a release before the wave of step
 // s starts: each group upstream of its group, whole (all its batches),
 // and its group's earlier batches. A unit's budget is its group's
 // maxFailures, a percentage taken of the unit's clusters: 10% tolerates
 // no failure among a canary batch of 1.
-func units(f *fleet.Fleet, s fleet.Step) []unit {
-	var out []unit
+func units(f *fleet.Fleet, s fleet.Step) []Unit {
+	var out []Unit
 	for _, name := range f.Upstream(s.Group.Name) {
 		g := f.Group(name)
-		u := unit{Name: name}
+		u := Unit{Name: name}
 		for _, b := range f.Batches(g) {
 			u.Clusters = append(u.Clusters, b.Clusters...)
 		}
@@ -81,7 +72,7 @@ func units(f *fleet.Fleet, s fleet.Step) []unit {
 	}
 	if s.N > 1 {
 		g := s.Group
-		u := unit{Name: "the batches of " + g.Name + " before " + s.Name}
+		u := Unit{Name: "the batches of " + g.Name + " before " + s.Name}
 		for _, b := range f.Batches(g)[:s.N-1] {
 			u.Clusters = append(u.Clusters, b.Clusters...)
 		}

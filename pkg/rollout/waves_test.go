@@ -167,7 +167,7 @@ apps:
 		{Name: "prod/rest", Group: "prod", Batch: "rest", Clusters: []string{"p3"}, MaxParallel: 2, MaxFailures: 1, Needs: []string{}},
 		{Name: "other", Group: "other", Clusters: []string{"o"}, Needs: []string{}},
 	}
-	if diff := cmp.Diff(want, ws, cmpopts.IgnoreFields(runner.Wave{}, "Gate", "After")); diff != "" {
+	if diff := cmp.Diff(want, ws, cmpopts.IgnoreFields(runner.Wave{}, "Brake", "After")); diff != "" {
 		t.Errorf("waves of p3 and o (-want +got):\n%s", diff)
 	}
 	all := Waves(f, set.Clusters)

@@ -34,9 +34,10 @@ type Wave struct {
 	// MaxFailures is how many failed clusters the wave tolerates before
 	// the rollout stops.
 	MaxFailures int
-	// Gate, if set, is asked before the wave starts (a confirmation); an
+	// Brake, if set, is asked before the wave starts (its confirmation,
+	// windows, pauses, promotion and approvals: rollout.Brake); an
 	// error leaves the wave and every later one not started.
-	Gate func() error
+	Brake func() error
 	// After, if set, runs once the wave went through within its failure
 	// budget, with the clusters that succeeded (a soak): the clusters it
 	// returns errors for have failed after all, and count against the
@@ -99,8 +100,8 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, Batch: w.Batch, State: NotStarted, Err: why}
 		}
 		stopped := why != nil
-		if !stopped && w.Gate != nil {
-			if err := w.Gate(); err != nil {
+		if !stopped && w.Brake != nil {
+			if err := w.Brake(); err != nil {
 				for i := range outcomes {
 					outcomes[i].Err = err
 				}

@@ -132,7 +132,7 @@ func TestRunGate(t *testing.T) {
 	var ran []string
 	out := Run(context.Background(), []Wave{
 		{Name: "staging", Clusters: []string{"s1"}},
-		{Name: "production", Clusters: []string{"p1"}, Gate: func() error { return refused }},
+		{Name: "production", Clusters: []string{"p1"}, Brake: func() error { return refused }},
 		{Name: "later", Clusters: []string{"l1"}},
 	}, 0, func(_ context.Context, c string) error {
 		ran = append(ran, c)
@@ -229,7 +229,7 @@ func TestRunInterruptedHoldsEveryTrack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	waves := []Wave{
 		{Name: "a", Clusters: []string{"a1"}, Needs: []string{}},
-		{Name: "b", Clusters: []string{"b1"}, Needs: []string{}, Gate: func() error { t.Error("gate asked after Ctrl-C"); return nil }},
+		{Name: "b", Clusters: []string{"b1"}, Needs: []string{}, Brake: func() error { t.Error("gate asked after Ctrl-C"); return nil }},
 	}
 	out := Run(ctx, waves, 0, func(context.Context, string) error { cancel(); return nil })
 	if out[1].State != NotStarted || out[1].Err == nil || out[1].Err.Error() != "interrupted" {
