@@ -12,27 +12,31 @@
 // Read it in the order Engine.Run goes:
 //
 //   - engine.go: the Engine, its Options, and Run itself: begin, publish
-//     the delivered clusters' artifacts, put the holds before the waves,
-//     then run the schedule, one cluster at a time through Engine.cluster.
+//     the delivered clusters' artifacts, put the brakes before the
+//     waves, then run the schedule, one cluster at a time through
+//     Engine.cluster.
 //   - waves.go: the fleet's waves (groups, batches, tracks, after:).
 //   - published_artifacts.go: what a delivered cluster gets, packed,
 //     pushed and signed before the first wave.
-//   - holds.go, pauses.go, approvals.go: what holds a wave before it
-//     starts (confirmations of protected groups, deploy windows, pauses
-//     upstream, approvals).
-//   - promotion.go: the promotion rule, read when a wave would start.
-//   - schedule.go: the waves run in order, each wave's gate asked first
-//     (Run, Schedule).
-//   - cluster.go: one cluster written to: connect, diff, its apps, its
-//     group's checks, its verdicts, --atomic's restore (restore.go).
-//   - apps.go: a cluster's apps in dependency order over appOps
-//     (appsRun); kubeapps.go: appOps on a cluster written to, with
-//     locks (locks.go).
-//   - published.go, published_apps.go, published_records.go: one
-//     delivered cluster: its tags moved app by app, its Flux read back.
-//   - gates.go, verdicts.go: what each cluster's gates said (Gates), and
-//     the verdicts written on its revisions (settle); checks.go and
-//     soak.go: the group's checks and soak.
+//   - brakes.go (with pauses.go, approvals.go, promotion.go): what holds
+//     a wave before it starts, one ordered list of Brakes (deploy
+//     windows, pauses upstream, the promotion rule, approvals, a
+//     protected group's confirmation).
+//   - schedule.go: the waves run in order, each wave's brakes asked
+//     first (Run, Schedule).
+//   - target.go: one cluster's lifecycle, written once over a target:
+//     connect, prepare (diffs, a plan's check), its apps (apps.go's
+//     appsRun over the target's appOps), its group's checks (checks.go),
+//     then end (verdicts.go's settle, the target's --atomic restore)
+//     and release, from the wave or after its soak (soak.go).
+//   - kubetarget.go, kubeapps.go, restore.go, locks.go: the target of a
+//     cluster written to.
+//   - published.go, published_apps.go, published_records.go: the target
+//     of a cluster delivered through a registry: its tags moved app by
+//     app, its Flux read back, its tags moved back.
+//   - gates.go, verdicts.go: what each cluster's gates said (Gates), the
+//     gates that follow an apply (gatesAfter), and the verdicts written
+//     on its revisions (settle).
 //   - events.go: what the engine says, as events a Sink receives.
 //
 // diff.go and delete.go are the same engine's other two verbs.
