@@ -35,12 +35,17 @@ func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.C
 	})
 }
 
-// deleteFrom deletes, in order, the apps that go to cluster c.
+// deleteFrom deletes, in order, the apps that go to cluster c, through
+// its target.
 func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []rendered.App) error {
+	return e.runOf(c.Name).target.remove(ctx, apps)
+}
+
+// remove deletes, in order, the apps that go to the cluster, each under
+// its lock: its objects and its set.
+func (k *kubeTarget) remove(ctx context.Context, apps []rendered.App) error {
+	e, c := k.e, k.run.cluster
 	f, dryRun := e.r.Fleet, e.o.DryRun
-	if d := f.DeliveryOf(c); d != nil {
-		return e.unpublish(ctx, c, d, apps)
-	}
 	e.emit(StageEvent{Cluster: c.Name, Stage: "connecting"})
 	client, err := e.Connector.Connect(ctx, f, c)
 	if err != nil {
@@ -73,22 +78,21 @@ func (e *Engine) deleteFrom(ctx context.Context, c *fleet.Cluster, apps []render
 	return errors.Join(errs...)
 }
 
-// unpublish deletes apps from a delivered cluster: each app's tag moves
+// remove deletes apps from a delivered cluster: each app's tag moves
 // to the artifact of nothing, and the cluster's Flux prunes what it
 // applied (its Kustomization prunes); when the cluster is observed, the
 // run waits until Flux applied it. A tag that does not exist is
 // nothing to delete.
-func (e *Engine) unpublish(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, apps []rendered.App) error {
+func (p *registryTarget) remove(ctx context.Context, apps []rendered.App) error {
+	e, c, d := p.e, p.run.cluster, p.d
 	reg, err := publish.For(e.r.Fleet, d)
 	if err != nil {
 		return err
 	}
-	var client *kube.Client
-	if c.Observed() && !e.o.DryRun {
-		if client, err = e.connect(ctx, c.Name); err != nil {
-			return err
-		}
+	if _, err := p.connect(ctx); err != nil {
+		return err
 	}
+	client := p.client
 	var errs []error
 	for _, a := range apps {
 		if !a.GoesTo(c) {

@@ -72,14 +72,19 @@ func (e *Engine) Diff(ctx context.Context, r *rendered.Set, o DiffOptions, sink 
 	return out
 }
 
-// diffCluster diffs the apps of one cluster.
+// diffCluster diffs the apps of one cluster, through its target.
 func (e *Engine) diffCluster(ctx context.Context, c *fleet.Cluster, o DiffOptions) (diff.Summary, []plan.App, error) {
 	if err := e.r.Rerender(c.Name); err != nil {
 		return diff.Summary{}, nil, err
 	}
-	if d := e.r.Fleet.DeliveryOf(c); d != nil {
-		return e.diffPublished(ctx, c, d, o)
-	}
+	return e.runOf(c.Name).target.diff(ctx, o)
+}
+
+// diff says what an apply would change on a cluster written to, app by
+// app (DiffEvents), asking its server; with o.Plan, what apply --plan
+// checks of each app.
+func (k *kubeTarget) diff(ctx context.Context, o DiffOptions) (diff.Summary, []plan.App, error) {
+	e, c := k.e, k.run.cluster
 	client, err := e.Connector.Connect(ctx, e.r.Fleet, c)
 	if err != nil {
 		return diff.Summary{}, nil, err

@@ -193,12 +193,13 @@ func (e *Engine) publishable(res render.Result) error {
 	return publish.Refuse(res.Cluster.Name, res.App, res.Objects, res.Decrypted)
 }
 
-// diffPublished is what publishing would change for a delivered
+// diff is what publishing would change for a delivered
 // cluster, app by app, against the artifacts its tags point at (no
 // cluster is asked), said as DiffEvents; with o.Plan, what apply --plan
 // checks of each app: its render's digest and where its tag was.
-func (e *Engine) diffPublished(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery, o DiffOptions) (diff.Summary, []plan.App, error) {
-	reg, err := publish.For(e.r.Fleet, d)
+func (p *registryTarget) diff(ctx context.Context, o DiffOptions) (diff.Summary, []plan.App, error) {
+	e, c := p.e, p.run.cluster
+	reg, err := publish.For(e.r.Fleet, p.d)
 	if err != nil {
 		return diff.Summary{}, nil, err
 	}

@@ -7,9 +7,12 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -49,6 +52,12 @@ type target interface {
 	// (recorded: there is one), says in ev what became of it, and
 	// reports whether ev is to be said.
 	verdict(ctx context.Context, ev *verificationEvent, recorded bool, v revision.Verification) bool
+	// diff says what an apply of the run would change there, app by app
+	// (DiffEvents), without a write: Engine.Diff's verb.
+	diff(ctx context.Context, o DiffOptions) (diff.Summary, []plan.App, error)
+	// remove deletes apps from the cluster, dependents first: Engine.Delete's
+	// verb.
+	remove(ctx context.Context, apps []rendered.App) error
 	// restore, with --atomic, puts the cluster back the way it was
 	// before the run once it failed with err, and says what it did in
 	// the error it returns (an *AtomicError); err as it is otherwise.
