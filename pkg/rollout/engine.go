@@ -107,6 +107,10 @@ type Engine struct {
 	// runs are the clusters' runs, by name (runOf): each its target and
 	// what the run did there.
 	runs map[string]*clusterRun
+	// targetOf, when set, is every cluster's target (a test's own, the
+	// proof that the lifecycle holds for a third one); nil: the cluster
+	// written to, or delivered through its registry.
+	targetOf func(run *clusterRun) target
 	// clusters are the fleet's, by name (begin): looked up once per
 	// cluster and per soak read, not found by a scan each time.
 	clusters  map[string]*fleet.Cluster

@@ -1,13 +1,25 @@
 package rollout
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
 // An apply verifies its app by itself (App.Final: the verdict written
@@ -49,6 +61,112 @@ func TestAppFinal(t *testing.T) {
 			res := render.Result{Target: render.Target{App: "web"}}
 			if got := e.runOf("c1").target.app(res, []render.Result{res}).Final; got != tt.want {
 				t.Errorf("Final = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// dirTarget is a third way to reach a cluster, a test's own: each app's
+// render written to a folder per cluster, as a GitOps repository per
+// cluster would be. It implements target and nothing else: the engine's
+// lifecycle, waves, brakes and promotion rule work for it unchanged.
+type dirTarget struct {
+	dir     string
+	run     *clusterRun
+	results func() []render.Result
+	refuse  string // an app whose write fails
+}
+
+func (d *dirTarget) path(app string) string {
+	return filepath.Join(d.dir, d.run.cluster.Name, app+".yaml")
+}
+
+func (d *dirTarget) connect(ctx context.Context) (context.Context, error) {
+	return ctx, os.MkdirAll(filepath.Join(d.dir, d.run.cluster.Name), 0o755)
+}
+func (d *dirTarget) observed() bool                                                { return true }
+func (d *dirTarget) prepare(context.Context, []render.Result) error                { return nil }
+func (d *dirTarget) planCheck([]render.Result) func(context.Context, string) error { return nil }
+func (d *dirTarget) key(context.Context) digest.Key                                { return nil }
+func (d *dirTarget) app(res render.Result, _ []render.Result) App                  { return App{Name: res.App} }
+func (d *dirTarget) verdict(_ context.Context, ev *verificationEvent, _ bool, _ revision.Verification) bool {
+	return true // said, recorded nowhere
+}
+func (d *dirTarget) diff(context.Context, DiffOptions) (diff.Summary, []plan.App, error) {
+	return diff.Summary{}, nil, nil
+}
+func (d *dirTarget) remove(_ context.Context, apps []rendered.App) error {
+	for _, a := range apps {
+		if err := os.Remove(d.path(a.Name)); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+func (d *dirTarget) restore(_ context.Context, err error) error { return err }
+func (d *dirTarget) dependencyApplied(_ context.Context, app string) error {
+	_, err := os.Stat(d.path(app))
+	return err
+}
+func (d *dirTarget) Lock(context.Context, string) error     { return nil }
+func (d *dirTarget) Remember(context.Context, string) error { return nil }
+func (d *dirTarget) Test(context.Context, App) error        { return nil }
+func (d *dirTarget) Apply(_ context.Context, app App) error {
+	if app.Name == d.refuse {
+		return errors.New("the folder refuses the write")
+	}
+	var b strings.Builder
+	for _, res := range d.results() {
+		if res.App != app.Name {
+			continue
+		}
+		for _, o := range res.Objects {
+			fmt.Fprintf(&b, "---\n%s/%s %s\n", o.GetAPIVersion(), o.GetKind(), o.GetName())
+		}
+	}
+	return os.WriteFile(d.path(app.Name), []byte(b.String()), 0o644)
+}
+
+// A third target, added in a test alone, goes through the whole
+// lifecycle: staging then production, each cluster's render where the
+// target puts it; and a failure on staging holds production as on any
+// cluster (its verdict failed, the promotion rule holds the next wave).
+func TestThirdTarget(t *testing.T) {
+	for _, tt := range []struct {
+		name, refuse string
+		want         map[string]string
+	}{
+		{"both groups", "", map[string]string{"stg": "succeeded in staging", "prod": "succeeded in production"}},
+		{"staging fails", "web", map[string]string{"stg": "failed in staging", "prod": "not started in production"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			// The pauses upstream are still read through the Connector,
+			// not the target (docs/development.md, "Adding a delivery
+			// target", item 4): none on these clusters.
+			set, cs := twoGroups(t)
+			dir := t.TempDir()
+			e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
+			e.targetOf = func(run *clusterRun) target {
+				name := run.cluster.Name
+				return &dirTarget{dir: dir, run: run, refuse: tt.refuse, results: func() []render.Result { return set.Of(name) }}
+			}
+			var (
+				mu    sync.Mutex
+				lines []string
+			)
+			outcomes := e.Run(context.Background(), set, Options{Promote: set.Results, Parallel: 2, Concurrency: 4}, func(ev Event) {
+				mu.Lock()
+				defer mu.Unlock()
+				lines = append(lines, ev.Where()+": "+ev.Text())
+			})
+			if got := byCluster(outcomes); !maps.Equal(got, tt.want) {
+				t.Fatalf("outcomes %v, want %v\n%s", got, tt.want, strings.Join(lines, "\n"))
+			}
+			for name, state := range tt.want {
+				b, err := os.ReadFile(filepath.Join(dir, name, "web.yaml"))
+				if written := err == nil && strings.Contains(string(b), "v1/ConfigMap web"); written != strings.HasPrefix(state, "succeeded") {
+					t.Errorf("%s (%s): render written %v (%v)", name, state, written, err)
+				}
 			}
 		})
 	}
