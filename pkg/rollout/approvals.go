@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -83,48 +80,32 @@ func (e *Engine) unapproved(clusters []string) []string {
 		}
 		return ""
 	}
-	unapproved, unread := e.ask(clusters, "approvals", func(ctx context.Context, c *fleet.Cluster, client *kube.Client) (string, error) {
-		key, err := digest.KeyOf(ctx, client)
+	unapproved, unread := e.ask(clusters, "approvals", func(ctx context.Context, name string, t target) (string, error) {
+		found, key, self, err := t.approvals(ctx, e.r.Apps(name))
 		if err != nil {
 			return "", err
 		}
-		found, err := approval.Read(ctx, client, name)
-		if err != nil {
-			return "", err
-		}
-		return check(c.Name, found, key, e.Locks.User(client, c.Name)(ctx)), nil
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) (string, error) {
-		found, err := approval.ReadPublished(ctx, e.r.Fleet, c, e.r.Apps(c.Name))
-		if err != nil {
-			return "", err
-		}
-		return check(c.Name, found, nil, e.deliveredUser(ctx, c)), nil
+		return check(name, found, key, self), nil
 	})
 	return slices.Concat(unapproved, unread)
 }
 
-// ask asks why of each of clusters (kube.EachDelivered: Parallel at
-// once, each connected first, or, when delivered through a registry,
-// asked delivered, every one whatever the others do) and returns, in
-// order, the answers that are not "" and, apart, why the clusters that
-// could not be read were not ("prod-eu: its approvals cannot be read:
-// …"). A cluster skipped as unreachable says nothing.
-func (e *Engine) ask(clusters []string, what string, why func(ctx context.Context, c *fleet.Cluster, client *kube.Client) (string, error), delivered func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) (string, error)) (answers, unread []string) {
-	cs := make([]*fleet.Cluster, len(clusters))
+// ask asks why of each of clusters' targets, Parallel at once, every
+// one whatever the others do, and returns, in order, the answers that
+// are not "" and, apart, why the clusters that could not be read were
+// not ("prod-eu: its approvals cannot be read: …"). A cluster skipped as
+// unreachable says nothing.
+func (e *Engine) ask(clusters []string, what string, why func(ctx context.Context, name string, t target) (string, error)) (answers, unread []string) {
 	at := make(map[string]int, len(clusters))
 	for i, name := range clusters {
-		cs[i], at[name] = e.clusters[name], i
+		at[name] = i
 	}
 	said := make([]string, len(clusters))
-	// A gate's reads finish, as the promotion rule's: not on the run's
-	// context, which Ctrl-C ends (the gate is then not asked at all).
-	for _, oc := range kube.EachDelivered(context.Background(), e.Connector, e.r.Fleet, cs, e.o.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	// A brake's reads finish, as the promotion rule's: not on the run's
+	// context, which Ctrl-C ends (the brake is then not asked at all).
+	for _, oc := range runner.Run(context.Background(), runner.Every(clusters), e.o.Parallel, func(ctx context.Context, name string) error {
 		var err error
-		said[at[c.Name]], err = why(ctx, c, client)
-		return err
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-		var err error
-		said[at[c.Name]], err = delivered(ctx, c, d)
+		said[at[name]], err = why(ctx, name, e.runOf(name).target)
 		return err
 	}) {
 		var skip *runner.SkipError

@@ -7,8 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -131,6 +133,58 @@ func (k *kubeTarget) verdict(ctx context.Context, ev *verificationEvent, recorde
 		ev.Error = errString(writeVerdict(ctx, k.client, ev.App, ev.Revision, v))
 	}
 	return true
+}
+
+// reach is the cluster's client for a read, which may come before its
+// turn or without one (a cluster upstream); its errors are said as
+// Explain says them.
+func (k *kubeTarget) reach(ctx context.Context) (*kube.Client, error) {
+	client, err := k.e.Connector.Connect(ctx, k.e.r.Fleet, k.run.cluster)
+	return client, k.explain(ctx, err)
+}
+
+func (k *kubeTarget) explain(ctx context.Context, err error) error {
+	return kube.Explained(ctx, k.e.Connector, k.run.cluster.Name, err)
+}
+
+// current reads what the cluster runs of app: the app's ApplySet parent
+// names the current revision and its digest, the revision's Secret its
+// verification.
+func (k *kubeTarget) current(ctx context.Context, app string) (Release, error) {
+	client, err := k.reach(ctx)
+	if err != nil {
+		return Release{}, err
+	}
+	r, err := releaseOf(ctx, client, app)
+	return r, k.explain(ctx, err)
+}
+
+// pauses reads the fleet's pause ConfigMap on the cluster.
+func (k *kubeTarget) pauses(ctx context.Context) ([]pause.Pause, error) {
+	client, err := k.reach(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pauses, err := pause.Read(ctx, client, k.e.r.Fleet.Metadata.Name)
+	return pauses, k.explain(ctx, err)
+}
+
+// approvals reads the fleet's approval ConfigMap on the cluster, given
+// under the cluster's digest key.
+func (k *kubeTarget) approvals(ctx context.Context, _ []string) (map[string]approval.Approval, []byte, string, error) {
+	client, err := k.reach(ctx)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	key, err := digest.KeyOf(ctx, client)
+	if err != nil {
+		return nil, nil, "", k.explain(ctx, err)
+	}
+	found, err := approval.Read(ctx, client, k.e.r.Fleet.Metadata.Name)
+	if err != nil {
+		return nil, nil, "", k.explain(ctx, err)
+	}
+	return found, key, k.e.Locks.User(client, k.run.cluster.Name)(ctx), nil
 }
 
 // kubeApps are a cluster's appOps for this run.

@@ -112,18 +112,12 @@ func (e *Engine) pauses(apps map[string][]string) func(ws []runner.Wave, i int) 
 // the clusters whose pauses cannot be read when they are more than u's
 // budget (none with --skip-gates).
 func (e *Engine) pausesOf(u Unit, apps []string) []string {
-	paused := func(c *fleet.Cluster, pauses []pause.Pause, err error) (string, error) {
+	held, unread := e.ask(u.Clusters, "pauses", func(ctx context.Context, name string, t target) (string, error) {
+		pauses, err := t.pauses(ctx)
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {
-			return c.Name + " " + p.Text(time.Now()), nil
+			return name + " " + p.Text(time.Now()), nil
 		}
 		return "", err
-	}
-	held, unread := e.ask(u.Clusters, "pauses", func(ctx context.Context, c *fleet.Cluster, client *kube.Client) (string, error) {
-		pauses, err := pause.Read(ctx, client, e.r.Fleet.Metadata.Name)
-		return paused(c, pauses, err)
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) (string, error) {
-		pauses, err := pause.ReadPublished(ctx, e.r.Fleet, d, c.Name)
-		return paused(c, pauses, err)
 	})
 	if !e.o.SkipGates && len(unread) > u.MaxFailures {
 		held = append(held, unread...)

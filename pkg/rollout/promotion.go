@@ -56,7 +56,7 @@ type renderDigest string
 // Digest is d.
 func (d renderDigest) Digest(digest.Key) string { return string(d) }
 
-// Reader reads what a cluster runs of an app: clusterReader on real
+// Reader reads what a cluster runs of an app: its target (targetReader) on real
 // clusters, a fake in tests.
 type Reader interface {
 	Release(ctx context.Context, cluster, app string) (Release, error)
@@ -247,22 +247,6 @@ func Why(cluster, app, d string, r Release) string {
 	return fmt.Sprintf("%s runs %s r%d, not verified (its gates have not passed)", cluster, app, r.Revision)
 }
 
-// clusterReader reads releases from the clusters: the app's ApplySet
-// parent names the current revision and its digest, the revision's
-// Secret its verification.
-type clusterReader struct {
-	Connect func(ctx context.Context, cluster string) (*kube.Client, error)
-}
-
-// Release reads what cluster runs of app.
-func (k clusterReader) Release(ctx context.Context, cluster, app string) (Release, error) {
-	client, err := k.Connect(ctx, cluster)
-	if err != nil {
-		return Release{}, err
-	}
-	return releaseOf(ctx, client, app)
-}
-
 // StatusReader serves the releases a status read found, by cluster: what
 // "kubectl fleet status" says of the promotion rule without reading the
 // clusters again.
@@ -337,7 +321,7 @@ func (e *Engine) promote() *Promotion {
 		renders = e.r.Results // at least the run's own groups hold each other
 	}
 	p := promotionOf(f, renders)
-	p.Parallel, p.Reader = e.o.Parallel, publishedReader{Fleet: f, Next: clusterReader{Connect: e.connect}}
+	p.Parallel, p.Reader = e.o.Parallel, targetReader{e}
 	p.Vouched = func(wave string) bool {
 		group, _, _ := strings.Cut(wave, "/") // a batch's wave is group/batch
 		g := f.Group(group)

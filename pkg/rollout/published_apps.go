@@ -47,7 +47,7 @@ func (p *registryTarget) Test(context.Context, App) error        { return nil }
 // cannot be read: failing closed.
 func (p *registryTarget) Apply(ctx context.Context, app App) error {
 	if o := p.e.o; !o.DryRun && o.Rollback == nil {
-		pauses, err := pause.ReadPublished(ctx, p.e.r.Fleet, p.d, p.run.cluster.Name)
+		pauses, err := p.pauses(ctx)
 		if err != nil {
 			return fmt.Errorf("reading the pauses of the fleet: %w", err)
 		}

@@ -4,32 +4,37 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
-// publishedReader reads releases of delivered clusters from their
-// registries (the history's current revision, counted only when the
-// cluster's tag points at its artifact: a publish that did not finish is
-// no release), and of the other clusters through Next.
-type publishedReader struct {
-	Fleet *fleet.Fleet
-	Next  Reader
-}
-
-// Release reads what cluster runs of app.
-func (p publishedReader) Release(ctx context.Context, cluster, app string) (Release, error) {
-	c := p.Fleet.Cluster(cluster)
-	d := p.Fleet.DeliveryOf(c)
-	if d == nil {
-		return p.Next.Release(ctx, cluster, app)
-	}
-	reg, err := publish.For(p.Fleet, d)
+// current reads what the registry says the cluster runs of app: the
+// history's current revision, counted only when the cluster's tag points
+// at its artifact (a publish that did not finish is no release).
+func (p *registryTarget) current(ctx context.Context, app string) (Release, error) {
+	reg, err := publish.For(p.e.r.Fleet, p.d)
 	if err != nil {
 		return Release{}, err
 	}
-	return PublishedRelease(ctx, reg, cluster, app)
+	return PublishedRelease(ctx, reg, p.run.cluster.Name, app)
+}
+
+// pauses reads the fleet's pause record beside the cluster's tags.
+func (p *registryTarget) pauses(ctx context.Context) ([]pause.Pause, error) {
+	return pause.ReadPublished(ctx, p.e.r.Fleet, p.d, p.run.cluster.Name)
+}
+
+// approvals reads the approval records of apps beside the cluster's
+// tags: no digest key (a delivered cluster's renders hold no Secret),
+// and who its read-only context authenticates, if it has one.
+func (p *registryTarget) approvals(ctx context.Context, apps []string) (map[string]approval.Approval, []byte, string, error) {
+	found, err := approval.ReadPublished(ctx, p.e.r.Fleet, p.run.cluster, apps)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return found, nil, p.e.deliveredUser(ctx, p.run.cluster), nil
 }
 
 // PublishedRelease is what the registry says a delivered cluster runs

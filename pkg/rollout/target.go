@@ -7,9 +7,11 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -52,6 +54,17 @@ type target interface {
 	// (recorded: there is one), says in ev what became of it, and
 	// reports whether ev is to be said.
 	verdict(ctx context.Context, ev *verificationEvent, recorded bool, v revision.Verification) bool
+	// current reads what the cluster runs of app: the promotion rule's
+	// Reader, for the clusters of the run and those upstream of it.
+	current(ctx context.Context, app string) (Release, error)
+	// pauses reads the pauses recorded for the cluster (kubectl fleet
+	// pause): what holds the waves downstream.
+	pauses(ctx context.Context) ([]pause.Pause, error)
+	// approvals reads the approvals recorded for the cluster's apps, the
+	// digest key they are given under (nil: none), and who the cluster
+	// says the user is (an approval by the one who publishes does not
+	// count where that is the rule).
+	approvals(ctx context.Context, apps []string) (found map[string]approval.Approval, key []byte, self string, err error)
 	// diff says what an apply of the run would change there, app by app
 	// (DiffEvents), without a write: Engine.Diff's verb.
 	diff(ctx context.Context, o DiffOptions) (diff.Summary, []plan.App, error)
@@ -118,6 +131,15 @@ func (e *Engine) runOf(name string) *clusterRun {
 	}
 	e.runs[name] = run
 	return run
+}
+
+// targetReader is the promotion rule's Reader over the clusters'
+// targets.
+type targetReader struct{ e *Engine }
+
+// Release reads what cluster runs of app.
+func (r targetReader) Release(ctx context.Context, cluster, app string) (Release, error) {
+	return r.e.runOf(cluster).target.current(ctx, app)
 }
 
 // cluster rolls the run out to one cluster through its target: its

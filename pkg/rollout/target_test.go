@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
@@ -104,6 +106,26 @@ func (d *dirTarget) remove(_ context.Context, apps []rendered.App) error {
 	return nil
 }
 func (d *dirTarget) restore(_ context.Context, err error) error { return err }
+
+// current is what the folder holds of app: no revision is recorded
+// there, so only this run's verdicts count for the promotion rule.
+func (d *dirTarget) current(_ context.Context, app string) (Release, error) {
+	_, err := os.Stat(d.path(app))
+	return Release{Exists: err == nil}, nil
+}
+
+// pauses are a file "paused" in the cluster's folder: its reason.
+func (d *dirTarget) pauses(context.Context) ([]pause.Pause, error) {
+	b, err := os.ReadFile(filepath.Join(d.dir, d.run.cluster.Name, "paused"))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	return []pause.Pause{{By: "alice", At: time.Now(), Reason: string(b)}}, err
+}
+
+func (d *dirTarget) approvals(context.Context, []string) (map[string]approval.Approval, []byte, string, error) {
+	return nil, nil, "", nil
+}
 func (d *dirTarget) dependencyApplied(_ context.Context, app string) error {
 	_, err := os.Stat(d.path(app))
 	return err
@@ -133,19 +155,27 @@ func (d *dirTarget) Apply(_ context.Context, app App) error {
 // cluster (its verdict failed, the promotion rule holds the next wave).
 func TestThirdTarget(t *testing.T) {
 	for _, tt := range []struct {
-		name, refuse string
-		want         map[string]string
+		name, refuse, paused string
+		want                 map[string]string
 	}{
-		{"both groups", "", map[string]string{"stg": "succeeded in staging", "prod": "succeeded in production"}},
-		{"staging fails", "web", map[string]string{"stg": "failed in staging", "prod": "not started in production"}},
+		{"both groups", "", "", map[string]string{"stg": "succeeded in staging", "prod": "succeeded in production"}},
+		{"staging fails", "web", "", map[string]string{"stg": "failed in staging", "prod": "not started in production"}},
+		{"staging paused", "", "investigating", map[string]string{"stg": "succeeded in staging", "prod": "not started in production"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			// The pauses upstream are still read through the Connector,
-			// not the target (docs/development.md, "Adding a delivery
-			// target", item 4): none on these clusters.
-			set, cs := twoGroups(t)
+			// Nothing goes through the Connector: every read and write
+			// is the target's (clusters{} has no cluster to give).
+			set, _ := twoGroups(t)
 			dir := t.TempDir()
-			e := &Engine{Connector: cs, Locks: Locks{Duration: time.Minute}}
+			if tt.paused != "" {
+				if err := os.MkdirAll(filepath.Join(dir, "stg"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, "stg", "paused"), []byte(tt.paused), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := &Engine{Connector: clusters{}, Locks: Locks{Duration: time.Minute}}
 			e.targetOf = func(run *clusterRun) target {
 				name := run.cluster.Name
 				return &dirTarget{dir: dir, run: run, refuse: tt.refuse, results: func() []render.Result { return set.Of(name) }}
@@ -159,8 +189,12 @@ func TestThirdTarget(t *testing.T) {
 				defer mu.Unlock()
 				lines = append(lines, ev.Where()+": "+ev.Text())
 			})
+			all := strings.Join(lines, "\n")
 			if got := byCluster(outcomes); !maps.Equal(got, tt.want) {
-				t.Fatalf("outcomes %v, want %v\n%s", got, tt.want, strings.Join(lines, "\n"))
+				t.Fatalf("outcomes %v, want %v\n%s", got, tt.want, all)
+			}
+			if tt.paused != "" && !strings.Contains(all, "production not started: stg paused") {
+				t.Errorf("the pause upstream was not said:\n%s", all)
 			}
 			for name, state := range tt.want {
 				b, err := os.ReadFile(filepath.Join(dir, name, "web.yaml"))
