@@ -61,7 +61,7 @@ func (e *Engine) requiresApproval(ws []runner.Wave, i int) Brake {
 		if len(reasons) == 0 {
 			return nil
 		}
-		e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "awaiting approval", Brake: brakeApproval, Reasons: reasons})
+		e.emit(WaveEvent{Type: typeWave, Wave: w.Name, State: "awaiting approval", Brake: brakeApproval, Reasons: reasons})
 		return &AwaitingApproval{Wave: w.Name, Group: w.Group, Reasons: reasons}
 	}}
 }

@@ -118,6 +118,6 @@ func (e *Engine) windowOpen(wave string, g *fleet.Group) error {
 		reason += "; they open next at " + next.Format(time.RFC3339)
 	}
 	reason += " (--ignore-windows for an emergency)"
-	e.emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: brakeWindows, Reasons: []string{reason}})
+	e.emit(WaveEvent{Type: typeWave, Wave: wave, State: "not started", Brake: brakeWindows, Reasons: []string{reason}})
 	return &BlockedError{Wave: wave, Reasons: []string{reason}}
 }

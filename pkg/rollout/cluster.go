@@ -19,7 +19,7 @@ import (
 func (e *Engine) skipped(cluster string) error {
 	var reasons []string
 	for _, s := range e.o.Rollback.Skipped(cluster) {
-		e.emit(skipEvent{Type: "skip", Cluster: cluster, App: s.App, Reason: s.Reason, Nothing: s.Nothing})
+		e.emit(skipEvent{Type: typeSkip, Cluster: cluster, App: s.App, Reason: s.Reason, Nothing: s.Nothing})
 		if !s.Nothing {
 			reasons = append(reasons, s.Reason)
 		}

@@ -123,7 +123,7 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 	if err != nil {
 		return err
 	}
-	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: app, Repository: publish.Scheme + reg.Base + "/" + app, Tag: c.Name, Digest: none.String(), Previous: prev.String(), DryRun: e.o.DryRun, Label: app}
+	ev := PublishEvent{Type: typePublish, Cluster: c.Name, App: app, Repository: publish.Scheme + reg.Base + "/" + app, Tag: c.Name, Digest: none.String(), Previous: prev.String(), DryRun: e.o.DryRun, Label: app}
 	if e.o.DryRun {
 		e.emit(ev)
 		return nil

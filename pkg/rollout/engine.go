@@ -314,10 +314,10 @@ func (e *Engine) Warm(ctx context.Context, req *rendered.Request, parallel int, 
 // empty, or why none could be recorded (revised).
 func (e *Engine) recorded(rec *apply.Record, cluster, app, label string) *apply.Record {
 	rec.Forbidden = func(err error) {
-		e.revised(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Error: err.Error(), Label: label})
+		e.revised(RevisionEvent{Type: typeRevision, Cluster: cluster, App: app, Error: err.Error(), Label: label})
 	}
 	rec.Done = func(rev revision.Revision, isNew bool) {
-		e.revised(RevisionEvent{Type: "revision", Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label, Digest: rev.Digest, Source: rev.Source.Artifact})
+		e.revised(RevisionEvent{Type: typeRevision, Cluster: cluster, App: app, Revision: rev.Number, New: isNew, Description: rev.Description, Label: label, Digest: rev.Digest, Source: rev.Source.Artifact})
 	}
 	return rec
 }

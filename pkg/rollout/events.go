@@ -35,6 +35,23 @@ func labelled(label, line string) string {
 	return label + ": " + line
 }
 
+// The JSON types of the events (their "type" field, -o json), each
+// said here once: what a consumer of -o json filters on.
+const (
+	typeObject       = "object"
+	typePhase        = "phase"
+	typeRevision     = "revision"
+	typeVerification = "verification"
+	typeCheck        = "check"
+	typeSoak         = "soak"
+	typeLock         = "lock"
+	typeSkip         = "skip"
+	typePublish      = "publish"
+	typeFlux         = "flux"
+	typeWave         = "wave"
+	typePromotion    = "promotion"
+)
+
 // ObjectEvent is one object's outcome.
 type ObjectEvent struct {
 	Type      string `json:"type"`
@@ -60,7 +77,7 @@ type ObjectEvent struct {
 
 // objectChanged is the event of an object's change.
 func objectChanged(cluster, app, label string, ch apply.Change, dryRun bool) ObjectEvent {
-	return ObjectEvent{Type: "object", Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: cmp.Or(string(ch.Health), string(ch.Action)), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
+	return ObjectEvent{Type: typeObject, Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: cmp.Or(string(ch.Health), string(ch.Action)), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
 }
 
 // Where is the cluster.
@@ -190,7 +207,7 @@ type verificationEvent struct {
 // Verdict is the event of an app's verdict on a cluster; err says why it
 // was not recorded.
 func Verdict(cluster, app, label string, n int, v revision.Verification, err error) verificationEvent {
-	return verificationEvent{Type: "verification", Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err), Label: label}
+	return verificationEvent{Type: typeVerification, Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err), Label: label}
 }
 
 // Where is the cluster.

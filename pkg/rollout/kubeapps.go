@@ -121,7 +121,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 		OnStage: func(stage string) { k.stage("%s: %s", app.Name, stage) },
 		OnPhase: func(phase, objects int) {
 			k.stage("applying %s, phase %d", app.Name, phase)
-			k.Emit(phaseEvent{Type: "phase", Cluster: k.Cluster, App: app.Name, Phase: phase, Objects: objects, DryRun: dryRun, Label: label})
+			k.Emit(phaseEvent{Type: typePhase, Cluster: k.Cluster, App: app.Name, Phase: phase, Objects: objects, DryRun: dryRun, Label: label})
 		},
 		Record: record, Fleet: k.Fleet, Others: othersOf(k.Results, app.Name),
 	}

@@ -119,7 +119,7 @@ func (l *Locks) User(client *kube.Client, cluster string) func(context.Context) 
 // holds nothing to lock, and gets no namespace either.
 func (l *Locks) Acquire(ctx context.Context, client *kube.Client, cluster, app, label string, noNamespace bool, emit Sink, lost func(error)) error {
 	say := func(state, holder string, err error, line string) {
-		emit(lockEvent{Type: "lock", Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
+		emit(lockEvent{Type: typeLock, Cluster: cluster, App: app, State: state, Holder: holder, Error: errString(err), Line: line, Label: label})
 	}
 	onLost := func(err error) {
 		say("lost", "", err, "error: "+err.Error())

@@ -102,7 +102,7 @@ func (e *Engine) pauses(apps map[string][]string) func(ws []runner.Wave, i int) 
 			if len(reasons) == 0 {
 				return nil
 			}
-			e.emit(WaveEvent{Type: "wave", Wave: w.Name, State: "not started", Brake: brakePause, Reasons: reasons})
+			e.emit(WaveEvent{Type: typeWave, Wave: w.Name, State: "not started", Brake: brakePause, Reasons: reasons})
 			return &BlockedError{Wave: w.Name, Reasons: reasons}
 		}}
 	}

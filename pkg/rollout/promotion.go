@@ -122,7 +122,7 @@ func (p *Promotion) Brake(wave string, apps []string, emit Sink) Brake {
 	return Brake{Name: brakePromotion, Check: func(ctx context.Context) error {
 		err := p.Check(ctx, wave, apps)
 		if blocked, ok := err.(*BlockedError); ok {
-			emit(WaveEvent{Type: "wave", Wave: wave, State: "not started", Brake: brakePromotion, Reasons: blocked.Reasons})
+			emit(WaveEvent{Type: typeWave, Wave: wave, State: "not started", Brake: brakePromotion, Reasons: blocked.Reasons})
 		}
 		return err
 	}}
@@ -306,7 +306,7 @@ func Held(ctx context.Context, r *rendered.Set, reader Reader) []promotionEvent 
 	ws := Waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
 		if err := p.Check(ctx, w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
-			out = append(out, promotionEvent{Type: "promotion", Group: w.Name, Message: err.Error()})
+			out = append(out, promotionEvent{Type: typePromotion, Group: w.Name, Message: err.Error()})
 		}
 	}
 	return out

@@ -161,7 +161,7 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 	e, c, d, client := p.e, p.run.cluster, p.d, p.client
 	a := p.artifacts[res.App]
 	label := Label(res.App, len(e.r.Apps(c.Name)) > 1)
-	ev := PublishEvent{Type: "publish", Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
+	ev := PublishEvent{Type: typePublish, Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
 	prev, found, err := a.registry.Resolve(ctx, res.App, c.Name)
 	if err != nil {
 		return err
@@ -235,7 +235,7 @@ func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, 
 	if err != nil {
 		return RevisionEvent{}, err
 	}
-	ev := RevisionEvent{Type: "revision", Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Apps(cluster)) > 1)}
+	ev := RevisionEvent{Type: typeRevision, Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Apps(cluster)) > 1)}
 	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() {
 		// Current already; its tag may lag (a run stopped, or a registry
 		// that failed, between the two): it moves now.
@@ -310,7 +310,7 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, r
 		case err == nil && len(flux.Tampered) > 0:
 			return flux, tamperedError(cluster, flux)
 		case err == nil && flux.Converged(dg):
-			e.emit(FluxEvent{Type: "flux", Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Apps(cluster)) > 1)})
+			e.emit(FluxEvent{Type: typeFlux, Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Apps(cluster)) > 1)})
 			return flux, nil
 		case err == nil && flux.Failed(dg) != "":
 			return flux, fmt.Errorf("Flux failed to apply %s: %s", publish.Short(dg), flux.Failed(dg))

@@ -85,7 +85,7 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 	if s.Writes != nil {
 		ctx = s.Writes(ctx, cluster)
 	}
-	s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "started", Left: s.Duration.Seconds()})
+	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "started", Left: s.Duration.Seconds()})
 	next := time.Now()
 	for {
 		if s.Stage != nil {
@@ -95,12 +95,12 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 			if ctx.Err() != nil {
 				return s.stopped(run, ctx, cluster, end)
 			}
-			s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "failed", Left: time.Until(end).Seconds(), Error: err.Error()})
+			s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "failed", Left: time.Until(end).Seconds(), Error: err.Error()})
 			s.Gates(cluster).Fail("", "soak: "+oneLine(err))
 			return s.ended(ctx, cluster, fmt.Errorf("soak: %w", err))
 		}
 		if !time.Now().Before(end) {
-			s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "passed"})
+			s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "passed"})
 			s.Gates(cluster).Pass("", "soak "+s.Duration.String())
 			return s.ended(ctx, cluster, nil)
 		}
@@ -123,7 +123,7 @@ func (s Soak) stopped(run, ctx context.Context, cluster string, end time.Time) e
 	if lost == nil || run.Err() != nil {
 		return fmt.Errorf("soak interrupted with %s left", left.Round(time.Second))
 	}
-	s.Emit(SoakEvent{Type: "soak", Cluster: cluster, State: "failed", Left: left.Seconds(), Error: lost.Error()})
+	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "failed", Left: left.Seconds(), Error: lost.Error()})
 	s.Gates(cluster).Unverified("", "soak stopped: "+oneLine(lost))
 	return s.ended(ctx, cluster, fmt.Errorf("soak stopped with %s left: %w", left.Round(time.Second), lost))
 }
