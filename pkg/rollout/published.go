@@ -40,7 +40,7 @@ type artifact struct {
 // written to. Each app's "apply" moves its tag to its artifact (pushed
 // before the first wave: publishAll) and, when the cluster is observed,
 // waits for its Flux; its revisions and verdicts are records beside the
-// tags, and --atomic moves the tags back (untag). Nothing takes a lock
+// tags, and --atomic moves the tags back (restore). Nothing takes a lock
 // on the cluster.
 type registryTarget struct {
 	e      *Engine
@@ -52,7 +52,7 @@ type registryTarget struct {
 	artifacts map[string]artifact
 	// moved are the tags the cluster's run moved, by app, each to what
 	// it pointed at before: written by the cluster's run alone, read by
-	// --atomic (untag).
+	// --atomic (restore).
 	moved map[string]v1.Hash
 }
 
