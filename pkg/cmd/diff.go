@@ -1,12 +1,8 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
@@ -17,11 +13,9 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
@@ -99,137 +93,56 @@ func (o *DiffOptions) Validate() error {
 	return o.SourceOptions.Validate()
 }
 
-// Run diffs every selected cluster, and writes the report.
+// Run diffs every selected cluster, and writes the plan (--out) and
+// the report.
 func (o *DiffOptions) Run(ctx context.Context) error {
 	if o.ShowSecrets {
 		mask.Show(o.Out)
 	}
-	res := &diffRun{summaries: map[string]diff.Summary{}, plans: map[string][]plan.App{}}
-	err := o.run(ctx, res)
-	if res.r == nil {
+	r, d, err := o.run(ctx)
+	if r == nil {
 		return err // nothing rendered: nothing to report
 	}
 	if o.PlanFile != "" {
-		if perr := o.writePlan(res); perr != nil {
-			var ee *exit.Error
-			if err == nil || errors.As(err, &ee) && ee.Code == 1 {
-				err = &exit.Error{Code: exit.DiffError, Err: perr} // differences, but no plan
-			} else {
-				fmt.Fprintln(o.ErrOut, "error:", perr)
-			}
+		perr := d.WritePlan(r.Fleet, o.PlanFile, time.Now())
+		if perr == nil {
+			fmt.Fprintf(o.ErrOut, "Plan written to %s: apply it with kubectl fleet apply --plan %s\n", o.PlanFile, o.PlanFile)
 		}
+		err = summary.WithPlan(err, perr, o.ErrOut)
 	}
 	return o.finish(o.GlobalOptions, func() report.Report {
-		return report.OfDiff(res.r.Fleet, res.outcomes, res.summaries, o.collected, o.ShowSecrets)
+		return report.OfDiff(r.Fleet, d.Outcomes, d.Summaries, o.collected, o.ShowSecrets)
 	}, err)
 }
 
-// diffRun is what a diff found on every cluster.
-type diffRun struct {
-	r         *rendered.Set
-	outcomes  []runner.Outcome
-	summaries map[string]diff.Summary
-
-	plans map[string][]plan.App // by cluster, with --out
-}
-
-// writePlan writes what the diff saw as a plan (--out), when it saw every
-// selected cluster whole.
-func (o *DiffOptions) writePlan(res *diffRun) error {
-	p, err := rollout.Diffs{Outcomes: res.outcomes, Plans: res.plans}.Plan(res.r.Fleet, time.Now())
-	if err != nil {
-		return err
-	}
-	if err := p.Write(o.PlanFile); err != nil {
-		return fmt.Errorf("writing the plan: %w", err)
-	}
-	fmt.Fprintf(o.ErrOut, "Plan written to %s: apply it with kubectl fleet apply --plan %s\n", o.PlanFile, o.PlanFile)
-	return nil
-}
-
-func (o *DiffOptions) run(ctx context.Context, res *diffRun) error {
+// run renders, diffs every cluster through the engine (rollout.Engine.Diff)
+// into the printer, the report and the external diff program's folders,
+// and ends with the summary (summary.Diff.Finish).
+func (o *DiffOptions) run(ctx context.Context) (*rendered.Set, rollout.Diffs, error) {
 	cfg, err := o.renderConfig(o.Selection, &o.SourceOptions, true)
 	if err != nil {
-		return &exit.Error{Code: exit.DiffError, Err: err}
+		return nil, rollout.Diffs{}, &exit.Error{Code: exit.DiffError, Err: err}
 	}
 	// The clusters diffed later let their renders go until their turn.
 	cfg.Shed = func(cs []*fleet.Cluster) map[string]bool { return rollout.Past(cs, o.Parallel) }
 	r, err := rendered.Render(ctx, cfg)
 	if err != nil {
-		return &exit.Error{Code: exit.DiffError, Err: err}
+		return nil, rollout.Diffs{}, &exit.Error{Code: exit.DiffError, Err: err}
 	}
-	res.r = r
 	p := o.newPrinter(r.Clusters, o.Output == "json")
 	defer p.Close()
 	names, _ := fleet.Index(r.Clusters)
 	p.InOrder(names) // read, not followed: the fleet's order every run
-	var external *diff.External
-	if os.Getenv("KUBECTL_EXTERNAL_DIFF") != "" && !p.JSON {
-		if external, err = diff.NewExternal(); err != nil {
-			return &exit.Error{Code: exit.DiffError, Err: err}
-		}
-		defer external.Remove()
+	external, err := diff.ExternalFromEnv(p.JSON)
+	if err != nil {
+		return r, rollout.Diffs{}, &exit.Error{Code: exit.DiffError, Err: err}
 	}
-	d, extErr := o.diffAll(ctx, r, p, external)
-	res.outcomes, res.summaries, res.plans = d.Outcomes, d.Summaries, d.Plans
-	p.Close()
-	sum := summary.Diff{Outcomes: d.Outcomes, Summaries: d.Summaries}
-	if p.JSON {
-		for _, res := range sum.Results() {
-			p.Event(res)
-		}
-	} else {
-		sum.Print(p.Out, p.Prefix, p.Many)
-	}
-	failed, differs := sum.Failed(), sum.Differs()
-	if extErr != nil {
-		return &exit.Error{Code: exit.DiffError, Err: extErr}
-	}
-	if external != nil && differs {
-		if err := external.Run(o.IOStreams); err != nil {
-			return &exit.Error{Code: exit.DiffError, Err: err}
-		}
-	}
-	switch {
-	case ctx.Err() != nil:
-		return &exit.Error{Code: exit.Interrupted}
-	case failed > 0:
-		return &exit.Error{Code: exit.DiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(d.Outcomes))}
-	}
-	if err := summary.Skipped(d.Outcomes, exit.DiffError); err != nil {
-		return err
-	}
-	if differs {
-		return &exit.Error{Code: 1}
-	}
-	return nil
-}
-
-// diffAll diffs r through the engine (rollout.Engine.Diff) into p, the
-// report and, when set, the external diff's folders; the error is the
-// external diff's.
-func (o *DiffOptions) diffAll(ctx context.Context, r *rendered.Set, p *printer, external *diff.External) (rollout.Diffs, error) {
-	var (
-		mu     sync.Mutex
-		extErr error
-	)
-	to := sinks.Set{Printer: p, Diffs: o.diffStyle(external != nil)}
-	if !o.ShowSecrets {
-		to.Report = o.collected
-	}
+	defer external.Remove()
+	to := sinks.Set{Printer: p, Diffs: o.diffStyle(external != nil), Report: o.collected, DiffApps: true, Unmasked: o.ShowSecrets, External: external}
 	e := &rollout.Engine{Connector: connector{o.GlobalOptions}}
-	d := e.Diff(ctx, r, rollout.DiffOptions{ForceConflicts: o.ForceConflicts, ShowSecrets: o.ShowSecrets, All: external != nil, Plan: o.PlanFile != "", Parallel: o.Parallel, Concurrency: o.Concurrency}, func(ev rollout.Event) {
-		if de, ok := ev.(rollout.DiffEvent); ok {
-			o.collected.App(de.Cluster, report.DiffApp(de.App, de.Diffs))
-			if err := external.AddAll(de.Cluster, de.Diffs); err != nil {
-				mu.Lock()
-				extErr = cmp.Or(extErr, err)
-				mu.Unlock()
-			}
-		}
-		to.Emit(ev)
-	})
-	return d, extErr
+	d := e.Diff(ctx, r, rollout.DiffOptions{ForceConflicts: o.ForceConflicts, ShowSecrets: o.ShowSecrets, All: external != nil, Plan: o.PlanFile != "", Parallel: o.Parallel, Concurrency: o.Concurrency}, to.Emit)
+	err = summary.Diff{Outcomes: d.Outcomes, Summaries: d.Summaries}.Finish(ctx, p, external.Err(), func() error { return external.Run(o.IOStreams) })
+	return r, d, err
 }
 
 // diffStyle is how diffs are printed: only their action when

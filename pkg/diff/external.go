@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kubectldiff "k8s.io/kubectl/pkg/cmd/diff"
@@ -15,6 +16,20 @@ import (
 // MERGED, each with a folder per cluster and a file per object.
 type External struct {
 	live, merged *kubectldiff.Directory
+
+	// err is the first error Gather met; mu guards it.
+	mu  sync.Mutex
+	err error
+}
+
+// ExternalFromEnv is the folders of the external diff program when
+// $KUBECTL_EXTERNAL_DIFF names one and the diffs are printed as text
+// (jsonOut false); nil, which gathers and runs nothing, otherwise.
+func ExternalFromEnv(jsonOut bool) (*External, error) {
+	if os.Getenv("KUBECTL_EXTERNAL_DIFF") == "" || jsonOut {
+		return nil, nil
+	}
+	return NewExternal()
 }
 
 // NewExternal creates the two folders; Remove deletes them.
@@ -66,9 +81,36 @@ func (e *External) AddAll(cluster string, diffs []Object) error {
 	return nil
 }
 
+// Gather adds a cluster's diffs (AddAll), as the clusters are diffed,
+// and keeps the first error for Err. It is safe for concurrent use; a
+// nil External gathers nothing.
+func (e *External) Gather(cluster string, diffs []Object) {
+	if err := e.AddAll(cluster, diffs); err != nil {
+		e.mu.Lock()
+		if e.err == nil {
+			e.err = err
+		}
+		e.mu.Unlock()
+	}
+}
+
+// Err is the first error Gather met, or nil.
+func (e *External) Err() error {
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.err
+}
+
 // Run runs $KUBECTL_EXTERNAL_DIFF on LIVE and MERGED with streams, as
 // kubectl diff runs it. Its exit status 1, "differences", is no error.
+// A nil External runs nothing.
 func (e *External) Run(streams genericiooptions.IOStreams) error {
+	if e == nil {
+		return nil
+	}
 	prog := &kubectldiff.DiffProgram{Exec: exec.New(), IOStreams: streams}
 	err := prog.Run(e.live.Name, e.merged.Name)
 	if err != nil {
@@ -79,8 +121,11 @@ func (e *External) Run(streams genericiooptions.IOStreams) error {
 	return err
 }
 
-// Remove deletes the folders.
+// Remove deletes the folders; a nil External has none.
 func (e *External) Remove() {
+	if e == nil {
+		return
+	}
 	_ = e.live.Delete()
 	_ = e.merged.Delete()
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
 	"github.com/kubectl-fleet/kubectl-fleet/internal/kubetest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 )
@@ -87,5 +89,65 @@ func TestExternal(t *testing.T) {
 	e.Remove()
 	if _, err := os.Stat(e.live.Name); !os.IsNotExist(err) {
 		t.Errorf("LIVE left behind: %v", err)
+	}
+}
+
+// ExternalFromEnv makes the folders only when $KUBECTL_EXTERNAL_DIFF is
+// set and the output is text; a nil External gathers, runs and removes
+// nothing.
+func TestExternalFromEnv(t *testing.T) {
+	t.Setenv("KUBECTL_EXTERNAL_DIFF", "")
+	if e, err := ExternalFromEnv(false); e != nil || err != nil {
+		t.Errorf("unset: %v, %v; want none", e, err)
+	}
+	t.Setenv("KUBECTL_EXTERNAL_DIFF", "meld")
+	if e, err := ExternalFromEnv(true); e != nil || err != nil {
+		t.Errorf("-o json: %v, %v; want none", e, err)
+		e.Remove()
+	}
+	var none *External
+	none.Gather("c1", []Object{{Path: "v1/ConfigMap/ns/a"}})
+	if err := none.Err(); err != nil {
+		t.Errorf("nil External: Err = %v", err)
+	}
+	if err := none.Run(genericiooptions.IOStreams{}); err != nil {
+		t.Errorf("nil External: Run = %v", err)
+	}
+	none.Remove()
+	e, err := ExternalFromEnv(false)
+	if e == nil || err != nil {
+		t.Fatalf("set: %v, %v; want the folders", e, err)
+	}
+	e.Remove()
+}
+
+// Gather adds what it can and keeps the first error for Err: a cluster
+// whose folder cannot be made (a file is in its way) fails, the diffs
+// that failed are left out.
+func TestExternalGather(t *testing.T) {
+	e, err := NewExternal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Remove()
+	live := kubetest.Object("v1", "ConfigMap", "ns", "a")
+	ok := Object{Path: "v1/ConfigMap/ns/a", Live: live, Merged: live}
+	e.Gather("c1", []Object{ok, {Path: "v1/ConfigMap/ns/b", Err: errors.New("forbidden")}})
+	if err := e.Err(); err != nil {
+		t.Fatalf("Err = %v after a good cluster", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.live.Name, "c1", "v1_ConfigMap_ns_b.yaml")); !os.IsNotExist(err) {
+		t.Errorf("the failed diff was added: %v", err)
+	}
+	for _, c := range []string{"c2", "c3"} {
+		if err := os.WriteFile(filepath.Join(e.live.Name, c), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Gather("c2", []Object{ok})
+	first := e.Err()
+	e.Gather("c3", []Object{ok})
+	if first == nil || !strings.Contains(first.Error(), "c2") || e.Err() != first {
+		t.Errorf("Err = %v then %v; want c2's error, kept", first, e.Err())
 	}
 }

@@ -159,6 +159,18 @@ func (e *Engine) source(ctx context.Context, res render.Result) revision.Source 
 	return src
 }
 
+// WritePlan writes Plan to file, for apply --plan (diff --out).
+func (d Diffs) WritePlan(f *fleet.Fleet, file string, created time.Time) error {
+	p, err := d.Plan(f, created)
+	if err != nil {
+		return err
+	}
+	if err := p.Write(file); err != nil {
+		return fmt.Errorf("writing the plan: %w", err)
+	}
+	return nil
+}
+
 // Plan is what the diff saw, as a plan for apply --plan (DiffOptions.Plan
 // made the diff read it), when it saw every cluster whole.
 func (d Diffs) Plan(f *fleet.Fleet, created time.Time) (*plan.Plan, error) {

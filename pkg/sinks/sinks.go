@@ -27,6 +27,13 @@ type Set struct {
 	OnChange func(cluster, app, action string)
 	// diffs is how --diff's diffs are printed.
 	Diffs diff.Style
+	// DiffApps records each DiffEvent's app in Report with its counts
+	// (report.DiffApp), as diff's report lists them; Unmasked leaves the
+	// diffs themselves out of Report (--show-secrets).
+	DiffApps, Unmasked bool
+	// External, when set, gathers every diff for the external diff
+	// program ($KUBECTL_EXTERNAL_DIFF).
+	External *diff.External
 }
 
 // Emit hands an event to every consumer.
@@ -125,8 +132,13 @@ func (c Set) object(ev rollout.ObjectEvent) {
 }
 
 // diff prints an app's diffs on a cluster (JSON events, or the unified
-// diffs on the cluster's prefixed writer), and keeps them for the report.
+// diffs on the cluster's prefixed writer), keeps them for the report
+// (with the app, DiffApps) and gives them to the external diff program.
 func (c Set) diff(ev rollout.DiffEvent) {
+	if c.DiffApps {
+		c.Report.App(ev.Cluster, report.DiffApp(ev.App, ev.Diffs))
+	}
+	c.External.Gather(ev.Cluster, ev.Diffs)
 	w := c.Printer.Cluster(ev.Cluster)
 	for _, d := range ev.Diffs {
 		if c.Printer.JSON {
@@ -135,5 +147,7 @@ func (c Set) diff(ev rollout.DiffEvent) {
 		}
 		diff.Print(w, d, c.Diffs)
 	}
-	c.Report.Diffs(ev.Cluster, ev.Diffs)
+	if !c.Unmasked {
+		c.Report.Diffs(ev.Cluster, ev.Diffs)
+	}
 }

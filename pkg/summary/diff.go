@@ -1,10 +1,13 @@
 package summary
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -90,4 +93,66 @@ func diffLine(oc runner.Outcome, s diff.Summary) string {
 		line = "error: " + oc.Err.Error()
 	}
 	return line
+}
+
+// Finish prints the summary on p (a line per cluster, or -o json's
+// results) and says how the diff ended, as Exit does.
+func (d Diff) Finish(ctx context.Context, p *output.Printer, gathered error, external func() error) error {
+	p.Close()
+	if p.JSON {
+		for _, res := range d.Results() {
+			p.Event(res)
+		}
+	} else {
+		d.Print(p.Out, p.Prefix, p.Many)
+	}
+	return d.Exit(ctx, gathered, external)
+}
+
+// Exit says how a diff ended, as its exit (kubectl diff's convention):
+// 2 when the diffs could not be gathered for the external diff program
+// (gathered), when that program failed, or when a cluster could not be
+// diffed; 130 when interrupted (ctx done); Skipped's for skipped
+// clusters; 1 when a cluster differs; else nil. external, when not nil,
+// runs the external diff program, and only when a cluster differs.
+func (d Diff) Exit(ctx context.Context, gathered error, external func() error) error {
+	if gathered != nil {
+		return &exit.Error{Code: exit.DiffError, Err: gathered}
+	}
+	failed, differs := d.Failed(), d.Differs()
+	if external != nil && differs {
+		if err := external(); err != nil {
+			return &exit.Error{Code: exit.DiffError, Err: err}
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return &exit.Error{Code: exit.Interrupted}
+	case failed > 0:
+		return &exit.Error{Code: exit.DiffError, Err: fmt.Errorf("%d of %d clusters could not be diffed", failed, len(d.Outcomes))}
+	}
+	if err := Skipped(d.Outcomes, exit.DiffError); err != nil {
+		return err
+	}
+	if differs {
+		return &exit.Error{Code: exit.Failed}
+	}
+	return nil
+}
+
+// WithPlan is a diff's exit once writing its plan (--out) failed with
+// perr: the plan's error, as exit 2, when the diff went well or only
+// found differences (a plan was asked for and none was written);
+// otherwise err, the diff's own, and perr is said on w. A nil perr
+// leaves err as it is.
+func WithPlan(err, perr error, w io.Writer) error {
+	if perr == nil {
+		return err
+	}
+	var ee *exit.Error
+	if err == nil || errors.As(err, &ee) && ee.Code == exit.Failed {
+		return &exit.Error{Code: exit.DiffError, Err: perr}
+	}
+	fmt.Fprintln(w, "error:", perr)
+	return err
 }
