@@ -4,17 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/sopsfile"
 )
 
 // RenderOptions are the options of "kubectl fleet render".
@@ -116,78 +113,36 @@ func (o *RenderOptions) Validate() error {
 	return o.SourceOptions.Validate()
 }
 
-// Run renders and prints, cluster by cluster as they are rendered (see
-// stream), or prints the stored revision.
+// Run renders and prints, cluster by cluster as they are rendered
+// (stream.Printer.Render), or prints the stored revision.
 func (o *RenderOptions) Run(ctx context.Context) error {
 	if o.ShowSecrets {
 		mask.Show(o.Out)
 	}
 	if o.Revision == 0 {
-		return o.stream(ctx)
+		c, err := o.renderConfig(o.Selection, &o.SourceOptions, false)
+		if err != nil {
+			return err
+		}
+		pl, err := rendered.NewRequest(ctx, c)
+		if err != nil {
+			return err
+		}
+		return o.printer(pl.Clusters).Render(ctx, pl.Clusters, pl.Targets(false), c.Engine, c.Engine.Secrets, runtime.GOMAXPROCS(0))
 	}
 	r, err := o.stored(ctx)
 	if err != nil && r == nil {
 		return err
 	}
-	p := o.printer(r.Clusters)
-	for i, c := range r.Clusters {
-		if perr := p.Print(c, r.Results[i].Objects); perr != nil {
-			return perr
-		}
+	if perr := o.printer(r.Clusters).PrintAll(r.Clusters, r.Results); perr != nil {
+		return perr
 	}
 	return err
-}
-
-// stream renders the selected clusters' apps on GOMAXPROCS workers, and
-// prints each cluster as soon as it and every cluster before it are
-// rendered, in fleet order (stream.Printer.Stream).
-func (o *RenderOptions) stream(ctx context.Context) error {
-	c, err := o.renderConfig(o.Selection, &o.SourceOptions, false)
-	if err != nil {
-		return err
-	}
-	pl, err := rendered.NewRequest(ctx, c)
-	if err != nil {
-		return err
-	}
-	if err := stream.CheckDir(o.OutputDir, pl.Clusters); err != nil {
-		return err
-	}
-	secrets := c.Engine.Secrets
-	switch {
-	case o.OutputDir != "" && !o.Decrypt:
-		secrets.Off = true
-	case o.OutputDir == "":
-		secrets.KeysOptional = true
-	}
-	err = o.printer(pl.Clusters).Stream(ctx, pl.Clusters, pl.Targets(false), c.Engine, runtime.GOMAXPROCS(0))
-	o.encryptedNote(secrets)
-	return err
-}
-
-// encryptedNote says on standard error which SOPS-encrypted files were
-// rendered as they are, and why.
-func (o *RenderOptions) encryptedNote(d *sopsfile.Decrypter) {
-	files := d.Undecrypted()
-	if len(files) == 0 {
-		return
-	}
-	paths := make([]string, len(files))
-	for i, f := range files {
-		paths[i] = f.Path
-	}
-	if d.Off {
-		fmt.Fprintf(o.ErrOut, "note: %s encrypted with SOPS left encrypted in %s, for a decryptor in the cluster (Flux's kustomize-controller); --decrypt writes the values decrypted: %s\n", output.Plural(len(files), "file"), o.OutputDir, strings.Join(paths, ", "))
-		return
-	}
-	for _, f := range files {
-		fmt.Fprintf(o.ErrOut, "note: %s: rendered with its values encrypted\n", f.NoKey())
-	}
 }
 
 // printer prints the clusters as the flags say.
 func (o *RenderOptions) printer(clusters []*fleet.Cluster) *stream.Printer {
-	so := stream.Options{Out: o.Out, JSON: o.Output == "json", ShowSecrets: o.ShowSecrets, Mask: o.mask, Dir: o.OutputDir, Progress: o.ErrOut}
+	so := stream.Options{Out: o.Out, JSON: o.Output == "json", ShowSecrets: o.ShowSecrets, Mask: o.mask, Dir: o.OutputDir, Decrypt: o.Decrypt, Progress: o.ErrOut}
 	if o.OutputDir != "" {
 		so.Prefix = o.prefixer(clusters)
 	}

@@ -32,8 +32,12 @@ type Options struct {
 	// Dir/<cluster>/<ObjectFileName>, Secrets as rendered. A cluster's
 	// .yaml files that the last render wrote there are removed first.
 	Dir string
+	// Decrypt writes SOPS-encrypted files' values decrypted into Dir,
+	// which leaves them encrypted otherwise (Secrets).
+	Decrypt bool
 	// Progress receives a line per cluster written to Dir, after the
-	// cluster's Prefix; Prefix must be set with Dir.
+	// cluster's Prefix (Prefix must be set with Dir), and the notes of
+	// files left encrypted (Undecrypted).
 	Progress io.Writer
 	Prefix   *output.Prefixer
 }
