@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -150,10 +149,8 @@ func (o *ApplyOptions) Validate() error {
 	case o.HistoryLimit < 0:
 		return fmt.Errorf("--history-limit must be 0 (keep all) or more")
 	}
-	if v := os.Getenv(NowEnv); v != "" {
-		if _, err := time.Parse(time.RFC3339, v); err != nil {
-			return fmt.Errorf("$%s %q: want an RFC 3339 time such as 2026-12-24T10:00:00Z", NowEnv, v)
-		}
+	if _, err := rollout.EnvClock(); err != nil {
+		return err
 	}
 	if err := o.runState(); err != nil {
 		return err
@@ -176,10 +173,7 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if o.PlanFile != "" {
-		if opts.Plan, err = plan.Load(o.PlanFile); err != nil {
-			return err
-		}
-		if err := opts.Plan.Agree(r.AppNames()); err != nil {
+		if opts.Plan, err = plan.LoadFor(o.PlanFile, r.AppNames()); err != nil {
 			return err
 		}
 	}
@@ -195,27 +189,13 @@ func (f *ApplyFlags) newEngine(g *GlobalOptions) *rollout.Engine {
 	return &rollout.Engine{Connector: connector{g}, Locks: rollout.Locks{Duration: f.LockDuration, Timeout: f.LockTimeout}, Log: g.ErrOut}
 }
 
-// options are the engine's options for these flags.
+// options are the engine's options for these flags, on the clock
+// $KUBECTL_FLEET_NOW says (rollout.EnvClock).
 func (f *ApplyFlags) options(dryRun bool, parallel int) rollout.Options {
+	now, _ := rollout.EnvClock() // not a time: apply's Validate refused it; the machine's clock
 	return rollout.Options{
 		DryRun: dryRun, Diff: f.Diff, ForceConflicts: f.ForceConflicts, Prune: f.Prune, AllowEmpty: f.AllowEmpty, Wait: f.Wait, Timeout: f.Timeout,
 		Concurrency: f.Concurrency, Parallel: parallel, HistoryLimit: f.HistoryLimit, SkipTests: f.SkipTests, SkipGates: f.SkipGates, KeepTests: f.KeepTests, Atomic: f.Atomic,
-		IgnoreWindows: f.IgnoreWindows, Now: clock(),
+		IgnoreWindows: f.IgnoreWindows, Now: now,
 	}
-}
-
-// NowEnv, set to an RFC 3339 time, is the clock deploy windows are read
-// on instead of the machine's: for rehearsing a rollout at another time,
-// and for tests.
-const NowEnv = "KUBECTL_FLEET_NOW"
-
-// clock is the time deploy windows are read at: $KUBECTL_FLEET_NOW, else
-// nil (the machine's clock).
-func clock() func() time.Time {
-	at, err := time.Parse(time.RFC3339, os.Getenv(NowEnv))
-	if err != nil {
-		return nil
-	}
-	start := time.Now()
-	return func() time.Time { return at.Add(time.Since(start)) }
 }

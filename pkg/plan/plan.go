@@ -199,6 +199,20 @@ func (c *Cluster) App(name string) *App {
 	return nil
 }
 
+// LoadFor reads a plan file (Load) and checks that it covers exactly
+// the clusters selected and the apps rendered for each (Agree): apply
+// --plan, before anything is sent.
+func LoadFor(path string, apps map[string][]string) (*Plan, error) {
+	p, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Agree(apps); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // Agree checks, before anything is sent, that the plan covers exactly the
 // clusters selected and, on each, the apps rendered for it.
 func (p *Plan) Agree(apps map[string][]string) error {

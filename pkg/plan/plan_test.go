@@ -50,6 +50,25 @@ func TestAgree(t *testing.T) {
 	}
 }
 
+// LoadFor reads a plan and refuses one that does not agree with the
+// selection, or that cannot be read.
+func TestLoadFor(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "plan.json")
+	want := &Plan{APIVersion: APIVersion, Kind: Kind, Fleet: "f", Clusters: []Cluster{{Name: "a", Apps: []App{{App: "web"}}}}}
+	if err := want.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := LoadFor(path, map[string][]string{"a": {"web"}}); err != nil || p.Fleet != "f" || p.Cluster("a").App("web") == nil {
+		t.Errorf("LoadFor = %+v, %v; want the plan", p, err)
+	}
+	if p, err := LoadFor(path, map[string][]string{"a": {"web"}, "b": {"web"}}); err == nil || p != nil || !strings.Contains(err.Error(), "cluster b is not in the plan") {
+		t.Errorf("another selection: %+v, %v", p, err)
+	}
+	if p, err := LoadFor(filepath.Join(t.TempDir(), "none.json"), nil); err == nil || p != nil {
+		t.Errorf("no file: %+v, %v", p, err)
+	}
+}
+
 // TestCheck: on the fake cluster, an unchanged plan holds; an edit, a
 // creation and a deletion after the plan each make it stale, named.
 func TestCheck(t *testing.T) {
