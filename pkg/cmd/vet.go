@@ -2,16 +2,11 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/vet"
 )
 
@@ -84,83 +79,9 @@ Exit codes:
 	return cmd
 }
 
-// Run vets and reports.
+// Run vets and reports (vet.Run).
 func (o *VetOptions) Run(ctx context.Context) error {
-	v := vet.NewOut(o.Out, o.Output == "json")
-	f, err := o.loadFleet()
-	if err != nil {
-		var list fleet.ErrorList
-		if !errors.As(err, &list) {
-			return err
-		}
-		v.FleetProblems(list)
-		v.Summary(0, fleet.Locate(o.FleetFile))
-		return &exit.Error{Code: exit.Failed}
-	}
-	clusters, err := f.Select(o.Selection)
-	if err != nil {
-		return err
-	}
-	apps, err := o.apps(ctx, v, f, clusters)
-	if err != nil {
-		return err
-	}
-	attrs := vet.Placeholders(f, clusters)
-	if o.Server && v.Problems == 0 {
-		if attrs, err = rendered.LiveAttributes(ctx, connector{o.GlobalOptions}, f, clusters, apps); err != nil {
-			return err
-		}
-	}
-	pl := rendered.Request{Fleet: f, Clusters: clusters, Apps: apps, Live: attrs}
-	engine := o.engine()
-	// vet checks what it can without the keys (a pull request from a
-	// fork): a file no key decrypts is checked as it is, and said. Not
-	// with --server, which would send the encrypted text to be checked.
-	engine.Secrets.KeysOptional = !o.Server
-	engine.Lint = true // Helm templates strict too: a typo is a warning
-	results := pl.Render(ctx, engine)
-	// The apps' tests are rendered and checked too (not sent to a server).
-	tests := engine.Render(ctx, pl.Targets(true))
-	v.Prefix = o.prefixer(clusters)
-	check := vet.Check{Fleet: f, Clusters: clusters, Results: results, Tests: tests, Decrypted: engine.Secrets.Values(), Undecrypted: engine.Secrets.Undecrypted()}
-	if o.Server {
-		check.Connect = func(ctx context.Context, c *fleet.Cluster) (*kube.Client, error) { return o.connect(ctx, f, c) }
-	}
-	v.Check(ctx, check)
-	if v.Problems > 0 {
-		return &exit.Error{Code: exit.Failed}
-	}
-	return nil
-}
-
-// apps are the apps vet renders for clusters, their oci:// sources
-// fetched and said; a context missing (unless --no-kubeconfig) is a
-// problem of v.
-func (o *VetOptions) apps(ctx context.Context, v *vet.Out, f *fleet.Fleet, clusters []*fleet.Cluster) ([]rendered.App, error) {
-	if !o.NoKubeconfig {
-		if err := checkContexts(ctx, o.GlobalOptions, f, clusters); err != nil {
-			// Missing contexts, or kubeconfigFrom sources that failed.
-			var list fleet.ErrorList
-			if errors.As(err, &list) {
-				v.FleetProblems(list)
-			} else {
-				for _, l := range strings.Split(err.Error(), "\n") {
-					v.Problem("", vet.Problem{Message: l})
-				}
-			}
-		}
-	}
-	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
-	if err != nil {
-		return nil, err
-	}
-	if err := rendered.Fetch(ctx, apps, o.fetcher()); err != nil {
-		return nil, err
-	}
-	for _, a := range apps {
-		if got := a.Fetched; got != nil {
-			v.Source(vet.Source{App: a.Name, Artifact: got.Ref, Format: got.Format, SignedBy: got.SignedBy})
-		}
-	}
-	return apps, nil
+	r := &vet.Run{File: fleet.Locate(o.FleetFile), Selection: o.Selection, Source: o.Source, Namespace: o.namespace(), Contexts: !o.NoKubeconfig, Server: o.Server,
+		Connector: connector{o.GlobalOptions}, Engine: o.engine(), Fetcher: o.fetcher(), Prefix: o.prefixer}
+	return r.Vet(ctx, vet.NewOut(o.Out, o.Output == "json"))
 }

@@ -1,7 +1,9 @@
-// Package vet is what "kubectl fleet vet" finds and how it says it:
-// problems in the fleet file and in each cluster's render (render
-// errors, invalid objects, with --server what the server rejects), said
-// once however many clusters share them, as lines or JSON events.
+// Package vet is what "kubectl fleet vet" does (Run: the fleet file,
+// the contexts, the render and its checks), what it finds and how it
+// says it: problems in the fleet file and in each cluster's render
+// (render errors, invalid objects, with --server what the server
+// rejects), said once however many clusters share them, as lines or JSON
+// events.
 package vet
 
 import (
