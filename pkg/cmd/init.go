@@ -1,17 +1,13 @@
 package cmd
 
 import (
-	"bytes"
-	"errors"
+	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"io"
 
 	"github.com/spf13/cobra"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/scaffold"
@@ -76,89 +72,35 @@ when the fleet file exists (--force overwrites it).`,
 	return cmd
 }
 
-// Run writes the fleet file.
+// Run writes the fleet file (scaffold.Init).
 func (o *InitOptions) Run(cmd *cobra.Command) error {
-	file := fleet.Locate(o.FleetFile)
-	if abs, err := filepath.Abs(file); err == nil {
-		file = abs
-	}
-	if _, err := os.Stat(file); err == nil && !o.Force {
-		return fmt.Errorf("%s exists: kubectl fleet init does not overwrite it without --force", file)
+	file, err := scaffold.Target(o.FleetFile, o.Force)
+	if err != nil {
+		return err
 	}
 	raw, err := o.ConfigFlags.ToRawKubeConfigLoader().RawConfig()
 	if err != nil {
 		return fmt.Errorf("reading the kubeconfig: %w", err)
 	}
-	contexts, err := scaffold.Contexts(raw.Contexts, o.Contexts)
-	if err != nil {
-		return err
-	}
-	contexts, left := scaffold.OneEach(&raw, contexts)
-	for _, l := range left {
-		fmt.Fprintf(o.ErrOut, "note: context %s: left out, one entry per API server (sameClusterAs: in the fleet file says otherwise)\n", l)
-	}
-	groups, clusters, err := scaffold.Place(contexts, o.Groups)
-	if err != nil {
-		return err
-	}
-	dir := filepath.Dir(file)
-	name := o.Name
-	if name == "" {
-		name = scaffold.DNSLabel(filepath.Base(dir))
-	}
-	var made []string // the example app's files, removed if a check fails
-	if o.App != "" {
-		if made, err = scaffold.WriteApp(dir, o.App); err != nil {
-			scaffold.Unmake(made)
-			return err
-		}
-	}
-	content := scaffold.Fleet{Name: name, Schema: o.Schema, Kubeconfig: scaffold.KubeconfigField(ptr.Deref(o.ConfigFlags.KubeConfig, ""), dir), Groups: groups, Clusters: clusters, App: o.App}.YAML()
-	if err := o.checkAndWrite(cmd, file, content); err != nil {
-		scaffold.Unmake(made)
-		return err
-	}
-	scaffold.Said(o.Out, file, groups, clusters, made)
-	return nil
+	in := scaffold.Init{File: file, Kubeconfig: &raw, KubeconfigFlag: ptr.Deref(o.ConfigFlags.KubeConfig, ""), Contexts: o.Contexts, Groups: o.Groups, Name: o.Name, App: o.App, Schema: o.Schema,
+		Check: func(tmp string, out io.Writer) error { return o.vet(cmd.Context(), tmp, out) }}
+	return in.Write(o.Out, o.ErrOut)
 }
 
-// checkAndWrite vets content as the fleet file (its contexts, its apps'
-// render) from a temporary file beside it, then puts it in place: a
-// fleet file that fails is never written.
-func (o *InitOptions) checkAndWrite(cmd *cobra.Command, file string, content []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(file), ".fleet-init-*.yaml")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(content); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	var out bytes.Buffer
+// vet checks the fleet file at tmp as vet would (its contexts, its apps'
+// render), saying what it finds on out; a fleet file without apps has
+// its contexts checked only.
+func (o *InitOptions) vet(ctx context.Context, tmp string, out io.Writer) error {
 	// The kubeconfig of --kubeconfig, written in the file.
-	g := GlobalOptions{IOStreams: o.IOStreams, FleetFile: tmp.Name(), NoColor: true, ConfigFlags: kube.NewConfigFlags(), LogLevel: o.LogLevel}
-	g.Out = &out
+	g := GlobalOptions{IOStreams: o.IOStreams, FleetFile: tmp, NoColor: true, ConfigFlags: kube.NewConfigFlags(), LogLevel: o.LogLevel}
+	g.Out = out
 	defer g.sources.Cleanup()
-	f, err := g.loadFleet()
-	var all []*fleet.Cluster
-	if err == nil {
-		all, err = f.Select(fleet.Selection{})
+	f, all, err := g.selected(fleet.Selection{})
+	switch {
+	case err != nil:
+		return err
+	case len(f.Apps) == 0:
+		return checkContexts(ctx, &g, f, all) // no app to render
 	}
-	if err == nil && len(f.Apps) == 0 {
-		err = checkContexts(cmd.Context(), &g, f, all) // no app to render
-	} else if err == nil {
-		err = (&VetOptions{GlobalOptions: &g}).Run(cmd.Context())
-	}
-	if err != nil {
-		fmt.Fprint(o.ErrOut, strings.ReplaceAll(out.String(), tmp.Name(), file))
-		if ee := (*exit.Error)(nil); errors.As(err, &ee) && ee.Err == nil {
-			return fmt.Errorf("the fleet file init made fails vet (above): nothing written")
-		}
-		return fmt.Errorf("the fleet file init made fails vet, nothing written: %s", strings.ReplaceAll(err.Error(), tmp.Name(), file))
-	}
-	return os.Rename(tmp.Name(), file)
+	return (&VetOptions{GlobalOptions: &g}).Run(ctx)
 }
