@@ -45,8 +45,6 @@ type ReconcileOptions struct {
 
 	metrics *metrics.Reconcile
 	health  *metrics.Health
-	// ready, when set, is told the metrics server's address (tests).
-	ready func(addr string)
 }
 
 // NewCmdReconcile returns the reconcile command.
@@ -193,17 +191,9 @@ func (o *ReconcileOptions) Run(ctx context.Context) error {
 		g.Out, g.ErrOut = out, out
 		logging.SetupJSON(g.LogLevel, out)
 	}
-	o.health = &metrics.Health{}
-	o.metrics = metrics.NewReconcile()
-	if o.MetricsAddr != "" {
-		stop, err := o.serve(o.MetricsAddr)
-		if err != nil {
-			return err
-		}
-		defer stop()
-	}
-	defer o.health.Stop()
-	return reconcile.Loop(ctx, o.Interval, o.Once, o.log(), o.pass)
+	o.health, o.metrics = &metrics.Health{}, metrics.NewReconcile()
+	s := reconcile.Service{Interval: o.Interval, Once: o.Once, MetricsAddr: o.MetricsAddr, Metrics: o.metrics, Health: o.health, Log: o.log()}
+	return s.Run(ctx, o.pass)
 }
 
 // log is where the loop says its own lines: standard error, or with

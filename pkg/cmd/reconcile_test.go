@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -26,38 +24,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/logging"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/metrics"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render/stream"
 )
-
-// TestReconcileServe: --metrics-addr's server says its address and
-// serves /metrics and /healthz.
-func TestReconcileServe(t *testing.T) {
-	var out bytes.Buffer
-	o := &ReconcileOptions{apply: &ApplyOptions{GlobalOptions: &GlobalOptions{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}, LogFormat: "text"}
-	o.metrics, o.health = metrics.NewReconcile(), &metrics.Health{}
-	var addr string
-	o.ready = func(a string) { addr = a }
-	stop, err := o.serve("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	if !strings.Contains(out.String(), "serving metrics on http://"+addr+"/metrics and health on /healthz") {
-		t.Errorf("the address is not said: %q", out.String())
-	}
-	for _, path := range []string{"/metrics", "/healthz"} {
-		resp, err := http.Get("http://" + addr + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s: %s", path, resp.Status)
-		}
-	}
-}
 
 // TestReconcilePassOptions: each pass gets apply's flags as given.
 func TestReconcilePassOptions(t *testing.T) {

@@ -11,6 +11,8 @@
 // Applied counts their outcome in the Metrics. The loop's own lines are
 // LoopEvents and a PassEvent at the end of each pass, said by a Log; with
 // --log-format json, every line the command writes goes through a JSONLog.
+// A Service runs pass after pass (Loop: the interval, the signals), with
+// the server of its metrics and health beside them (--metrics-addr).
 //
 // The package never sees cobra or the command's flags: pkg/cmd gives a
 // Pass plain values (Config, apply's rollout.Options), its clients, its
