@@ -2,12 +2,8 @@ package cmd
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
@@ -69,84 +65,19 @@ Exit codes:
 	return cmd
 }
 
-// Run writes the objects.
+// Run writes the objects (publish.Bootstrapping).
 func (o *BootstrapOptions) Run(_ context.Context) error {
 	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
 		return err
 	}
-	clusters = deliveredOf(f, clusters)
-	switch {
-	case len(clusters) == 0:
-		return fmt.Errorf("no selected cluster has a delivery: bootstrap is for clusters that pull (delivery: {oci: …})")
-	case len(clusters) > 1 && o.OutputDir == "":
-		return fmt.Errorf("%d delivered clusters selected: give --output-dir for a file each, or select one (-c)", len(clusters))
+	if clusters, err = publish.Delivered(f, clusters, o.OutputDir != ""); err != nil {
+		return err
 	}
 	apps, err := o.SourceOptions.Resolve(f, clusters, o.namespace())
 	if err != nil {
 		return err
 	}
-	for _, c := range clusters {
-		pub, err := o.publicKey(f, f.DeliveryOf(c).Signing)
-		if err != nil {
-			return fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-		objs, err := publish.BootstrapCluster(f, c, rendered.AppsOf(apps, c), pub)
-		if err != nil {
-			return fmt.Errorf("cluster %s: %w", c.Name, err)
-		}
-		if err := o.write(c.Name, objs); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// write writes a cluster's objects as YAML documents.
-func (o *BootstrapOptions) write(cluster string, objs []map[string]any) error {
-	var out []byte
-	for _, obj := range objs {
-		b, err := yaml.Marshal(obj)
-		if err != nil {
-			return err
-		}
-		out = append(append(out, "---\n"...), b...)
-	}
-	if o.OutputDir == "" {
-		_, err := o.Out.Write(out)
-		return err
-	}
-	if err := os.MkdirAll(o.OutputDir, 0o755); err != nil {
-		return err
-	}
-	path := filepath.Join(o.OutputDir, cluster+".yaml")
-	if err := os.WriteFile(path, out, 0o644); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.ErrOut, "wrote %s\n", path)
-	return nil
-}
-
-// deliveredOf are the clusters among clusters that have a delivery.
-func deliveredOf(f *fleet.Fleet, clusters []*fleet.Cluster) []*fleet.Cluster {
-	var out []*fleet.Cluster
-	for _, c := range clusters {
-		if f.DeliveryOf(c) != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// publicKey is the public key Flux verifies a delivery's artifacts with
-// (nil for a delivery that does not sign): --public-key's, else the
-// delivery's signing.publicKey's, else its private key's.
-func (o *BootstrapOptions) publicKey(f *fleet.Fleet, s *fleet.Signing) ([]byte, error) {
-	switch {
-	case s == nil:
-		return nil, nil
-	case o.PublicKey != "":
-		return publish.ReadPublicKey(o.PublicKey)
-	}
-	return publish.KeysOf(f, s).Public()
+	b := publish.Bootstrapping{Fleet: f, Clusters: clusters, Apps: func(c *fleet.Cluster) []string { return rendered.AppsOf(apps, c) }, PublicKey: o.PublicKey, OutputDir: o.OutputDir}
+	return b.Write(o.Out, o.ErrOut)
 }

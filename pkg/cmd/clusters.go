@@ -6,7 +6,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/roster"
 )
 
@@ -100,41 +99,12 @@ func (o *ClustersOptions) Validate() error {
 	return fmt.Errorf("--output %q: want json or yaml", o.Output)
 }
 
-// Run lists the clusters.
+// Run lists the clusters (roster.Listing).
 func (o *ClustersOptions) Run(ctx context.Context) error {
 	f, clusters, err := o.selected(o.Selection)
 	if err != nil {
 		return err
 	}
-	// Only --check reads kubeconfigFrom sources (runs their commands); a
-	// listing names the source, and does not check its contexts.
-	if o.Check {
-		if err := o.resolveKubeconfigs(ctx, f, clusters); err != nil {
-			return err
-		}
-	}
-	rows, kcs, read := roster.List(o.ConfigFlags, f, clusters)
-	if !o.Check {
-		if err := roster.Write(o.Out, rows, o.Output, false); err != nil {
-			return err
-		}
-		return kube.CheckContexts(o.ConfigFlags, kcs, f, read)
-	}
-	// A missing context stops the check before any request.
-	if err := kube.CheckContexts(o.ConfigFlags, kcs, f, clusters); err != nil {
-		return err
-	}
-	pins, failed := roster.Check(ctx, o.ConfigFlags, f, clusters, rows, o.Parallel)
-	if err := roster.Write(o.Out, rows, o.Output, true); err != nil {
-		return err
-	}
-	if o.Pin && len(pins) > 0 {
-		if err := roster.Pin(o.Out, o.ErrOut, f, pins, o.DryRun); err != nil {
-			return err
-		}
-	}
-	if failed > 0 {
-		return fmt.Errorf("%d of %d clusters failed the check", failed, len(clusters))
-	}
-	return nil
+	l := roster.Listing{Flags: o.ConfigFlags, Fleet: f, Clusters: clusters, Sources: &o.sources, Output: o.Output, Check: o.Check, Pin: o.Pin, DryRun: o.DryRun, Parallel: o.Parallel}
+	return l.Show(ctx, o.Out, o.ErrOut)
 }

@@ -2,19 +2,13 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
 
 // ExecOptions are the options of "kubectl fleet exec".
@@ -72,45 +66,20 @@ Exit codes:
 	return cmd
 }
 
-// Run runs the command everywhere.
+// Run runs the command everywhere (kube.Exec), and sums it up.
 func (o *ExecOptions) Run(ctx context.Context) error {
 	f, clusters, err := o.reached(ctx, o.Selection)
 	if err != nil {
 		return err
 	}
-	kubectl := os.Getenv("KUBECTL")
-	if kubectl == "" {
-		if kubectl, err = exec.LookPath("kubectl"); err != nil {
-			return fmt.Errorf("kubectl not found on PATH (or set $KUBECTL): %w", err)
-		}
+	kubectl, err := kube.Kubectl()
+	if err != nil {
+		return err
 	}
 	prefix := o.prefixer(clusters)
-	stdout, stderr := output.NewSyncWriter(o.Out), output.NewSyncWriter(o.ErrOut)
-	// Each cluster connected and its identity pins verified first, as
-	// for any command: kubectl is never run on a cluster that moved.
-	outcomes := kube.Each(ctx, connector{o.GlobalOptions}, f, clusters, o.Parallel, func(ctx context.Context, c *fleet.Cluster, _ *kube.Client) error {
-		args := kube.KubectlArgs(o.ConfigFlags, f, c, o.LogLevel)
-		if f.DeliveryOf(c) != nil && !o.AllowWrites {
-			path, stop, err := kube.ReadOnlyKubeconfig(o.ConfigFlags, &o.sources, f, c)
-			if err != nil {
-				return err
-			}
-			defer stop()
-			args = append([]string{"--kubeconfig", path}, kube.KubectlSharedArgs(o.ConfigFlags, o.LogLevel)...)
-		}
-		cmd := exec.CommandContext(ctx, kubectl, append(args, o.Args...)...)
-		out, errOut := output.NewPrefixWriter(stdout, prefix.Prefix(c.Name)), output.NewPrefixWriter(stderr, prefix.Prefix(c.Name))
-		cmd.Stdout, cmd.Stderr = out, errOut
-		err := cmd.Run()
-		_ = out.Close()
-		_ = errOut.Close()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return fmt.Errorf("exit status %d", ee.ExitCode())
-		}
-		return err
-	})
-	failed := summary.Each(stderr, prefix, outcomes, func(oc runner.Outcome) string {
+	e := kube.Exec{Kubectl: kubectl, Args: o.Args, Flags: o.ConfigFlags, Sources: &o.sources, LogLevel: o.LogLevel, AllowWrites: o.AllowWrites, Parallel: o.Parallel, Prefix: prefix, Stdout: o.Out, Stderr: o.ErrOut}
+	outcomes := e.Run(ctx, connector{o.GlobalOptions}, f, clusters)
+	failed := summary.Each(o.ErrOut, prefix, outcomes, func(oc runner.Outcome) string {
 		if oc.Err != nil {
 			return ""
 		}
