@@ -5,9 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/history"
 )
@@ -71,43 +69,6 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 		return err
 	}
 	outcomes, entries, pauses := history.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.Parallel)
-	var all []history.Entry
-	failed := false
-	for _, oc := range outcomes {
-		if oc.Err != nil {
-			failed = true
-			fmt.Fprintf(o.ErrOut, "error: %s: %v\n", oc.Cluster, oc.Err)
-		}
-		all = append(all, entries[oc.Cluster]...)
-	}
-	switch o.Output {
-	case "json":
-		p := o.newPrinter(clusters, true)
-		for _, e := range all {
-			p.Event(e)
-		}
-		names, _ := fleet.Index(clusters)
-		o.printPauses(p, names, pauses)
-	case "yaml":
-		b, err := yaml.Marshal(all)
-		if err != nil {
-			return err
-		}
-		if _, err := o.Out.Write(b); err != nil {
-			return err
-		}
-	default:
-		if err := history.WriteTable(o.Out, o.ErrOut, all); err != nil {
-			return err
-		}
-		names, _ := fleet.Index(clusters)
-		o.printPauses(o.newPrinter(clusters, false), names, pauses)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return &exit.Error{Code: exit.Interrupted}
-	case failed:
-		return &exit.Error{Code: exit.Failed}
-	}
-	return nil
+	rep := history.Report{Clusters: clusters, Outcomes: outcomes, Entries: entries, Pauses: pauses}
+	return rep.Print(ctx, o.newPrinter(clusters, o.Output == "json"), o.ErrOut, o.Output)
 }

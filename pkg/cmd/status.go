@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,7 +11,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
@@ -158,85 +156,10 @@ func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error)
 			err = o.finish(o.GlobalOptions, func() report.Report { return report.OfStatus(r.Fleet, outcomes, results) }, err)
 		}()
 	}
-	p := o.newPrinter(r.Clusters, o.Output == "json")
-	clusters := status.ClustersOf(r.Fleet, outcomes, results)
-	switch {
-	case p.JSON:
-		for _, l := range status.Lines(clusters) {
-			p.Event(l)
-		}
-		o.printNotes(p, r, clusters, results, pauses)
-	case o.Verbose:
-		status.WriteDetails(p.Cluster, clusters)
-		p.Close()
-		o.printNotes(p, r, clusters, results, pauses)
-	default:
-		if err := status.WriteMatrix(o.Out, o.ErrOut, renderedApps(r), clusters); err != nil {
-			return err
-		}
-		o.printNotes(p, r, clusters, results, pauses)
-	}
-	p.Close()
-	if ctx.Err() != nil {
-		return &exit.Error{Code: exit.Interrupted}
-	}
-	if !status.Healthy(outcomes, clusters) {
-		return &exit.Error{Code: exit.Failed}
-	}
-	if err := summary.Skipped(outcomes, exit.Failed); err != nil {
+	rep := status.NewReport(r, outcomes, results, pauses)
+	rep.Held = func() []status.Hold { return rollout.Held(context.Background(), r, rollout.StatusReader(results)) }
+	if err := rep.Print(o.newPrinter(r.Clusters, o.Output == "json"), o.ErrOut, o.Verbose); err != nil {
 		return err
 	}
-	if status.Unobserved(clusters) {
-		return &exit.Error{Code: exit.NotObserved}
-	}
-	return nil
-}
-
-// renderedApps are the apps rendered, in order: the matrix's first
-// columns.
-func renderedApps(r *rendered.Set) []string {
-	var apps []string
-	for _, res := range r.Results {
-		if !slices.Contains(apps, res.App) {
-			apps = append(apps, res.App)
-		}
-	}
-	return apps
-}
-
-// printPauses says the pauses of clusters: lines, or JSON events.
-func (g *GlobalOptions) printPauses(p *printer, names []string, pauses map[string][]pause.Pause) {
-	now := time.Now()
-	for _, l := range pause.Lines(names, pauses) {
-		if p.JSON {
-			p.Event(l)
-		} else {
-			fmt.Fprintln(g.Out, l.Text(now))
-		}
-	}
-}
-
-// printNotes says, under the status, the pauses, the version skew within
-// groups and why the promotion rule would hold groups back: lines, or
-// JSON events.
-func (o *StatusOptions) printNotes(p *printer, r *rendered.Set, clusters []status.Cluster, results map[string][]status.App, pauses map[string][]pause.Pause) {
-	names, _ := fleet.Index(r.Clusters)
-	o.printPauses(p, names, pauses)
-	for _, s := range status.Skews(clusters) {
-		if p.JSON {
-			p.Event(s)
-		} else {
-			fmt.Fprintln(o.Out, s.Text())
-		}
-	}
-	if !status.Deployed(results) {
-		return
-	}
-	for _, h := range rollout.Held(context.Background(), r, rollout.StatusReader(results)) {
-		if p.JSON {
-			p.Event(h)
-		} else {
-			fmt.Fprintln(o.Out, "Promotion: "+h.Message)
-		}
-	}
+	return summary.Status(ctx, outcomes, rep.Clusters)
 }

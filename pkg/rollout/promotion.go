@@ -283,30 +283,21 @@ func releaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 	return r, err
 }
 
-// promotionEvent is a group the promotion rule would not start now, a
-// line of status -o json ("type": "promotion").
-type promotionEvent struct {
-	Type  string `json:"type"`
-	Group string `json:"group"`
-	// Message says why: "production not started: staging-eu runs web
-	// r8, not verified (failed: check smoke: exit status 1)".
-	Message string `json:"message"`
-}
-
 // Held says, for each group of r after the first, why a rollout of r
-// would not start it now, the releases read by reader (status's
-// StatusReader: what it read of the clusters).
-func Held(ctx context.Context, r *rendered.Set, reader Reader) []promotionEvent {
+// would not start it now (a status.Hold: a note under status's report),
+// the releases read by reader (status's StatusReader: what it read of
+// the clusters).
+func Held(ctx context.Context, r *rendered.Set, reader Reader) []status.Hold {
 	if len(r.Results) == 0 {
 		return nil // nothing rendered: no render to compare with
 	}
 	p := promotionOf(r.Fleet, r.Results)
 	p.Reader = reader
-	var out []promotionEvent
+	var out []status.Hold
 	ws := Waves(r.Fleet, r.Clusters)
 	for _, w := range ws[min(1, len(ws)):] {
 		if err := p.Check(ctx, w.Name, appsByWave(r, []runner.Wave{w})[w.Name]); err != nil {
-			out = append(out, promotionEvent{Type: typePromotion, Group: w.Name, Message: err.Error()})
+			out = append(out, status.Hold{Type: typePromotion, Group: w.Name, Message: err.Error()})
 		}
 	}
 	return out
