@@ -1,18 +1,13 @@
 package cmd
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
 )
@@ -87,11 +82,7 @@ func (o *ApproveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	key := cmp.Or(o.Key, os.Getenv(ApproverKeyEnv))
-	if key == "" {
-		return fmt.Errorf("approve signs with an approver's key: give --key or $%s (the fleet's approvers: %s)", ApproverKeyEnv, approverNames(f))
-	}
-	signer, err := approval.LoadSigner(key, f.Approvers)
+	signer, err := approval.SignerFor(o.Key, f.Approvers)
 	if err != nil {
 		return err
 	}
@@ -101,27 +92,6 @@ func (o *ApproveOptions) Run(ctx context.Context) error {
 	}
 	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, r, o.Parallel, time.Now(), signer)
 	p := o.newPrinter(r.Clusters, false)
-	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string {
-		var apps []string
-		for _, a := range approved[oc.Cluster] {
-			apps = append(apps, a.App+" "+revision.ShortDigest(a.Digest))
-		}
-		if len(apps) == 0 {
-			return ""
-		}
-		return "approved " + strings.Join(apps, ", ")
-	}, "error")
+	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string { return approval.Said(approved[oc.Cluster]) }, "error")
 	return summary.Verdict(ctx, failed, len(outcomes), "not approved")
-}
-
-// approverNames lists the fleet's approvers, or says it has none.
-func approverNames(f *fleet.Fleet) string {
-	var names []string
-	for _, a := range f.Approvers {
-		names = append(names, a.Name)
-	}
-	if len(names) == 0 {
-		return "none: list them under approvers: in the fleet file"
-	}
-	return strings.Join(names, ", ")
 }

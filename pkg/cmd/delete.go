@@ -2,13 +2,10 @@ package cmd
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 )
@@ -82,7 +79,7 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	}
 	dryRun := o.dryRun()
 	if !dryRun && !o.Yes {
-		if err := o.confirm(ctx, apps, clusters); err != nil {
+		if err := o.asker().Confirm(ctx, "Delete", rollout.DeleteWhat(apps, clusters)); err != nil {
 			return err
 		}
 	}
@@ -90,14 +87,4 @@ func (o *DeleteOptions) Run(ctx context.Context) error {
 	r := &rendered.Set{Fleet: f, Clusters: clusters}
 	_, _, err = runRollout(ctx, o.GlobalOptions, &ReportOptions{}, rolloutRun{Engine: e, Set: r, Options: rollout.Options{DryRun: dryRun, Parallel: o.Parallel}, Delete: true, Apps: apps, Verb: "delete", JSON: o.Output == "json"})
 	return err
-}
-
-func (o *DeleteOptions) confirm(ctx context.Context, apps []rendered.App, clusters []*fleet.Cluster) error {
-	names, _ := fleet.Index(clusters)
-	appNames := make([]string, len(apps))
-	for i, a := range apps {
-		appNames[i] = a.Name
-	}
-	what := fmt.Sprintf("app %s from %s", strings.Join(appNames, ", "), strings.Join(names, ", "))
-	return o.asker().Confirm(ctx, "Delete", what)
 }

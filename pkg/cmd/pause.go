@@ -65,6 +65,7 @@ Exit codes:
 	})
 }
 
+// newCmdPause gives cmd (pause, or with lift resume) its flags and run.
 func newCmdPause(g *GlobalOptions, lift bool, cmd *cobra.Command) *cobra.Command {
 	o := &PauseOptions{GlobalOptions: g, lift: lift}
 	cmd.Args = cobra.NoArgs

@@ -96,15 +96,7 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	opts := o.options(o.dryRun(), o.Parallel)
 	var results []render.Result
 	opts.Rollback, results = rollback.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.ToRevision, o.Parallel)
-	// The values the stored revisions were decrypted from are masked as
-	// a render's would be.
-	for _, res := range results {
-		if rev, ok := opts.Rollback.Record(res.Cluster.Name, res.App); ok {
-			for _, v := range rev.Sensitive {
-				o.mask.Add(v)
-			}
-		}
-	}
+	opts.Rollback.Mask(o.mask, results)
 	r := &rendered.Set{Fleet: f, Clusters: clusters, Results: results, Mask: o.mask}
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Roll back"); err != nil {
 		return err

@@ -3,7 +3,6 @@ package cmd
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -85,23 +84,15 @@ func (o *UnlockOptions) Run(ctx context.Context) error {
 	p := o.newPrinter(clusters, false)
 	conn := connector{o.GlobalOptions}
 	found, read := lock.Read(ctx, conn, f, clusters, o.Apps, o.Parallel, func(cluster, line string) { fmt.Fprintln(p.Cluster(cluster), line) })
-	if err := o.confirmUnlock(ctx, p, found); err != nil {
-		return err
+	if what := found.What(); what != "" && ctx.Err() == nil && !o.Yes {
+		p.Close() // the locks' lines before the question
+		if err := o.asker().Confirm(ctx, "Remove", what); err != nil {
+			return err
+		}
 	}
 	states, outcomes := found.Remove(ctx, conn, f, clusters, read, o.Apps, o.Parallel)
 	p.Close()
 	fmt.Fprintln(p.Out, "Summary:")
 	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string { return states[oc.Cluster] }, "failed")
 	return summary.Verdict(ctx, failed, len(outcomes), "not unlocked")
-}
-
-// confirmUnlock asks before removing the locks found, unless --yes.
-func (o *UnlockOptions) confirmUnlock(ctx context.Context, p *printer, found lock.Found) error {
-	locked := found.Locked()
-	if len(locked) == 0 || ctx.Err() != nil || o.Yes {
-		return nil
-	}
-	what := "the lock of " + strings.Join(locked, ", ")
-	p.Close()
-	return o.asker().Confirm(ctx, "Remove", what)
 }

@@ -60,6 +60,16 @@ func (f Found) Locked() []string {
 	return out
 }
 
+// What is what unlock asks to confirm: "the lock of web on prod-eu, web
+// on prod-us"; "" when no lock was found.
+func (f Found) What() string {
+	locked := f.Locked()
+	if len(locked) == 0 {
+		return ""
+	}
+	return "the lock of " + strings.Join(locked, ", ")
+}
+
 // Remove removes the locks found, each only if it is still the one read
 // (not renewed or taken since); a cluster whose read failed fails with
 // that error. It returns what each cluster's locks became ("unlocked";

@@ -7,6 +7,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/mask"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
@@ -90,4 +91,17 @@ func (pl *Chosen) Record(cluster, app string) (revision.Revision, bool) {
 	}
 	r, ok := pl.records[cluster+"/"+app]
 	return r, ok
+}
+
+// Mask adds to m the values the revisions chosen for results were
+// decrypted from (Revision.Sensitive): a rollback masks them as a
+// render's would be.
+func (pl *Chosen) Mask(m *mask.Set, results []render.Result) {
+	for _, res := range results {
+		if rev, ok := pl.Record(res.Cluster.Name, res.App); ok {
+			for _, v := range rev.Sensitive {
+				m.Add(v)
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -151,4 +152,15 @@ func (e *Engine) unpublishApp(ctx context.Context, c *fleet.Cluster, d *fleet.De
 	}
 	_, err = e.await(ctx, c.Name, d, reg, client, app, none.String())
 	return err
+}
+
+// DeleteWhat is what delete asks to confirm: "app web, api from c1,
+// c2".
+func DeleteWhat(apps []rendered.App, clusters []*fleet.Cluster) string {
+	names, _ := fleet.Index(clusters)
+	appNames := make([]string, len(apps))
+	for i, a := range apps {
+		appNames[i] = a.Name
+	}
+	return fmt.Sprintf("app %s from %s", strings.Join(appNames, ", "), strings.Join(names, ", "))
 }
