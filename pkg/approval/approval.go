@@ -224,9 +224,16 @@ func Approve(ctx context.Context, client *kube.Client, fleet, cluster string, re
 	return out, kube.MergeConfigMap(ctx, client, Namespace, Name(fleet), data, FieldManager)
 }
 
-// Fleet approves, on every cluster of r (Parallel at once), what r
-// renders for it. It returns each cluster's outcome and its approvals.
-func Fleet(ctx context.Context, conn kube.Connector, r *rendered.Set, parallel int, now time.Time, s Signer) ([]runner.Outcome, map[string][]Approval) {
+// Delivered is what a cluster delivered through a registry answers
+// approve (package target/registry): the approvals recorded beside its
+// tags, given by by.
+type Delivered interface {
+	Approve(ctx context.Context, c *fleet.Cluster, results []render.Result, now time.Time, s Signer, by string) ([]Approval, error)
+}
+
+// Fleet approves, on every cluster of r (Parallel at once; a delivered
+// one through delivered), what r renders for it. It returns each cluster's outcome and its approvals.
+func Fleet(ctx context.Context, conn kube.Connector, delivered Delivered, r *rendered.Set, parallel int, now time.Time, s Signer) ([]runner.Outcome, map[string][]Approval) {
 	var mu sync.Mutex
 	out := map[string][]Approval{}
 	say := func(c *fleet.Cluster, approved []Approval, err error) error {
@@ -239,7 +246,7 @@ func Fleet(ctx context.Context, conn kube.Connector, r *rendered.Set, parallel i
 		approved, err := Approve(ctx, client, r.Fleet.Metadata.Name, c.Name, r.Of(c.Name), now, s)
 		return say(c, approved, err)
 	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
-		approved, err := ApprovePublished(ctx, r.Fleet, c, r.Of(c.Name), now, s, revision.UserOf(ctx, conn, r.Fleet, c))
+		approved, err := delivered.Approve(ctx, c, r.Of(c.Name), now, s, revision.UserOf(ctx, conn, r.Fleet, c))
 		return say(c, approved, err)
 	})
 	return outcomes, out

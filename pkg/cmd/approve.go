@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // ApproveOptions are the options of "kubectl fleet approve".
@@ -90,7 +91,7 @@ func (o *ApproveOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, r, o.Parallel, time.Now(), signer)
+	outcomes, approved := approval.Fleet(ctx, connector{o.GlobalOptions}, registry.Of(r.Fleet), r, o.Parallel, time.Now(), signer)
 	p := o.newPrinter(r.Clusters, false)
 	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string { return approval.Said(approved[oc.Cluster]) }, "error")
 	return summary.Verdict(ctx, failed, len(outcomes), "not approved")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/history"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // HistoryOptions are the options of "kubectl fleet history".
@@ -68,7 +69,7 @@ func (o *HistoryOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	outcomes, entries, pauses := history.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.Parallel)
+	outcomes, entries, pauses := history.Read(ctx, connector{o.GlobalOptions}, registry.Of(f), f, clusters, o.Apps, o.Parallel)
 	rep := history.Report{Clusters: clusters, Outcomes: outcomes, Entries: entries, Pauses: pauses}
 	return rep.Print(ctx, o.newPrinter(clusters, o.Output == "json"), o.ErrOut, o.Output)
 }

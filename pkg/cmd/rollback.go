@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // RollbackOptions are the options of "kubectl fleet rollback".
@@ -95,7 +96,7 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	}
 	opts := o.options(o.dryRun(), o.Parallel)
 	var results []render.Result
-	opts.Rollback, results = rollback.Read(ctx, connector{o.GlobalOptions}, f, clusters, o.Apps, o.ToRevision, o.Parallel)
+	opts.Rollback, results = rollback.Read(ctx, connector{o.GlobalOptions}, registry.Of(f), f, clusters, o.Apps, o.ToRevision, o.Parallel)
 	opts.Rollback.Mask(o.mask, results)
 	r := &rendered.Set{Fleet: f, Clusters: clusters, Results: results, Mask: o.mask}
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Roll back"); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // StatusOptions are the options of "kubectl fleet status".
@@ -150,7 +151,7 @@ func (o *StatusOptions) rendered(ctx context.Context) (*rendered.Set, error) {
 
 // report reads the status of every selected cluster once and prints it.
 func (o *StatusOptions) report(ctx context.Context, r *rendered.Set) (err error) {
-	outcomes, results, pauses := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}, Again: o.Watch}.Read(ctx)
+	outcomes, results, pauses := status.Fleet{Set: r, Recorded: o.inventory, Apps: o.Apps, Parallel: o.Parallel, Concurrency: o.Concurrency, Connector: connector{o.GlobalOptions}, Delivered: registry.Of(r.Fleet), Again: o.Watch}.Read(ctx)
 	if !o.Watch {
 		defer func() {
 			err = o.finish(o.GlobalOptions, func() report.Report { return report.OfStatus(r.Fleet, outcomes, results) }, err)

@@ -19,7 +19,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -35,10 +34,18 @@ type Entry struct {
 	revision.Revision
 }
 
+// Delivered is what a cluster delivered through a registry answers
+// history (package target/registry): its revisions and its pauses, kept
+// beside its tags.
+type Delivered interface {
+	History(ctx context.Context, c *fleet.Cluster, apps []string) ([]Entry, error)
+	Pauses(ctx context.Context, c *fleet.Cluster) ([]pause.Pause, error)
+}
+
 // Read reads the revisions of apps (none: every app of f with
 // revisions) on every cluster, parallel at once, and returns each
-// cluster's outcome and entries.
-func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, parallel int) ([]runner.Outcome, map[string][]Entry, map[string][]pause.Pause) {
+// cluster's outcome and entries; a delivered cluster asks delivered.
+func Read(ctx context.Context, conn kube.Connector, delivered Delivered, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, parallel int) ([]runner.Outcome, map[string][]Entry, map[string][]pause.Pause) {
 	var (
 		mu      sync.Mutex
 		entries = map[string][]Entry{}
@@ -77,40 +84,15 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 			mu.Unlock()
 		}
 		return nil
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-		list, err := published(ctx, f, c, d, apps)
-		paused, perr := pause.ReadPublished(ctx, f, d, c.Name)
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+		list, err := delivered.History(ctx, c, apps)
+		paused, perr := delivered.Pauses(ctx, c)
 		mu.Lock()
 		entries[c.Name], pauses[c.Name] = append(entries[c.Name], list...), paused
 		mu.Unlock()
 		return cmp.Or(err, perr)
 	})
 	return outcomes, entries, pauses
-}
-
-// published reads a delivered cluster's history of apps (none: every
-// app of the fleet) from its registry.
-func published(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *fleet.Delivery, apps []string) ([]Entry, error) {
-	reg, err := publish.For(f, d)
-	if err != nil {
-		return nil, err
-	}
-	if len(apps) == 0 {
-		for _, a := range f.Apps {
-			apps = append(apps, a.Name)
-		}
-	}
-	var out []Entry
-	for _, app := range apps {
-		h, err := reg.History(ctx, app, c.Name)
-		if err != nil {
-			return out, err
-		}
-		for _, r := range h.Revisions {
-			out = append(out, Entry{Type: "revision", Cluster: c.Name, Group: c.Group, Current: r.Number == h.Current, Revision: r})
-		}
-	}
-	return out, nil
 }
 
 // WriteTable writes entries as a table to w, or says on errOut that

@@ -33,7 +33,7 @@ func TestReadAndWriteTable(t *testing.T) {
 	if err := pause.Set(ctx, c.Client, "shop", []string{"web"}, pause.Pause{By: "bob", Reason: "INC-7"}); err != nil {
 		t.Fatal(err)
 	}
-	outcomes, entries, pauses := Read(ctx, one{c.Client}, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 1)
+	outcomes, entries, pauses := Read(ctx, one{c.Client}, nil, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 1)
 	if len(outcomes) != 1 || outcomes[0].Err != nil {
 		t.Fatalf("outcomes %+v", outcomes)
 	}

@@ -24,11 +24,12 @@ type Chosen struct {
 	records map[string]revision.Revision // by cluster/app
 }
 
-// Read reads, on every cluster (parallel at once), the revision each of
+// Read reads, on every cluster (parallel at once; a delivered one asks
+// delivered), the revision each of
 // apps (none: every app of the fleet there) goes back to: to, or the one
 // before the current. It returns what it chose and the revisions' objects as
 // the run's results. Nothing is written.
-func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
+func Read(ctx context.Context, conn kube.Connector, delivered Delivered, f *fleet.Fleet, clusters []*fleet.Cluster, apps []string, to, parallel int) (*Chosen, []render.Result) {
 	chosen := &Chosen{errs: map[string]error{}, skips: map[string][]Skip{}, records: map[string]revision.Revision{}}
 	perCluster := make([][]render.Result, len(clusters))
 	index := make(map[string]int, len(clusters))
@@ -39,8 +40,8 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		targets, skips, err := Choose(ctx, client, f.Metadata.Name, apps, to)
 		perCluster[index[c.Name]] = chosen.note(f, c, targets, skips)
 		return err
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-		targets, skips, err := ChoosePublished(ctx, f, c, d, apps, to)
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+		targets, skips, err := delivered.Choose(ctx, c, apps, to)
 		perCluster[index[c.Name]] = chosen.note(f, c, targets, skips)
 		return err
 	}) {
@@ -49,6 +50,13 @@ func Read(ctx context.Context, conn kube.Connector, f *fleet.Fleet, clusters []*
 		}
 	}
 	return chosen, slices.Concat(perCluster...)
+}
+
+// Delivered is what a cluster delivered through a registry answers a
+// rollback (package target/registry): Choose, from the histories kept
+// beside its tags.
+type Delivered interface {
+	Choose(ctx context.Context, c *fleet.Cluster, apps []string, to int) ([]Target, []Skip, error)
 }
 
 // note keeps what was chosen on c, and returns the revisions' objects

@@ -8,6 +8,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // current reads what the registry says the cluster runs of app: the
@@ -30,7 +31,7 @@ func (p *registryTarget) pauses(ctx context.Context) ([]pause.Pause, error) {
 // tags: no digest key (a delivered cluster's renders hold no Secret),
 // and who its read-only context authenticates, if it has one.
 func (p *registryTarget) approvals(ctx context.Context, apps []string) (map[string]approval.Approval, []byte, string, error) {
-	found, err := approval.ReadPublished(ctx, p.e.r.Fleet, p.run.cluster, apps)
+	found, err := registry.Of(p.e.r.Fleet).Approvals(ctx, p.run.cluster, apps)
 	if err != nil {
 		return nil, nil, "", err
 	}

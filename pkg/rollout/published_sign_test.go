@@ -18,6 +18,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // A delivered cluster's artifact is signed at its wave, for it: when a
@@ -89,7 +90,7 @@ func TestPublishedSigning(t *testing.T) {
 		t.Fatalf("second release: %v", got)
 	}
 	rollBack := func() map[string]string {
-		chosen, results := rollback.Read(ctx, nil, f, []*fleet.Cluster{&f.Clusters[0]}, nil, 0, 1)
+		chosen, results := rollback.Read(ctx, nil, registry.Of(f), f, []*fleet.Cluster{&f.Clusters[0]}, nil, 0, 1)
 		return byCluster(run(&rendered.Set{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[0]}, Results: results}, Options{Rollback: chosen}))
 	}
 	// Someone with push rights deletes the first release's signature:

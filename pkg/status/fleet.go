@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
@@ -31,11 +33,22 @@ type Fleet struct {
 	// Parallel clusters at once, Concurrency requests per cluster.
 	Parallel, Concurrency int
 	Connector             kube.IdleConnector
+	// Delivered answers for the clusters delivered through a registry.
+	Delivered Delivered
 	// Again says the clusters are read again soon (--watch): their
 	// connections stay open. Else each cluster's are closed once read: a
 	// status of 1,000 clusters ten at a time held 1,000 connections, and
 	// their buffers, to its end.
 	Again bool
+}
+
+// Delivered is what a cluster delivered through a registry answers
+// status (package target/registry): each app's status from its registry
+// and, through client when a context reads the cluster, its Flux; and its
+// pauses.
+type Delivered interface {
+	App(ctx context.Context, c *fleet.Cluster, client *kube.Client, app string, objs []*unstructured.Unstructured) (App, error)
+	Pauses(ctx context.Context, c *fleet.Cluster) ([]pause.Pause, error)
 }
 
 // Read reads every cluster of Set once, Parallel at once, and returns
@@ -70,9 +83,9 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 		return beside(c,
 			func() ([]pause.Pause, error) { return pause.Read(ctx, client, f.Metadata.Name) },
 			func() ([]App, error) { return r.appsOf(ctx, client, c.Name) })
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
 		return beside(c,
-			func() ([]pause.Pause, error) { return pause.ReadPublished(ctx, f, d, c.Name) },
+			func() ([]pause.Pause, error) { return r.Delivered.Pauses(ctx, c) },
 			func() ([]App, error) { return r.publishedOf(ctx, c) })
 	})
 	return outcomes, results, pauses
@@ -94,7 +107,7 @@ func (r Fleet) publishedOf(ctx context.Context, c *fleet.Cluster) ([]App, error)
 		if len(r.Apps) > 0 && !slices.Contains(r.Apps, res.App) {
 			continue
 		}
-		app, err := PublishedApp(ctx, r.Set.Fleet, c, client, res.App, res.Objects)
+		app, err := r.Delivered.App(ctx, c, client, res.App, res.Objects)
 		if err != nil {
 			return out, fmt.Errorf("app %s: %w", res.App, err)
 		}

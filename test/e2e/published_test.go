@@ -542,7 +542,7 @@ func (b *pubBed) historyAndRollback(first string) {
 // signed artifact of pub-a under revision 1's digest. The record is not
 // signed by the delivery's key: rollback refuses both, naming it, and
 // signs nothing; the tag stays. (Were it signed, the artifact's own
-// signature and digest are checked too: TestChoosePublishedChecksTheArtifact,
+// signature and digest are checked too: TestChooseChecksTheArtifact,
 // TestSignClaims.)
 func (b *pubBed) forgedHistoryRefused() {
 	t, dir, ctx := b.t, b.dir, context.Background()

@@ -1,17 +1,8 @@
 package status
 
 import (
-	"context"
 	"strings"
 
-	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
@@ -80,63 +71,4 @@ func (p *Published) cell() string {
 		return "published " + publish.Short(p.Artifact) + ", Flux at " + publish.Short(p.Flux.Applied)
 	}
 	return ""
-}
-
-// PublishedApp is the status of app on a delivered cluster c: from its
-// registry (the tag, the history's current revision) and, when client is
-// not nil (a context reads the cluster), from its Flux and the health of
-// the rendered objects (read only: no dry run, so no drift is seen).
-func PublishedApp(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, client *kube.Client, app string, objs []*unstructured.Unstructured) (App, error) {
-	d := f.DeliveryOf(c)
-	reg, err := publish.For(f, d)
-	if err != nil {
-		return App{}, err
-	}
-	out := App{App: app, Published: &Published{Repository: publish.Scheme + reg.Base + "/" + app, Tag: c.Name}, Objects: []Object{}}
-	at, found, err := reg.Resolve(ctx, app, c.Name)
-	if err != nil {
-		return out, err
-	}
-	if !found {
-		out.NotDeployed = true
-		return out, nil
-	}
-	out.Published.Artifact = at.String()
-	h, err := reg.History(ctx, app, c.Name)
-	if err != nil {
-		return out, err
-	}
-	if cur, ok := h.Record(); ok {
-		out.Published.Current = cur.Artifact
-		v := cur.Verification
-		out.Revision, out.Digest, out.Verification, out.LastApplied = cur.Number, cur.Digest, &v, cur.Time.String()
-	}
-	if client == nil {
-		return out, nil
-	}
-	flux, err := reg.ReadFlux(ctx, client.Dynamic, d, f.Metadata.Name, app, c.Name)
-	if err != nil {
-		out.Published.FluxError = err.Error()
-		return out, nil
-	}
-	out.Published.Flux = &flux
-	for _, o := range objs {
-		out.Objects = append(out.Objects, healthOf(ctx, client, o))
-	}
-	return out, nil
-}
-
-// healthOf is an object's health as read, nothing compared.
-func healthOf(ctx context.Context, client *kube.Client, o *unstructured.Unstructured) Object {
-	obj := Object{Ref: object.Ref(o), Namespace: o.GetNamespace()}
-	h, err := apply.Health(ctx, client, o.DeepCopy())
-	switch {
-	case apierrors.IsNotFound(err):
-		obj.Health = NotFound
-	case err != nil:
-		obj.Health, obj.Error = string(kstatus.UnknownStatus), err.Error()
-	default:
-		obj.Health, obj.Message = string(h.Status), h.Message
-	}
-	return obj
 }

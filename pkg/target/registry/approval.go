@@ -1,4 +1,4 @@
-package approval
+package registry
 
 import (
 	"cmp"
@@ -7,9 +7,9 @@ import (
 	"encoding/base64"
 	"time"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
@@ -24,20 +24,20 @@ import (
 // SelfSubjectReview. The digest is the render's without a key (a
 // delivered cluster's renders hold no Secret).
 
-// Tag is the tag of a delivered cluster's approval of an app.
-func Tag(cluster string) string { return cluster + ".approval" }
+// approvalTag is the tag of a delivered cluster's approval of an app.
+func approvalTag(cluster string) string { return cluster + ".approval" }
 
-// ReadPublished reads the approvals of apps on delivered cluster c.
-func ReadPublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps []string) (map[string]Approval, error) {
-	reg, err := publish.For(f, f.DeliveryOf(c))
+// Approvals reads the approvals of apps on delivered cluster c.
+func (r Fleet) Approvals(ctx context.Context, c *fleet.Cluster, apps []string) (map[string]approval.Approval, error) {
+	reg, err := r.registry(c)
 	reg = reg.WithoutRecordKeys() // an approval is its approver's to sign
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]Approval{}
+	out := map[string]approval.Approval{}
 	for _, app := range apps {
-		var a Approval
-		found, err := reg.ReadRecord(ctx, app, Tag(c.Name), &a)
+		var a approval.Approval
+		found, err := reg.ReadRecord(ctx, app, approvalTag(c.Name), &a)
 		if err != nil {
 			return nil, err
 		}
@@ -49,21 +49,22 @@ func ReadPublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, apps [
 	return out, nil
 }
 
-// ApprovePublished records, in delivered cluster c's registry, s's
+// Approve records, in delivered cluster c's registry, s's
 // approval of each of results (c's renders, an app each), given by by:
 // who c's context authenticates (revision.UserOf), or, "" when nothing
 // does, the approver s names.
-func ApprovePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result, now time.Time, s Signer, by string) ([]Approval, error) {
-	reg, err := publish.For(f, f.DeliveryOf(c))
+func (r Fleet) Approve(ctx context.Context, c *fleet.Cluster, results []render.Result, now time.Time, s approval.Signer, by string) ([]approval.Approval, error) {
+	f := r.Fleet
+	reg, err := r.registry(c)
 	reg = reg.WithoutRecordKeys() // an approval is its approver's to sign
 	if err != nil {
 		return nil, err
 	}
-	var out []Approval
+	var out []approval.Approval
 	for _, res := range results {
-		a := Approval{App: res.App, Digest: digest.Render(res.Objects, nil), By: cmp.Or(by, "approver "+s.Name), At: now.UTC().Truncate(time.Second), Approver: s.Name}
+		a := approval.Approval{App: res.App, Digest: digest.Render(res.Objects, nil), By: cmp.Or(by, "approver "+s.Name), At: now.UTC().Truncate(time.Second), Approver: s.Name}
 		a.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(s.Key, a.Payload(f.Metadata.Name, c.Name)))
-		if err := reg.WriteRecord(ctx, res.App, Tag(c.Name), a); err != nil {
+		if err := reg.WriteRecord(ctx, res.App, approvalTag(c.Name), a); err != nil {
 			return out, err
 		}
 		out = append(out, a)

@@ -1,4 +1,4 @@
-package rollback
+package registry
 
 import (
 	"context"
@@ -10,15 +10,17 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
 )
 
-// ChoosePublished is Choose for a delivered cluster, from the histories
+// Choose is rollback.Choose for a delivered cluster, from the histories
 // its registry keeps (publish.History): the revision each app's tag goes
 // back to, its objects read from its artifact, and a record that names
 // the artifact, so that the tag moves back to exactly it. apps none:
-// every app of f with a history there.
-func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *fleet.Delivery, apps []string, to int) ([]Target, []Skip, error) {
-	reg, err := publish.For(f, d)
+// every app of the fleet with a history there.
+func (r Fleet) Choose(ctx context.Context, c *fleet.Cluster, apps []string, to int) ([]rollback.Target, []rollback.Skip, error) {
+	f := r.Fleet
+	reg, err := r.registry(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -29,15 +31,15 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 		}
 	}
 	var (
-		out   []Target
-		skips []Skip
+		out   []rollback.Target
+		skips []rollback.Skip
 		errs  []error
 	)
 	skip := func(app, format string, args ...any) {
-		skips = append(skips, Skip{App: app, Reason: fmt.Sprintf(format, args...)})
+		skips = append(skips, rollback.Skip{App: app, Reason: fmt.Sprintf(format, args...)})
 	}
 	nothing := func(app, format string, args ...any) {
-		skips = append(skips, Skip{App: app, Reason: "nothing to roll back: " + fmt.Sprintf(format, args...), Nothing: true})
+		skips = append(skips, rollback.Skip{App: app, Reason: "nothing to roll back: " + fmt.Sprintf(format, args...), Nothing: true})
 	}
 	for _, app := range apps {
 		h, err := reg.History(ctx, app, c.Name)
@@ -53,7 +55,7 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 		}
 		target := to
 		if target == 0 {
-			if target = Previous(h.Revisions, h.Current); target == 0 {
+			if target = rollback.Previous(h.Revisions, h.Current); target == 0 {
 				nothing(app, "app %s has no revision before r%d here", app, h.Current)
 				continue
 			}
@@ -75,7 +77,7 @@ func ChoosePublished(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, d *f
 			errs = append(errs, fmt.Errorf("cannot roll back app %s: revision %d of %s names artifact %s, whose objects' digest is %s, not the %s it records: the record was edited, or its artifact replaced", app, target, publish.HistoryTag(c.Name), publish.Short(rev.Artifact), publish.Short(got), publish.Short(rev.Digest)))
 			continue
 		}
-		out = append(out, Target{App: app, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})
+		out = append(out, rollback.Target{App: app, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})
 	}
 	if len(out) == 0 && len(skips) == 0 && len(errs) == 0 {
 		nothing("", "no app published here")

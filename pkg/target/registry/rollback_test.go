@@ -1,4 +1,4 @@
-package rollback
+package registry
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // objects' digest, as recorded when it was published, survives the
 // artifact's packing); a record edited to name another artifact is
 // refused, naming the record.
-func TestChoosePublishedChecksTheArtifact(t *testing.T) {
+func TestChooseChecksTheArtifact(t *testing.T) {
 	d, reg := registrytest.Delivery(t)
 	ctx := context.Background()
 	deployment := func(replicas int64) *unstructured.Unstructured {
@@ -32,8 +32,8 @@ func TestChoosePublishedChecksTheArtifact(t *testing.T) {
 		{App: "web", Number: 1, Digest: digest.Render([]*unstructured.Unstructured{one}, nil), Artifact: a1.String()},
 		{App: "web", Number: 2, Digest: digest.Render([]*unstructured.Unstructured{two}, nil), Artifact: a2.String()},
 	}}
+	c := &fleet.Cluster{Name: "edge-1", Delivery: d}
 	f := &fleet.Fleet{Apps: []fleet.App{{Name: "web"}}}
-	c := &fleet.Cluster{Name: "edge-1"}
 	for _, tc := range []struct {
 		name     string
 		artifact string
@@ -47,7 +47,7 @@ func TestChoosePublishedChecksTheArtifact(t *testing.T) {
 			if err := reg.SaveHistory(ctx, "web", "edge-1", h); err != nil {
 				t.Fatal(err)
 			}
-			targets, _, err := ChoosePublished(ctx, f, c, d, nil, 0)
+			targets, _, err := Of(f).Choose(ctx, c, nil, 0)
 			switch {
 			case tc.want == "" && (err != nil || len(targets) != 1 || targets[0].Record.Artifact != a1.String()):
 				t.Fatalf("targets %+v, %v", targets, err)
