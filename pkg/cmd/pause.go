@@ -11,6 +11,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // PauseOptions are the options of "kubectl fleet pause" and "resume".
@@ -97,7 +98,7 @@ func (o *PauseOptions) Run(ctx context.Context) error {
 		return err
 	}
 	ch := pause.Change{Fleet: f, Clusters: clusters, Apps: o.Apps, Lift: o.lift, Reason: o.Reason, Now: time.Now(), Parallel: o.Parallel}
-	outcomes, said := ch.Apply(ctx, connector{o.GlobalOptions})
+	outcomes, said := ch.Apply(ctx, connector{o.GlobalOptions}, registry.Of(f))
 	p := o.newPrinter(clusters, false)
 	failed := summary.Each(p.Out, p.Prefix, outcomes, func(oc runner.Outcome) string { return said[oc.Cluster] }, "error")
 	return summary.Verdict(ctx, failed, len(outcomes), "not done")

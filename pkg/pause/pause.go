@@ -124,22 +124,24 @@ func Find(pauses []Pause, apps ...string) *Pause {
 // Read reads fleet's pauses on the cluster of client: none when it has
 // no ConfigMap of them (or no namespace kubectl-fleet).
 func Read(ctx context.Context, client *kube.Client, fleet string) ([]Pause, error) {
-	return read(ctx, configMap{client, fleet})
+	return ReadFrom(ctx, InCluster(client, fleet))
 }
 
 // Set records p for each of apps (none: every app) on the cluster of
 // client, beside the pauses there already.
 func Set(ctx context.Context, client *kube.Client, fleet string, apps []string, p Pause) error {
-	return set(ctx, configMap{client, fleet}, apps, p)
+	return SetIn(ctx, InCluster(client, fleet), apps, p)
 }
 
 // Lift removes the pauses of apps (none: every pause of the fleet) from
 // the cluster of client, and returns those it removed.
 func Lift(ctx context.Context, client *kube.Client, fleet string, apps []string) ([]Pause, error) {
-	return lift(ctx, configMap{client, fleet}, apps)
+	return LiftIn(ctx, InCluster(client, fleet), apps)
 }
 
-func set(ctx context.Context, s store, apps []string, p Pause) error {
+// SetIn records p for each of apps (none: every app) in s, beside the
+// pauses there already.
+func SetIn(ctx context.Context, s Store, apps []string, p Pause) error {
 	data := map[string]string{}
 	keys := apps
 	if len(keys) == 0 {
@@ -154,11 +156,14 @@ func set(ctx context.Context, s store, apps []string, p Pause) error {
 		}
 		data[k] = string(b)
 	}
-	return s.merge(ctx, data)
+	return s.Merge(ctx, data)
 }
 
-func lift(ctx context.Context, s store, apps []string) ([]Pause, error) {
-	data, err := s.data(ctx)
+// LiftIn removes the pauses of apps (none: every pause) from s, and
+// returns those it removed: only those it read, with the values it read
+// (a pause made since stays).
+func LiftIn(ctx context.Context, s Store, apps []string) ([]Pause, error) {
+	data, err := s.Data(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the pauses: %w", err)
 	}
@@ -173,8 +178,12 @@ func lift(ctx context.Context, s store, apps []string) ([]Pause, error) {
 	if len(lifted) == 0 {
 		return nil, nil
 	}
-	return lifted, s.lift(ctx, seen)
+	return lifted, s.Lift(ctx, seen)
 }
+
+// InCluster is the Store of fleet's pauses on the cluster of client: the
+// ConfigMap Name.
+func InCluster(client *kube.Client, fleet string) Store { return configMap{client, fleet} }
 
 // configMap keeps fleet's pauses on a cluster in the ConfigMap Name.
 type configMap struct {
@@ -182,7 +191,7 @@ type configMap struct {
 	fleet  string
 }
 
-func (c configMap) data(ctx context.Context) (map[string]string, error) {
+func (c configMap) Data(ctx context.Context) (map[string]string, error) {
 	cm, err := kube.ConfigMap(ctx, c.client, Namespace, Name(c.fleet))
 	if err != nil || cm == nil {
 		return nil, err
@@ -190,16 +199,16 @@ func (c configMap) data(ctx context.Context) (map[string]string, error) {
 	return cm.Data, nil
 }
 
-func (c configMap) merge(ctx context.Context, data map[string]string) error {
+func (c configMap) Merge(ctx context.Context, data map[string]string) error {
 	if err := c.client.EnsureNamespace(ctx, Namespace, FieldManager); err != nil {
 		return err
 	}
 	return kube.MergeConfigMap(ctx, c.client, Namespace, Name(c.fleet), data, FieldManager)
 }
 
-// lift removes keys, and the ConfigMap once it holds none: both only if
+// Lift removes keys, and the ConfigMap once it holds none: both only if
 // it did not change since it was read.
-func (c configMap) lift(ctx context.Context, seen map[string]string) error {
+func (c configMap) Lift(ctx context.Context, seen map[string]string) error {
 	cm, err := kube.ConfigMap(ctx, c.client, Namespace, Name(c.fleet))
 	if err != nil || cm == nil {
 		return err
@@ -242,7 +251,7 @@ type Change struct {
 // of the apps. A delivered cluster's pauses are kept in its registry. It
 // returns each cluster's outcome and what it did there, a line by
 // cluster name.
-func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outcome, map[string]string) {
+func (ch Change) Apply(ctx context.Context, conn kube.Connector, delivered Delivered) ([]runner.Outcome, map[string]string) {
 	var mu sync.Mutex
 	said := map[string]string{}
 	name := ch.Fleet.Metadata.Name
@@ -255,8 +264,8 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outco
 	outcomes := kube.EachDelivered(ctx, conn, ch.Fleet, ch.Clusters, ch.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		line, err := ch.one(ctx, configMap{client, name}, func() string { return revision.User(ctx, client) })
 		return say(c, line, err)
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
-		s, err := registryStore(ch.Fleet, d, c.Name)
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+		s, err := delivered.PauseStore(c)
 		if err != nil {
 			return err
 		}
@@ -268,24 +277,24 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector) ([]runner.Outco
 
 // one makes the change in s, a cluster's pauses, and says what it did;
 // by says who pauses.
-func (ch Change) one(ctx context.Context, s store, by func() string) (string, error) {
+func (ch Change) one(ctx context.Context, s Store, by func() string) (string, error) {
 	what := "every app"
 	if len(ch.Apps) > 0 {
 		what = "app " + strings.Join(ch.Apps, ", ")
 	}
 	if !ch.Lift {
 		p := Pause{By: by(), At: ch.Now.UTC().Truncate(time.Second), Reason: ch.Reason}
-		if err := set(ctx, s, ch.Apps, p); err != nil {
+		if err := SetIn(ctx, s, ch.Apps, p); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("paused %s (by %s: %q)", what, p.By, p.Reason), nil
 	}
-	lifted, err := lift(ctx, s, ch.Apps)
+	lifted, err := LiftIn(ctx, s, ch.Apps)
 	if err != nil {
 		return "", err
 	}
 	if len(lifted) == 0 {
-		left, err := read(ctx, s)
+		left, err := ReadFrom(ctx, s)
 		if p := Find(left, ch.Apps...); err == nil && p != nil {
 			return "", fmt.Errorf("still %s: it pauses every app; resume without --app lifts it", p.Text(ch.Now))
 		}

@@ -24,7 +24,7 @@ func (p *registryTarget) current(ctx context.Context, app string) (Release, erro
 
 // pauses reads the fleet's pause record beside the cluster's tags.
 func (p *registryTarget) pauses(ctx context.Context) ([]pause.Pause, error) {
-	return pause.ReadPublished(ctx, p.e.r.Fleet, p.d, p.run.cluster.Name)
+	return registry.Of(p.e.r.Fleet).Pauses(ctx, p.run.cluster)
 }
 
 // approvals reads the approval records of apps beside the cluster's

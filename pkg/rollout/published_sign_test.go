@@ -42,7 +42,7 @@ func TestPublishedSigning(t *testing.T) {
 	}
 	ctx := t.Context()
 	// e3 is paused: its wave's gate says no.
-	if outcomes, _ := (pause.Change{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[2]}, Reason: "INC-1", Now: time.Now()}).Apply(ctx, nil); len(outcomes) != 1 || outcomes[0].Err != nil {
+	if outcomes, _ := (pause.Change{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[2]}, Reason: "INC-1", Now: time.Now()}).Apply(ctx, nil, registry.Of(f)); len(outcomes) != 1 || outcomes[0].Err != nil {
 		t.Fatalf("pause: %+v", outcomes)
 	}
 	run := func(set *rendered.Set, o Options) []runner.Outcome {

@@ -19,9 +19,9 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/sopstest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	artifact "github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // publishedFleet is staging written to directly, production delivered
@@ -752,18 +752,18 @@ func (b *pubBed) pauseHolds() {
 	// Someone with push rights writes {} over pub-a's pauses: a record
 	// the key did not sign holds every app.
 	ctx := context.Background()
-	paused, _, err := b.r.Resolve(ctx, pause.Repository, pause.Tag("pub-a"))
+	paused, _, err := b.r.Resolve(ctx, registry.PauseRepository, registry.PauseTag("pub-a"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.r.WriteRecord(ctx, pause.Repository, pause.Tag("pub-a"), map[string]string{}); err != nil {
+	if err := b.r.WriteRecord(ctx, registry.PauseRepository, registry.PauseTag("pub-a"), map[string]string{}); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "apply", "--yes", "-c", "pub-a")
 	if code == 0 || !said(out, "pub-a", "fleet.pauses:pub-a.pause is not signed by the delivery's key") || mustDigest(t, b.r, "pub-a") != before["pub-a"] {
 		t.Fatalf("apply after {} was written over the pauses: exit %d\n%s%s", code, out, errOut)
 	}
-	if err := b.r.Tag(ctx, pause.Repository, pause.Tag("pub-a"), paused); err != nil {
+	if err := b.r.Tag(ctx, registry.PauseRepository, registry.PauseTag("pub-a"), paused); err != nil {
 		t.Fatal(err)
 	}
 	out, errOut, code = fleet(t, dir, "resume", "-g", "production")

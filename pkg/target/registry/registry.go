@@ -11,10 +11,7 @@
 package registry
 
 import (
-	"context"
-
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
@@ -29,9 +26,4 @@ func Of(f *fleet.Fleet) Fleet { return Fleet{Fleet: f} }
 // registry is where delivered cluster c's state is kept.
 func (r Fleet) registry(c *fleet.Cluster) (publish.Registry, error) {
 	return publish.For(r.Fleet, r.Fleet.DeliveryOf(c))
-}
-
-// Pauses reads the pauses of delivered cluster c, kept beside its tags.
-func (r Fleet) Pauses(ctx context.Context, c *fleet.Cluster) ([]pause.Pause, error) {
-	return pause.ReadPublished(ctx, r.Fleet, r.Fleet.DeliveryOf(c), c.Name)
 }

@@ -1,4 +1,4 @@
-package pause
+package registry
 
 import (
 	"context"
@@ -8,9 +8,8 @@ import (
 	"maps"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
@@ -21,70 +20,59 @@ import (
 // By is the user of the cluster's context when it has one, else the
 // local user, said so.
 
-// Repository is the repository, under a delivery's base, of the pauses:
-// no app is named so (an app's name is a DNS label, without a dot).
-const Repository = "fleet.pauses"
+// PauseStore is where delivered cluster c's pauses are kept (pause.Store).
+func (r Fleet) PauseStore(c *fleet.Cluster) (pause.Store, error) {
+	return pauseStore(r.Fleet, r.Fleet.DeliveryOf(c), c.Name)
+}
 
-// Tag is the tag of a delivered cluster's pauses.
-func Tag(cluster string) string { return cluster + ".pause" }
-
-// ReadPublished reads the pauses of delivered cluster c: none when it
-// has no record of them.
-func ReadPublished(ctx context.Context, f *fleet.Fleet, d *fleet.Delivery, cluster string) ([]Pause, error) {
-	s, err := registryStore(f, d, cluster)
+// Pauses reads the pauses of delivered cluster c: none when it has no
+// record of them.
+func (r Fleet) Pauses(ctx context.Context, c *fleet.Cluster) ([]pause.Pause, error) {
+	s, err := r.PauseStore(c)
 	if err != nil {
 		return nil, err
 	}
-	return s.read(ctx)
+	return pause.ReadFrom(ctx, s)
 }
 
-// store is where a cluster's pauses are kept, as the keys and values of
-// a ConfigMap's data (keyOf): the cluster, or its registry.
-type store interface {
-	data(ctx context.Context) (map[string]string, error)
-	// merge adds data's keys; lift removes the keys of seen whose
-	// values are still the ones seen (a pause made since stays).
-	merge(ctx context.Context, data map[string]string) error
-	lift(ctx context.Context, seen map[string]string) error
-}
+// PauseRepository is the repository, under a delivery's base, of the
+// pauses: no app is named so (an app's name is a DNS label, without a
+// dot).
+const PauseRepository = "fleet.pauses"
 
-func read(ctx context.Context, s store) ([]Pause, error) {
-	data, err := s.data(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the pauses: %w", err)
-	}
-	return Of(&corev1.ConfigMap{Data: data}), nil
-}
+// PauseTag is the tag of a delivered cluster's pauses.
+func PauseTag(cluster string) string { return cluster + ".pause" }
 
-// registryRecord keeps a delivered cluster's pauses in one record.
-type registryRecord struct {
+// pauseRecord keeps a delivered cluster's pauses in one record: a
+// pause.Store.
+type pauseRecord struct {
 	reg     publish.Registry
 	cluster string
 }
 
-func registryStore(f *fleet.Fleet, d *fleet.Delivery, cluster string) (registryRecord, error) {
+// pauseStore is the record of delivered cluster cluster's pauses, in
+// d's registry.
+func pauseStore(f *fleet.Fleet, d *fleet.Delivery, cluster string) (pauseRecord, error) {
 	reg, err := publish.For(f, d)
-	return registryRecord{reg: reg, cluster: cluster}, err
+	return pauseRecord{reg: reg, cluster: cluster}, err
 }
-
-func (r registryRecord) read(ctx context.Context) ([]Pause, error) { return read(ctx, r) }
 
 // data reads the record. One the delivery's key did not sign (someone
 // with push rights wrote {} to lift a pause, or a pause without the key)
 // holds every app: failing closed, it is a pause, by nobody known.
-func (r registryRecord) data(ctx context.Context) (map[string]string, error) {
+func (r pauseRecord) Data(ctx context.Context) (map[string]string, error) {
 	data := map[string]string{}
-	_, err := r.reg.ReadRecord(ctx, Repository, Tag(r.cluster), &data)
+	_, err := r.reg.ReadRecord(ctx, PauseRepository, PauseTag(r.cluster), &data)
 	if unsigned, ok := errors.AsType[*publish.UnsignedRecordError](err); ok {
-		held, _ := json.Marshal(Pause{By: "?", Reason: unsigned.Error()})
-		return map[string]string{All: string(held)}, nil
+		held, _ := json.Marshal(pause.Pause{By: "?", Reason: unsigned.Error()})
+		return map[string]string{pause.All: string(held)}, nil
 	}
 	return data, err
 }
 
 // merge adds pauses. Without the delivery's key, the record is written
 // unsigned: it then holds every app (data), which a pause may do.
-func (r registryRecord) merge(ctx context.Context, add map[string]string) error {
+func (r pauseRecord) Merge(ctx context.Context, add map[string]string) error {
 	return r.update(ctx, func(data map[string]string) { maps.Copy(data, add) }, func(data map[string]string) bool {
 		for k, v := range add {
 			if data[k] != v {
@@ -93,9 +81,9 @@ func (r registryRecord) merge(ctx context.Context, add map[string]string) error 
 		}
 		return true
 	}, func(ctx context.Context, data map[string]string) (unsigned bool, err error) {
-		err = r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data)
+		err = r.reg.WriteRecord(ctx, PauseRepository, PauseTag(r.cluster), data)
 		if errors.Is(err, publish.ErrNoRecordKey) {
-			return true, r.reg.WithoutRecordKeys().WriteRecord(ctx, Repository, Tag(r.cluster), data)
+			return true, r.reg.WithoutRecordKeys().WriteRecord(ctx, PauseRepository, PauseTag(r.cluster), data)
 		}
 		return false, err
 	})
@@ -103,7 +91,7 @@ func (r registryRecord) merge(ctx context.Context, add map[string]string) error 
 
 // lift removes pauses: only with the delivery's key, which signs the
 // record (a resume without it would be an unsigned record, which holds).
-func (r registryRecord) lift(ctx context.Context, seen map[string]string) error {
+func (r pauseRecord) Lift(ctx context.Context, seen map[string]string) error {
 	return r.update(ctx, func(data map[string]string) {
 		for k, v := range seen {
 			if data[k] == v { // a pause made since was not seen: it stays
@@ -118,7 +106,7 @@ func (r registryRecord) lift(ctx context.Context, seen map[string]string) error 
 		}
 		return true
 	}, func(ctx context.Context, data map[string]string) (bool, error) {
-		if err := r.reg.WriteRecord(ctx, Repository, Tag(r.cluster), data); err != nil {
+		if err := r.reg.WriteRecord(ctx, PauseRepository, PauseTag(r.cluster), data); err != nil {
 			return false, fmt.Errorf("resuming a delivered cluster signs its pause record: %w", err)
 		}
 		return false, nil
@@ -142,13 +130,13 @@ var (
 // settle between its question and its write. A record write says
 // unsigned (a pause without the key) is not read back: it reads as a
 // pause of every app, whatever was written over.
-func (r registryRecord) update(ctx context.Context, change func(map[string]string), done func(map[string]string) bool, write func(context.Context, map[string]string) (unsigned bool, err error)) error {
+func (r pauseRecord) update(ctx context.Context, change func(map[string]string), done func(map[string]string) bool, write func(context.Context, map[string]string) (unsigned bool, err error)) error {
 	for range attempts {
-		before, _, err := r.reg.Resolve(ctx, Repository, Tag(r.cluster))
+		before, _, err := r.reg.Resolve(ctx, PauseRepository, PauseTag(r.cluster))
 		if err != nil {
 			return err
 		}
-		data, err := r.data(ctx)
+		data, err := r.Data(ctx)
 		if err != nil {
 			return err
 		}
@@ -156,7 +144,7 @@ func (r registryRecord) update(ctx context.Context, change func(map[string]strin
 			return nil
 		}
 		change(data)
-		if now, _, err := r.reg.Resolve(ctx, Repository, Tag(r.cluster)); err != nil {
+		if now, _, err := r.reg.Resolve(ctx, PauseRepository, PauseTag(r.cluster)); err != nil {
 			return err
 		} else if now != before {
 			continue // written since it was read: read it again
@@ -169,7 +157,7 @@ func (r registryRecord) update(ctx context.Context, change func(map[string]strin
 			return ctx.Err()
 		case <-time.After(settle):
 		}
-		after, err := r.data(ctx)
+		after, err := r.Data(ctx)
 		if err != nil {
 			return err
 		}
