@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // ShardEnv is the environment variable --shard defaults to.
@@ -212,7 +213,8 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 	defer g.sources.Refresh()
 	a := o.passOptions()
 	return reconcile.Pass{
-		Config:  reconcile.Config{CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency},
+		Config: reconcile.Config{CorrectDrift: o.CorrectDrift, RerunGates: !a.SkipGates && !a.SkipTests, Parallel: a.Parallel, Concurrency: a.Concurrency,
+			Delivered: func(f *fleet.Fleet, c *fleet.Cluster) (reconcile.StateReader, error) { return registry.Of(f).State(c) }},
 		Shard:   o.Shard,
 		Yes:     a.Yes,
 		Clients: connector{g},

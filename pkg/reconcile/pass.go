@@ -8,7 +8,6 @@ import (
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
@@ -31,6 +30,10 @@ type Config struct {
 	Parallel int
 	// Concurrency is how many requests a cluster's check sends at once.
 	Concurrency int
+	// Delivered is the StateReader of a cluster of f delivered through a
+	// registry (package target/registry's State): what its registry says
+	// it runs.
+	Delivered func(f *fleet.Fleet, c *fleet.Cluster) (StateReader, error)
 }
 
 // Clients reach the clusters a pass checks, and close a cluster's
@@ -109,13 +112,13 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 		checks[at[c.Name]] = Check(ctx, c.Name, KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(c.Name))
 		clients.Idle(c.Name)
 		return nil
-	}, func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error {
+	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
 		// Its registry says what it runs; nothing connects.
-		reg, err := publish.For(r.Fleet, d)
+		state, err := cfg.Delivered(r.Fleet, c)
 		if err != nil {
 			return err
 		}
-		check := Check(ctx, c.Name, &PublishedState{Registry: reg, Cluster: c.Name}, r.Of(c.Name))
+		check := Check(ctx, c.Name, state, r.Of(c.Name))
 		for j := range check.Apps {
 			check.Apps[j].Unobserved = !c.Observed()
 		}

@@ -11,10 +11,8 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/status"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
@@ -195,46 +193,4 @@ func (k KubeState) Drifted(ctx context.Context, set *inventory.Set, app string, 
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// PublishedState is a reconcile pass's StateReader of a delivered
-// cluster, read from its registry: an app's current revision counts only
-// when the tag points at its artifact (rollout.PublishedRelease), else the pass
-// publishes it again. Its renders' digests have no key (nothing secret is
-// published). Drift is none: the cluster's Flux corrects it every
-// interval.
-type PublishedState struct {
-	Registry publish.Registry
-	Cluster  string
-	read     map[string]rollout.Release
-}
-
-// Key is none.
-func (p *PublishedState) Key(context.Context) (digest.Key, error) { return nil, nil }
-
-// Set is what the registry says the cluster runs of app.
-func (p *PublishedState) Set(ctx context.Context, app string) (*inventory.Set, error) {
-	r, err := rollout.PublishedRelease(ctx, p.Registry, p.Cluster, app)
-	if err != nil {
-		return nil, err
-	}
-	if p.read == nil {
-		p.read = map[string]rollout.Release{}
-	}
-	p.read[app] = r
-	return &inventory.Set{App: app, Exists: r.Exists, Revision: r.Revision, Digest: r.Digest}, nil
-}
-
-// Verification is what the gates said of the current revision, read by
-// Set.
-func (p *PublishedState) Verification(_ context.Context, app string, n int) (revision.Verification, error) {
-	if r := p.read[app]; r.Revision == n {
-		return r.Verification, nil
-	}
-	return revision.Verification{}, fmt.Errorf("revision %d of app %s is not the current one", n, app)
-}
-
-// Drifted is none.
-func (p *PublishedState) Drifted(context.Context, *inventory.Set, string, []*unstructured.Unstructured) ([]string, error) {
-	return nil, nil
 }

@@ -16,12 +16,14 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/inventory"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 func reconcileCM(name, value string) *unstructured.Unstructured {
@@ -217,7 +219,7 @@ func TestReconcileDecide(t *testing.T) {
 // (published again). An unobserved cluster's unverified revision is not
 // applied again for its gates, which cannot pass there.
 func TestPublishedState(t *testing.T) {
-	_, reg := registrytest.Delivery(t)
+	d, reg := registrytest.Delivery(t)
 	ctx := context.Background()
 	objs := []*unstructured.Unstructured{reconcileCM("a", "1")}
 	dg := registrytest.Pushed(t, reg, "web", objs...)
@@ -230,7 +232,10 @@ func TestPublishedState(t *testing.T) {
 	if err := reg.Tag(ctx, "web", "edge-1", dg); err != nil {
 		t.Fatal(err)
 	}
-	st := &PublishedState{Registry: reg, Cluster: "edge-1"}
+	st, err := registry.Of(&fleet.Fleet{}).State(&fleet.Cluster{Name: "edge-1", Delivery: d})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := Check(ctx, "edge-1", st, results("web", objs...))
 	if a := got.Apps[0]; a.Err != nil || a.Changed() || !a.Unverified() || a.Revision != 1 {
 		t.Fatalf("published, tagged: %+v", a)

@@ -2,12 +2,9 @@ package rollout
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
@@ -15,11 +12,8 @@ import (
 // history's current revision, counted only when the cluster's tag points
 // at its artifact (a publish that did not finish is no release).
 func (p *registryTarget) current(ctx context.Context, app string) (Release, error) {
-	reg, err := publish.For(p.e.r.Fleet, p.d)
-	if err != nil {
-		return Release{}, err
-	}
-	return PublishedRelease(ctx, reg, p.run.cluster.Name, app)
+	cur, err := registry.Of(p.e.r.Fleet).Current(ctx, p.run.cluster, app)
+	return Release{Exists: cur.Exists, Revision: cur.Revision, Digest: cur.Digest, Verification: cur.Verification}, err
 }
 
 // pauses reads the fleet's pause record beside the cluster's tags.
@@ -36,25 +30,4 @@ func (p *registryTarget) approvals(ctx context.Context, apps []string) (map[stri
 		return nil, nil, "", err
 	}
 	return found, nil, p.e.deliveredUser(ctx, p.run.cluster), nil
-}
-
-// PublishedRelease is what the registry says a delivered cluster runs
-// of app.
-func PublishedRelease(ctx context.Context, reg publish.Registry, cluster, app string) (Release, error) {
-	h, err := reg.History(ctx, app, cluster)
-	if err != nil {
-		return Release{}, err
-	}
-	cur, ok := h.Record()
-	if !ok {
-		return Release{}, nil
-	}
-	at, found, err := reg.Resolve(ctx, app, cluster)
-	switch {
-	case err != nil:
-		return Release{}, err
-	case !found || at.String() != cur.Artifact:
-		return Release{Exists: true, Verification: revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("its tag is not at revision %d's artifact", cur.Number)}}, nil
-	}
-	return Release{Exists: true, Revision: cur.Number, Digest: cur.Digest, Verification: cur.Verification}, nil
 }
