@@ -262,7 +262,7 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector, delivered Deliv
 		return err
 	}
 	outcomes := kube.EachDelivered(ctx, conn, ch.Fleet, ch.Clusters, ch.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
-		line, err := ch.one(ctx, configMap{client, name}, func() string { return revision.User(ctx, client) })
+		line, err := ch.one(ctx, InCluster(client, name), func() string { return revision.User(ctx, client) })
 		return say(c, line, err)
 	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
 		s, err := delivered.PauseStore(c)
