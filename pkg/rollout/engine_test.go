@@ -219,7 +219,7 @@ func TestEngineDelete(t *testing.T) {
 	outcomes := e.Delete(context.Background(), set.Fleet, set.Clusters, []rendered.App{app}, Options{Parallel: 2}, func(ev Event) {
 		if o, ok := ev.(ObjectEvent); ok {
 			mu.Lock()
-			deleted = append(deleted, o.Cluster+" "+o.Object+" "+o.Action)
+			deleted = append(deleted, o.Cluster+" "+o.Object+" "+o.Word())
 			mu.Unlock()
 		}
 	})

@@ -59,11 +59,14 @@ type ObjectEvent struct {
 	App       string `json:"app"`
 	Object    string `json:"object"`
 	Namespace string `json:"namespace,omitempty"`
-	Action    string `json:"action"`
-	DryRun    bool   `json:"dryRun,omitempty"`
-	Reason    string `json:"reason,omitempty"`
-	Warning   string `json:"warning,omitempty"`
-	Error     string `json:"error,omitempty"`
+	// Action is what the apply did to the object; Health, instead, what
+	// --wait or a test saw of it (one of the two is set).
+	Action  change.Action      `json:"action,omitempty"`
+	Health  apply.HealthResult `json:"health,omitempty"`
+	DryRun  bool               `json:"dryRun,omitempty"`
+	Reason  string             `json:"reason,omitempty"`
+	Warning string             `json:"warning,omitempty"`
+	Error   string             `json:"error,omitempty"`
 	// Label goes before the text line ("web", "web (rollback)") when a
 	// cluster gets several apps.
 	Label string `json:"-"`
@@ -77,16 +80,20 @@ type ObjectEvent struct {
 
 // objectChanged is the event of an object's change.
 func objectChanged(cluster, app, label string, ch apply.Change, dryRun bool) ObjectEvent {
-	return ObjectEvent{Type: typeObject, Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: cmp.Or(string(ch.Health), string(ch.Action)), DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
+	return ObjectEvent{Type: typeObject, Cluster: cluster, App: app, Object: ch.Ref, Namespace: ch.Namespace, Action: ch.Action, Health: ch.Health, DryRun: dryRun, Reason: ch.Reason, Warning: ch.Warning, Error: errString(ch.Err), Label: label}
 }
 
 // Where is the cluster.
 func (e ObjectEvent) Where() string { return e.Cluster }
 
+// Word is the health when one was seen, else the action: what the line
+// says and the summary counts.
+func (e ObjectEvent) Word() string { return cmp.Or(string(e.Health), string(e.Action)) }
+
 // Text is "configmap/web configured", with the reason, error or warning.
 func (e ObjectEvent) Text() string {
-	line := e.Object + " " + e.Action
-	if e.DryRun && e.Action != string(change.Failed) && e.Action != string(change.Skipped) && e.Action != string(change.AfterCRD) && e.Reason != change.NotValidated {
+	line := e.Object + " " + e.Word()
+	if e.DryRun && e.Health == "" && e.Action != change.Failed && e.Action != change.Skipped && e.Action != change.AfterCRD && e.Reason != change.NotValidated {
 		line += " (server dry run)"
 	}
 	switch {

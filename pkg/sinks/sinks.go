@@ -110,16 +110,16 @@ func (c Set) object(ev rollout.ObjectEvent) {
 	if ev.Restore {
 		return // said, not counted
 	}
-	action := ev.Action
+	word := ev.Word()
 	if c.Tally != nil {
-		c.Tally.Add(ev.Cluster, action)
+		c.Tally.Add(ev.Cluster, word)
 	}
 	if ev.Test {
 		return // said and counted, not the app's progress or failures
 	}
-	switch action {
-	case string(change.Created), string(change.Configured), string(change.Adopted), string(change.Unchanged), string(change.Replaced), string(change.AfterCRD), string(change.Failed), string(change.Skipped):
-		if c.Progress != nil {
+	switch ev.Action {
+	case change.Created, change.Configured, change.Adopted, change.Unchanged, change.Replaced, change.AfterCRD, change.Failed, change.Skipped:
+		if c.Progress != nil && ev.Health == "" {
 			c.Progress.Did(ev.Cluster)
 		}
 	}
@@ -127,7 +127,7 @@ func (c Set) object(ev rollout.ObjectEvent) {
 		c.Report.Failed(ev.Cluster, ev.App, ev.Object+": "+ev.Error)
 	}
 	if c.OnChange != nil {
-		c.OnChange(ev.Cluster, ev.App, action)
+		c.OnChange(ev.Cluster, ev.App, word)
 	}
 }
 

@@ -26,8 +26,8 @@ func TestSetEmit(t *testing.T) {
 		changed := 0
 		s := Set{Printer: output.NewPrinter(&out, jsonOut, output.NewPrefixer([]string{"c1"}, false), 10), Tally: &tally,
 			OnChange: func(string, string, string) { changed++ }}
-		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/a", Action: string(change.Created)})
-		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/b", Action: string(change.Pruned), Restore: true})
+		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/a", Action: change.Created})
+		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/b", Action: change.Pruned, Restore: true})
 		s.Emit(rollout.OutputEvent{Cluster: "c1", Line: "smoke ok"})
 		s.Emit(rollout.StageEvent{Cluster: "c1", Stage: "applying web"})
 		s.Emit(rollout.EndEvent{Cluster: "c1"})
