@@ -242,13 +242,13 @@ func Fleet(ctx context.Context, conn kube.Connector, delivered Delivered, r *ren
 		mu.Unlock()
 		return err
 	}
-	outcomes := kube.EachDelivered(ctx, conn, r.Fleet, r.Clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	outcomes := kube.EachTarget(ctx, conn, r.Fleet, r.Clusters, parallel, kube.Reach{Written: func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		approved, err := Approve(ctx, client, r.Fleet.Metadata.Name, c.Name, r.Of(c.Name), now, s)
 		return say(c, approved, err)
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+	}, Delivered: func(ctx context.Context, c *fleet.Cluster) error {
 		approved, err := delivered.Approve(ctx, c, r.Of(c.Name), now, s, revision.UserOf(ctx, conn, r.Fleet, c))
 		return say(c, approved, err)
-	})
+	}})
 	return outcomes, out
 }
 

@@ -51,7 +51,7 @@ func Read(ctx context.Context, conn kube.Connector, delivered Delivered, f *flee
 		entries = map[string][]Entry{}
 		pauses  = map[string][]pause.Pause{}
 	)
-	outcomes := kube.EachDelivered(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	outcomes := kube.EachTarget(ctx, conn, f, clusters, parallel, kube.Reach{Written: func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		// The pauses are read beside the sets, not before them.
 		var (
 			paused []pause.Pause
@@ -84,14 +84,14 @@ func Read(ctx context.Context, conn kube.Connector, delivered Delivered, f *flee
 			mu.Unlock()
 		}
 		return nil
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+	}, Delivered: func(ctx context.Context, c *fleet.Cluster) error {
 		list, err := delivered.History(ctx, c, apps)
 		paused, perr := delivered.Pauses(ctx, c)
 		mu.Lock()
 		entries[c.Name], pauses[c.Name] = append(entries[c.Name], list...), paused
 		mu.Unlock()
 		return cmp.Or(err, perr)
-	})
+	}})
 	return outcomes, entries, pauses
 }
 

@@ -52,23 +52,30 @@ func Explained(ctx context.Context, conn any, cluster string, err error) error {
 // read that tolerates the others' failures (runner.Every); it returns
 // every cluster's outcome, in order.
 func Each(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int, fn func(ctx context.Context, c *fleet.Cluster, client *Client) error) []runner.Outcome {
-	return EachDelivered(ctx, conn, f, clusters, parallel, fn, nil)
+	return EachTarget(ctx, conn, f, clusters, parallel, Reach{Written: fn})
 }
 
-// EachDelivered is Each, but a cluster delivered through a registry
-// (fleet.Delivery), whose state is kept there and not on the cluster,
-// goes to delivered instead, unconnected (nil delivered: it is connected
-// as any other).
-func EachDelivered(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int, fn func(ctx context.Context, c *fleet.Cluster, client *Client) error, delivered func(ctx context.Context, c *fleet.Cluster, d *fleet.Delivery) error) []runner.Outcome {
+// Reach is how a reader reaches one cluster, by the kind of its target.
+type Reach struct {
+	// Written is given the client of a cluster written to.
+	Written func(ctx context.Context, c *fleet.Cluster, client *Client) error
+	// Delivered is called, unconnected, for a cluster delivered through
+	// a registry (fleet.Delivery), whose state is kept there and not on
+	// the cluster; nil: such a cluster is connected as any other.
+	Delivered func(ctx context.Context, c *fleet.Cluster) error
+}
+
+// EachTarget is Each, each cluster reached the way its target is.
+func EachTarget(ctx context.Context, conn Connector, f *fleet.Fleet, clusters []*fleet.Cluster, parallel int, r Reach) []runner.Outcome {
 	names, byName := fleet.Index(clusters)
 	return runner.Run(ctx, runner.Every(names), parallel, func(ctx context.Context, name string) error {
 		c := byName[name]
-		if d := f.DeliveryOf(c); d != nil && delivered != nil {
-			return delivered(ctx, c, d)
+		if r.Delivered != nil && f.DeliveryOf(c) != nil {
+			return r.Delivered(ctx, c)
 		}
 		client, err := conn.Connect(ctx, f, c)
 		if err == nil {
-			err = fn(ctx, c, client)
+			err = r.Written(ctx, c, client)
 		}
 		return Explained(ctx, conn, name, err)
 	})

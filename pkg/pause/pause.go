@@ -261,17 +261,17 @@ func (ch Change) Apply(ctx context.Context, conn kube.Connector, delivered Deliv
 		mu.Unlock()
 		return err
 	}
-	outcomes := kube.EachDelivered(ctx, conn, ch.Fleet, ch.Clusters, ch.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	outcomes := kube.EachTarget(ctx, conn, ch.Fleet, ch.Clusters, ch.Parallel, kube.Reach{Written: func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		line, err := ch.one(ctx, InCluster(client, name), func() string { return revision.User(ctx, client) })
 		return say(c, line, err)
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+	}, Delivered: func(ctx context.Context, c *fleet.Cluster) error {
 		s, err := delivered.PauseStore(c)
 		if err != nil {
 			return err
 		}
 		line, err := ch.one(ctx, s, func() string { return revision.PublisherOf(ctx, conn, ch.Fleet, c) })
 		return say(c, line, err)
-	})
+	}})
 	return outcomes, said
 }
 

@@ -108,11 +108,11 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 		at[c.Name] = i
 	}
 	checks := make([]ClusterCheck, len(r.Clusters))
-	outcomes := kube.EachDelivered(ctx, clients, r.Fleet, r.Clusters, cfg.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	outcomes := kube.EachTarget(ctx, clients, r.Fleet, r.Clusters, cfg.Parallel, kube.Reach{Written: func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		checks[at[c.Name]] = Check(ctx, c.Name, KubeState{Client: client, Ignore: r.Fleet.IgnoreRules, Concurrency: cfg.Concurrency}, r.Of(c.Name))
 		clients.Idle(c.Name)
 		return nil
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+	}, Delivered: func(ctx context.Context, c *fleet.Cluster) error {
 		// Its registry says what it runs; nothing connects.
 		state, err := cfg.Delivered(r.Fleet, c)
 		if err != nil {
@@ -124,7 +124,7 @@ func checkAll(ctx context.Context, cfg Config, r *rendered.Set, clients Clients)
 		}
 		checks[at[c.Name]] = check
 		return nil
-	})
+	}})
 	for _, oc := range outcomes {
 		if oc.Err != nil { // not connected (said as unreachable), or not started
 			checks[at[oc.Cluster]] = ClusterCheck{Cluster: oc.Cluster, Err: oc.Err}

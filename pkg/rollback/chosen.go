@@ -36,15 +36,15 @@ func Read(ctx context.Context, conn kube.Connector, delivered Delivered, f *flee
 	for i, c := range clusters {
 		index[c.Name] = i // results stay in cluster order
 	}
-	for _, oc := range kube.EachDelivered(ctx, conn, f, clusters, parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	for _, oc := range kube.EachTarget(ctx, conn, f, clusters, parallel, kube.Reach{Written: func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		targets, skips, err := Choose(ctx, client, f.Metadata.Name, apps, to)
 		perCluster[index[c.Name]] = chosen.note(f, c, targets, skips)
 		return err
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+	}, Delivered: func(ctx context.Context, c *fleet.Cluster) error {
 		targets, skips, err := delivered.Choose(ctx, c, apps, to)
 		perCluster[index[c.Name]] = chosen.note(f, c, targets, skips)
 		return err
-	}) {
+	}}) {
 		if oc.Err != nil {
 			chosen.errs[oc.Cluster] = oc.Err // not started (Ctrl-C) included
 		}

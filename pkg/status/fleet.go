@@ -76,18 +76,18 @@ func (r Fleet) Read(ctx context.Context) ([]runner.Outcome, map[string][]App, ma
 		return cmp.Or(err, perr)
 	}
 	f := r.Set.Fleet
-	outcomes := kube.EachDelivered(ctx, r.Connector, f, r.Set.Clusters, r.Parallel, func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
+	outcomes := kube.EachTarget(ctx, r.Connector, f, r.Set.Clusters, r.Parallel, kube.Reach{Written: func(ctx context.Context, c *fleet.Cluster, client *kube.Client) error {
 		if !r.Again {
 			defer r.Connector.Idle(c.Name)
 		}
 		return beside(c,
 			func() ([]pause.Pause, error) { return pause.Read(ctx, client, f.Metadata.Name) },
 			func() ([]App, error) { return r.appsOf(ctx, client, c.Name) })
-	}, func(ctx context.Context, c *fleet.Cluster, _ *fleet.Delivery) error {
+	}, Delivered: func(ctx context.Context, c *fleet.Cluster) error {
 		return beside(c,
 			func() ([]pause.Pause, error) { return r.Delivered.Pauses(ctx, c) },
 			func() ([]App, error) { return r.publishedOf(ctx, c) })
-	})
+	}})
 	return outcomes, results, pauses
 }
 
