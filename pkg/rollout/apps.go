@@ -38,9 +38,9 @@ type App struct {
 // healthy when waited for.
 func onApply(app App) []string {
 	if app.Wait {
-		return []string{Applied, "healthy"}
+		return []string{applied, "healthy"}
 	}
-	return []string{Applied}
+	return []string{applied}
 }
 
 // appOps is what a cluster's rollout does to the cluster, app by app:

@@ -51,7 +51,7 @@ func (c Checks) Run(ctx context.Context, cluster string) error {
 		}
 		start := time.Now()
 		err := c.run(ctx, chk)
-		c.Emit(CheckEvent{Type: typeCheck, Cluster: cluster, Check: chk.Name, State: Passed(err), Seconds: time.Since(start).Seconds(), Error: errString(err)})
+		c.Emit(CheckEvent{Type: typeCheck, Cluster: cluster, Check: chk.Name, State: passed(err), Seconds: time.Since(start).Seconds(), Error: errString(err)})
 		if err != nil {
 			c.Gates.Fail("", "check "+chk.Name+": "+oneLine(err))
 			return fmt.Errorf("check %s: %w", chk.Name, err)
@@ -61,8 +61,8 @@ func (c Checks) Run(ctx context.Context, cluster string) error {
 	return nil
 }
 
-// Passed is a gate's outcome in a word.
-func Passed(err error) string {
+// passed is a gate's outcome in a word.
+func passed(err error) string {
 	if err != nil {
 		return "failed"
 	}

@@ -60,7 +60,7 @@ func (k *kubeTarget) remove(ctx context.Context, apps []rendered.App) error {
 			continue
 		}
 		if !dryRun {
-			if err := e.Locks.Acquire(ctx, client, c.Name, a.Name, Label(a.Name, true), true, e.emit, lost); err != nil {
+			if err := e.Locks.Acquire(ctx, client, c.Name, a.Name, labelOf(a.Name, true), true, e.emit, lost); err != nil {
 				errs = append(errs, fmt.Errorf("app %s: %w", a.Name, err))
 				continue
 			}

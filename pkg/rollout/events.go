@@ -152,7 +152,7 @@ type TestsEvent struct {
 func (e TestsEvent) Where() string { return e.Cluster }
 
 // Text is "tests of web passed".
-func (e TestsEvent) Text() string { return "tests of " + e.App + " " + Passed(e.Err) }
+func (e TestsEvent) Text() string { return "tests of " + e.App + " " + passed(e.Err) }
 
 // RevisionEvent is the revision an apply left current.
 type RevisionEvent struct {
@@ -211,9 +211,9 @@ type verificationEvent struct {
 	Label string `json:"-"`
 }
 
-// Verdict is the event of an app's verdict on a cluster; err says why it
+// verdictOf is the event of an app's verdict on a cluster; err says why it
 // was not recorded.
-func Verdict(cluster, app, label string, n int, v revision.Verification, err error) verificationEvent {
+func verdictOf(cluster, app, label string, n int, v revision.Verification, err error) verificationEvent {
 	return verificationEvent{Type: typeVerification, Cluster: cluster, App: app, Revision: n, State: string(v.State), Reason: v.Reason, Gates: v.Gates, Error: errString(err), Label: label}
 }
 

@@ -98,9 +98,9 @@ func (g *Gates) Verdict(app string) revision.Verification {
 		return revision.Verification{State: revision.Failed, Reason: g.failed[app], Gates: gates}
 	case g.failed[""] != "":
 		return revision.Verification{State: revision.Failed, Reason: g.failed[""], Gates: gates}
-	case !slices.Contains(g.passed[app], Applied) && g.unverified[app] != "":
+	case !slices.Contains(g.passed[app], applied) && g.unverified[app] != "":
 		return revision.Verification{State: revision.Unverified, Reason: g.unverified[app], Gates: gates} // published, not observed
-	case !slices.Contains(g.passed[app], Applied):
+	case !slices.Contains(g.passed[app], applied):
 		return revision.Verification{State: revision.Unverified, Reason: "not applied in this run", Gates: gates}
 	case g.unverified[app] != "":
 		return revision.Verification{State: revision.Unverified, Reason: g.unverified[app], Gates: gates}
@@ -110,6 +110,6 @@ func (g *Gates) Verdict(app string) revision.Verification {
 	return revision.Verification{State: revision.Verified, Gates: gates}
 }
 
-// Applied is the gate every verified release went through: its objects
+// applied is the gate every verified release went through: its objects
 // were applied without an error.
-const Applied = "applied"
+const applied = "applied"

@@ -85,8 +85,8 @@ func TestSoak(t *testing.T) {
 			t.Errorf("no %q in %q", want, lines)
 		}
 	}
-	gates["eu"].Pass("web", Applied)
-	gates["us"].Pass("web", Applied)
+	gates["eu"].Pass("web", applied)
+	gates["us"].Pass("web", applied)
 	if v := gates["eu"].Verdict("web"); v.State != revision.Verified || !slices.Contains(v.Gates, "soak 300ms") {
 		t.Errorf("eu: %+v", v)
 	}
@@ -112,7 +112,7 @@ func TestSoakInterrupted(t *testing.T) {
 	if errs["eu"] == nil || !strings.Contains(errs["eu"].Error(), "soak interrupted") {
 		t.Fatalf("errors %v", errs)
 	}
-	g.Pass("web", Applied)
+	g.Pass("web", applied)
 	if v := g.Verdict("web"); slices.ContainsFunc(v.Gates, func(s string) bool { return strings.HasPrefix(s, "soak") }) {
 		t.Errorf("an interrupted soak counted as a gate: %+v", v)
 	}
@@ -154,7 +154,7 @@ func TestChecks(t *testing.T) {
 	if len(lines) != 2 || !strings.HasPrefix(lines[0], "eu check first passed (") || !strings.HasSuffix(lines[1], "): exit status 1") {
 		t.Errorf("events %q", lines)
 	}
-	g.Pass("web", Applied)
+	g.Pass("web", applied)
 	if v := g.Verdict("web"); v.State != revision.Failed || v.Reason != "check second: exit status 1" || !slices.Contains(v.Gates, "check first") {
 		t.Errorf("verdict %+v", v)
 	}

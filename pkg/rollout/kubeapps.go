@@ -58,16 +58,16 @@ type applyConfig struct {
 
 var _ appOps = (*KubeApps)(nil)
 
-// Label is what a cluster's lines about app start with: the app, when the
+// labelOf is what a cluster's lines about app start with: the app, when the
 // cluster gets several.
-func Label(app string, several bool) string {
+func labelOf(app string, several bool) string {
 	if several {
 		return app
 	}
 	return ""
 }
 
-func (k *KubeApps) label(app string) string { return Label(app, len(k.Results) > 1) }
+func (k *KubeApps) label(app string) string { return labelOf(app, len(k.Results) > 1) }
 
 func (k *KubeApps) stage(format string, args ...any) {
 	k.Emit(StageEvent{Cluster: k.Cluster, Stage: fmt.Sprintf(format, args...)})

@@ -68,7 +68,7 @@ func TestKubeApps(t *testing.T) {
 	if c.Live(kubetest.Object("v1", "ConfigMap", "shop", "a")) == nil || c.Live(kubetest.Object("v1", "ConfigMap", "default", "c")) == nil {
 		t.Error("web's objects not in its namespace (shop), or db's not in the context's")
 	}
-	verified := revision.Verification{State: revision.Verified, Gates: []string{Applied}}
+	verified := revision.Verification{State: revision.Verified, Gates: []string{applied}}
 	if v, err := revision.VerificationOf(ctx, c.Client, "db", 1); err != nil || v.State != revision.Verified || !gates.Recorded("db", verified) {
 		t.Errorf("db's revision: %+v, %v; want it recorded verified with the revision", v, err)
 	}

@@ -224,12 +224,12 @@ func (p *Promotion) why(ctx context.Context, cluster, app string, render Render,
 	if vouched && r.Exists && r.Digest == d && r.Verification.State == revision.Unverified && strings.HasPrefix(r.Verification.Reason, NotObserved) {
 		return "" // published, not observed, and an approval vouches for the next wave
 	}
-	return Why(cluster, app, d, r)
+	return why(cluster, app, d, r)
 }
 
-// Why says why a release r of app on cluster is not a verified revision
+// why says why a release r of app on cluster is not a verified revision
 // of the render whose digest is given, or "" when it is.
-func Why(cluster, app, d string, r Release) string {
+func why(cluster, app, d string, r Release) string {
 	switch {
 	case !r.Exists:
 		return fmt.Sprintf("%s does not run %s yet", cluster, app)
@@ -366,7 +366,7 @@ func Promoted(ctx context.Context, cfg rendered.Config, r *rendered.Set, o Optio
 		return nil, nil
 	}
 	var names []string
-	for _, c := range Upstream(r.Fleet, Waves(r.Fleet, r.Clusters), r.Clusters) {
+	for _, c := range upstream(r.Fleet, Waves(r.Fleet, r.Clusters), r.Clusters) {
 		if _, err := cfg.Source.Resolve(r.Fleet, []*fleet.Cluster{c}, cfg.Namespace); err == nil {
 			names = append(names, c.Name) // an app of the run goes there
 		}

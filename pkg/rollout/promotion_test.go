@@ -159,36 +159,36 @@ func TestGatesVerdict(t *testing.T) {
 		why   string
 	}{
 		{name: "applied, tested, checked", build: func(g *Gates) {
-			g.Pass("web", Applied)
+			g.Pass("web", applied)
 			g.Pass("web", "tests")
 			g.Pass("", "check smoke")
 		}, app: "web", want: revision.Verified},
 		{name: "a failed check fails every app", build: func(g *Gates) {
-			g.Pass("web", Applied)
+			g.Pass("web", applied)
 			g.Fail("", "check smoke failed")
 		}, app: "web", want: revision.Failed, why: "check smoke failed"},
 		{name: "own tests failed", build: func(g *Gates) {
-			g.Pass("web", Applied)
+			g.Pass("web", applied)
 			g.Fail("web", "tests failed")
 			g.Fail("web", "later")
 		}, app: "web", want: revision.Failed, why: "tests failed"},
 		{name: "another app failed first", build: func(g *Gates) {
-			g.Pass("web", Applied)
+			g.Pass("web", applied)
 			g.Fail("db", "apply failed")
 			g.Unverified("", "gates not run: db failed")
 		}, app: "web", want: revision.Unverified, why: "gates not run: db failed"},
 		{name: "skipped gates", build: func(g *Gates) {
-			g.Pass("web", Applied)
+			g.Pass("web", applied)
 			g.Unverified("", "gates skipped (--skip-gates)")
 		}, app: "web", want: revision.Unverified, why: "--skip-gates"},
 		{name: "own tests skipped", build: func(g *Gates) {
-			g.Pass("web", Applied)
-			g.Pass("db", Applied)
+			g.Pass("web", applied)
+			g.Pass("db", applied)
 			g.Unverified("web", "tests skipped (--skip-tests)")
 		}, app: "web", want: revision.Unverified, why: "--skip-tests"},
 		{name: "another app's tests skipped", build: func(g *Gates) {
-			g.Pass("web", Applied)
-			g.Pass("db", Applied)
+			g.Pass("web", applied)
+			g.Pass("db", applied)
 			g.Unverified("web", "tests skipped (--skip-tests)")
 		}, app: "db", want: revision.Verified},
 		{name: "not applied", build: func(g *Gates) { g.Pass("", "check smoke") }, app: "web", want: revision.Unverified, why: "not applied"},

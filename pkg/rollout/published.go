@@ -160,7 +160,7 @@ func (e *Engine) deliveredUser(ctx context.Context, c *fleet.Cluster) string {
 func (p *registryTarget) publishApp(ctx context.Context, res render.Result) error {
 	e, c, d, client := p.e, p.run.cluster, p.d, p.client
 	a := p.artifacts[res.App]
-	label := Label(res.App, len(e.r.Apps(c.Name)) > 1)
+	label := labelOf(res.App, len(e.r.Apps(c.Name)) > 1)
 	ev := PublishEvent{Type: typePublish, Cluster: c.Name, App: res.App, Repository: publish.Scheme + a.registry.Base + "/" + res.App, Tag: c.Name, Digest: a.digest.String(), DryRun: e.o.DryRun, Label: label}
 	prev, found, err := a.registry.Resolve(ctx, res.App, c.Name)
 	if err != nil {
@@ -193,7 +193,7 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 	e.emit(ev)
 	e.revised(rev)
 	gates := &p.run.gates
-	gates.Pass(res.App, Published)
+	gates.Pass(res.App, published)
 	if client == nil {
 		gates.Unverified(res.App, NotObserved+": no context reads cluster "+c.Name)
 		return nil
@@ -202,7 +202,7 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 	if err != nil {
 		return err
 	}
-	gates.Pass(res.App, Applied)
+	gates.Pass(res.App, applied)
 	if flux.Wait {
 		gates.Pass(res.App, "healthy")
 	}
@@ -217,9 +217,9 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 // a wave that needs an approval pass it (Promotion.Vouched), no other.
 const NotObserved = "published, not observed"
 
-// Published is the gate of an artifact whose tag moved: the cluster's
+// published is the gate of an artifact whose tag moved: the cluster's
 // Flux may pull it.
-const Published = "published"
+const published = "published"
 
 // recordRevision records, in the registry, the revision a delivered
 // cluster's tag of res's app is about to point at: a new one (its
@@ -235,7 +235,7 @@ func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, 
 	if err != nil {
 		return RevisionEvent{}, err
 	}
-	ev := RevisionEvent{Type: typeRevision, Cluster: cluster, App: res.App, Label: Label(res.App, len(e.r.Apps(cluster)) > 1)}
+	ev := RevisionEvent{Type: typeRevision, Cluster: cluster, App: res.App, Label: labelOf(res.App, len(e.r.Apps(cluster)) > 1)}
 	if cur, ok := h.Record(); ok && cur.Artifact == a.digest.String() {
 		// Current already; its tag may lag (a run stopped, or a registry
 		// that failed, between the two): it moves now.
@@ -310,7 +310,7 @@ func (e *Engine) await(ctx context.Context, cluster string, d *fleet.Delivery, r
 		case err == nil && len(flux.Tampered) > 0:
 			return flux, tamperedError(cluster, flux)
 		case err == nil && flux.Converged(dg):
-			e.emit(FluxEvent{Type: typeFlux, Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: Label(app, len(e.r.Apps(cluster)) > 1)})
+			e.emit(FluxEvent{Type: typeFlux, Cluster: cluster, App: app, Digest: dg, Flux: flux, Label: labelOf(app, len(e.r.Apps(cluster)) > 1)})
 			return flux, nil
 		case err == nil && flux.Failed(dg) != "":
 			return flux, fmt.Errorf("Flux failed to apply %s: %s", publish.Short(dg), flux.Failed(dg))

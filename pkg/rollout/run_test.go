@@ -145,7 +145,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 		f.runs[c] = r
 		f.mu.Unlock()
 		p.Note(c, "web", r)
-		ev.sink(Verdict(c, "web", "", r.Revision, v, nil))
+		ev.sink(verdictOf(c, "web", "", r.Revision, v, nil))
 	}
 	plan.Soaks["edge"] = Soak{
 		Duration: 100 * time.Millisecond, Interval: 10 * time.Millisecond, Gates: gatesOf, Emit: ev.sink,

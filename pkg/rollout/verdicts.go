@@ -78,7 +78,7 @@ func (e *Engine) settle(ctx context.Context, cluster string) {
 		if rec, ok := e.o.Rollback.Record(cluster, res.App); ok && v.State != revision.Failed {
 			v = restored(rec)
 		}
-		if e.promotion != nil && (slices.Contains(v.Gates, Applied) || slices.Contains(v.Gates, Published)) {
+		if e.promotion != nil && (slices.Contains(v.Gates, applied) || slices.Contains(v.Gates, published)) {
 			// Known in this run, revision or not (a user who may not
 			// write revisions): the next groups need not read it. The
 			// apply computed the render's digest already.
@@ -88,7 +88,7 @@ func (e *Engine) settle(ctx context.Context, cluster string) {
 			}
 			e.promotion.Note(cluster, res.App, Release{Exists: true, Revision: n, Digest: d, Key: key, Verification: v})
 		}
-		ev := Verdict(cluster, res.App, Label(res.App, len(results) > 1), n, v, nil)
+		ev := verdictOf(cluster, res.App, labelOf(res.App, len(results) > 1), n, v, nil)
 		if run.target.verdict(ctx, &ev, recorded, v) {
 			e.emit(ev)
 		}

@@ -82,11 +82,11 @@ func units(f *fleet.Fleet, s fleet.Step) []Unit {
 	return out
 }
 
-// Upstream are the clusters the promotion rule reads before the waves
+// upstream are the clusters the promotion rule reads before the waves
 // ws start (units) that are not selected: what must have verified a
 // release before a selected group or batch gets it, rendered for the
 // promotion rule.
-func Upstream(f *fleet.Fleet, ws []runner.Wave, selected []*fleet.Cluster) []*fleet.Cluster {
+func upstream(f *fleet.Fleet, ws []runner.Wave, selected []*fleet.Cluster) []*fleet.Cluster {
 	in := map[string]bool{}
 	for _, c := range selected {
 		in[c.Name] = true

@@ -181,7 +181,7 @@ apps:
 	// What the promotion rule must read before p3's batch: staging, and
 	// prod's earlier batches (p1, p2), rendered though not selected.
 	var up []string
-	for _, c := range Upstream(f, ws, sel) {
+	for _, c := range upstream(f, ws, sel) {
 		up = append(up, c.Name)
 	}
 	if diff := cmp.Diff([]string{"s", "p1", "p2"}, up); diff != "" {
