@@ -67,7 +67,7 @@ type appsRun struct {
 	// Apps are the cluster's apps, in dependency order.
 	Apps  []App
 	Ops   appOps
-	Gates *Gates
+	Gates *gateSet
 	// Write: not a dry run, so every app is locked before anything is
 	// checked or written. Atomic: each app's state is remembered before
 	// its apply.

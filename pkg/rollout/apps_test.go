@@ -90,7 +90,7 @@ func TestClusterRun(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ops := &fakeOps{fail: tt.fail}
-			var g Gates
+			var g gateSet
 			var done []string
 			run := appsRun{Cluster: "eu", Apps: apps, Ops: ops, Gates: &g, Write: tt.write, Atomic: tt.atomic,
 				Done: func(app string, err error) { done = append(done, app) }}

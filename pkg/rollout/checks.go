@@ -20,11 +20,11 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
-// Checks are a group's verify checks for one cluster: commands run on
+// checkRun are a group's verify checks for one cluster: commands run on
 // this machine, one after the other, from Dir, with KUBECONFIG set to
 // Kubeconfig (one that reaches only the cluster) and Env added. They are
 // a gate: each outcome is an event and goes into Gates.
-type Checks struct {
+type checkRun struct {
 	Dir        string
 	Checks     []fleet.Check
 	Kubeconfig string
@@ -37,14 +37,14 @@ type Checks struct {
 	// Out gets the checks' output.
 	Out   io.Writer
 	Emit  Sink
-	Gates *Gates
+	Gates *gateSet
 	// Stage, if set, is told which check runs.
 	Stage func(stage string)
 }
 
 // Run runs the checks on cluster and returns the first failure; the
 // checks after it do not run.
-func (c Checks) Run(ctx context.Context, cluster string) error {
+func (c checkRun) Run(ctx context.Context, cluster string) error {
 	for _, chk := range c.Checks {
 		if c.Stage != nil {
 			c.Stage("check " + chk.Name)
@@ -70,7 +70,7 @@ func passed(err error) string {
 }
 
 // run runs one check within its timeout.
-func (c Checks) run(ctx context.Context, chk fleet.Check) error {
+func (c checkRun) run(ctx context.Context, chk fleet.Check) error {
 	timeout := chk.Timeout
 	if timeout == 0 {
 		timeout = fleet.DefaultCheckTimeout
@@ -121,7 +121,7 @@ func checkEnv(c render.Cluster) []string {
 // inherited is what a check gets of env: all of it but the KUBECONFIG*
 // variables, those that hold credentials (Secret), and every variable
 // of a family that holds keys (secretFamilies).
-func (c Checks) inherited(env []string) []string {
+func (c checkRun) inherited(env []string) []string {
 	out := env[:0:0]
 	for _, e := range env {
 		name, _, _ := strings.Cut(e, "=")
@@ -144,7 +144,7 @@ var secretFamilies = []string{"KUBECONFIG", "SOPS_", "COSIGN_", "VAULT_TOKEN", a
 // through Checks, each on this machine with a kubeconfig that reaches
 // only this cluster, and returns the first failure. What they print is
 // said line by line (OutputEvent).
-func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render.Cluster, gates *Gates) error {
+func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render.Cluster, gates *gateSet) error {
 	f := e.r.Fleet
 	if !checks(f, c) {
 		return nil
@@ -162,7 +162,7 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 		}
 		e.emit(ev)
 	}
-	return Checks{
+	return checkRun{
 		Dir: f.Dir, Checks: f.Group(c.Group).Verify, Kubeconfig: kubeconfig, Env: checkEnv(cluster), Secret: credentialEnvs(f), Out: out,
 		Emit: emit, Gates: gates, Stage: func(stage string) { e.emit(StageEvent{Cluster: c.Name, Stage: stage}) },
 	}.Run(ctx, c.Name)

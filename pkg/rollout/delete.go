@@ -27,7 +27,7 @@ func (e *Engine) Delete(ctx context.Context, f *fleet.Fleet, clusters []*fleet.C
 	// Dependents go before what they depend on.
 	apps = inDependencyOrder(f, apps, func(a rendered.App) string { return a.Name })
 	slices.Reverse(apps)
-	return Run(ctx, Schedule{Waves: Waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
+	return runWaves(ctx, schedule{Waves: Waves(f, clusters), Parallel: o.Parallel}, func(ctx context.Context, name string) error {
 		err := e.Connector.Explain(ctx, name, e.deleteFrom(ctx, e.clusters[name], apps))
 		e.Locks.releaseCluster(ctx, name, e.Log)
 		e.Connector.Idle(name)

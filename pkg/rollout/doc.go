@@ -23,7 +23,7 @@
 //     windows, pauses upstream, the promotion rule, approvals, a
 //     protected group's confirmation).
 //   - schedule.go: the waves run in order, each wave's brakes asked
-//     first (Run, Schedule).
+//     first (runWaves, schedule).
 //   - target.go: one cluster's lifecycle, written once over a target:
 //     connect, prepare (diffs, a plan's check), its apps (apps.go's
 //     appsRun over the target's appOps), its group's checks (checks.go),

@@ -115,7 +115,7 @@ type Engine struct {
 	// cluster and per soak read, not found by a scan each time.
 	clusters  map[string]*fleet.Cluster
 	sources   memo.Memo[string, revision.Source]
-	promotion *Promotion
+	promotion *promotion
 	// outside are the groups written to outside their deploy windows
 	// (--ignore-windows): their revisions say so.
 	outside map[string]bool
@@ -137,12 +137,12 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
-	s := Schedule{Waves: ws, Parallel: o.Parallel, Brakes: e.brakes(ws)}
+	s := schedule{Waves: ws, Parallel: o.Parallel, Brakes: e.brakes(ws)}
 	if e.gated() {
 		s.Soaks = e.soaks(ws)
 	}
 	r.ShedAll(waiting(r.Fleet, r.Clusters, o)) // a set rendered whole (reconcile's)
-	return Run(ctx, s, func(ctx context.Context, name string) error {
+	return runWaves(ctx, s, func(ctx context.Context, name string) error {
 		c := e.clusters[name]
 		err := e.Connector.Explain(ctx, name, e.cluster(ctx, c))
 		if err != nil || !e.soaking(c) {

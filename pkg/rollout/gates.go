@@ -7,12 +7,12 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
-// Gates collects what one cluster's gates said during a run, app by app,
+// gateSet collects what one cluster's gates said during a run, app by app,
 // until the cluster's verdict is known: its apps' applies, health waits
 // and tests, then the group's checks and soak, which vouch for every app
 // of the cluster. The zero value is ready to use; it is safe for
 // concurrent use.
-type Gates struct {
+type gateSet struct {
 	mu sync.Mutex
 	// passed are the gates each app went through; "" holds the
 	// cluster's (checks, soak).
@@ -29,7 +29,7 @@ type Gates struct {
 
 // Stored records that the revision this run recorded for app carries v
 // already (App.Final).
-func (g *Gates) Stored(app string, v revision.Verification) {
+func (g *gateSet) Stored(app string, v revision.Verification) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.stored == nil {
@@ -40,7 +40,7 @@ func (g *Gates) Stored(app string, v revision.Verification) {
 
 // Recorded reports whether v is what the revision this run recorded for
 // app carries already, so that it need not be written again.
-func (g *Gates) Recorded(app string, v revision.Verification) bool {
+func (g *gateSet) Recorded(app string, v revision.Verification) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s, ok := g.stored[app]
@@ -49,7 +49,7 @@ func (g *Gates) Recorded(app string, v revision.Verification) bool {
 
 // Pass records that a gate passed for app ("" for the whole cluster):
 // "applied", "healthy", "tests", "check smoke", "soak 20s".
-func (g *Gates) Pass(app, gate string) {
+func (g *gateSet) Pass(app, gate string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.passed == nil {
@@ -60,7 +60,7 @@ func (g *Gates) Pass(app, gate string) {
 
 // Fail records why app ("" for the whole cluster) failed: "check smoke
 // failed", "tests failed". The first failure of each is kept.
-func (g *Gates) Fail(app, reason string) {
+func (g *gateSet) Fail(app, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.failed == nil {
@@ -75,7 +75,7 @@ func (g *Gates) Fail(app, reason string) {
 // not all run ("gates skipped (--skip-gates)", "gates not run: db
 // failed"); an app that did not fail is then unverified, not verified.
 // The first reason of each is kept.
-func (g *Gates) Unverified(app, reason string) {
+func (g *gateSet) Unverified(app, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.unverified == nil {
@@ -89,7 +89,7 @@ func (g *Gates) Unverified(app, reason string) {
 // Verdict is app's verification from what was recorded: failed when it or
 // the cluster failed, unverified when it was never applied in this run or
 // a gate did not run, verified otherwise.
-func (g *Gates) Verdict(app string) revision.Verification {
+func (g *gateSet) Verdict(app string) revision.Verification {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gates := slices.Concat(g.passed[app], g.passed[""])

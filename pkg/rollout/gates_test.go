@@ -42,11 +42,11 @@ func TestSoak(t *testing.T) {
 	var (
 		mu    sync.Mutex
 		looks = map[string]int{}
-		gates = map[string]*Gates{"eu": {}, "us": {}}
+		gates = map[string]*gateSet{"eu": {}, "us": {}}
 		ended = map[string]error{}
 		ev    events
 	)
-	s := Soak{
+	s := soakRun{
 		Duration: 300 * time.Millisecond, Interval: 20 * time.Millisecond,
 		Health: func(_ context.Context, cluster string) error {
 			mu.Lock()
@@ -57,7 +57,7 @@ func TestSoak(t *testing.T) {
 			}
 			return nil
 		},
-		Gates: func(c string) *Gates { return gates[c] },
+		Gates: func(c string) *gateSet { return gates[c] },
 		Emit:  ev.sink,
 		Ended: func(_ context.Context, cluster string, err error) error {
 			mu.Lock()
@@ -99,12 +99,12 @@ func TestSoak(t *testing.T) {
 // Ended is not called (no rollback of a run the user stopped).
 func TestSoakInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	var g Gates
+	var g gateSet
 	var ev events
-	s := Soak{
+	s := soakRun{
 		Duration: time.Minute, Interval: 10 * time.Millisecond,
 		Health: func(context.Context, string) error { cancel(); return nil },
-		Gates:  func(string) *Gates { return &g },
+		Gates:  func(string) *gateSet { return &g },
 		Emit:   ev.sink,
 		Ended:  func(context.Context, string, error) error { t.Error("Ended called after Ctrl-C"); return nil },
 	}
@@ -132,9 +132,9 @@ func TestChecks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ev events
-	var g Gates
+	var g gateSet
 	var out strings.Builder
-	c := Checks{
+	c := checkRun{
 		Dir: dir, Kubeconfig: "/tmp/one.kubeconfig", Env: []string{"FLEET_CLUSTER_NAME=eu"}, Secret: []string{"PROD_CREDS"}, Out: &out, Emit: ev.sink, Gates: &g,
 		Checks: []fleet.Check{
 			{Name: "first", Command: []string{"./check.sh", "good"}},
@@ -189,7 +189,7 @@ clusters:
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Checks{Secret: credentialEnvs(f)}
+	c := checkRun{Secret: credentialEnvs(f)}
 	for _, tc := range []struct {
 		env  string
 		kept bool

@@ -16,9 +16,9 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/version"
 )
 
-// KubeApps are a cluster's appOps on a real cluster: what apply does
+// kubeApps are a cluster's appOps on a real cluster: what apply does
 // there. Everything it does is said as events to Emit.
-type KubeApps struct {
+type kubeApps struct {
 	// Fleet is the fleet's name: the apps' sets on the cluster are its.
 	Fleet   string
 	Cluster string
@@ -43,7 +43,7 @@ type KubeApps struct {
 	Namespace func(app string) string
 	Force     func(app string) bool
 	// Gates are told the verdict a Final app's revision is recorded with.
-	Gates *Gates
+	Gates *gateSet
 	// Before are the apps' sets as they were before their apply
 	// (Remember), for --atomic to put back.
 	Before []*inventory.Set
@@ -56,7 +56,7 @@ type applyConfig struct {
 	Concurrency                                          int
 }
 
-var _ appOps = (*KubeApps)(nil)
+var _ appOps = (*kubeApps)(nil)
 
 // labelOf is what a cluster's lines about app start with: the app, when the
 // cluster gets several.
@@ -67,15 +67,15 @@ func labelOf(app string, several bool) string {
 	return ""
 }
 
-func (k *KubeApps) label(app string) string { return labelOf(app, len(k.Results) > 1) }
+func (k *kubeApps) label(app string) string { return labelOf(app, len(k.Results) > 1) }
 
-func (k *KubeApps) stage(format string, args ...any) {
+func (k *kubeApps) stage(format string, args ...any) {
 	k.Emit(StageEvent{Cluster: k.Cluster, Stage: fmt.Sprintf(format, args...)})
 }
 
 // dependencyApplied refuses a dependency outside the run that was never
 // applied to the cluster.
-func (k *KubeApps) dependencyApplied(ctx context.Context, app string) error {
+func (k *kubeApps) dependencyApplied(ctx context.Context, app string) error {
 	set, err := inventory.Load(ctx, k.Client, app)
 	switch {
 	case err != nil:
@@ -88,12 +88,12 @@ func (k *KubeApps) dependencyApplied(ctx context.Context, app string) error {
 
 // Lock takes the app's lock, held until the cluster's work ends: an
 // --atomic rollback or a soak after it is covered too.
-func (k *KubeApps) Lock(ctx context.Context, app string) error {
+func (k *kubeApps) Lock(ctx context.Context, app string) error {
 	return k.Locks.Acquire(ctx, k.Client, k.Cluster, app, k.label(app), false, k.Emit, nil) // a lost lock ends the cluster's Writes (Locks.Writes)
 }
 
 // Remember keeps the app's set as it is.
-func (k *KubeApps) Remember(ctx context.Context, app string) error {
+func (k *kubeApps) Remember(ctx context.Context, app string) error {
 	set, err := inventory.Load(ctx, k.Client, app)
 	if err == nil {
 		k.Before = append(k.Before, set)
@@ -102,7 +102,7 @@ func (k *KubeApps) Remember(ctx context.Context, app string) error {
 }
 
 // Apply applies one app's objects, recorded as a revision.
-func (k *KubeApps) Apply(ctx context.Context, app App) error {
+func (k *kubeApps) Apply(ctx context.Context, app App) error {
 	res := k.result(app.Name)
 	label, dryRun := k.label(app.Name), k.Config.DryRun
 	k.Emit(StageEvent{Cluster: k.Cluster, Stage: "applying " + app.Name, Objects: len(res.Objects)})
@@ -141,7 +141,7 @@ func (k *KubeApps) Apply(ctx context.Context, app App) error {
 // once it is recorded. A failure after it (the parent's write) fails the
 // app, and its verdict is written then. An app that waits until healthy
 // is not verified so: its health comes after the parent.
-func (k *KubeApps) verdictWith(record *apply.Record, app App) {
+func (k *kubeApps) verdictWith(record *apply.Record, app App) {
 	record.Revision.Verification = revision.Verification{State: revision.Verified, Gates: onApply(app)}
 	record.Verified = func(v revision.Verification) {
 		if k.Gates != nil {
@@ -151,7 +151,7 @@ func (k *KubeApps) verdictWith(record *apply.Record, app App) {
 }
 
 // Test runs the app's tests.
-func (k *KubeApps) Test(ctx context.Context, app App) error {
+func (k *kubeApps) Test(ctx context.Context, app App) error {
 	k.stage("testing %s", app.Name)
 	label, dryRun := k.label(app.Name), k.Config.DryRun
 	report := func(ch apply.Change) {
@@ -166,7 +166,7 @@ func (k *KubeApps) Test(ctx context.Context, app App) error {
 }
 
 // result is the render of one app for the cluster.
-func (k *KubeApps) result(app string) render.Result { return resultOf(k.Results, app) }
+func (k *kubeApps) result(app string) render.Result { return resultOf(k.Results, app) }
 
 // resultOf is the render of app among a cluster's results.
 func resultOf(results []render.Result, app string) render.Result {

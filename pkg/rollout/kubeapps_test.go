@@ -31,7 +31,7 @@ func TestKubeApps(t *testing.T) {
 		events []Event
 	)
 	var locks Locks
-	ops := &KubeApps{
+	ops := &kubeApps{
 		Cluster: "c1", Client: c.Client, Locks: &locks,
 		Results: []render.Result{
 			{Target: render.Target{App: "web"}, Objects: []*unstructured.Unstructured{kubetest.Object("v1", "ConfigMap", "", "a"), kubetest.Object("v1", "ConfigMap", "", "b")}},
@@ -48,7 +48,7 @@ func TestKubeApps(t *testing.T) {
 	ops.Record = func(_ context.Context, res render.Result, label string) *apply.Record {
 		return e.recorded(&apply.Record{}, "c1", res.App, label)
 	}
-	var gates Gates
+	var gates gateSet
 	ops.Gates = &gates
 	// db's verdict is known when its revision is recorded (Final); web's
 	// is written once its gates ran.

@@ -21,7 +21,7 @@ import (
 // revisions and verdicts recorded in the cluster, and with --atomic a
 // failed cluster put back by re-applying what it ran (restore.go).
 type kubeTarget struct {
-	*KubeApps // once connected
+	*kubeApps // once connected
 	e         *Engine
 	run       *clusterRun
 	client    *kube.Client
@@ -41,7 +41,7 @@ func (k *kubeTarget) connect(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	k.client = client
-	k.KubeApps = k.e.kubeApps(k.run, client, k.e.r.Of(c.Name))
+	k.kubeApps = k.e.kubeApps(k.run, client, k.e.r.Of(c.Name))
 	return k.e.Locks.Writes(ctx, c.Name), nil
 }
 
@@ -188,9 +188,9 @@ func (k *kubeTarget) approvals(ctx context.Context, _ []string) (map[string]appr
 }
 
 // kubeApps are a cluster's appOps for this run.
-func (e *Engine) kubeApps(run *clusterRun, client *kube.Client, results []render.Result) *KubeApps {
+func (e *Engine) kubeApps(run *clusterRun, client *kube.Client, results []render.Result) *kubeApps {
 	o, f, c := e.o, e.r.Fleet, run.cluster
-	ops := &KubeApps{
+	ops := &kubeApps{
 		Fleet: f.Metadata.Name, Cluster: c.Name, Client: client, Results: results, Locks: &e.Locks, Emit: e.emit, Gates: &run.gates,
 		Pauses: o.Rollback == nil,
 		Config: applyConfig{DryRun: o.DryRun, ForceConflicts: o.ForceConflicts, Prune: o.Prune || o.Rollback != nil, AllowEmpty: o.AllowEmpty || o.Rollback != nil, KeepTests: o.KeepTests, Timeout: o.Timeout, Concurrency: o.Concurrency},

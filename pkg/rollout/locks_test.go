@@ -276,7 +276,7 @@ func TestLockLostDuringSoak(t *testing.T) {
 	var (
 		l      = Locks{Duration: time.Second}
 		errOut bytes.Buffer
-		gates  Gates
+		gates  gateSet
 		mu     sync.Mutex
 		events []Event
 	)
@@ -286,10 +286,10 @@ func TestLockLostDuringSoak(t *testing.T) {
 	}
 	var endedIn context.Context
 	released := make(chan struct{})
-	s := Soak{
+	s := soakRun{
 		Duration: time.Minute, Interval: 10 * time.Millisecond,
 		Health: func(context.Context, string) error { return nil },
-		Gates:  func(string) *Gates { return &gates },
+		Gates:  func(string) *gateSet { return &gates },
 		Emit: func(ev Event) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -111,7 +111,7 @@ func (e *Engine) pauses(apps map[string][]string) func(ws []runner.Wave, i int) 
 // pausesOf says each cluster of u that holds a pause of one of apps, and
 // the clusters whose pauses cannot be read when they are more than u's
 // budget (none with --skip-gates).
-func (e *Engine) pausesOf(u Unit, apps []string) []string {
+func (e *Engine) pausesOf(u unit, apps []string) []string {
 	held, unread := e.ask(u.Clusters, "pauses", func(ctx context.Context, name string, t target) (string, error) {
 		pauses, err := t.pauses(ctx)
 		if p := pause.Find(pauses, apps...); err == nil && p != nil {

@@ -44,11 +44,11 @@ type Render interface {
 	Digest(key digest.Key) string
 }
 
-// Objects is a render by its objects.
-type Objects []*unstructured.Unstructured
+// objects is a render by its objects.
+type objects []*unstructured.Unstructured
 
 // Digest is the render's digest under key.
-func (o Objects) Digest(key digest.Key) string { return digest.Render(o, key) }
+func (o objects) Digest(key digest.Key) string { return digest.Render(o, key) }
 
 // renderDigest is a render known by its digest, whatever the key.
 type renderDigest string
@@ -62,11 +62,11 @@ type Reader interface {
 	Release(ctx context.Context, cluster, app string) (Release, error)
 }
 
-// A Unit is what the promotion rule checks before a wave (units): a
+// A unit is what the promotion rule checks before a wave (units): a
 // group upstream of it, or its group's earlier batches: clusters that
 // must run a verified release of their renders, with a budget of
 // clusters that need not (maxFailures).
-type Unit struct {
+type unit struct {
 	Name        string
 	MaxFailures int
 	// Clusters are the unit's clusters that something is rendered for,
@@ -76,16 +76,16 @@ type Unit struct {
 	Renders map[string]map[string]Render
 }
 
-// Promotion is the promotion rule: a wave (a group) starts only when
+// promotion is the promotion rule: a wave (a group) starts only when
 // every cluster of every earlier group that the wave's apps target runs
 // a verified revision of its current render; clusters that do not count
 // against their group's maxFailures. A cluster the Reader skips (a
 // *runner.SkipError: unreachable, with --skip-unreachable) does not
 // count, as it does not within a run.
-type Promotion struct {
+type promotion struct {
 	// Units are the units of the fleet's waves in order, each with its
 	// renders.
-	Units []Unit
+	Units []unit
 	// Before, when set, names the Units each wave waits for, by wave
 	// (a group's batches and the groups after: names); nil: the Units
 	// before the wave's own.
@@ -107,7 +107,7 @@ type Promotion struct {
 }
 
 // Note records what this run left a cluster running of an app.
-func (p *Promotion) Note(cluster, app string, r Release) {
+func (p *promotion) Note(cluster, app string, r Release) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.known == nil {
@@ -118,7 +118,7 @@ func (p *Promotion) Note(cluster, app string, r Release) {
 
 // Brake is the rule as wave's brake: the wave, which deploys apps,
 // starts once Check lets it; a wave it holds is said to emit.
-func (p *Promotion) Brake(wave string, apps []string, emit Sink) Brake {
+func (p *promotion) Brake(wave string, apps []string, emit Sink) Brake {
 	return Brake{Name: brakePromotion, Check: func(ctx context.Context) error {
 		err := p.Check(ctx, wave, apps)
 		if blocked, ok := err.(*BlockedError); ok {
@@ -130,8 +130,8 @@ func (p *Promotion) Brake(wave string, apps []string, emit Sink) Brake {
 
 // Holds reports whether the rule reads cluster's renders: it is in a
 // group some wave waits for.
-func (p *Promotion) Holds(cluster string) bool {
-	return slices.ContainsFunc(p.Units, func(g Unit) bool { return g.Renders[cluster] != nil })
+func (p *promotion) Holds(cluster string) bool {
+	return slices.ContainsFunc(p.Units, func(g unit) bool { return g.Renders[cluster] != nil })
 }
 
 // BlockedError says why a wave did not start.
@@ -148,7 +148,7 @@ func (e *BlockedError) Error() string {
 // Check returns nil when wave, which deploys apps, may start, else a
 // *BlockedError naming the clusters of the first earlier group whose
 // unverified clusters exceed its maxFailures.
-func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error {
+func (p *promotion) Check(ctx context.Context, wave string, apps []string) error {
 	for _, g := range p.Units {
 		if p.Before == nil && g.Name == wave {
 			return nil
@@ -166,7 +166,7 @@ func (p *Promotion) Check(ctx context.Context, wave string, apps []string) error
 
 // unverified returns, for each cluster of g that does not run a verified
 // revision of its render of one of apps, why.
-func (p *Promotion) unverified(ctx context.Context, g Unit, apps []string, vouched bool) []string {
+func (p *promotion) unverified(ctx context.Context, g unit, apps []string, vouched bool) []string {
 	reasons := make([]string, len(g.Clusters))
 	var eg errgroup.Group
 	eg.SetLimit(max(1, p.parallel()))
@@ -195,7 +195,7 @@ func (p *Promotion) unverified(ctx context.Context, g Unit, apps []string, vouch
 	return out
 }
 
-func (p *Promotion) parallel() int {
+func (p *promotion) parallel() int {
 	if p.Parallel > 0 {
 		return p.Parallel
 	}
@@ -204,7 +204,7 @@ func (p *Promotion) parallel() int {
 
 // why says why cluster does not run a verified revision of render, or ""
 // when it does, or when the Reader skipped the cluster.
-func (p *Promotion) why(ctx context.Context, cluster, app string, render Render, vouched bool) string {
+func (p *promotion) why(ctx context.Context, cluster, app string, render Render, vouched bool) string {
 	p.mu.Lock()
 	r, ok := p.known[cluster+"/"+app]
 	p.mu.Unlock()
@@ -306,7 +306,7 @@ func Held(ctx context.Context, r *rendered.Set, reader Reader) []status.Hold {
 // promote is the promotion rule of the run: the renders of Promote (nil:
 // the run's), group by group, read back from the clusters that are not
 // in the run.
-func (e *Engine) promote() *Promotion {
+func (e *Engine) promote() *promotion {
 	f, renders := e.r.Fleet, e.o.Promote
 	if renders == nil {
 		renders = e.r.Results // at least the run's own groups hold each other
@@ -325,16 +325,16 @@ func (e *Engine) promote() *Promotion {
 // fleet (a group, or a batch), the units that must have verified a
 // release before it (units), each with the digest of the render of each
 // app for each of its clusters that results hold.
-func promotionOf(f *fleet.Fleet, results []render.Result) *Promotion {
+func promotionOf(f *fleet.Fleet, results []render.Result) *promotion {
 	renders := map[string]map[string]Render{}
 	for _, res := range results {
 		c := res.Cluster.Name
 		if renders[c] == nil {
 			renders[c] = map[string]Render{}
 		}
-		renders[c][res.App] = Objects(res.Objects)
+		renders[c][res.App] = objects(res.Objects)
 	}
-	p := &Promotion{Before: map[string][]string{}}
+	p := &promotion{Before: map[string][]string{}}
 	made := map[string]bool{}
 	for _, s := range f.Steps() {
 		for _, u := range units(f, s) {
@@ -343,7 +343,7 @@ func promotionOf(f *fleet.Fleet, results []render.Result) *Promotion {
 				continue
 			}
 			made[u.Name] = true
-			g := Unit{Name: u.Name, MaxFailures: u.MaxFailures, Renders: map[string]map[string]Render{}}
+			g := unit{Name: u.Name, MaxFailures: u.MaxFailures, Renders: map[string]map[string]Render{}}
 			for _, c := range u.Clusters {
 				if renders[c] != nil {
 					g.Clusters = append(g.Clusters, c)

@@ -37,8 +37,8 @@ var (
 // notObserved is prod-eu's release, published and never read.
 var notObserved = Release{Exists: true, Revision: 5, Digest: "sha256:p-eu", Verification: revision.Verification{State: revision.Unverified, Reason: NotObserved + ": no context reads cluster prod-eu"}}
 
-func fleetOf(stagingBudget int) []Unit {
-	return []Unit{
+func fleetOf(stagingBudget int) []unit {
+	return []unit{
 		{Name: "staging", MaxFailures: stagingBudget, Clusters: []string{"staging-eu", "staging-us"}, Renders: map[string]map[string]Render{
 			"staging-eu": {"web": renderDigest("sha256:s-eu"), "db": renderDigest("sha256:db-eu")},
 			"staging-us": {"web": renderDigest("sha256:s-us")},
@@ -100,7 +100,7 @@ func TestPromotionCheck(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &Promotion{Units: fleetOf(tt.budget), Reader: &fakeReader{releases: tt.releases, errs: tt.errs}}
+			p := &promotion{Units: fleetOf(tt.budget), Reader: &fakeReader{releases: tt.releases, errs: tt.errs}}
 			if tt.vouched {
 				p.Vouched = func(wave string) bool { return wave == tt.wave }
 			}
@@ -124,7 +124,7 @@ func TestPromotionCheck(t *testing.T) {
 // What this run noted wins over what the cluster says, and is not read.
 func TestPromotionNote(t *testing.T) {
 	reader := &fakeReader{releases: map[string]Release{}}
-	p := &Promotion{Units: fleetOf(0), Reader: reader}
+	p := &promotion{Units: fleetOf(0), Reader: reader}
 	for _, c := range []string{"staging-eu", "staging-us"} {
 		p.Note(c, "web", Release{Exists: true, Digest: "sha256:" + map[string]string{"staging-eu": "s-eu", "staging-us": "s-us"}[c], Verification: verified})
 	}
@@ -153,49 +153,49 @@ func TestPromotionNote(t *testing.T) {
 func TestGatesVerdict(t *testing.T) {
 	tests := []struct {
 		name  string
-		build func(g *Gates)
+		build func(g *gateSet)
 		app   string
 		want  revision.State
 		why   string
 	}{
-		{name: "applied, tested, checked", build: func(g *Gates) {
+		{name: "applied, tested, checked", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Pass("web", "tests")
 			g.Pass("", "check smoke")
 		}, app: "web", want: revision.Verified},
-		{name: "a failed check fails every app", build: func(g *Gates) {
+		{name: "a failed check fails every app", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Fail("", "check smoke failed")
 		}, app: "web", want: revision.Failed, why: "check smoke failed"},
-		{name: "own tests failed", build: func(g *Gates) {
+		{name: "own tests failed", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Fail("web", "tests failed")
 			g.Fail("web", "later")
 		}, app: "web", want: revision.Failed, why: "tests failed"},
-		{name: "another app failed first", build: func(g *Gates) {
+		{name: "another app failed first", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Fail("db", "apply failed")
 			g.Unverified("", "gates not run: db failed")
 		}, app: "web", want: revision.Unverified, why: "gates not run: db failed"},
-		{name: "skipped gates", build: func(g *Gates) {
+		{name: "skipped gates", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Unverified("", "gates skipped (--skip-gates)")
 		}, app: "web", want: revision.Unverified, why: "--skip-gates"},
-		{name: "own tests skipped", build: func(g *Gates) {
+		{name: "own tests skipped", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Pass("db", applied)
 			g.Unverified("web", "tests skipped (--skip-tests)")
 		}, app: "web", want: revision.Unverified, why: "--skip-tests"},
-		{name: "another app's tests skipped", build: func(g *Gates) {
+		{name: "another app's tests skipped", build: func(g *gateSet) {
 			g.Pass("web", applied)
 			g.Pass("db", applied)
 			g.Unverified("web", "tests skipped (--skip-tests)")
 		}, app: "db", want: revision.Verified},
-		{name: "not applied", build: func(g *Gates) { g.Pass("", "check smoke") }, app: "web", want: revision.Unverified, why: "not applied"},
+		{name: "not applied", build: func(g *gateSet) { g.Pass("", "check smoke") }, app: "web", want: revision.Unverified, why: "not applied"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var g Gates
+			var g gateSet
 			tt.build(&g)
 			v := g.Verdict(tt.app)
 			if v.State != tt.want || !strings.Contains(v.Reason, tt.why) {

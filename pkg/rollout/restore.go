@@ -42,7 +42,7 @@ func RolledBack(err error) string {
 // lock)", "rollback stopped (lost the lock)".
 func (k *kubeTarget) restore(ctx context.Context, err error) (rolled error) {
 	var before []*inventory.Set
-	if k.KubeApps != nil {
+	if k.kubeApps != nil {
 		before = k.Before
 	}
 	switch {

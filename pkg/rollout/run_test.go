@@ -114,20 +114,20 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 	var (
 		ev    events
 		mu    sync.Mutex
-		gates = map[string]*Gates{}
+		gates = map[string]*gateSet{}
 	)
-	gatesOf := func(c string) *Gates {
+	gatesOf := func(c string) *gateSet {
 		mu.Lock()
 		defer mu.Unlock()
 		if gates[c] == nil {
-			gates[c] = &Gates{}
+			gates[c] = &gateSet{}
 		}
 		return gates[c]
 	}
-	p := &Promotion{Reader: f}
-	plan := Schedule{Parallel: 4, Brakes: map[string][]Brake{}, Soaks: map[string]Soak{}}
+	p := &promotion{Reader: f}
+	plan := schedule{Parallel: 4, Brakes: map[string][]Brake{}, Soaks: map[string]soakRun{}}
 	for _, g := range groups {
-		rg := Unit{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
+		rg := unit{Name: g.name, MaxFailures: g.maxFailures, Clusters: g.clusters, Renders: map[string]map[string]Render{}}
 		for _, c := range g.clusters {
 			rg.Renders[c] = map[string]Render{"web": renderDigest(f.render)}
 		}
@@ -147,7 +147,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 		p.Note(c, "web", r)
 		ev.sink(verdictOf(c, "web", "", r.Revision, v, nil))
 	}
-	plan.Soaks["edge"] = Soak{
+	plan.Soaks["edge"] = soakRun{
 		Duration: 100 * time.Millisecond, Interval: 10 * time.Millisecond, Gates: gatesOf, Emit: ev.sink,
 		Health: func(_ context.Context, c string) error {
 			if f.unhealthy[c] {
@@ -166,7 +166,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 			return nil
 		},
 	}
-	outcomes := Run(context.Background(), plan, func(ctx context.Context, c string) error {
+	outcomes := runWaves(context.Background(), plan, func(ctx context.Context, c string) error {
 		ops := &fleetOps{f: f, cluster: c}
 		run := appsRun{Cluster: c, Ops: ops, Gates: gatesOf(c), Write: true, Atomic: true, Apps: []App{
 			{Name: "web", Wait: true, Tests: true},
@@ -178,7 +178,7 @@ func (f *fakeFleet) run(t *testing.T, selected ...string) ([]runner.Outcome, []s
 			if f.failCheck[c] {
 				fail = "1"
 			}
-			checks := Checks{Dir: f.dir, Checks: []fleet.Check{{Name: "smoke", Command: []string{"./smoke.sh", fail}}}, Out: io.Discard, Emit: ev.sink, Gates: gatesOf(c)}
+			checks := checkRun{Dir: f.dir, Checks: []fleet.Check{{Name: "smoke", Command: []string{"./smoke.sh", fail}}}, Out: io.Discard, Emit: ev.sink, Gates: gatesOf(c)}
 			if err := checks.Run(ctx, c); err != nil {
 				errs = append(errs, err)
 			}

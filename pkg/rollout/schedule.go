@@ -7,9 +7,9 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
-// Schedule is a fleet rollout: its waves (the fleet's groups in order,
+// schedule is a fleet rollout: its waves (the fleet's groups in order,
 // each with its budget), and what stands between them.
-type Schedule struct {
+type schedule struct {
 	Waves []runner.Wave
 	// Parallel bounds the clusters worked on at once.
 	Parallel int
@@ -18,7 +18,7 @@ type Schedule struct {
 	Brakes map[string][]Brake
 	// Soaks are the waves' soaks, by wave name: each runs once its wave
 	// went through, on the clusters that succeeded, the last wave's too.
-	Soaks map[string]Soak
+	Soaks map[string]soakRun
 }
 
 // WaveEvent is a wave that did not start, and why: the promotion rule's
@@ -53,12 +53,12 @@ func (e WaveEvent) Text() string {
 	return e.Wave + " " + e.State + ": " + strings.Join(e.Reasons, "; ")
 }
 
-// Run rolls out: wave after wave, cluster(ctx, name) for each cluster
+// runWaves rolls out: wave after wave, cluster(ctx, name) for each cluster
 // (at most Parallel at once, a wave's maxParallel, stopping past its
 // maxFailures), a wave starting only once its brakes let it, and a
 // wave's soak after it. It returns every cluster's outcome, in wave
 // order.
-func Run(ctx context.Context, p Schedule, cluster func(ctx context.Context, name string) error) []runner.Outcome {
+func runWaves(ctx context.Context, p schedule, cluster func(ctx context.Context, name string) error) []runner.Outcome {
 	ws := make([]runner.Wave, len(p.Waves))
 	copy(ws, p.Waves)
 	for i := range ws {

@@ -17,11 +17,11 @@ import (
 // defaultSoakInterval is how often a soak reads the objects.
 const defaultSoakInterval = 5 * time.Second
 
-// Soak watches clusters that went through their group for a while: every
+// soakRun watches clusters that went through their group for a while: every
 // Interval each cluster's Health must hold, until Duration has passed. It
 // is a group's gate: a cluster whose objects go unhealthy fails, and its
 // verdict (Gates) says so.
-type Soak struct {
+type soakRun struct {
 	Duration time.Duration
 	// Interval between two looks (0: defaultSoakInterval).
 	Interval time.Duration
@@ -29,7 +29,7 @@ type Soak struct {
 	// gone or no longer healthy.
 	Health func(ctx context.Context, cluster string) error
 	// Gates returns the gates of a cluster, told how its soak went.
-	Gates func(cluster string) *Gates
+	Gates func(cluster string) *gateSet
 	// Emit gets the soak's events; Stage, if set, the progress of each
 	// cluster ("soak, 12s left").
 	Emit  Sink
@@ -52,7 +52,7 @@ type Soak struct {
 
 // Run soaks the clusters at once and returns the error of each that
 // failed, or was interrupted (ctx done) before the end.
-func (s Soak) Run(ctx context.Context, clusters []string) map[string]error {
+func (s soakRun) Run(ctx context.Context, clusters []string) map[string]error {
 	var (
 		mu   sync.Mutex
 		errs = map[string]error{}
@@ -73,7 +73,7 @@ func (s Soak) Run(ctx context.Context, clusters []string) map[string]error {
 }
 
 // one soaks one cluster until end.
-func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
+func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 	interval := s.Interval
 	if interval <= 0 {
 		interval = defaultSoakInterval
@@ -117,7 +117,7 @@ func (s Soak) one(ctx context.Context, cluster string, end time.Time) error {
 // Ctrl-C (run ended), or a lock of the cluster lost. That is said, the
 // release left unverified, and Ended told, whose writes (the verdict, an
 // --atomic restore) cannot happen: it says what was not done.
-func (s Soak) stopped(run, ctx context.Context, cluster string, end time.Time) error {
+func (s soakRun) stopped(run, ctx context.Context, cluster string, end time.Time) error {
 	left := time.Until(end)
 	lost := lostLock(ctx)
 	if lost == nil || run.Err() != nil {
@@ -128,7 +128,7 @@ func (s Soak) stopped(run, ctx context.Context, cluster string, end time.Time) e
 	return s.ended(ctx, cluster, fmt.Errorf("soak stopped with %s left: %w", left.Round(time.Second), lost))
 }
 
-func (s Soak) ended(ctx context.Context, cluster string, err error) error {
+func (s soakRun) ended(ctx context.Context, cluster string, err error) error {
 	if s.Ended == nil {
 		return err
 	}
@@ -144,8 +144,8 @@ func (s Soak) ended(ctx context.Context, cluster string, err error) error {
 // restore (its Writes, Locks.Writes), and go once its soak is over: a
 // lock lost meanwhile stops the soak, and nothing is recorded or
 // restored there.
-func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
-	out := map[string]Soak{}
+func (e *Engine) soaks(ws []runner.Wave) map[string]soakRun {
+	out := map[string]soakRun{}
 	for i := range ws {
 		g := e.r.Fleet.Group(ws[i].Group)
 		if g == nil {
@@ -158,7 +158,7 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]Soak {
 		if d <= 0 {
 			continue
 		}
-		out[ws[i].Name] = Soak{
+		out[ws[i].Name] = soakRun{
 			Duration: d, Interval: e.o.SoakInterval,
 			Health:  e.soakCheck,
 			Gates:   e.gatesOf,

@@ -83,7 +83,7 @@ type target interface {
 type clusterRun struct {
 	cluster *fleet.Cluster
 	target  target
-	gates   Gates
+	gates   gateSet
 
 	mu sync.Mutex
 	// revisions are the revisions this run recorded, by app (revised).

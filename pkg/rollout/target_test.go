@@ -55,7 +55,7 @@ func TestAppFinal(t *testing.T) {
 			}
 			r := &rendered.Set{Fleet: f}
 			if tt.tests {
-				test := render.Result{Target: render.Target{App: "web", Cluster: render.Cluster{Name: "c1"}}, Objects: Objects{kubetest.Object("v1", "Pod", "default", "test")}}
+				test := render.Result{Target: render.Target{App: "web", Cluster: render.Cluster{Name: "c1"}}, Objects: objects{kubetest.Object("v1", "Pod", "default", "test")}}
 				r.Tests = []render.Result{test}
 			}
 			e := &Engine{}

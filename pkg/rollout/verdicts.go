@@ -12,7 +12,7 @@ import (
 )
 
 // gatesOf is what the gates of a cluster said so far in this run.
-func (e *Engine) gatesOf(cluster string) *Gates { return &e.runOf(cluster).gates }
+func (e *Engine) gatesOf(cluster string) *gateSet { return &e.runOf(cluster).gates }
 
 // Verifies reports whether a run's gates decide whether the releases it
 // applies are verified: a real apply, not a rollback (which restores a

@@ -59,11 +59,11 @@ func needs(f *fleet.Fleet, before []runner.Wave, group string) []string {
 // and its group's earlier batches. A unit's budget is its group's
 // maxFailures, a percentage taken of the unit's clusters: 10% tolerates
 // no failure among a canary batch of 1.
-func units(f *fleet.Fleet, s fleet.Step) []Unit {
-	var out []Unit
+func units(f *fleet.Fleet, s fleet.Step) []unit {
+	var out []unit
 	for _, name := range f.Upstream(s.Group.Name) {
 		g := f.Group(name)
-		u := Unit{Name: name}
+		u := unit{Name: name}
 		for _, b := range f.Batches(g) {
 			u.Clusters = append(u.Clusters, b.Clusters...)
 		}
@@ -72,7 +72,7 @@ func units(f *fleet.Fleet, s fleet.Step) []Unit {
 	}
 	if s.N > 1 {
 		g := s.Group
-		u := Unit{Name: "the batches of " + g.Name + " before " + s.Name}
+		u := unit{Name: "the batches of " + g.Name + " before " + s.Name}
 		for _, b := range f.Batches(g)[:s.N-1] {
 			u.Clusters = append(u.Clusters, b.Clusters...)
 		}
