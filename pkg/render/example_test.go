@@ -7,12 +7,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 )
 
-func ExampleSubstitute() {
-	out, err := render.Substitute("image: ${registry}/web:${tag:=1.0} # $${literal}", map[string]string{"registry": "ghcr.io/acme"})
-	fmt.Println(out, err)
-	// Output: image: ghcr.io/acme/web:1.0 # ${literal} <nil>
-}
-
 func ExampleEngine_Render() {
 	var targets []render.Target
 	for _, c := range []struct{ name, group string }{{"staging-eu", "staging"}, {"prod-us", "production"}, {"prod-eu", "production"}} {

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/subst"
+
 	"cmp"
 	"context"
 	"errors"
@@ -93,7 +95,7 @@ func helmHookPhase(events []release.HookEvent) (phase int, ok bool) {
 func helmValues(h *Helm, vars Vars, fs files) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, file := range h.Values {
-		path, err := Substitute(file, vars.Text)
+		path, err := subst.Substitute(file, vars.Text)
 		if err != nil {
 			return nil, fmt.Errorf("values file %s: %w", file, err)
 		}
@@ -132,8 +134,8 @@ func helmValues(h *Helm, vars Vars, fs files) (map[string]any, error) {
 // YAML document, "" when it cannot be found.
 func lineSuffix(data []byte, err error) string {
 	var (
-		undef  *UndefinedError
-		syntax *SyntaxError
+		undef  *subst.UndefinedError
+		syntax *subst.SyntaxError
 		field  string
 	)
 	switch {

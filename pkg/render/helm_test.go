@@ -1,6 +1,8 @@
 package render
 
 import (
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/subst"
+
 	"context"
 	"os"
 	"path/filepath"
@@ -154,7 +156,7 @@ func TestValuesErrorLine(t *testing.T) {
 		{"image", ":1"},
 		{"nope.x", ""},
 	} {
-		if got := lineSuffix(data, &UndefinedError{Name: "missing", Field: tt.field}); got != tt.want {
+		if got := lineSuffix(data, &subst.UndefinedError{Name: "missing", Field: tt.field}); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.field, got, tt.want)
 		}
 	}

@@ -1,6 +1,8 @@
 package render
 
 import (
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/subst"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,145 +10,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 )
 
 // SubstituteAnnotation opts an object out of variable substitution when set
 // to "disabled" (for shell scripts in ConfigMaps and the like).
 const SubstituteAnnotation = "fleet/substitute"
-
-// UndefinedError is a ${var} with no value and no default.
-type UndefinedError struct {
-	Name string
-	// Field is where the reference is in its object ("data.url"), when known.
-	Field string
-	// Near is the defined variable the name is closest to (a typo), or "".
-	Near string
-}
-
-// Error implements error.
-func (e *UndefinedError) Error() string {
-	if e.Near != "" {
-		return fmt.Sprintf("undefined variable ${%s}%s: did you mean ${%s}? (else define the attribute %q or write ${%s:=default})", e.Name, inField(e.Field), e.Near, e.Name, e.Name)
-	}
-	return fmt.Sprintf("undefined variable ${%s}%s (define the attribute %q or write ${%s:=default})", e.Name, inField(e.Field), e.Name, e.Name)
-}
-
-// SyntaxError is a "${" that does not start a valid variable reference.
-type SyntaxError struct {
-	// Unterminated is set when no "}" follows.
-	Unterminated bool
-	// Ref is the reference as written: "${a-b}", or the start of the text
-	// after an unterminated "${".
-	Ref string
-	// Offset is the byte offset of the "${" in its string.
-	Offset int
-	// Field is where the string is in its object, when known.
-	Field string
-	// Redacted leaves Ref out of the message, for Secrets.
-	Redacted bool
-}
-
-// Error implements error.
-func (e *SyntaxError) Error() string {
-	what := "invalid variable reference"
-	if e.Unterminated {
-		what = "unterminated variable reference"
-	}
-	if e.Redacted {
-		what += fmt.Sprintf(" at byte %d", e.Offset)
-	} else if e.Unterminated {
-		what += " " + excerpt(e.Ref)
-	} else {
-		what += " " + e.Ref
-	}
-	what += inField(e.Field)
-	if e.Redacted {
-		what += " (a Secret's value is not shown)"
-	}
-	if e.Unterminated {
-		return what
-	}
-	return what + fmt.Sprintf(": use ${name} or ${name:=default}, $${...} for a literal, or the annotation %s: disabled", SubstituteAnnotation)
-}
-
-func inField(f string) string {
-	if f == "" {
-		return ""
-	}
-	return " in " + f
-}
-
-// Substitute expands variables in text with the syntax of Flux's post-build
-// substitution: ${var}, ${var:=default}, and $${var} for a literal ${var}.
-// Any other "${" is an error, so a typo never ships silently; a "$" not
-// followed by "{" is left alone. Errors are an *UndefinedError or a
-// *SyntaxError.
-func Substitute(text string, vars map[string]string) (string, error) {
-	i := strings.Index(text, "${")
-	if i < 0 {
-		return text, nil
-	}
-	var b strings.Builder
-	b.Grow(len(text))
-	offset := 0 // of text in the original
-	for i >= 0 {
-		if i > 0 && text[i-1] == '$' {
-			// "$${" is an escaped "${": drop one "$" and copy the rest.
-			b.WriteString(text[:i-1])
-			b.WriteString("${")
-			text, offset = text[i+2:], offset+i+2
-			i = strings.Index(text, "${")
-			continue
-		}
-		b.WriteString(text[:i])
-		end := strings.IndexByte(text[i:], '}')
-		if end < 0 {
-			return "", &SyntaxError{Unterminated: true, Ref: text[i:], Offset: offset + i}
-		}
-		ref := text[i+2 : i+end]
-		name, def, hasDefault := strings.Cut(ref, ":=")
-		if !validName(name) {
-			return "", &SyntaxError{Ref: "${" + ref + "}", Offset: offset + i}
-		}
-		v, ok := vars[name]
-		switch {
-		case ok:
-			b.WriteString(v)
-		case hasDefault:
-			b.WriteString(def)
-		default:
-			return "", &UndefinedError{Name: name, Near: output.Closest(name, slices.Sorted(maps.Keys(vars)))}
-		}
-		text, offset = text[i+end+1:], offset+i+end+1
-		i = strings.Index(text, "${")
-	}
-	b.WriteString(text)
-	return b.String(), nil
-}
-
-// validName accepts the variable names Flux accepts: a letter or "_", then
-// letters, digits or "_".
-func validName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		letter := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z')
-		if !letter && (i == 0 || r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
-
-func excerpt(s string) string {
-	if len(s) > 20 {
-		s = s[:20] + "…"
-	}
-	return strconv.Quote(s)
-}
 
 // Vars are a cluster's substitution variables: every attribute by its key,
 // then FLEET_CLUSTER_NAME, FLEET_CLUSTER_GROUP, FLEET_CLUSTER_CONTEXT and
@@ -222,7 +90,7 @@ func (x *expansion) changed(v any) (any, bool, error) {
 				return scalarOf(def), true, nil
 			}
 		}
-		s, err := Substitute(v, x.vars.Text)
+		s, err := subst.Substitute(v, x.vars.Text)
 		if err != nil {
 			return nil, false, x.located(err, "")
 		}
@@ -258,7 +126,7 @@ func (x *expansion) mapValue(v map[string]any) (any, bool, error) {
 		renamed [][2]string    // keys substituted: old, new
 	)
 	one := func(k string, val any) error {
-		nk, err := Substitute(k, x.vars.Text)
+		nk, err := subst.Substitute(k, x.vars.Text)
 		if err != nil {
 			return x.located(err, fieldName(k))
 		}
@@ -319,8 +187,8 @@ func (x *expansion) spend(n int64) error {
 // name or an index) on its way up, and redacts it when it must.
 func (x *expansion) located(err error, step string) error {
 	var (
-		undef  *UndefinedError
-		syntax *SyntaxError
+		undef  *subst.UndefinedError
+		syntax *subst.SyntaxError
 	)
 	switch {
 	case errors.As(err, &undef):
@@ -328,6 +196,7 @@ func (x *expansion) located(err error, step string) error {
 	case errors.As(err, &syntax):
 		syntax.Field = joinField(step, syntax.Field)
 		syntax.Redacted = syntax.Redacted || x.redact
+		syntax.Hint = "the annotation " + SubstituteAnnotation + ": disabled"
 	}
 	return err
 }
@@ -363,7 +232,7 @@ func wholeReference(s string) (name, def string, hasDefault, ok bool) {
 		return "", "", false, false
 	}
 	name, def, hasDefault = strings.Cut(s[2:len(s)-1], ":=")
-	if !validName(name) {
+	if !subst.ValidName(name) {
 		return "", "", false, false
 	}
 	return name, def, hasDefault, true
