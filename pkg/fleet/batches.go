@@ -71,6 +71,9 @@ type Batch struct {
 	// canary batch of a group whose canaries come later); otherwise that
 	// is a fleet-file error: a typo would drop the canary unseen.
 	Optional bool `yaml:"optional"`
+	// Analysis are measured on the batch's clusters while it soaks, after
+	// the group's own.
+	Analysis []Analysis `yaml:"analysis"`
 }
 
 // Step is one wave of a rollout: a group, or one batch of a group, with

@@ -111,6 +111,10 @@ type Group struct {
 	// Verify are checks run for each cluster of the group once its apps
 	// (and their tests) succeeded.
 	Verify []Check `yaml:"verify"`
+	// Analysis are metrics measured on each cluster of the group while
+	// it soaks (each of its batches, and the group's soak): a failed one
+	// fails the cluster.
+	Analysis []Analysis `yaml:"analysis"`
 	// Delivery, when set, publishes the group's renders to a registry
 	// its clusters' Flux pulls from, instead of writing to them.
 	Delivery *Delivery `yaml:"delivery"`

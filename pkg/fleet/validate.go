@@ -83,6 +83,7 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 			e.add(p+".batchSoak", "must not be negative, got %s", g.BatchSoak)
 		}
 		f.validateChecks(e, p+".verify", g.Verify)
+		f.validateAnalyses(e, p, g)
 		f.validateDelivery(e, p+".delivery", g.Delivery)
 	}
 	f.validateAfter(e, groups)

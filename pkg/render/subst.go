@@ -3,7 +3,6 @@ package render
 import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/subst"
 
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,7 +36,7 @@ func VariablesOf(c *Cluster) Vars {
 	v.Typed["FLEET_CLUSTER_CONTEXT"] = c.Context
 	v.Typed["FLEET_NAME"] = c.Fleet
 	for k, a := range v.Typed {
-		v.Text[k] = scalarText(a)
+		v.Text[k] = subst.Text(a)
 	}
 	return v
 }
@@ -280,29 +279,4 @@ func normalize(v any) any {
 		return out
 	}
 	return v
-}
-
-func scalarText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case bool:
-		return strconv.FormatBool(x)
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64)
-	default:
-		b, err := json.Marshal(x)
-		if err != nil {
-			return fmt.Sprint(x)
-		}
-		return string(b)
-	}
 }

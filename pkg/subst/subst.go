@@ -4,6 +4,7 @@
 package subst
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -150,4 +151,31 @@ func excerpt(s string) string {
 		s = s[:20] + "…"
 	}
 	return strconv.Quote(s)
+}
+
+// Text is a value as a substitution writes it: scalars as written,
+// mappings and lists as JSON.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	default:
+		b, err := json.Marshal(x)
+		if err != nil {
+			return fmt.Sprint(x)
+		}
+		return string(b)
+	}
 }

@@ -1,0 +1,52 @@
+package fleet
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A batch's analyses run after its group's; the group's alone elsewhere.
+func TestAnalysesOf(t *testing.T) {
+	in := strings.Replace(valid, "    protected: true\n", `    protected: true
+    soak: 10m
+    batchSoak: 2m
+    analysis:
+      - name: error-rate
+        prometheus: {address: 'http://prom.${FLEET_CLUSTER_NAME}:9090', query: 'sum(rate(x[2m]))'}
+        successCondition: result < 0.01
+    batches:
+      - name: canary
+        size: 1
+        analysis:
+          - name: latency
+            web: {url: 'https://slo.example.com/${FLEET_CLUSTER_NAME}', auth: {bearerTokenFile: token}}
+            failureCondition: result.p99 > 0.5
+            interval: 10s
+      - size: 100%
+`, 1)
+	f, err := Parse([]byte(in), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.Group("production")
+	names := func(list []Analysis) (out []string) {
+		for _, a := range list {
+			out = append(out, a.Name)
+		}
+		return out
+	}
+	for batch, want := range map[string][]string{"canary": {"error-rate", "latency"}, "2": {"error-rate"}, "": {"error-rate"}} {
+		if diff := cmp.Diff(want, names(g.AnalysesOf(batch))); diff != "" {
+			t.Errorf("batch %q (-want +got):\n%s", batch, diff)
+		}
+	}
+	if got := g.Batches[0].Analysis[0].Interval; got != 10*time.Second {
+		t.Errorf("interval %s", got)
+	}
+	if len(g.Analysis) != 1 {
+		t.Errorf("the group's analyses were changed: %v", names(g.Analysis))
+	}
+}
