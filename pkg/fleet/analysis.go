@@ -115,6 +115,27 @@ func (g *Group) AnalysesOf(batch string) []Analysis {
 	return out
 }
 
+// Analyses are every analysis of the group: its own, then its batches'.
+func (g *Group) Analyses() []Analysis {
+	out := g.Analysis[:len(g.Analysis):len(g.Analysis)]
+	for _, b := range g.Batches {
+		out = append(out, b.Analysis...)
+	}
+	return out
+}
+
+// Auth is where the analysis's provider reads its credentials; nil for
+// none.
+func (a Analysis) Auth() *MetricAuth {
+	switch {
+	case a.Prometheus != nil:
+		return a.Prometheus.Auth
+	case a.Web != nil:
+		return a.Web.Auth
+	}
+	return nil
+}
+
 // validateAnalyses checks the analyses of group g (at p: "groups[1]"),
 // the group's and each batch's: one provider each, conditions that
 // compile, limits not negative, a count or a soak to measure during, and

@@ -171,7 +171,8 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 // credentialEnvs are the environment variables of the fleet that hold
 // credentials: those its kubeconfigFrom reads kubeconfigs from (every
 // cluster's and the defaults') and those its deliveries' signing keys
-// are in (signing.keyEnv). A check, which reaches one cluster and signs
+// are in (signing.keyEnv), and those its analyses' credentials are in
+// (auth). A check, which reaches one cluster and signs
 // nothing, gets none of them.
 func credentialEnvs(f *fleet.Fleet) []string {
 	var out []string
@@ -193,6 +194,13 @@ func credentialEnvs(f *fleet.Fleet) []string {
 	}
 	for i := range f.Groups {
 		signing(f.Groups[i].Delivery)
+		for _, a := range f.Groups[i].Analyses() {
+			if auth := a.Auth(); auth != nil {
+				add(auth.BearerTokenEnv)
+				add(auth.UsernameEnv)
+				add(auth.PasswordEnv)
+			}
+		}
 	}
 	return out
 }

@@ -116,6 +116,11 @@ type Engine struct {
 	clusters  map[string]*fleet.Cluster
 	sources   memo.Memo[string, revision.Source]
 	promotion *promotion
+	// soakRuns are the waves' soaks, by wave, and soakedIn the wave
+	// whose soak ends each cluster that soaks (soaks, as the run
+	// begins): its verdict waits for it.
+	soakRuns map[string]soakRun
+	soakedIn map[string]string
 	// outside are the groups written to outside their deploy windows
 	// (--ignore-windows): their revisions say so.
 	outside map[string]bool
@@ -139,7 +144,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	}
 	s := schedule{Waves: ws, Parallel: o.Parallel, Brakes: e.brakes(ws)}
 	if e.gated() {
-		s.Soaks = e.soaks(ws)
+		s.Soaks = e.soakRuns
 	}
 	r.ShedAll(waiting(r.Fleet, r.Clusters, o)) // a set rendered whole (reconcile's)
 	return runWaves(ctx, s, func(ctx context.Context, name string) error {
@@ -234,12 +239,15 @@ func (e *Engine) notStarted(ws []runner.Wave, err error) []runner.Outcome {
 
 // begin readies a run of r as o says, its events to sink.
 func (e *Engine) begin(r *rendered.Set, o Options, sink Sink) {
-	e.o, e.r, e.emit = o, r, sink
+	e.o, e.r, e.emit, e.soakRuns, e.soakedIn = o, r, sink, nil, nil
 	all := make([]*fleet.Cluster, len(r.Fleet.Clusters))
 	for i := range r.Fleet.Clusters {
 		all[i] = &r.Fleet.Clusters[i]
 	}
 	_, e.clusters = fleet.Index(all)
+	if o.Gated() {
+		e.soakRuns = e.soaks(Waves(r.Fleet, r.Clusters))
+	}
 }
 
 // connect is the client of the fleet's cluster name.

@@ -3,8 +3,10 @@ package rollout
 import (
 	"cmp"
 	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/analysis"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/change"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
@@ -44,6 +46,7 @@ const (
 	typeVerification = "verification"
 	typeCheck        = "check"
 	typeSoak         = "soak"
+	typeMeasurement  = "measurement"
 	typeLock         = "lock"
 	typeSkip         = "skip"
 	typePublish      = "publish"
@@ -278,6 +281,47 @@ func (e SoakEvent) Text() string {
 		return fmt.Sprintf("soak %s with %s left: %s", e.State, left, e.Error)
 	}
 	return "soak " + e.State
+}
+
+// MeasurementEvent is one measurement of an analysis on a cluster,
+// taken while it soaks: its value, the condition that judged it and
+// what it said (analysis.Outcome).
+type MeasurementEvent struct {
+	Type     string `json:"type"`
+	Cluster  string `json:"cluster"`
+	Analysis string `json:"analysis"`
+	// N is the measurement's number, of Count (0: until the soak ends).
+	N         int              `json:"n"`
+	Count     int              `json:"count,omitempty"`
+	Value     string           `json:"value"`
+	Outcome   analysis.Outcome `json:"outcome"`
+	Condition string           `json:"condition,omitempty"`
+	Error     string           `json:"error,omitempty"`
+}
+
+// measured is the event of measurement m on cluster.
+func measured(cluster string, m analysis.Measurement) MeasurementEvent {
+	return MeasurementEvent{Type: typeMeasurement, Cluster: cluster, Analysis: m.Analysis, N: m.N, Count: m.Count, Value: m.Value, Outcome: m.Outcome, Condition: m.Condition, Error: errString(m.Err)}
+}
+
+// Where is the cluster.
+func (e MeasurementEvent) Where() string { return e.Cluster }
+
+// Text is "analysis error-rate (3/10): 0.0042 successful (result <
+// 0.01)", "analysis error-rate (2/10): error: …".
+func (e MeasurementEvent) Text() string {
+	n := strconv.Itoa(e.N)
+	if e.Count > 0 {
+		n += "/" + strconv.Itoa(e.Count)
+	}
+	line := fmt.Sprintf("analysis %s (%s): ", e.Analysis, n)
+	switch {
+	case e.Error != "":
+		return line + "error: " + e.Error
+	case e.Condition == "":
+		return line + e.Value + " " + string(e.Outcome)
+	}
+	return line + e.Value + " " + string(e.Outcome) + " (" + e.Condition + ")"
 }
 
 // lockEvent is what happened to an app's lock on a cluster, when it is

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/analysis"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 )
 
@@ -215,5 +216,63 @@ clusters:
 		if kept := len(got) == 1; kept != tc.kept {
 			t.Errorf("%s: kept %v, want %v", tc.env, kept, tc.kept)
 		}
+	}
+}
+
+// measuredAs is an analysis provider that answers per cluster.
+type measuredAs func() (any, error)
+
+func (m measuredAs) Measure(context.Context) (any, error) { return m() }
+
+// A soak with analyses lasts until they are over, even past its own
+// duration (none here: analysis alone), and ends as one fails: the
+// cluster fails with the analysis's value and condition; one that
+// passed is a gate of the verdict.
+func TestSoakAnalysis(t *testing.T) {
+	var (
+		gates = map[string]*gateSet{"eu": {}, "us": {}}
+		ev    events
+	)
+	spec := fleet.Analysis{Name: "error-rate", SuccessCondition: "result < 0.01", Count: 3, Interval: 30 * time.Millisecond}
+	rates := map[string]float64{"eu": 0.001, "us": 0.2}
+	s := soakRun{
+		Interval: 10 * time.Millisecond,
+		Health:   func(context.Context, string) error { return nil },
+		Gates:    func(c string) *gateSet { return gates[c] },
+		Emit:     ev.sink,
+		Analyses: func(cluster string) ([]*analysis.Analysis, error) {
+			a, err := analysis.Of(spec, measuredAs(func() (any, error) { return rates[cluster], nil }))
+			return []*analysis.Analysis{a}, err
+		},
+	}
+	start := time.Now()
+	errs := s.Run(context.Background(), []string{"eu", "us"})
+	if len(errs) != 1 || errs["us"] == nil || errs["us"].Error() != "soak: analysis error-rate failed: 0.2: result < 0.01 does not hold (1 of 1 measurements, failureLimit 0)" {
+		t.Fatalf("errors %v", errs)
+	}
+	if d := time.Since(start); d < 60*time.Millisecond {
+		t.Errorf("the soak ended after %s, before eu's three measurements 30ms apart", d)
+	}
+	lines := ev.lines()
+	for _, want := range []string{"eu analysis error-rate (1/3): 0.001 successful (result < 0.01)", "eu analysis error-rate (3/3): 0.001 successful", "eu soak passed", "us analysis error-rate (1/3): 0.2 failed (result < 0.01)", "us soak failed"} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no %q in %q", want, lines)
+		}
+	}
+	gates["eu"].Pass("web", applied)
+	gates["us"].Pass("web", applied)
+	if v := gates["eu"].Verdict("web"); v.State != revision.Verified || !slices.Contains(v.Gates, "analysis error-rate") {
+		t.Errorf("eu: %+v", v)
+	}
+	if v := gates["us"].Verdict("web"); v.State != revision.Failed || !strings.Contains(v.Reason, "analysis error-rate failed: 0.2") {
+		t.Errorf("us: %+v", v)
+	}
+	// A cluster whose analyses cannot start (a credential not set) fails.
+	s.Analyses = func(string) ([]*analysis.Analysis, error) {
+		return nil, errors.New("analysis error-rate: prometheus.auth: the environment variable PROM_TOKEN is not set")
+	}
+	errs = s.Run(context.Background(), []string{"eu"})
+	if errs["eu"] == nil || !strings.Contains(errs["eu"].Error(), "PROM_TOKEN is not set") {
+		t.Errorf("errors %v", errs)
 	}
 }

@@ -3,14 +3,18 @@ package rollout
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/analysis"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/object"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -30,6 +34,10 @@ type soakRun struct {
 	Health func(ctx context.Context, cluster string) error
 	// Gates returns the gates of a cluster, told how its soak went.
 	Gates func(cluster string) *gateSet
+	// Analyses, if set, are a cluster's analyses, measured beside its
+	// health: the soak lasts until each passed (Duration at least), and
+	// ends as one fails.
+	Analyses func(cluster string) ([]*analysis.Analysis, error)
 	// Emit gets the soak's events; Stage, if set, the progress of each
 	// cluster ("soak, 12s left").
 	Emit  Sink
@@ -72,7 +80,7 @@ func (s soakRun) Run(ctx context.Context, clusters []string) map[string]error {
 	return errs
 }
 
-// one soaks one cluster until end.
+// one soaks one cluster until end, and until its analyses are over.
 func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 	interval := s.Interval
 	if interval <= 0 {
@@ -86,31 +94,93 @@ func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 		ctx = s.Writes(ctx, cluster)
 	}
 	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "started", Left: s.Duration.Seconds()})
+	actx, cancel := context.WithCancel(ctx) // the analyses end with the soak
+	defer cancel()
+	analysed, pending, err := s.analyse(actx, cluster, end)
+	if err != nil {
+		return s.failed(ctx, cluster, end, err)
+	}
 	next := time.Now()
 	for {
 		if s.Stage != nil {
-			s.Stage(cluster, fmt.Sprintf("soak, %s left", time.Until(end).Round(time.Second)))
+			s.Stage(cluster, s.stage(end, pending))
 		}
 		if err := s.Health(ctx, cluster); err != nil {
 			if ctx.Err() != nil {
 				return s.stopped(run, ctx, cluster, end)
 			}
-			s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "failed", Left: time.Until(end).Seconds(), Error: err.Error()})
-			s.Gates(cluster).Fail("", "soak: "+oneLine(err))
-			return s.ended(ctx, cluster, fmt.Errorf("soak: %w", err))
-		}
-		if !time.Now().Before(end) {
-			s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "passed"})
-			s.Gates(cluster).Pass("", "soak "+s.Duration.String())
-			return s.ended(ctx, cluster, nil)
+			return s.failed(ctx, cluster, end, err)
 		}
 		next = next.Add(interval)
-		select {
-		case <-ctx.Done():
-			return s.stopped(run, ctx, cluster, end)
-		case <-time.After(min(time.Until(next), time.Until(end))):
+		for wait := true; wait; {
+			if pending == 0 && !time.Now().Before(end) {
+				s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "passed"})
+				s.Gates(cluster).Pass("", "soak "+s.Duration.String())
+				return s.ended(ctx, cluster, nil)
+			}
+			d := time.Until(next)
+			if pending == 0 {
+				d = min(d, time.Until(end))
+			}
+			timer := time.NewTimer(max(0, d))
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return s.stopped(run, ctx, cluster, end)
+			case err := <-analysed:
+				timer.Stop()
+				if err != nil && ctx.Err() == nil {
+					return s.failed(ctx, cluster, end, err)
+				}
+				pending--
+			case <-timer.C:
+				wait = false
+			}
 		}
 	}
+}
+
+// analyse starts a cluster's analyses, each said measurement by
+// measurement, and returns where each one's outcome arrives (nil: it
+// passed, and its gate is passed) and how many there are.
+func (s soakRun) analyse(ctx context.Context, cluster string, end time.Time) (<-chan error, int, error) {
+	if s.Analyses == nil {
+		return nil, 0, nil
+	}
+	list, err := s.Analyses(cluster)
+	if err != nil {
+		return nil, 0, err
+	}
+	out := make(chan error, len(list))
+	for _, a := range list {
+		go func() {
+			err := a.Run(ctx, end, func(m analysis.Measurement) { s.Emit(measured(cluster, m)) })
+			if err == nil {
+				s.Gates(cluster).Pass("", "analysis "+a.Spec.Name)
+			}
+			out <- err
+		}()
+	}
+	return out, len(list), nil
+}
+
+// stage is a soak's progress: "soak, 12s left", "soak, 2 analyses left".
+func (s soakRun) stage(end time.Time, pending int) string {
+	switch left := time.Until(end); {
+	case left > 0 || pending == 0:
+		return fmt.Sprintf("soak, %s left", max(0, left).Round(time.Second))
+	case pending == 1:
+		return "soak, 1 analysis left"
+	}
+	return fmt.Sprintf("soak, %d analyses left", pending)
+}
+
+// failed fails a cluster's soak with err: said, its gates told, and
+// Ended told.
+func (s soakRun) failed(ctx context.Context, cluster string, end time.Time, err error) error {
+	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "failed", Left: max(0, time.Until(end).Seconds()), Error: err.Error()})
+	s.Gates(cluster).Fail("", "soak: "+oneLine(err))
+	return s.ended(ctx, cluster, fmt.Errorf("soak: %w", err))
 }
 
 // stopped is the error of a soak whose context ended before its end:
@@ -146,6 +216,7 @@ func (s soakRun) ended(ctx context.Context, cluster string, err error) error {
 // restored there.
 func (e *Engine) soaks(ws []runner.Wave) map[string]soakRun {
 	out := map[string]soakRun{}
+	e.soakedIn = map[string]string{}
 	for i := range ws {
 		g := e.r.Fleet.Group(ws[i].Group)
 		if g == nil {
@@ -155,21 +226,61 @@ func (e *Engine) soaks(ws []runner.Wave) map[string]soakRun {
 		if i+1 < len(ws) && ws[i+1].Group == g.Name && g.BatchSoak > 0 {
 			d = g.BatchSoak // after a batch another follows
 		}
-		if d <= 0 {
+		analyses := g.AnalysesOf(ws[i].Batch)
+		if d <= 0 && len(analyses) == 0 {
 			continue
+		}
+		for _, c := range ws[i].Clusters {
+			e.soakedIn[c] = ws[i].Name
 		}
 		out[ws[i].Name] = soakRun{
 			Duration: d, Interval: e.o.SoakInterval,
-			Health:  e.soakCheck,
-			Gates:   e.gatesOf,
-			Emit:    e.emit,
-			Stage:   func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
-			Ended:   e.end,
-			Writes:  e.Locks.Writes,
-			Release: e.release,
+			Health:   e.soakCheck,
+			Gates:    e.gatesOf,
+			Analyses: e.analysesOf(analyses),
+			Emit:     e.emit,
+			Stage:    func(cluster, stage string) { e.emit(StageEvent{Cluster: cluster, Stage: stage}) },
+			Ended:    e.end,
+			Writes:   e.Locks.Writes,
+			Release:  e.release,
 		}
 	}
 	return out
+}
+
+// analysesOf makes a cluster's analyses of specs as its soak starts:
+// each provider aimed with the cluster's attributes (those read from it
+// too), its credentials read from the environment. A delivered cluster
+// no context reads is not analysed: nothing says when its Flux applied
+// the release, and its verdict stays unverified (clusterGates).
+func (e *Engine) analysesOf(specs []fleet.Analysis) func(cluster string) ([]*analysis.Analysis, error) {
+	if len(specs) == 0 {
+		return nil
+	}
+	return func(name string) ([]*analysis.Analysis, error) {
+		run := e.runOf(name)
+		if !run.target.observed() {
+			return nil, nil
+		}
+		cluster := render.ClusterOf(e.r.Fleet, run.cluster)
+		if res := e.r.Of(name); len(res) > 0 {
+			cluster = res[0].Cluster // with the attributes read from it
+		}
+		vars := render.VariablesOf(&cluster).Text
+		out := make([]*analysis.Analysis, 0, len(specs))
+		for _, spec := range specs {
+			p, err := analysis.ProviderOf(spec, vars, e.r.Fleet.Dir, os.Getenv, nil)
+			if err != nil {
+				return nil, fmt.Errorf("analysis %s: %w", spec.Name, err)
+			}
+			a, err := analysis.Of(spec, p)
+			if err != nil {
+				return nil, fmt.Errorf("analysis %s: %w", spec.Name, err)
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
 }
 
 // soakCheck reads every object applied to a cluster and returns an error

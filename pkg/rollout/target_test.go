@@ -33,6 +33,8 @@ func TestAppFinal(t *testing.T) {
 		{Name: "plain"},
 		{Name: "checked", Verify: []fleet.Check{{Name: "smoke", Command: []string{"true"}}}},
 		{Name: "soaked", Soak: time.Minute},
+		{Name: "analysed", Analysis: []fleet.Analysis{{Name: "error-rate", Count: 3}}},
+		{Name: "batch-soaked", BatchSoak: time.Minute, Batches: []fleet.Batch{{Name: "canary", Selector: "canary=true"}, {Size: &fleet.Amount{N: 100, Percent: true}}}},
 	}
 	for _, tt := range []struct {
 		name, group string
@@ -43,17 +45,19 @@ func TestAppFinal(t *testing.T) {
 		{"no gate follows", "plain", Options{}, false, true},
 		{"a check follows", "checked", Options{}, false, false},
 		{"a soak follows", "soaked", Options{}, false, false},
+		{"an analysis follows", "analysed", Options{}, false, false},
+		{"a batch's soak follows", "batch-soaked", Options{}, false, false},
 		{"its tests follow", "plain", Options{}, true, false},
 		{"tests skipped", "plain", Options{SkipTests: true}, true, false},
 		{"gates skipped", "plain", Options{SkipGates: true}, false, false},
 		{"a dry run", "plain", Options{DryRun: true}, false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := &fleet.Fleet{Groups: groups, Clusters: []fleet.Cluster{{Name: "c1", Group: tt.group}}, Apps: []fleet.App{{Name: "web"}}}
+			f := &fleet.Fleet{Groups: groups, Clusters: []fleet.Cluster{{Name: "c1", Group: tt.group, Labels: map[string]string{"canary": "true"}}, {Name: "c2", Group: tt.group}}, Apps: []fleet.App{{Name: "web"}}}
 			if tt.tests {
 				f.Apps[0].Tests = "tests"
 			}
-			r := &rendered.Set{Fleet: f}
+			r := &rendered.Set{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[0], &f.Clusters[1]}}
 			if tt.tests {
 				test := render.Result{Target: render.Target{App: "web", Cluster: render.Cluster{Name: "c1"}}, Objects: objects{kubetest.Object("v1", "Pod", "default", "test")}}
 				r.Tests = []render.Result{test}

@@ -29,8 +29,8 @@ func (e *Engine) gated() bool    { return e.o.Gated() }
 // soaking reports whether cluster's group watches it after its apply:
 // its verdict then waits for the soak.
 func (e *Engine) soaking(c *fleet.Cluster) bool {
-	g := e.r.Fleet.Group(c.Group)
-	return e.gated() && g != nil && g.Soak > 0
+	_, ok := e.soakedIn[c.Name]
+	return ok
 }
 
 // gatesAfter are the gates that follow app's apply (and health) on c in
@@ -49,7 +49,7 @@ func (e *Engine) gatesAfter(c *fleet.Cluster, app App) []string {
 		}
 	}
 	if e.soaking(c) {
-		out = append(out, "soak")
+		out = append(out, "soak") // and its analyses
 	}
 	return out
 }
