@@ -13,6 +13,8 @@
 #       sops                                (github.com/getsops/sops/v3: make bench's SOPS loop)
 #       source-controller kustomize-controller   (github.com/fluxcd/*: the e2e test bed's Flux,
 #                                                 run out of cluster; their CRDs in flux-crds/)
+#       prometheus                          (github.com/prometheus/prometheus: the analyses' e2e,
+#                                            without its web UI's assets)
 #   ${FLEET_CACHE:-<repo>/.cache}/k8s/<K8S_VERSION>/kwok-stages/
 #       kwok's stage configs (kustomize/stage/ of its module); use e.g.
 #       `kwok --config <dir>/kwok-stages/fast.yaml` (or the `fast` kustomize dir).
@@ -24,8 +26,8 @@
 # Usage: hack/controlplane/build.sh [--print-dir|--print-stages-dir|--help] [component...]
 #   components: etcd kube-apiserver kubectl kube-controller-manager kube-scheduler
 #               kwok krew kustomize envsubst helm sops
-#               source-controller kustomize-controller (only when named)
-#               (default: all but Flux's two; krew is skipped on failure unless named)
+#               source-controller kustomize-controller prometheus (only when named)
+#               (default: all but Flux's two and Prometheus; krew is skipped on failure unless named)
 # Progress goes to stderr; on success the bin dir is printed on stdout, so
 #   BIN=$(hack/controlplane/build.sh) works.
 # Environment: FLEET_CACHE, K8S_VERSION, ETCD_VERSION, KWOK_VERSION, KREW_VERSION,
@@ -45,6 +47,8 @@ ENVSUBST_VERSION=${ENVSUBST_VERSION:-v1.4.3}
 # The Helm SDK version kubectl fleet is built with (go.mod).
 HELM_VERSION=${HELM_VERSION:-v4.3.1}
 SOPS_VERSION=${SOPS_VERSION:-v3.13.3}
+# Prometheus v0.316.0 is Prometheus 3.16 under Go's module numbering.
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-v0.316.0}
 # Flux's controllers: v1.9.6 declares Go 1.26.0 (v1.10 needs Go 1.27).
 FLUX_VERSION=${FLUX_VERSION:-v1.9.6}
 # Dependencies of theirs the module proxy refuses ("403 This module
@@ -60,7 +64,7 @@ STAGES=$BASE/kwok-stages
 
 KUBE_CMDS=(kube-apiserver kubectl kube-controller-manager kube-scheduler)
 FLUX_CMDS=(source-controller kustomize-controller)
-ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm sops "${FLUX_CMDS[@]}")
+ALL_COMPONENTS=(etcd "${KUBE_CMDS[@]}" kwok krew kustomize envsubst helm sops "${FLUX_CMDS[@]}" prometheus)
 
 usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; }
 
@@ -354,6 +358,13 @@ fi
 if wanted sops; then
   if have sops; then log "sops: present"; else
     build_tool sops github.com/getsops/sops/v3 "$SOPS_VERSION" github.com/getsops/sops/v3/cmd/sops || die "sops build failed"
+  fi
+fi
+
+if wanted prometheus; then
+  if have prometheus; then log "prometheus: present"; else
+    build_tool prometheus github.com/prometheus/prometheus "$PROMETHEUS_VERSION" github.com/prometheus/prometheus/cmd/prometheus \
+      "-X github.com/prometheus/common/version.Version=$PROMETHEUS_VERSION" || die "prometheus build failed"
   fi
 fi
 

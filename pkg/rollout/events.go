@@ -264,23 +264,39 @@ type SoakEvent struct {
 	Cluster string  `json:"cluster"`
 	State   string  `json:"state"`
 	Left    float64 `json:"secondsLeft"`
-	Error   string  `json:"error,omitempty"`
+	// Analyses are how many analyses the soak measures (started).
+	Analyses int    `json:"analyses,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Where is the cluster.
 func (e SoakEvent) Where() string { return e.Cluster }
 
-// Text is "soak started: watching for 20s", "soak passed", "soak failed
-// with 12s left: …".
+// Text is "soak started: watching for 20s", "soak started: watching for
+// 20s and 2 analyses", "soak passed", "soak failed with 12s left: …".
 func (e SoakEvent) Text() string {
 	left := (time.Duration(e.Left * float64(time.Second))).Round(time.Second)
 	switch {
+	case e.State == "started" && e.Analyses > 0 && left == 0:
+		return "soak started: " + analyses(e.Analyses)
+	case e.State == "started" && e.Analyses > 0:
+		return fmt.Sprintf("soak started: watching for %s and %s", left, analyses(e.Analyses))
 	case e.State == "started":
 		return fmt.Sprintf("soak started: watching for %s", left)
+	case e.Error != "" && left == 0:
+		return fmt.Sprintf("soak %s: %s", e.State, e.Error)
 	case e.Error != "":
 		return fmt.Sprintf("soak %s with %s left: %s", e.State, left, e.Error)
 	}
 	return "soak " + e.State
+}
+
+// analyses is "1 analysis", "2 analyses".
+func analyses(n int) string {
+	if n == 1 {
+		return "1 analysis"
+	}
+	return strconv.Itoa(n) + " analyses"
 }
 
 // MeasurementEvent is one measurement of an analysis on a cluster,

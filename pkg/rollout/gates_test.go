@@ -81,7 +81,7 @@ func TestSoak(t *testing.T) {
 		t.Errorf("eu was looked at %d times in 300ms every 20ms", looks["eu"])
 	}
 	lines := ev.lines()
-	for _, want := range []string{"eu soak started: watching for 0s", "eu soak passed", "us soak failed with "} {
+	for _, want := range []string{"eu soak started: watching for 0s", "eu soak passed", "us soak failed"} {
 		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, want) }) {
 			t.Errorf("no %q in %q", want, lines)
 		}

@@ -93,13 +93,14 @@ func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 	if s.Writes != nil {
 		ctx = s.Writes(ctx, cluster)
 	}
-	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "started", Left: s.Duration.Seconds()})
 	actx, cancel := context.WithCancel(ctx) // the analyses end with the soak
 	defer cancel()
-	analysed, pending, err := s.analyse(actx, cluster, end)
+	list, err := s.analysesOf(cluster)
+	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "started", Left: s.Duration.Seconds(), Analyses: len(list)})
 	if err != nil {
 		return s.failed(ctx, cluster, end, err)
 	}
+	analysed, pending := s.analyse(actx, cluster, end, list)
 	next := time.Now()
 	for {
 		if s.Stage != nil {
@@ -115,7 +116,9 @@ func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 		for wait := true; wait; {
 			if pending == 0 && !time.Now().Before(end) {
 				s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "passed"})
-				s.Gates(cluster).Pass("", "soak "+s.Duration.String())
+				if s.Duration > 0 {
+					s.Gates(cluster).Pass("", "soak "+s.Duration.String())
+				}
 				return s.ended(ctx, cluster, nil)
 			}
 			d := time.Until(next)
@@ -140,17 +143,18 @@ func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 	}
 }
 
+// analysesOf are the cluster's analyses (none when the soak has none).
+func (s soakRun) analysesOf(cluster string) ([]*analysis.Analysis, error) {
+	if s.Analyses == nil {
+		return nil, nil
+	}
+	return s.Analyses(cluster)
+}
+
 // analyse starts a cluster's analyses, each said measurement by
 // measurement, and returns where each one's outcome arrives (nil: it
 // passed, and its gate is passed) and how many there are.
-func (s soakRun) analyse(ctx context.Context, cluster string, end time.Time) (<-chan error, int, error) {
-	if s.Analyses == nil {
-		return nil, 0, nil
-	}
-	list, err := s.Analyses(cluster)
-	if err != nil {
-		return nil, 0, err
-	}
+func (s soakRun) analyse(ctx context.Context, cluster string, end time.Time, list []*analysis.Analysis) (<-chan error, int) {
 	out := make(chan error, len(list))
 	for _, a := range list {
 		go func() {
@@ -161,18 +165,15 @@ func (s soakRun) analyse(ctx context.Context, cluster string, end time.Time) (<-
 			out <- err
 		}()
 	}
-	return out, len(list), nil
+	return out, len(list)
 }
 
 // stage is a soak's progress: "soak, 12s left", "soak, 2 analyses left".
 func (s soakRun) stage(end time.Time, pending int) string {
-	switch left := time.Until(end); {
-	case left > 0 || pending == 0:
+	if left := time.Until(end); left > 0 || pending == 0 {
 		return fmt.Sprintf("soak, %s left", max(0, left).Round(time.Second))
-	case pending == 1:
-		return "soak, 1 analysis left"
 	}
-	return fmt.Sprintf("soak, %d analyses left", pending)
+	return "soak, " + analyses(pending) + " left"
 }
 
 // failed fails a cluster's soak with err: said, its gates told, and

@@ -1,0 +1,206 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv"
+)
+
+// errorRates is a metrics endpoint per cluster, in Prometheus's text
+// format: app_error_ratio{cluster="NAME"}, a value the test sets.
+type errorRates struct {
+	mu    sync.Mutex
+	rates map[string]float64
+}
+
+func (e *errorRates) set(cluster string, v float64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.rates[cluster] = v
+}
+
+// serve starts cluster's endpoint and returns its host:port.
+func (e *errorRates) serve(t *testing.T, cluster string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		e.mu.Lock()
+		v := e.rates[cluster]
+		e.mu.Unlock()
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprintf(w, "# TYPE app_error_ratio gauge\napp_error_ratio{cluster=%q} %g\n", cluster, v)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// startPrometheus builds (when missing) and starts a real Prometheus
+// scraping targets every second, until the test ends.
+func startPrometheus(t *testing.T, targets ...string) *testenv.Prometheus {
+	t.Helper()
+	build := exec.Command(filepath.Join(repo, "hack", "controlplane", "build.sh"), "prometheus")
+	build.Stderr = os.Stderr
+	out, err := build.Output()
+	if err != nil {
+		t.Fatalf("building Prometheus: %v", err)
+	}
+	p, err := env.StartPrometheus(stopping, testenv.PrometheusOptions{BinDir: strings.TrimSpace(string(out)), Targets: targets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// waitScraped waits until Prometheus's answer for cluster's ratio is v.
+func waitScraped(t *testing.T, prom *testenv.Prometheus, cluster string, v float64) {
+	t.Helper()
+	want := fmt.Sprintf(`"%g"]`, v)
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		resp, err := http.Get(prom.URL + "/api/v1/query?query=" + fmt.Sprintf("app_error_ratio%%7Bcluster=%%22%s%%22%%7D", cluster))
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(body), want) {
+			return
+		}
+	}
+	t.Fatalf("Prometheus did not scrape %s's ratio %g in 30s:\n%s", cluster, v, prom.Logs())
+}
+
+// aligned is out with each cluster's prefix followed by one space, as
+// the prefixes of a run of one cluster are: "[an-a]   x" is "[an-a] x".
+func aligned(out string) string {
+	return regexp.MustCompile(`(?m)^(\[[^\]]+\]) +`).ReplaceAllString(out, "$1 ")
+}
+
+// analysisFleet is staging (an-stg) then production, a canary batch
+// (an-a) and the rest (an-b), each group measuring the error ratio of
+// its clusters twice, a second apart, in a real Prometheus.
+func analysisFleet(prom, query string) string {
+	analysis := fmt.Sprintf(`    analysis:
+      - name: error-rate
+        prometheus: {address: %q, query: '%s', timeout: 2s}
+        successCondition: result < 0.05
+        interval: 1s
+        count: 2
+`, prom, query)
+	return `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+groups:
+  - name: staging
+` + analysis + `  - name: production
+    maxFailures: 50%
+    batches:
+      - {selector: canary=true, name: canary}
+` + analysis + `clusters:
+  - {name: an-stg, group: staging, context: fleet-c1}
+  - {name: an-b, group: production, context: fleet-c3}
+  - {name: an-a, group: production, context: fleet-c2, labels: {canary: "true"}}
+apps:
+  - {name: analysed, manifests: app.yaml}
+`
+}
+
+// A canary whose error ratio, measured in a real Prometheus, fails its
+// analysis fails, with the value and the condition, and holds the rest
+// of its group; once the ratio is low the release goes everywhere, each
+// verdict naming the analysis it passed.
+func TestAnalysisHoldsTheGroup(t *testing.T) {
+	const ns = "e2e-analysis"
+	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001, "an-a": 0.2, "an-b": 0.001}}
+	prom := startPrometheus(t, rates.serve(t, "an-stg"), rates.serve(t, "an-a"), rates.serve(t, "an-b"))
+	waitScraped(t, prom, "an-a", 0.2)
+	dir := workdir(t, analysisFleet(prom.URL, `max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})`), map[string]string{"app.yaml": release(ns, "1")})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 1 {
+		t.Fatalf("apply with a bad canary: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"[an-stg] soak started: 1 analysis",
+		"[an-stg] analysis error-rate (1/2): 0.001 successful (result < 0.05)",
+		"[an-stg] analysis error-rate (2/2): 0.001 successful (result < 0.05)",
+		"[an-stg] revision 1 verified",
+		"[an-a] analysis error-rate (1/2): 0.2 failed (result < 0.05)",
+		"[an-a] soak failed: analysis error-rate failed: 0.2: result < 0.05 does not hold (1 of 1 measurements, failureLimit 0)",
+		"[an-a] revision 1 failed: soak: analysis error-rate failed: 0.2",
+		"production/rest not started: an-a runs analysed r1, not verified (failed: soak: analysis error-rate failed: 0.2",
+	} {
+		if !strings.Contains(aligned(out), want) {
+			t.Errorf("apply with a bad canary lacks %q:\n%s%s", want, out, errOut)
+		}
+	}
+	if !absent(t, "fleet-c3", "namespace", ns) {
+		t.Fatal("an-b got a release its canary's analysis rejected")
+	}
+
+	rates.set("an-a", 0.002)
+	waitScraped(t, prom, "an-a", 0.002)
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code != 0 || !strings.Contains(aligned(out), "[an-a] revision 1 verified") || !strings.Contains(aligned(out), "[an-b] revision 1 verified") {
+		t.Fatalf("apply with a good canary: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, _ = fleet(t, dir, "history", "-c", "an-b", "-o", "json")
+	if !strings.Contains(out, `"analysis error-rate"`) {
+		t.Errorf("an-b's history does not name the analysis it passed:\n%s%s", out, errOut)
+	}
+}
+
+// An analysis fails closed: no data, a query Prometheus refuses, a
+// Prometheus that is down and one that does not answer each fail the
+// cluster with a plain message, none passes it.
+func TestAnalysisFailsClosed(t *testing.T) {
+	const ns = "e2e-analysis-closed"
+	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001}}
+	prom := startPrometheus(t, rates.serve(t, "an-stg"))
+	waitScraped(t, prom, "an-stg", 0.001)
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downURL := "http://" + down.Addr().String()
+	down.Close()
+	hang := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(hang)
+	query := `max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})`
+	for _, tt := range []struct {
+		name, address, query, want string
+	}{
+		{"no data", prom.URL, `max(app_error_ratio{cluster="nowhere"})`, "analysis error-rate inconclusive: no data (1 of 1 measurements, inconclusiveLimit 0)"},
+		{"bad PromQL", prom.URL, `max(app_error_ratio{cluster=`, "analysis error-rate failed: prometheus " + prom.URL + " refused the query: "},
+		{"down", downURL, query, "analysis error-rate failed: prometheus " + downURL + ": dial tcp " + down.Addr().String() + ": connect: connection refused (1 of 1 measurements, failureLimit 0)"},
+		{"slow", slow.URL, query, "analysis error-rate failed: prometheus " + slow.URL + ": no answer in 2s (1 of 1 measurements"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := ns + "-" + strings.ReplaceAll(strings.ToLower(tt.name), " ", "-")
+			dir := workdir(t, analysisFleet(tt.address, tt.query), map[string]string{"app.yaml": release(ns, "1")})
+			t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes", "-c", "an-stg") })
+			out, errOut, code := fleet(t, dir, "apply", "--yes", "-g", "staging")
+			if code != 1 || !strings.Contains(out, "[an-stg] soak failed: "+tt.want) || !strings.Contains(out, "[an-stg] revision 1 failed: soak: "+tt.want) {
+				t.Errorf("exit %d, want 1 and %q:\n%s%s", code, tt.want, out, errOut)
+			}
+		})
+	}
+}
