@@ -136,6 +136,13 @@ func (a Analysis) Auth() *MetricAuth {
 	return nil
 }
 
+// validateOnFailure checks an onFailure: hold or rollback.
+func validateOnFailure(e *errs, field, v string) {
+	if v != "" && v != OnFailureHold && v != OnFailureRollback {
+		e.add(field, "%q is not hold or rollback", v)
+	}
+}
+
 // validateAnalyses checks the analyses of group g (at p: "groups[1]"),
 // the group's and each batch's: one provider each, conditions that
 // compile, limits not negative, a count or a soak to measure during, and

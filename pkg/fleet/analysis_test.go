@@ -50,3 +50,22 @@ func TestAnalysesOf(t *testing.T) {
 		t.Errorf("the group's analyses were changed: %v", names(g.Analysis))
 	}
 }
+
+// A group's onFailure wins over the fleet's; hold is the default.
+func TestRollsBack(t *testing.T) {
+	for _, tt := range []struct {
+		fleet, group string
+		want         bool
+	}{
+		{"", "", false},
+		{"rollback", "", true},
+		{"rollback", "hold", false},
+		{"hold", "rollback", true},
+		{"", "rollback", true},
+	} {
+		f := &Fleet{OnFailure: tt.fleet}
+		if got := f.RollsBack(&Group{OnFailure: tt.group}); got != tt.want {
+			t.Errorf("fleet %q, group %q: %v, want %v", tt.fleet, tt.group, got, tt.want)
+		}
+	}
+}

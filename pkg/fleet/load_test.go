@@ -334,6 +334,8 @@ func TestParseErrors(t *testing.T) {
 		{"analysis with a soak and attributes", replace("    maxFailures: 0\n", "    maxFailures: 0\n    soak: 5m\n    analysis:\n      - name: error-rate\n        prometheus: {address: 'http://${registry}:9090', query: 'x{c=\"${FLEET_CLUSTER_NAME}\",d=\"${domian}\"}', timeout: -1s}\n        successCondition: result < 0.01\n"),
 			[]string{`fleet.yaml:15: group staging: analysis[0].prometheus.timeout: must not be negative`,
 				`fleet.yaml:15: group staging: analysis[0].prometheus.query: cluster staging-eu: undefined variable ${domian}: did you mean ${domain}?`}},
+		{"onFailure", "onFailure: undo\n" + replace("    maxFailures: 0\n", "    maxFailures: 0\n    onFailure: rolback\n"),
+			[]string{`fleet.yaml:1: onFailure: "undo" is not hold or rollback`, `fleet.yaml:13: group staging: onFailure: "rolback" is not hold or rollback`}},
 		{"kubeconfig and kubeconfigFrom", replace("    kubeconfig: ~/.kube/prod\n", "    kubeconfig: ~/.kube/prod\n    kubeconfigFrom: {env: PROD_EU}\n"),
 			[]string{`fleet.yaml:25: cluster prod-eu: kubeconfigFrom: only one of kubeconfig and kubeconfigFrom may be set`}},
 		{"kubeconfigFrom env and command", replace("    context: prod-us\n", "    context: prod-us\n    kubeconfigFrom:\n      env: PROD_US\n      command: [vault, read]\n"),

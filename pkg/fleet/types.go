@@ -38,6 +38,11 @@ type Fleet struct {
 	// Approvers are those whose signed approvals let a release into a
 	// group marked approval: required (kubectl fleet approve --key).
 	Approvers []Approver `yaml:"approvers"`
+	// OnFailure is what a rollout does when a group's failures pass its
+	// maxFailures: "hold" (the default) stops it there; "rollback" also
+	// rolls back every cluster the run changed, in that group and the
+	// groups before it. A group's own onFailure wins.
+	OnFailure string `yaml:"onFailure" jsonschema:"enum=hold,enum=rollback"`
 
 	// Path is the absolute path of the file the fleet was read from.
 	Path string `yaml:"-"`
@@ -118,6 +123,24 @@ type Group struct {
 	// Delivery, when set, publishes the group's renders to a registry
 	// its clusters' Flux pulls from, instead of writing to them.
 	Delivery *Delivery `yaml:"delivery"`
+	// OnFailure is the fleet's onFailure for this group: "hold" or
+	// "rollback"; "" takes the fleet's.
+	OnFailure string `yaml:"onFailure" jsonschema:"enum=hold,enum=rollback"`
+}
+
+// The values of onFailure.
+const (
+	OnFailureHold     = "hold"
+	OnFailureRollback = "rollback"
+)
+
+// RollsBack reports whether a failure of group g past its maxFailures
+// rolls the run back (its onFailure, else the fleet's).
+func (f *Fleet) RollsBack(g *Group) bool {
+	if g != nil && g.OnFailure != "" {
+		return g.OnFailure == OnFailureRollback
+	}
+	return f.OnFailure == OnFailureRollback
 }
 
 // Approval is what a group asks before its clusters get a release.

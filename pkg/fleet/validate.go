@@ -35,6 +35,7 @@ func (f *Fleet) validate(e *errs) {
 	}
 	validateAttributesFrom(e, "defaults.attributesFrom", f.Defaults.AttributesFrom)
 	validateKubeconfig(e, "defaults", f.Defaults.Kubeconfig, f.Defaults.KubeconfigFrom)
+	validateOnFailure(e, "onFailure", f.OnFailure)
 
 	groups := f.validateGroups(e)
 	f.validateClusters(e, groups)
@@ -84,6 +85,7 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 		}
 		f.validateChecks(e, p+".verify", g.Verify)
 		f.validateAnalyses(e, p, g)
+		validateOnFailure(e, p+".onFailure", g.OnFailure)
 		f.validateDelivery(e, p+".delivery", g.Delivery)
 	}
 	f.validateAfter(e, groups)

@@ -69,14 +69,13 @@ func Choose(ctx context.Context, c *kube.Client, fleet string, apps []string, to
 			errs = append(errs, err)
 			continue
 		}
-		target := to
-		if target == 0 {
-			if target = Previous(history, set.Revision); target == 0 {
-				nothing(set.App, "app %s has no revision before r%d here", set.App, set.Revision)
-				continue
-			}
-		} else if !slices.ContainsFunc(history, func(r revision.Revision) bool { return r.Number == target }) {
-			skip(set.App, "app %s has no revision %d here", set.App, target)
+		target, none, missing := Back(history, set.Revision, to)
+		switch {
+		case none:
+			nothing(set.App, "app %s has no %s", set.App, missing)
+			continue
+		case missing != "":
+			skip(set.App, "app %s has no %s", set.App, missing)
 			continue
 		}
 		rev, objs, err := revision.Load(ctx, c, set.App, target)
@@ -89,11 +88,45 @@ func Choose(ctx context.Context, c *kube.Client, fleet string, apps []string, to
 	return out, skips, errors.Join(errs...)
 }
 
+// PreviousVerified, as a rollback's to, goes back to the latest
+// revision before the current that its gates verified (and whose render
+// differs): what an automatic rollback goes back to.
+const PreviousVerified = -1
+
+// Back is the revision of history a rollback goes back to from current:
+// to, or (0) Previous, or (PreviousVerified) the latest verified before
+// it. When there is none, missing says what ("revision before r3 here");
+// none then says that is no failure (nothing to go back to, as opposed
+// to a revision asked for that is not there).
+func Back(history []revision.Revision, current, to int) (target int, none bool, missing string) {
+	switch to {
+	case 0:
+		if target = Previous(history, current); target == 0 {
+			return 0, true, fmt.Sprintf("revision before r%d here", current)
+		}
+	case PreviousVerified:
+		if target = previous(history, current, true); target == 0 {
+			return 0, true, fmt.Sprintf("verified revision before r%d here", current)
+		}
+	default:
+		if !slices.ContainsFunc(history, func(r revision.Revision) bool { return r.Number == to }) {
+			return 0, false, fmt.Sprintf("revision %d here", to)
+		}
+		target = to
+	}
+	return target, false, ""
+}
+
 // Previous is the revision a rollback goes back to by default: the
 // latest before current whose render differs from current's. One of the
 // same render (recorded by an apply that did not finish, then again by
 // the next) would change nothing. 0 when there is none.
 func Previous(history []revision.Revision, current int) int {
+	return previous(history, current, false)
+}
+
+// previous is Previous, among the verified revisions alone if verified.
+func previous(history []revision.Revision, current int, verified bool) int {
 	digest := ""
 	for _, r := range history {
 		if r.Number == current {
@@ -102,7 +135,7 @@ func Previous(history []revision.Revision, current int) int {
 	}
 	target := 0
 	for _, r := range history {
-		if r.Number < current && (digest == "" || r.Digest != digest) {
+		if r.Number < current && (digest == "" || r.Digest != digest) && (!verified || r.Verification.State == revision.Verified) {
 			target = max(target, r.Number)
 		}
 	}

@@ -53,18 +53,16 @@ func (r Fleet) Choose(ctx context.Context, c *fleet.Cluster, apps []string, to i
 		case len(h.Revisions) == 0:
 			continue
 		}
-		target := to
-		if target == 0 {
-			if target = rollback.Previous(h.Revisions, h.Current); target == 0 {
-				nothing(app, "app %s has no revision before r%d here", app, h.Current)
-				continue
-			}
-		}
-		i := slices.IndexFunc(h.Revisions, func(r revision.Revision) bool { return r.Number == target })
-		if i < 0 {
-			skip(app, "app %s has no revision %d here", app, target)
+		target, none, missing := rollback.Back(h.Revisions, h.Current, to)
+		switch {
+		case none:
+			nothing(app, "app %s has no %s", app, missing)
+			continue
+		case missing != "":
+			skip(app, "app %s has no %s", app, missing)
 			continue
 		}
+		i := slices.IndexFunc(h.Revisions, func(r revision.Revision) bool { return r.Number == target })
 		rev := h.Revisions[i]
 		objs, err := reg.PullDigest(ctx, app, rev.Artifact)
 		if err != nil {
