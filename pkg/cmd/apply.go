@@ -180,8 +180,8 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Apply to"); err != nil {
 		return err
 	}
-	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json"})
-	return err
+	outcomes, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json"})
+	return o.undo(ctx, e, r, outcomes, err)
 }
 
 // newEngine is an engine for one run, with the lock flags.

@@ -23,6 +23,10 @@ const (
 	// be, but a delivered cluster no context reads is published, not
 	// observed: nothing says what it runs.
 	NotObserved = 5
+	// RolledBack is apply's: a group failed past its maxFailures and,
+	// as its onFailure: rollback asks, every cluster the run changed
+	// there and before it was rolled back to its last verified revision.
+	RolledBack = 6
 	// Interrupted means the run was stopped by Ctrl-C.
 	Interrupted = 130
 )

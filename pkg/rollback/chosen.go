@@ -3,6 +3,7 @@ package rollback
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -112,4 +113,48 @@ func (pl *Chosen) Mask(m *mask.Set, results []render.Result) {
 			}
 		}
 	}
+}
+
+// Only keeps, of what was chosen, the apps named on each cluster (an
+// automatic rollback's: those the failed run changed there), each
+// recorded as done for why ("rollback (automatic) to 3: production/canary
+// failed …"), and returns their results. An app named for which nothing
+// was chosen (it has no earlier verified revision) is in missing, by
+// cluster, with why.
+func (pl *Chosen) Only(apps map[string][]string, why string, results []render.Result) (kept []render.Result, missing map[string][]Skip) {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
+	missing = map[string][]Skip{}
+	for _, res := range results {
+		if slices.Contains(apps[res.Cluster.Name], res.App) {
+			kept = append(kept, res)
+		}
+	}
+	for key, rec := range pl.records {
+		cluster, app, _ := strings.Cut(key, "/")
+		if !slices.Contains(apps[cluster], app) {
+			delete(pl.records, key)
+			continue
+		}
+		rec.Description = strings.Replace(rec.Description, "rollback", "rollback (automatic)", 1) + ": " + why
+		pl.records[key] = rec
+	}
+	for cluster, names := range apps {
+		for _, app := range names {
+			if _, ok := pl.records[cluster+"/"+app]; ok {
+				continue
+			}
+			reason := "not read"
+			for _, s := range pl.skips[cluster] {
+				if s.App == app || s.App == "" {
+					reason = s.Reason
+				}
+			}
+			if err := pl.errs[cluster]; err != nil {
+				reason = err.Error()
+			}
+			missing[cluster] = append(missing[cluster], Skip{App: app, Reason: reason})
+		}
+	}
+	return kept, missing
 }

@@ -63,6 +63,10 @@ type Options struct {
 	// Rollback, when set, makes the run a rollback: the run's results
 	// are the revisions it chose (rollback.Read), recorded as it says.
 	Rollback *rollback.Chosen
+	// NewestFirst runs the waves in reverse, each after the one that
+	// follows it in the fleet: an automatic rollback undoes the newest
+	// wave first.
+	NewestFirst bool
 	// Force, when set, says whether an app's apply to a cluster takes
 	// fields over (reconcile --correct-drift on a drifted app).
 	Force func(cluster, app string) bool
@@ -116,6 +120,8 @@ type Engine struct {
 	clusters  map[string]*fleet.Cluster
 	sources   memo.Memo[string, revision.Source]
 	promotion *promotion
+	// waves are the run's (Run), for its Undo.
+	waves []runner.Wave
 	// soakRuns are the waves' soaks, by wave, and soakedIn the wave
 	// whose soak ends each cluster that soaks (soaks, as the run
 	// begins): its verdict waits for it.
@@ -136,6 +142,10 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	defer e.Locks.Release(ctx, e.Log)
 	e.begin(r, o, sink)
 	ws := Waves(r.Fleet, r.Clusters)
+	if o.NewestFirst {
+		ws = newestFirst(ws)
+	}
+	e.waves = ws
 	if err := e.publishAll(ctx); err != nil {
 		return e.notStarted(ws, err)
 	}

@@ -123,7 +123,9 @@ func TestAnalysisHoldsTheGroup(t *testing.T) {
 	const ns = "e2e-analysis"
 	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001, "an-a": 0.2, "an-b": 0.001}}
 	prom := startPrometheus(t, rates.serve(t, "an-stg"), rates.serve(t, "an-a"), rates.serve(t, "an-b"))
-	waitScraped(t, prom, "an-a", 0.2)
+	for c, v := range rates.rates {
+		waitScraped(t, prom, c, v)
+	}
 	dir := workdir(t, analysisFleet(prom.URL, `max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})`), map[string]string{"app.yaml": release(ns, "1")})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
 
@@ -202,5 +204,57 @@ func TestAnalysisFailsClosed(t *testing.T) {
 				t.Errorf("exit %d, want 1 and %q:\n%s%s", code, tt.want, out, errOut)
 			}
 		})
+	}
+}
+
+// onFailure: rollback: a canary whose analysis fails past its budget
+// rolls the release back from every cluster the run changed, in its
+// group and the group before it, newest first, to their last verified
+// revision, recorded as automatic; the run exits 6. The rest of the
+// group never got the release.
+func TestAnalysisRollsBack(t *testing.T) {
+	const ns = "e2e-analysis-back"
+	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001, "an-a": 0.001, "an-b": 0.001}}
+	prom := startPrometheus(t, rates.serve(t, "an-stg"), rates.serve(t, "an-a"), rates.serve(t, "an-b"))
+	for c, v := range rates.rates {
+		waitScraped(t, prom, c, v)
+	}
+	fleetYAML := "onFailure: rollback\n" + analysisFleet(prom.URL, `max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})`)
+	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": release(ns, "1")})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 {
+		t.Fatalf("first release: exit %d\n%s%s", code, out, errOut)
+	}
+
+	rates.set("an-a", 0.3)
+	waitScraped(t, prom, "an-a", 0.3)
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(release(ns, "2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := fleet(t, dir, "apply", "--yes")
+	why := "production/canary failed (1 of 1 clusters; maxFailures 50%)"
+	if code != 6 {
+		t.Fatalf("a bad canary with onFailure: rollback: exit %d, want 6\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"[an-a] soak failed: analysis error-rate failed: 0.3",
+		"Rolling back automatically (onFailure: rollback): " + why + "; newest first: an-a, an-stg",
+		"[an-a] revision 3 recorded (rollback (automatic) to 1: " + why + ")",
+		"[an-stg] revision 3 recorded (rollback (automatic) to 1: " + why + ")",
+	} {
+		if !strings.Contains(aligned(out), want) {
+			t.Errorf("the run lacks %q:\n%s%s", want, out, errOut)
+		}
+	}
+	if !strings.Contains(errOut, why+": rolled back automatically (onFailure: rollback) on 2 clusters, each to its last verified revision") {
+		t.Errorf("the error does not say what was undone:\n%s", errOut)
+	}
+	if strings.Index(out, "[an-a]   revision 3") > strings.Index(out, "[an-stg] revision 3") {
+		t.Errorf("an-stg was rolled back before the newer an-a:\n%s", out)
+	}
+	for _, c := range []struct{ context, want string }{{"fleet-c1", "1"}, {"fleet-c2", "1"}, {"fleet-c3", "1"}} {
+		if got := runs(t, c.context, ns); got != c.want {
+			t.Errorf("%s runs %q, want %q", c.context, got, c.want)
+		}
 	}
 }

@@ -1,0 +1,118 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// Undo is what a run's automatic rollback undoes (onFailure: rollback):
+// the clusters the run changed in the group that failed past its
+// maxFailures and in the groups before it, newest wave first, each with
+// the apps the run recorded a new revision of.
+type Undo struct {
+	// Why is the failure: "production/canary failed (1 of 1 clusters;
+	// maxFailures 0)".
+	Why string
+	// Clusters are in the order they are rolled back: the newest wave
+	// first.
+	Clusters []*fleet.Cluster
+	// Apps are the apps to roll back on each cluster, by cluster.
+	Apps map[string][]string
+}
+
+// Undo returns what the run that returned outcomes rolls back
+// automatically: nil when no wave failed past its budget (failedWave), when its
+// group holds on failure (onFailure: hold, the default), or when the
+// run changed nothing (a dry run, a rollback itself).
+func (e *Engine) Undo(outcomes []runner.Outcome) *Undo {
+	if e.r == nil || !e.gated() {
+		return nil
+	}
+	f := e.r.Fleet
+	failed := failedWave(e.waves, outcomes, func(w runner.Wave) int { return f.Group(w.Group).MaxFailures.Down(len(w.Clusters)) })
+	if failed < 0 {
+		return nil
+	}
+	w := e.waves[failed]
+	g := f.Group(w.Group)
+	if !f.RollsBack(g) {
+		return nil
+	}
+	scope := append(f.Upstream(w.Group), w.Group)
+	u := &Undo{Why: fmt.Sprintf("%s failed (%d of %d clusters; maxFailures %s)", w.Name, failures(w.Name, outcomes), len(w.Clusters), g.MaxFailures), Apps: map[string][]string{}}
+	for i := failed; i >= 0; i-- {
+		if !slices.Contains(scope, e.waves[i].Group) {
+			continue
+		}
+		for _, name := range e.waves[i].Clusters {
+			if apps := e.changed(name); len(apps) > 0 {
+				u.Clusters = append(u.Clusters, e.clusters[name])
+				u.Apps[name] = apps
+			}
+		}
+	}
+	if len(u.Clusters) == 0 {
+		return nil
+	}
+	return u
+}
+
+// changed are the apps the run recorded a new revision of on cluster
+// name, in name order.
+func (e *Engine) changed(name string) []string {
+	e.mu.Lock()
+	run, ok := e.runs[name]
+	e.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	var out []string
+	for app, rev := range run.revisions {
+		if rev.New {
+			out = append(out, app)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// failedWave is the index of the first wave of ws more of whose
+// clusters failed than its budget tolerates, -1 for none. A wave's
+// budget is its group's maxFailures, a percentage taken of the wave's
+// clusters, as the promotion rule takes it of a batch's: a canary of
+// one fails its batch under maxFailures: 50%.
+func failedWave(ws []runner.Wave, outcomes []runner.Outcome, budget func(runner.Wave) int) int {
+	for i, w := range ws {
+		if failures(w.Name, outcomes) > budget(w) {
+			return i
+		}
+	}
+	return -1
+}
+
+// failures counts the clusters of wave that failed.
+func failures(wave string, outcomes []runner.Outcome) int {
+	n := 0
+	for _, oc := range outcomes {
+		if oc.Wave == wave && oc.State == runner.Failed {
+			n++
+		}
+	}
+	return n
+}
+
+// newestFirst are ws in reverse order, each needing every wave before it
+// in that order (no Needs).
+func newestFirst(ws []runner.Wave) []runner.Wave {
+	out := slices.Clone(ws)
+	slices.Reverse(out)
+	for i := range out {
+		out[i].Needs = nil
+	}
+	return out
+}
