@@ -16,15 +16,15 @@ import (
 // another track's), newest wave first; nothing under hold, within the
 // budget, or in a run that verifies nothing.
 func TestUndo(t *testing.T) {
-	empty := []string{}
+	empty, staging := []string{}, []string{"staging"}
 	fleetOf := func(onFailure string) *fleet.Fleet {
 		half, _ := fleet.ParseAmount("50%")
 		return &fleet.Fleet{
 			OnFailure: onFailure,
 			Groups: []fleet.Group{
 				{Name: "staging"},
-				{Name: "production", MaxFailures: half, Batches: []fleet.Batch{{Name: "canary", Selector: "canary=true"}}},
-				{Name: "lab", After: &empty}, // a track of its own
+				{Name: "lab", After: &empty}, // a track of its own, rolled out before production
+				{Name: "production", After: &staging, MaxFailures: half, Batches: []fleet.Batch{{Name: "canary", Selector: "canary=true"}}},
 			},
 			Clusters: []fleet.Cluster{
 				{Name: "stg", Group: "staging"},
@@ -70,6 +70,9 @@ func TestUndo(t *testing.T) {
 			e := &Engine{}
 			e.begin(&rendered.Set{Fleet: f, Clusters: clusters}, tt.o, func(Event) {})
 			e.waves = Waves(f, clusters)
+			if e.waves[1].Group != "lab" {
+				t.Fatalf("lab is not the second wave: %+v", e.waves)
+			}
 			for _, oc := range tt.outcomes {
 				if oc.State != runner.NotStarted {
 					e.runOf(oc.Cluster).revised(RevisionEvent{Cluster: oc.Cluster, App: "web", Revision: 2, New: true})
