@@ -35,6 +35,9 @@ type ApplyFlags struct {
 	Atomic bool
 	// IgnoreWindows writes to groups outside their deploy windows.
 	IgnoreWindows bool
+	// RetryRolledBack applies again a release an automatic rollback
+	// took away (apply only: reconcile never does).
+	RetryRolledBack bool
 	// PlanFile is --plan: apply only what this plan (diff --out) saw.
 	PlanFile string
 	// LockDuration is --lock-duration, LockTimeout --lock-timeout.
@@ -99,6 +102,7 @@ Exit codes:
 	g.addSkipUnreachableFlag(cmd)
 	o.addRolloutFlags(cmd)
 	o.addApplyFlags(cmd)
+	cmd.Flags().BoolVar(&o.RetryRolledBack, "retry-rolled-back", false, "apply again a release that onFailure: rollback took away from a cluster; without it such a cluster is skipped, here and in reconcile")
 	cmd.Flags().StringVar(&o.PlanFile, "plan", "", "apply only if, per cluster, the render and the live objects are still what this plan (diff --out) saw; else that cluster fails, nothing written to it")
 	return cmd
 }
@@ -196,6 +200,6 @@ func (f *ApplyFlags) options(dryRun bool, parallel int) rollout.Options {
 	return rollout.Options{
 		DryRun: dryRun, Diff: f.Diff, ForceConflicts: f.ForceConflicts, Prune: f.Prune, AllowEmpty: f.AllowEmpty, Wait: f.Wait, Timeout: f.Timeout,
 		Concurrency: f.Concurrency, Parallel: parallel, HistoryLimit: f.HistoryLimit, SkipTests: f.SkipTests, SkipGates: f.SkipGates, KeepTests: f.KeepTests, Atomic: f.Atomic,
-		IgnoreWindows: f.IgnoreWindows, Now: now,
+		IgnoreWindows: f.IgnoreWindows, RetryRolledBack: f.RetryRolledBack, Now: now,
 	}
 }

@@ -62,7 +62,7 @@ func TestReconcilePassOptions(t *testing.T) {
 // Every flag of apply is reconcile's too (registered once), but those
 // that make no sense for a loop.
 func TestReconcileHasApplyFlags(t *testing.T) {
-	notForALoop := map[string]bool{"plan": true, "dry-run": true, "output": true}
+	notForALoop := map[string]bool{"plan": true, "dry-run": true, "output": true, "retry-rolled-back": true} // a loop never retries what rolled back by itself
 	g := &GlobalOptions{}
 	apply, reconcile := NewCmdApply(g), NewCmdReconcile(g)
 	apply.Flags().VisitAll(func(f *pflag.Flag) {

@@ -134,6 +134,17 @@ const (
 	OnFailureRollback = "rollback"
 )
 
+// RollsBackAnywhere reports whether any group's failure rolls a run
+// back (RollsBack).
+func (f *Fleet) RollsBackAnywhere() bool {
+	for i := range f.Groups {
+		if f.RollsBack(&f.Groups[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 // RollsBack reports whether a failure of group g past its maxFailures
 // rolls the run back (its onFailure, else the fleet's).
 func (f *Fleet) RollsBack(g *Group) bool {

@@ -145,6 +145,11 @@ type Revision struct {
 	Objects int `json:"objects"`
 	// Description says what made it: "apply", "rollback to 3".
 	Description string `json:"description,omitempty"`
+	// Undid, on a revision an automatic rollback made (onFailure:
+	// rollback), is the digest of the render it took away: apply and
+	// reconcile leave that render alone until it changes, or
+	// --retry-rolled-back.
+	Undid string `json:"undid,omitempty"`
 	// NotStored, when set, says why the objects were not stored: the
 	// revision cannot be rolled back to.
 	NotStored string `json:"notStored,omitempty"`

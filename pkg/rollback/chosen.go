@@ -23,6 +23,8 @@ type Chosen struct {
 	errs    map[string]error
 	skips   map[string][]Skip
 	records map[string]revision.Revision // by cluster/app
+	// from is the digest each goes back from, by cluster/app.
+	from map[string]string
 }
 
 // Read reads, on every cluster (parallel at once; a delivered one asks
@@ -70,6 +72,10 @@ func (pl *Chosen) note(f *fleet.Fleet, c *fleet.Cluster, targets []Target, skips
 	for _, t := range targets {
 		out = append(out, render.Result{Target: render.Target{Cluster: render.ClusterOf(f, c), App: t.App}, Objects: t.Objects, Decrypted: len(t.Record.Sensitive) > 0})
 		pl.records[c.Name+"/"+t.App] = t.Record
+		if pl.from == nil {
+			pl.from = map[string]string{}
+		}
+		pl.from[c.Name+"/"+t.App] = t.From
 	}
 	return out
 }
@@ -118,7 +124,8 @@ func (pl *Chosen) Mask(m *mask.Set, results []render.Result) {
 // Only keeps, of what was chosen, the apps named on each cluster (an
 // automatic rollback's: those the failed run changed there), each
 // recorded as done for why ("rollback (automatic) to 3: production/canary
-// failed …"), and returns their results. An app named for which nothing
+// failed …") with the render it undid (Revision.Undid), and returns
+// their results. An app named for which nothing
 // was chosen (it has no earlier verified revision) is in missing, by
 // cluster, with why.
 func (pl *Chosen) Only(apps map[string][]string, why string, results []render.Result) (kept []render.Result, missing map[string][]Skip) {
@@ -137,6 +144,7 @@ func (pl *Chosen) Only(apps map[string][]string, why string, results []render.Re
 			continue
 		}
 		rec.Description = strings.Replace(rec.Description, "rollback", "rollback (automatic)", 1) + ": " + why
+		rec.Undid = pl.from[key]
 		pl.records[key] = rec
 	}
 	for cluster, names := range apps {

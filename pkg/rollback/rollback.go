@@ -22,6 +22,9 @@ type Target struct {
 	App     string
 	Objects []*unstructured.Unstructured
 	Record  revision.Revision
+	// From is the digest of the revision it goes back from (the current
+	// one), "" when unknown.
+	From string
 }
 
 // Skip is an app a rollback leaves alone on a cluster, and why; an empty
@@ -83,7 +86,7 @@ func Choose(ctx context.Context, c *kube.Client, fleet string, apps []string, to
 			errs = append(errs, fmt.Errorf("cannot roll back: %w", err))
 			continue
 		}
-		out = append(out, Target{App: set.App, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Namespace: rev.Namespace, Sensitive: rev.Sensitive}})
+		out = append(out, Target{App: set.App, Objects: objs, From: set.Digest, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Namespace: rev.Namespace, Sensitive: rev.Sensitive}})
 	}
 	return out, skips, errors.Join(errs...)
 }

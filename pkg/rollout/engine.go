@@ -63,6 +63,9 @@ type Options struct {
 	// Rollback, when set, makes the run a rollback: the run's results
 	// are the revisions it chose (rollback.Read), recorded as it says.
 	Rollback *rollback.Chosen
+	// RetryRolledBack applies a render an automatic rollback took away
+	// from a cluster (Release.Undid) again; else the cluster is skipped.
+	RetryRolledBack bool
 	// NewestFirst runs the waves in reverse, each after the one that
 	// follows it in the fleet: an automatic rollback undoes the newest
 	// wave first.

@@ -35,6 +35,9 @@ type Release struct {
 	Verification revision.Verification
 	// Key is the cluster's digest key, under which Digest was computed.
 	Key digest.Key
+	// Undid is the render an automatic rollback took away, when the
+	// current revision is one (Revision.Undid).
+	Undid string
 }
 
 // A Render is an app's render for a cluster, as the promotion rule
@@ -279,7 +282,12 @@ func releaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 	if !set.Exists || set.Revision == 0 {
 		return r, nil
 	}
-	r.Verification, err = revision.VerificationOf(ctx, client, app, set.Revision)
+	rev, err := revision.Get(ctx, client, app, set.Revision)
+	if errors.Is(err, revision.ErrNotFound) {
+		r.Verification = revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}
+		return r, nil
+	}
+	r.Verification, r.Undid = rev.Verification, rev.Undid
 	return r, err
 }
 

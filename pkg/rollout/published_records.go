@@ -13,7 +13,7 @@ import (
 // at its artifact (a publish that did not finish is no release).
 func (p *registryTarget) current(ctx context.Context, app string) (Release, error) {
 	cur, err := registry.Of(p.e.r.Fleet).Current(ctx, p.run.cluster, app)
-	return Release{Exists: cur.Exists, Revision: cur.Revision, Digest: cur.Digest, Verification: cur.Verification}, err
+	return Release{Exists: cur.Exists, Revision: cur.Revision, Digest: cur.Digest, Verification: cur.Verification, Undid: cur.Undid}, err
 }
 
 // pauses reads the fleet's pause record beside the cluster's tags.

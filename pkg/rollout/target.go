@@ -167,6 +167,9 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 	case e.o.Rollback != nil && len(results) == 0:
 		return nil // nothing to roll back here, said
 	}
+	if err := e.undone(ctx, t, results); err != nil {
+		return err
+	}
 	if err := t.prepare(ctx, results); err != nil {
 		return err
 	}

@@ -1,10 +1,13 @@
 package rollout
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
 
@@ -115,4 +118,30 @@ func newestFirst(ws []runner.Wave) []runner.Wave {
 		out[i].Needs = nil
 	}
 	return out
+}
+
+// undone skips a cluster whose current revision an automatic rollback
+// made, when the run would apply again the render it took away
+// (Release.Undid): it would fail again where it failed and roll back
+// again, in every reconcile pass. --retry-rolled-back applies it; a
+// changed render goes. Only a fleet that rolls back automatically reads
+// it (its apps' current revisions, as the promotion rule reads them).
+func (e *Engine) undone(ctx context.Context, t target, results []render.Result) error {
+	if !e.gated() || e.o.RetryRolledBack || !e.r.Fleet.RollsBackAnywhere() {
+		return nil
+	}
+	var held []string
+	for _, res := range results {
+		rel, err := t.current(ctx, res.App)
+		if err != nil {
+			return err
+		}
+		if rel.Undid != "" && rel.Undid == objects(res.Objects).Digest(rel.Key) {
+			held = append(held, fmt.Sprintf("app %s: revision %d rolled this release back automatically", res.App, rel.Revision))
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return &runner.SkipError{Reason: strings.Join(held, "; ") + " (apply --retry-rolled-back applies it again)"}
 }

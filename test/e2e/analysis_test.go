@@ -252,9 +252,32 @@ func TestAnalysisRollsBack(t *testing.T) {
 	if strings.Index(out, "[an-a]   revision 3") > strings.Index(out, "[an-stg] revision 3") {
 		t.Errorf("an-stg was rolled back before the newer an-a:\n%s", out)
 	}
-	for _, c := range []struct{ context, want string }{{"fleet-c1", "1"}, {"fleet-c2", "1"}, {"fleet-c3", "1"}} {
-		if got := runs(t, c.context, ns); got != c.want {
-			t.Errorf("%s runs %q, want %q", c.context, got, c.want)
+	runsEverywhere := func(step, v string) {
+		t.Helper()
+		for _, context := range []string{"fleet-c1", "fleet-c2", "fleet-c3"} {
+			if got := runs(t, context, ns); got != v {
+				t.Errorf("%s: %s runs %q, want %q", step, context, got, v)
+			}
 		}
 	}
+	runsEverywhere("after the automatic rollback", "1")
+
+	// The release it took away is not applied again, by apply or by
+	// reconcile, until someone says so.
+	held := "revision 3 rolled this release back automatically (apply --retry-rolled-back applies it again)"
+	out, errOut, code = fleet(t, dir, "apply", "--yes")
+	if code != 1 || !strings.Contains(aligned(out), "[an-stg] skipped: app analysed: "+held) {
+		t.Errorf("apply of the release rolled back: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = fleet(t, dir, "reconcile", "--once", "--yes")
+	if code != 1 || !strings.Contains(out+errOut, held) {
+		t.Errorf("reconcile of the release rolled back: exit %d\n%s%s", code, out, errOut)
+	}
+	runsEverywhere("after apply and reconcile", "1")
+	rates.set("an-a", 0.001)
+	waitScraped(t, prom, "an-a", 0.001)
+	if out, errOut, code = fleet(t, dir, "apply", "--yes", "--retry-rolled-back"); code != 0 {
+		t.Errorf("apply --retry-rolled-back: exit %d\n%s%s", code, out, errOut)
+	}
+	runsEverywhere("after --retry-rolled-back", "2")
 }

@@ -20,6 +20,9 @@ type Current struct {
 	Revision     int
 	Digest       string
 	Verification revision.Verification
+	// Undid is the render an automatic rollback took away, when the
+	// current revision is one (revision.Revision.Undid).
+	Undid string
 }
 
 // Current reads what delivered cluster c runs of app.
@@ -50,7 +53,7 @@ func CurrentOf(ctx context.Context, reg publish.Registry, cluster, app string) (
 	case !found || at.String() != cur.Artifact:
 		return Current{Exists: true, Verification: revision.Verification{State: revision.Unverified, Reason: fmt.Sprintf("its tag is not at revision %d's artifact", cur.Number)}}, nil
 	}
-	return Current{Exists: true, Revision: cur.Number, Digest: cur.Digest, Verification: cur.Verification}, nil
+	return Current{Exists: true, Revision: cur.Number, Digest: cur.Digest, Verification: cur.Verification, Undid: cur.Undid}, nil
 }
 
 // State is a reconcile pass's StateReader of a delivered cluster, read

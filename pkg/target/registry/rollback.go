@@ -75,7 +75,8 @@ func (r Fleet) Choose(ctx context.Context, c *fleet.Cluster, apps []string, to i
 			errs = append(errs, fmt.Errorf("cannot roll back app %s: revision %d of %s names artifact %s, whose objects' digest is %s, not the %s it records: the record was edited, or its artifact replaced", app, target, publish.HistoryTag(c.Name), publish.Short(rev.Artifact), publish.Short(got), publish.Short(rev.Digest)))
 			continue
 		}
-		out = append(out, rollback.Target{App: app, Objects: objs, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})
+		from, _ := h.Record()
+		out = append(out, rollback.Target{App: app, Objects: objs, From: from.Digest, Record: revision.Revision{Description: fmt.Sprintf("rollback to %d", target), Source: rev.Source, Verification: rev.Verification, Artifact: rev.Artifact}})
 	}
 	if len(out) == 0 && len(skips) == 0 && len(errs) == 0 {
 		nothing("", "no app published here")
