@@ -21,6 +21,7 @@ import (
 // of cluster against one cluster of an Env, as a delivered cluster's own
 // Flux: its objects in their namespace, its artifacts served on loopback.
 type Flux struct {
+	env   *Env
 	procs []*process
 }
 
@@ -79,7 +80,7 @@ func (e *Env) StartFlux(ctx context.Context, kubeContext string, o FluxOptions) 
 	if err := os.MkdirAll(storage, 0o755); err != nil {
 		return nil, err
 	}
-	f := &Flux{}
+	f := &Flux{env: e}
 	environ := []string{"KUBECONFIG=" + kc, "RUNTIME_NAMESPACE=" + o.Namespace}
 	for _, c := range []struct {
 		name string
@@ -102,7 +103,7 @@ func (e *Env) StartFlux(ctx context.Context, kubeContext string, o FluxOptions) 
 // Stop stops the controllers.
 func (f *Flux) Stop() {
 	for _, p := range f.procs {
-		stop(p, 10*time.Second)
+		f.env.stopOwn(p, 10*time.Second)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 type Prometheus struct {
 	// URL is its API's base URL (http://127.0.0.1:PORT).
 	URL  string
+	env  *Env
 	proc *process
 }
 
@@ -59,7 +60,7 @@ func (e *Env) StartPrometheus(ctx context.Context, o PrometheusOptions) (*Promet
 	if err != nil {
 		return nil, err
 	}
-	prom := &Prometheus{URL: "http://" + addr, proc: p}
+	prom := &Prometheus{URL: "http://" + addr, env: e, proc: p}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := http.Get(prom.URL + "/-/ready")
@@ -86,7 +87,7 @@ func (e *Env) StartPrometheus(ctx context.Context, o PrometheusOptions) (*Promet
 }
 
 // Stop stops Prometheus.
-func (p *Prometheus) Stop() { stop(p.proc, 10*time.Second) }
+func (p *Prometheus) Stop() { p.env.stopOwn(p.proc, 10*time.Second) }
 
 // Logs is Prometheus's log.
 func (p *Prometheus) Logs() string {

@@ -233,11 +233,22 @@ func (e *Env) Kill(c Cluster) error {
 	}
 	_ = a.proc.cmd.Process.Kill()
 	<-a.proc.done
-	// Killed on purpose: not a process that "exited early".
-	e.mu.Lock()
-	e.procs = slices.DeleteFunc(e.procs, func(p *process) bool { return p == a.proc })
-	e.mu.Unlock()
+	e.forget(a.proc) // killed on purpose: not a process that "exited early"
 	return nil
+}
+
+// stopOwn stops a process a test started and stops on purpose (Flux,
+// Prometheus), and forgets it: its end is no process that "exited early".
+func (e *Env) stopOwn(p *process, grace time.Duration) {
+	stop(p, grace)
+	e.forget(p)
+}
+
+// forget drops p from the processes whose early end is an error.
+func (e *Env) forget(p *process) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.procs = slices.DeleteFunc(e.procs, func(q *process) bool { return q == p })
 }
 
 // Restart starts a killed cluster's API server again, on the same port
