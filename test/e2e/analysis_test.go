@@ -44,6 +44,22 @@ func (e *errorRates) serve(t *testing.T, cluster string) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
+// prometheus starts an endpoint for each cluster of e and a real
+// Prometheus scraping them every second, until the test ends, once it
+// has read each one's ratio.
+func (e *errorRates) prometheus(t *testing.T) *testenv.Prometheus {
+	t.Helper()
+	var targets []string
+	for c := range e.rates {
+		targets = append(targets, e.serve(t, c))
+	}
+	p := startPrometheus(t, targets...)
+	for c, v := range e.rates {
+		waitScraped(t, p, c, v)
+	}
+	return p
+}
+
 // startPrometheus builds (when missing) and starts a real Prometheus
 // scraping targets every second, until the test ends.
 func startPrometheus(t *testing.T, targets ...string) *testenv.Prometheus {
@@ -122,10 +138,7 @@ apps:
 func TestAnalysisHoldsTheGroup(t *testing.T) {
 	const ns = "e2e-analysis"
 	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001, "an-a": 0.2, "an-b": 0.001}}
-	prom := startPrometheus(t, rates.serve(t, "an-stg"), rates.serve(t, "an-a"), rates.serve(t, "an-b"))
-	for c, v := range rates.rates {
-		waitScraped(t, prom, c, v)
-	}
+	prom := rates.prometheus(t)
 	dir := workdir(t, analysisFleet(prom.URL, `max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})`), map[string]string{"app.yaml": release(ns, "1")})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
 
@@ -169,8 +182,7 @@ func TestAnalysisHoldsTheGroup(t *testing.T) {
 func TestAnalysisFailsClosed(t *testing.T) {
 	const ns = "e2e-analysis-closed"
 	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001}}
-	prom := startPrometheus(t, rates.serve(t, "an-stg"))
-	waitScraped(t, prom, "an-stg", 0.001)
+	prom := rates.prometheus(t)
 	down, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +227,7 @@ func TestAnalysisFailsClosed(t *testing.T) {
 func TestAnalysisRollsBack(t *testing.T) {
 	const ns = "e2e-analysis-back"
 	rates := &errorRates{rates: map[string]float64{"an-stg": 0.001, "an-a": 0.001, "an-b": 0.001}}
-	prom := startPrometheus(t, rates.serve(t, "an-stg"), rates.serve(t, "an-a"), rates.serve(t, "an-b"))
-	for c, v := range rates.rates {
-		waitScraped(t, prom, c, v)
-	}
+	prom := rates.prometheus(t)
 	fleetYAML := "onFailure: rollback\n" + analysisFleet(prom.URL, `max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})`)
 	dir := workdir(t, fleetYAML, map[string]string{"app.yaml": release(ns, "1")})
 	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
