@@ -123,11 +123,12 @@ func newestFirst(ws []runner.Wave) []runner.Wave {
 // undone skips a cluster whose current revision an automatic rollback
 // made, when the run would apply again the render it took away
 // (Release.Undid): it would fail again where it failed and roll back
-// again, in every reconcile pass. --retry-rolled-back applies it; a
+// again, in every reconcile pass. --retry-rolled-back applies it (not
+// --skip-gates, which skips what judges a release, not what undid one); a
 // changed render goes. Only a fleet that rolls back automatically reads
 // it (its apps' current revisions, as the promotion rule reads them).
 func (e *Engine) undone(ctx context.Context, t target, results []render.Result) error {
-	if !e.gated() || e.o.RetryRolledBack || !e.r.Fleet.RollsBackAnywhere() {
+	if !e.verifies() || e.o.RetryRolledBack || !e.r.Fleet.RollsBackAnywhere() {
 		return nil
 	}
 	var held []string

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -275,4 +276,109 @@ func TestAnalysisRollsBack(t *testing.T) {
 		t.Errorf("apply --retry-rolled-back: exit %d\n%s%s", code, out, errOut)
 	}
 	runsEverywhere("after --retry-rolled-back", "2")
+}
+
+// Delivered clusters are analysed once their Flux applied the release,
+// and an automatic rollback moves their tags back: staging written to
+// (stg-eu), production delivered through a registry on loopback to Flux
+// on fleet-c3 (the canary, dl-canary) and fleet-c2 (dl-rest). A canary
+// whose error ratio climbs after Flux applied release 2 has its tag
+// moved back to release 1's artifact, and its Flux applies release 1
+// again; staging goes back too; dl-rest never got release 2.
+func TestAnalysisDelivered(t *testing.T) {
+	const ns = "e2e-analysis-dl"
+	startFlux(t, "fleet-c3")
+	startFlux(t, "fleet-c2")
+	r, host := loopbackRegistry(t, nil)
+	rates := &errorRates{rates: map[string]float64{"stg-eu": 0.001, "dl-canary": 0.001, "dl-rest": 0.001}}
+	prom := rates.prometheus(t)
+	analysis := fmt.Sprintf(`    analysis:
+      - {name: error-rate, prometheus: {address: %q, query: 'max(app_error_ratio{cluster="${FLEET_CLUSTER_NAME}"})'}, successCondition: result < 0.05, interval: 1s, count: 2}
+`, prom.URL)
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+onFailure: rollback
+groups:
+  - name: staging
+`+analysis+`  - name: production
+    batches: [{name: canary, selector: canary=true}]
+    delivery: {oci: "oci://`+host+`/fleets/e2e", insecure: true, namespace: flux-an, interval: 1s, timeout: 30s, signing: {key: cosign.key}}
+`+analysis+`clusters:
+  - {name: stg-eu, group: staging, context: fleet-c1}
+  - {name: dl-canary, group: production, context: fleet-c3, labels: {canary: "true"}}
+  - {name: dl-rest, group: production, context: fleet-c2}
+apps:
+  - {name: web, manifests: app.yaml}
+`, map[string]string{"app.yaml": release(ns, "1"), "cosign.key": signingKey(t)})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes", "-g", "staging") })
+	t.Cleanup(func() {
+		for _, c := range []string{"fleet-c3", "fleet-c2"} {
+			kubectl(t, "", "--context", c, "delete", "namespace", "flux-an", ns, "--wait=false", "--ignore-not-found")
+		}
+	})
+	out := filepath.Join(t.TempDir(), "flux")
+	if _, errOut, code := fleet(t, dir, "bootstrap", "-g", "production", "--output-dir", out); code != 0 {
+		t.Fatalf("bootstrap: exit %d\n%s", code, errOut)
+	}
+	for cluster, context := range map[string]string{"dl-canary": "fleet-c3", "dl-rest": "fleet-c2"} {
+		data, err := os.ReadFile(filepath.Join(out, cluster+".yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, errOut, code := kubectl(t, "apiVersion: v1\nkind: Namespace\nmetadata: {name: flux-an}\n---\n"+string(data), "--context", context, "apply", "-f", "-"); code != 0 {
+			t.Fatalf("bootstrapping %s: exit %d\n%s%s", cluster, code, out, errOut)
+		}
+	}
+	tag := func() string {
+		t.Helper()
+		d, found, err := r.Resolve(context.Background(), "web", "dl-canary")
+		if err != nil || !found {
+			t.Fatalf("dl-canary's tag: found %v, %v", found, err)
+		}
+		return d.String()
+	}
+	if out, errOut, code := fleet(t, dir, "apply", "--yes"); code != 0 || !said(out, "dl-canary", "analysis error-rate (2/2): 0.001 successful") || !said(out, "dl-canary", "revision 1 (") {
+		t.Fatalf("release 1: exit %d\n%s%s", code, out, errOut)
+	}
+	first := tag()
+
+	rates.set("dl-canary", 0.3)
+	waitScraped(t, prom, "dl-canary", 0.3)
+	if err := os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(release(ns, "2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run, errOut, code := fleet(t, dir, "apply", "--yes")
+	if code != 6 {
+		t.Fatalf("release 2 with a bad canary: exit %d, want 6\n%s%s", code, run, errOut)
+	}
+	applied := strings.Index(run, "Flux applied")
+	measured := strings.Index(run, "[dl-canary] analysis error-rate (1/2): 0.3 failed")
+	if applied < 0 || measured < applied {
+		t.Errorf("dl-canary was measured before its Flux applied release 2:\n%s", run)
+	}
+	if got := tag(); got != first {
+		t.Errorf("dl-canary's tag is at %s after the automatic rollback, want release 1's %s\n%s%s", got, first, run, errOut)
+	}
+	for _, want := range [][2]string{{"dl-canary", "rollback (automatic) to 1: production/canary failed"}, {"stg-eu", "rollback (automatic) to 1: production/canary failed"}} {
+		if !said(run, want[0], want[1]) {
+			t.Errorf("[%s] does not say %q:\n%s", want[0], want[1], run)
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); runs(t, "fleet-c3", ns) != "1"; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Flux on fleet-c3 runs %q a minute after the tag moved back, want 1", runs(t, "fleet-c3", ns))
+		}
+	}
+	if v := runs(t, "fleet-c1", ns); v != "1" {
+		t.Errorf("stg-eu runs %q, want 1", v)
+	}
+	if v := runs(t, "fleet-c2", ns); v != "1" {
+		t.Errorf("dl-rest runs %q, want 1: it never got release 2", v)
+	}
+	// The release taken away stays out of the delivered canary too,
+	// --skip-gates or not.
+	if out, errOut, code := fleet(t, dir, "apply", "--yes", "-c", "dl-canary", "--skip-gates"); code != 1 || !said(out, "dl-canary", "revision 3 rolled this release back automatically") {
+		t.Errorf("apply of the release rolled back: exit %d\n%s%s", code, out, errOut)
+	}
 }
