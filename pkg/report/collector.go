@@ -9,7 +9,7 @@ import (
 
 // NewCollector gathers a run's apps and diffs for its report.
 func NewCollector() *Collector {
-	return &Collector{apps: map[string][]App{}, diffs: map[string]*strings.Builder{}, failures: map[string][]string{}}
+	return &Collector{apps: map[string][]App{}, diffs: map[string]*strings.Builder{}, failures: map[string][]string{}, measured: map[string][]string{}}
 }
 
 // Collector gathers, per cluster, what a report shows beyond the
@@ -21,6 +21,30 @@ type Collector struct {
 	diffs map[string]*strings.Builder
 	// failures are the objects that failed, by cluster and app.
 	failures map[string][]string
+	// measured are the analyses' measurements, by cluster, as said.
+	measured map[string][]string
+}
+
+// Measured records a measurement of an analysis on a cluster, as its
+// line says it ("analysis error-rate (3/10): 0.0042 successful (result
+// < 0.01)").
+func (c *Collector) Measured(cluster, line string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.measured[cluster] = append(c.measured[cluster], line)
+}
+
+// MeasurementsOf are a cluster's measurements, in the order taken.
+func (c *Collector) MeasurementsOf(cluster string) []string {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.measured[cluster]
 }
 
 // App records an app's outcome on a cluster, with the objects that failed.

@@ -37,6 +37,7 @@ func OfRollout(command string, f *fleet.Fleet, outcomes []runner.Outcome, tally 
 		case runner.Skipped:
 			c.Skipped = true
 		}
+		c.Measurements = rc.MeasurementsOf(oc.Cluster)
 		if published := tally.Published(oc.Cluster); len(published) > 0 {
 			// A delivered cluster: what its tags point at, and what its
 			// Flux was seen to apply.

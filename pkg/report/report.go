@@ -49,6 +49,8 @@ type Cluster struct {
 	Apps []App
 	// Diff is the cluster's diff, masked; "" when none was made.
 	Diff string
+	// Measurements are its analyses' measurements, as said.
+	Measurements []string
 	// Error is why it failed or was skipped.
 	Error string
 }
@@ -138,6 +140,9 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 			if a.Error != "" {
 				fmt.Fprintf(&body, "%s:\n%s\n\n", a.Name, fence(a.Error))
 			}
+		}
+		if len(c.Measurements) > 0 {
+			fmt.Fprintf(&body, "Measurements:\n%s\n\n", fence(strings.Join(c.Measurements, "\n")))
 		}
 		if c.Diff != "" {
 			fmt.Fprintf(&body, "%s\n", fenceAs("diff", c.Diff))
@@ -260,7 +265,7 @@ func (r Report) WriteJUnit(w io.Writer) error {
 			byGroup[c.Group] = s
 			suites = append(suites, s)
 		}
-		tc := junitCase{Name: c.Name, Classname: c.Group, SystemOut: c.State}
+		tc := junitCase{Name: c.Name, Classname: c.Group, SystemOut: strings.Join(append([]string{c.State}, c.Measurements...), "\n")}
 		switch {
 		case c.Skipped:
 			tc.Skipped = &junitMessage{Message: c.State + ": " + c.Error}

@@ -248,3 +248,31 @@ func TestMarkdownCellsAreText(t *testing.T) {
 		t.Errorf("the cell is not the text it was:\n%s\nwant <td>%s</td>", html, want)
 	}
 }
+
+// Every measurement of a cluster's analyses is in the report: under the
+// cluster in Markdown, in its test case's output in JUnit, taken from
+// the collector.
+func TestMeasurements(t *testing.T) {
+	rc := NewCollector()
+	rc.Measured("canary-eu", "analysis error-rate (1/2): 0.3 failed (result < 0.05)")
+	rc.Measured("canary-eu", "analysis error-rate (2/2): 0.2 failed (result < 0.05)")
+	r := Report{Command: "apply", Clusters: []Cluster{{Name: "canary-eu", Group: "production", State: "failed", Failed: true, Measurements: rc.MeasurementsOf("canary-eu")}, {Name: "prod-eu", Group: "production", State: "not started"}}}
+	var md, junit strings.Builder
+	if err := r.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJUnit(&junit); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Measurements:\n", "analysis error-rate (1/2): 0.3 failed (result < 0.05)\nanalysis error-rate (2/2): 0.2 failed (result < 0.05)\n"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the Markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	if !strings.Contains(junit.String(), "analysis error-rate (2/2): 0.2 failed (result &lt; 0.05)") {
+		t.Errorf("the JUnit lacks the measurement:\n%s", junit.String())
+	}
+	if got := rc.MeasurementsOf("prod-eu"); got != nil {
+		t.Errorf("prod-eu measured %q", got)
+	}
+}

@@ -87,6 +87,8 @@ func (c Set) Emit(ev rollout.Event) {
 		if c.Tally != nil {
 			c.Tally.AddGate(ev.Cluster, "check "+ev.Check+" "+ev.State)
 		}
+	case rollout.MeasurementEvent:
+		c.Report.Measured(ev.Cluster, ev.Text())
 	case rollout.SoakEvent:
 		if c.Tally != nil && (ev.State == "passed" || ev.State == "failed") {
 			c.Tally.AddGate(ev.Cluster, "soak "+ev.State)

@@ -24,15 +24,23 @@ func TestSetEmit(t *testing.T) {
 		var out bytes.Buffer
 		var tally summary.Tally
 		changed := 0
-		s := Set{Printer: output.NewPrinter(&out, jsonOut, output.NewPrefixer([]string{"c1"}, false), 10), Tally: &tally,
+		rc := report.NewCollector()
+		s := Set{Printer: output.NewPrinter(&out, jsonOut, output.NewPrefixer([]string{"c1"}, false), 10), Tally: &tally, Report: rc,
 			OnChange: func(string, string, string) { changed++ }}
 		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/a", Action: change.Created})
 		s.Emit(rollout.ObjectEvent{Type: "object", Cluster: "c1", App: "web", Object: "configmap/b", Action: change.Pruned, Restore: true})
 		s.Emit(rollout.OutputEvent{Cluster: "c1", Line: "smoke ok"})
 		s.Emit(rollout.StageEvent{Cluster: "c1", Stage: "applying web"})
+		s.Emit(rollout.MeasurementEvent{Type: "measurement", Cluster: "c1", Analysis: "error-rate", N: 1, Count: 2, Value: "0.001", Outcome: "successful", Condition: "result < 0.05"})
 		s.Emit(rollout.EndEvent{Cluster: "c1"})
 		s.Printer.Close()
 		got := out.String()
+		if m := rc.MeasurementsOf("c1"); len(m) != 1 || m[0] != "analysis error-rate (1/2): 0.001 successful (result < 0.05)" {
+			t.Errorf("json %v: the report's measurements %q", jsonOut, m)
+		}
+		if !strings.Contains(got, "analysis error-rate (1/2)") && !strings.Contains(got, `"type":"measurement"`) {
+			t.Errorf("json %v: the measurement is not printed:\n%s", jsonOut, got)
+		}
 		if n := tally.Actions("c1"); n[string(change.Created)] != 1 || n[string(change.Pruned)] != 0 || changed != 1 {
 			t.Errorf("json %v: tally %v, %d changes told; want the created one only", jsonOut, n, changed)
 		}
