@@ -47,9 +47,11 @@ type options struct {
 	publish     []int
 	publishLoop int
 	// ociRender is the fleet size rendered from an oci:// source.
-	ociRender                         int
-	helmRender                        int
-	sopsRender, sopsFiles             int
+	ociRender             int
+	helmRender            int
+	sopsRender, sopsFiles int
+	// analyse is how many clusters' analyses are measured (0: none).
+	analyse                           int
 	tools                             []string
 	out, jsonOut, binDir, cpuProfiles string
 	keep                              bool
@@ -79,6 +81,7 @@ func main() {
 	flag.IntVar(&o.helmRender, "helm-render", 100, "clusters to render a Helm chart for, against a helm template loop (0: none)")
 	flag.IntVar(&o.sopsRender, "sops-render", 100, "clusters to render -sops-files SOPS-encrypted Secrets for, against the same in plaintext and a sops -d loop (0: none)")
 	flag.IntVar(&o.sopsFiles, "sops-files", 100, "SOPS-encrypted files of the -sops-render app")
+	flag.IntVar(&o.analyse, "analyse", 1000, "clusters whose analyses are measured at once against a real Prometheus, through pkg/analysis and a bare GET (0: none)")
 	flag.StringVar(&tools, "tools", "", "tools to time, comma-separated (fleet, loop, loop-par, floor; default all): -tools fleet,floor leaves the slow loops out while working on kubectl fleet")
 	flag.DurationVar(&o.long, "long", 20*time.Second, "a tool whose first run of a scenario takes longer is repeated at most 3 times")
 	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
@@ -286,6 +289,11 @@ func (b *bench) compareRuns(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.analyse > 0 {
+		if err := b.analysisScenario(ctx, o.analyse); err != nil {
+			return err
+		}
+	}
 	progress("starting %d clusters behind a %s RTT proxy", o.clusters, o.rtt)
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: o.clusters, ContextPrefix: "bench-c", Dir: filepath.Join(b.work, "clusters"), Latency: o.rtt / 2})
 	if err != nil {
@@ -365,7 +373,7 @@ func (b *bench) build(ctx context.Context) error {
 // environment the tools run in.
 func (b *bench) buildPlugins(ctx context.Context) error {
 	b.bin = filepath.Join(b.work, "bin")
-	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor", "./bench/registry": "registry", "github.com/google/go-containerregistry/cmd/crane": "crane"} {
+	for pkg, name := range map[string]string{"./cmd/kubectl-fleet": "kubectl-fleet", "./bench/floor": "floor", "./bench/registry": "registry", "./bench/analyse": "analyse", "github.com/google/go-containerregistry/cmd/crane": "crane"} {
 		// Stamped, as make build stamps it: a development build ("dev")
 		// never skips an unchanged object.
 		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-X github.com/kubectl-fleet/kubectl-fleet/pkg/version.Version=v0.0.0-bench", "-o", filepath.Join(b.bin, name), pkg)

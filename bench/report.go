@@ -86,7 +86,8 @@ func (b *bench) markdown() string {
 	}
 	renders = append(renders,
 		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},
-		struct{ id, title string }{fmt.Sprintf("sops-render-%d", o.sopsRender), fmt.Sprintf("SOPS: %d encrypted Secrets rendered for %d clusters", o.sopsFiles, o.sopsRender)})
+		struct{ id, title string }{fmt.Sprintf("sops-render-%d", o.sopsRender), fmt.Sprintf("SOPS: %d encrypted Secrets rendered for %d clusters", o.sopsFiles, o.sopsRender)},
+		struct{ id, title string }{fmt.Sprintf("analyse-%d", o.analyse), fmt.Sprintf("analysis: %d clusters measured %d times each, at once, against a real Prometheus (servers' CPU: Prometheus's)", o.analyse, analysisMeasurements)})
 	scenarios = append(renders, scenarios...)
 	for _, sc := range scenarios {
 		first := true
@@ -155,6 +156,13 @@ func (b *bench) goals() []string {
 		}
 	} else {
 		out = append(out, fmt.Sprintf("apply goals are set for 10 clusters × 100 objects; not judged at %d × %d", o.clusters, o.objects))
+	}
+	if f, ok := b.find(fmt.Sprintf("analyse-%d", o.analyse), "fleet"); ok && o.analyse > 0 {
+		// A measurement's CPU (the process's start and each cluster's
+		// setup included), taken by 1,000 clusters every 30 s.
+		per := f.CPU / float64(o.analyse*analysisMeasurements)
+		core := per * 1000 / 30
+		out = append(out, fmt.Sprintf("1,000 clusters analysed every 30 s under one core: %.2f ms of CPU per measurement (1 request each), %.1f%% of a core: %s", per*1000, core*100, verdict(core < 1)))
 	}
 	if o.objects == 100 {
 		if f, ok := b.find("render-100", "fleet"); ok {

@@ -57,7 +57,7 @@ func TestBench(t *testing.T) {
 			Failure            string
 		}
 	}
-	stdout := runBench(t, &got, "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3",
+	stdout := runBench(t, &got, "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3", "-analyse", "3",
 		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1")
 	want := map[string][]string{
 		"render-3":                {"fleet", "loop"},
@@ -69,6 +69,7 @@ func TestBench(t *testing.T) {
 		"publish-3-shared-signed": {"fleet"},
 		"helm-render-3":           {"fleet", "loop"},
 		"sops-render-3":           {"fleet", "plain", "loop"},
+		"analyse-3":               {"fleet", "floor"},
 		"apply-create":            {"fleet", "loop", "loop-par", "floor"},
 		"apply-noop":              {"fleet", "loop", "loop-par", "floor"},
 		"apply-change":            {"fleet", "loop", "loop-par", "floor"},
@@ -94,8 +95,8 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Rows) != 32 {
-		t.Errorf("%d rows, want 32", len(got.Rows))
+	if len(got.Rows) != 34 {
+		t.Errorf("%d rows, want 34", len(got.Rows))
 	}
 	if !strings.Contains(stdout, " KiB pushed |") {
 		t.Error("the publish rows say no bytes pushed")
@@ -144,7 +145,7 @@ func TestBench(t *testing.T) {
 	if len(got.Scale) != 15 {
 		t.Errorf("%d scaling rows, want 15 (stand-in only)", len(got.Scale))
 	}
-	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issues 22 and 47):**"} {
+	for _, s := range []string{"render 3 clusters", "**Goals:**", "Where kubectl fleet's time goes", "Machine:", "## Scaling: the same rollout on growing fleets", "**Stand-in clusters:**", "**With the default `--parallel`**", "**Goals (issues 22 and 47):**", "1,000 clusters analysed every 30 s under one core: "} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("the report lacks %q:\n%s", s, stdout)
 		}
