@@ -25,7 +25,7 @@ import (
 // "rollback (automatic) to N: why". It returns the command's error:
 // runErr when nothing is undone; exit 6 when everything was; else exit
 // 1, saying which clusters are where.
-func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, f *rendered.Set, outcomes []runner.Outcome, runErr error) error {
+func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, set *rendered.Set, outcomes []runner.Outcome, runErr error) error {
 	u := e.Undo(outcomes)
 	if u == nil || ctx.Err() != nil {
 		return runErr
@@ -38,13 +38,17 @@ func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, f *rendered.
 		all = append(all, apps...)
 	}
 	slices.Sort(all)
-	chosen, results := rollback.Read(ctx, connector{o.GlobalOptions}, registry.Of(f.Fleet), f.Fleet, u.Clusters, slices.Compact(all), rollback.PreviousVerified, o.Parallel)
+	f := set.Fleet
+	chosen, results := rollback.Read(ctx, connector{o.GlobalOptions}, registry.Of(f), f, u.Clusters, slices.Compact(all), rollback.PreviousVerified, o.Parallel)
 	results, missing := chosen.Only(u.Apps, u.Why, results)
 	opts.Rollback = chosen
 	chosen.Mask(o.mask, results)
-	r := &rendered.Set{Fleet: f.Fleet, Clusters: u.Clusters, Results: results, Mask: o.mask}
+	r := &rendered.Set{Fleet: f, Clusters: u.Clusters, Results: results, Mask: o.mask}
 	back, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json"})
-	if err == nil && len(missing) == 0 {
+	switch {
+	case ctx.Err() != nil:
+		return err // interrupted: said, exit 130
+	case err == nil && len(missing) == 0:
 		return &exit.Error{Code: exit.RolledBack, Err: fmt.Errorf("%s: rolled back automatically (onFailure: rollback) on %s, each to its last verified revision", u.Why, output.Plural(len(u.Clusters), "cluster"))}
 	}
 	return &exit.Error{Code: exit.Failed, Err: fmt.Errorf("%s, and the automatic rollback did not finish: everything is held; %s", u.Why, where(back, missing))}
