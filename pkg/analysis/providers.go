@@ -43,7 +43,7 @@ func ProviderOf(a fleet.Analysis, vars map[string]string, dir string, env Env, t
 		if err != nil {
 			return nil, err
 		}
-		rt, err := requestOf("prometheus", m.Headers, m.Auth, vars, dir, env, transport)
+		rt, err := requestOf("prometheus", address, m.Headers, m.Auth, vars, dir, env, transport)
 		if err != nil {
 			return nil, err
 		}
@@ -58,7 +58,7 @@ func ProviderOf(a fleet.Analysis, vars map[string]string, dir string, env Env, t
 		if err != nil {
 			return nil, err
 		}
-		rt, err := requestOf("web", m.Headers, m.Auth, vars, dir, env, transport)
+		rt, err := requestOf("web", u, m.Headers, m.Auth, vars, dir, env, transport)
 		if err != nil {
 			return nil, err
 		}
@@ -82,12 +82,17 @@ func timeoutOf(d time.Duration) time.Duration {
 	return d
 }
 
-// requestOf is the transport of a provider's requests: its headers
-// expanded, and its credentials read once, here, and added to each
-// request (never printed: errors name where they were looked for).
-func requestOf(provider string, headers map[string]string, auth *fleet.MetricAuth, vars map[string]string, dir string, env Env, next http.RoundTripper) (http.RoundTripper, error) {
+// requestOf is the transport of a provider's requests to address: its
+// headers expanded, and its credentials read once, here, and added to
+// each request to address's host alone (a redirect elsewhere gets none),
+// never printed: errors name where they were looked for.
+func requestOf(provider, address string, headers map[string]string, auth *fleet.MetricAuth, vars map[string]string, dir string, env Env, next http.RoundTripper) (http.RoundTripper, error) {
 	if next == nil {
 		next = http.DefaultTransport
+	}
+	u, err := url.Parse(address)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", provider, err)
 	}
 	h := http.Header{}
 	for k, v := range headers {
@@ -104,7 +109,7 @@ func requestOf(provider string, headers map[string]string, auth *fleet.MetricAut
 		}
 		h.Set("Authorization", cred)
 	}
-	return headerTransport{header: h, next: next}, nil
+	return headerTransport{host: u.Host, header: h, next: next}, nil
 }
 
 // credential is the Authorization header auth says where to find.
@@ -145,15 +150,18 @@ func credential(field string, auth *fleet.MetricAuth, dir string, env Env) (stri
 	}
 }
 
-// headerTransport adds its headers to every request.
+// headerTransport adds its headers to every request to host.
 type headerTransport struct {
+	host   string
 	header http.Header
 	next   http.RoundTripper
 }
 
 func (t headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	maps.Copy(r.Header, t.header)
+	if r.URL.Host == t.host {
+		r = r.Clone(r.Context())
+		maps.Copy(r.Header, t.header)
+	}
 	return t.next.RoundTrip(r)
 }
 

@@ -208,3 +208,32 @@ func TestCredentials(t *testing.T) {
 		t.Errorf("basic auth %q %q, error %v", user, password, err)
 	}
 }
+
+// A provider that redirects elsewhere does not hand the credentials
+// over: they go to the configured host alone.
+func TestCredentialsStayHome(t *testing.T) {
+	var leaked string
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked = r.Header.Get("Authorization")
+		fmt.Fprint(w, `{"ok": true}`)
+	}))
+	defer elsewhere.Close()
+	home := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+secret {
+			t.Errorf("the configured host got %q", r.Header.Get("Authorization"))
+		}
+		http.Redirect(w, r, elsewhere.URL+"/stolen", http.StatusFound)
+	}))
+	defer home.Close()
+	env := func(string) string { return secret }
+	p, err := ProviderOf(fleet.Analysis{Web: &fleet.WebMetric{URL: home.URL, Auth: &fleet.MetricAuth{BearerTokenEnv: "T"}}}, nil, "", env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Measure(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if leaked != "" {
+		t.Errorf("a redirect to another host got the credentials: %q", leaked)
+	}
+}
