@@ -39,7 +39,7 @@ func ProviderOf(a fleet.Analysis, vars map[string]string, dir string, env Env, t
 		if err != nil {
 			return nil, err
 		}
-		query, err := expand("prometheus.query", m.Query, vars)
+		query, err := expandQuery("prometheus.query", m.Query, vars)
 		if err != nil {
 			return nil, err
 		}
@@ -65,6 +65,24 @@ func ProviderOf(a fleet.Analysis, vars map[string]string, dir string, env Env, t
 		return &web{client: &http.Client{Transport: rt}, url: u, timeout: timeoutOf(m.Timeout)}, nil
 	}
 	return nil, errors.New("no provider: prometheus or web")
+}
+
+// unquoted are what a value put in a query may not hold: a quote, a
+// backslash, a brace, a parenthesis or a line break could end a label
+// matcher and change what the query asks (an attribute read from a
+// cluster, written there by someone else, making a bad canary pass).
+const unquoted = "\"'`\\{}()\n\r"
+
+// expandQuery is expand for a query: a variable it names whose value
+// holds any of unquoted is refused, and its value not printed.
+func expandQuery(field, text string, vars map[string]string) (string, error) {
+	for name, v := range vars {
+		named := strings.Contains(text, "${"+name+"}") || strings.Contains(text, "${"+name+":=")
+		if named && strings.ContainsAny(v, unquoted) {
+			return "", fmt.Errorf("%s: the value of ${%s} holds a quote, backslash, brace, parenthesis or line break, which could change what the query asks; it is not put in a query", field, name)
+		}
+	}
+	return expand(field, text, vars)
 }
 
 func expand(field, text string, vars map[string]string) (string, error) {

@@ -237,3 +237,28 @@ func TestCredentialsStayHome(t *testing.T) {
 		t.Errorf("a redirect to another host got the credentials: %q", leaked)
 	}
 }
+
+// A value that could change what a query asks (an attribute read from a
+// cluster that ends the label matcher) is not put in it, and not said.
+func TestQueryRefusesWhatChangesIt(t *testing.T) {
+	spec := fleet.Analysis{Prometheus: &fleet.PrometheusMetric{Address: "http://p:9090", Query: `sum(rate(x{region="${region}"}[2m]))`}}
+	for _, tt := range []struct {
+		region  string
+		wantErr bool
+	}{
+		{"eu-west-1", false},
+		{`eu"} or vector(0) #`, true},
+		{"eu\n", true},
+		{`eu\`, true},
+	} {
+		_, err := ProviderOf(spec, map[string]string{"region": tt.region, "other": `"}`}, "", os.Getenv, nil)
+		switch {
+		case tt.wantErr && (err == nil || !strings.Contains(err.Error(), "the value of ${region} holds a quote")):
+			t.Errorf("%q: error %v", tt.region, err)
+		case tt.wantErr && strings.Contains(err.Error(), tt.region):
+			t.Errorf("%q: the value is in the error: %v", tt.region, err)
+		case !tt.wantErr && err != nil:
+			t.Errorf("%q: %v", tt.region, err)
+		}
+	}
+}

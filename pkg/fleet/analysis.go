@@ -238,7 +238,12 @@ func (f *Fleet) validateRequest(e *errs, p, address string, timeout time.Duratio
 					e.add(p+"."+field, "cluster %s: %v", c.Name, err)
 				}
 				said[field] = true
-			case field == addressField && static(texts[field]):
+			case field == addressField && !static(texts[field]):
+				if !said[field] {
+					e.add(p+"."+field, "names an attribute read from the cluster (attributesFrom): whoever writes that object there could send the query, and its credentials, elsewhere; give the address in the fleet file")
+				}
+				said[field] = true
+			case field == addressField:
 				if err := httpURL(out); err != nil && !said[field] {
 					e.add(p+"."+field, "cluster %s: %v", c.Name, err)
 					said[field] = true

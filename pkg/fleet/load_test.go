@@ -336,6 +336,8 @@ func TestParseErrors(t *testing.T) {
 				`fleet.yaml:15: group staging: analysis[0].prometheus.query: cluster staging-eu: undefined variable ${domian}: did you mean ${domain}?`}},
 		{"onFailure", "onFailure: undo\n" + replace("    maxFailures: 0\n", "    maxFailures: 0\n    onFailure: rolback\n"),
 			[]string{`fleet.yaml:1: onFailure: "undo" is not hold or rollback`, `fleet.yaml:13: group staging: onFailure: "rolback" is not hold or rollback`}},
+		{"analysis address from the cluster", replace("    maxFailures: 0\n", "    maxFailures: 0\n    attributesFrom: [{apiVersion: v1, kind: ConfigMap, name: c, attributes: {prom: '{.data.url}'}}]\n    analysis:\n      - {name: up, prometheus: {address: '${prom}', query: up}, successCondition: result == 1.0, count: 1}\n"),
+			[]string{`fleet.yaml:14: group staging: analysis[0].prometheus.address: names an attribute read from the cluster (attributesFrom)`}},
 		{"kubeconfig and kubeconfigFrom", replace("    kubeconfig: ~/.kube/prod\n", "    kubeconfig: ~/.kube/prod\n    kubeconfigFrom: {env: PROD_EU}\n"),
 			[]string{`fleet.yaml:25: cluster prod-eu: kubeconfigFrom: only one of kubeconfig and kubeconfigFrom may be set`}},
 		{"kubeconfigFrom env and command", replace("    context: prod-us\n", "    context: prod-us\n    kubeconfigFrom:\n      env: PROD_US\n      command: [vault, read]\n"),
