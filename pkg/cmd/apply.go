@@ -171,6 +171,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := cfg.Fleet.CheckRollback(o.HistoryLimit); err != nil {
+		return err
+	}
 	opts := o.options(o.dryRun(), o.Parallel)
 	r, err := e.Prepare(ctx, cfg, &opts, o.Yes)
 	if err != nil {

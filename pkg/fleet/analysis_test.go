@@ -69,3 +69,26 @@ func TestRollsBack(t *testing.T) {
 		}
 	}
 }
+
+// onFailure: rollback with a history of one revision has nothing to go
+// back to: said at the onFailure that asks it.
+func TestCheckRollback(t *testing.T) {
+	in := strings.Replace(valid, "    protected: true\n", "    protected: true\n    onFailure: rollback\n", 1)
+	f, err := Parse([]byte(in), "fleet.yaml", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.CheckRollback(1)
+	if err == nil || !strings.HasPrefix(err.Error(), "fleet.yaml:15: group production: onFailure: rollback needs an earlier revision to go back to") {
+		t.Errorf("history limit 1: %v", err)
+	}
+	for _, limit := range []int{0, 2, 10} {
+		if err := f.CheckRollback(limit); err != nil {
+			t.Errorf("history limit %d: %v", limit, err)
+		}
+	}
+	f.Groups[1].OnFailure = "hold"
+	if err := f.CheckRollback(1); err != nil {
+		t.Errorf("nothing rolls back: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -133,6 +134,31 @@ const (
 	OnFailureHold     = "hold"
 	OnFailureRollback = "rollback"
 )
+
+// CheckRollback says, at the onFailure: rollback that asks it, that a run
+// keeping historyLimit revisions per app (1: the current one alone) has
+// nothing to roll back to; nil when it has, or nothing rolls back.
+func (f *Fleet) CheckRollback(historyLimit int) error {
+	if historyLimit != 1 {
+		return nil
+	}
+	field := ""
+	switch {
+	case f.OnFailure == OnFailureRollback:
+		field = "onFailure"
+	default:
+		for i, g := range f.Groups {
+			if g.OnFailure == OnFailureRollback {
+				field = fmt.Sprintf("groups[%d].onFailure", i)
+				break
+			}
+		}
+	}
+	if field == "" || !f.RollsBackAnywhere() {
+		return nil
+	}
+	return f.FieldError(field, "rollback needs an earlier revision to go back to, and --history-limit 1 keeps the current one alone: give --history-limit 0 (all) or 2 and more")
+}
 
 // RollsBackAnywhere reports whether any group's failure rolls a run
 // back (RollsBack).
