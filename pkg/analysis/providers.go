@@ -218,6 +218,22 @@ func (p *prometheus) Measure(ctx context.Context) (any, error) {
 	return nil, Refused(fmt.Errorf("the query returns a %s, not a number", v.Type()))
 }
 
+// Check asks the provider whether its query is one it takes, without
+// measuring: a Prometheus parses it (/api/v1/format_query); a web
+// provider has nothing to check. vet --server asks it.
+func Check(ctx context.Context, p Provider) error {
+	prom, ok := p.(*prometheus)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, prom.timeout)
+	defer cancel()
+	if _, err := prom.api.FormatQuery(ctx, prom.query); err != nil {
+		return prom.explain(ctx, err)
+	}
+	return nil
+}
+
 // explain says a query's error plainly: refused (bad PromQL, a client
 // error but 408 and 429) or not (down, a server error, too slow).
 func (p *prometheus) explain(ctx context.Context, err error) error {

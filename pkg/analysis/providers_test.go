@@ -262,3 +262,43 @@ func TestQueryRefusesWhatChangesIt(t *testing.T) {
 		}
 	}
 }
+
+// Check asks a Prometheus to parse the query, without measuring; a web
+// provider has nothing to check.
+func TestCheck(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		paths = append(paths, r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.Form.Get("query"), "(") {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"status":"error","errorType":"bad_data","error":"1:5: parse error: unclosed left parenthesis"}`)
+			return
+		}
+		fmt.Fprint(w, `{"status":"success","data":"up"}`)
+	}))
+	defer srv.Close()
+	for query, wantErr := range map[string]string{"up": "", "sum(": "refused the query: 1:5: parse error: unclosed left parenthesis"} {
+		p, err := ProviderOf(fleet.Analysis{Prometheus: &fleet.PrometheusMetric{Address: srv.URL, Query: query}}, nil, "", os.Getenv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = Check(context.Background(), p)
+		if (wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%q: error %v, want %q", query, err, wantErr)
+		}
+	}
+	for _, p := range paths {
+		if p != "/api/v1/format_query" {
+			t.Errorf("asked %s, want /api/v1/format_query alone", p)
+		}
+	}
+	w, err := ProviderOf(fleet.Analysis{Web: &fleet.WebMetric{URL: srv.URL}}, nil, "", os.Getenv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(context.Background(), w); err != nil || len(paths) != 2 {
+		t.Errorf("web: %v, %d requests in all", err, len(paths))
+	}
+}

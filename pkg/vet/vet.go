@@ -13,10 +13,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/analysis"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/apply"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -454,6 +457,9 @@ func (v *Out) Check(ctx context.Context, k Check) {
 		if k.Connect != nil && len(problems) == 0 && v.Problems == 0 && k.Fleet.DeliveryOf(c) == nil {
 			problems = append(problems, serverCheck(ctx, k, c)...)
 		}
+		if k.Connect != nil && len(problems) == 0 {
+			problems = append(problems, Analyses(ctx, k.Fleet, c, k.Results)...)
+		}
 		if len(problems) == 0 {
 			v.OK(c.Name, len(objects[c.Name]), names)
 		}
@@ -476,4 +482,44 @@ func serverCheck(ctx context.Context, k Check, c *fleet.Cluster) []Problem {
 		return []Problem{{Message: err.Error()}}
 	}
 	return ServerCheck(ctx, client, k.Fleet, c, k.Results)
+}
+
+// Analyses asks each analysis of c's group (and its batches) whether
+// its provider takes the query as c's attributes expand it (a
+// Prometheus parses it): a problem at the query's line for each that
+// does not, or whose credentials are not where auth says.
+func Analyses(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []render.Result) []Problem {
+	i := slices.IndexFunc(f.Groups, func(g fleet.Group) bool { return g.Name == c.Group })
+	if i < 0 {
+		return nil
+	}
+	cluster := render.ClusterOf(f, c)
+	for _, res := range results {
+		if res.Cluster.Name == c.Name {
+			cluster = res.Cluster // with the attributes read from it
+			break
+		}
+	}
+	vars := render.VariablesOf(&cluster).Text
+	g := &f.Groups[i]
+	var out []Problem
+	check := func(field string, a fleet.Analysis) {
+		p, err := analysis.ProviderOf(a, vars, f.Dir, os.Getenv, nil)
+		if err == nil {
+			err = analysis.Check(ctx, p)
+		}
+		if err != nil {
+			fe := f.FieldError(field, "analysis %s: %v", a.Name, err)
+			out = append(out, Problem{File: fe.File, Line: fe.Line, Field: fe.Field, Subject: fe.Subject, Cluster: c.Name, Message: fe.Msg})
+		}
+	}
+	for j, a := range g.Analysis {
+		check(fmt.Sprintf("groups[%d].analysis[%d]", i, j), a)
+	}
+	for b, batch := range g.Batches {
+		for j, a := range batch.Analysis {
+			check(fmt.Sprintf("groups[%d].batches[%d].analysis[%d]", i, b, j), a)
+		}
+	}
+	return out
 }

@@ -216,6 +216,15 @@ func TestAnalysisFailsClosed(t *testing.T) {
 			if code != 1 || !strings.Contains(out, "[stg-eu] soak failed: "+tt.want) || !strings.Contains(out, "[stg-eu] revision 1 failed: soak: "+tt.want) {
 				t.Errorf("exit %d, want 1 and %q:\n%s%s", code, tt.want, out, errOut)
 			}
+			if tt.name != "bad PromQL" {
+				return
+			}
+			// vet --server asks Prometheus to parse each cluster's query
+			// before anything is applied; vet alone cannot.
+			out, errOut, code = fleet(t, dir, "vet", "--server", "-g", "staging")
+			if code != 1 || !strings.Contains(out+errOut, "fleet.yaml:7: group staging: analysis[0]: analysis error-rate: prometheus "+prom.URL+" refused the query: ") {
+				t.Errorf("vet --server: exit %d\n%s%s", code, out, errOut)
+			}
 		})
 	}
 }
