@@ -273,6 +273,9 @@ func (a App) revisionLine() string {
 	if a.Source != "" {
 		rev += " from " + a.Source
 	}
+	if a.RolledBack != "" {
+		rev += " (" + a.RolledBack + ")"
+	}
 	return rev
 }
 

@@ -5,6 +5,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -65,7 +66,11 @@ type App struct {
 	Key    digest.Key `json:"-"`
 	// Verification is what the gates said of the current revision.
 	Verification *revision.Verification `json:"verification,omitempty"`
-	Objects      []Object               `json:"objects"`
+	// RolledBack, when the current revision is an automatic rollback's
+	// (onFailure: rollback), is its description: "rollback (automatic)
+	// to 1: production/canary failed (…)".
+	RolledBack string   `json:"rolledBack,omitempty"`
+	Objects    []Object `json:"objects"`
 	// Published is, for a delivered cluster, its tag and its Flux.
 	Published *Published `json:"published,omitempty"`
 }
@@ -78,21 +83,36 @@ func (a App) RevisionLabel() string {
 		return ""
 	case a.Verification == nil:
 		return fmt.Sprintf("r%d", a.Revision)
+	case a.RolledBack != "":
+		return fmt.Sprintf("r%d %s, rolled back automatically", a.Revision, a.Verification.State)
 	}
 	return fmt.Sprintf("r%d %s", a.Revision, a.Verification.State)
 }
 
-// verificationOf reads what the gates said of an app's current revision;
-// nil when there is none, or it cannot be read.
-func verificationOf(ctx context.Context, c *kube.Client, set *inventory.Set) *revision.Verification {
+// currentOf reads what the gates said of an app's current revision (nil
+// when there is none, or it cannot be read), and the description of an
+// automatic rollback's.
+func currentOf(ctx context.Context, c *kube.Client, set *inventory.Set) (*revision.Verification, string) {
 	if set.Revision == 0 {
-		return nil
+		return nil, ""
 	}
-	v, err := revision.VerificationOf(ctx, c, set.App, set.Revision)
-	if err != nil {
-		return nil
+	rev, err := revision.Get(ctx, c, set.App, set.Revision)
+	switch {
+	case errors.Is(err, revision.ErrNotFound):
+		return &revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}, ""
+	case err != nil:
+		return nil, ""
 	}
-	return &v
+	return &rev.Verification, RolledBack(rev)
+}
+
+// RolledBack is rev's description when an automatic rollback made it
+// (it remembers the render it took away), else "".
+func RolledBack(rev revision.Revision) string {
+	if rev.Undid == "" {
+		return ""
+	}
+	return rev.Description
 }
 
 // Options configure a status.
@@ -123,7 +143,8 @@ func Run(ctx context.Context, c *kube.Client, app string, objs []*unstructured.U
 	if err != nil {
 		return App{}, err
 	}
-	out := App{App: app, NotDeployed: !set.Exists, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
+	out := App{App: app, NotDeployed: !set.Exists, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest}
+	out.Verification, out.RolledBack = currentOf(ctx, c, set)
 	if out.Key, err = digest.KeyOf(ctx, c); err != nil {
 		return App{}, err
 	}
@@ -180,7 +201,8 @@ func FromInventory(ctx context.Context, c *kube.Client, set *inventory.Set, o Op
 	if err != nil {
 		return App{}, fmt.Errorf("listing the members of app %s: %w", set.App, err)
 	}
-	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest, Verification: verificationOf(ctx, c, set)}
+	out := App{App: set.App, LastApplied: set.LastApplied, Revision: set.Revision, Source: set.Source, Digest: set.Digest}
+	out.Verification, out.RolledBack = currentOf(ctx, c, set)
 	if out.Key, err = digest.KeyOf(ctx, c); err != nil {
 		return App{}, err
 	}

@@ -266,6 +266,9 @@ func TestAnalysisRollsBack(t *testing.T) {
 		}
 	}
 	runsEverywhere("after the automatic rollback", "1")
+	if out, errOut, _ := fleet(t, dir, "status", "-c", "canary-eu"); !strings.Contains(out, "(r3 verified, rolled back automatically)") {
+		t.Errorf("status does not say the automatic rollback:\n%s%s", out, errOut)
+	}
 
 	// The release it took away is not applied again, by apply or by
 	// reconcile, until someone says so.
