@@ -76,9 +76,8 @@ const unquoted = "\"'`\\{}()\n\r"
 // expandQuery is expand for a query: a variable it names whose value
 // holds any of unquoted is refused, and its value not printed.
 func expandQuery(field, text string, vars map[string]string) (string, error) {
-	for name, v := range vars {
-		named := strings.Contains(text, "${"+name+"}") || strings.Contains(text, "${"+name+":=")
-		if named && strings.ContainsAny(v, unquoted) {
+	for _, name := range subst.Names(text) {
+		if strings.ContainsAny(vars[name], unquoted) {
 			return "", fmt.Errorf("%s: the value of ${%s} holds a quote, backslash, brace, parenthesis or line break, which could change what the query asks; it is not put in a query", field, name)
 		}
 	}

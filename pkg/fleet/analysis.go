@@ -148,7 +148,10 @@ func validateOnFailure(e *errs, field, v string) {
 // compile, limits not negative, a count or a soak to measure during, and
 // every ${attribute} defined for each of the group's clusters.
 func (f *Fleet) validateAnalyses(e *errs, p string, g Group) {
-	clusters := f.clustersOf(g.Name)
+	if len(g.Analyses()) == 0 {
+		return
+	}
+	clusters := f.substitutionsOf(&g) // once for all of them
 	names := map[string]bool{}
 	f.validateAnalysisList(e, p+".analysis", g.Analysis, g.Soak, clusters, names)
 	for i, b := range g.Batches {
@@ -160,7 +163,7 @@ func (f *Fleet) validateAnalyses(e *errs, p string, g Group) {
 	}
 }
 
-func (f *Fleet) validateAnalysisList(e *errs, p string, list []Analysis, soak time.Duration, clusters []*Cluster, names map[string]bool) {
+func (f *Fleet) validateAnalysisList(e *errs, p string, list []Analysis, soak time.Duration, clusters []substitutions, names map[string]bool) {
 	for i, a := range list {
 		ap := fmt.Sprintf("%s[%d]", p, i)
 		validateName(e, ap+".name", a.Name)
@@ -211,10 +214,10 @@ func (f *Fleet) validateAnalysisList(e *errs, p string, list []Analysis, soak ti
 }
 
 // validateRequest checks a provider's request: its address's
-// ${attributes} (and the query's) defined for every cluster, the
-// address an http(s) URL without credentials, no credential among the
-// headers, and where auth reads them.
-func (f *Fleet) validateRequest(e *errs, p, address string, timeout time.Duration, headers map[string]string, auth *MetricAuth, clusters []*Cluster, addressField, query string) {
+// ${attributes} (and the query's and headers') defined for every cluster,
+// the address an http(s) URL without credentials and none read from the
+// cluster, no credential among the headers, and where auth reads them.
+func (f *Fleet) validateRequest(e *errs, p, address string, timeout time.Duration, headers map[string]string, auth *MetricAuth, clusters []substitutions, addressField, query string) {
 	if timeout < 0 {
 		e.add(p+".timeout", "must not be negative, got %s", timeout)
 	}
@@ -227,27 +230,15 @@ func (f *Fleet) validateRequest(e *errs, p, address string, timeout time.Duratio
 	for _, k := range slices.Sorted(maps.Keys(headers)) {
 		texts["headers["+k+"]"] = headers[k]
 	}
-	said := map[string]bool{}
-	for _, c := range clusters {
-		vars, static := f.substitutionsOf(c)
-		for _, field := range slices.Sorted(maps.Keys(texts)) {
-			out, err := subst.Substitute(texts[field], vars)
-			switch {
-			case err != nil:
-				if !said[field] {
-					e.add(p+"."+field, "cluster %s: %v", c.Name, err)
-				}
-				said[field] = true
-			case field == addressField && !static(texts[field]):
-				if !said[field] {
-					e.add(p+"."+field, "names an attribute read from the cluster (attributesFrom): whoever writes that object there could send the query, and its credentials, elsewhere; give the address in the fleet file")
-				}
-				said[field] = true
-			case field == addressField:
-				if err := httpURL(out); err != nil && !said[field] {
-					e.add(p+"."+field, "cluster %s: %v", c.Name, err)
-					said[field] = true
-				}
+	for _, field := range slices.Sorted(maps.Keys(texts)) {
+		text, over := texts[field], clusters
+		if !strings.Contains(text, "${") && len(over) > 1 {
+			over = over[:1] // the same text for every cluster
+		}
+		for _, c := range over {
+			if msg := c.check(text, field == addressField); msg != "" {
+				e.add(p+"."+field, "%s", msg) // the first cluster's, once
+				break
 			}
 		}
 	}
@@ -307,36 +298,51 @@ func requireText(e *errs, field, text, what string) {
 	}
 }
 
-// clustersOf are the clusters of group name, in file order.
-func (f *Fleet) clustersOf(name string) []*Cluster {
-	var out []*Cluster
-	for i := range f.Clusters {
-		if f.Clusters[i].Group == name {
-			out = append(out, &f.Clusters[i])
+// substitutions are the variables one cluster's analyses are expanded
+// with, as far as the file knows them: its attributes' text (scalars as
+// written, others as JSON), the FLEET_ names, and those read from the
+// cluster (attributesFrom, read) with no value yet.
+type substitutions struct {
+	cluster string
+	vars    map[string]string
+	read    []string
+}
+
+// substitutionsOf are the substitutions of each cluster of g.
+func (f *Fleet) substitutionsOf(g *Group) []substitutions {
+	clusters := f.groupClusters(g)
+	out := make([]substitutions, len(clusters))
+	for i, c := range clusters {
+		s := substitutions{cluster: c.Name, vars: map[string]string{}}
+		for k, v := range f.Attributes(c) {
+			s.vars[k] = subst.Text(v)
 		}
+		for _, from := range f.AttributesFrom(c) {
+			for k := range from.Attributes {
+				s.vars[k], s.read = "", append(s.read, k)
+			}
+		}
+		s.vars["FLEET_CLUSTER_NAME"], s.vars["FLEET_CLUSTER_GROUP"], s.vars["FLEET_CLUSTER_CONTEXT"], s.vars["FLEET_NAME"] = c.Name, c.Group, c.Context, f.Metadata.Name
+		out[i] = s
 	}
 	return out
 }
 
-// substitutionsOf are the variables a cluster's analyses are expanded
-// with, as far as the file knows them: its attributes' text (scalars as
-// written, others as JSON) and the FLEET_ names, and those read from the
-// cluster (attributesFrom) with no value yet. static says whether a text
-// names none of the latter: only then is its expansion the one a run
-// will see.
-func (f *Fleet) substitutionsOf(c *Cluster) (vars map[string]string, static func(text string) bool) {
-	vars = map[string]string{}
-	for k, v := range f.Attributes(c) {
-		vars[k] = subst.Text(v)
-	}
-	var read []string
-	for _, from := range f.AttributesFrom(c) {
-		for k := range from.Attributes {
-			vars[k], read = "", append(read, k)
+// check expands text for the cluster and says what is wrong ("" for
+// nothing): a variable it does not define; for an address, one read
+// from the cluster (only then is the expansion the one a run sees), or
+// what is not an http(s) URL.
+func (s substitutions) check(text string, address bool) string {
+	out, err := subst.Substitute(text, s.vars)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("cluster %s: %v", s.cluster, err)
+	case address && slices.ContainsFunc(subst.Names(text), func(n string) bool { return slices.Contains(s.read, n) }):
+		return "names an attribute read from the cluster (attributesFrom): whoever writes that object there could send the query, and its credentials, elsewhere; give the address in the fleet file"
+	case address:
+		if err := httpURL(out); err != nil {
+			return fmt.Sprintf("cluster %s: %v", s.cluster, err)
 		}
 	}
-	vars["FLEET_CLUSTER_NAME"], vars["FLEET_CLUSTER_GROUP"], vars["FLEET_CLUSTER_CONTEXT"], vars["FLEET_NAME"] = c.Name, c.Group, c.Context, f.Metadata.Name
-	return vars, func(text string) bool {
-		return !slices.ContainsFunc(read, func(k string) bool { return strings.Contains(text, "${"+k) })
-	}
+	return ""
 }

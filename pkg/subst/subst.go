@@ -179,3 +179,29 @@ func Text(v any) string {
 		return string(b)
 	}
 }
+
+// Names are the variables text refers to, in order, once each; "$${…}"
+// refers to none. A reference that does not parse is left out
+// (Substitute says it).
+func Names(text string) []string {
+	var out []string
+	for {
+		i := strings.Index(text, "${")
+		if i < 0 {
+			return out
+		}
+		if i > 0 && text[i-1] == '$' {
+			text = text[i+2:]
+			continue
+		}
+		end := strings.IndexByte(text[i:], '}')
+		if end < 0 {
+			return out
+		}
+		name, _, _ := strings.Cut(text[i+2:i+end], ":=")
+		if ValidName(name) && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+		text = text[i+end+1:]
+	}
+}

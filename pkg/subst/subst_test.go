@@ -93,3 +93,17 @@ func FuzzSubstitute(f *testing.F) {
 		}
 	})
 }
+
+func TestNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain":                              "",
+		"${a} and ${b:=x} and ${a}":          "a b",
+		"$${a} ${regionX} ${region}":         "regionX region",
+		"${1bad} ${ok} ${unterminated":       "ok",
+		`x{cluster="${FLEET_CLUSTER_NAME}"}`: "FLEET_CLUSTER_NAME",
+	} {
+		if got := strings.Join(Names(in), " "); got != want {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}
