@@ -62,6 +62,18 @@ func ClusterOf(f *fleet.Fleet, c *fleet.Cluster) Cluster {
 	return Cluster{Name: c.Name, Group: c.Group, Context: c.Context, Labels: labels, Attributes: f.Attributes(c), Fleet: f.Metadata.Name}
 }
 
+// ClusterIn is c as its renders among results saw it, with the
+// attributes read from it (attributesFrom); as the fleet file says it
+// (ClusterOf) when none of them is c's.
+func ClusterIn(f *fleet.Fleet, c *fleet.Cluster, results []Result) Cluster {
+	for _, res := range results {
+		if res.Cluster.Name == c.Name {
+			return res.Cluster
+		}
+	}
+	return ClusterOf(f, c)
+}
+
 // SourceType tells how a source is rendered.
 type SourceType string
 

@@ -263,10 +263,7 @@ func (e *Engine) analysesOf(specs []fleet.Analysis) func(cluster string) ([]*ana
 		if !run.target.observed() {
 			return nil, nil
 		}
-		cluster := render.ClusterOf(e.r.Fleet, run.cluster)
-		if res := e.r.Of(name); len(res) > 0 {
-			cluster = res[0].Cluster // with the attributes read from it
-		}
+		cluster := render.ClusterIn(e.r.Fleet, run.cluster, e.r.Of(name))
 		vars := render.VariablesOf(&cluster).Text
 		out := make([]*analysis.Analysis, 0, len(specs))
 		for _, spec := range specs {

@@ -224,11 +224,7 @@ func (e *Engine) clusterGates(ctx context.Context, run *clusterRun, results []re
 	case e.o.SkipGates:
 		gates.Unverified("", "gates skipped (--skip-gates)")
 	case e.verifies() && ctx.Err() == nil:
-		cluster := render.ClusterOf(e.r.Fleet, c)
-		if len(results) > 0 {
-			cluster = results[0].Cluster // with the attributes read from it
-		}
-		return e.runChecks(ctx, c, cluster, gates)
+		return e.runChecks(ctx, c, render.ClusterIn(e.r.Fleet, c, results), gates)
 	}
 	return nil
 }

@@ -493,13 +493,7 @@ func Analyses(ctx context.Context, f *fleet.Fleet, c *fleet.Cluster, results []r
 	if i < 0 {
 		return nil
 	}
-	cluster := render.ClusterOf(f, c)
-	for _, res := range results {
-		if res.Cluster.Name == c.Name {
-			cluster = res.Cluster // with the attributes read from it
-			break
-		}
-	}
+	cluster := render.ClusterIn(f, c, results)
 	vars := render.VariablesOf(&cluster).Text
 	g := &f.Groups[i]
 	var out []Problem
