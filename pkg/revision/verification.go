@@ -122,14 +122,30 @@ func Get(ctx context.Context, c *kube.Client, app string, n int) (Revision, erro
 	return infoOf(&m.ObjectMeta)
 }
 
-// VerificationOf reads what the gates said of revision n of app: a
-// revision whose record is gone is unverified.
-func VerificationOf(ctx context.Context, c *kube.Client, app string, n int) (Verification, error) {
+// Recorded is Get for a revision an app's set names current: one whose
+// record is gone is no error but unverified, and says so.
+func Recorded(ctx context.Context, c *kube.Client, app string, n int) (Revision, error) {
 	r, err := Get(ctx, c, app, n)
 	if errors.Is(err, ErrNotFound) {
-		return Verification{State: Unverified, Reason: "its revision record is gone"}, nil
+		return Revision{App: app, Number: n, Verification: Verification{State: Unverified, Reason: "its revision record is gone"}}, nil
 	}
+	return r, err
+}
+
+// VerificationOf reads what the gates said of revision n of app
+// (Recorded's).
+func VerificationOf(ctx context.Context, c *kube.Client, app string, n int) (Verification, error) {
+	r, err := Recorded(ctx, c, app, n)
 	return r.Verification, err
+}
+
+// AutomaticRollback is r's description when an automatic rollback made
+// it (it remembers the render it took away: Undid), else "".
+func (r Revision) AutomaticRollback() string {
+	if r.Undid == "" {
+		return ""
+	}
+	return r.Description
 }
 
 // Label is a revision's number and state in a few words: "r7 verified",

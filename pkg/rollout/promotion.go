@@ -282,11 +282,7 @@ func releaseOf(ctx context.Context, client *kube.Client, app string) (Release, e
 	if !set.Exists || set.Revision == 0 {
 		return r, nil
 	}
-	rev, err := revision.Get(ctx, client, app, set.Revision)
-	if errors.Is(err, revision.ErrNotFound) {
-		r.Verification = revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}
-		return r, nil
-	}
+	rev, err := revision.Recorded(ctx, client, app, set.Revision)
 	r.Verification, r.Undid = rev.Verification, rev.Undid
 	return r, err
 }

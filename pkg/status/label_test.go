@@ -17,7 +17,7 @@ func TestRolledBackLabel(t *testing.T) {
 	if got := a.revisionLine(); got != "revision 3 verified (rollback (automatic) to 1: production/canary failed)" {
 		t.Errorf("line %q", got)
 	}
-	if got := RolledBack(revision.Revision{Description: "rollback to 1"}); got != "" {
+	if got := (revision.Revision{Description: "rollback to 1"}).AutomaticRollback(); got != "" {
 		t.Errorf("a rollback by hand is %q", got)
 	}
 }

@@ -5,7 +5,6 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
@@ -96,23 +95,11 @@ func currentOf(ctx context.Context, c *kube.Client, set *inventory.Set) (*revisi
 	if set.Revision == 0 {
 		return nil, ""
 	}
-	rev, err := revision.Get(ctx, c, set.App, set.Revision)
-	switch {
-	case errors.Is(err, revision.ErrNotFound):
-		return &revision.Verification{State: revision.Unverified, Reason: "its revision record is gone"}, ""
-	case err != nil:
+	rev, err := revision.Recorded(ctx, c, set.App, set.Revision)
+	if err != nil {
 		return nil, ""
 	}
-	return &rev.Verification, RolledBack(rev)
-}
-
-// RolledBack is rev's description when an automatic rollback made it
-// (it remembers the render it took away), else "".
-func RolledBack(rev revision.Revision) string {
-	if rev.Undid == "" {
-		return ""
-	}
-	return rev.Description
+	return &rev.Verification, rev.AutomaticRollback()
 }
 
 // Options configure a status.

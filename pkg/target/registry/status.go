@@ -43,7 +43,7 @@ func (r Fleet) App(ctx context.Context, c *fleet.Cluster, client *kube.Client, a
 		out.Published.Current = cur.Artifact
 		v := cur.Verification
 		out.Revision, out.Digest, out.Verification, out.LastApplied = cur.Number, cur.Digest, &v, cur.Time.String()
-		out.RolledBack = status.RolledBack(cur)
+		out.RolledBack = cur.AutomaticRollback()
 	}
 	if client == nil {
 		return out, nil
