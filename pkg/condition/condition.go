@@ -28,9 +28,25 @@ type Condition struct {
 	prg  cel.Program
 }
 
-// Compile compiles text; its error says where the text is wrong, in
-// CEL's words, on one line.
+// compiled are the conditions compiled so far, by text: a fleet's
+// conditions are compiled as its file loads, and again for every cluster
+// that soaks; a program is safe for concurrent use.
+var compiled sync.Map // string → *Condition
+
+// Compile compiles text, once per process; its error says where the
+// text is wrong, in CEL's words, on one line.
 func Compile(text string) (*Condition, error) {
+	if c, ok := compiled.Load(text); ok {
+		return c.(*Condition), nil
+	}
+	c, err := compile(text)
+	if err == nil {
+		compiled.Store(text, c)
+	}
+	return c, err
+}
+
+func compile(text string) (*Condition, error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, errors.New("empty: a CEL expression over result, such as result < 0.01")
 	}
