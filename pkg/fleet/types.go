@@ -142,22 +142,17 @@ func (f *Fleet) CheckRollback(historyLimit int) error {
 	if historyLimit != 1 {
 		return nil
 	}
-	field := ""
-	switch {
-	case f.OnFailure == OnFailureRollback:
-		field = "onFailure"
-	default:
-		for i, g := range f.Groups {
-			if g.OnFailure == OnFailureRollback {
-				field = fmt.Sprintf("groups[%d].onFailure", i)
-				break
-			}
+	for i, g := range f.Groups {
+		if !f.RollsBack(&g) {
+			continue
 		}
+		field := "onFailure" // the fleet's, unless the group says its own
+		if g.OnFailure != "" {
+			field = fmt.Sprintf("groups[%d].onFailure", i)
+		}
+		return f.FieldError(field, "rollback needs an earlier revision to go back to, and --history-limit 1 keeps the current one alone: give --history-limit 0 (all) or 2 and more")
 	}
-	if field == "" || !f.RollsBackAnywhere() {
-		return nil
-	}
-	return f.FieldError(field, "rollback needs an earlier revision to go back to, and --history-limit 1 keeps the current one alone: give --history-limit 0 (all) or 2 and more")
+	return nil
 }
 
 // RollsBackAnywhere reports whether any group's failure rolls a run

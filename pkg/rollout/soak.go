@@ -103,43 +103,44 @@ func (s soakRun) one(ctx context.Context, cluster string, end time.Time) error {
 	analysed, pending := s.analyse(actx, cluster, end, list)
 	next := time.Now()
 	for {
-		if s.Stage != nil {
-			s.Stage(cluster, s.stage(end, pending))
-		}
-		if err := s.Health(ctx, cluster); err != nil {
-			if ctx.Err() != nil {
-				return s.stopped(run, ctx, cluster, end)
+		over := pending == 0 && !time.Now().Before(end)
+		if over || !time.Now().Before(next) { // a look every interval, and a last one
+			if s.Stage != nil {
+				s.Stage(cluster, s.stage(end, pending))
 			}
-			return s.failed(ctx, cluster, end, err)
-		}
-		next = next.Add(interval)
-		for wait := true; wait; {
-			if pending == 0 && !time.Now().Before(end) {
-				s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "passed"})
-				if s.Duration > 0 {
-					s.Gates(cluster).Pass("", "soak "+s.Duration.String())
+			if err := s.Health(ctx, cluster); err != nil {
+				if ctx.Err() != nil {
+					return s.stopped(run, ctx, cluster, end)
 				}
-				return s.ended(ctx, cluster, nil)
+				return s.failed(ctx, cluster, end, err)
 			}
-			d := time.Until(next)
-			if pending == 0 {
-				d = min(d, time.Until(end))
-			}
-			timer := time.NewTimer(max(0, d))
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return s.stopped(run, ctx, cluster, end)
-			case err := <-analysed:
-				timer.Stop()
-				if err != nil && ctx.Err() == nil {
-					return s.failed(ctx, cluster, end, err)
-				}
-				pending--
-			case <-timer.C:
-				wait = false
-			}
+			next = next.Add(interval)
 		}
+		if over {
+			s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "passed"})
+			if s.Duration > 0 {
+				s.Gates(cluster).Pass("", "soak "+s.Duration.String())
+			}
+			return s.ended(ctx, cluster, nil)
+		}
+		d := time.Until(next)
+		if pending == 0 {
+			d = min(d, time.Until(end))
+		}
+		timer := time.NewTimer(max(0, d))
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return s.stopped(run, ctx, cluster, end)
+		case err := <-analysed:
+			if err != nil && ctx.Err() == nil {
+				timer.Stop()
+				return s.failed(ctx, cluster, end, err)
+			}
+			pending--
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
 }
 
