@@ -237,8 +237,8 @@ func (e *Env) Kill(c Cluster) error {
 	return nil
 }
 
-// stopOwn stops a process a test started and stops on purpose (Flux,
-// Prometheus), and forgets it: its end is no process that "exited early".
+// stopOwn stops a process a test started and stops on purpose (Flux),
+// and forgets it: its end is no process that "exited early".
 func (e *Env) stopOwn(p *process, grace time.Duration) {
 	stop(p, grace)
 	e.forget(p)

@@ -71,7 +71,7 @@ func startPrometheus(t *testing.T, targets ...string) *testenv.Prometheus {
 	if err != nil {
 		t.Fatalf("building Prometheus: %v", err)
 	}
-	p, err := env.StartPrometheus(stopping, testenv.PrometheusOptions{BinDir: strings.TrimSpace(string(out)), Targets: targets})
+	p, err := testenv.StartPrometheus(stopping, testenv.PrometheusOptions{BinDir: strings.TrimSpace(string(out)), Dir: t.TempDir(), Targets: targets})
 	if err != nil {
 		t.Fatal(err)
 	}
