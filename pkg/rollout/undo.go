@@ -35,7 +35,7 @@ func (e *Engine) Undo(outcomes []runner.Outcome) *Undo {
 		return nil
 	}
 	f := e.r.Fleet
-	failed := failedWave(e.waves, outcomes, func(w runner.Wave) int { return f.Group(w.Group).MaxFailures.Down(len(w.Clusters)) })
+	failed, n := e.failedWave(outcomes)
 	if failed < 0 {
 		return nil
 	}
@@ -45,7 +45,7 @@ func (e *Engine) Undo(outcomes []runner.Outcome) *Undo {
 		return nil
 	}
 	scope := append(f.Upstream(w.Group), w.Group)
-	u := &Undo{Why: fmt.Sprintf("%s failed (%d of %d clusters; maxFailures %s)", w.Name, failures(w.Name, outcomes), len(w.Clusters), g.MaxFailures), Apps: map[string][]string{}}
+	u := &Undo{Why: fmt.Sprintf("%s failed (%d of %d clusters; maxFailures %s)", w.Name, n, len(w.Clusters), g.MaxFailures), Apps: map[string][]string{}}
 	for i := failed; i >= 0; i-- {
 		if !slices.Contains(scope, e.waves[i].Group) {
 			continue
@@ -84,29 +84,24 @@ func (e *Engine) changed(name string) []string {
 	return out
 }
 
-// failedWave is the index of the first wave of ws more of whose
-// clusters failed than its budget tolerates, -1 for none. A wave's
-// budget is its group's maxFailures, a percentage taken of the wave's
-// clusters, as the promotion rule takes it of a batch's: a canary of
-// one fails its batch under maxFailures: 50%.
-func failedWave(ws []runner.Wave, outcomes []runner.Outcome, budget func(runner.Wave) int) int {
-	for i, w := range ws {
-		if failures(w.Name, outcomes) > budget(w) {
-			return i
-		}
-	}
-	return -1
-}
-
-// failures counts the clusters of wave that failed.
-func failures(wave string, outcomes []runner.Outcome) int {
-	n := 0
+// failedWave is the index of the run's first wave more of whose
+// clusters failed than its budget tolerates, and how many did; -1 for
+// none. A wave's budget is its group's maxFailures, a percentage taken of
+// the wave's clusters, as the promotion rule takes it of a batch's: a
+// canary of one fails its batch under maxFailures: 50%.
+func (e *Engine) failedWave(outcomes []runner.Outcome) (int, int) {
+	failed := map[string]int{}
 	for _, oc := range outcomes {
-		if oc.Wave == wave && oc.State == runner.Failed {
-			n++
+		if oc.State == runner.Failed {
+			failed[oc.Wave]++
 		}
 	}
-	return n
+	for i, w := range e.waves {
+		if n := failed[w.Name]; n > e.r.Fleet.Group(w.Group).MaxFailures.Down(len(w.Clusters)) {
+			return i, n
+		}
+	}
+	return -1, 0
 }
 
 // newestFirst are ws in reverse order, each needing every wave before it
