@@ -56,16 +56,13 @@ func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, set *rendere
 
 // say tells, before the rollback starts, what it undoes and why.
 func (o *ApplyOptions) say(u *rollout.Undo) {
-	names := make([]string, len(u.Clusters))
-	for i, c := range u.Clusters {
-		names[i] = c.Name
-	}
+	ev := u.Event()
 	if o.Output == "json" {
-		b, _ := json.Marshal(map[string]any{"type": "rollback", "automatic": true, "why": u.Why, "clusters": names})
+		b, _ := json.Marshal(ev)
 		fmt.Fprintln(o.Out, string(b))
 		return
 	}
-	fmt.Fprintf(o.Out, "\nRolling back automatically (onFailure: rollback): %s; newest first: %s\n", u.Why, strings.Join(names, ", "))
+	fmt.Fprintf(o.Out, "\n%s\n", ev.Text())
 }
 
 // where says which clusters an automatic rollback that did not finish

@@ -53,6 +53,7 @@ const (
 	typeFlux         = "flux"
 	typeWave         = "wave"
 	typePromotion    = "promotion"
+	typeRollback     = "rollback"
 )
 
 // ObjectEvent is one object's outcome.

@@ -26,6 +26,30 @@ type Undo struct {
 	Apps map[string][]string
 }
 
+// Event is what an automatic rollback says before it starts: why, and
+// the clusters it rolls back, newest first.
+func (u *Undo) Event() UndoEvent {
+	names := make([]string, len(u.Clusters))
+	for i, c := range u.Clusters {
+		names[i] = c.Name
+	}
+	return UndoEvent{Type: typeRollback, Automatic: true, Why: u.Why, Clusters: names}
+}
+
+// UndoEvent is an automatic rollback about to start.
+type UndoEvent struct {
+	Type      string   `json:"type"`
+	Automatic bool     `json:"automatic"`
+	Why       string   `json:"why"`
+	Clusters  []string `json:"clusters"`
+}
+
+// Text is "Rolling back automatically (onFailure: rollback): …; newest
+// first: canary-eu, stg-eu".
+func (e UndoEvent) Text() string {
+	return fmt.Sprintf("Rolling back automatically (onFailure: rollback): %s; newest first: %s", e.Why, strings.Join(e.Clusters, ", "))
+}
+
 // Undo returns what the run that returned outcomes rolls back
 // automatically: nil when no wave failed past its budget (failedWave), when its
 // group holds on failure (onFailure: hold, the default), or when the

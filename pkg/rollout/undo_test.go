@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 
@@ -101,5 +102,18 @@ func TestUndo(t *testing.T) {
 				t.Errorf("clusters (-want +got):\n%s\nwhy %q, want %q", diff, u.Why, tt.why)
 			}
 		})
+	}
+}
+
+// What an automatic rollback says before it starts, in text and -o json.
+func TestUndoEvent(t *testing.T) {
+	u := &Undo{Why: "production/canary failed (1 of 1 clusters; maxFailures 0)", Clusters: []*fleet.Cluster{{Name: "canary-eu"}, {Name: "stg-eu"}}}
+	ev := u.Event()
+	if got, want := ev.Text(), "Rolling back automatically (onFailure: rollback): production/canary failed (1 of 1 clusters; maxFailures 0); newest first: canary-eu, stg-eu"; got != want {
+		t.Errorf("text %q\nwant %q", got, want)
+	}
+	b, err := json.Marshal(ev)
+	if want := `{"type":"rollback","automatic":true,"why":"production/canary failed (1 of 1 clusters; maxFailures 0)","clusters":["canary-eu","stg-eu"]}`; err != nil || string(b) != want {
+		t.Errorf("json %s, %v\nwant %s", b, err, want)
 	}
 }
