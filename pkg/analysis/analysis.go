@@ -78,8 +78,9 @@ type Analysis struct {
 	success, failure *condition.Condition
 }
 
-// Of is a's analysis over p, its conditions compiled (the fleet file's
-// checks compiled them already: an error here is a file not checked).
+// Of is a's analysis over p, its conditions those the fleet file's
+// checks compiled already (condition.Compile, once per process: an
+// error here is a file not checked).
 func Of(a fleet.Analysis, p Provider) (*Analysis, error) {
 	out := &Analysis{Spec: a, Provider: p}
 	var err error
