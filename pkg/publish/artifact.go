@@ -20,7 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/encode"
 )
 
 // The media types and annotations of a Flux artifact (fluxcd/pkg/oci:
@@ -52,18 +53,17 @@ type Origin struct {
 // origin is in the manifest's annotations, so two clusters whose render
 // is the same share the layer, not necessarily the manifest.
 func Pack(objects []*unstructured.Unstructured, origin Origin) (v1.Image, error) {
-	var docs bytes.Buffer
+	var docs []byte
 	for i, o := range objects {
-		b, err := yaml.Marshal(o.Object)
-		if err != nil {
+		if i > 0 {
+			docs = append(docs, "---\n"...)
+		}
+		var err error
+		if docs, err = encode.AppendYAML(docs, o.Object); err != nil {
 			return nil, fmt.Errorf("packing %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
-		if i > 0 {
-			docs.WriteString("---\n")
-		}
-		docs.Write(b)
 	}
-	content, err := tarGz(File, docs.Bytes())
+	content, err := tarGz(File, docs)
 	if err != nil {
 		return nil, err
 	}

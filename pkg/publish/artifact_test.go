@@ -342,3 +342,34 @@ func TestRegistryDown(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// TestPackStaysTheSame pins the digest of an artifact: a cluster whose
+// render did not change must find its artifact the same after an
+// upgrade of kubectl fleet, or every tag would move (a new revision per
+// cluster and app) for nothing. The objects hold what YAML writes in
+// more than one way: quoted and block strings, numbers, lists, long
+// lines, keys that need quoting.
+func TestPackStaysTheSame(t *testing.T) {
+	long := strings.Repeat("word ", 30)
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "web", "labels": map[string]any{"app.kubernetes.io/name": "web", "tier": "1"}}}},
+		{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "web"},
+			"spec": map[string]any{"replicas": int64(3), "template": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "web", "image": "nginx:1.27", "args": []any{"--port=80", "yes", "null", "0x1F", "1e3", ""},
+					"resources": map[string]any{"limits": map[string]any{"cpu": 0.5, "memory": "128Mi"}}, "env": []any{map[string]any{"name": "A", "value": "multi\nline\n"}}},
+			}}}}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cfg", "namespace": "web", "annotations": map[string]any{"note": long, "empty": ""}},
+			"data": map[string]any{"script.sh": "#!/bin/sh\necho \"hi\" # ok\n\ttab\n", "colon": "a: b", "dash": "- x", "unicode": "héllo ✓", "true": "true", "key with space": "v", "[": "]"}}},
+	}
+	img, err := publish.Pack(objs, publish.Origin{Source: "https://git.example.com/fleet", Revision: "main@sha1:abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "sha256:eda0f256d256296e606ac2309855f52894a83fab398553318628faf7c05b7619"; d.String() != want {
+		t.Errorf("the artifact's digest moved:\n got %s\nwant %s", d, want)
+	}
+}
