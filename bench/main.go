@@ -173,7 +173,10 @@ type bench struct {
 	fleetFiles            map[string]string
 	rows                  []row
 	// pushed are the bytes each publish run pushed, by scenario/tool.
-	pushed                 map[string][]int64
+	pushed map[string][]int64
+	// requests are the requests the registry answered in each publish
+	// run, by scenario/tool.
+	requests               map[string][]int64
 	profiles               []profile
 	k8sVersion, pluginVers string
 	started                time.Time
@@ -209,7 +212,7 @@ type tool struct {
 }
 
 func runBench(ctx context.Context, o options) (err error) {
-	b := &bench{o: o, fleetFiles: map[string]string{}, pushed: map[string][]int64{}, started: time.Now().UTC(), loadStart: loadAverage()}
+	b := &bench{o: o, fleetFiles: map[string]string{}, pushed: map[string][]int64{}, requests: map[string][]int64{}, started: time.Now().UTC(), loadStart: loadAverage()}
 	if b.repo, err = repoRoot(); err != nil {
 		return err
 	}
@@ -273,9 +276,14 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	for _, n := range o.publish {
 		for _, shared := range []bool{false, true} {
 			for _, signed := range []bool{false, true} {
-				if err := b.publishScenario(ctx, n, shared, signed); err != nil {
+				if err := b.publishScenario(ctx, n, shared, signed, false); err != nil {
 					return err
 				}
+			}
+		}
+		for _, signed := range []bool{false, true} {
+			if err := b.publishScenario(ctx, n, false, signed, true); err != nil {
+				return err
 			}
 		}
 	}

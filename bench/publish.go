@@ -63,20 +63,20 @@ func (b *bench) startRegistry(ctx context.Context) (*registryProc, error) {
 	return &registryProc{cmd: cmd, addr: strings.TrimSpace(line)}, nil
 }
 
-// pushed is how many bytes were pushed to r so far.
-func (r *registryProc) pushed() (int64, error) {
+// counts are how many bytes were pushed to r so far, and how many
+// requests it answered.
+func (r *registryProc) counts() (pushed, requests int64, err error) {
 	resp, err := http.Get("http://" + r.addr + "/bench/pushed")
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	var n int64
-	_, err = fmt.Sscan(string(b), &n)
-	return n, err
+	_, err = fmt.Sscan(string(b), &pushed, &requests)
+	return pushed, requests, err
 }
 
 func (r *registryProc) stop() {
@@ -133,7 +133,11 @@ func publishFleet(cs []cluster, addr, base, key string) string {
 // clusters). Shared: every cluster's render is one of two, so the
 // registry receives each blob once. The registry's CPU is the servers'
 // CPU; the bytes pushed are counted.
-func (b *bench) publishScenario(ctx context.Context, n int, shared, signed bool) error {
+//
+// Again (noop): the same apply once more on the registry the first left,
+// nothing changed: what a reconcile pass of a steady fleet costs. The
+// first apply is not timed; the requests counted are the second's.
+func (b *bench) publishScenario(ctx context.Context, n int, shared, signed, again bool) error {
 	name := fmt.Sprintf("publish-%d", n)
 	if shared {
 		name += "-shared"
@@ -142,6 +146,11 @@ func (b *bench) publishScenario(ctx context.Context, n int, shared, signed bool)
 	if signed {
 		name += "-signed"
 		key = "bench-cosign.key"
+	}
+	if again {
+		name += "-noop"
+	}
+	if signed {
 		if err := os.WriteFile(filepath.Join(b.work, key), signingKey(), 0o600); err != nil {
 			return err
 		}
@@ -176,14 +185,21 @@ func (b *bench) publishScenario(ctx context.Context, n int, shared, signed bool)
 		b.serverCPU = func() time.Duration { return procCPU(pid) }
 		return nil
 	}
+	var before [2]int64 // what the registry counted before the timed run
 	record := func(tool string) func() error {
 		return func() error {
-			n, err := reg.pushed()
-			b.pushed[name+"/"+tool] = append(b.pushed[name+"/"+tool], n)
+			n, reqs, err := reg.counts()
+			b.pushed[name+"/"+tool] = append(b.pushed[name+"/"+tool], n-before[0])
+			b.requests[name+"/"+tool] = append(b.requests[name+"/"+tool], reqs-before[1])
+			progress("%s: %s: %s pushed, %d requests to the registry", name, tool, bytesOf(n-before[0]), reqs-before[1])
 			return err
 		}
 	}
-	tools := []tool{{id: "fleet", command: "kubectl-fleet apply -F fleet.yaml -k src --yes (a delivered group, no context)", done: record("fleet"), prepare: func(rep int) (string, []string, error) {
+	command := "kubectl-fleet apply -F fleet.yaml -k src --yes (a delivered group, no context)"
+	if again {
+		command += ", the second time"
+	}
+	tools := []tool{{id: "fleet", command: command, done: record("fleet"), prepare: func(rep int) (string, []string, error) {
 		if err := fresh(); err != nil {
 			return "", nil, err
 		}
@@ -191,9 +207,20 @@ func (b *bench) publishScenario(ctx context.Context, n int, shared, signed bool)
 		if err := os.WriteFile(ff, []byte(publishFleet(cs, reg.addr, "bench", key)), 0o644); err != nil {
 			return "", nil, err
 		}
-		return filepath.Join(b.bin, "kubectl-fleet"), []string{"apply", "-F", ff, "-k", src, "--name", "web", "--yes", "--parallel", "32"}, nil
+		bin, args := filepath.Join(b.bin, "kubectl-fleet"), []string{"apply", "-F", ff, "-k", src, "--name", "web", "--yes", "--parallel", "32"}
+		before = [2]int64{}
+		if again {
+			if _, err := timed(ctx, bin, args, b.env); err != nil {
+				return "", nil, fmt.Errorf("the first apply: %w", err)
+			}
+			var err error
+			if before[0], before[1], err = reg.counts(); err != nil {
+				return "", nil, err
+			}
+		}
+		return bin, args, nil
 	}}}
-	if n <= b.o.publishLoop && !signed {
+	if n <= b.o.publishLoop && !signed && !again {
 		tools = append(tools, tool{id: "loop", command: "for each cluster: kustomize build | envsubst > manifests.yaml; tar czf; crane append --oci-empty-base -t REPO:CLUSTER", done: record("loop"), prepare: func(int) (string, []string, error) {
 			if err := fresh(); err != nil {
 				return "", nil, err
@@ -204,15 +231,19 @@ func (b *bench) publishScenario(ctx context.Context, n int, shared, signed bool)
 	return b.scenario(ctx, name, tools, nil)
 }
 
-// pushedOf is the median of the bytes r's runs pushed, and whether they
-// were counted.
-func (b *bench) pushedOf(r row) (int64, bool) {
-	ns := slices.Clone(b.pushed[r.Scenario+"/"+r.Tool])
-	if len(ns) == 0 {
-		return 0, false
+// pushedOf is the median of the bytes r's runs pushed and of the
+// requests the registry answered, and whether they were counted.
+func (b *bench) pushedOf(r row) (pushed, requests int64, ok bool) {
+	median := func(ns []int64) int64 {
+		ns = slices.Clone(ns)
+		slices.Sort(ns)
+		return ns[len(ns)/2]
 	}
-	slices.Sort(ns)
-	return ns[len(ns)/2], true
+	k := r.Scenario + "/" + r.Tool
+	if len(b.pushed[k]) == 0 {
+		return 0, 0, false
+	}
+	return median(b.pushed[k]), median(b.requests[k]), true
 }
 
 // signingKey is a new ECDSA P-256 key, PKCS #8 PEM, as a delivery's

@@ -45,8 +45,8 @@ func (b *bench) ratio(r row) string {
 // publish run pushed.
 func (b *bench) note(r row) string {
 	parts := []string{b.ratio(r)}
-	if n, ok := b.pushedOf(r); ok {
-		parts = append(parts, bytesOf(n)+" pushed")
+	if n, reqs, ok := b.pushedOf(r); ok {
+		parts = append(parts, fmt.Sprintf("%s pushed, %d requests", bytesOf(n), reqs))
 	}
 	return strings.Trim(strings.Join(parts, "; "), "; ")
 }
@@ -82,7 +82,9 @@ func (b *bench) markdown() string {
 			struct{ id, title string }{fmt.Sprintf("publish-%d", n), fmt.Sprintf("publish %d clusters × (1+%d) objects to a loopback registry, each render its own (servers' CPU: the registry's)", n, o.objects)},
 			struct{ id, title string }{fmt.Sprintf("publish-%d-signed", n), fmt.Sprintf("publish %d clusters, each render its own, signed at the wave with signed records", n)},
 			struct{ id, title string }{fmt.Sprintf("publish-%d-shared", n), fmt.Sprintf("publish %d clusters, two renders shared by all (blobs pushed once)", n)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-shared-signed", n), fmt.Sprintf("publish %d clusters, two renders shared by all, signed at the wave with signed records", n)})
+			struct{ id, title string }{fmt.Sprintf("publish-%d-shared-signed", n), fmt.Sprintf("publish %d clusters, two renders shared by all, signed at the wave with signed records", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-noop", n), fmt.Sprintf("publish %d clusters again, nothing changed (each render its own)", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-signed-noop", n), fmt.Sprintf("publish %d clusters again, nothing changed, signed", n)})
 	}
 	renders = append(renders,
 		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},

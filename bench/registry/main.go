@@ -2,7 +2,8 @@
 // in-memory registry on a loopback port, in a process of its own so that
 // its CPU is measured apart from the tools'. It prints its address, and
 // GET /bench/pushed answers the bytes pushed to it so far (request
-// bodies of blob uploads and manifests).
+// bodies of blob uploads and manifests) and the requests it answered so
+// far, separated by a space.
 package main
 
 import (
@@ -18,11 +19,16 @@ import (
 )
 
 func main() {
-	var pushed atomic.Int64
+	var pushed, requests atomic.Int64
+	logged := os.Getenv("BENCH_REGISTRY_LOG") != "" // each request on stderr
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	mux := http.NewServeMux()
-	mux.HandleFunc("/bench/pushed", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, pushed.Load()) })
+	mux.HandleFunc("/bench/pushed", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, pushed.Load(), " ", requests.Load()) })
 	mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if logged {
+			fmt.Fprintln(os.Stderr, r.Method, r.URL.Path, r.URL.RawQuery)
+		}
 		if r.Method == http.MethodPut || r.Method == http.MethodPatch || r.Method == http.MethodPost {
 			r.Body = counting{r.Body, &pushed}
 		}

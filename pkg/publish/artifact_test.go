@@ -94,6 +94,7 @@ type counting struct {
 	mu      sync.Mutex
 	uploads int
 	puts    map[string]int
+	pings   int // GET /v2/
 }
 
 func (c *counting) serve(t *testing.T) string {
@@ -106,6 +107,8 @@ func (c *counting) serve(t *testing.T) string {
 			c.uploads++
 		case r.Method == http.MethodPut && strings.Contains(r.URL.Path, "/manifests/"):
 			c.puts[r.URL.Path]++
+		case r.URL.Path == "/v2/":
+			c.pings++
 		}
 		c.mu.Unlock()
 		reg.ServeHTTP(w, r)
@@ -273,6 +276,15 @@ func TestPushAll(t *testing.T) {
 		if _, found, _ := r.Resolve(ctx, p.App, p.Cluster); found {
 			t.Errorf("%s:%s tagged by a push", p.App, p.Cluster)
 		}
+	}
+	// Each repository was pinged once for the pushes, and once for the
+	// reads (the puller's own), not before every request: a copy of
+	// the registry shares its connections.
+	if err := r.WithoutRecordKeys().Tag(ctx, "web", "p1", pushed[0].Digest); err != nil {
+		t.Fatal(err)
+	}
+	if c.pings != 4 {
+		t.Errorf("%d pings, want 4 (web and db, pushing and reading)", c.pings)
 	}
 	// A registry that refuses: the error names the app and cluster.
 	bad, _ := publish.ParseRegistry("oci://127.0.0.1:1/fleets", true)

@@ -39,6 +39,22 @@ type Registry struct {
 	// Records signs the records written and verifies those read, when
 	// the delivery signs; nil: records are plain JSON (RecordKeys).
 	Records *RecordKeys
+
+	// conns are the registry's connections, shared by its copies (nil:
+	// each request authenticates on its own).
+	conns *conns
+}
+
+// conns keep what a registry's requests can share: each repository is
+// pinged (GET /v2/, and for an insecure one an HTTPS attempt first) and
+// its token fetched once, not before every request, and a blob pushed
+// once is not looked for again. Made at the first request, from the
+// Registry's Keychain and Transport then.
+type conns struct {
+	once   sync.Once
+	puller *remote.Puller
+	pusher *remote.Pusher
+	err    error
 }
 
 // ParseRegistry reads an oci:// URL of the fleet file (fleet.ParseOCI).
@@ -46,7 +62,7 @@ func ParseRegistry(url string, insecure bool) (Registry, error) {
 	if err := fleet.ParseOCI(url); err != nil {
 		return Registry{}, err
 	}
-	return Registry{Base: strings.TrimSuffix(strings.TrimPrefix(url, Scheme), "/"), Insecure: insecure}, nil
+	return Registry{Base: strings.TrimSuffix(strings.TrimPrefix(url, Scheme), "/"), Insecure: insecure, conns: &conns{}}, nil
 }
 
 // For is the registry a delivery of fleet f publishes to; its records
@@ -71,8 +87,18 @@ func (r Registry) options(ctx context.Context) []remote.Option {
 	if kc == nil {
 		kc = authn.DefaultKeychain
 	}
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithUserAgent("kubectl-fleet")}
-	return append(opts, remote.WithTransport(TransportFor(r.Transport, r.Insecure)))
+	opts := []remote.Option{remote.WithAuthFromKeychain(kc), remote.WithUserAgent("kubectl-fleet"), remote.WithTransport(TransportFor(r.Transport, r.Insecure))}
+	if c := r.conns; c != nil {
+		c.once.Do(func() {
+			if c.puller, c.err = remote.NewPuller(opts...); c.err == nil {
+				c.pusher, c.err = remote.NewPusher(opts...)
+			}
+		})
+		if c.err == nil {
+			opts = append(opts, remote.Reuse(c.puller), remote.Reuse(c.pusher))
+		}
+	}
+	return append(opts, remote.WithContext(ctx))
 }
 
 // TransportFor is the transport to a registry: base (nil: go-
