@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
@@ -252,11 +253,19 @@ func TestPushAll(t *testing.T) {
 		{App: "web", Cluster: "p3", Objects: []*unstructured.Unstructured{cm("a", "3")}},
 		{App: "db", Cluster: "p1", Objects: same},
 	}
-	pushed, err := r.PushAll(ctx, targets, publish.Origin{Revision: "r1"}, 0)
-	if err != nil {
+	pushes := r.Pushes(publish.Origin{Revision: "r1"}, false)
+	pushed := make([]v1.Hash, len(targets))
+	var g errgroup.Group
+	for i, tg := range targets {
+		g.Go(func() (err error) {
+			pushed[i], err = pushes.Push(ctx, tg)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	if len(pushed) != 4 || pushed[0].Digest != pushed[1].Digest || pushed[0].Digest == pushed[2].Digest || pushed[3].Cluster != "p1" || pushed[3].App != "db" {
+	if pushed[0] != pushed[1] || pushed[0] == pushed[2] {
 		t.Fatalf("pushed: %+v", pushed)
 	}
 	// One manifest write per distinct artifact and repository: p1 and p2
@@ -272,15 +281,15 @@ func TestPushAll(t *testing.T) {
 		t.Errorf("%d manifest writes, want 3 (web twice, db once): %v", writes, c.puts)
 	}
 	// Nothing a cluster pulls moved.
-	for _, p := range pushed {
-		if _, found, _ := r.Resolve(ctx, p.App, p.Cluster); found {
-			t.Errorf("%s:%s tagged by a push", p.App, p.Cluster)
+	for _, tg := range targets {
+		if _, found, _ := r.Resolve(ctx, tg.App, tg.Cluster); found {
+			t.Errorf("%s:%s tagged by a push", tg.App, tg.Cluster)
 		}
 	}
 	// Each repository was pinged once for the pushes, and once for the
 	// reads (the puller's own), not before every request: a copy of
 	// the registry shares its connections.
-	if err := r.WithoutRecordKeys().Tag(ctx, "web", "p1", pushed[0].Digest); err != nil {
+	if err := r.WithoutRecordKeys().Tag(ctx, "web", "p1", pushed[0]); err != nil {
 		t.Fatal(err)
 	}
 	if c.pings != 4 {
@@ -289,8 +298,12 @@ func TestPushAll(t *testing.T) {
 	// A registry that refuses: the error names the app and cluster.
 	bad, _ := publish.ParseRegistry("oci://127.0.0.1:1/fleets", true)
 	bad.Keychain = authn.NewMultiKeychain()
-	if _, err := bad.PushAll(ctx, targets[:1], publish.Origin{}, 1); err == nil || !strings.Contains(err.Error(), "app web for cluster p1") {
+	if _, err := bad.Pushes(publish.Origin{}, false).Push(ctx, targets[0]); err == nil || !strings.Contains(err.Error(), "app web for cluster p1") {
 		t.Errorf("a registry down: %v", err)
+	}
+	// A dry run packs: the same digest, nothing sent.
+	if d, err := bad.Pushes(publish.Origin{Revision: "r1"}, true).Push(ctx, targets[0]); err != nil || d != pushed[0] {
+		t.Errorf("a dry run: %s, %v; want %s", d, err, pushed[0])
 	}
 }
 

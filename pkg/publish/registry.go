@@ -14,7 +14,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -222,67 +221,66 @@ type Target struct {
 	Objects      []*unstructured.Unstructured
 }
 
-// Pushed is a target's artifact, in the registry by digest.
-type Pushed struct {
-	App, Cluster string
-	Digest       v1.Hash
+// Pushes push targets to a registry one at a time, from as many
+// goroutines as the caller runs: each packed as it comes (Pack), so a
+// caller that renders, pushes and lets go of one cluster after another
+// holds only those in flight; an artifact two targets share is pushed
+// once. Pushes move no tag, so nothing a cluster pulls changes: a
+// rollout moves each cluster's tag (Tag) when its wave starts, and a run
+// whose push fails leaves only unreferenced artifacts behind.
+type Pushes struct {
+	r      Registry
+	origin Origin
+	dryRun bool
+
+	mu   sync.Mutex
+	done map[pushKey]*push
 }
 
-// PushAll packs every target and pushes each artifact by digest, at most
-// parallel at once (0: 4); an artifact two targets share is pushed once.
-// It moves no tag, so nothing a cluster pulls changes: a rollout moves
-// each cluster's tag (Tag) when its wave starts, and a run whose push
-// fails leaves only unreferenced artifacts behind. The first error
-// stops it.
-func (r Registry) PushAll(ctx context.Context, targets []Target, origin Origin, parallel int) ([]Pushed, error) {
-	if parallel <= 0 {
-		parallel = 4
+type pushKey struct {
+	app string
+	d   v1.Hash
+}
+
+// push is one artifact's push, once.
+type push struct {
+	once sync.Once
+	err  error
+}
+
+// Pushes are the pushes of a run to r, each artifact with origin in
+// its annotations; a dry run packs and pushes nothing.
+func (r Registry) Pushes(origin Origin, dryRun bool) *Pushes {
+	return &Pushes{r: r, origin: origin, dryRun: dryRun, done: map[pushKey]*push{}}
+}
+
+// Registry is where p pushes.
+func (p *Pushes) Registry() Registry { return p.r }
+
+// Push packs t and pushes its artifact by digest, unless this run pushed
+// it already, and returns its digest.
+func (p *Pushes) Push(ctx context.Context, t Target) (v1.Hash, error) {
+	img, err := Pack(t.Objects, p.origin)
+	if err != nil {
+		return v1.Hash{}, fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
 	}
-	out := make([]Pushed, len(targets))
-	type key struct {
-		app string
-		d   v1.Hash
+	d, err := img.Digest()
+	if err != nil || p.dryRun {
+		return d, err
 	}
-	type push struct {
-		once sync.Once
-		err  error
+	k := pushKey{t.App, d}
+	p.mu.Lock()
+	once, ok := p.done[k]
+	if !ok {
+		once = &push{}
+		p.done[k] = once
 	}
-	var (
-		mu     sync.Mutex
-		pushes = map[key]*push{}
-	)
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(parallel)
-	for i, t := range targets {
-		g.Go(func() error {
-			img, err := Pack(t.Objects, origin)
-			if err != nil {
-				return fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
-			}
-			d, err := img.Digest()
-			if err != nil {
-				return err
-			}
-			k := key{t.App, d}
-			mu.Lock()
-			p, ok := pushes[k]
-			if !ok {
-				p = &push{}
-				pushes[k] = p
-			}
-			mu.Unlock()
-			p.once.Do(func() { _, p.err = r.Push(ctx, t.App, img) })
-			if p.err != nil { // written in Do, read after it: ordered by the Once
-				return fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, p.err)
-			}
-			out[i] = Pushed{App: t.App, Cluster: t.Cluster, Digest: d}
-			return nil
-		})
+	p.mu.Unlock()
+	once.once.Do(func() { _, once.err = p.r.Push(ctx, t.App, img) })
+	if once.err != nil { // written in Do, read after it: ordered by the Once
+		return v1.Hash{}, fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, once.err)
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return d, nil
 }
 
 // Short is a digest cut to what a person compares: sha256:0123456789ab.

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 
+	"golang.org/x/sync/errgroup"
+
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/diff"
@@ -19,15 +21,23 @@ import (
 // publishAll packs every delivered cluster's renders and pushes each
 // artifact by digest (a dry run only packs them), before any wave: no
 // tag moves, so nothing a cluster pulls changes, and a push that fails
-// fails the run before anything is written anywhere. A render that
-// holds a Secret or a value decrypted for the run is refused first: a
-// registry keeps what it is given, for whoever may pull.
+// fails the run before anything is written anywhere. It streams: at most
+// --parallel clusters at once, each cluster's render made again if it
+// was let go (rendered.Set.Shed) and let go again once its artifacts
+// are pushed, so that a publish of 10,000 clusters holds the renders in
+// flight, not every one. A render that holds a Secret or a value
+// decrypted for the run is refused before its push: a registry keeps
+// what it is given, for whoever may pull.
 func (e *Engine) publishAll(ctx context.Context) error {
-	type repo struct {
-		registry publish.Registry
-		targets  []publish.Target
+	var (
+		pushes  []*publish.Pushes // one per registry
+		origin  publish.Origin
+		pending []string // clusters with artifacts to push
+		of      = map[string]*publish.Pushes{}
+	)
+	if len(e.r.Results) > 0 {
+		origin.Revision = e.source(ctx, e.r.Results[0]).Commit
 	}
-	var repos []*repo
 	for _, c := range e.r.Clusters {
 		p := e.delivered(c.Name)
 		if p == nil {
@@ -43,38 +53,61 @@ func (e *Engine) publishAll(ctx context.Context) error {
 				return fmt.Errorf("cluster %s: delivery: %w", c.Name, err) // before anything is pushed
 			}
 		}
-		i := slices.IndexFunc(repos, func(r *repo) bool { return r.registry.Base == reg.Base && r.registry.Insecure == reg.Insecure })
+		i := slices.IndexFunc(pushes, func(ps *publish.Pushes) bool {
+			return ps.Registry().Base == reg.Base && ps.Registry().Insecure == reg.Insecure
+		})
 		if i < 0 {
-			repos, i = append(repos, &repo{registry: reg}), len(repos)
+			pushes, i = append(pushes, reg.Pushes(origin, e.o.DryRun)), len(pushes)
 		}
-		for _, res := range e.r.Of(c.Name) {
-			if err := e.publishable(res); err != nil {
-				return err
-			}
-			if rev, ok := e.o.Rollback.Record(c.Name, res.App); ok && rev.Artifact != "" {
-				if err := e.keep(c.Name, res.App, reg, rev.Artifact); err != nil {
-					return err
-				}
-				// Back to exactly that artifact, which this run does not
-				// sign: it must carry this delivery's signature for the
-				// cluster and app already.
-				if err := e.signedFor(ctx, d, c.Name, res.App); err != nil {
-					return fmt.Errorf("cluster %s: cannot roll back app %s: %w", c.Name, res.App, err)
-				}
+		reg, push := pushes[i].Registry(), false
+		for _, app := range e.r.Apps(c.Name) {
+			rev, ok := e.o.Rollback.Record(c.Name, app)
+			if !ok || rev.Artifact == "" {
+				push = true
 				continue
 			}
-			repos[i].targets = append(repos[i].targets, publish.Target{App: res.App, Cluster: c.Name, Objects: res.Objects})
-		}
-	}
-	for _, r := range repos {
-		pushed, err := e.push(ctx, r.registry, r.targets)
-		if err != nil {
-			return fmt.Errorf("publishing to oci://%s: %w", r.registry.Base, err)
-		}
-		for _, p := range pushed {
-			if err := e.keep(p.Cluster, p.App, r.registry, p.Digest.String()); err != nil {
+			if err := e.keep(c.Name, app, reg, rev.Artifact); err != nil {
 				return err
 			}
+			// Back to exactly that artifact, which this run does not
+			// sign: it must carry this delivery's signature for the
+			// cluster and app already.
+			if err := e.signedFor(ctx, d, c.Name, app); err != nil {
+				return fmt.Errorf("cluster %s: cannot roll back app %s: %w", c.Name, app, err)
+			}
+		}
+		if push {
+			pending, of[c.Name] = append(pending, c.Name), pushes[i]
+		}
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(max(e.o.Parallel, 1))
+	for _, name := range pending {
+		g.Go(func() error { return e.pushCluster(ctx, name, of[name]) })
+	}
+	return g.Wait()
+}
+
+// pushCluster pushes the artifacts of a delivered cluster's apps that
+// the run does not roll back (publishAll).
+func (e *Engine) pushCluster(ctx context.Context, name string, pushes *publish.Pushes) error {
+	reg := pushes.Registry()
+	for _, res := range e.r.Of(name) {
+		if rev, ok := e.o.Rollback.Record(name, res.App); ok && rev.Artifact != "" {
+			continue // kept (publishAll)
+		}
+		if res.Err != nil {
+			return res.Err
+		}
+		if err := e.publishable(res); err != nil {
+			return err
+		}
+		d, err := pushes.Push(ctx, publish.Target{App: res.App, Cluster: name, Objects: res.Objects})
+		if err != nil {
+			return fmt.Errorf("publishing to oci://%s: %w", reg.Base, err)
+		}
+		if err := e.keep(name, res.App, reg, d.String()); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -161,30 +194,6 @@ func (e *Engine) keep(cluster, app string, reg publish.Registry, d string) error
 	}
 	p.artifacts[app] = artifact{registry: reg, digest: h}
 	return nil
-}
-
-// push pushes targets to reg, or on a dry run only packs them.
-func (e *Engine) push(ctx context.Context, reg publish.Registry, targets []publish.Target) ([]publish.Pushed, error) {
-	origin := publish.Origin{}
-	if len(e.r.Results) > 0 {
-		origin.Revision = e.source(ctx, e.r.Results[0]).Commit
-	}
-	if !e.o.DryRun {
-		return reg.PushAll(ctx, targets, origin, e.o.Parallel)
-	}
-	out := make([]publish.Pushed, len(targets))
-	for i, t := range targets {
-		img, err := publish.Pack(t.Objects, origin)
-		if err != nil {
-			return nil, fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, err)
-		}
-		d, err := img.Digest()
-		if err != nil {
-			return nil, err
-		}
-		out[i] = publish.Pushed{App: t.App, Cluster: t.Cluster, Digest: d}
-	}
-	return out, nil
 }
 
 // publishable refuses a render that must not go to a registry
