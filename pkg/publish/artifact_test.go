@@ -2,8 +2,10 @@ package publish_test
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -16,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -96,6 +100,7 @@ type counting struct {
 	uploads int
 	puts    map[string]int
 	pings   int // GET /v2/
+	reads   int // GET and HEAD of anything else
 }
 
 func (c *counting) serve(t *testing.T) string {
@@ -110,6 +115,8 @@ func (c *counting) serve(t *testing.T) string {
 			c.puts[r.URL.Path]++
 		case r.URL.Path == "/v2/":
 			c.pings++
+		case r.Method == http.MethodGet || r.Method == http.MethodHead:
+			c.reads++
 		}
 		c.mu.Unlock()
 		reg.ServeHTTP(w, r)
@@ -396,5 +403,73 @@ func TestPackStaysTheSame(t *testing.T) {
 	}
 	if want := "sha256:eda0f256d256296e606ac2309855f52894a83fab398553318628faf7c05b7619"; d.String() != want {
 		t.Errorf("the artifact's digest moved:\n got %s\nwant %s", d, want)
+	}
+}
+
+// rawManifest is a manifest written as given.
+type rawManifest []byte
+
+func (m rawManifest) RawManifest() ([]byte, error) { return m, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) {
+	return types.OCIManifestSchema1, nil
+}
+
+// A record is read in one request, its manifest, which embeds it; one
+// written before records were embedded (its layer alone) is still read,
+// from its layer; embedded data that is not its layer's is refused.
+func TestRecordInOneRequest(t *testing.T) {
+	var c counting
+	r := c.registryOf(t)
+	ctx := context.Background()
+	h := publish.History{Current: 1, Revisions: []revision.Revision{{App: "web", Number: 1, Digest: "sha256:a"}}}
+	if err := r.SaveHistory(ctx, "web", "p1", h); err != nil {
+		t.Fatal(err)
+	}
+	read := func(cluster string) (publish.History, int, error) {
+		c.mu.Lock()
+		before := c.reads
+		c.mu.Unlock()
+		got, err := r.History(ctx, "web", cluster)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return got, c.reads - before, err
+	}
+	if got, n, err := read("p1"); err != nil || got.Current != 1 || n != 1 {
+		t.Errorf("read in %d requests (want 1): %+v, %v", n, got, err)
+	}
+	if got, n, err := read("p2"); err != nil || got.Current != 0 || n != 1 {
+		t.Errorf("no record: %d requests (want 1): %+v, %v", n, got, err)
+	}
+
+	// The same record with its data taken out of the manifest, as
+	// records were written before: read from the layer.
+	repo, _ := r.Repository("web")
+	desc, err := remote.Get(repo.Tag(publish.HistoryTag("p1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
+	if err != nil || m.Layers[0].Data == nil {
+		t.Fatalf("the record is not embedded: %v", err)
+	}
+	put := func(cluster string, m *v1.Manifest) {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := remote.Put(repo.Tag(publish.HistoryTag(cluster)), rawManifest(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := m.Layers[0].Data
+	m.Layers[0].Data = nil
+	put("old", m)
+	if got, n, err := read("old"); err != nil || got.Current != 1 || n != 2 {
+		t.Errorf("a record of before: %d requests (want 2): %+v, %v", n, got, err)
+	}
+	m.Layers[0].Data = bytes.Replace(data, []byte(`"current":1`), []byte(`"current":7`), 1)
+	put("forged", m)
+	if got, _, err := read("forged"); err == nil || got.Current == 7 {
+		t.Errorf("embedded data that is not the layer's was read: %+v, %v", got, err)
 	}
 }

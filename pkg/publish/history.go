@@ -1,11 +1,13 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strconv"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -103,21 +106,23 @@ func (r Registry) SaveHistory(ctx context.Context, app, cluster string, h Histor
 // ReadRecord reads the record tag holds in app's repository into v
 // (JSON, bounded by MaxRecord); found is false when there is no tag.
 // When the delivery signs, a record without a valid signature of its key
-// is an *UnsignedRecordError, and v is left as it was.
+// is an *UnsignedRecordError, and v is left as it was. One request, the
+// record's manifest, when the record is embedded in it (WriteRecord);
+// two for a record written before that, or too large to embed.
 func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found bool, err error) {
 	repo, err := r.Repository(app)
 	if err != nil {
 		return false, err
 	}
-	d, found, err := r.Resolve(ctx, app, tag)
-	if err != nil || !found {
-		return false, err
+	desc, err := remote.Get(repo.Tag(tag), r.options(ctx)...)
+	var te *transport.Error
+	switch {
+	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))
 	}
-	img, err := remote.Image(repo.Digest(d.String()), r.options(ctx)...)
-	if err != nil {
-		return true, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))
-	}
-	data, sig, err := recordOf(img)
+	data, sig, err := recordOf(desc)
 	if err != nil {
 		return true, fmt.Errorf("%s:%s: %w", repo, tag, err)
 	}
@@ -136,14 +141,29 @@ func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found
 }
 
 // recordOf reads a record artifact, bounded by MaxRecord, and its
-// signature ("" for none).
-func recordOf(img v1.Image) (data []byte, sig string, err error) {
-	m, err := img.Manifest()
+// signature ("" for none): from its manifest when the record is
+// embedded there and its digest agrees, from its layer otherwise.
+func recordOf(desc *remote.Descriptor) (data []byte, sig string, err error) {
+	if len(desc.Manifest) > MaxRecord+64<<10 {
+		return nil, "", fmt.Errorf("a record larger than %d MiB", MaxRecord>>20)
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
 		return nil, "", err
 	}
 	if m.Config.MediaType != RecordConfigMediaType || len(m.Layers) != 1 || m.Layers[0].MediaType != RecordMediaType {
 		return nil, "", errors.New("not a record kubectl fleet wrote")
+	}
+	sig = m.Annotations[RecordSignatureAnnotation]
+	if l := m.Layers[0]; l.Data != nil {
+		if d, n, err := v1.SHA256(bytes.NewReader(l.Data)); err == nil && d == l.Digest && n == l.Size {
+			return l.Data, sig, nil
+		}
+		return nil, "", errors.New("a record whose embedded data is not its layer's")
+	}
+	img, err := desc.Image()
+	if err != nil {
+		return nil, "", err
 	}
 	layers, err := img.Layers()
 	if err != nil {
@@ -161,7 +181,27 @@ func recordOf(img v1.Image) (data []byte, sig string, err error) {
 	case len(data) > MaxRecord:
 		return nil, "", fmt.Errorf("a record larger than %d MiB", MaxRecord>>20)
 	}
-	return data, m.Annotations[RecordSignatureAnnotation], nil
+	return data, sig, nil
+}
+
+// maxEmbedded is the largest record written into its manifest as well
+// as its layer (the OCI descriptor's data field), so that reading it
+// is one request: a history of ten revisions is a few KiB, and
+// registries bound manifests at 4 MiB.
+const maxEmbedded = 64 << 10
+
+// embedded is a record's layer whose descriptor carries its data.
+type embedded struct {
+	v1.Layer
+	data []byte
+}
+
+func (e embedded) Descriptor() (*v1.Descriptor, error) {
+	d, err := e.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return &v1.Descriptor{MediaType: RecordMediaType, Size: int64(len(e.data)), Digest: d, Data: e.data}, nil
 }
 
 // WriteRecord writes v as JSON under tag in app's repository, signed
@@ -172,7 +212,11 @@ func (r Registry) WriteRecord(ctx context.Context, app, tag string, v any) error
 		return err
 	}
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), RecordConfigMediaType)
-	img, err = mutate.Append(img, mutate.Addendum{Layer: static.NewLayer(data, RecordMediaType), MediaType: RecordMediaType})
+	layer := static.NewLayer(data, RecordMediaType)
+	if len(data) <= maxEmbedded {
+		layer = embedded{layer, data}
+	}
+	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: RecordMediaType})
 	if err != nil {
 		return err
 	}
