@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -54,6 +56,34 @@ type conns struct {
 	puller *remote.Puller
 	pusher *remote.Pusher
 	err    error
+	made   time.Time
+}
+
+// connsMaxAge is how long the process shares a registry's connections
+// (sharedConns): a reconcile that runs for weeks starts again from a
+// ping now and then, and does not trust for longer that a blob it pushed
+// is still there (a registry may collect it once untagged).
+const connsMaxAge = 10 * time.Minute
+
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*conns{}
+)
+
+// sharedConns are the connections the process shares to the registry
+// host of base: every Registry of a run (one per command that reads or
+// writes the same delivery) pings and authenticates once.
+func sharedConns(base string, insecure bool) *conns {
+	host, _, _ := strings.Cut(base, "/")
+	k := host + "|" + strconv.FormatBool(insecure)
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	c, ok := shared[k]
+	if !ok || time.Since(c.made) > connsMaxAge {
+		c = &conns{made: time.Now()}
+		shared[k] = c
+	}
+	return c
 }
 
 // ParseRegistry reads an oci:// URL of the fleet file (fleet.ParseOCI).
@@ -87,7 +117,13 @@ func (r Registry) options(ctx context.Context) []remote.Option {
 		kc = authn.DefaultKeychain
 	}
 	opts := []remote.Option{remote.WithAuthFromKeychain(kc), remote.WithUserAgent("kubectl-fleet"), remote.WithTransport(TransportFor(r.Transport, r.Insecure))}
-	if c := r.conns; c != nil {
+	c := r.conns
+	if c != nil && r.Keychain == nil && r.Transport == nil {
+		// Not a test's: the process's, shared by every Registry of the
+		// same host.
+		c = sharedConns(r.Base, r.Insecure)
+	}
+	if c != nil {
 		c.once.Do(func() {
 			if c.puller, c.err = remote.NewPuller(opts...); c.err == nil {
 				c.pusher, c.err = remote.NewPusher(opts...)

@@ -15,6 +15,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/kube"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/plan"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
@@ -54,6 +55,10 @@ type registryTarget struct {
 	// it pointed at before: written by the cluster's run alone, read by
 	// --atomic (restore).
 	moved map[string]v1.Hash
+	// paused are the fleet's pauses on the cluster, read at pausesRead
+	// (Apply): written and read by the cluster's run alone.
+	paused     []pause.Pause
+	pausesRead time.Time
 }
 
 var _ target = (*registryTarget)(nil)
@@ -100,7 +105,7 @@ func (p *registryTarget) verdict(ctx context.Context, ev *verificationEvent, rec
 	if !ok {
 		return false
 	}
-	if recorded {
+	if recorded && !p.run.gates.Recorded(ev.App, v) {
 		ev.Error = errString(verifyPublished(ctx, a.registry, ev.Cluster, ev.App, ev.Revision, v))
 	}
 	ev.Digest = a.digest.String()
@@ -240,6 +245,7 @@ func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, 
 		// Current already; its tag may lag (a run stopped, or a registry
 		// that failed, between the two): it moves now.
 		ev.Revision, ev.Description, ev.Digest, ev.Source = cur.Number, cur.Description, cur.Digest, cur.Source.Artifact
+		p.run.gates.Stored(res.App, cur.Verification) // its verdict is not written again unless it changes
 		return ev, nil
 	}
 	rev := e.record(ctx, cluster, res).Revision
