@@ -25,6 +25,14 @@ metadata: {name: creds, namespace: e2e-plan}
 stringData: {password: `+marker+`}
 `)
 	}
+	// Each cluster's digest key exists before the plan, as it does once
+	// anything holding a Secret was applied there: without it a plan
+	// cannot vouch for Secret values, and says so. Run alone, on fresh
+	// clusters, this test made its plan before any key existed.
+	warm := workdir(t, twoGroups, map[string]string{"app/all.yaml": namespaced("e2e-plan-key", "apiVersion: v1\nkind: Secret\nmetadata: {name: k, namespace: e2e-plan-key}\nstringData: {v: x}\n")})
+	if out, errOut, code := fleet(t, warm, "apply", "-f", filepath.Join(warm, "app"), "--name", "plan-key", "--yes"); code != 0 {
+		t.Fatalf("apply of a Secret: exit %d\n%s%s", code, out, errOut)
+	}
 	dir := workdir(t, twoGroups, map[string]string{"app/all.yaml": app("one")})
 	src := filepath.Join(dir, "app")
 	planFile := filepath.Join(t.TempDir(), "plan.json")
