@@ -70,6 +70,15 @@ var (
 	shared   = map[string]*conns{}
 )
 
+// ForgetConnections drops the connections the process shares
+// (sharedConns): what follows pings and authenticates again, as a new
+// process would. For tests that count requests.
+func ForgetConnections() {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	clear(shared)
+}
+
 // sharedConns are the connections the process shares to the registry
 // host of base: every Registry of a run (one per command that reads or
 // writes the same delivery) pings and authenticates once.
@@ -292,6 +301,9 @@ func (r Registry) Pushes(origin Origin, dryRun bool) *Pushes {
 
 // Registry is where p pushes.
 func (p *Pushes) Registry() Registry { return p.r }
+
+// Origin is what p's artifacts say they come from.
+func (p *Pushes) Origin() Origin { return p.origin }
 
 // Push packs t and pushes its artifact by digest, unless this run pushed
 // it already, and returns its digest.

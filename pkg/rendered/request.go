@@ -57,6 +57,11 @@ type Config struct {
 	// or when their turn comes (Set.Shed, Rerender). A run that reads a
 	// cluster's Results directly, not through Of, must keep it.
 	Shed func(clusters []*fleet.Cluster) map[string]bool
+	// Shedding, when set, is called with each cluster's results right
+	// before the render lets their objects go (Shed), from the render's
+	// goroutine: what a run needs of them before they are made again
+	// (a delivered cluster's digests) is taken there.
+	Shedding func(results []render.Result)
 }
 
 // Request is what is to be rendered: the fleet, the selected clusters, the apps

@@ -55,7 +55,7 @@ func Render(ctx context.Context, c Config) (*Set, error) {
 	if c.Shed != nil {
 		shed = c.Shed(pl.Clusters)
 	}
-	results, shed := pl.renderShedding(ctx, c.Engine, shed)
+	results, shed := pl.renderShedding(ctx, c.Engine, shed, c.Shedding)
 	var tests []render.Result
 	if c.Tests {
 		tests = c.Engine.Render(ctx, pl.Targets(true))
@@ -84,7 +84,7 @@ const shedChunk = 64
 // made again (Set.Shed): the render of a 1,000-cluster fleet applied ten
 // at a time then never holds every cluster's objects. It returns the
 // clusters it shed.
-func (p *Request) renderShedding(ctx context.Context, e *render.Engine, shed map[string]bool) ([]render.Result, map[string]bool) {
+func (p *Request) renderShedding(ctx context.Context, e *render.Engine, shed map[string]bool, shedding func([]render.Result)) ([]render.Result, map[string]bool) {
 	if len(shed) == 0 {
 		return p.Render(ctx, e), nil
 	}
@@ -97,6 +97,9 @@ func (p *Request) renderShedding(ctx context.Context, e *render.Engine, shed map
 		for cluster := range runs(chunk, resultCluster) {
 			createNamespacesOf(cluster)
 			if name := cluster[0].Cluster.Name; shed[name] && canAgain(cluster) {
+				if shedding != nil {
+					shedding(cluster)
+				}
 				for i := range cluster {
 					cluster[i].Objects = nil
 				}
@@ -227,6 +230,15 @@ func (s *Set) Of(cluster string) []render.Result {
 	if s.isShed(cluster) {
 		return again(s.of[cluster])
 	}
+	return s.of[cluster]
+}
+
+// Kept is a cluster's results as the set holds them: without their
+// objects when they were let go (Shed) and not made again, and never
+// made again for the call. For what needs a result's app, path or
+// errors, not its objects.
+func (s *Set) Kept(cluster string) []render.Result {
+	s.once.Do(s.index)
 	return s.of[cluster]
 }
 

@@ -136,6 +136,11 @@ type Engine struct {
 	// signing is each artifact's signing in the run (signAt): one at a
 	// time, and once.
 	signing memo.Memo[string, *signedOnce]
+	// renders are what the run knows of delivered clusters' renders
+	// (noteRenders), by cluster and app: of the set Prepare rendered,
+	// prepared, alone.
+	renders  memo.Memo[string, renderFacts]
+	prepared *rendered.Set
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every
@@ -253,6 +258,9 @@ func (e *Engine) notStarted(ws []runner.Wave, err error) []runner.Outcome {
 // begin readies a run of r as o says, its events to sink.
 func (e *Engine) begin(r *rendered.Set, o Options, sink Sink) {
 	e.o, e.r, e.emit, e.soakRuns, e.soakedIn = o, r, sink, nil, nil
+	if r != e.prepared {
+		e.renders.Reset() // another set's
+	}
 	all := make([]*fleet.Cluster, len(r.Fleet.Clusters))
 	for i := range r.Fleet.Clusters {
 		all[i] = &r.Fleet.Clusters[i]
@@ -283,7 +291,20 @@ func (e *Engine) Prepare(ctx context.Context, cfg rendered.Config, o *Options, y
 		cfg.Warm = func(ctx context.Context, req *rendered.Request) { e.Warm(ctx, req, o.Parallel, yes) }
 	}
 	cfg.Shed = func(cs []*fleet.Cluster) map[string]bool { return waiting(cfg.Fleet, cs, *o) }
+	e.renders.Reset()
+	delivered := map[string]bool{}
+	for i := range cfg.Fleet.Clusters {
+		if c := &cfg.Fleet.Clusters[i]; cfg.Fleet.DeliveryOf(c) != nil {
+			delivered[c.Name] = true
+		}
+	}
+	cfg.Shedding = func(results []render.Result) {
+		if len(results) > 0 && delivered[results[0].Cluster.Name] {
+			e.noteRenders(results)
+		}
+	}
 	r, err := rendered.Render(ctx, cfg)
+	e.prepared = r
 	if err == nil {
 		o.Promote, err = Promoted(ctx, cfg, r, *o)
 	}

@@ -59,6 +59,66 @@ type registryTarget struct {
 	// (Apply): written and read by the cluster's run alone.
 	paused     []pause.Pause
 	pausesRead time.Time
+	// histories are its apps' histories as read before the waves
+	// (unchanged), by app: recordRevision takes one while fresh.
+	histories map[string]readHistory
+	// results are its renders as its wave has them (prepare): without
+	// their objects when it needs none (needsObjects).
+	results []render.Result
+}
+
+// readHistory is an app's history and when it was read.
+type readHistory struct {
+	h  publish.History
+	at time.Time
+}
+
+// historyFresh is how long a history read before the waves serves the
+// revision a cluster's wave records: a cluster whose wave starts later
+// reads it again, so that a history written meanwhile (another run) is
+// not written over from an older read.
+const historyFresh = time.Minute
+
+// readHistory keeps the history of app read before the waves.
+func (p *registryTarget) readHistory(app string, h publish.History) {
+	p.e.mu.Lock()
+	defer p.e.mu.Unlock()
+	if p.histories == nil {
+		p.histories = map[string]readHistory{}
+	}
+	p.histories[app] = readHistory{h: h, at: time.Now()}
+}
+
+// history is app's history: as read before the waves while fresh (once),
+// or read now.
+func (p *registryTarget) history(ctx context.Context, reg publish.Registry, app string) (publish.History, error) {
+	p.e.mu.Lock()
+	read, ok := p.histories[app]
+	delete(p.histories, app)
+	p.e.mu.Unlock()
+	if ok && time.Since(read.at) <= historyFresh {
+		return read.h, nil
+	}
+	return reg.History(ctx, app, p.run.cluster.Name)
+}
+
+// needsObjects says whether the cluster's wave reads its objects: to
+// diff or check a plan, to roll back or see whether a release was rolled
+// back (undone), through its context the health of each (a soak's), or
+// for an app whose facts were not noted. Otherwise what it needs of them
+// was noted before they were let go (renderFacts), and they are not
+// made again.
+func (p *registryTarget) needsObjects() bool {
+	e, o := p.e, p.e.o
+	if o.Diff || o.Plan != nil || o.Rollback != nil || e.r.Fleet.RollsBackAnywhere() || p.run.cluster.Observed() {
+		return true
+	}
+	for _, app := range e.r.Apps(p.run.cluster.Name) {
+		if _, ok := e.factsOf(p.run.cluster.Name, app); !ok {
+			return true
+		}
+	}
+	return false
 }
 
 var _ target = (*registryTarget)(nil)
@@ -117,6 +177,7 @@ func (p *registryTarget) verdict(ctx context.Context, ev *verificationEvent, rec
 // check that neither its renders nor its tags moved since.
 func (p *registryTarget) prepare(ctx context.Context, results []render.Result) error {
 	e, c := p.e, p.run.cluster
+	p.results = results
 	if !e.o.Diff && e.o.Plan == nil {
 		return nil
 	}
@@ -236,7 +297,7 @@ const published = "published"
 // user. It returns the event that says the revision.
 func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, a artifact) (RevisionEvent, error) {
 	e, cluster, reg := p.e, p.run.cluster.Name, a.registry
-	h, err := reg.History(ctx, res.App, cluster)
+	h, err := p.history(ctx, reg, res.App)
 	if err != nil {
 		return RevisionEvent{}, err
 	}
@@ -251,6 +312,12 @@ func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, 
 	rev := e.record(ctx, cluster, res).Revision
 	rev.App, rev.Number, rev.Time, rev.Version, rev.User = res.App, h.Next(), time.Now().UTC().Truncate(time.Second), version.Get(), cmp.Or(e.deliveredUser(ctx, p.run.cluster), revision.LocalUser())
 	rev.Digest, rev.Objects, rev.Artifact = digest.Render(res.Objects, nil), len(res.Objects), a.digest.String()
+	if f, ok := e.factsOf(cluster, res.App); ok && res.Objects == nil {
+		rev.Digest, rev.Objects = f.digest, f.objects // let go (needsObjects)
+		if rev.Sensitive == nil {
+			rev.Sensitive = f.sensitive
+		}
+	}
 	if err := reg.Tag(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest); err != nil {
 		return RevisionEvent{}, err
 	}

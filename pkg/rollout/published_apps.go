@@ -68,5 +68,5 @@ func (p *registryTarget) Apply(ctx context.Context, app App) error {
 			return &pausedError{Cluster: p.run.cluster.Name, Pause: *held}
 		}
 	}
-	return p.publishApp(ctx, resultOf(p.e.r.Of(p.run.cluster.Name), app.Name))
+	return p.publishApp(ctx, resultOf(p.results, app.Name))
 }

@@ -89,19 +89,37 @@ func (e *Engine) publishAll(ctx context.Context) error {
 }
 
 // pushCluster pushes the artifacts of a delivered cluster's apps that
-// the run does not roll back (publishAll).
+// the run does not roll back (publishAll). An app whose render is the
+// one its current revision recorded, from the same commit, is not
+// packed again, nor its render made again: its artifact is that
+// revision's (unchanged).
 func (e *Engine) pushCluster(ctx context.Context, name string, pushes *publish.Pushes) error {
 	reg := pushes.Registry()
-	for _, res := range e.r.Of(name) {
+	var made []render.Result // the cluster's render, made again once needed
+	for _, res := range e.r.Kept(name) {
 		if rev, ok := e.o.Rollback.Record(name, res.App); ok && rev.Artifact != "" {
 			continue // kept (publishAll)
 		}
 		if res.Err != nil {
 			return res.Err
 		}
+		if d, ok := e.unchanged(ctx, reg, name, res, pushes.Origin()); ok {
+			if err := e.keep(name, res.App, reg, d); err != nil {
+				return err
+			}
+			continue
+		}
+		if made == nil {
+			made = e.r.Of(name)
+		}
+		res = resultOf(made, res.App)
+		if res.Err != nil {
+			return res.Err
+		}
 		if err := e.publishable(res); err != nil {
 			return err
 		}
+		e.noteRenders([]render.Result{res})
 		d, err := pushes.Push(ctx, publish.Target{App: res.App, Cluster: name, Objects: res.Objects})
 		if err != nil {
 			return fmt.Errorf("publishing to oci://%s: %w", reg.Base, err)
@@ -111,6 +129,63 @@ func (e *Engine) pushCluster(ctx context.Context, name string, pushes *publish.P
 		}
 	}
 	return nil
+}
+
+// renderFacts are what a delivered cluster's run needs of an app's
+// render once its objects are let go: its digest (no key: nothing
+// published holds a Secret), how many objects, why it must not be
+// published (publish.Refuse), and the decrypted values it holds.
+type renderFacts struct {
+	digest    string
+	objects   int
+	refused   error
+	sensitive []string
+}
+
+// noteRenders notes the facts of each of results, once per cluster and
+// app (the render, right before it lets the objects of a delivered
+// cluster go; the push, for those it made).
+func (e *Engine) noteRenders(results []render.Result) {
+	for _, res := range results {
+		if res.Err != nil {
+			continue
+		}
+		e.renders.Do(res.Cluster.Name+"/"+res.App, func() (renderFacts, error) {
+			f := renderFacts{digest: digest.Render(res.Objects, nil), objects: len(res.Objects), refused: publish.Refuse(res.Cluster.Name, res.App, res.Objects, res.Decrypted)}
+			if e.r != nil {
+				f.sensitive = e.r.Mask.In(objectMaps(res.Objects)...)
+			}
+			return f, nil
+		})
+	}
+}
+
+// factsOf are the facts noted of cluster's render of app.
+func (e *Engine) factsOf(cluster, app string) (renderFacts, bool) {
+	return e.renders.Peek(cluster + "/" + app)
+}
+
+// unchanged is the artifact of the current revision of res's app on a
+// delivered cluster when res renders what it recorded (the same digest
+// and objects) from the same commit, which Pack would make again byte
+// for byte; the history read for it serves the wave (recordRevision)
+// while fresh. Not on a dry run, nor for a render whose facts were not
+// noted (not let go), nor for one refused.
+func (e *Engine) unchanged(ctx context.Context, reg publish.Registry, cluster string, res render.Result, origin publish.Origin) (string, bool) {
+	f, ok := e.factsOf(cluster, res.App)
+	if !ok || e.o.DryRun || f.refused != nil {
+		return "", false
+	}
+	h, err := reg.History(ctx, res.App, cluster)
+	if err != nil {
+		return "", false // packed and pushed, which says the error
+	}
+	e.delivered(cluster).readHistory(res.App, h)
+	cur, ok := h.Record()
+	if !ok || cur.Artifact == "" || cur.Digest != f.digest || cur.Objects != f.objects || cur.Source.Commit != origin.Revision {
+		return "", false
+	}
+	return cur.Artifact, true
 }
 
 // signer is the signer of a delivery's signing key, read once per run.

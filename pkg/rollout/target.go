@@ -150,16 +150,21 @@ func (e *Engine) cluster(ctx context.Context, c *fleet.Cluster) error {
 	if err := e.o.Rollback.Failed(c.Name); err != nil {
 		return err
 	}
-	if err := e.r.Rerender(c.Name); err != nil {
-		return err // nothing is written without the render
-	}
 	run := e.runOf(c.Name)
 	t := run.target
+	var results []render.Result
+	if p, ok := t.(*registryTarget); ok && !p.needsObjects() {
+		results = e.r.Kept(c.Name) // published already (publishAll)
+	} else {
+		if err := e.r.Rerender(c.Name); err != nil {
+			return err // nothing is written without the render
+		}
+		results = e.r.Of(c.Name)
+	}
 	ctx, err := t.connect(ctx)
 	if err != nil {
 		return err
 	}
-	results := e.r.Of(c.Name)
 	skip := e.skipped(c.Name)
 	switch {
 	case skip != nil && len(results) == 0:

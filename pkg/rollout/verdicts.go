@@ -69,7 +69,9 @@ func (e *Engine) settle(ctx context.Context, cluster string) {
 		return
 	}
 	run := e.runOf(cluster)
-	results := e.r.Of(cluster)
+	// As the cluster's work left them: a delivered cluster's let go
+	// (needsObjects) are not made again, its revisions carry the digest.
+	results := e.r.Kept(cluster)
 	key := run.target.key(ctx)
 	for _, res := range results {
 		v := run.gates.Verdict(res.App)
