@@ -239,6 +239,24 @@ func (r Registry) Resolve(ctx context.Context, app, tag string) (d v1.Hash, foun
 	return desc.Digest, true, nil
 }
 
+// Tags are the tags of app's repository, every page of them; none when
+// the repository does not exist.
+func (r Registry) Tags(ctx context.Context, app string) ([]string, error) {
+	repo, err := r.Repository(app)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := remote.List(repo, r.options(ctx)...)
+	var te *transport.Error
+	switch {
+	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing the tags of %s: %w", repo, Plain(err))
+	}
+	return tags, nil
+}
+
 // Plain is a registry error said without what a transport error may
 // carry of the request (never a credential: go-containerregistry keeps
 // them in headers, which it does not print).

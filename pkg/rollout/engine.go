@@ -141,6 +141,10 @@ type Engine struct {
 	// prepared, alone.
 	renders  memo.Memo[string, renderFacts]
 	prepared *rendered.Set
+	// pauseLists are the listings of delivered clusters' pause records,
+	// by registry (noPauseRecord).
+	pauseListMu sync.Mutex
+	pauseLists  map[string]pauseList
 }
 
 // Run rolls r out as o says, says everything to sink, and returns every

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -15,10 +16,12 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testfiles"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/digest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
 // A delivered cluster's app whose dependency is outside the run starts
@@ -131,11 +134,25 @@ func TestPublishedUnchanged(t *testing.T) {
 	if n := requests(byDigest); n != 1 {
 		t.Errorf("%d artifacts looked for by digest, want 1 (e1's): %v", n, seen)
 	}
-	if n, most := requests(all), 3*3+1+3; n > most { // pause, tag, history; e1's look; pings
+	if n, most := requests(all), 3*2+1+1+3; n > most { // tag, history; the pauses listed; e1's look; pings
 		t.Errorf("%d requests for 3 unchanged clusters, want at most %d: %v", n, most, seen)
 	}
 	if again := revisionOf("e3"); again.Number != first.Number || again.Artifact != first.Artifact {
 		t.Errorf("e3's revision moved: %+v, was %+v", again, first)
+	}
+
+	if n := requests(func(s string) bool { return strings.HasSuffix(s, ".pause") }); n != 0 {
+		t.Errorf("%d pause records read, and there are none: %v", n, seen)
+	}
+	// A cluster with a pause record: listed, read, held.
+	if outcomes, _ := (pause.Change{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[1]}, Reason: "INC-2", Now: time.Now()}).Apply(ctx, nil, registry.Of(f)); len(outcomes) != 1 || outcomes[0].Err != nil {
+		t.Fatalf("pause: %+v", outcomes)
+	}
+	if got := apply(); got["e2"] != "skipped in edge" || got["e1"] != "succeeded in edge" {
+		t.Fatalf("e2 paused: %v", got)
+	}
+	if outcomes, _ := (pause.Change{Fleet: f, Clusters: []*fleet.Cluster{&f.Clusters[1]}, Lift: true, Now: time.Now()}).Apply(ctx, nil, registry.Of(f)); len(outcomes) != 1 || outcomes[0].Err != nil {
+		t.Fatalf("resume: %+v", outcomes)
 	}
 
 	write("2")

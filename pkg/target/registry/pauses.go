@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -33,6 +34,28 @@ func (r Fleet) Pauses(ctx context.Context, c *fleet.Cluster) ([]pause.Pause, err
 		return nil, err
 	}
 	return pause.ReadFrom(ctx, s)
+}
+
+// Paused are the clusters that have a pause record in d's registry (a
+// tag PauseTag), paused or no longer (a record resumed stays): one
+// listing of the tags for every cluster of the delivery, so that those
+// without a record need no read of their own.
+func (r Fleet) Paused(ctx context.Context, d *fleet.Delivery) (map[string]bool, error) {
+	reg, err := publish.For(r.Fleet, d)
+	if err != nil {
+		return nil, err
+	}
+	tags, err := reg.Tags(ctx, PauseRepository)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(tags))
+	for _, t := range tags {
+		if name, ok := strings.CutSuffix(t, ".pause"); ok {
+			out[name] = true
+		}
+	}
+	return out, nil
 }
 
 // PauseRepository is the repository, under a delivery's base, of the
