@@ -302,6 +302,25 @@ func TestPushAll(t *testing.T) {
 	if c.pings != 4 {
 		t.Errorf("%d pings, want 4 (web and db, pushing and reading)", c.pings)
 	}
+	// A tag to an artifact this run pushed is written without reading
+	// its manifest back; a manifest that is not the artifact's is not
+	// trusted: the artifact is read.
+	reads := c.reads
+	m := pushes.Manifest("web", pushed[2])
+	if err := r.TagPushed(ctx, "web", "p3", pushed[2], m); err != nil || c.reads != reads {
+		t.Errorf("tagged with its manifest: %v, %d reads", err, c.reads-reads)
+	}
+	if err := r.TagPushed(ctx, "web", "p2", pushed[1], m); err != nil || c.reads == reads {
+		t.Errorf("tagged with another's manifest: %v, no read", err)
+	}
+	for _, tc := range []struct {
+		tag  string
+		want v1.Hash
+	}{{"p3", pushed[2]}, {"p2", pushed[1]}} {
+		if d, _, err := r.Resolve(ctx, "web", tc.tag); err != nil || d != tc.want {
+			t.Errorf("web:%s at %s, want %s (%v)", tc.tag, d, tc.want, err)
+		}
+	}
 	// A registry that refuses: the error names the app and cluster.
 	bad, _ := publish.ParseRegistry("oci://127.0.0.1:1/fleets", true)
 	bad.Keychain = authn.NewMultiKeychain()

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -207,6 +209,36 @@ func (r Registry) Tag(ctx context.Context, app, tag string, d v1.Hash) error {
 	return nil
 }
 
+// TagPushed is Tag for an artifact whose manifest is known (this run
+// pushed it: Pushes.Manifest), written under the tag without reading it
+// back first; a manifest that is not d's (or none) goes the way of Tag.
+func (r Registry) TagPushed(ctx context.Context, app, tag string, d v1.Hash, manifest []byte) error {
+	if manifest == nil {
+		return r.Tag(ctx, app, tag, d)
+	}
+	m, err := v1.ParseManifest(bytes.NewReader(manifest))
+	if h, _, herr := v1.SHA256(bytes.NewReader(manifest)); err != nil || herr != nil || h != d || m.MediaType == "" {
+		return r.Tag(ctx, app, tag, d)
+	}
+	repo, err := r.Repository(app)
+	if err != nil {
+		return err
+	}
+	if err := remote.Put(repo.Tag(tag), rawManifest{manifest, m.MediaType}, r.options(ctx)...); err != nil {
+		return fmt.Errorf("tagging %s:%s: %w", repo, tag, Plain(err))
+	}
+	return nil
+}
+
+// rawManifest is a manifest as bytes, and its media type.
+type rawManifest struct {
+	raw       []byte
+	mediaType types.MediaType
+}
+
+func (m rawManifest) RawManifest() ([]byte, error)        { return m.raw, nil }
+func (m rawManifest) MediaType() (types.MediaType, error) { return m.mediaType, nil }
+
 // Untag deletes app's tag tag (the artifact stays, under its digest and
 // any other tag). A registry may refuse to delete tags: its error says
 // so.
@@ -307,8 +339,9 @@ type pushKey struct {
 
 // push is one artifact's push, once.
 type push struct {
-	once sync.Once
-	err  error
+	once     sync.Once
+	err      error
+	manifest []byte // as pushed
 }
 
 // Pushes are the pushes of a run to r, each artifact with origin in
@@ -342,11 +375,28 @@ func (p *Pushes) Push(ctx context.Context, t Target) (v1.Hash, error) {
 		p.done[k] = once
 	}
 	p.mu.Unlock()
-	once.once.Do(func() { _, once.err = p.r.Push(ctx, t.App, img) })
+	once.once.Do(func() {
+		if _, once.err = p.r.Push(ctx, t.App, img); once.err == nil {
+			once.manifest, once.err = img.RawManifest()
+		}
+	})
 	if once.err != nil { // written in Do, read after it: ordered by the Once
 		return v1.Hash{}, fmt.Errorf("app %s for cluster %s: %w", t.App, t.Cluster, once.err)
 	}
 	return d, nil
+}
+
+// Manifest is the manifest of app's artifact d as this run pushed it,
+// nil when it did not (TagPushed).
+func (p *Pushes) Manifest(app string, d v1.Hash) []byte {
+	p.mu.Lock()
+	once, ok := p.done[pushKey{app, d}]
+	p.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	once.once.Do(func() {}) // pushed, or failed, before it returns
+	return once.manifest
 }
 
 // Short is a digest cut to what a person compares: sha256:0123456789ab.

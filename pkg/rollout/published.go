@@ -35,6 +35,9 @@ import (
 type artifact struct {
 	registry publish.Registry
 	digest   v1.Hash
+	// manifest is the artifact's manifest when this run pushed it: its
+	// tags move without reading it back (publish.Registry.TagPushed).
+	manifest []byte
 }
 
 // registryTarget is a cluster delivered through a registry: never
@@ -251,7 +254,7 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 	}
 	if !found || prev != a.digest {
 		e.emit(StageEvent{Cluster: c.Name, Stage: "publishing " + res.App})
-		if err := a.registry.Tag(ctx, res.App, c.Name, a.digest); err != nil {
+		if err := a.registry.TagPushed(ctx, res.App, c.Name, a.digest, a.manifest); err != nil {
 			return err
 		}
 		p.moved[res.App] = prev // the zero hash: there was no tag
@@ -261,7 +264,7 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 	gates := &p.run.gates
 	gates.Pass(res.App, published)
 	if client == nil {
-		gates.Unverified(res.App, NotObserved+": no context reads cluster "+c.Name)
+		gates.Unverified(res.App, notObservedVerdict(c.Name).Reason)
 		return nil
 	}
 	flux, err := e.await(ctx, c.Name, d, a.registry, client, res.App, a.digest.String())
@@ -282,6 +285,13 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 // unverified when no context reads the cluster: the promotion rule lets
 // a wave that needs an approval pass it (Promotion.Vouched), no other.
 const NotObserved = "published, not observed"
+
+// notObservedVerdict is the verdict of a release to a delivered cluster that no
+// context reads, when nothing else failed or passed: recorded with its
+// revision, so that the verdict is not written a second time.
+func notObservedVerdict(cluster string) revision.Verification {
+	return revision.Verification{State: revision.Unverified, Reason: NotObserved + ": no context reads cluster " + cluster, Gates: []string{published}}
+}
 
 // published is the gate of an artifact whose tag moved: the cluster's
 // Flux may pull it.
@@ -318,12 +328,18 @@ func (p *registryTarget) recordRevision(ctx context.Context, res render.Result, 
 			rev.Sensitive = f.sensitive
 		}
 	}
-	if err := reg.Tag(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest); err != nil {
+	if err := reg.TagPushed(ctx, res.App, publish.RevisionTag(cluster, rev.Number), a.digest, a.manifest); err != nil {
 		return RevisionEvent{}, err
+	}
+	if p.client == nil {
+		rev.Verification = notObservedVerdict(cluster) // what settle says, unless a gate after it says otherwise
 	}
 	dropped := h.Add(rev, e.o.HistoryLimit)
 	if err := reg.SaveHistory(ctx, res.App, cluster, h); err != nil {
 		return RevisionEvent{}, err
+	}
+	if p.client == nil {
+		p.run.gates.Stored(res.App, rev.Verification)
 	}
 	// The tags that kept the dropped revisions' artifacts go too, so
 	// that a registry that collects untagged artifacts may take them: a

@@ -122,7 +122,18 @@ func TestPublishedUnchanged(t *testing.T) {
 	if got := apply(); !maps.Equal(got, succeeded) {
 		t.Fatalf("first release: %v", got)
 	}
+	// Each history written once, its verdict with its revision; each tag
+	// moved without reading back the artifact this run pushed.
+	if n := requests(func(s string) bool { return strings.HasPrefix(s, "PUT ") && strings.HasSuffix(s, ".history") }); n != 3 {
+		t.Errorf("%d histories written for 3 clusters, want 3: %v", n, seen)
+	}
+	if n := requests(func(s string) bool { return strings.HasPrefix(s, "GET ") && byDigest(s) }); n != 0 {
+		t.Errorf("%d artifacts read back to tag them: %v", n, seen)
+	}
 	first := revisionOf("e3")
+	if first.Verification.State != revision.Unverified || !strings.HasPrefix(first.Verification.Reason, NotObserved) {
+		t.Errorf("e3's verdict: %+v", first.Verification)
+	}
 	if got := apply(); !maps.Equal(got, succeeded) {
 		t.Fatalf("again: %v", got)
 	}

@@ -66,7 +66,7 @@ func (e *Engine) publishAll(ctx context.Context) error {
 				push = true
 				continue
 			}
-			if err := e.keep(c.Name, app, reg, rev.Artifact); err != nil {
+			if err := e.keep(c.Name, app, reg, rev.Artifact, nil); err != nil {
 				return err
 			}
 			// Back to exactly that artifact, which this run does not
@@ -104,7 +104,7 @@ func (e *Engine) pushCluster(ctx context.Context, name string, pushes *publish.P
 			return res.Err
 		}
 		if d, ok := e.unchanged(ctx, reg, name, res, pushes.Origin()); ok {
-			if err := e.keep(name, res.App, reg, d); err != nil {
+			if err := e.keep(name, res.App, reg, d, nil); err != nil {
 				return err
 			}
 			continue
@@ -124,7 +124,7 @@ func (e *Engine) pushCluster(ctx context.Context, name string, pushes *publish.P
 		if err != nil {
 			return fmt.Errorf("publishing to oci://%s: %w", reg.Base, err)
 		}
-		if err := e.keep(name, res.App, reg, d.String()); err != nil {
+		if err := e.keep(name, res.App, reg, d.String(), pushes.Manifest(res.App, d)); err != nil {
 			return err
 		}
 	}
@@ -257,8 +257,8 @@ func (e *Engine) signedFor(ctx context.Context, d *fleet.Delivery, cluster, app 
 }
 
 // keep notes the artifact d in reg that cluster's tag of app is to
-// point at.
-func (e *Engine) keep(cluster, app string, reg publish.Registry, d string) error {
+// point at, and its manifest when this run pushed it (else nil).
+func (e *Engine) keep(cluster, app string, reg publish.Registry, d string, manifest []byte) error {
 	h, err := v1.NewHash(d)
 	if err != nil {
 		return fmt.Errorf("cluster %s, app %s: artifact %q: %w", cluster, app, d, err)
@@ -267,7 +267,7 @@ func (e *Engine) keep(cluster, app string, reg publish.Registry, d string) error
 	if p.artifacts == nil {
 		p.artifacts = map[string]artifact{}
 	}
-	p.artifacts[app] = artifact{registry: reg, digest: h}
+	p.artifacts[app] = artifact{registry: reg, digest: h, manifest: manifest}
 	return nil
 }
 
