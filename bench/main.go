@@ -730,18 +730,20 @@ func keepOnly(dir string, names []string) error {
 }
 
 func (b *bench) report() error {
-	// The file's sections, in order: the comparison, the scaling run and
-	// the soak. A section this run did not make keeps the file's.
-	sections := []string{"", "", ""}
-	ran := []bool{b.o.compare, len(b.o.scale) > 0, b.soak != nil}
+	// The file's sections, in order: the comparison, the scaling run,
+	// the soak and the soak of delivered clusters. A section this run did not make keeps the file's.
+	sections := []string{"", "", "", ""}
+	ran := []bool{b.o.compare, len(b.o.scale) > 0, b.soak != nil && !b.o.soak.delivered, b.soak != nil && b.o.soak.delivered}
 	if ran[0] {
 		sections[0] = b.markdown()
 	}
 	if ran[1] {
 		sections[1] = b.scaleMarkdown()
 	}
-	if ran[2] {
-		sections[2] = b.soakMarkdown()
+	for i := 2; i < 4; i++ {
+		if ran[i] {
+			sections[i] = b.soakMarkdown()
+		}
 	}
 	fmt.Print(strings.Join(sections, ""))
 	if b.o.out != "" {
@@ -788,17 +790,22 @@ func (b *bench) report() error {
 // splitResults cuts a results file into its comparison, its scaling
 // run and its soak, each "" where the file has none.
 func splitResults(md string) []string {
-	out := make([]string, 3)
-	for i, heading := range []string{soakHeading, scaleHeading} {
+	out := make([]string, 1+len(resultHeadings))
+	for i := len(resultHeadings) - 1; i >= 0; i-- {
+		heading := resultHeadings[i]
 		if j := strings.Index(md, "\n"+heading); j >= 0 {
-			out[2-i], md = md[j+1:], md[:j+1]
+			out[i+1], md = md[j+1:], md[:j+1]
 		} else if strings.HasPrefix(md, heading) {
-			out[2-i], md = md, ""
+			out[i+1], md = md, ""
 		}
 	}
 	out[0] = md
 	return out
 }
+
+// resultHeadings start the report's sections after the comparison, in
+// their order.
+var resultHeadings = []string{scaleHeading, soakHeading, deliveredSoakHeading}
 
 func progress(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "[bench %s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/testenv/standin"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/publish"
 )
 
 // The soak (make soak): reconcile, the mode meant to run for weeks,
@@ -48,6 +49,8 @@ type soakOptions struct {
 	tolerance                  float64
 	// parallel is reconcile's --parallel ("": its default).
 	parallel string
+	// delivered: the clusters are delivered through a registry.
+	delivered bool
 }
 
 // flags defines the soak's flags on fs.
@@ -60,6 +63,7 @@ func (o *soakOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.changeEvery, "soak-change-every", 10, "the soak changes the render after every this many passes")
 	fs.IntVar(&o.flapEvery, "soak-flap-every", 5, "the soak cuts the last cluster off, or back, after every this many passes (0: never)")
 	fs.StringVar(&o.parallel, "soak-parallel", "", "reconcile's --parallel in the soak (default: reconcile's own default)")
+	fs.BoolVar(&o.delivered, "soak-delivered", false, "the soak's clusters are delivered through a loopback registry (bench/registry, a process of its own), published, not observed: reconcile publishes each change, a drift is a cluster's tag moved by hand, no cluster is cut off; the registry's requests per pass must stay flat too")
 }
 
 // check completes the options once parsed (the warm-up: a sixth of the
@@ -129,6 +133,9 @@ type soakPass struct {
 	At      float64 `json:"endedAtSeconds"`
 	Seconds float64 `json:"seconds"`
 	Result  string  `json:"result"`
+	// Requests are those the registry answered since the pass before
+	// (a delivered soak's).
+	Requests int64 `json:"registryRequests,omitempty"`
 	soakSample
 }
 
@@ -163,9 +170,11 @@ type soakResult struct {
 	Rolled   int      `json:"rolled"`
 	Unrolled []string `json:"unrolled,omitempty"`
 	// Flaps is how many times the flapping cluster was cut off.
-	Flaps    int      `json:"flaps"`
-	Started  string   `json:"started"`
-	Failures []string `json:"failures,omitempty"`
+	Flaps int `json:"flaps"`
+	// Delivered: the clusters were delivered through a registry.
+	Delivered bool     `json:"delivered,omitempty"`
+	Started   string   `json:"started"`
+	Failures  []string `json:"failures,omitempty"`
 }
 
 // verdict judges the passes: a figure whose peak after the warm-up is
@@ -206,15 +215,29 @@ func (b *bench) soakRun(ctx context.Context) error {
 	if err := writeSource(src, b.o.objects); err != nil {
 		return err
 	}
-	progress("soak: starting %d stand-in clusters behind a %s RTT proxy", o.clusters, b.o.rtt)
-	env, err := standin.Start(ctx, standin.Options{Clusters: o.clusters, ContextPrefix: "soak-c", Dir: dir, Latency: b.o.rtt / 2})
-	if err != nil {
-		return err
-	}
-	defer env.Stop()
-	s := &soaker{o: o, env: env, dir: dir, src: src, objects: b.o.objects, bin: filepath.Join(b.bin, "kubectl-fleet"), cs: fleetClusters(o.clusters, 0, "soak-c"),
-		res:    &soakResult{Clusters: o.clusters, Objects: b.o.objects, Interval: o.interval.Seconds(), Warmup: o.warmup.Seconds(), Started: time.Now().UTC().Format("2006-01-02 15:04 UTC")},
+	s := &soaker{o: o, dir: dir, src: src, objects: b.o.objects, bin: filepath.Join(b.bin, "kubectl-fleet"), cs: fleetClusters(o.clusters, 0, "soak-c"),
+		res:    &soakResult{Clusters: o.clusters, Objects: b.o.objects, Interval: o.interval.Seconds(), Warmup: o.warmup.Seconds(), Started: time.Now().UTC().Format("2006-01-02 15:04 UTC"), Delivered: o.delivered},
 		drifts: map[string]string{}, seen: map[string]soakEvent{}, clients: map[string]dynamic.Interface{}}
+	if o.delivered {
+		progress("soak: starting a loopback registry for %d delivered clusters", o.clusters)
+		reg, err := b.startRegistry(ctx)
+		if err != nil {
+			return err
+		}
+		defer reg.stop()
+		s.reg = reg
+		for i := range s.cs {
+			s.cs[i].group = "production"
+		}
+	} else {
+		progress("soak: starting %d stand-in clusters behind a %s RTT proxy", o.clusters, b.o.rtt)
+		env, err := standin.Start(ctx, standin.Options{Clusters: o.clusters, ContextPrefix: "soak-c", Dir: dir, Latency: b.o.rtt / 2})
+		if err != nil {
+			return err
+		}
+		defer env.Stop()
+		s.env = env
+	}
 	b.soak = s.res
 	if err := s.run(ctx); err != nil {
 		return fmt.Errorf("soak: %w", err)
@@ -225,7 +248,9 @@ func (b *bench) soakRun(ctx context.Context) error {
 // soaker is one soak under way.
 type soaker struct {
 	o            soakOptions
-	env          *standin.Env
+	env          *standin.Env  // the stand-in clusters, or
+	reg          *registryProc // the registry of delivered ones
+	requests     int64         // the registry's requests at the last pass's end
 	cs           []cluster
 	dir, src     string
 	bin          string
@@ -289,6 +314,9 @@ func (s *soaker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.reg != nil {
+		growth = append(growth, requestsGrowth(s.res.Passes, s.o.warmup, s.o.tolerance))
+	}
 	s.res.Growth = growth
 	s.judge()
 	return nil
@@ -296,16 +324,41 @@ func (s *soaker) run(ctx context.Context) error {
 
 // start starts reconcile as a user deploys it, its JSON log read into
 // events.
+// requestsGrowth judges a delivered soak's registry requests as verdict
+// judges the rest: the most a pass sent after the warm-up against the
+// most one sent during it (passes that changed the render, in both).
+func requestsGrowth(passes []soakPass, warmup time.Duration, tolerance float64) soakGrowth {
+	g := soakGrowth{Metric: "registry requests per pass", format: itoa}
+	for _, p := range passes {
+		if p.At <= warmup.Seconds() {
+			g.Baseline = max(g.Baseline, p.Requests)
+		} else {
+			g.After = max(g.After, p.Requests)
+		}
+	}
+	if g.Baseline > 0 {
+		g.Ratio = float64(g.After) / float64(g.Baseline)
+	}
+	g.Grew = float64(g.After) > float64(g.Baseline)*(1+tolerance)
+	return g
+}
+
 func (s *soaker) start(ctx context.Context) (*exec.Cmd, <-chan soakEvent, error) {
 	ff := filepath.Join(s.dir, "fleet.yaml")
-	if err := os.WriteFile(ff, []byte(fleetYAML(s.cs, "soak")), 0o644); err != nil {
+	fleetFile, kubeconfig := fleetYAML(s.cs, "soak"), filepath.Join(s.dir, "no-kubeconfig")
+	if s.reg != nil {
+		fleetFile = publishFleet(s.cs, s.reg.addr, "soak", "")
+	} else {
+		kubeconfig = s.env.Kubeconfig
+	}
+	if err := os.WriteFile(ff, []byte(fleetFile), 0o644); err != nil {
 		return nil, nil, err
 	}
 	home := filepath.Join(s.dir, "home")
 	if err := os.MkdirAll(home, 0o755); err != nil {
 		return nil, nil, err
 	}
-	env := append(os.Environ(), "KUBECONFIG="+s.env.Kubeconfig, "HOME="+home)
+	env := append(os.Environ(), "KUBECONFIG="+kubeconfig, "HOME="+home)
 	// The fleet is deployed before reconcile starts, as it is where
 	// reconcile is deployed: the warm-up's levels are a steady fleet's,
 	// not those of a first apply of every cluster.
@@ -332,6 +385,12 @@ func (s *soaker) start(ctx context.Context) (*exec.Cmd, <-chan soakEvent, error)
 	}
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
+	}
+	if s.reg != nil {
+		var err error
+		if _, s.requests, err = s.reg.counts(); err != nil {
+			return nil, nil, err
+		}
 	}
 	log, err := os.Create(filepath.Join(s.dir, "reconcile.log"))
 	if err != nil {
@@ -413,9 +472,14 @@ func (s *soaker) follow(ctx context.Context, events <-chan soakEvent) error {
 // applied.
 func (s *soaker) passEnded(ev soakEvent) {
 	p := soakPass{Pass: ev.Pass, At: time.Since(s.t0).Seconds(), Seconds: ev.Seconds, Result: ev.Result, soakSample: s.sampler.take()}
+	if s.reg != nil {
+		if _, n, err := s.reg.counts(); err == nil {
+			p.Requests, s.requests = n-s.requests, n
+		}
+	}
 	s.res.Passes = append(s.res.Passes, p)
 	if n := len(s.res.Passes); n == 1 || n%10 == 0 {
-		progress("soak: pass %d %s in %.2fs at %s: RSS %s, heap %s, goroutines %d, fds %d, connections %d", p.Pass, p.Result, p.Seconds, time.Since(s.t0).Round(time.Second), rss(p.RSS), rss(p.Heap), p.Goroutines, p.FDs, p.Conns)
+		progress("soak: pass %d %s in %.2fs at %s: RSS %s, heap %s, goroutines %d, fds %d, connections %d, registry requests %d", p.Pass, p.Result, p.Seconds, time.Since(s.t0).Round(time.Second), rss(p.RSS), rss(p.Heap), p.Goroutines, p.FDs, p.Conns, p.Requests)
 	}
 	if ev.Result != "succeeded" && !s.cutDuring {
 		s.res.Failures = append(s.res.Failures, fmt.Sprintf("pass %d %s with every cluster reachable: %s", ev.Pass, ev.Result, ev.Error))
@@ -453,7 +517,7 @@ func (s *soaker) passEnded(ev soakEvent) {
 // a change of the render, and every -soak-flap-every passes the last
 // cluster cut off or back.
 func (s *soaker) disturb(ctx context.Context, n int) error {
-	if s.o.flapEvery > 0 && len(s.cs) > 1 && n%s.o.flapEvery == 0 {
+	if s.o.flapEvery > 0 && len(s.cs) > 1 && n%s.o.flapEvery == 0 && s.env != nil {
 		last := s.env.Clusters[len(s.env.Clusters)-1]
 		if s.cut {
 			last.Restore()
@@ -479,7 +543,11 @@ func (s *soaker) disturb(ctx context.Context, n int) error {
 	}
 	i := n % reachable
 	what := fmt.Sprintf("ConfigMap soak/%s edited", objectName(0))
-	if err := s.drift(ctx, i, fmt.Sprintf("drift-%d", n)); err != nil {
+	drift := s.drift
+	if s.reg != nil {
+		what, drift = "its tag moved by hand to another cluster's artifact", s.moveTag
+	}
+	if err := drift(ctx, i, fmt.Sprintf("drift-%d", n)); err != nil {
 		return fmt.Errorf("drifting %s: %w", s.cs[i].name, err)
 	}
 	s.drifts[s.cs[i].name] = what
@@ -507,6 +575,22 @@ func (s *soaker) drift(ctx context.Context, i int, value string) error {
 	_, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("soak").
 		Patch(ctx, objectName(0), types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "soak-drift"})
 	return err
+}
+
+// moveTag moves delivered cluster i's tag to the artifact of the cluster
+// after it, as someone with push rights would: the next pass must put it
+// back.
+func (s *soaker) moveTag(ctx context.Context, i int, _ string) error {
+	reg, err := publish.ParseRegistry("oci://"+s.reg.addr+"/soak", true)
+	if err != nil {
+		return err
+	}
+	other := s.cs[(i+1)%len(s.cs)].name
+	d, found, err := reg.Resolve(ctx, "soak", other)
+	if err != nil || !found {
+		return fmt.Errorf("%s's tag: %v", other, err)
+	}
+	return reg.Tag(ctx, "soak", s.cs[i].name, d)
 }
 
 // judge lists what failed the soak.

@@ -63,9 +63,9 @@ func TestWithin(t *testing.T) {
 // TestSplitResults: a run that makes one section keeps the file's
 // others.
 func TestSplitResults(t *testing.T) {
-	md := "# make bench\ncompare\n\n" + scaleHeading + "\nscale\n\n" + soakHeading + "\nsoak\n"
+	md := "# make bench\ncompare\n\n" + scaleHeading + "\nscale\n\n" + soakHeading + "\nsoak\n\n" + deliveredSoakHeading + "\ndelivered\n"
 	got := splitResults(md)
-	want := []string{"# make bench\ncompare\n\n", scaleHeading + "\nscale\n\n", soakHeading + "\nsoak\n"}
+	want := []string{"# make bench\ncompare\n\n", scaleHeading + "\nscale\n\n", soakHeading + "\nsoak\n\n", deliveredSoakHeading + "\ndelivered\n"}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Errorf("section %d: %q, want %q", i, got[i], want[i])
@@ -74,7 +74,10 @@ func TestSplitResults(t *testing.T) {
 	if got := splitResults(soakHeading + "\nsoak\n"); got[0] != "" || got[1] != "" || got[2] != soakHeading+"\nsoak\n" {
 		t.Errorf("a file of the soak alone: %q", got)
 	}
-	if got := splitResults("compare\n"); got[0] != "compare\n" || got[1] != "" || got[2] != "" {
+	if got := splitResults(deliveredSoakHeading + "\nd\n"); got[2] != "" || got[3] != deliveredSoakHeading+"\nd\n" {
+		t.Errorf("a file of the delivered soak alone: %q", got)
+	}
+	if got := splitResults("compare\n"); got[0] != "compare\n" || got[1] != "" || got[2] != "" || got[3] != "" {
 		t.Errorf("a file of the comparison alone: %q", got)
 	}
 }

@@ -57,3 +57,50 @@ func TestReconcileSoak(t *testing.T) {
 		}
 	}
 }
+
+// TestReconcileSoakDelivered: make soak-delivered at a tiny size (5
+// clusters delivered through a loopback registry, 45 s): every tag moved
+// by hand is put back by the next pass, every change published, and the
+// registry's requests per pass judged beside the plugin's figures.
+func TestReconcileSoakDelivered(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the soak reads /proc")
+	}
+	var got struct {
+		Soak struct {
+			Passes []struct {
+				Pass     int
+				Requests int64 `json:"registryRequests"`
+			}
+			Growth []struct {
+				Metric string
+				Grew   bool
+			}
+			Drifts, Corrected, Changes, Rolled int
+			Delivered                          bool
+			Failures                           []string
+		}
+	}
+	stdout := runBench(t, &got, "-compare=false", "-scale", "", "-objects", "10",
+		"-soak", "45s", "-soak-delivered", "-soak-clusters", "5", "-soak-interval", "1s", "-soak-warmup", "15s", "-soak-change-every", "4", "-soak-flap-every", "0")
+	s := got.Soak
+	if len(s.Passes) < 10 || !s.Delivered {
+		t.Errorf("%d passes in 45 s (want at least 10), delivered %v", len(s.Passes), s.Delivered)
+	}
+	for _, p := range s.Passes {
+		if p.Requests <= 0 {
+			t.Errorf("pass %d: no registry requests counted", p.Pass)
+		}
+	}
+	if len(s.Growth) != 6 || s.Growth[5].Metric != "registry requests per pass" {
+		t.Errorf("figures judged: %+v, want 6, the registry's requests last", s.Growth)
+	}
+	if s.Drifts == 0 || s.Corrected != s.Drifts || s.Changes < 2 || s.Rolled != 5*s.Changes || len(s.Failures) > 0 {
+		t.Errorf("%d tags moved, %d put back; %d changes, %d clusters published after them; failures %q", s.Drifts, s.Corrected, s.Changes, s.Rolled, s.Failures)
+	}
+	for _, want := range []string{"## Soak: reconcile of delivered clusters for an hour", "| registry requests per pass |", "**met**"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
