@@ -248,9 +248,13 @@ func (p *registryTarget) publishApp(ctx context.Context, res render.Result) erro
 	}
 	// Signed now, every gate passed, for this cluster and revision; also
 	// when the tag is there already: someone with push rights may have
-	// moved it to the artifact before any gate said yes.
-	if err := e.signAt(ctx, d, c.Name, res.App, a, rev.Revision); err != nil {
-		return err
+	// moved it to the artifact before any gate said yes. Not when nothing
+	// changed (the revision current already, its tag there): it was
+	// signed when that revision was released, and a no-op signs nothing.
+	if unchanged := found && prev == a.digest && !rev.New; !unchanged {
+		if err := e.signAt(ctx, d, c.Name, res.App, a, rev.Revision); err != nil {
+			return err
+		}
 	}
 	if !found || prev != a.digest {
 		e.emit(StageEvent{Cluster: c.Name, Stage: "publishing " + res.App})

@@ -144,3 +144,40 @@ func signedClaims(t *testing.T, reg publish.Registry, d v1.Hash) []publish.Claim
 	}
 	return out
 }
+
+// A tag that someone with push rights moved to the release's artifact
+// before any gate said yes does not make the release a no-op: the
+// revision is recorded and the artifact signed for it at its wave, as
+// if the tag had been elsewhere.
+func TestPublishedSignsATagMovedAhead(t *testing.T) {
+	d, reg := registrytest.Delivery(t)
+	dir := t.TempDir()
+	testfiles.Write(t, dir, map[string]string{
+		"fleet.yaml":  "apiVersion: fleet/v1alpha1\nkind: Fleet\nmetadata: {name: shop}\ngroups:\n- name: edge\n  delivery: {oci: \"" + d.OCI + "\", insecure: true, signing: {key: cosign.key}}\nclusters:\n- {name: e1, group: edge}\napps:\n- {name: web, manifests: web}\n",
+		"web/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web, namespace: default}\ndata: {v: \"1\"}\n",
+		"cosign.key":  string(registrytest.SigningKey(t)),
+	})
+	f, err := fleet.Load(filepath.Join(dir, "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	set, err := rendered.Render(ctx, rendered.Config{Fleet: f, Engine: &render.Engine{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead := registrytest.Pushed(t, reg, "web", set.Results[0].Objects...)
+	if err := reg.Tag(ctx, "web", "e1", ahead); err != nil {
+		t.Fatal(err)
+	}
+	outcomes := (&Engine{Connector: clusters{}}).Run(ctx, set, Options{Parallel: 1, Concurrency: 1}, func(Event) {})
+	if got := byCluster(outcomes); got["e1"] != "succeeded in edge" {
+		t.Fatalf("outcomes %v", got)
+	}
+	if tagOf(t, reg, "e1") != ahead {
+		t.Fatalf("e1's tag at %s, want the release's artifact %s", tagOf(t, reg, "e1"), ahead)
+	}
+	if claims := signedClaims(t, reg, ahead); len(claims) != 1 || claims[0].Cluster != "e1" || claims[0].Revision != 1 {
+		t.Fatalf("the artifact a tag was moved to ahead of the gates is signed for %+v, want e1's revision 1", claims)
+	}
+}
