@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -16,7 +15,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
@@ -98,9 +96,8 @@ func (r Registry) Signatures(ctx context.Context, app string, d v1.Hash) ([]Sign
 // tag).
 func ReadSignatures(repo name.Repository, d v1.Hash, opts []remote.Option) ([]Signature, error) {
 	img, err := remote.Image(repo.Tag(SignatureTag(d)), opts...)
-	var te *transport.Error
 	switch {
-	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+	case notFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("reading the signatures of %s@%s: %w", repo, d, Plain(err))

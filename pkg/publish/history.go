@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strconv"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
@@ -115,9 +113,8 @@ func (r Registry) ReadRecord(ctx context.Context, app, tag string, v any) (found
 		return false, err
 	}
 	desc, err := remote.Get(repo.Tag(tag), r.options(ctx)...)
-	var te *transport.Error
 	switch {
-	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+	case notFound(err):
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))

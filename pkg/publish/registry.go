@@ -261,9 +261,8 @@ func (r Registry) Resolve(ctx context.Context, app, tag string) (d v1.Hash, foun
 		return v1.Hash{}, false, err
 	}
 	desc, err := remote.Head(repo.Tag(tag), r.options(ctx)...)
-	var te *transport.Error
 	switch {
-	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+	case notFound(err):
 		return v1.Hash{}, false, nil
 	case err != nil:
 		return v1.Hash{}, false, fmt.Errorf("reading %s:%s: %w", repo, tag, Plain(err))
@@ -279,14 +278,20 @@ func (r Registry) Tags(ctx context.Context, app string) ([]string, error) {
 		return nil, err
 	}
 	tags, err := remote.List(repo, r.options(ctx)...)
-	var te *transport.Error
 	switch {
-	case errors.As(err, &te) && te.StatusCode == http.StatusNotFound:
+	case notFound(err):
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("listing the tags of %s: %w", repo, Plain(err))
 	}
 	return tags, nil
+}
+
+// notFound says whether err is a registry's 404: no such tag, manifest
+// or repository.
+func notFound(err error) bool {
+	var te *transport.Error
+	return errors.As(err, &te) && te.StatusCode == http.StatusNotFound
 }
 
 // Plain is a registry error said without what a transport error may
