@@ -138,19 +138,9 @@ func publishFleet(cs []cluster, addr, base, key string) string {
 // nothing changed: what a reconcile pass of a steady fleet costs. The
 // first apply is not timed; the requests counted are the second's.
 func (b *bench) publishScenario(ctx context.Context, n int, shared, signed, again bool) error {
-	name := fmt.Sprintf("publish-%d", n)
-	if shared {
-		name += "-shared"
-	}
-	key := ""
+	name, key := publishName(n, shared, signed, again), ""
 	if signed {
-		name += "-signed"
 		key = "bench-cosign.key"
-	}
-	if again {
-		name += "-noop"
-	}
-	if signed {
 		if err := os.WriteFile(filepath.Join(b.work, key), signingKey(), 0o600); err != nil {
 			return err
 		}
@@ -171,64 +161,100 @@ func (b *bench) publishScenario(ctx context.Context, n int, shared, signed, agai
 	if err := os.WriteFile(script, []byte(publishLoopScript), 0o755); err != nil {
 		return err
 	}
-	var reg *registryProc
-	defer func() { reg.stop() }()
-	saved := b.serverCPU
-	defer func() { b.serverCPU = saved }()
-	fresh := func() error {
-		reg.stop()
-		var err error
-		if reg, err = b.startRegistry(ctx); err != nil {
-			return err
-		}
-		pid := reg.cmd.Process.Pid
-		b.serverCPU = func() time.Duration { return procCPU(pid) }
-		return nil
-	}
-	var before [2]int64 // what the registry counted before the timed run
-	record := func(tool string) func() error {
-		return func() error {
-			n, reqs, err := reg.counts()
-			b.pushed[name+"/"+tool] = append(b.pushed[name+"/"+tool], n-before[0])
-			b.requests[name+"/"+tool] = append(b.requests[name+"/"+tool], reqs-before[1])
-			progress("%s: %s: %s pushed, %d requests to the registry", name, tool, bytesOf(n-before[0]), reqs-before[1])
-			return err
-		}
-	}
+	r := &publishRegistry{b: b, name: name}
+	defer r.stop(b.serverCPU)
 	command := "kubectl-fleet apply -F fleet.yaml -k src --yes (a delivered group, no context)"
 	if again {
 		command += ", the second time"
 	}
-	tools := []tool{{id: "fleet", command: command, done: record("fleet"), prepare: func(rep int) (string, []string, error) {
-		if err := fresh(); err != nil {
+	tools := []tool{{id: "fleet", command: command, done: r.record("fleet"), prepare: func(rep int) (string, []string, error) {
+		if err := r.fresh(ctx); err != nil {
 			return "", nil, err
 		}
 		ff := filepath.Join(b.work, fmt.Sprintf("%s-%d.yaml", name, rep))
-		if err := os.WriteFile(ff, []byte(publishFleet(cs, reg.addr, "bench", key)), 0o644); err != nil {
+		if err := os.WriteFile(ff, []byte(publishFleet(cs, r.reg.addr, "bench", key)), 0o644); err != nil {
 			return "", nil, err
 		}
 		bin, args := filepath.Join(b.bin, "kubectl-fleet"), []string{"apply", "-F", ff, "-k", src, "--name", "web", "--yes", "--parallel", "32"}
-		before = [2]int64{}
 		if again {
 			if _, err := timed(ctx, bin, args, b.env); err != nil {
 				return "", nil, fmt.Errorf("the first apply: %w", err)
 			}
-			var err error
-			if before[0], before[1], err = reg.counts(); err != nil {
-				return "", nil, err
-			}
 		}
-		return bin, args, nil
+		return bin, args, r.counted()
 	}}}
 	if n <= b.o.publishLoop && !signed && !again {
-		tools = append(tools, tool{id: "loop", command: "for each cluster: kustomize build | envsubst > manifests.yaml; tar czf; crane append --oci-empty-base -t REPO:CLUSTER", done: record("loop"), prepare: func(int) (string, []string, error) {
-			if err := fresh(); err != nil {
+		tools = append(tools, tool{id: "loop", command: "for each cluster: kustomize build | envsubst > manifests.yaml; tar czf; crane append --oci-empty-base -t REPO:CLUSTER", done: r.record("loop"), prepare: func(int) (string, []string, error) {
+			if err := r.fresh(ctx); err != nil {
 				return "", nil, err
 			}
-			return "bash", []string{script, src, reg.addr + "/bench/web", list}, nil
+			return "bash", []string{script, src, r.reg.addr + "/bench/web", list}, r.counted()
 		}})
 	}
 	return b.scenario(ctx, name, tools, nil)
+}
+
+// publishName is the name of a publish scenario of n clusters.
+func publishName(n int, shared, signed, again bool) string {
+	name := fmt.Sprintf("publish-%d", n)
+	for _, part := range []struct {
+		on     bool
+		suffix string
+	}{{shared, "-shared"}, {signed, "-signed"}, {again, "-noop"}} {
+		if part.on {
+			name += part.suffix
+		}
+	}
+	return name
+}
+
+// publishRegistry is a publish scenario's registry, fresh for each run,
+// whose CPU is the servers', and what it had counted when the timed run
+// started.
+type publishRegistry struct {
+	b      *bench
+	name   string
+	reg    *registryProc
+	before [2]int64 // bytes pushed, requests
+}
+
+// fresh starts an empty registry in place of the last.
+func (r *publishRegistry) fresh(ctx context.Context) error {
+	r.reg.stop()
+	var err error
+	if r.reg, err = r.b.startRegistry(ctx); err != nil {
+		return err
+	}
+	pid := r.reg.cmd.Process.Pid
+	r.b.serverCPU = func() time.Duration { return procCPU(pid) }
+	return nil
+}
+
+// counted notes what the registry counted so far: the timed run's
+// figures are what it counts after.
+func (r *publishRegistry) counted() error {
+	var err error
+	r.before[0], r.before[1], err = r.reg.counts()
+	return err
+}
+
+// record is a tool's done: the bytes pushed and the requests of its run.
+func (r *publishRegistry) record(tool string) func() error {
+	return func() error {
+		n, reqs, err := r.reg.counts()
+		k := r.name + "/" + tool
+		r.b.pushed[k] = append(r.b.pushed[k], n-r.before[0])
+		r.b.requests[k] = append(r.b.requests[k], reqs-r.before[1])
+		progress("%s: %s: %s pushed, %d requests to the registry", r.name, tool, bytesOf(n-r.before[0]), reqs-r.before[1])
+		return err
+	}
+}
+
+// stop stops the last registry and gives the bench back its servers'
+// CPU.
+func (r *publishRegistry) stop(serverCPU func() time.Duration) {
+	r.reg.stop()
+	r.b.serverCPU = serverCPU
 }
 
 // pushedOf is the median of the bytes r's runs pushed and of the

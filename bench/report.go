@@ -67,30 +67,7 @@ func (b *bench) markdown() string {
 	fmt.Fprintf(&s, "**Setup:** %d kube-apiservers (one etcd, no controllers), each behind a TCP proxy adding %s each way (%s round trip). %s. The app: a kustomize base of 1 Namespace and %d objects (ConfigMaps and Deployments, alternating) with `${VARS}` for each cluster's values, and an overlay per group. ", o.clusters, o.rtt/2, o.rtt, groups, o.objects)
 	fmt.Fprintf(&s, "Each tool works in a namespace of its own; create runs get fresh ones. %d repetitions, the tools alternating in an order that rotates every repetition (a tool whose first run takes over %s: 3); median and min–max of wall time, process start included. CPU is the median user and system time of the tool and every process it started (a loop's kustomize, envsubst and kubectl); servers' CPU is what the API servers and etcd used meanwhile. Peak RSS is that of the largest single process (for a loop, its largest kustomize or kubectl).\n\n", o.reps, o.long)
 	s.WriteString("| scenario | tool | median | min–max | runs | CPU | servers' CPU | peak RSS | ratio |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
-	scenarios := titles
-	var renders []struct{ id, title string }
-	for _, n := range o.render {
-		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
-	}
-	if o.ociRender > 0 {
-		renders = append(renders,
-			struct{ id, title string }{fmt.Sprintf("oci-render-%d", o.ociRender), fmt.Sprintf("render %d clusters from a source in a loopback registry (pulled once, an empty cache each run) against the same folder", o.ociRender)},
-			struct{ id, title string }{"oci-pull-5mb", "pull a 5 MB source artifact (resolve, pull, check, unpack)"})
-	}
-	for _, n := range o.publish {
-		renders = append(renders,
-			struct{ id, title string }{fmt.Sprintf("publish-%d", n), fmt.Sprintf("publish %d clusters × (1+%d) objects to a loopback registry, each render its own (servers' CPU: the registry's)", n, o.objects)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-signed", n), fmt.Sprintf("publish %d clusters, each render its own, signed at the wave with signed records", n)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-shared", n), fmt.Sprintf("publish %d clusters, two renders shared by all (blobs pushed once)", n)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-shared-signed", n), fmt.Sprintf("publish %d clusters, two renders shared by all, signed at the wave with signed records", n)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-noop", n), fmt.Sprintf("publish %d clusters again, nothing changed (each render its own)", n)},
-			struct{ id, title string }{fmt.Sprintf("publish-%d-signed-noop", n), fmt.Sprintf("publish %d clusters again, nothing changed, signed", n)})
-	}
-	renders = append(renders,
-		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},
-		struct{ id, title string }{fmt.Sprintf("sops-render-%d", o.sopsRender), fmt.Sprintf("SOPS: %d encrypted Secrets rendered for %d clusters", o.sopsFiles, o.sopsRender)},
-		struct{ id, title string }{fmt.Sprintf("analyse-%d", o.analyse), fmt.Sprintf("analysis: %d clusters measured %d times each, at once, against a real Prometheus (servers' CPU: Prometheus's)", o.analyse, analysisMeasurements)})
-	scenarios = append(renders, scenarios...)
+	scenarios := append(b.renderTitles(), titles...)
 	for _, sc := range scenarios {
 		first := true
 		for _, r := range b.rows {
@@ -132,6 +109,36 @@ func (b *bench) markdown() string {
 		fmt.Fprintf(&s, "- %s\n", g)
 	}
 	return s.String()
+}
+
+// renderTitles are the titles of the scenarios this run asked for
+// besides the apply scenarios (titles), in the report's order: renders,
+// OCI sources, publishing, Helm, SOPS and analysis.
+func (b *bench) renderTitles() []struct{ id, title string } {
+	o := b.o
+	var renders []struct{ id, title string }
+	for _, n := range o.render {
+		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
+	}
+	if o.ociRender > 0 {
+		renders = append(renders,
+			struct{ id, title string }{fmt.Sprintf("oci-render-%d", o.ociRender), fmt.Sprintf("render %d clusters from a source in a loopback registry (pulled once, an empty cache each run) against the same folder", o.ociRender)},
+			struct{ id, title string }{"oci-pull-5mb", "pull a 5 MB source artifact (resolve, pull, check, unpack)"})
+	}
+	for _, n := range o.publish {
+		renders = append(renders,
+			struct{ id, title string }{fmt.Sprintf("publish-%d", n), fmt.Sprintf("publish %d clusters × (1+%d) objects to a loopback registry, each render its own (servers' CPU: the registry's)", n, o.objects)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-signed", n), fmt.Sprintf("publish %d clusters, each render its own, signed at the wave with signed records", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-shared", n), fmt.Sprintf("publish %d clusters, two renders shared by all (blobs pushed once)", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-shared-signed", n), fmt.Sprintf("publish %d clusters, two renders shared by all, signed at the wave with signed records", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-noop", n), fmt.Sprintf("publish %d clusters again, nothing changed (each render its own)", n)},
+			struct{ id, title string }{fmt.Sprintf("publish-%d-signed-noop", n), fmt.Sprintf("publish %d clusters again, nothing changed, signed", n)})
+	}
+	renders = append(renders,
+		struct{ id, title string }{fmt.Sprintf("helm-render-%d", o.helmRender), fmt.Sprintf("helm: a chart rendered for %d clusters", o.helmRender)},
+		struct{ id, title string }{fmt.Sprintf("sops-render-%d", o.sopsRender), fmt.Sprintf("SOPS: %d encrypted Secrets rendered for %d clusters", o.sopsFiles, o.sopsRender)},
+		struct{ id, title string }{fmt.Sprintf("analyse-%d", o.analyse), fmt.Sprintf("analysis: %d clusters measured %d times each, at once, against a real Prometheus (servers' CPU: Prometheus's)", o.analyse, analysisMeasurements)})
+	return renders
 }
 
 // goals checks the figures the plugin is held to, at the sizes they are
