@@ -84,8 +84,8 @@ const historyFresh = time.Minute
 
 // readHistory keeps the history of app read before the waves.
 func (p *registryTarget) readHistory(app string, h publish.History) {
-	p.e.mu.Lock()
-	defer p.e.mu.Unlock()
+	p.run.mu.Lock()
+	defer p.run.mu.Unlock()
 	if p.histories == nil {
 		p.histories = map[string]readHistory{}
 	}
@@ -95,10 +95,10 @@ func (p *registryTarget) readHistory(app string, h publish.History) {
 // history is app's history: as read before the waves while fresh (once),
 // or read now.
 func (p *registryTarget) history(ctx context.Context, reg publish.Registry, app string) (publish.History, error) {
-	p.e.mu.Lock()
+	p.run.mu.Lock()
 	read, ok := p.histories[app]
 	delete(p.histories, app)
-	p.e.mu.Unlock()
+	p.run.mu.Unlock()
 	if ok && time.Since(read.at) <= historyFresh {
 		return read.h, nil
 	}

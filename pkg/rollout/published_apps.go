@@ -63,14 +63,9 @@ const pauseFresh = 10 * time.Second
 func (p *registryTarget) Apply(ctx context.Context, app App) error {
 	if o := p.e.o; !o.DryRun && o.Rollback == nil {
 		if time.Since(p.pausesRead) > pauseFresh {
-			if at, none := p.e.noPauseRecord(ctx, p.d, p.run.cluster.Name); none {
-				p.paused, p.pausesRead = nil, at
-			} else {
-				var err error
-				if p.paused, err = p.pauses(ctx); err != nil {
-					return fmt.Errorf("reading the pauses of the fleet: %w", err)
-				}
-				p.pausesRead = time.Now()
+			var err error
+			if p.paused, p.pausesRead, err = p.pausesAt(ctx); err != nil {
+				return fmt.Errorf("reading the pauses of the fleet: %w", err)
 			}
 		}
 		if held := pause.Find(p.paused, app.Name); held != nil {

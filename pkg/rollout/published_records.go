@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"time"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/pause"
@@ -16,9 +17,24 @@ func (p *registryTarget) current(ctx context.Context, app string) (Release, erro
 	return Release{Exists: cur.Exists, Revision: cur.Revision, Digest: cur.Digest, Verification: cur.Verification, Undid: cur.Undid}, err
 }
 
-// pauses reads the fleet's pause record beside the cluster's tags.
+// pauses reads the fleet's pause record beside the cluster's tags
+// (pausesAt).
 func (p *registryTarget) pauses(ctx context.Context) ([]pause.Pause, error) {
-	return registry.Of(p.e.r.Fleet).Pauses(ctx, p.run.cluster)
+	pauses, _, err := p.pausesAt(ctx)
+	return pauses, err
+}
+
+// pausesAt reads the fleet's pause record beside the cluster's tags,
+// unless a listing of the pause records taken at most pauseFresh ago says
+// the cluster has none (noPauseRecord), and says when what it returns
+// was read.
+func (p *registryTarget) pausesAt(ctx context.Context) ([]pause.Pause, time.Time, error) {
+	if at, none := p.e.noPauseRecord(ctx, p.d, p.run.cluster.Name); none {
+		return nil, at, nil
+	}
+	at := time.Now()
+	pauses, err := registry.Of(p.e.r.Fleet).Pauses(ctx, p.run.cluster)
+	return pauses, at, err
 }
 
 // approvals reads the approval records of apps beside the cluster's

@@ -85,6 +85,8 @@ type clusterRun struct {
 	target  target
 	gates   gateSet
 
+	// mu guards revisions, and a delivered target's histories read
+	// before the waves (readHistory).
 	mu sync.Mutex
 	// revisions are the revisions this run recorded, by app (revised).
 	revisions map[string]RevisionEvent
