@@ -6,6 +6,27 @@ import (
 	"testing"
 )
 
+// soakReport is what the tests read of a soak's JSON record (bench's
+// soakResult).
+type soakReport struct {
+	Passes []struct {
+		Pass       int
+		RSS        int64 `json:"peakRSSBytes"`
+		Heap       int64 `json:"peakLiveHeapBytes"`
+		Goroutines int64 `json:"goroutinesAtRest"`
+		FDs        int64 `json:"fdsAtRest"`
+		Conns      int64 `json:"connectionsAtRest"`
+		Requests   int64 `json:"registryRequests"`
+	}
+	Growth []struct {
+		Metric string
+		Grew   bool
+	}
+	Drifts, Corrected, Changes, Rolled, Flaps int
+	Delivered                                 bool
+	Failures                                  []string
+}
+
 // TestReconcileSoak runs make soak's program at a tiny size (5 stand-in clusters,
 // a pass a second, 75 s), so that it cannot rot and so that each make
 // test reconciles through drift, render changes and a cluster cut off
@@ -16,24 +37,7 @@ func TestReconcileSoak(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the soak reads /proc")
 	}
-	var got struct {
-		Soak struct {
-			Passes []struct {
-				Pass       int
-				RSS        int64 `json:"peakRSSBytes"`
-				Heap       int64 `json:"peakLiveHeapBytes"`
-				Goroutines int64 `json:"goroutinesAtRest"`
-				FDs        int64 `json:"fdsAtRest"`
-				Conns      int64 `json:"connectionsAtRest"`
-			}
-			Growth []struct {
-				Metric string
-				Grew   bool
-			}
-			Drifts, Corrected, Changes, Rolled, Flaps int
-			Failures                                  []string
-		}
-	}
+	var got struct{ Soak soakReport }
 	stdout := runBench(t, &got, "-compare=false", "-scale", "", "-objects", "10",
 		"-soak", "75s", "-soak-clusters", "5", "-soak-interval", "1s", "-soak-warmup", "25s", "-soak-change-every", "5", "-soak-flap-every", "4")
 	s := got.Soak
@@ -66,21 +70,7 @@ func TestReconcileSoakDelivered(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the soak reads /proc")
 	}
-	var got struct {
-		Soak struct {
-			Passes []struct {
-				Pass     int
-				Requests int64 `json:"registryRequests"`
-			}
-			Growth []struct {
-				Metric string
-				Grew   bool
-			}
-			Drifts, Corrected, Changes, Rolled int
-			Delivered                          bool
-			Failures                           []string
-		}
-	}
+	var got struct{ Soak soakReport }
 	stdout := runBench(t, &got, "-compare=false", "-scale", "", "-objects", "10",
 		"-soak", "45s", "-soak-delivered", "-soak-clusters", "5", "-soak-interval", "1s", "-soak-warmup", "15s", "-soak-change-every", "4", "-soak-flap-every", "0")
 	s := got.Soak
