@@ -48,6 +48,9 @@ type registryProc struct {
 // startRegistry starts a fresh, empty registry.
 func (b *bench) startRegistry(ctx context.Context) (*registryProc, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(b.bin, "registry"))
+	if os.Getenv("BENCH_REGISTRY_LOG") != "" {
+		cmd.Stderr = os.Stderr // each request it answers (bench/registry)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

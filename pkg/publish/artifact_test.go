@@ -492,3 +492,38 @@ func TestRecordInOneRequest(t *testing.T) {
 		t.Errorf("embedded data that is not the layer's was read: %+v, %v", got, err)
 	}
 }
+
+// Deleting tags, as the history limit drops revisions, pings the
+// registry once per repository, not once per tag: one request per tag
+// after the first.
+func TestUntagPingsOnce(t *testing.T) {
+	var c counting
+	r := c.registryOf(t)
+	ctx := context.Background()
+	art, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1")}, publish.Origin{})
+	d, err := r.Push(ctx, "web", art)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"p1.r1", "p1.r2", "p1.r3"} {
+		if err := r.Tag(ctx, "web", tag, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.mu.Lock()
+	pings := c.pings
+	c.mu.Unlock()
+	for _, tag := range []string{"p1.r1", "p1.r2", "p1.r3"} {
+		if err := r.Untag(ctx, "web", tag); err != nil {
+			t.Fatal(err)
+		}
+		if _, found, _ := r.Resolve(ctx, "web", tag); found {
+			t.Errorf("%s is still there", tag)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.pings - pings; n != 1 {
+		t.Errorf("three tags deleted with %d pings, want 1", n)
+	}
+}

@@ -2,11 +2,13 @@ package publish
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +61,12 @@ type conns struct {
 	pusher *remote.Pusher
 	err    error
 	made   time.Time
+	// deleters are the clients that delete tags (Untag), one per
+	// repository: go-containerregistry's remote.Delete pings and asks a
+	// token with the delete scope on each call, two requests for every
+	// revision the history limit drops.
+	mu       sync.Mutex
+	deleters map[string]*http.Client
 }
 
 // connsMaxAge is how long the process shares a registry's connections
@@ -247,10 +255,66 @@ func (r Registry) Untag(ctx context.Context, app, tag string) error {
 	if err != nil {
 		return err
 	}
-	if err := remote.Delete(repo.Tag(tag), r.options(ctx)...); err != nil {
+	if err := r.delete(ctx, repo.Tag(tag)); err != nil {
 		return fmt.Errorf("deleting the tag %s:%s: %w", repo, tag, Plain(err))
 	}
 	return nil
+}
+
+// delete deletes ref's manifest, as remote.Delete does, through the
+// repository's delete client, made once per connections (deleter).
+func (r Registry) delete(ctx context.Context, ref name.Tag) error {
+	client, err := r.deleter(ctx, ref.Context())
+	if err != nil {
+		return err
+	}
+	u := url.URL{Scheme: ref.Context().Scheme(), Host: ref.Context().RegistryStr(), Path: fmt.Sprintf("/v2/%s/manifests/%s", ref.Context().RepositoryStr(), ref.Identifier())}
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u.String(), nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return transport.CheckError(resp, http.StatusOK, http.StatusAccepted)
+}
+
+// deleter is repo's client with the delete scope: pinged and
+// authenticated once, then kept with the registry's connections (a
+// test's Registry keeps its own).
+func (r Registry) deleter(ctx context.Context, repo name.Repository) (*http.Client, error) {
+	c := r.conns
+	if c != nil && r.Keychain == nil && r.Transport == nil {
+		c = sharedConns(r.Base, r.Insecure)
+	}
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if d := c.deleters[repo.String()]; d != nil {
+			return d, nil
+		}
+	}
+	kc := cmp.Or[authn.Keychain](r.Keychain, authn.DefaultKeychain)
+	auth, err := authn.Resolve(ctx, kc, repo)
+	if err != nil {
+		return nil, err
+	}
+	base := transport.NewUserAgent(TransportFor(r.Transport, r.Insecure), "kubectl-fleet")
+	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, base, []string{repo.Scope(transport.DeleteScope)})
+	if err != nil {
+		return nil, err
+	}
+	// A delete is never redirected: its credentials go nowhere else.
+	d := &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if c != nil {
+		if c.deleters == nil {
+			c.deleters = map[string]*http.Client{}
+		}
+		c.deleters[repo.String()] = d
+	}
+	return d, nil
 }
 
 // Resolve is the digest app's tag points at; found is false when there
