@@ -142,17 +142,18 @@ type Result struct {
 	Err       error
 
 	// again makes Objects again from what the render kept in memory,
-	// when the fleet shares the source's build (Again).
+	// when the fleet shares the source's build, or from the objects
+	// packed (Pack).
 	again func() ([]*unstructured.Unstructured, error)
+	// packed says again reads the objects Pack packed.
+	packed bool
 }
-
-// CanAgain reports whether Again can make the result's objects again.
-func (r *Result) CanAgain() bool { return r.again != nil }
 
 // Again makes the result's objects again, the same as its render made
 // them, from memory alone: the source's build (kustomize's or the
 // manifests read), which the fleet's clusters share and the engine
-// keeps, substituted with the cluster's variables again. No file is read
+// keeps, substituted with the cluster's variables again, or the objects
+// Pack packed, read back. No file is read
 // again, so an edit of the source since cannot change them. A caller
 // that holds a thousand clusters' renders for a run lets go of those not
 // in flight and makes each again when its turn comes (rendered.Set.Shed).
