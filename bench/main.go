@@ -51,7 +51,10 @@ type options struct {
 	helmRender            int
 	sopsRender, sopsFiles int
 	// analyse is how many clusters' analyses are measured (0: none).
-	analyse                           int
+	analyse int
+	// starts is how many times the start scenario starts each binary
+	// (0: none).
+	starts                            int
 	tools                             []string
 	out, jsonOut, binDir, cpuProfiles string
 	keep                              bool
@@ -82,7 +85,8 @@ func main() {
 	flag.IntVar(&o.sopsRender, "sops-render", 100, "clusters to render -sops-files SOPS-encrypted Secrets for, against the same in plaintext and a sops -d loop (0: none)")
 	flag.IntVar(&o.sopsFiles, "sops-files", 100, "SOPS-encrypted files of the -sops-render app")
 	flag.IntVar(&o.analyse, "analyse", 1000, "clusters whose analyses are measured at once against a real Prometheus, through pkg/analysis and a bare GET (0: none)")
-	flag.StringVar(&tools, "tools", "", "tools to time, comma-separated (fleet, loop, loop-par, floor; default all): -tools fleet,floor leaves the slow loops out while working on kubectl fleet")
+	flag.IntVar(&o.starts, "starts", 20, "the start scenario starts kubectl-fleet version and kubectl version --client this many times each run (0: none)")
+	flag.StringVar(&tools, "tools", "", "tools to time, comma-separated (fleet, loop, loop-par, floor, folder, crane, kubectl; default all): -tools fleet,floor leaves the slow loops out while working on kubectl fleet")
 	flag.DurationVar(&o.long, "long", 20*time.Second, "a tool whose first run of a scenario takes longer is repeated at most 3 times")
 	flag.StringVar(&o.out, "out", "", "write the results as Markdown here (make bench: bench/RESULTS.md)")
 	flag.StringVar(&o.jsonOut, "json", "", "write the results as JSON here")
@@ -153,10 +157,10 @@ func parseTools(list string) ([]string, error) {
 	for _, t := range strings.Split(list, ",") {
 		switch t = strings.TrimSpace(t); t {
 		case "":
-		case "fleet", "loop", "loop-par", "floor", "folder", "crane":
+		case "fleet", "loop", "loop-par", "floor", "folder", "crane", "kubectl":
 			tools = append(tools, t)
 		default:
-			return nil, fmt.Errorf("%q is not fleet, loop, loop-par, floor, folder or crane", t)
+			return nil, fmt.Errorf("%q is not fleet, loop, loop-par, floor, folder, crane or kubectl", t)
 		}
 	}
 	return tools, nil
@@ -262,7 +266,13 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	if err := os.WriteFile(b.loop, []byte(loopScript), 0o755); err != nil {
 		return err
 	}
-	// Render first, before the API servers take their share of the CPU.
+	// Start and render first, before the API servers take their share
+	// of the CPU.
+	if o.starts > 0 {
+		if err := b.startScenario(ctx, o.starts); err != nil {
+			return err
+		}
+	}
 	for _, n := range o.render {
 		if err := b.renderScenario(ctx, n); err != nil {
 			return err
@@ -493,6 +503,24 @@ func (b *bench) renderFleet(n int) (fleetFile, list string, err error) {
 	}
 	list = filepath.Join(b.work, fmt.Sprintf("clusters-%d.txt", n))
 	return fleetFile, list, os.WriteFile(list, []byte(clustersTxt(cs)), 0o644)
+}
+
+// startScenario starts kubectl-fleet version n times, against kubectl
+// version --client, the start every kubectl command pays: the package
+// inits, the runtime and the binary's pages (docs/benchmarks.md).
+func (b *bench) startScenario(ctx context.Context, n int) error {
+	starts := func(bin string, args ...string) (string, []string, error) {
+		loop := `for i in $(seq "$0"); do "$@" > /dev/null; done`
+		return "bash", append([]string{"-c", loop, strconv.Itoa(n), bin}, args...), nil
+	}
+	return b.scenario(ctx, "start", []tool{
+		{id: "fleet", command: fmt.Sprintf("%d × kubectl-fleet version", n), prepare: func(int) (string, []string, error) {
+			return starts(filepath.Join(b.bin, "kubectl-fleet"), "version")
+		}},
+		{id: "kubectl", command: fmt.Sprintf("%d × kubectl version --client", n), prepare: func(int) (string, []string, error) {
+			return starts(filepath.Join(b.kbin, "kubectl"), "version", "--client")
+		}},
+	}, nil)
 }
 
 // renderScenario renders a fleet of n clusters with kubectl fleet and

@@ -112,11 +112,14 @@ func (b *bench) markdown() string {
 }
 
 // renderTitles are the titles of the scenarios this run asked for
-// besides the apply scenarios (titles), in the report's order: renders,
+// besides the apply scenarios (titles), in the report's order: start, renders,
 // OCI sources, publishing, Helm, SOPS and analysis.
 func (b *bench) renderTitles() []struct{ id, title string } {
 	o := b.o
 	var renders []struct{ id, title string }
+	if o.starts > 0 {
+		renders = append(renders, struct{ id, title string }{"start", fmt.Sprintf("start: %d × kubectl-fleet version, against %d × kubectl version --client", o.starts, o.starts)})
+	}
 	for _, n := range o.render {
 		renders = append(renders, struct{ id, title string }{fmt.Sprintf("render-%d", n), fmt.Sprintf("render %d clusters × (1+%d) objects (no cluster contacted)", n, o.objects)})
 	}
@@ -165,6 +168,10 @@ func (b *bench) goals() []string {
 		}
 	} else {
 		out = append(out, fmt.Sprintf("apply goals are set for 10 clusters × 100 objects; not judged at %d × %d", o.clusters, o.objects))
+	}
+	if f, ok := b.find("start", "fleet"); ok && o.starts > 0 {
+		per := f.CPU / float64(o.starts) * 1000
+		out = append(out, fmt.Sprintf("a start (kubectl-fleet version) in at most 30 ms of CPU (issue 64): %.1f ms: %s", per, verdict(per <= 30)))
 	}
 	if f, ok := b.find(fmt.Sprintf("analyse-%d", o.analyse), "fleet"); ok && o.analyse > 0 {
 		// A measurement's CPU (the process's start and each cluster's

@@ -13,8 +13,8 @@ import (
 )
 
 // TestBench runs make bench's program once at a tiny size (2 clusters, 5
-// objects, 1 repetition, a render, a chart render and a render of 3 SOPS
-// files for 3 clusters, and the scaling run on 2 and 3 stand-in
+// objects, 1 repetition, 2 starts, a render, a chart render and a render
+// of 3 SOPS files for 3 clusters, and the scaling run on 2 and 3 stand-in
 // clusters), so that it cannot rot:
 // every scenario must produce a row for every tool, with a time, and the
 // request profiles of kubectl fleet's no-op and rollout. No time is
@@ -58,9 +58,10 @@ func TestBench(t *testing.T) {
 			Failure            string
 		}
 	}
-	stdout := runBench(t, &got, "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3", "-analyse", "3",
+	stdout := runBench(t, &got, "-bin-dir", binDir, "-clusters", "2", "-objects", "5", "-reps", "1", "-starts", "2", "-render", "3", "-publish", "3", "-helm-render", "3", "-sops-render", "3", "-sops-files", "3", "-oci-render", "3", "-analyse", "3",
 		"-scale", "2,3", "-scale-real", "0", "-scale-reps", "1")
 	want := map[string][]string{
+		"start":                   {"fleet", "kubectl"},
 		"render-3":                {"fleet", "loop"},
 		"oci-render-3":            {"fleet", "folder"},
 		"oci-pull-5mb":            {"fleet", "crane"},
@@ -98,8 +99,8 @@ func TestBench(t *testing.T) {
 			}
 		}
 	}
-	if len(got.Rows) != 36 {
-		t.Errorf("%d rows, want 36", len(got.Rows))
+	if len(got.Rows) != 38 {
+		t.Errorf("%d rows, want 38", len(got.Rows))
 	}
 	if !regexp.MustCompile(` KiB pushed, [1-9][0-9]* requests \|`).MatchString(stdout) {
 		t.Error("the publish rows say no bytes pushed, or no requests")
