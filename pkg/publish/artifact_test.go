@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -525,5 +526,42 @@ func TestUntagPingsOnce(t *testing.T) {
 	defer c.mu.Unlock()
 	if n := c.pings - pings; n != 1 {
 		t.Errorf("three tags deleted with %d pings, want 1", n)
+	}
+}
+
+// A registry that answers a tag's deletion with a redirect does not get
+// it followed: the delete token goes to no other host.
+func TestUntagFollowsNoRedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodDelete {
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	r, err := publish.ParseRegistry("oci://"+strings.TrimPrefix(srv.URL, "http://")+"/fleets/prod", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Keychain = authn.NewMultiKeychain()
+	ctx := context.Background()
+	art, _ := publish.Pack([]*unstructured.Unstructured{cm("a", "1")}, publish.Origin{})
+	d, err := r.Push(ctx, "web", art)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Tag(ctx, "web", "p1", d); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Untag(ctx, "web", "p1"); err == nil {
+		t.Error("a deletion answered with a redirect succeeded")
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the redirect was followed: %d requests elsewhere", n)
 	}
 }
