@@ -312,11 +312,8 @@ func (p *pass) begin(ctx context.Context, objs []*unstructured.Unstructured) (in
 		}
 	}
 	p.renderDigest = digest.Render(cfg.Objects, p.key)
-	p.rendered = make(map[string]bool, len(objs))
-	for _, o := range objs {
-		p.rendered[object.Path(o)] = true
-	}
 	contents := inventory.ContentsOf(objs)
+	p.rendered = contents.Members // read only, as contents is
 	if err := kube.StopOf(ctx).Err(); err != nil {
 		return inventory.Contents{}, err // Ctrl-C while the inventory was read: nothing written
 	}
@@ -456,7 +453,7 @@ type pass struct {
 	renderDigest string
 	// rendered are the paths of the objects rendered: never pruned,
 	// however the listing saw them.
-	rendered map[string]bool
+	rendered sets.Set[string]
 	// retained are the members the prune neither deleted nor released
 	// because an input of its decision could not be read, or handed to
 	// an app of this run that does not record them yet (handing): they

@@ -36,7 +36,7 @@ func (p *pass) prune(ctx context.Context, extra inventory.Contents) error {
 	// Only the members this apply did not apply are kept, as listed,
 	// whole: releasing one reads its managed fields.
 	doomed, err := inventory.KeepMembers(ctx, p.c, p.set, extra, kube.AllFields, func(m *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
-		return m, !p.applied.Has(m.GetUID()) && !p.rendered[object.Path(m)]
+		return m, !p.applied.Has(m.GetUID()) && !p.rendered.Has(object.Path(m))
 	})
 	if err != nil {
 		return fmt.Errorf("listing the members of app %s: %w", p.cfg.App, err)

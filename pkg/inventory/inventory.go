@@ -249,7 +249,10 @@ func LoadWithNeighbours(ctx context.Context, c *kube.Client, app string) (*Set, 
 	n.listed = map[string]*corev1.ConfigMap{}
 	for i := range list.Items {
 		if _, parent := list.Items[i].Labels[apply.ApplySetParentIDLabel]; !parent {
-			n.listed[list.Items[i].Name] = &list.Items[i]
+			// A copy: the list, whose parents hold every member and
+			// what was sent of it, is not kept for the apply's length.
+			cm := list.Items[i]
+			n.listed[cm.Name] = &cm
 		}
 	}
 	return set, n, nil

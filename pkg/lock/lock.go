@@ -398,7 +398,7 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 		}
 		switch {
 		case err == nil:
-			return created, sent, nil
+			return lean(created), sent, nil
 		case !apierrors.IsAlreadyExists(err):
 			return nil, time.Time{}, fmt.Errorf("taking lease %s/%s: %w", Namespace, Name(app), err)
 		}
@@ -428,7 +428,7 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 		updated, err := ri.Update(ctx, takeover, metav1.UpdateOptions{FieldManager: o.FieldManager})
 		switch {
 		case err == nil:
-			return updated, sent, nil
+			return lean(updated), sent, nil
 		case apierrors.IsConflict(err), apierrors.IsNotFound(err):
 			last = err
 			continue
@@ -436,6 +436,15 @@ func try(ctx context.Context, c *kube.Client, ri dynamic.ResourceInterface, app 
 		return nil, time.Time{}, fmt.Errorf("taking over expired lease %s/%s: %w", Namespace, Name(app), err)
 	}
 	return nil, time.Time{}, fmt.Errorf("taking lease %s/%s: others kept changing it: %w", Namespace, Name(app), last)
+}
+
+// lean is a lease as the lock keeps it: without its managed fields,
+// which every write's answer carries and nothing reads (a write without
+// them leaves the server's as they are). A thousand clusters' locks
+// held 9.5 MB of them.
+func lean(lease *unstructured.Unstructured) *unstructured.Unstructured {
+	unstructured.RemoveNestedField(lease.Object, "metadata", "managedFields")
+	return lease
 }
 
 // leaseFor is the lease o's holder writes at t: a new one, or, over live,
@@ -574,7 +583,7 @@ func (l *Lock) renew(ctx context.Context, sent time.Time) {
 		case err == nil:
 			sent, next, failed = attempt, interval, nil
 			l.mu.Lock()
-			l.lease = updated
+			l.lease = lean(updated)
 			l.mu.Unlock()
 			continue
 		case apierrors.IsConflict(err):
@@ -641,7 +650,7 @@ func (l *Lock) ownRenewal(ctx context.Context, timeout time.Duration) (bool, err
 	if got.GetUID() != l.lease.GetUID() {
 		return false, nil
 	}
-	l.lease = got
+	l.lease = lean(got)
 	return true, nil
 }
 
@@ -670,7 +679,7 @@ func (l *Lock) SetClusterUser(user string) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		if l.lease.GetResourceVersion() == next.GetResourceVersion() {
-			l.lease = updated
+			l.lease = lean(updated)
 		}
 	})
 }

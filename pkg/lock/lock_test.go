@@ -788,3 +788,21 @@ func TestDescribe(t *testing.T) {
 		}
 	}
 }
+
+// TestLean: the lease a lock keeps has no managed fields, and the rest
+// of what was read (the uid and resourceVersion a release and a renewal
+// are conditioned on, the holder's annotations).
+func TestLean(t *testing.T) {
+	u := leaseObject(t, "web", alice, time.Now(), time.Now(), time.Minute)
+	u.SetUID("u-1")
+	u.SetResourceVersion("42")
+	u.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl-fleet", Operation: metav1.ManagedFieldsOperationUpdate}})
+	ann := u.GetAnnotations()
+	got := lean(u.DeepCopy())
+	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "metadata", "managedFields"); found {
+		t.Error("the managed fields are kept")
+	}
+	if got.GetUID() != "u-1" || got.GetResourceVersion() != "42" || len(got.GetAnnotations()) != len(ann) || got.GetName() != Name("web") {
+		t.Errorf("lean lost more than the managed fields: %+v", got.Object["metadata"])
+	}
+}
