@@ -99,21 +99,9 @@ func main() {
 	flag.BoolVar(&o.compare, "compare", true, "run the comparison with the loops and the floor, and the renders; -compare=false runs only the scaling run and, with -out, replaces only its section of the file")
 	o.soak.flags(flag.CommandLine)
 	flag.Parse()
-	for _, sizes := range []struct {
-		flag, list string
-		into       *[]int
-	}{{"render", render, &o.render}, {"scale", scale, &o.scale}, {"publish", publish, &o.publish}} {
-		for _, f := range strings.Split(sizes.list, ",") {
-			if f = strings.TrimSpace(f); f == "" {
-				continue
-			}
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 {
-				fmt.Fprintf(os.Stderr, "bench: -%s: %q is not a fleet size\n", sizes.flag, f)
-				os.Exit(2)
-			}
-			*sizes.into = append(*sizes.into, n)
-		}
+	if err := parseSizes(map[string]string{"render": render, "scale": scale, "publish": publish}, map[string]*[]int{"render": &o.render, "scale": &o.scale, "publish": &o.publish}); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
 	}
 	if !o.compare && len(o.scale) == 0 && o.soak.duration == 0 {
 		fmt.Fprintln(os.Stderr, "bench: -compare=false with no -scale sizes and no -soak: nothing to run")
@@ -149,6 +137,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+// parseSizes reads the comma-separated fleet sizes of each flag into
+// its list.
+func parseSizes(lists map[string]string, into map[string]*[]int) error {
+	for name, list := range lists {
+		for _, f := range strings.Split(list, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			n, err := strconv.Atoi(f)
+			if err != nil || n < 1 {
+				return fmt.Errorf("-%s: %q is not a fleet size", name, f)
+			}
+			*into[name] = append(*into[name], n)
+		}
+	}
+	return nil
 }
 
 // parseTools reads -tools: a comma-separated list of the tools to time.
@@ -268,6 +274,44 @@ func (b *bench) compareRuns(ctx context.Context) error {
 	}
 	// Start and render first, before the API servers take their share
 	// of the CPU.
+	if err := b.offlineRuns(ctx); err != nil {
+		return err
+	}
+	progress("starting %d clusters behind a %s RTT proxy", o.clusters, o.rtt)
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: o.clusters, ContextPrefix: "bench-c", Dir: filepath.Join(b.work, "clusters"), Latency: o.rtt / 2})
+	if err != nil {
+		return fmt.Errorf("starting clusters: %w", err)
+	}
+	defer env.Stop()
+	go func() {
+		<-ctx.Done() // Ctrl-C: stop the clusters even if a command hangs.
+		env.Stop()
+	}()
+	b.kubeconfig = env.Kubeconfig
+	b.env = append(b.env, "KUBECONFIG="+env.Kubeconfig)
+	b.serverCPU = func() time.Duration {
+		var sum time.Duration
+		for _, pid := range env.PIDs() {
+			sum += procCPU(pid)
+		}
+		return sum
+	}
+	b.cs = fleetClusters(o.clusters, o.staging, "bench-c")
+	b.clustersFile = filepath.Join(b.work, "clusters.txt")
+	if err := os.WriteFile(b.clustersFile, []byte(clustersTxt(b.cs)), 0o644); err != nil {
+		return err
+	}
+	if err := b.applyScenarios(ctx); err != nil {
+		return err
+	}
+	env.Stop()
+	return nil
+}
+
+// offlineRuns are the scenarios that need no cluster: starts, renders,
+// OCI sources, publishing to a registry, Helm, SOPS and analysis.
+func (b *bench) offlineRuns(ctx context.Context) error {
+	o := b.o
 	if o.starts > 0 {
 		if err := b.startScenario(ctx, o.starts); err != nil {
 			return err
@@ -312,34 +356,6 @@ func (b *bench) compareRuns(ctx context.Context) error {
 			return err
 		}
 	}
-	progress("starting %d clusters behind a %s RTT proxy", o.clusters, o.rtt)
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: b.kbin, Clusters: o.clusters, ContextPrefix: "bench-c", Dir: filepath.Join(b.work, "clusters"), Latency: o.rtt / 2})
-	if err != nil {
-		return fmt.Errorf("starting clusters: %w", err)
-	}
-	defer env.Stop()
-	go func() {
-		<-ctx.Done() // Ctrl-C: stop the clusters even if a command hangs.
-		env.Stop()
-	}()
-	b.kubeconfig = env.Kubeconfig
-	b.env = append(b.env, "KUBECONFIG="+env.Kubeconfig)
-	b.serverCPU = func() time.Duration {
-		var sum time.Duration
-		for _, pid := range env.PIDs() {
-			sum += procCPU(pid)
-		}
-		return sum
-	}
-	b.cs = fleetClusters(o.clusters, o.staging, "bench-c")
-	b.clustersFile = filepath.Join(b.work, "clusters.txt")
-	if err := os.WriteFile(b.clustersFile, []byte(clustersTxt(b.cs)), 0o644); err != nil {
-		return err
-	}
-	if err := b.applyScenarios(ctx); err != nil {
-		return err
-	}
-	env.Stop()
 	return nil
 }
 
