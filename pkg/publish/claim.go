@@ -211,11 +211,12 @@ func (r Registry) Sign(ctx context.Context, app string, d v1.Hash, s *Signer, c 
 			return err
 		}
 	}
-	sd, err := r.Push(ctx, app, img)
-	if err != nil {
-		return fmt.Errorf("signing: %w", err)
+	// Written under its tag at once: one manifest request, not a push
+	// by digest, a read of it back and a tag.
+	if err := remote.Write(repo.Tag(SignatureTag(d)), img, opts...); err != nil {
+		return fmt.Errorf("signing: pushing to %s: %w", repo, Plain(err))
 	}
-	return r.Tag(ctx, app, SignatureTag(d), sd)
+	return nil
 }
 
 // signatureLayer is a signature as a layer of a signature manifest.
