@@ -227,7 +227,14 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 			if err != nil {
 				return cfg, nil, err
 			}
-			r, err := rendered.Render(ctx, cfg)
+			// The pass checks every cluster, --parallel at once, and
+			// applies those that changed: a cluster's render is let go
+			// until it is read, and made again then, but for those the
+			// promotion rule reads whole. Rendered whole, 1,000
+			// clusters' renders were most of a pass's heap.
+			shed := cfg
+			shed.Shed = func(cs []*fleet.Cluster) map[string]bool { return rollout.Unread(cfg.Fleet, cs, a.Parallel) }
+			r, err := rendered.Render(ctx, shed)
 			return cfg, r, err
 		},
 		Printer: func(clusters []*fleet.Cluster) (rollout.Sink, func()) {

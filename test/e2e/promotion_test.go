@@ -129,14 +129,16 @@ func TestPromotionAcrossRuns(t *testing.T) {
 
 // A reconcile loop over a fleet whose staging check fails runs pass after
 // pass and never creates production's objects; once the check passes,
-// the next pass verifies staging and rolls production.
+// the next pass verifies staging and rolls production. One cluster at a
+// time: production's renders are let go from the render on, and made
+// again for the check and the apply.
 func TestReconcilePromotion(t *testing.T) {
 	if runtime.GOOS == "windows" {
 		t.Skip("the loop is stopped with SIGTERM")
 	}
 	const ns = "e2e-reconcile-promotion"
 	dir := promotionDir(t, "recpromo", ns, "1")
-	r := startFleet(t, dir, nil, "reconcile", "--interval", "1s", "--yes", "--log-format", "json")
+	r := startFleet(t, dir, nil, "reconcile", "--interval", "1s", "--yes", "--log-format", "json", "--parallel", "1")
 	for pass := 1; pass <= 3; pass++ {
 		ev := waitEvent(t, r, 90*time.Second, "a failed pass", func(ev map[string]any) bool {
 			p, _ := ev["pass"].(float64)
