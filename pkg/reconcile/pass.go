@@ -224,10 +224,10 @@ func Applied(m Metrics, sub *rendered.Set, outcomes []runner.Outcome, revisions 
 	for _, oc := range outcomes {
 		ok := oc.State == runner.Succeeded
 		revs := revisions(oc.Cluster)
-		for _, res := range sub.Of(oc.Cluster) {
-			m.App(oc.Cluster, res.App, now, ok, revs[res.App])
+		for _, app := range sub.Apps(oc.Cluster) { // names: no render made again
+			m.App(oc.Cluster, app, now, ok, revs[app])
 			if ok {
-				m.Drift(oc.Cluster, res.App, 0)
+				m.Drift(oc.Cluster, app, 0)
 			}
 		}
 	}
