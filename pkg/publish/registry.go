@@ -130,19 +130,15 @@ func (r Registry) Repository(app string) (name.Repository, error) {
 	return name.NewRepository(r.Base+"/"+app, append(opts, name.StrictValidation)...)
 }
 
+// keychain is where the registry's credentials come from: the test's,
+// or Docker's and the cloud helpers' (authn.DefaultKeychain).
+func (r Registry) keychain() authn.Keychain {
+	return cmp.Or[authn.Keychain](r.Keychain, authn.DefaultKeychain)
+}
+
 func (r Registry) options(ctx context.Context) []remote.Option {
-	kc := r.Keychain
-	if kc == nil {
-		kc = authn.DefaultKeychain
-	}
-	opts := []remote.Option{remote.WithAuthFromKeychain(kc), remote.WithUserAgent("kubectl-fleet"), remote.WithTransport(TransportFor(r.Transport, r.Insecure))}
-	c := r.conns
-	if c != nil && r.Keychain == nil && r.Transport == nil {
-		// Not a test's: the process's, shared by every Registry of the
-		// same host.
-		c = sharedConns(r.Base, r.Insecure)
-	}
-	if c != nil {
+	opts := []remote.Option{remote.WithAuthFromKeychain(r.keychain()), remote.WithUserAgent("kubectl-fleet"), remote.WithTransport(TransportFor(r.Transport, r.Insecure))}
+	if c := r.connections(); c != nil {
 		c.once.Do(func() {
 			if c.puller, c.err = remote.NewPuller(opts...); c.err == nil {
 				c.pusher, c.err = remote.NewPusher(opts...)
@@ -153,6 +149,16 @@ func (r Registry) options(ctx context.Context) []remote.Option {
 		}
 	}
 	return append(opts, remote.WithContext(ctx))
+}
+
+// connections are the registry's connections: the process's, shared by
+// every Registry of the same host, unless a test's Keychain or Transport
+// makes them its own; nil for a Registry made without ParseRegistry.
+func (r Registry) connections() *conns {
+	if r.conns != nil && r.Keychain == nil && r.Transport == nil {
+		return sharedConns(r.Base, r.Insecure)
+	}
+	return r.conns
 }
 
 // TransportFor is the transport to a registry: base (nil: go-
@@ -285,10 +291,7 @@ func (r Registry) delete(ctx context.Context, ref name.Tag) error {
 // authenticated once, then kept with the registry's connections (a
 // test's Registry keeps its own).
 func (r Registry) deleter(ctx context.Context, repo name.Repository) (*http.Client, error) {
-	c := r.conns
-	if c != nil && r.Keychain == nil && r.Transport == nil {
-		c = sharedConns(r.Base, r.Insecure)
-	}
+	c := r.connections()
 	if c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -296,8 +299,7 @@ func (r Registry) deleter(ctx context.Context, repo name.Repository) (*http.Clie
 			return d, nil
 		}
 	}
-	kc := cmp.Or[authn.Keychain](r.Keychain, authn.DefaultKeychain)
-	auth, err := authn.Resolve(ctx, kc, repo)
+	auth, err := authn.Resolve(ctx, r.keychain(), repo)
 	if err != nil {
 		return nil, err
 	}
