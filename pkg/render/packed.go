@@ -67,15 +67,13 @@ func (r *Result) Pack() error {
 	if err != nil {
 		return err
 	}
-	r.again, r.packed = p.objects, true
+	r.again = p.objects
 	return nil
 }
 
-// Forget lets go of the result's objects and of what Pack packed: nothing
-// reads them again. A build the fleet shares stays, for the others.
+// Forget lets go of the result's objects and of what makes them again
+// (the objects Pack packed, or this result's hold on the build the
+// fleet shares): nothing reads them again.
 func (r *Result) Forget() {
-	r.Objects = nil
-	if r.packed {
-		r.again, r.packed = nil, false
-	}
+	r.Objects, r.again = nil, nil
 }

@@ -145,8 +145,6 @@ type Result struct {
 	// when the fleet shares the source's build, or from the objects
 	// packed (Pack).
 	again func() ([]*unstructured.Unstructured, error)
-	// packed says again reads the objects Pack packed.
-	packed bool
 }
 
 // Again makes the result's objects again, the same as its render made

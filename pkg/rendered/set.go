@@ -126,12 +126,7 @@ func (p *Request) renderShedding(ctx context.Context, e *render.Engine, shed map
 // fleet, or packed (render.Result.Pack) when nothing else makes it again.
 func canAgain(results []render.Result) bool {
 	for i := range results {
-		if results[i].Err != nil {
-			return false
-		}
-	}
-	for i := range results {
-		if results[i].Pack() != nil {
+		if results[i].Pack() != nil { // a failed render's error too
 			return false
 		}
 	}
@@ -251,8 +246,9 @@ func (s *Set) Kept(cluster string) []render.Result {
 // Shed lets go of a cluster's rendered objects before its work starts,
 // when every result of it can be made again from memory
 // (render.Result.Again: a build the fleet shares, no file read again, or
-// the objects packed, render.Result.Pack), and reports whether it did. A fleet applied ten clusters at a time
-// then holds the renders of the clusters in flight, not every cluster's
+// the objects packed, render.Result.Pack), and reports whether it did. A
+// fleet applied ten clusters at a time then holds the renders of the
+// clusters in flight, not every cluster's
 // from the render to its apply (at 1,000 clusters, most of the run's
 // peak). The cluster's work starts with Rerender. Not safe while the
 // cluster's results are read.
@@ -326,11 +322,11 @@ func again(results []render.Result) []render.Result {
 
 // Forget lets go of a cluster's rendered objects, once nothing reads them
 // any more (a rollout's cluster whose work is over): its results keep
-// their app, path and chart, and no objects, nor their objects packed.
+// their app, path and chart, and no objects, nor what makes them again.
 // A cluster shed and not made again keeps what makes it again. A fleet
 // applied ten clusters at a time held every cluster's render to the end
-// of the run (most of a 1,000-cluster run's live heap). It costs the cluster's
-// results, not the fleet's. Safe while other clusters' results are read;
+// of the run (most of a 1,000-cluster run's live heap). It costs the
+// cluster's results, not the fleet's. Safe while other clusters' results are read;
 // the cluster's own must not be.
 func (s *Set) Forget(cluster string) {
 	s.once.Do(s.index)
