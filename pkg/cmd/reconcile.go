@@ -232,10 +232,9 @@ func (o *ReconcileOptions) pass(ctx context.Context, n int) error {
 			// until it is read, and made again then, but for those the
 			// promotion rule reads whole. Rendered whole, 1,000
 			// clusters' renders were most of a pass's heap.
-			shed := cfg
-			shed.Shed = func(cs []*fleet.Cluster) map[string]bool { return rollout.Unread(cfg.Fleet, cs, a.Parallel) }
-			r, err := rendered.Render(ctx, shed)
-			return cfg, r, err
+			cfg.Shed = func(cs []*fleet.Cluster) map[string]bool { return rollout.Unread(cfg.Fleet, cs, a.Parallel) }
+			r, err := rendered.Render(ctx, cfg)
+			return cfg, r, err // Promoted renders upstream clusters whole (no Shed)
 		},
 		Printer: func(clusters []*fleet.Cluster) (rollout.Sink, func()) {
 			p := a.newPrinter(clusters, a.Output == "json")
