@@ -99,15 +99,20 @@ func main() {
 	flag.BoolVar(&o.compare, "compare", true, "run the comparison with the loops and the floor, and the renders; -compare=false runs only the scaling run and, with -out, replaces only its section of the file")
 	o.soak.flags(flag.CommandLine)
 	flag.Parse()
-	if err := parseSizes(map[string]string{"render": render, "scale": scale, "publish": publish}, map[string]*[]int{"render": &o.render, "scale": &o.scale, "publish": &o.publish}); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
+	var err error
+	for _, f := range []struct {
+		name, list string
+		into       *[]int
+	}{{"render", render, &o.render}, {"scale", scale, &o.scale}, {"publish", publish, &o.publish}} {
+		if *f.into, err = parseSizes(f.name, f.list); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(2)
+		}
 	}
 	if !o.compare && len(o.scale) == 0 && o.soak.duration == 0 {
 		fmt.Fprintln(os.Stderr, "bench: -compare=false with no -scale sizes and no -soak: nothing to run")
 		os.Exit(2)
 	}
-	var err error
 	if o.tools, err = parseTools(tools); err != nil {
 		fmt.Fprintln(os.Stderr, "bench: -tools:", err)
 		os.Exit(2)
@@ -139,22 +144,20 @@ func main() {
 	}
 }
 
-// parseSizes reads the comma-separated fleet sizes of each flag into
-// its list.
-func parseSizes(lists map[string]string, into map[string]*[]int) error {
-	for name, list := range lists {
-		for _, f := range strings.Split(list, ",") {
-			if f = strings.TrimSpace(f); f == "" {
-				continue
-			}
-			n, err := strconv.Atoi(f)
-			if err != nil || n < 1 {
-				return fmt.Errorf("-%s: %q is not a fleet size", name, f)
-			}
-			*into[name] = append(*into[name], n)
+// parseSizes reads the comma-separated fleet sizes of the flag name.
+func parseSizes(name, list string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
 		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-%s: %q is not a fleet size", name, f)
+		}
+		sizes = append(sizes, n)
 	}
-	return nil
+	return sizes, nil
 }
 
 // parseTools reads -tools: a comma-separated list of the tools to time.
