@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -161,6 +162,11 @@ func (b *bench) goals() []string {
 				out = append(out, fmt.Sprintf("no-op apply of 10 clusters × 100 objects at most half the floor's time: %.3f s vs %.3f s (%.2f×): %s", f.Median, fl.Median, f.Median/fl.Median, verdict(f.Median <= fl.Median/2)))
 			}
 		}
+		if f, ok := b.find("apply-create", "fleet"); ok {
+			if fl, ok := b.find("apply-create", "floor"); ok {
+				out = append(out, fmt.Sprintf("create on 10 clusters at most 1.2× the floor (issue 64): %.3f s vs %.3f s (%.2f×): %s", f.Median, fl.Median, f.Median/fl.Median, verdict(f.Median <= 1.2*fl.Median)))
+			}
+		}
 		if f, ok := b.find("apply-change", "fleet"); ok {
 			if fl, ok := b.find("apply-change", "floor"); ok {
 				out = append(out, fmt.Sprintf("rollout changing 20 of 100 objects per cluster at most 1.2× the floor sending those 20: %.3f s vs %.3f s (%.2f×): %s", f.Median, fl.Median, f.Median/fl.Median, verdict(f.Median <= 1.2*fl.Median)))
@@ -169,6 +175,7 @@ func (b *bench) goals() []string {
 	} else {
 		out = append(out, fmt.Sprintf("apply goals are set for 10 clusters × 100 objects; not judged at %d × %d", o.clusters, o.objects))
 	}
+	out = append(out, b.publishGoals(verdict)...)
 	if f, ok := b.find("start", "fleet"); ok && o.starts > 0 {
 		per := f.CPU / float64(o.starts) * 1000
 		out = append(out, fmt.Sprintf("a start (kubectl-fleet version) in at most 30 ms of CPU (issue 64): %.1f ms: %s", per, verdict(per <= 30)))
@@ -191,6 +198,31 @@ func (b *bench) goals() []string {
 	}
 	if len(out) == 0 {
 		out = append(out, "none judged at these sizes")
+	}
+	return out
+}
+
+// publishGoals checks issue 64's figures at the largest fleet published:
+// plugin CPU and peak RSS of a publish, what a publish that changes nothing
+// asks of the registry, and the peak of one whose renders are shared.
+func (b *bench) publishGoals(verdict func(bool) string) []string {
+	if len(b.o.publish) == 0 {
+		return nil
+	}
+	n := slices.Max(b.o.publish)
+	per := func(r row) float64 { return r.CPU / float64(n) * 1000 }
+	var out []string
+	if r, ok := b.find(publishName(n, false, false, false), "fleet"); ok {
+		out = append(out, fmt.Sprintf("publish %d delivered clusters, each render its own, in at most 10 ms of plugin CPU a cluster under 1 GiB (issue 64): %.1f ms, %s: %s", n, per(r), rss(r.MaxRSS), verdict(per(r) <= 10 && r.MaxRSS > 0 && r.MaxRSS < 1<<30)))
+	}
+	if r, ok := b.find(publishName(n, false, false, true), "fleet"); ok {
+		if _, reqs, ok := b.pushedOf(r); ok {
+			each := float64(reqs) / float64(n) // one app a cluster
+			out = append(out, fmt.Sprintf("the same again, nothing changed, in at most 1 request a cluster and app and 2 ms of plugin CPU a cluster (issue 64): %.1f requests, %.1f ms: %s", each, per(r), verdict(each <= 1 && per(r) <= 2)))
+		}
+	}
+	if r, ok := b.find(publishName(n, true, false, false), "fleet"); ok {
+		out = append(out, fmt.Sprintf("publish %d delivered clusters, two renders shared, under 512 MiB (issue 64): %s: %s", n, rss(r.MaxRSS), verdict(r.MaxRSS > 0 && r.MaxRSS < 512<<20)))
 	}
 	return out
 }

@@ -105,6 +105,12 @@ func TestBench(t *testing.T) {
 	if !regexp.MustCompile(` KiB pushed, [1-9][0-9]* requests \|`).MatchString(stdout) {
 		t.Error("the publish rows say no bytes pushed, or no requests")
 	}
+	// Issue 64's publish goals are judged at the largest fleet published.
+	for _, goal := range []string{"publish 3 delivered clusters, each render its own, in at most 10 ms", "the same again, nothing changed, in at most 1 request", "publish 3 delivered clusters, two renders shared, under 512 MiB"} {
+		if !regexp.MustCompile(regexp.QuoteMeta(goal) + `.*: \*\*(met|missed)\*\*`).MatchString(stdout) {
+			t.Errorf("no goal line %q", goal)
+		}
+	}
 	// The rollout changed one object (a fifth of 5) on the profiled
 	// cluster: one request for it; the no-op sends none.
 	profiles := map[string]int{}
