@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	filippo.io/age v1.3.1
+	github.com/cloudevents/sdk-go/v2 v2.16.2
 	github.com/fluxcd/cli-utils v1.3.0
 	github.com/getsops/sops/v3 v3.13.3
 	github.com/go-logr/logr v1.4.4

@@ -164,7 +164,7 @@ func (e *Engine) Run(ctx context.Context, r *rendered.Set, o Options, sink Sink)
 	if e.gated() {
 		e.promotion = e.promote()
 	}
-	s := schedule{Waves: ws, Parallel: o.Parallel, Brakes: e.brakes(ws)}
+	s := schedule{Waves: ws, Parallel: o.Parallel, Brakes: e.brakes(ws), Emit: e.emit}
 	if e.gated() {
 		s.Soaks = e.soakRuns
 	}

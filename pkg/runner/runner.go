@@ -43,6 +43,11 @@ type Wave struct {
 	// returns errors for have failed after all, and count against the
 	// budget.
 	After func(ctx context.Context, succeeded []string) map[string]error
+	// Started, if set, is told once the wave's brakes let it go, before
+	// its first cluster starts; Ended, if set, once a started wave is
+	// over (its After included), with its clusters' outcomes.
+	Started func()
+	Ended   func(outcomes []Outcome)
 }
 
 // State is where a cluster ended up.
@@ -94,7 +99,7 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 		outcomes := make([]Outcome, len(w.Clusters))
 		why := w.heldBy(held, earlier)
 		if why == nil && ctx.Err() != nil {
-			why = errInterrupted
+			why = ErrInterrupted
 		}
 		for i, c := range w.Clusters {
 			outcomes[i] = Outcome{Cluster: c, Wave: w.Name, Batch: w.Batch, State: NotStarted, Err: why}
@@ -108,7 +113,11 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 				stopped, why = true, err
 			}
 		}
-		if !stopped {
+		started := !stopped
+		if started {
+			if w.Started != nil {
+				w.Started()
+			}
 			stopped = runWave(ctx, w, parallel, fn, outcomes)
 		}
 		if !stopped && w.After != nil && ctx.Err() == nil {
@@ -117,7 +126,7 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 		if stopped && why == nil {
 			why = overBudget(w, outcomes)
 			if ctx.Err() != nil {
-				why = errInterrupted
+				why = ErrInterrupted
 			}
 		}
 		if stopped {
@@ -128,6 +137,9 @@ func Run(ctx context.Context, waves []Wave, parallel int, fn func(ctx context.Co
 			if outcomes[i].State == NotStarted && outcomes[i].Err == nil {
 				outcomes[i].Err = why
 			}
+		}
+		if started && w.Ended != nil {
+			w.Ended(outcomes)
 		}
 		out = append(out, outcomes...)
 		earlier = append(earlier, w.Name)
@@ -150,8 +162,8 @@ func (w Wave) heldBy(held map[string]error, earlier []string) error {
 	return nil
 }
 
-// errInterrupted is why the clusters not started after Ctrl-C were not.
-var errInterrupted = errors.New("interrupted")
+// ErrInterrupted is why the clusters not started after Ctrl-C were not.
+var ErrInterrupted = errors.New("interrupted")
 
 // AtOnce is how many of the wave's clusters run at once with parallel
 // (none past its MaxParallel, nor past parallel when it is positive): the

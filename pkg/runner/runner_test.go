@@ -236,3 +236,26 @@ func TestRunInterruptedHoldsEveryTrack(t *testing.T) {
 		t.Errorf("b: %+v", out[1])
 	}
 }
+
+// TestRunTellsWaveStartAndEnd: a wave's Started comes after its brake
+// let it go and before its clusters, Ended after its After with the
+// outcomes After decided; a held wave is told neither.
+func TestRunTellsWaveStartAndEnd(t *testing.T) {
+	var said []string
+	note := func(s string) { said = append(said, s) }
+	waves := []Wave{
+		{Name: "staging", Clusters: []string{"s1"}, Brake: func() error { note("brake staging"); return nil },
+			Started: func() { note("started staging") },
+			After: func(context.Context, []string) map[string]error {
+				note("after staging")
+				return map[string]error{"s1": errors.New("soak failed")}
+			},
+			Ended: func(out []Outcome) { note(fmt.Sprintf("ended staging: %s %s", out[0].Cluster, out[0].State)) }},
+		{Name: "production", Clusters: []string{"p1"}, Started: func() { note("started production") }, Ended: func([]Outcome) { note("ended production") }},
+	}
+	Run(context.Background(), waves, 0, func(_ context.Context, c string) error { note("run " + c); return nil })
+	want := []string{"brake staging", "started staging", "run s1", "after staging", "ended staging: s1 failed"}
+	if diff := cmp.Diff(want, said); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

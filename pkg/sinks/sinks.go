@@ -94,6 +94,9 @@ func (c Set) Emit(ev rollout.Event) {
 			c.Tally.AddGate(ev.Cluster, "soak "+ev.State)
 		}
 	case rollout.WaveEvent:
+		if ev.Progress() && !c.Printer.JSON {
+			return // the summary says it, in text
+		}
 		if !c.Printer.JSON { // said once, under the summary's heading
 			note := ev.Text()
 			if hint := ev.Hint(); hint != "" {

@@ -1,0 +1,242 @@
+package notify
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
+)
+
+// Recorder turns a rollout engine's events into a release's events
+// (Type), numbered in the order they happened, and hands each to send (a
+// Notifier's Notify). It is safe for concurrent use: a rollout's
+// clusters tell it their events at once.
+type Recorder struct {
+	fleet   string
+	release Release
+	send    func(Event)
+	now     func() time.Time
+
+	mu    sync.Mutex
+	seq   int
+	waves []WaveState
+	// wave is each cluster's wave (its index in waves), clusters each
+	// wave's.
+	wave     map[string]int
+	clusters [][]string
+	// gate is what last failed on each cluster (a check, the soak, the
+	// tests, an app's apply), for its ClusterFailed.
+	gate   map[string]string
+	counts Counts
+}
+
+// NewRecorder records a rollout of fleet's release over waves (the
+// engine's, in order), sending each event to send.
+func NewRecorder(fleet string, release Release, waves []runner.Wave, send func(Event)) *Recorder {
+	r := &Recorder{fleet: fleet, release: release, send: send, now: time.Now, wave: map[string]int{}, gate: map[string]string{}}
+	for i, w := range waves {
+		r.waves = append(r.waves, WaveState{Name: w.Name, Group: w.Group, State: "pending", Counts: Counts{Total: len(w.Clusters), NotStarted: len(w.Clusters)}})
+		for _, c := range w.Clusters {
+			r.wave[c] = i
+		}
+		r.clusters = append(r.clusters, w.Clusters)
+		r.counts.Total += len(w.Clusters)
+	}
+	r.counts.NotStarted = r.counts.Total
+	return r
+}
+
+// Started says the release started.
+func (r *Recorder) Started() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emit(Event{Type: ReleaseStarted})
+}
+
+// Observe reads one of the engine's events (a rollout.Sink).
+func (r *Recorder) Observe(ev rollout.Event) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev := ev.(type) {
+	case rollout.WaveEvent:
+		r.waveEvent(ev)
+	case rollout.CheckEvent:
+		if ev.State == "failed" {
+			r.gate[ev.Cluster] = "check " + ev.Check
+		}
+	case rollout.SoakEvent:
+		if ev.State == "failed" {
+			r.gate[ev.Cluster] = "soak"
+		}
+	case rollout.TestsEvent:
+		if ev.Err != nil {
+			r.gate[ev.Cluster] = "tests"
+		}
+	case rollout.AppEvent:
+		if ev.Err != nil && r.gate[ev.Cluster] == "" {
+			r.gate[ev.Cluster] = "apply " + ev.App
+		}
+	case rollout.EndEvent:
+		r.ended(ev.Cluster, ev.Err)
+	}
+}
+
+// RolledBack says a rollback began (the command's, after the engine's
+// run: an automatic one, or kubectl fleet rollback).
+func (r *Recorder) RolledBack(ev rollout.UndoEvent) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.emit(Event{Type: Rollback, Clusters: ev.Clusters, Rollback: &RollbackInfo{Automatic: ev.Automatic, Why: ev.Why, Clusters: ev.Clusters}})
+}
+
+// Finished says the release ended with outcomes (the engine's), or
+// failed before its first wave with err.
+func (r *Recorder) Finished(outcomes []runner.Outcome, err error) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := Counts{Total: len(outcomes)}
+	for _, o := range outcomes {
+		c.add(o.State)
+	}
+	r.counts = c
+	r.emit(Event{Type: ReleaseFinished, Outcome: outcome(c, outcomes, err)})
+}
+
+// outcome is how a release with counts c and outcomes ended: failed when
+// a cluster failed or it could not start (err), interrupted by Ctrl-C,
+// held when a wave did not start, else succeeded.
+func outcome(c Counts, outcomes []runner.Outcome, err error) string {
+	switch {
+	case c.Failed > 0 || err != nil:
+		return "failed"
+	case slices.ContainsFunc(outcomes, func(o runner.Outcome) bool { return errors.Is(o.Err, runner.ErrInterrupted) }):
+		return "interrupted"
+	case c.NotStarted > 0:
+		return "held"
+	}
+	return "succeeded"
+}
+
+// add counts a cluster that ended in state s.
+func (c *Counts) add(s runner.State) {
+	switch s {
+	case runner.Succeeded:
+		c.Succeeded++
+	case runner.Failed:
+		c.Failed++
+	case runner.Skipped:
+		c.Skipped++
+	default:
+		c.NotStarted++
+	}
+}
+
+// waveEvent follows a wave: started, finished, or held by a brake.
+func (r *Recorder) waveEvent(ev rollout.WaveEvent) {
+	i := slices.IndexFunc(r.waves, func(w WaveState) bool { return w.Name == ev.Wave })
+	if i < 0 {
+		return
+	}
+	w := &r.waves[i]
+	switch ev.State {
+	case rollout.WaveStarted:
+		w.State, w.Held = "running", nil
+		r.emit(Event{Type: WaveStarted, Wave: w.Name, Group: w.Group, Counts: w.Counts})
+	case rollout.WaveFinished:
+		c := Counts{Total: w.Counts.Total}
+		for _, o := range ev.Outcomes {
+			c.add(o.State)
+		}
+		w.Counts, w.State = c, "finished"
+		if c.Failed > 0 {
+			w.State = "failed"
+		}
+		r.emit(Event{Type: WaveFinished, Wave: w.Name, Group: w.Group, Counts: c})
+	default:
+		held := &Held{Brake: ev.Brake, Reasons: ev.Reasons, Command: command(ev.Brake, w.Group)}
+		w.State, w.Held = "held", held
+		r.emit(Event{Type: WaveHeld, Wave: w.Name, Group: w.Group, Counts: w.Counts, Held: held})
+		if ev.Brake == "approval" {
+			r.emit(Event{Type: ApprovalRequired, Wave: w.Name, Group: w.Group, Counts: w.Counts, Held: held})
+		}
+	}
+}
+
+// command is what lets a wave of group held by brake go, or "".
+func command(brake, group string) string {
+	switch brake {
+	case "approval":
+		return rollout.ApproveCommand(group)
+	case "pause":
+		return "kubectl fleet resume (the pause's scope)"
+	case "promotion":
+		return "--skip-gates promotes anyway"
+	}
+	return ""
+}
+
+// ended counts a cluster whose work is over, and says its failure.
+func (r *Recorder) ended(cluster string, err error) {
+	i, ok := r.wave[cluster]
+	if !ok {
+		return
+	}
+	w := &r.waves[i]
+	w.Counts.NotStarted--
+	r.counts.NotStarted--
+	var skip interface{ Skipped() bool }
+	switch {
+	case err == nil:
+		w.Counts.Succeeded++
+		r.counts.Succeeded++
+	case errors.As(err, &skip) && skip.Skipped():
+		w.Counts.Skipped++
+		r.counts.Skipped++
+	default:
+		w.Counts.Failed++
+		r.counts.Failed++
+		gate := r.gate[cluster]
+		if gate == "" {
+			gate = "rollout"
+		}
+		r.emit(Event{Type: ClusterFailed, Wave: w.Name, Group: w.Group, Clusters: []string{cluster}, Counts: w.Counts,
+			Failure: &Failure{Cluster: cluster, Gate: gate, Message: err.Error()}})
+	}
+}
+
+// emit numbers ev, stamps it and hands it on; r.mu is held.
+func (r *Recorder) emit(ev Event) {
+	r.seq++
+	ev.Seq, ev.Time, ev.Fleet, ev.Release = r.seq, r.now().UTC(), r.fleet, r.release
+	if ev.Wave == "" {
+		ev.Counts = r.counts
+	}
+	if ev.Clusters == nil && ev.Wave != "" {
+		ev.Clusters = r.clustersOf(ev.Wave)
+	}
+	ev.Waves = slices.Clone(r.waves)
+	r.send(ev)
+}
+
+// clustersOf are the clusters of the wave named name.
+func (r *Recorder) clustersOf(name string) []string {
+	if i := slices.IndexFunc(r.waves, func(w WaveState) bool { return w.Name == name }); i >= 0 {
+		return r.clusters[i]
+	}
+	return nil
+}
