@@ -374,6 +374,27 @@ func TestParseErrors(t *testing.T) {
 			[]string{`fleet.yaml:34: app web: dependsOn[1]: an app cannot depend on itself`, `fleet.yaml:34: app web: dependsOn[2]: unknown app "nope" (apps: web, db, cache)`,
 				`fleet.yaml:34: app web: dependsOn[3]: "db" is listed twice`, `fleet.yaml:34: app web: dependsOn: dependency cycle: web → db → cache → web`,
 				`fleet.yaml:36: app cache: tests: nope does not exist`}},
+		{"notify", valid + `notify:
+  - {name: ops, events: [wave.held, wave.hold], webhook: {url: "https://u:p@hooks.example.com/x"}}
+  - {name: ops, webhook: {url: "https://hooks.slack.com/services/T/B/X"}}
+  - {name: teams, webhook: {urlFrom: {env: "1BAD"}, secretFrom: {file: nope.key}}}
+  - {name: both, timeout: -1s, webhook: {url: "ftp://x", urlFrom: {env: HOOK}}}
+  - {name: none}
+  - {name: q, webhook: {url: "https://hooks.example.com/x?token=abc", secretFrom: {env: A, file: b}}}
+`,
+			[]string{`fleet.yaml:34: notify[0].events[1]: unknown event "wave.hold" (one of release.started, wave.started, wave.held, approval.required,`,
+				`fleet.yaml:34: notify[0].webhook.url: the URL holds a credential (a user or a query): give it with urlFrom (env or file), not in the fleet file`,
+				`fleet.yaml:35: notify[1].name: duplicate sink name "ops"`,
+				`fleet.yaml:35: notify[1].webhook.url: a hooks.slack.com URL is a credential: give it with urlFrom`,
+				`fleet.yaml:36: notify[2].webhook.urlFrom.env: "1BAD" is not an environment variable name`,
+				`fleet.yaml:36: notify[2].webhook.secretFrom.file: nope.key does not exist`,
+				`fleet.yaml:37: notify[3].timeout: must not be negative, got -1s`,
+				`fleet.yaml:37: notify[3].webhook: only one of url and urlFrom may be set`,
+				`fleet.yaml:38: notify[4]: one sink kind is required: webhook`,
+				`fleet.yaml:39: notify[5].webhook.url: the URL holds a credential`,
+				`fleet.yaml:39: notify[5].webhook.secretFrom: only one of env and file may be set`}},
+		{"a group's notify", replace("    protected: true\n", "    protected: true\n    notify: [{name: prod, events: [release.done], webhook: {url: 'https://h.example.com'}}]\n"),
+			[]string{`fleet.yaml:15: group production: notify[0].events[0]: unknown event "release.done"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

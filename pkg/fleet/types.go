@@ -44,6 +44,9 @@ type Fleet struct {
 	// rolls back every cluster the run changed, in that group and the
 	// groups before it. A group's own onFailure wins.
 	OnFailure string `yaml:"onFailure" jsonschema:"enum=hold,enum=rollback"`
+	// Notify are the sinks told of every release's events: webhooks
+	// with CloudEvents (docs/events.md).
+	Notify []Notify `yaml:"notify"`
 
 	// Path is the absolute path of the file the fleet was read from.
 	Path string `yaml:"-"`
@@ -127,6 +130,9 @@ type Group struct {
 	// OnFailure is the fleet's onFailure for this group: "hold" or
 	// "rollback"; "" takes the fleet's.
 	OnFailure string `yaml:"onFailure" jsonschema:"enum=hold,enum=rollback"`
+	// Notify are sinks told of the events of this group's waves, and
+	// of the release's, besides the fleet's.
+	Notify []Notify `yaml:"notify"`
 }
 
 // The values of onFailure.

@@ -42,6 +42,7 @@ func (f *Fleet) validate(e *errs) {
 	f.validateBatchSelectors(e)
 	validateIgnoreRules(e, "ignoreDifferences", f.IgnoreDifferences)
 	f.validateApprovers(e)
+	f.validateNotify(e, "notify", f.Notify)
 	apps := map[string]bool{}
 	for i := range f.Apps {
 		a := &f.Apps[i]
@@ -77,6 +78,7 @@ func (f *Fleet) validateGroups(e *errs) map[string]bool {
 			e.add(p+".approval.expires", "an expiry without required: true approves nothing: say required: true, or leave expires out")
 		}
 		validateAttributesFrom(e, p+".attributesFrom", g.AttributesFrom)
+		f.validateNotify(e, p+".notify", g.Notify)
 		if g.Soak < 0 {
 			e.add(p+".soak", "must not be negative, got %s", g.Soak)
 		}

@@ -1,0 +1,170 @@
+package fleet
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Notify is a sink a rollout tells of its release's events (package
+// notify): exactly one of its kinds. A fleet's sinks hear every event; a
+// group's, the events of its own waves and the release's.
+type Notify struct {
+	// Name names the sink in warnings and in vet; unique in its list.
+	Name string `yaml:"name" jsonschema:"required"`
+	// Events are the events it is sent (NotifyEvents); empty: all.
+	Events []string `yaml:"events"`
+	// Required makes an event it could not be sent the run's failure
+	// (exit code 7) rather than a warning.
+	Required bool `yaml:"required"`
+	// Timeout bounds each attempt to send (10s); a failed attempt is
+	// tried 3 more times, with backoff.
+	Timeout time.Duration `yaml:"timeout"`
+	// Webhook posts CloudEvents.
+	Webhook *Webhook `yaml:"webhook"`
+}
+
+// Webhook posts each event as a CloudEvent (JSON) to a URL, signed when
+// a secret is given. The URL is written in the file only when it holds
+// no credential: no user, password or query; a URL that does (a Slack or
+// Teams webhook's) comes from urlFrom.
+type Webhook struct {
+	URL     string      `yaml:"url"`
+	URLFrom *Credential `yaml:"urlFrom"`
+	// SecretFrom is the key an HMAC-SHA256 of each body is made with
+	// (the X-Fleet-Signature-256 header).
+	SecretFrom *Credential `yaml:"secretFrom"`
+}
+
+// Credential is where a sink's secret is read when the run starts, never
+// the secret itself: exactly one of an environment variable and a file
+// (relative to the fleet file's folder).
+type Credential struct {
+	Env  string `yaml:"env"`
+	File string `yaml:"file"`
+}
+
+// String names the source, never its content: "env:NAME", "file:PATH".
+func (c *Credential) String() string {
+	if c.Env != "" {
+		return "env:" + c.Env
+	}
+	return "file:" + c.File
+}
+
+// Read reads the credential (trailing white space trimmed), or says which
+// source is missing or empty, never its content.
+func (f *Fleet) Read(c *Credential) (string, error) {
+	var v string
+	if c.Env != "" {
+		v = os.Getenv(c.Env)
+	} else {
+		b, err := os.ReadFile(f.ResolvePath(c.File))
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", c, err)
+		}
+		v = string(b)
+	}
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", c)
+	}
+	return v, nil
+}
+
+// NotifyEvents are the events a sink may ask for, in the order a release
+// meets them (package notify's Types).
+var NotifyEvents = []string{"release.started", "wave.started", "wave.held", "approval.required", "cluster.failed", "wave.finished", "rollback", "release.finished"}
+
+// secretHosts are hosts whose webhook URLs are credentials in their
+// paths: they come from urlFrom.
+var secretHosts = []string{"hooks.slack.com", ".webhook.office.com", ".logic.azure.com", "discord.com", ".environment.api.powerplatform.com"}
+
+// validateNotify checks a list of sinks (p its path: "notify",
+// "groups[1].notify").
+func (f *Fleet) validateNotify(e *errs, p string, sinks []Notify) {
+	names := map[string]bool{}
+	for i := range sinks {
+		n := &sinks[i]
+		q := fmt.Sprintf("%s[%d]", p, i)
+		validateName(e, q+".name", n.Name)
+		if names[n.Name] && n.Name != "" {
+			e.add(q+".name", "duplicate sink name %q", n.Name)
+		}
+		names[n.Name] = true
+		for j, ev := range n.Events {
+			if !slices.Contains(NotifyEvents, ev) {
+				e.add(fmt.Sprintf("%s.events[%d]", q, j), "unknown event %q (one of %s)", ev, strings.Join(NotifyEvents, ", "))
+			}
+		}
+		if n.Timeout < 0 {
+			e.add(q+".timeout", "must not be negative, got %s", n.Timeout)
+		}
+		if n.Webhook == nil {
+			e.add(q, "one sink kind is required: webhook")
+			continue
+		}
+		f.validateWebhook(e, q+".webhook", n.Webhook)
+	}
+}
+
+// validateWebhook checks a webhook sink (p its path).
+func (f *Fleet) validateWebhook(e *errs, p string, w *Webhook) {
+	switch {
+	case w.URL == "" && w.URLFrom == nil:
+		e.add(p, "one of url and urlFrom is required")
+	case w.URL != "" && w.URLFrom != nil:
+		e.add(p, "only one of url and urlFrom may be set")
+	case w.URL != "":
+		if err := plainURL(w.URL); err != nil {
+			e.add(p+".url", "%v", err)
+		}
+	}
+	f.validateCredential(e, p+".urlFrom", w.URLFrom)
+	f.validateCredential(e, p+".secretFrom", w.SecretFrom)
+}
+
+// plainURL checks a URL written in the fleet file: http or https, with a
+// host, and nothing that is a credential (a user, a password, a query, a
+// host whose webhook paths are secrets). Its error never repeats the URL.
+func plainURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return fmt.Errorf("not a URL")
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("want an http or https URL, got scheme %q", u.Scheme)
+	case u.Host == "":
+		return fmt.Errorf("the URL has no host")
+	case u.User != nil || u.RawQuery != "":
+		return fmt.Errorf("the URL holds a credential (a user or a query): give it with urlFrom (env or file), not in the fleet file")
+	}
+	for _, h := range secretHosts {
+		if u.Hostname() == strings.TrimPrefix(h, ".") || strings.HasPrefix(h, ".") && strings.HasSuffix(u.Hostname(), h) {
+			return fmt.Errorf("a %s URL is a credential: give it with urlFrom (env or file), not in the fleet file", u.Hostname())
+		}
+	}
+	return nil
+}
+
+// validateCredential checks where a credential is read from (p its
+// path); nil is fine.
+func (f *Fleet) validateCredential(e *errs, p string, c *Credential) {
+	switch {
+	case c == nil:
+	case c.Env == "" && c.File == "":
+		e.add(p, "one of env and file is required")
+	case c.Env != "" && c.File != "":
+		e.add(p, "only one of env and file may be set")
+	case c.Env != "" && !envName.MatchString(c.Env):
+		e.add(p+".env", "%q is not an environment variable name such as FLEET_WEBHOOK_URL", c.Env)
+	case c.File != "":
+		if _, err := os.Stat(f.ResolvePath(c.File)); err != nil {
+			e.add(p+".file", "%s does not exist (relative paths start at the fleet file's folder)", c.File)
+		}
+	}
+}
