@@ -84,6 +84,10 @@ Exit codes:
   1    a cluster failed or was not started, or an error
   4    a group marked approval: required awaits approval of this release
        (kubectl fleet approve), and nothing else failed
+  6    a group failed and, as its onFailure: rollback asks, what the run
+       changed was rolled back
+  7    every selected cluster applied, but a notify: sink marked required
+       missed an event
   130  interrupted (Ctrl-C): running requests finish, nothing new starts`,
 		Example: `  kubectl fleet apply -k overlays --group staging
   kubectl fleet apply --prune --wait --timeout 5m
@@ -187,8 +191,13 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Apply to"); err != nil {
 		return err
 	}
-	outcomes, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json"})
-	return o.undo(ctx, e, r, outcomes, err)
+	n, err := o.notifier(r.Fleet, opts.DryRun)
+	if err != nil {
+		return err
+	}
+	told := record(ctx, n, r, "apply")
+	outcomes, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json", Record: told.recorder()})
+	return closeNotifier(n, o.undo(ctx, e, r, outcomes, err, told.recorder()))
 }
 
 // newEngine is an engine for one run, with the lock flags.

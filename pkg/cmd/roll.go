@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/notify"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/report"
@@ -30,6 +31,9 @@ type rolloutRun struct {
 	// OnChange, when set, is told every object's change (reconcile's
 	// metrics).
 	OnChange func(cluster, app, action string)
+	// Record, when set, is told the run's events, its start and its end
+	// (the fleet file's notify: sinks).
+	Record *notify.Recorder
 }
 
 // runRollout runs the engine with the command's sinks around it: the
@@ -48,7 +52,13 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 	if run.Delete {
 		outcomes = run.Engine.Delete(ctx, r.Fleet, r.Clusters, run.Apps, o, to.Emit)
 	} else {
-		outcomes = run.Engine.Run(ctx, r, o, to.Emit)
+		emit := to.Emit
+		if rec := run.Record; rec != nil {
+			rec.Started()
+			emit = func(ev rollout.Event) { rec.Observe(ev); to.Emit(ev) }
+		}
+		outcomes = run.Engine.Run(ctx, r, o, emit)
+		run.Record.Finished(outcomes, nil)
 	}
 	pr.Finish()
 	// A delete's line is "done: 2 deleted", not "deleted: 2 deleted".

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/exit"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/notify"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/output"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
@@ -25,12 +26,13 @@ import (
 // "rollback (automatic) to N: why". It returns the command's error:
 // runErr when nothing is undone; exit 6 when everything was; else exit
 // 1, saying which clusters are where.
-func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, set *rendered.Set, outcomes []runner.Outcome, runErr error) error {
+func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, set *rendered.Set, outcomes []runner.Outcome, runErr error, rec *notify.Recorder) error {
 	u := e.Undo(outcomes)
 	if u == nil || ctx.Err() != nil {
 		return runErr
 	}
 	o.say(u)
+	rec.RolledBack(u.Event())
 	opts := o.options(false, o.Parallel)
 	opts.NewestFirst = true
 	var all []string

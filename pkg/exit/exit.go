@@ -27,6 +27,9 @@ const (
 	// as its onFailure: rollback asks, every cluster the run changed
 	// there and before it was rolled back to its last verified revision.
 	RolledBack = 6
+	// Unnotified means the run did all it was asked, but a sink of the
+	// fleet file's notify: marked required: true missed an event.
+	Unnotified = 7
 	// Interrupted means the run was stopped by Ctrl-C.
 	Interrupted = 130
 )

@@ -87,7 +87,7 @@ type Event struct {
 	// Rollback is a rollback's (Rollback).
 	Rollback *RollbackInfo `json:"rollback,omitempty"`
 	// Outcome is how the release ended (ReleaseFinished): succeeded,
-	// failed, held or interrupted.
+	// failed, held, interrupted or not started.
 	Outcome string `json:"outcome,omitempty"`
 	// Waves are every wave of the release with its counts so far: what a
 	// message updated in place shows as its table.

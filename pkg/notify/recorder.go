@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -114,20 +115,24 @@ func (r *Recorder) Finished(outcomes []runner.Outcome, err error) {
 		c.add(o.State)
 	}
 	r.counts = c
-	r.emit(Event{Type: ReleaseFinished, Outcome: outcome(c, outcomes, err)})
+	held := slices.ContainsFunc(r.waves, func(w WaveState) bool { return w.State == "held" })
+	r.emit(Event{Type: ReleaseFinished, Outcome: outcome(c, outcomes, err, held)})
 }
 
 // outcome is how a release with counts c and outcomes ended: failed when
 // a cluster failed or it could not start (err), interrupted by Ctrl-C,
-// held when a wave did not start, else succeeded.
-func outcome(c Counts, outcomes []runner.Outcome, err error) string {
+// held when a brake held a wave (held), not started when its waves did
+// not start otherwise (a refused confirmation), else succeeded.
+func outcome(c Counts, outcomes []runner.Outcome, err error, held bool) string {
 	switch {
 	case c.Failed > 0 || err != nil:
 		return "failed"
 	case slices.ContainsFunc(outcomes, func(o runner.Outcome) bool { return errors.Is(o.Err, runner.ErrInterrupted) }):
 		return "interrupted"
-	case c.NotStarted > 0:
+	case held:
 		return "held"
+	case c.NotStarted > 0:
+		return "not started"
 	}
 	return "succeeded"
 }
@@ -215,7 +220,7 @@ func (r *Recorder) ended(cluster string, err error) {
 			gate = "rollout"
 		}
 		r.emit(Event{Type: ClusterFailed, Wave: w.Name, Group: w.Group, Clusters: []string{cluster}, Counts: w.Counts,
-			Failure: &Failure{Cluster: cluster, Gate: gate, Message: err.Error()}})
+			Failure: &Failure{Cluster: cluster, Gate: gate, Message: clip(err.Error())}})
 	}
 }
 
@@ -239,4 +244,20 @@ func (r *Recorder) clustersOf(name string) []string {
 		return r.clusters[i]
 	}
 	return nil
+}
+
+// maxMessage bounds a failure's message in an event: a chat line, not a
+// log (the terminal and the report have it whole).
+const maxMessage = 2000
+
+// clip is msg cut to maxMessage bytes (at a rune's start), marked.
+func clip(msg string) string {
+	if len(msg) <= maxMessage {
+		return msg
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + " …"
 }

@@ -7,9 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 )
@@ -111,20 +113,22 @@ func TestOutcome(t *testing.T) {
 		name     string
 		outcomes []runner.Outcome
 		err      error
+		held     bool
 		want     string
 	}{
-		{"every cluster succeeded", []runner.Outcome{ok, ok}, nil, "succeeded"},
-		{"a cluster failed", []runner.Outcome{ok, {State: runner.Failed}}, nil, "failed"},
-		{"not started: the render failed", nil, errors.New("render failed"), "failed"},
-		{"a wave held", []runner.Outcome{ok, {State: runner.NotStarted, Err: errors.New("awaits approval")}}, nil, "held"},
-		{"Ctrl-C", []runner.Outcome{ok, {State: runner.NotStarted, Err: runner.ErrInterrupted}}, nil, "interrupted"},
+		{"every cluster succeeded", []runner.Outcome{ok, ok}, nil, false, "succeeded"},
+		{"a cluster failed", []runner.Outcome{ok, {State: runner.Failed}}, nil, false, "failed"},
+		{"not started: the render failed", nil, errors.New("render failed"), false, "failed"},
+		{"a wave held", []runner.Outcome{ok, {State: runner.NotStarted, Err: errors.New("awaits approval")}}, nil, true, "held"},
+		{"not confirmed", []runner.Outcome{{State: runner.NotStarted, Err: errors.New("not confirmed")}}, nil, false, "not started"},
+		{"Ctrl-C", []runner.Outcome{ok, {State: runner.NotStarted, Err: runner.ErrInterrupted}}, nil, true, "interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Counts{Total: len(tc.outcomes)}
 			for _, o := range tc.outcomes {
 				c.add(o.State)
 			}
-			if got := outcome(c, tc.outcomes, tc.err); got != tc.want {
+			if got := outcome(c, tc.outcomes, tc.err, tc.held); got != tc.want {
 				t.Errorf("%s, want %s", got, tc.want)
 			}
 		})
@@ -164,5 +168,28 @@ func TestRecorderConcurrent(t *testing.T) {
 	}
 	if c := g.events[99].Counts; c.Failed != 100 || c.Total != 200 {
 		t.Errorf("the last failure's counts: %+v", c)
+	}
+}
+
+// The fleet file's event names are the events there are.
+func TestTypesAreTheFleetFiles(t *testing.T) {
+	var names []string
+	for _, typ := range Types {
+		names = append(names, string(typ))
+	}
+	if diff := cmp.Diff(fleet.NotifyEvents, names); diff != "" {
+		t.Errorf("fleet.NotifyEvents (-) and notify.Types (+):\n%s", diff)
+	}
+}
+
+// A failure's message is cut to a chat line, never inside a rune.
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", maxMessage)
+	got := clip(long)
+	if len(got) > maxMessage+len(" …") || !strings.HasSuffix(got, " …") || !utf8.ValidString(got) {
+		t.Errorf("clip of %d bytes: %d bytes, valid %v", len(long), len(got), utf8.ValidString(got))
+	}
+	if clip("short") != "short" {
+		t.Error("a short message was cut")
 	}
 }

@@ -1,0 +1,316 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2"
+	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/notify"
+)
+
+// ceReceiver is a CloudEvents receiver on loopback (sdk-go's HTTP
+// protocol and client, as a team's own receiver would be built) that
+// refuses an event whose signature does not verify.
+type ceReceiver struct {
+	URL    string
+	mu     sync.Mutex
+	events []cloudevents.Event
+	forged int
+}
+
+func newReceiver(t *testing.T, secret []byte) *ceReceiver {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &ceReceiver{URL: "http://" + l.Addr().String() + "/events"}
+	verify := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if !notify.Verify(secret, body, r.Header.Get(notify.SignatureHeader)) {
+				rc.mu.Lock()
+				rc.forged++
+				rc.mu.Unlock()
+				w.WriteHeader(http.StatusUnauthorized)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+		})
+	}
+	p, err := cehttp.New(cehttp.WithListener(l), cehttp.WithMiddleware(verify))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cloudevents.NewClient(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.StartReceiver(ctx, func(ev cloudevents.Event) {
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			rc.events = append(rc.events, ev)
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return rc
+}
+
+// take returns the events received so far, and forgets them.
+func (rc *ceReceiver) take() []cloudevents.Event {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	out := rc.events
+	rc.events = nil
+	return out
+}
+
+// lines are events as "seq type wave [cluster (gate)] outcome", after
+// checking what every event of one release shares: its CloudEvents
+// source, type and id, its release, and numbers from 1 in order.
+func eventLines(t *testing.T, evs []cloudevents.Event) []string {
+	t.Helper()
+	var out []string
+	release := ""
+	for i, ce := range evs {
+		var ev notify.Event
+		if err := json.Unmarshal(ce.Data(), &ev); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if release == "" {
+			release = ev.Release.ID
+		}
+		if ev.Release.ID != release || ev.Seq != i+1 || ce.ID() != fmt.Sprintf("%s.%d", release, i+1) || ce.Source() != "/kubectl-fleet/fleets/e2e" ||
+			ce.Type() != "io.kubectl-fleet."+string(ev.Type)+".v1" || ev.Release.Verb != "apply" {
+			t.Errorf("event %d: id %s, source %s, type %s, release %+v, seq %d", i, ce.ID(), ce.Source(), ce.Type(), ev.Release, ev.Seq)
+		}
+		line := fmt.Sprintf("%d %s", ev.Seq, ev.Type)
+		if ev.Wave != "" {
+			line += " " + ev.Wave
+		}
+		if f := ev.Failure; f != nil {
+			line += " " + f.Cluster + " (" + f.Gate + ")"
+		}
+		if ev.Held != nil {
+			line += " [" + ev.Held.Brake + ": " + ev.Held.Command + "]"
+		}
+		if ev.Rollback != nil {
+			line += fmt.Sprintf(" automatic=%v %s", ev.Rollback.Automatic, strings.Join(ev.Rollback.Clusters, ","))
+		}
+		if ev.Outcome != "" {
+			line += " " + ev.Outcome
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// A release told to a real CloudEvents receiver, signed: held for an
+// approval (and what approves it), then approved and everywhere, then a
+// release whose canary fails its check and is rolled back. Each run's
+// events arrive in order, numbered, before the command ends.
+func TestNotifyWebhook(t *testing.T) {
+	const ns = "e2e-notify"
+	secret := []byte("e2e-hook-secret")
+	rc := newReceiver(t, secret)
+	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+onFailure: rollback
+notify:
+  - name: ops
+    webhook: {urlFrom: {file: hook.url}, secretFrom: {file: hook.key}}
+groups:
+  - name: staging
+  - name: production
+    approval: required
+    batches:
+      - {selector: canary=true, name: canary}
+    verify:
+      - {name: smoke, command: [./smoke.sh], timeout: 30s}
+clusters:
+  - {name: nt-stg, group: staging, context: fleet-c1}
+  - {name: nt-b, group: production, context: fleet-c3}
+  - {name: nt-a, group: production, context: fleet-c2, labels: {canary: "true"}}
+apps:
+  - {name: notified, manifests: app.yaml}
+approvers:
+  - {name: alice, publicKey: `+alicePub+`}
+`, map[string]string{
+		"app.yaml":  release(ns, "A"),
+		"smoke.sh":  "#!/bin/sh\n[ ! -f fail ] || [ \"$FLEET_CLUSTER_NAME\" != nt-a ]\n",
+		"hook.url":  rc.URL + "\n",
+		"hook.key":  string(secret),
+		"alice.pem": string(alicePEM),
+	})
+	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	approve := func() {
+		t.Helper()
+		if out, errOut, code := fleet(t, dir, "approve", "-g", "production", "--key", filepath.Join(dir, "alice.pem"), "--as", "alice", "--as-group", "system:masters"); code != 0 {
+			t.Fatalf("approve: exit %d\n%s%s", code, out, errOut)
+		}
+	}
+	approveCmd := "approve this release with kubectl fleet approve -g production (and this run's source flags)"
+	steps := []struct {
+		name   string
+		before func()
+		code   int
+		want   []string
+	}{
+		{"held for an approval", nil, 4, []string{
+			"1 release.started",
+			"2 wave.started staging",
+			"3 wave.finished staging",
+			"4 wave.held production/canary [approval: " + approveCmd + "]",
+			"5 approval.required production/canary [approval: " + approveCmd + "]",
+			"6 release.finished held",
+		}},
+		{"approved: everywhere", approve, 0, []string{
+			"1 release.started",
+			"2 wave.started staging",
+			"3 wave.finished staging",
+			"4 wave.started production/canary",
+			"5 wave.finished production/canary",
+			"6 wave.started production/rest",
+			"7 wave.finished production/rest",
+			"8 release.finished succeeded",
+		}},
+		{"a failing canary, rolled back", func() {
+			if err := writeFile(dir, "app.yaml", release(ns, "B")); err != nil {
+				t.Fatal(err)
+			}
+			if err := writeFile(dir, "fail", ""); err != nil {
+				t.Fatal(err)
+			}
+			approve()
+		}, 6, []string{
+			"1 release.started",
+			"2 wave.started staging",
+			"3 wave.finished staging",
+			"4 wave.started production/canary",
+			"5 cluster.failed production/canary nt-a (check smoke)",
+			"6 wave.finished production/canary",
+			"7 release.finished failed",
+			"8 rollback automatic=true nt-a,nt-stg",
+		}},
+	}
+	for _, step := range steps {
+		if step.before != nil {
+			step.before()
+		}
+		out, errOut, code := fleet(t, dir, "apply", "--yes")
+		if code != step.code {
+			t.Fatalf("%s: exit %d, want %d\n%s%s", step.name, code, step.code, out, errOut)
+		}
+		if strings.Contains(errOut, "notify") {
+			t.Errorf("%s: a warning of the sink:\n%s", step.name, errOut)
+		}
+		if diff := cmp.Diff(step.want, eventLines(t, rc.take())); diff != "" {
+			t.Errorf("%s: events (-want +got):\n%s", step.name, diff)
+		}
+	}
+	if rc.forged != 0 {
+		t.Errorf("%d events did not verify", rc.forged)
+	}
+}
+
+// A sink never breaks a rollout: one that is down, answers 500 or hangs
+// costs the run its bounded time and one warning; required: true makes
+// the miss exit 7, the rollout itself done.
+func TestNotifyFaults(t *testing.T) {
+	const ns = "e2e-notify-faults"
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downURL := "http://" + down.Addr().String() + "/x"
+	down.Close()
+	hang := make(chan struct{})
+	slow := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-hang:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(hang)
+	failing := httptestServer(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
+	for _, tt := range []struct {
+		name, url string
+		required  bool
+		code      int
+		warning   string
+	}{
+		{"down", downURL, false, 0, "Warning: notify ops: 4 of 4 events not sent: Post " + strings.TrimSuffix(downURL, "/x") + ": dial tcp"},
+		{"500", failing + "/x", false, 0, "Warning: notify ops: 4 of 4 events not sent: POST " + failing + ": 500 Internal Server Error"},
+		{"hangs", slow + "/x", false, 0, "Warning: notify ops: 4 of 4 events not sent"},
+		{"down, required", downURL, true, 7, "Warning: notify ops: 4 of 4 events not sent"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := ns + "-" + strings.NewReplacer(" ", "", ",", "-").Replace(tt.name)
+			dir := workdir(t, fmt.Sprintf(`apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+notify:
+  - {name: ops, required: %v, timeout: 1s, webhook: {url: %q}}
+groups:
+  - name: staging
+clusters:
+  - {name: nf-stg, group: staging, context: fleet-c1}
+apps:
+  - {name: notified, manifests: app.yaml}
+`, tt.required, tt.url), map[string]string{"app.yaml": release(ns, "1")})
+			t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+			start := time.Now()
+			out, errOut, code := fleet(t, dir, "apply", "--yes")
+			took := time.Since(start)
+			if code != tt.code || strings.Count(errOut, "Warning: notify ops") != 1 || !strings.Contains(errOut, tt.warning) {
+				t.Errorf("exit %d, want %d and one warning %q:\n%s%s", code, tt.code, tt.warning, out, errOut)
+			}
+			if runs(t, "fleet-c1", ns) != "1" {
+				t.Error("the release was not applied")
+			}
+			// Each attempt is bounded (1s, 4 attempts with backoff), and
+			// the run's end waits at most 10s for what is queued.
+			if took > 40*time.Second {
+				t.Errorf("the run took %v", took)
+			}
+		})
+	}
+}
+
+// httptestServer serves handler on loopback until the test ends, and
+// returns its URL.
+func httptestServer(t *testing.T, handler http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
