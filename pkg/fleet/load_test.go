@@ -393,6 +393,12 @@ func TestParseErrors(t *testing.T) {
 				`fleet.yaml:38: notify[4]: one sink kind is required: webhook`,
 				`fleet.yaml:39: notify[5].webhook.url: the URL holds a credential`,
 				`fleet.yaml:39: notify[5].webhook.secretFrom: only one of env and file may be set`}},
+		{"slack", valid + `notify:
+  - {name: chat, slack: {channel: "", apiURL: "https://x.example.com/api?token=1"}}
+  - {name: both, webhook: {url: "https://h.example.com"}, slack: {channel: C1, tokenFrom: {env: SLACK_BOT_TOKEN}}}
+`,
+			[]string{`fleet.yaml:34: notify[0].slack.channel: required`, `fleet.yaml:34: notify[0].slack.tokenFrom: required: a bot token's environment variable or file, never the token`,
+				`fleet.yaml:34: notify[0].slack.apiURL: the URL holds a credential`, `fleet.yaml:35: notify[1]: only one sink kind may be set: webhook or slack`}},
 		{"a group's notify", replace("    protected: true\n", "    protected: true\n    notify: [{name: prod, events: [release.done], webhook: {url: 'https://h.example.com'}}]\n"),
 			[]string{`fleet.yaml:15: group production: notify[0].events[0]: unknown event "release.done"`}},
 	}

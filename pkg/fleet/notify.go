@@ -10,7 +10,7 @@ import (
 )
 
 // Notify is a sink a rollout tells of its release's events (package
-// notify): exactly one of its kinds. A fleet's sinks hear every event; a
+// notify): exactly one of its kinds, a webhook or Slack. A fleet's sinks hear every event; a
 // group's, the events of its own waves and the release's.
 type Notify struct {
 	// Name names the sink in warnings and in vet; unique in its list.
@@ -25,6 +25,19 @@ type Notify struct {
 	Timeout time.Duration `yaml:"timeout"`
 	// Webhook posts CloudEvents.
 	Webhook *Webhook `yaml:"webhook"`
+	// Slack keeps one message per release in a channel.
+	Slack *Slack `yaml:"slack"`
+}
+
+// Slack keeps one message per release in a channel, edited as the
+// release moves, with failures, holds and rollbacks in its thread: a
+// bot token's (chat:write), from tokenFrom.
+type Slack struct {
+	// Channel is the channel's ID (C0123…) or name (#deploys).
+	Channel   string      `yaml:"channel" jsonschema:"required"`
+	TokenFrom *Credential `yaml:"tokenFrom" jsonschema:"required"`
+	// APIURL replaces https://slack.com/api/: a proxy's, or a test's.
+	APIURL string `yaml:"apiURL"`
 }
 
 // Webhook posts each event as a CloudEvent (JSON) to a URL, signed when
@@ -103,11 +116,45 @@ func (f *Fleet) validateNotify(e *errs, p string, sinks []Notify) {
 		if n.Timeout < 0 {
 			e.add(q+".timeout", "must not be negative, got %s", n.Timeout)
 		}
-		if n.Webhook == nil {
-			e.add(q, "one sink kind is required: webhook")
-			continue
+		switch kinds := countSet(n.Webhook != nil, n.Slack != nil); {
+		case kinds == 0:
+			e.add(q, "one sink kind is required: webhook or slack")
+		case kinds > 1:
+			e.add(q, "only one sink kind may be set: webhook or slack")
 		}
-		f.validateWebhook(e, q+".webhook", n.Webhook)
+		if n.Webhook != nil {
+			f.validateWebhook(e, q+".webhook", n.Webhook)
+		}
+		if n.Slack != nil {
+			f.validateSlack(e, q+".slack", n.Slack)
+		}
+	}
+}
+
+// countSet is how many of set are true.
+func countSet(set ...bool) int {
+	n := 0
+	for _, b := range set {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// validateSlack checks a Slack sink (p its path).
+func (f *Fleet) validateSlack(e *errs, p string, s *Slack) {
+	if s.Channel == "" {
+		e.add(p+".channel", "required: the channel's ID (C0123…) or name")
+	}
+	if s.TokenFrom == nil {
+		e.add(p+".tokenFrom", "required: a bot token's environment variable or file, never the token")
+	}
+	f.validateCredential(e, p+".tokenFrom", s.TokenFrom)
+	if s.APIURL != "" {
+		if err := plainURL(s.APIURL); err != nil {
+			e.add(p+".apiURL", "%v", err)
+		}
 	}
 }
 

@@ -26,11 +26,16 @@ func TargetsOf(f *fleet.Fleet, client *http.Client) ([]Target, error) {
 			}
 			t.Events = append(t.Events, typ)
 		}
-		sink, err := webhookOf(f, n.Webhook, client)
+		var err error
+		switch {
+		case n.Slack != nil:
+			t.Sink, err = slackOf(f, n.Slack, client)
+		default:
+			t.Sink, err = webhookOf(f, n.Webhook, client)
+		}
 		if err != nil {
 			return fmt.Errorf("notify %s: %w", t.Name, err)
 		}
-		t.Sink = sink
 		out = append(out, t)
 		return nil
 	}
@@ -73,4 +78,13 @@ func webhookOf(f *fleet.Fleet, w *fleet.Webhook, client *http.Client) (*Webhook,
 		hook.Secret = []byte(s)
 	}
 	return hook, nil
+}
+
+// slackOf is the sink of a Slack of f, its token read.
+func slackOf(f *fleet.Fleet, s *fleet.Slack, client *http.Client) (*Slack, error) {
+	token, err := f.Read(s.TokenFrom)
+	if err != nil {
+		return nil, fmt.Errorf("its token: %w", err)
+	}
+	return NewSlack(s.Channel, token, s.APIURL, client), nil
 }

@@ -20,6 +20,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/slacktest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/notify"
 )
@@ -134,6 +135,8 @@ func TestNotifyWebhook(t *testing.T) {
 	const ns = "e2e-notify"
 	secret := []byte("e2e-hook-secret")
 	rc := newReceiver(t, secret)
+	chat := slacktest.New("xoxb-e2e")
+	defer chat.Close()
 	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +148,8 @@ onFailure: rollback
 notify:
   - name: ops
     webhook: {urlFrom: {file: hook.url}, secretFrom: {file: hook.key}}
+  - name: chat
+    slack: {channel: "#deploys", tokenFrom: {file: slack.token}, apiURL: "`+chat.URL+`"}
 groups:
   - name: staging
   - name: production
@@ -162,11 +167,12 @@ apps:
 approvers:
   - {name: alice, publicKey: `+alicePub+`}
 `, map[string]string{
-		"app.yaml":  release(ns, "A"),
-		"smoke.sh":  "#!/bin/sh\n[ ! -f fail ] || [ \"$FLEET_CLUSTER_NAME\" != nt-a ]\n",
-		"hook.url":  rc.URL + "\n",
-		"hook.key":  string(secret),
-		"alice.pem": string(alicePEM),
+		"app.yaml":    release(ns, "A"),
+		"smoke.sh":    "#!/bin/sh\n[ ! -f fail ] || [ \"$FLEET_CLUSTER_NAME\" != nt-a ]\n",
+		"hook.url":    rc.URL + "\n",
+		"hook.key":    string(secret),
+		"alice.pem":   string(alicePEM),
+		"slack.token": "xoxb-e2e\n",
 	})
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -180,12 +186,13 @@ approvers:
 	}
 	approveCmd := "approve this release with kubectl fleet approve -g production (and this run's source flags)"
 	steps := []struct {
-		name   string
-		before func()
-		code   int
-		want   []string
+		name    string
+		before  func()
+		code    int
+		outcome string
+		want    []string
 	}{
-		{"held for an approval", nil, 4, []string{
+		{"held for an approval", nil, 4, "held", []string{
 			"1 release.started",
 			"2 wave.started staging",
 			"3 wave.finished staging",
@@ -193,7 +200,7 @@ approvers:
 			"5 approval.required production/canary [approval: " + approveCmd + "]",
 			"6 release.finished held",
 		}},
-		{"approved: everywhere", approve, 0, []string{
+		{"approved: everywhere", approve, 0, "succeeded", []string{
 			"1 release.started",
 			"2 wave.started staging",
 			"3 wave.finished staging",
@@ -211,7 +218,7 @@ approvers:
 				t.Fatal(err)
 			}
 			approve()
-		}, 6, []string{
+		}, 6, "failed", []string{
 			"1 release.started",
 			"2 wave.started staging",
 			"3 wave.finished staging",
@@ -222,6 +229,7 @@ approvers:
 			"8 rollback automatic=true nt-a,nt-stg",
 		}},
 	}
+	seen := 0
 	for _, step := range steps {
 		if step.before != nil {
 			step.before()
@@ -235,6 +243,23 @@ approvers:
 		}
 		if diff := cmp.Diff(step.want, eventLines(t, rc.take())); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", step.name, diff)
+		}
+		// Slack: one message per release, edited at most once a wave (3).
+		var posts, edits int
+		var last slacktest.Call
+		for _, c := range chat.Calls()[seen:] {
+			switch {
+			case c.Method == "chat.update":
+				edits++
+				last = c
+			case c.ThreadTS == "":
+				posts++
+				last = c
+			}
+		}
+		seen = len(chat.Calls())
+		if posts != 1 || edits > 3 || !strings.Contains(last.Text, "e2e: apply "+step.outcome) {
+			t.Errorf("%s: Slack got %d messages and %d edits, the last saying %q; want 1, at most 3, and %q", step.name, posts, edits, last.Text, step.outcome)
 		}
 	}
 	if rc.forged != 0 {
