@@ -90,10 +90,11 @@ promise names the tests that hold it.`},
 missing from the kubeconfig, a selection that matches nothing, an undefined
 ${var}, an identity mismatch, a lock held by another run, a stale plan, a
 protected group without a terminal, a group held back by the promotion rule.`},
-	{"notify", "events.md", "Events: a release told to webhooks (CloudEvents) and Slack", `The fleet file's notify: sends a release's events (release started, wave
+	{"notify", "events.md", "Events: a release told to webhooks (CloudEvents), Slack and GitHub", `The fleet file's notify: sends a release's events (release started, wave
 started, held or finished, cluster failed, approval required, rollback,
-release finished) to webhooks as signed CloudEvents, and to Slack as one
-message per release edited as it moves; per release and wave, never per
+release finished) to webhooks as signed CloudEvents, to Slack as one
+message per release edited as it moves, and to GitHub as commit statuses,
+deployments and a pull request comment; per release and wave, never per
 object. A sink that fails costs the run a bounded time and one
 warning; required: true makes a missed event exit 7.`},
 	{"output", "output.md", "Output and exit codes", `Lines about a cluster start with [cluster]; data goes to stdout, progress

@@ -10,7 +10,7 @@ import (
 )
 
 // Notify is a sink a rollout tells of its release's events (package
-// notify): exactly one of its kinds, a webhook or Slack. A fleet's sinks hear every event; a
+// notify): exactly one of its kinds, a webhook, Slack or GitHub. A fleet's sinks hear every event; a
 // group's, the events of its own waves and the release's.
 type Notify struct {
 	// Name names the sink in warnings and in vet; unique in its list.
@@ -27,6 +27,28 @@ type Notify struct {
 	Webhook *Webhook `yaml:"webhook"`
 	// Slack keeps one message per release in a channel.
 	Slack *Slack `yaml:"slack"`
+	// GitHub sets commit statuses and deployments, and a pull request
+	// comment.
+	GitHub *GitHub `yaml:"github"`
+}
+
+// GitHub tells a commit and its pull request of each release: a commit
+// status per cluster (per wave past perCluster), a deployment per group
+// with its statuses, a pull request comment edited in place. In GitHub
+// Actions the commit and pull request are the run's
+// ($GITHUB_EVENT_PATH's pull request, else $GITHUB_SHA); elsewhere the
+// fleet file's work tree's HEAD, and no comment.
+type GitHub struct {
+	// Repository is "owner/name"; "": $GITHUB_REPOSITORY.
+	Repository string `yaml:"repository"`
+	// TokenFrom is a token with statuses, deployments and pull requests
+	// write (Actions' GITHUB_TOKEN with those permissions).
+	TokenFrom *Credential `yaml:"tokenFrom" jsonschema:"required"`
+	// APIURL is a GitHub Enterprise Server's API (https://HOST/api/v3/).
+	APIURL string `yaml:"apiURL"`
+	// PerCluster is how many clusters a wave may have for each to get a
+	// status of its own (20); a larger wave gets one.
+	PerCluster int `yaml:"perCluster"`
 }
 
 // Slack keeps one message per release in a channel, edited as the
@@ -116,11 +138,14 @@ func (f *Fleet) validateNotify(e *errs, p string, sinks []Notify) {
 		if n.Timeout < 0 {
 			e.add(q+".timeout", "must not be negative, got %s", n.Timeout)
 		}
-		switch kinds := countSet(n.Webhook != nil, n.Slack != nil); {
+		switch kinds := countSet(n.Webhook != nil, n.Slack != nil, n.GitHub != nil); {
 		case kinds == 0:
-			e.add(q, "one sink kind is required: webhook or slack")
+			e.add(q, "one sink kind is required: webhook, slack or github")
 		case kinds > 1:
-			e.add(q, "only one sink kind may be set: webhook or slack")
+			e.add(q, "only one sink kind may be set: webhook, slack or github")
+		}
+		if n.GitHub != nil {
+			f.validateGitHub(e, q+".github", n.GitHub)
 		}
 		if n.Webhook != nil {
 			f.validateWebhook(e, q+".webhook", n.Webhook)
@@ -213,5 +238,27 @@ func (f *Fleet) validateCredential(e *errs, p string, c *Credential) {
 		if _, err := os.Stat(f.ResolvePath(c.File)); err != nil {
 			e.add(p+".file", "%s does not exist (relative paths start at the fleet file's folder)", c.File)
 		}
+	}
+}
+
+// validateGitHub checks a GitHub sink (p its path).
+func (f *Fleet) validateGitHub(e *errs, p string, g *GitHub) {
+	if r := g.Repository; r != "" {
+		owner, name, ok := strings.Cut(r, "/")
+		if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+			e.add(p+".repository", "%q is not owner/name", r)
+		}
+	}
+	if g.TokenFrom == nil {
+		e.add(p+".tokenFrom", "required: a token's environment variable or file (GITHUB_TOKEN), never the token")
+	}
+	f.validateCredential(e, p+".tokenFrom", g.TokenFrom)
+	if g.APIURL != "" {
+		if err := plainURL(g.APIURL); err != nil {
+			e.add(p+".apiURL", "%v", err)
+		}
+	}
+	if g.PerCluster < 0 {
+		e.add(p+".perCluster", "must not be negative, got %d", g.PerCluster)
 	}
 }

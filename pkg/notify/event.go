@@ -80,6 +80,9 @@ type Event struct {
 	// Counts are the release's clusters by state so far (a wave's in
 	// its own events).
 	Counts Counts `json:"counts"`
+	// States are a finished wave's clusters' states (WaveFinished):
+	// succeeded, failed, skipped or not started.
+	States map[string]string `json:"states,omitempty"`
 	// Held says why a wave did not start (WaveHeld, ApprovalRequired).
 	Held *Held `json:"held,omitempty"`
 	// Failure is a cluster's failure (ClusterFailed).

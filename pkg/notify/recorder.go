@@ -163,15 +163,16 @@ func (r *Recorder) waveEvent(ev rollout.WaveEvent) {
 		w.State, w.Held = "running", nil
 		r.emit(Event{Type: WaveStarted, Wave: w.Name, Group: w.Group, Counts: w.Counts})
 	case rollout.WaveFinished:
-		c := Counts{Total: w.Counts.Total}
+		c, states := Counts{Total: w.Counts.Total}, map[string]string{}
 		for _, o := range ev.Outcomes {
 			c.add(o.State)
+			states[o.Cluster] = string(o.State)
 		}
 		w.Counts, w.State = c, "finished"
 		if c.Failed > 0 {
 			w.State = "failed"
 		}
-		r.emit(Event{Type: WaveFinished, Wave: w.Name, Group: w.Group, Counts: c})
+		r.emit(Event{Type: WaveFinished, Wave: w.Name, Group: w.Group, Counts: c, States: states})
 	default:
 		held := &Held{Brake: ev.Brake, Reasons: ev.Reasons, Command: command(ev.Brake, w.Group)}
 		w.State, w.Held = "held", held

@@ -146,6 +146,10 @@ func Headline(ev Event) string {
 		what += " " + c[:min(len(c), 7)]
 	}
 	switch {
+	case ev.Rollback != nil && ev.Rollback.Automatic:
+		return what + " failed, rolled back automatically"
+	case ev.Rollback != nil:
+		return what + " rolled back"
 	case ev.Outcome != "":
 		return what + " " + ev.Outcome
 	case ev.Held != nil:

@@ -1,8 +1,11 @@
 package notify
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/fleet"
@@ -30,6 +33,8 @@ func TargetsOf(f *fleet.Fleet, client *http.Client) ([]Target, error) {
 		switch {
 		case n.Slack != nil:
 			t.Sink, err = slackOf(f, n.Slack, client)
+		case n.GitHub != nil:
+			t.Sink, err = gitHubOf(f, n.GitHub, client)
 		default:
 			t.Sink, err = webhookOf(f, n.Webhook, client)
 		}
@@ -87,4 +92,47 @@ func slackOf(f *fleet.Fleet, s *fleet.Slack, client *http.Client) (*Slack, error
 		return nil, fmt.Errorf("its token: %w", err)
 	}
 	return NewSlack(s.Channel, token, s.APIURL, client), nil
+}
+
+// gitHubOf is the sink of a GitHub of f: its token read, its repository,
+// commit and pull request the Actions run's when not given.
+func gitHubOf(f *fleet.Fleet, g *fleet.GitHub, client *http.Client) (*GitHub, error) {
+	token, err := f.Read(g.TokenFrom)
+	if err != nil {
+		return nil, fmt.Errorf("its token: %w", err)
+	}
+	repo := cmp.Or(g.Repository, os.Getenv("GITHUB_REPOSITORY"))
+	if repo == "" {
+		return nil, fmt.Errorf("no repository: give github.repository, or run in GitHub Actions ($GITHUB_REPOSITORY)")
+	}
+	sha, pr := actionsCommit()
+	sink, err := NewGitHub(repo, sha, pr, token, g.APIURL, client)
+	if err != nil {
+		return nil, err
+	}
+	if g.PerCluster > 0 {
+		sink.PerCluster = g.PerCluster
+	}
+	return sink, nil
+}
+
+// actionsCommit is, in GitHub Actions, the commit a run's statuses
+// belong on and its pull request: a pull request's head (not the merge
+// commit checked out) and number, else $GITHUB_SHA; outside Actions, ""
+// and 0.
+func actionsCommit() (sha string, pr int) {
+	if path := os.Getenv("GITHUB_EVENT_PATH"); path != "" {
+		var ev struct {
+			PullRequest struct {
+				Number int `json:"number"`
+				Head   struct {
+					SHA string `json:"sha"`
+				} `json:"head"`
+			} `json:"pull_request"`
+		}
+		if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &ev) == nil && ev.PullRequest.Number > 0 {
+			return ev.PullRequest.Head.SHA, ev.PullRequest.Number
+		}
+	}
+	return os.Getenv("GITHUB_SHA"), 0
 }

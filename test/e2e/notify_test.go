@@ -20,6 +20,7 @@ import (
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/kubectl-fleet/kubectl-fleet/internal/githubtest"
 	"github.com/kubectl-fleet/kubectl-fleet/internal/slacktest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/notify"
@@ -137,6 +138,15 @@ func TestNotifyWebhook(t *testing.T) {
 	rc := newReceiver(t, secret)
 	chat := slacktest.New("xoxb-e2e")
 	defer chat.Close()
+	gh := githubtest.New("acme/shop", "ghs_e2e")
+	defer gh.Close()
+	// As in a GitHub Actions run on pull request 7, whose head is abc123.
+	event := filepath.Join(t.TempDir(), "event.json")
+	if err := os.WriteFile(event, []byte(`{"pull_request": {"number": 7, "head": {"sha": "abc123"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GITHUB_EVENT_PATH", event)
+	t.Setenv("GITHUB_REPOSITORY", "acme/shop")
 	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +160,8 @@ notify:
     webhook: {urlFrom: {file: hook.url}, secretFrom: {file: hook.key}}
   - name: chat
     slack: {channel: "#deploys", tokenFrom: {file: slack.token}, apiURL: "`+chat.URL+`"}
+  - name: commits
+    github: {tokenFrom: {file: gh.token}, apiURL: "`+gh.URL+`"}
 groups:
   - name: staging
   - name: production
@@ -173,6 +185,7 @@ approvers:
 		"hook.key":    string(secret),
 		"alice.pem":   string(alicePEM),
 		"slack.token": "xoxb-e2e\n",
+		"gh.token":    "ghs_e2e\n",
 	})
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
@@ -264,6 +277,32 @@ approvers:
 	}
 	if rc.forged != 0 {
 		t.Errorf("%d events did not verify", rc.forged)
+	}
+	// GitHub: the pull request's head has a status per cluster, as the
+	// last release left it; each group a deployment per release that
+	// reached it; one comment, edited by each release.
+	wantStatuses := map[string]string{
+		"abc123 kubectl-fleet/e2e/nt-stg": "success",
+		"abc123 kubectl-fleet/e2e/nt-a":   "failure",
+		"abc123 kubectl-fleet/e2e/nt-b":   "success", // release A's: release B never reached it
+	}
+	if diff := cmp.Diff(wantStatuses, gh.Statuses()); diff != "" {
+		t.Errorf("commit statuses (-want +got):\n%s", diff)
+	}
+	var deploys []string
+	for _, d := range gh.Deployments() {
+		deploys = append(deploys, d.Environment+" "+d.Ref+": "+strings.Join(d.States, ","))
+	}
+	wantDeploys := []string{
+		"staging abc123: in_progress,success", "production abc123: queued",
+		"staging abc123: in_progress,success", "production abc123: in_progress,success",
+		"staging abc123: in_progress,success", "production abc123: in_progress,failure",
+	}
+	if diff := cmp.Diff(wantDeploys, deploys); diff != "" {
+		t.Errorf("deployments (-want +got):\n%s", diff)
+	}
+	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e: apply failed, rolled back automatically") || !strings.Contains(c[0], "| nt-a | failed |") {
+		t.Errorf("the pull request's comments: %q", c)
 	}
 }
 
