@@ -398,12 +398,16 @@ func TestParseErrors(t *testing.T) {
   - {name: both, webhook: {url: "https://h.example.com"}, slack: {channel: C1, tokenFrom: {env: SLACK_BOT_TOKEN}}}
 `,
 			[]string{`fleet.yaml:34: notify[0].slack.channel: required`, `fleet.yaml:34: notify[0].slack.tokenFrom: required: a bot token's environment variable or file, never the token`,
-				`fleet.yaml:34: notify[0].slack.apiURL: the URL holds a credential`, `fleet.yaml:35: notify[1]: only one sink kind may be set: webhook, slack or github`}},
+				`fleet.yaml:34: notify[0].slack.apiURL: the URL holds a credential`, `fleet.yaml:35: notify[1]: only one sink kind may be set: webhook, slack, github or teams`}},
 		{"github", valid + `notify:
   - {name: commits, github: {repository: acme, perCluster: -1}}
 `,
 			[]string{`fleet.yaml:34: notify[0].github.repository: "acme" is not owner/name`, `fleet.yaml:34: notify[0].github.tokenFrom: required: a token's environment variable or file (GITHUB_TOKEN), never the token`,
 				`fleet.yaml:34: notify[0].github.perCluster: must not be negative, got -1`}},
+		{"teams", valid + `notify:
+  - {name: chat, teams: {}}
+`,
+			[]string{`fleet.yaml:34: notify[0].teams.urlFrom: required: a Workflows webhook's URL is a credential`}},
 		{"a group's notify", replace("    protected: true\n", "    protected: true\n    notify: [{name: prod, events: [release.done], webhook: {url: 'https://h.example.com'}}]\n"),
 			[]string{`fleet.yaml:15: group production: notify[0].events[0]: unknown event "release.done"`}},
 	}

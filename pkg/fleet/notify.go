@@ -10,7 +10,7 @@ import (
 )
 
 // Notify is a sink a rollout tells of its release's events (package
-// notify): exactly one of its kinds, a webhook, Slack or GitHub. A fleet's sinks hear every event; a
+// notify): exactly one of its kinds, a webhook, Slack, GitHub or Teams. A fleet's sinks hear every event; a
 // group's, the events of its own waves and the release's.
 type Notify struct {
 	// Name names the sink in warnings and in vet; unique in its list.
@@ -30,6 +30,14 @@ type Notify struct {
 	// GitHub sets commit statuses and deployments, and a pull request
 	// comment.
 	GitHub *GitHub `yaml:"github"`
+	// Teams posts Adaptive Cards through a Workflows webhook.
+	Teams *Teams `yaml:"teams"`
+}
+
+// Teams posts Adaptive Cards to a channel through a Microsoft Teams
+// Workflows webhook, whose URL is a credential: from urlFrom.
+type Teams struct {
+	URLFrom *Credential `yaml:"urlFrom" jsonschema:"required"`
 }
 
 // GitHub tells a commit and its pull request of each release: a commit
@@ -138,11 +146,17 @@ func (f *Fleet) validateNotify(e *errs, p string, sinks []Notify) {
 		if n.Timeout < 0 {
 			e.add(q+".timeout", "must not be negative, got %s", n.Timeout)
 		}
-		switch kinds := countSet(n.Webhook != nil, n.Slack != nil, n.GitHub != nil); {
+		switch kinds := countSet(n.Webhook != nil, n.Slack != nil, n.GitHub != nil, n.Teams != nil); {
 		case kinds == 0:
-			e.add(q, "one sink kind is required: webhook, slack or github")
+			e.add(q, "one sink kind is required: webhook, slack, github or teams")
 		case kinds > 1:
-			e.add(q, "only one sink kind may be set: webhook, slack or github")
+			e.add(q, "only one sink kind may be set: webhook, slack, github or teams")
+		}
+		if n.Teams != nil {
+			if n.Teams.URLFrom == nil {
+				e.add(q+".teams.urlFrom", "required: a Workflows webhook's URL is a credential, from an environment variable or a file")
+			}
+			f.validateCredential(e, q+".teams.urlFrom", n.Teams.URLFrom)
 		}
 		if n.GitHub != nil {
 			f.validateGitHub(e, q+".github", n.GitHub)

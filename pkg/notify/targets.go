@@ -35,6 +35,8 @@ func TargetsOf(f *fleet.Fleet, client *http.Client) ([]Target, error) {
 			t.Sink, err = slackOf(f, n.Slack, client)
 		case n.GitHub != nil:
 			t.Sink, err = gitHubOf(f, n.GitHub, client)
+		case n.Teams != nil:
+			t.Sink, err = teamsOf(f, n.Teams, client)
 		default:
 			t.Sink, err = webhookOf(f, n.Webhook, client)
 		}
@@ -66,12 +68,9 @@ func webhookOf(f *fleet.Fleet, w *fleet.Webhook, client *http.Client) (*Webhook,
 	}
 	hook := &Webhook{URL: w.URL, Client: client}
 	if w.URLFrom != nil {
-		u, err := f.Read(w.URLFrom)
+		u, err := readURL(f, w.URLFrom)
 		if err != nil {
-			return nil, fmt.Errorf("its URL: %w", err)
-		}
-		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
-			return nil, fmt.Errorf("its URL (%s) is not an http or https URL", w.URLFrom)
+			return nil, err
 		}
 		hook.URL = u
 	}
@@ -135,4 +134,25 @@ func actionsCommit() (sha string, pr int) {
 		}
 	}
 	return os.Getenv("GITHUB_SHA"), 0
+}
+
+// readURL reads a URL that is a credential, checked to be http or https.
+func readURL(f *fleet.Fleet, c *fleet.Credential) (string, error) {
+	u, err := f.Read(c)
+	if err != nil {
+		return "", fmt.Errorf("its URL: %w", err)
+	}
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		return "", fmt.Errorf("its URL (%s) is not an http or https URL", c)
+	}
+	return u, nil
+}
+
+// teamsOf is the sink of a Teams of f, its URL read.
+func teamsOf(f *fleet.Fleet, t *fleet.Teams, client *http.Client) (*Teams, error) {
+	u, err := readURL(f, t.URLFrom)
+	if err != nil {
+		return nil, err
+	}
+	return &Teams{URL: u, Client: client}, nil
 }
