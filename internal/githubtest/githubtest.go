@@ -33,8 +33,9 @@ type Server struct {
 	// Repo is "owner/name".
 	Repo string
 
-	srv         *httptest.Server
-	mu          sync.Mutex
+	srv *httptest.Server
+	mu  sync.Mutex
+	// Requests counts the requests answered with the token.
 	Requests    int
 	statuses    map[string]string // sha/context → state
 	deployments []*Deployment
@@ -103,6 +104,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prefix := "/api/v3/repos/" + s.Repo + "/"
+	if r.Method == http.MethodGet && r.URL.Path == strings.TrimSuffix(prefix, "/") {
+		s.mu.Lock()
+		s.Requests++
+		s.mu.Unlock()
+		reply(http.StatusOK, map[string]any{"full_name": s.Repo})
+		return
+	}
 	if !strings.HasPrefix(r.URL.Path, prefix) {
 		reply(http.StatusNotFound, map[string]string{"message": "Not Found"})
 		return

@@ -33,6 +33,10 @@ const (
 	ReleaseFinished Type = "release.finished"
 )
 
+// Test is the event `vet --server --notify-test` sends each sink: not a
+// release's, never asked for in a fleet file.
+const Test Type = "test"
+
 // Types are every event's type, in the order a release meets them.
 var Types = []Type{ReleaseStarted, WaveStarted, WaveHeld, ApprovalRequired, ClusterFailed, WaveFinished, Rollback, ReleaseFinished}
 

@@ -83,6 +83,8 @@ func (g *GitHub) Send(ctx context.Context, ev Event) error {
 		err = g.finished(ctx, ev)
 	case ReleaseFinished, Rollback:
 		err = g.commentOn(ctx, ev)
+	case Test: // a read: the token reaches the repository; nothing written
+		_, _, err = g.client.Repositories.Get(ctx, g.Owner, g.Repo)
 	}
 	return githubErr(err)
 }

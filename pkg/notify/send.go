@@ -262,3 +262,20 @@ func (q *queue) warning() string {
 	}
 	return w
 }
+
+// TestAll sends each target a Test event of fleet, once (no retry),
+// each within its timeout, and returns each target's error, in order.
+func TestAll(ctx context.Context, targets []Target, fleet string) []error {
+	ev := Event{Type: Test, Time: time.Now().UTC(), Seq: 1, Fleet: fleet, Release: Release{ID: "test-" + time.Now().UTC().Format("20060102T150405Z"), Verb: "vet"}}
+	errs := make([]error, len(targets))
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, cmpOr(t.Timeout, DefaultTimeout))
+			defer cancel()
+			errs[i] = t.Sink.Send(ctx, ev)
+		})
+	}
+	wg.Wait()
+	return errs
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -170,5 +171,24 @@ func TestWebhook(t *testing.T) {
 		if strings.Contains(w, "T0KEN") || strings.Contains(w, "SECRETKEY") {
 			t.Errorf("a warning prints the URL's credential: %s", w)
 		}
+	}
+}
+
+// TestAll sends each sink one test event, at once, without retries, each
+// bounded by its timeout.
+func TestTestAll(t *testing.T) {
+	var tries atomic.Int32
+	got := TestAll(context.Background(), []Target{
+		{Name: "ok", Sink: sinkFunc(func(_ context.Context, ev Event) error {
+			if ev.Type != Test || ev.Fleet != "shop" {
+				return fmt.Errorf("got %s of %s", ev.Type, ev.Fleet)
+			}
+			return nil
+		})},
+		{Name: "fails", Sink: sinkFunc(func(context.Context, Event) error { tries.Add(1); return errors.New("503") })},
+		{Name: "hangs", Timeout: 20 * time.Millisecond, Sink: sinkFunc(func(ctx context.Context, _ Event) error { <-ctx.Done(); return ctx.Err() })},
+	}, "shop")
+	if got[0] != nil || got[1] == nil || tries.Load() != 1 || !errors.Is(got[2], context.DeadlineExceeded) {
+		t.Errorf("errors %v, %d tries of the failing sink", got, tries.Load())
 	}
 }

@@ -48,7 +48,7 @@ func NewSlack(channel, token, apiURL string, client *http.Client) *Slack {
 func (s *Slack) Send(ctx context.Context, ev Event) error {
 	var err error
 	switch ev.Type {
-	case WaveStarted, ReleaseFinished:
+	case WaveStarted, ReleaseFinished, Test:
 		err = s.show(ctx, ev)
 	case WaveHeld:
 		if err = s.show(ctx, ev); err == nil {
@@ -150,6 +150,8 @@ func Headline(ev Event) string {
 		return what + " failed, rolled back automatically"
 	case ev.Rollback != nil:
 		return what + " rolled back"
+	case ev.Type == Test:
+		return ev.Fleet + ": a test of this sink (kubectl fleet vet --notify-test)"
 	case ev.Outcome != "":
 		return what + " " + ev.Outcome
 	case ev.Held != nil:

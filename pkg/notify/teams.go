@@ -43,7 +43,7 @@ func (t *Teams) Send(ctx context.Context, ev Event) error {
 		lines = append(lines, fmt.Sprintf("**%s** failed at %s: %s", ev.Failure.Cluster, ev.Failure.Gate, ev.Failure.Message))
 	case Rollback:
 		lines = append(lines, fmt.Sprintf("Rolled back (automatic: %v) on %s: %s", ev.Rollback.Automatic, strings.Join(ev.Rollback.Clusters, ", "), ev.Rollback.Why))
-	case ReleaseFinished:
+	case ReleaseFinished, Test:
 	default:
 		return nil
 	}

@@ -378,3 +378,69 @@ func httptestServer(t *testing.T, handler http.HandlerFunc) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// vet --server --notify-test sends each sink a test event and says which
+// took it: a webhook's receiver, Slack, Teams and GitHub (a read) take
+// it; a sink that is down does not, and vet exits 1.
+func TestNotifyVetTest(t *testing.T) {
+	secret := []byte("vet-secret")
+	rc := newReceiver(t, secret)
+	chat := slacktest.New("xoxb-vet")
+	defer chat.Close()
+	gh := githubtest.New("acme/shop", "ghs_vet")
+	defer gh.Close()
+	var cards sync.WaitGroup
+	cards.Add(1)
+	teams := httptestServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		cards.Done()
+	})
+	down, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	downURL := "http://" + down.Addr().String()
+	down.Close()
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+notify:
+  - {name: hook, webhook: {urlFrom: {file: hook.url}, secretFrom: {file: hook.key}}}
+  - {name: chat, slack: {channel: "#deploys", tokenFrom: {file: slack.token}, apiURL: "`+chat.URL+`"}}
+  - {name: commits, github: {repository: acme/shop, tokenFrom: {file: gh.token}, apiURL: "`+gh.URL+`"}}
+  - {name: teams, teams: {urlFrom: {file: teams.url}}}
+  - {name: gone, timeout: 2s, webhook: {url: "`+downURL+`"}}
+groups:
+  - name: staging
+clusters:
+  - {name: nv-stg, group: staging, context: fleet-c1}
+apps:
+  - {name: notified, manifests: app.yaml}
+`, map[string]string{"app.yaml": release("e2e-notify-vet", "1"), "hook.url": rc.URL, "hook.key": string(secret),
+		"slack.token": "xoxb-vet", "gh.token": "ghs_vet", "teams.url": teams + "/workflows/x?sig=abc"})
+	if out, errOut, code := fleet(t, dir, "vet", "--notify-test"); code != 1 || !strings.Contains(errOut, "--notify-test only works with --server") {
+		t.Errorf("--notify-test without --server: exit %d\n%s%s", code, out, errOut)
+	}
+	out, errOut, code := fleet(t, dir, "vet", "--server", "--notify-test")
+	want := []string{"notify hook: test event sent", "notify chat: test event sent", "notify commits: test event sent", "notify teams: test event sent",
+		"notify gone: test event not sent: Post " + downURL + ": dial tcp"}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("vet does not say %q:\n%s%s", w, out, errOut)
+		}
+	}
+	if code != 1 || !strings.Contains(errOut, "1 of 5 notify sinks did not take the test event") {
+		t.Errorf("exit %d, want 1 and the count:\n%s", code, errOut)
+	}
+	cards.Wait()
+	evs := rc.take()
+	if len(evs) != 1 || evs[0].Type() != "io.kubectl-fleet.test.v1" || rc.forged != 0 {
+		t.Errorf("the receiver got %d events (%d forged)", len(evs), rc.forged)
+	}
+	if calls := chat.Calls(); len(calls) != 1 || !strings.Contains(calls[0].Text, "a test of this sink") {
+		t.Errorf("Slack got %+v", calls)
+	}
+	if gh.Requests != 1 || len(gh.Statuses()) != 0 {
+		t.Errorf("GitHub: %d requests, %d statuses written; want a read only", gh.Requests, len(gh.Statuses()))
+	}
+}
