@@ -167,7 +167,7 @@ func (o *ApplyOptions) Validate() error {
 }
 
 // Run applies.
-func (o *ApplyOptions) Run(ctx context.Context) error {
+func (o *ApplyOptions) Run(ctx context.Context) (err error) {
 	o.SourceOptions.withTests = !o.SkipTests && !o.SkipGates
 	e := o.newEngine(o.GlobalOptions)
 	defer e.Release(ctx) // early locks of a run that does not start
@@ -175,6 +175,13 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The sinks' credentials are read before anything is rendered or
+	// locked; what they are sent is sent before the command ends.
+	n, err := o.notifier(cfg.Fleet, o.dryRun())
+	if err != nil {
+		return err
+	}
+	defer func() { err = closeNotifier(n, err) }()
 	if err := cfg.Fleet.CheckRollback(o.HistoryLimit); err != nil {
 		return err
 	}
@@ -191,13 +198,9 @@ func (o *ApplyOptions) Run(ctx context.Context) error {
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Apply to"); err != nil {
 		return err
 	}
-	n, err := o.notifier(r.Fleet, opts.DryRun)
-	if err != nil {
-		return err
-	}
-	told := record(ctx, n, r, "apply")
+	told := o.record(ctx, n, r, "apply")
 	outcomes, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json", Record: told.recorder()})
-	return closeNotifier(n, o.undo(ctx, e, r, outcomes, err, told.recorder()))
+	return o.undo(ctx, e, r, outcomes, err, told.recorder())
 }
 
 // newEngine is an engine for one run, with the lock flags.

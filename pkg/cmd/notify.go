@@ -46,15 +46,19 @@ func (g *GlobalOptions) notifier(f *fleet.Fleet, dryRun bool) (*notify.Notifier,
 }
 
 // record is the notification of a rollout of r by verb through n (nil
-// when n is).
-func record(ctx context.Context, n *notify.Notifier, r *rendered.Set, verb string) *notification {
+// when n is), masking what the run decrypted.
+func (g *GlobalOptions) record(ctx context.Context, n *notify.Notifier, r *rendered.Set, verb string) *notification {
 	if n == nil {
 		return nil
 	}
 	release := notify.Release{ID: releaseID(), Verb: verb, Repository: os.Getenv("GITHUB_REPOSITORY")}
 	src := revision.SourceOf(ctx, r.Fleet.Dir)
 	release.Commit, release.Dirty = src.Commit, src.Dirty
-	return &notification{n: n, rec: notify.NewRecorder(r.Fleet.Metadata.Name, release, rollout.Waves(r.Fleet, r.Clusters), n.Notify)}
+	rec := notify.NewRecorder(r.Fleet.Metadata.Name, release, rollout.Waves(r.Fleet, r.Clusters), n.Notify)
+	if g.mask != nil {
+		rec.Mask = g.mask.String
+	}
+	return &notification{n: n, rec: rec}
 }
 
 // releaseID names a release: when it started, and 6 random bytes.

@@ -10,6 +10,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
@@ -102,6 +103,19 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	if opts.Confirm, err = o.confirmer(ctx, o.GlobalOptions, r, "Roll back"); err != nil {
 		return err
 	}
-	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json"})
-	return err
+	n, err := o.notifier(f, opts.DryRun)
+	if err != nil {
+		return err
+	}
+	told := o.record(ctx, n, r, "rollback")
+	if rec := told.recorder(); rec != nil {
+		rec.Started()
+		names := make([]string, len(r.Clusters))
+		for i, c := range r.Clusters {
+			names[i] = c.Name
+		}
+		rec.RolledBack(rollout.UndoEvent{Why: "kubectl fleet rollback", Clusters: names})
+	}
+	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json", Record: told.recorder()})
+	return closeNotifier(n, err)
 }

@@ -16,6 +16,11 @@ import (
 // Notifier's Notify). It is safe for concurrent use: a rollout's
 // clusters tell it their events at once.
 type Recorder struct {
+	// Mask, when set, masks what the run decrypted in the text an event
+	// carries (a failure's message, a hold's reasons, a rollback's why),
+	// as the run's streams mask it: an event leaves the machine.
+	Mask func(string) string
+
 	fleet   string
 	release Release
 	send    func(Event)
@@ -30,8 +35,9 @@ type Recorder struct {
 	clusters [][]string
 	// gate is what last failed on each cluster (a check, the soak, the
 	// tests, an app's apply), for its ClusterFailed.
-	gate   map[string]string
-	counts Counts
+	gate    map[string]string
+	counts  Counts
+	started bool
 }
 
 // NewRecorder records a rollout of fleet's release over waves (the
@@ -50,13 +56,17 @@ func NewRecorder(fleet string, release Release, waves []runner.Wave, send func(E
 	return r
 }
 
-// Started says the release started.
+// Started says the release started; once, however often it is called.
 func (r *Recorder) Started() {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.started {
+		return
+	}
+	r.started = true
 	r.emit(Event{Type: ReleaseStarted})
 }
 
@@ -99,7 +109,7 @@ func (r *Recorder) RolledBack(ev rollout.UndoEvent) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.emit(Event{Type: Rollback, Clusters: ev.Clusters, Rollback: &RollbackInfo{Automatic: ev.Automatic, Why: ev.Why, Clusters: ev.Clusters}})
+	r.emit(Event{Type: Rollback, Clusters: ev.Clusters, Rollback: &RollbackInfo{Automatic: ev.Automatic, Why: r.masked(ev.Why), Clusters: ev.Clusters}})
 }
 
 // Finished says the release ended with outcomes (the engine's), or
@@ -174,7 +184,11 @@ func (r *Recorder) waveEvent(ev rollout.WaveEvent) {
 		}
 		r.emit(Event{Type: WaveFinished, Wave: w.Name, Group: w.Group, Counts: c, States: states})
 	default:
-		held := &Held{Brake: ev.Brake, Reasons: ev.Reasons, Command: command(ev.Brake, w.Group)}
+		reasons := make([]string, len(ev.Reasons))
+		for i, why := range ev.Reasons {
+			reasons[i] = r.masked(why)
+		}
+		held := &Held{Brake: ev.Brake, Reasons: reasons, Command: command(ev.Brake, w.Group)}
 		w.State, w.Held = "held", held
 		r.emit(Event{Type: WaveHeld, Wave: w.Name, Group: w.Group, Counts: w.Counts, Held: held})
 		if ev.Brake == "approval" {
@@ -221,8 +235,16 @@ func (r *Recorder) ended(cluster string, err error) {
 			gate = "rollout"
 		}
 		r.emit(Event{Type: ClusterFailed, Wave: w.Name, Group: w.Group, Clusters: []string{cluster}, Counts: w.Counts,
-			Failure: &Failure{Cluster: cluster, Gate: gate, Message: clip(err.Error())}})
+			Failure: &Failure{Cluster: cluster, Gate: gate, Message: clip(r.masked(err.Error()))}})
 	}
+}
+
+// masked is text with what the run decrypted masked (Mask).
+func (r *Recorder) masked(text string) string {
+	if r.Mask == nil {
+		return text
+	}
+	return r.Mask(text)
 }
 
 // emit numbers ev, stamps it and hands it on; r.mu is held.

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -191,5 +192,23 @@ func TestClip(t *testing.T) {
 	}
 	if clip("short") != "short" {
 		t.Error("a short message was cut")
+	}
+}
+
+// What the run decrypted never leaves in an event: a failure's message,
+// a hold's reasons and a rollback's why are masked as the terminal is.
+func TestRecorderMasks(t *testing.T) {
+	var g gathered
+	r := NewRecorder("shop", Release{ID: "r1"}, waves(), g.send)
+	r.Mask = func(s string) string { return strings.ReplaceAll(s, "hunter2", "***") }
+	r.Observe(rollout.EndEvent{Cluster: "stg-1", Err: errors.New(`Secret "db": password hunter2 refused`)})
+	r.Observe(rollout.WaveEvent{Wave: "production", State: "not started", Brake: "promotion", Reasons: []string{"stg-1 runs hunter2"}})
+	r.RolledBack(rollout.UndoEvent{Why: "hunter2 failed", Clusters: []string{"stg-1"}})
+	b, err := json.Marshal(g.events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "hunter2") || strings.Count(string(b), "***") < 3 {
+		t.Errorf("the events hold the decrypted value:\n%s", b)
 	}
 }

@@ -91,7 +91,7 @@ func (rc *ceReceiver) take() []cloudevents.Event {
 // lines are events as "seq type wave [cluster (gate)] outcome", after
 // checking what every event of one release shares: its CloudEvents
 // source, type and id, its release, and numbers from 1 in order.
-func eventLines(t *testing.T, evs []cloudevents.Event) []string {
+func eventLines(t *testing.T, evs []cloudevents.Event, verb string) []string {
 	t.Helper()
 	var out []string
 	release := ""
@@ -104,7 +104,7 @@ func eventLines(t *testing.T, evs []cloudevents.Event) []string {
 			release = ev.Release.ID
 		}
 		if ev.Release.ID != release || ev.Seq != i+1 || ce.ID() != fmt.Sprintf("%s.%d", release, i+1) || ce.Source() != "/kubectl-fleet/fleets/e2e" ||
-			ce.Type() != "io.kubectl-fleet."+string(ev.Type)+".v1" || ev.Release.Verb != "apply" {
+			ce.Type() != "io.kubectl-fleet."+string(ev.Type)+".v1" || ev.Release.Verb != verb {
 			t.Errorf("event %d: id %s, source %s, type %s, release %+v, seq %d", i, ce.ID(), ce.Source(), ce.Type(), ev.Release, ev.Seq)
 		}
 		line := fmt.Sprintf("%d %s", ev.Seq, ev.Type)
@@ -254,7 +254,7 @@ approvers:
 		if strings.Contains(errOut, "notify") {
 			t.Errorf("%s: a warning of the sink:\n%s", step.name, errOut)
 		}
-		if diff := cmp.Diff(step.want, eventLines(t, rc.take())); diff != "" {
+		if diff := cmp.Diff(step.want, eventLines(t, rc.take(), "apply")); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", step.name, diff)
 		}
 		// Slack: one message per release, edited at most once a wave (3).
@@ -303,6 +303,17 @@ approvers:
 	}
 	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e: apply failed, rolled back automatically") || !strings.Contains(c[0], "| nt-a | failed |") {
 		t.Errorf("the pull request's comments: %q", c)
+	}
+	// A rollback asked for is a release too, that says so first.
+	if out, errOut, code := fleet(t, dir, "rollback", "--yes", "-c", "nt-stg"); code != 0 {
+		t.Fatalf("rollback: exit %d\n%s%s", code, out, errOut)
+	}
+	wantRollback := []string{"1 release.started", "2 rollback automatic=false nt-stg", "3 wave.started staging", "4 wave.finished staging", "5 release.finished succeeded"}
+	if diff := cmp.Diff(wantRollback, eventLines(t, rc.take(), "rollback")); diff != "" {
+		t.Errorf("rollback: events (-want +got):\n%s", diff)
+	}
+	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e: rollback succeeded") {
+		t.Errorf("the pull request's comments after the rollback: %q", c)
 	}
 }
 
