@@ -397,12 +397,12 @@ func TestParseErrors(t *testing.T) {
   - {name: chat, slack: {channel: "", apiURL: "https://x.example.com/api?token=1"}}
   - {name: both, webhook: {url: "https://h.example.com"}, slack: {channel: C1, tokenFrom: {env: SLACK_BOT_TOKEN}}}
 `,
-			[]string{`fleet.yaml:34: notify[0].slack.channel: required`, `fleet.yaml:34: notify[0].slack.tokenFrom: required: a bot token's environment variable or file, never the token`,
+			[]string{`fleet.yaml:34: notify[0].slack.channel: required`, `fleet.yaml:34: notify[0].slack.tokenFrom: required: the environment variable or file of a bot token, never the token`,
 				`fleet.yaml:34: notify[0].slack.apiURL: the URL holds a credential`, `fleet.yaml:35: notify[1]: only one sink kind may be set: webhook, slack, github or teams`}},
 		{"github", valid + `notify:
   - {name: commits, github: {repository: acme, perCluster: -1}}
 `,
-			[]string{`fleet.yaml:34: notify[0].github.repository: "acme" is not owner/name`, `fleet.yaml:34: notify[0].github.tokenFrom: required: a token's environment variable or file (GITHUB_TOKEN), never the token`,
+			[]string{`fleet.yaml:34: notify[0].github.repository: "acme" is not owner/name`, `fleet.yaml:34: notify[0].github.tokenFrom: required: the environment variable or file of a token (GITHUB_TOKEN), never the token`,
 				`fleet.yaml:34: notify[0].github.perCluster: must not be negative, got -1`}},
 		{"teams", valid + `notify:
   - {name: chat, teams: {}}

@@ -186,12 +186,18 @@ func (f *Fleet) validateSlack(e *errs, p string, s *Slack) {
 	if s.Channel == "" {
 		e.add(p+".channel", "required: the channel's ID (C0123…) or name")
 	}
-	if s.TokenFrom == nil {
-		e.add(p+".tokenFrom", "required: a bot token's environment variable or file, never the token")
+	f.validateAPI(e, p, s.TokenFrom, "a bot token", s.APIURL)
+}
+
+// validateAPI checks an API sink's token (what, required) and apiURL (p
+// the sink's path).
+func (f *Fleet) validateAPI(e *errs, p string, token *Credential, what, apiURL string) {
+	if token == nil {
+		e.add(p+".tokenFrom", "required: the environment variable or file of %s, never the token", what)
 	}
-	f.validateCredential(e, p+".tokenFrom", s.TokenFrom)
-	if s.APIURL != "" {
-		if err := plainURL(s.APIURL); err != nil {
+	f.validateCredential(e, p+".tokenFrom", token)
+	if apiURL != "" {
+		if err := plainURL(apiURL); err != nil {
 			e.add(p+".apiURL", "%v", err)
 		}
 	}
@@ -263,15 +269,7 @@ func (f *Fleet) validateGitHub(e *errs, p string, g *GitHub) {
 			e.add(p+".repository", "%q is not owner/name", r)
 		}
 	}
-	if g.TokenFrom == nil {
-		e.add(p+".tokenFrom", "required: a token's environment variable or file (GITHUB_TOKEN), never the token")
-	}
-	f.validateCredential(e, p+".tokenFrom", g.TokenFrom)
-	if g.APIURL != "" {
-		if err := plainURL(g.APIURL); err != nil {
-			e.add(p+".apiURL", "%v", err)
-		}
-	}
+	f.validateAPI(e, p, g.TokenFrom, "a token (GITHUB_TOKEN)", g.APIURL)
 	if g.PerCluster < 0 {
 		e.add(p+".perCluster", "must not be negative, got %d", g.PerCluster)
 	}

@@ -71,7 +71,7 @@ func TestRecorderRelease(t *testing.T) {
 	r.Observe(rollout.CheckEvent{Cluster: "stg-2", Check: "smoke", State: "failed"})
 	r.Observe(rollout.EndEvent{Cluster: "stg-1"})
 	r.Observe(rollout.EndEvent{Cluster: "stg-2", Err: errors.New("check smoke failed: exit status 1")})
-	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveFinished, Outcomes: []runner.Outcome{
+	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveFinished, Counts: &rollout.WaveCounts{Succeeded: 1, Failed: 1}, Outcomes: []runner.Outcome{
 		{Cluster: "stg-1", State: runner.Succeeded}, {Cluster: "stg-2", State: runner.Failed}}})
 	r.Observe(rollout.WaveEvent{Wave: "production", State: "awaiting approval", Brake: "approval", Reasons: []string{"prod-1: web not approved"}})
 	r.Observe(rollout.ObjectEvent{Cluster: "stg-1"}) // not a release's event

@@ -1,11 +1,9 @@
 package notify
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -51,22 +49,7 @@ func (t *Teams) Send(ctx context.Context, ev Event) error {
 	if err != nil {
 		return Permanent(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
-	if err != nil {
-		return Permanent(redact(err))
-	}
-	req.Header.Set("Content-Type", "application/json")
-	client := t.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return redact(err)
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	return answered(resp)
+	return post(ctx, t.Client, t.URL, http.Header{"Content-Type": {"application/json"}}, body)
 }
 
 // count counts a failure of release and reports whether it gets a card.

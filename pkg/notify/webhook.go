@@ -34,22 +34,29 @@ type Webhook struct {
 	Client *http.Client
 }
 
-// Send posts ev. An answer of 2xx is delivery; 408, 429 and 5xx are
-// retried; any other refusal is Permanent.
+// Send posts ev (post).
 func (w *Webhook) Send(ctx context.Context, ev Event) error {
 	body, err := CloudEvent(ev)
 	if err != nil {
 		return Permanent(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	header := http.Header{"Content-Type": {event.ApplicationCloudEventsJSON}}
+	if len(w.Secret) > 0 {
+		header.Set(SignatureHeader, Sign(w.Secret, body))
+	}
+	return post(ctx, w.Client, w.URL, header, body)
+}
+
+// post sends body to url with header through client (http.DefaultClient
+// when nil): an answer of 2xx is delivery, 408, 429 and 5xx are worth
+// another attempt, other refusals are Permanent; errors name url's host
+// only.
+func post(ctx context.Context, client *http.Client, url string, header http.Header, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return Permanent(redact(err))
 	}
-	req.Header.Set("Content-Type", event.ApplicationCloudEventsJSON)
-	if len(w.Secret) > 0 {
-		req.Header.Set(SignatureHeader, Sign(w.Secret, body))
-	}
-	client := w.Client
+	req.Header = header
 	if client == nil {
 		client = http.DefaultClient
 	}
