@@ -199,7 +199,7 @@ func (o *ApplyOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	told := o.record(ctx, n, r, "apply")
-	outcomes, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json", Record: told.recorder()})
+	outcomes, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: e, Set: r, Options: opts, Verb: "apply", JSON: o.Output == "json", Record: told.recorder(), Trace: told.trace()})
 	return o.undo(ctx, e, r, outcomes, err, told.recorder())
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/revision"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/trace"
 )
 
 // notifyGrace is how long a run's end waits for its sinks to send what
@@ -23,11 +24,12 @@ import (
 // its way out).
 const notifyGrace = 10 * time.Second
 
-// notification is a release told to the fleet file's sinks: its
-// Notifier, and the Recorder of its rollout.
+// notification is a release told to the fleet file's sinks (its
+// Notifier, and the Recorder of its rollout) and recorded as a trace.
 type notification struct {
 	n   *notify.Notifier
 	rec *notify.Recorder
+	tr  *trace.Release
 }
 
 // notifier starts the sinks of f's notify: lists for a release of verb
@@ -45,20 +47,28 @@ func (g *GlobalOptions) notifier(f *fleet.Fleet, dryRun bool) (*notify.Notifier,
 	return notify.New(targets, func(w string) { fmt.Fprintln(g.ErrOut, "Warning: "+w) }), nil
 }
 
-// record is the notification of a rollout of r by verb through n (nil
-// when n is), masking what the run decrypted.
+// record is the notification of a rollout of r by verb: to n's sinks
+// (none when n is nil), masking what the run decrypted, and as a trace
+// when the environment asks for one; nil when neither.
 func (g *GlobalOptions) record(ctx context.Context, n *notify.Notifier, r *rendered.Set, verb string) *notification {
-	if n == nil {
+	id := releaseID()
+	tr := g.trace(r, id, verb)
+	if n == nil && tr == nil {
 		return nil
 	}
-	release := notify.Release{ID: releaseID(), Verb: verb, Repository: os.Getenv("GITHUB_REPOSITORY")}
+	out := &notification{n: n, tr: tr}
+	if n == nil {
+		return out
+	}
+	release := notify.Release{ID: id, Verb: verb, Repository: os.Getenv("GITHUB_REPOSITORY")}
 	src := revision.SourceOf(ctx, r.Fleet.Dir)
 	release.Commit, release.Dirty = src.Commit, src.Dirty
-	rec := notify.NewRecorder(r.Fleet.Metadata.Name, release, rollout.Waves(r.Fleet, r.Clusters), n.Notify)
+	out.rec = notify.NewRecorder(r.Fleet.Metadata.Name, release, rollout.Waves(r.Fleet, r.Clusters), n.Notify)
+	out.rec.TraceID = tr.TraceID()
 	if g.mask != nil {
-		rec.Mask = g.mask.String
+		out.rec.Mask = g.mask.String
 	}
-	return &notification{n: n, rec: rec}
+	return out
 }
 
 // releaseID names a release: when it started, and 6 random bytes.
@@ -74,6 +84,14 @@ func (n *notification) recorder() *notify.Recorder {
 		return nil
 	}
 	return n.rec
+}
+
+// trace is the notification's trace, nil without one.
+func (n *notification) trace() *trace.Release {
+	if n == nil {
+		return nil
+	}
+	return n.tr
 }
 
 // closeNotifier sends what n still holds (within notifyGrace, whatever

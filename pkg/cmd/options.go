@@ -41,6 +41,8 @@ type GlobalOptions struct {
 	sources kube.KubeconfigSources
 	// mask holds the values the run decrypted; the streams mask them.
 	mask *mask.Set
+	// tracing exports releases' traces (OTEL_EXPORTER_OTLP_ENDPOINT).
+	tracing tracing
 }
 
 // fetcher fetches oci:// sources into the cache (ocisource.CacheDir),

@@ -14,6 +14,7 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/sinks"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/summary"
+	"github.com/kubectl-fleet/kubectl-fleet/pkg/trace"
 )
 
 // rolloutRun is one run of the rollout engine as a command makes it:
@@ -32,8 +33,9 @@ type rolloutRun struct {
 	// metrics).
 	OnChange func(cluster, app, action string)
 	// Record, when set, is told the run's events, its start and its end
-	// (the fleet file's notify: sinks).
+	// (the fleet file's notify: sinks); Trace records them as a trace.
 	Record *notify.Recorder
+	Trace  *trace.Release
 }
 
 // runRollout runs the engine with the command's sinks around it: the
@@ -53,11 +55,12 @@ func runRollout(ctx context.Context, g *GlobalOptions, rep *ReportOptions, run r
 		outcomes = run.Engine.Delete(ctx, r.Fleet, r.Clusters, run.Apps, o, to.Emit)
 	} else {
 		emit := to.Emit
-		if rec := run.Record; rec != nil {
+		if rec, tr := run.Record, run.Trace; rec != nil || tr != nil {
 			rec.Started()
-			emit = func(ev rollout.Event) { rec.Observe(ev); to.Emit(ev) }
+			emit = func(ev rollout.Event) { tr.Observe(ev); rec.Observe(ev); to.Emit(ev) }
 		}
 		outcomes = run.Engine.Run(ctx, r, o, emit)
+		run.Trace.End(outcomes)
 		run.Record.Finished(outcomes, nil)
 	}
 	pr.Finish()

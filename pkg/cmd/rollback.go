@@ -116,6 +116,6 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 		}
 		rec.RolledBack(rollout.UndoEvent{Why: "kubectl fleet rollback", Clusters: names})
 	}
-	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json", Record: told.recorder()})
+	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json", Record: told.recorder(), Trace: told.trace()})
 	return closeNotifier(n, err)
 }

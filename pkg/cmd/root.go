@@ -112,6 +112,7 @@ func Execute(ctx context.Context, streams genericiooptions.IOStreams, args []str
 	// before a second Ctrl-C ends the process.
 	defer g.sources.Cleanup()
 	defer exitOnSecondInterrupt(ctx, streams.ErrOut, g.sources.Cleanup)()
+	defer g.shutdownTracing()
 	cmd := newCmdFleet(g)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)

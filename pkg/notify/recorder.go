@@ -20,6 +20,8 @@ type Recorder struct {
 	// carries (a failure's message, a hold's reasons, a rollback's why),
 	// as the run's streams mask it: an event leaves the machine.
 	Mask func(string) string
+	// TraceID, when set, is the release's trace, named in every event.
+	TraceID string
 
 	fleet   string
 	release Release
@@ -250,7 +252,7 @@ func (r *Recorder) masked(text string) string {
 // emit numbers ev, stamps it and hands it on; r.mu is held.
 func (r *Recorder) emit(ev Event) {
 	r.seq++
-	ev.Seq, ev.Time, ev.Fleet, ev.Release = r.seq, r.now().UTC(), r.fleet, r.release
+	ev.Seq, ev.Time, ev.Fleet, ev.Release, ev.TraceID = r.seq, r.now().UTC(), r.fleet, r.release, r.TraceID
 	if ev.Wave == "" {
 		ev.Counts = r.counts
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/kubectl-fleet/kubectl-fleet/internal/githubtest"
+	"github.com/kubectl-fleet/kubectl-fleet/internal/otlptest"
 	"github.com/kubectl-fleet/kubectl-fleet/internal/slacktest"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/approval"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/notify"
@@ -147,6 +149,10 @@ func TestNotifyWebhook(t *testing.T) {
 	}
 	t.Setenv("GITHUB_EVENT_PATH", event)
 	t.Setenv("GITHUB_REPOSITORY", "acme/shop")
+	// Each release is one trace, sent to a real OTLP/HTTP receiver.
+	otlp := otlptest.New()
+	defer otlp.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp.URL)
 	_, alicePEM, alicePub, err := approval.GenerateKey("alice")
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +248,7 @@ approvers:
 			"8 rollback automatic=true nt-a,nt-stg",
 		}},
 	}
-	seen := 0
+	seen, traceID := 0, ""
 	for _, step := range steps {
 		if step.before != nil {
 			step.before()
@@ -254,9 +260,11 @@ approvers:
 		if strings.Contains(errOut, "notify") {
 			t.Errorf("%s: a warning of the sink:\n%s", step.name, errOut)
 		}
-		if diff := cmp.Diff(step.want, eventLines(t, rc.take(), "apply")); diff != "" {
+		evs := rc.take()
+		if diff := cmp.Diff(step.want, eventLines(t, evs, "apply")); diff != "" {
 			t.Errorf("%s: events (-want +got):\n%s", step.name, diff)
 		}
+		traceID = traceOf(t, evs)
 		// Slack: one message per release, edited at most once a wave (3).
 		var posts, edits int
 		var last slacktest.Call
@@ -303,6 +311,38 @@ approvers:
 	}
 	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e: apply failed, rolled back automatically") || !strings.Contains(c[0], "| nt-a | failed |") {
 		t.Errorf("the pull request's comments: %q", c)
+	}
+	// The last release's trace, named in its events: the release, its
+	// waves, each cluster under its wave with its stages and its check,
+	// the canary's failure.
+	spans := map[string]otlptest.Span{}
+	for _, sp := range otlp.Spans() {
+		if sp.TraceID == traceID {
+			spans[sp.SpanID] = sp
+		}
+	}
+	var drawn []string
+	for _, sp := range spans {
+		parent := "-"
+		if p, ok := spans[sp.ParentSpanID]; ok {
+			parent = p.Name
+		}
+		if strings.HasPrefix(sp.Name, "cluster ") || strings.HasPrefix(sp.Name, "release ") || strings.HasPrefix(sp.Name, "wave ") ||
+			strings.HasPrefix(sp.Name, "check ") || strings.HasPrefix(sp.Name, "wait ") {
+			drawn = append(drawn, fmt.Sprintf("%s > %s (error %v)", parent, sp.Name, sp.Error))
+		}
+	}
+	slices.Sort(drawn)
+	wantSpans := []string{
+		"- > release e2e (error true)",
+		"cluster nt-a > check smoke (error true)",
+		"release e2e > wave production/canary (error true)",
+		"release e2e > wave staging (error false)",
+		"wave production/canary > cluster nt-a (error true)",
+		"wave staging > cluster nt-stg (error false)",
+	}
+	if diff := cmp.Diff(wantSpans, drawn); diff != "" {
+		t.Errorf("the trace %s (-want +got):\n%s", traceID, diff)
 	}
 	// A rollback asked for is a release too, that says so first.
 	if out, errOut, code := fleet(t, dir, "rollback", "--yes", "-c", "nt-stg"); code != 0 {
@@ -454,4 +494,23 @@ apps:
 	if gh.Requests != 1 || len(gh.Statuses()) != 0 {
 		t.Errorf("GitHub: %d requests, %d statuses written; want a read only", gh.Requests, len(gh.Statuses()))
 	}
+}
+
+// traceOf is the trace ID a release's events name, the same in each.
+func traceOf(t *testing.T, evs []cloudevents.Event) string {
+	t.Helper()
+	id := ""
+	for i, ce := range evs {
+		var ev notify.Event
+		if err := json.Unmarshal(ce.Data(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			id = ev.TraceID
+		}
+		if ev.TraceID != id || len(id) != 32 {
+			t.Errorf("event %d names trace %q, the first %q", i, ev.TraceID, id)
+		}
+	}
+	return id
 }
