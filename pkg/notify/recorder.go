@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"sync"
@@ -131,16 +132,18 @@ func (r *Recorder) Finished(outcomes []runner.Outcome, err error) {
 	r.emit(Event{Type: ReleaseFinished, Outcome: outcome(c, outcomes, err, held)})
 }
 
-// outcome is how a release with counts c and outcomes ended: failed when
-// a cluster failed or it could not start (err), interrupted by Ctrl-C,
+// outcome is how a release with counts c and outcomes ended: interrupted
+// by Ctrl-C, failed when a cluster failed or it could not start (err),
 // held when a brake held a wave (held), not started when its waves did
 // not start otherwise (a refused confirmation), else succeeded.
 func outcome(c Counts, outcomes []runner.Outcome, err error, held bool) string {
 	switch {
+	case slices.ContainsFunc(outcomes, func(o runner.Outcome) bool {
+		return errors.Is(o.Err, runner.ErrInterrupted) || errors.Is(o.Err, context.Canceled)
+	}):
+		return "interrupted" // what Ctrl-C stopped failed with it
 	case c.Failed > 0 || err != nil:
 		return "failed"
-	case slices.ContainsFunc(outcomes, func(o runner.Outcome) bool { return errors.Is(o.Err, runner.ErrInterrupted) }):
-		return "interrupted"
 	case held:
 		return "held"
 	case c.NotStarted > 0:

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,6 +124,7 @@ func TestOutcome(t *testing.T) {
 		{"a wave held", []runner.Outcome{ok, {State: runner.NotStarted, Err: errors.New("awaits approval")}}, nil, true, "held"},
 		{"not confirmed", []runner.Outcome{{State: runner.NotStarted, Err: errors.New("not confirmed")}}, nil, false, "not started"},
 		{"Ctrl-C", []runner.Outcome{ok, {State: runner.NotStarted, Err: runner.ErrInterrupted}}, nil, true, "interrupted"},
+		{"Ctrl-C during a soak", []runner.Outcome{{State: runner.Failed, Err: fmt.Errorf("interrupted: %w", context.Canceled)}}, nil, false, "interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := Counts{Total: len(tc.outcomes)}

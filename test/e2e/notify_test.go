@@ -514,3 +514,40 @@ func traceOf(t *testing.T, evs []cloudevents.Event) string {
 	}
 	return id
 }
+
+// A run stopped by Ctrl-C sends what it can on its way out: its events
+// up to the end of the release, which says it was interrupted.
+func TestNotifyInterrupted(t *testing.T) {
+	const ns = "e2e-notify-int"
+	secret := []byte("int-secret")
+	rc := newReceiver(t, secret)
+	dir := workdir(t, `apiVersion: fleet/v1alpha1
+kind: Fleet
+metadata: {name: e2e}
+notify:
+  - {name: hook, webhook: {urlFrom: {file: hook.url}, secretFrom: {file: hook.key}}}
+groups:
+  - {name: staging, soak: 60s}
+  - name: production
+clusters:
+  - {name: ni-stg, group: staging, context: fleet-c1}
+  - {name: ni-prod, group: production, context: fleet-c2}
+apps:
+  - {name: notified, manifests: app.yaml}
+`, map[string]string{"app.yaml": release(ns, "1"), "hook.url": rc.URL, "hook.key": string(secret)})
+	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	sent := false
+	out, errOut, code := fleetStreaming(t, dir, func(line string, p *os.Process) {
+		if strings.Contains(line, "soak started") && !sent {
+			sent = true
+			_ = p.Signal(os.Interrupt)
+		}
+	}, "apply", "--yes")
+	if code != 130 || !sent {
+		t.Fatalf("exit %d, want 130 (interrupted during the soak: %v)\n%s%s", code, sent, out, errOut)
+	}
+	lines := eventLines(t, rc.take(), "apply")
+	if len(lines) < 3 || lines[0] != "1 release.started" || lines[1] != "2 wave.started staging" || !strings.HasSuffix(lines[len(lines)-1], "release.finished interrupted") {
+		t.Errorf("events of the interrupted run: %q", lines)
+	}
+}
