@@ -43,10 +43,12 @@ type span struct {
 	ctx context.Context
 }
 
-// cluster is a cluster's span, its current stage's, and its soak's.
+// cluster is a cluster's span, its current stage's (and its name), and
+// its soak's.
 type cluster struct {
 	span
 	stage, soak oteltrace.Span
+	stageName   string
 }
 
 // Start starts the trace of a release of fleet (its id, its verb) over
@@ -88,14 +90,23 @@ func (r *Release) Observe(ev rollout.Event) {
 			c.stage.End()
 		}
 		_, c.stage = r.tracer.Start(c.ctx, ev.Stage)
+		c.stageName = ev.Stage
 	case rollout.CheckEvent:
 		c := r.cluster(ev.Cluster)
-		now := time.Now()
-		_, s := r.tracer.Start(c.ctx, "check "+ev.Check, oteltrace.WithTimestamp(now.Add(-time.Duration(ev.Seconds*float64(time.Second)))))
+		name := "check " + ev.Check
+		s := c.stage
+		if s == nil || c.stageName != name {
+			// A check told without its stage: its span from its time.
+			now := time.Now()
+			_, s = r.tracer.Start(c.ctx, name, oteltrace.WithTimestamp(now.Add(-time.Duration(ev.Seconds*float64(time.Second)))))
+		}
 		if ev.State != "passed" {
 			s.SetStatus(codes.Error, ev.State+": "+ev.Error)
 		}
-		s.End(oteltrace.WithTimestamp(now))
+		s.End()
+		if s == c.stage {
+			c.stage, c.stageName = nil, ""
+		}
 	case rollout.SoakEvent:
 		c := r.cluster(ev.Cluster)
 		switch {

@@ -3,7 +3,6 @@ package trace
 import (
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,7 +49,9 @@ func TestReleaseTree(t *testing.T) {
 	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveStarted})
 	r.Observe(rollout.StageEvent{Cluster: "stg", Stage: "connecting"})
 	r.Observe(rollout.StageEvent{Cluster: "stg", Stage: "applying web"})
+	r.Observe(rollout.StageEvent{Cluster: "stg", Stage: "check smoke"}) // the check's stage is its span
 	r.Observe(rollout.CheckEvent{Cluster: "stg", Check: "smoke", State: "failed", Seconds: 0.5, Error: "exit status 1"})
+	r.Observe(rollout.CheckEvent{Cluster: "stg", Check: "lint", State: "passed", Seconds: 0.1})
 	r.Observe(rollout.SoakEvent{Cluster: "stg", State: "started"})
 	r.Observe(rollout.EndEvent{Cluster: "stg", Err: errors.New("check smoke failed")})
 	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveFinished, Counts: &rollout.WaveCounts{Failed: 1}})
@@ -59,6 +60,7 @@ func TestReleaseTree(t *testing.T) {
 	want := []string{
 		"- > release shop",
 		"cluster stg > applying web",
+		"cluster stg > check lint",
 		"cluster stg > check smoke",
 		"cluster stg > connecting",
 		"cluster stg > soak",
@@ -70,7 +72,7 @@ func TestReleaseTree(t *testing.T) {
 		t.Errorf("spans (-want +got):\n%s", diff)
 	}
 	for _, s := range rec.Ended() {
-		failed := strings.HasPrefix(s.Name(), "check") || s.Name() == "cluster stg" || s.Name() == "wave staging" || s.Name() == "release shop"
+		failed := s.Name() == "check smoke" || s.Name() == "cluster stg" || s.Name() == "wave staging" || s.Name() == "release shop"
 		if got := s.Status().Code.String() == "Error"; got != failed {
 			t.Errorf("%s: status %v", s.Name(), s.Status())
 		}
