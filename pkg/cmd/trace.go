@@ -49,7 +49,11 @@ func (g *GlobalOptions) trace(r *rendered.Set, id, verb string) *trace.Release {
 	if g.tracing.tp == nil {
 		return nil
 	}
-	return trace.Start(g.tracing.tp, r.Fleet.Metadata.Name, id, verb, rollout.Waves(r.Fleet, r.Clusters))
+	tr := trace.Start(g.tracing.tp, r.Fleet.Metadata.Name, id, verb, rollout.Waves(r.Fleet, r.Clusters))
+	if g.mask != nil {
+		tr.Mask = g.mask.String
+	}
+	return tr
 }
 
 // shutdownTracing sends the spans still held, within notifyGrace.

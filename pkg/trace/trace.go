@@ -24,6 +24,11 @@ import (
 // Release is the trace of one release. Its methods are safe for
 // concurrent use; a nil Release records nothing.
 type Release struct {
+	// Mask, when set, masks what the run decrypted in the text a span
+	// carries (an error, a check's output), as the run's streams do: a
+	// trace leaves the machine.
+	Mask func(string) string
+
 	tracer oteltrace.Tracer
 	root   oteltrace.Span
 	ctx    context.Context
@@ -101,7 +106,7 @@ func (r *Release) Observe(ev rollout.Event) {
 			_, s = r.tracer.Start(c.ctx, name, oteltrace.WithTimestamp(now.Add(-time.Duration(ev.Seconds*float64(time.Second)))))
 		}
 		if ev.State != "passed" {
-			s.SetStatus(codes.Error, ev.State+": "+ev.Error)
+			s.SetStatus(codes.Error, r.masked(ev.State+": "+ev.Error))
 		}
 		s.End()
 		if s == c.stage {
@@ -114,7 +119,7 @@ func (r *Release) Observe(ev rollout.Event) {
 			_, c.soak = r.tracer.Start(c.ctx, "soak")
 		case ev.State != "started" && c.soak != nil:
 			if ev.State != "passed" {
-				c.soak.SetStatus(codes.Error, ev.State+": "+ev.Error)
+				c.soak.SetStatus(codes.Error, r.masked(ev.State+": "+ev.Error))
 			}
 			c.soak.End()
 			c.soak = nil
@@ -123,11 +128,19 @@ func (r *Release) Observe(ev rollout.Event) {
 		c := r.cluster(ev.Cluster)
 		c.endChildren()
 		if ev.Err != nil {
-			c.SetStatus(codes.Error, ev.Err.Error())
+			c.SetStatus(codes.Error, r.masked(ev.Err.Error()))
 		}
 		c.End()
 		delete(r.clusters, ev.Cluster)
 	}
+}
+
+// masked is text with what the run decrypted masked (Mask).
+func (r *Release) masked(text string) string {
+	if r.Mask == nil {
+		return text
+	}
+	return r.Mask(text)
 }
 
 // wave follows a wave: its span from its start to its end, or a wait

@@ -3,6 +3,7 @@ package trace
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -86,5 +87,20 @@ func TestNilRelease(t *testing.T) {
 	r.End(nil)
 	if r.TraceID() != "" {
 		t.Error("a nil release has a trace ID")
+	}
+}
+
+// What the run decrypted never leaves in a span's status.
+func TestReleaseMasks(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	r := Start(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)), "shop", "r1", "apply", nil)
+	r.Mask = func(s string) string { return strings.ReplaceAll(s, "hunter2", "***") }
+	r.Observe(rollout.CheckEvent{Cluster: "c", Check: "smoke", State: "failed", Error: "password hunter2 refused"})
+	r.Observe(rollout.EndEvent{Cluster: "c", Err: errors.New("hunter2 again")})
+	r.End(nil)
+	for _, s := range rec.Ended() {
+		if strings.Contains(s.Status().Description, "hunter2") {
+			t.Errorf("%s: %q", s.Name(), s.Status().Description)
+		}
 	}
 }
