@@ -40,11 +40,24 @@ func (g *GlobalOptions) notifier(f *fleet.Fleet, dryRun bool) (*notify.Notifier,
 	if dryRun {
 		return nil, nil
 	}
-	targets, err := notify.TargetsOf(f, &http.Client{Transport: http.DefaultTransport})
+	targets, err := g.notifyTargets(f)
 	if err != nil || len(targets) == 0 {
 		return nil, err
 	}
 	return notify.New(targets, func(w string) { fmt.Fprintln(g.ErrOut, "Warning: "+w) }), nil
+}
+
+// notifyTargets are f's sinks, with the credentials they read masked
+// wherever the run prints, and a client that follows no redirect (a POST
+// redirected is a GET without its body, whose 2xx would read as
+// delivery).
+func (g *GlobalOptions) notifyTargets(f *fleet.Fleet) ([]notify.Target, error) {
+	client := &http.Client{Transport: http.DefaultTransport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return notify.TargetsOf(f, client, func(secret string) {
+		if g.mask != nil {
+			g.mask.Add(secret)
+		}
+	})
 }
 
 // record is the notification of a rollout of r by verb: to n's sinks

@@ -10,7 +10,6 @@ import (
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/render"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rendered"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollback"
-	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/target/registry"
 )
 
@@ -107,15 +106,8 @@ func (o *RollbackOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// A rollback asked for is a release whose verb says so.
 	told := o.record(ctx, n, r, "rollback")
-	if rec := told.recorder(); rec != nil {
-		rec.Started()
-		names := make([]string, len(r.Clusters))
-		for i, c := range r.Clusters {
-			names[i] = c.Name
-		}
-		rec.RolledBack(rollout.UndoEvent{Why: "kubectl fleet rollback", Clusters: names})
-	}
 	_, _, err = runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json", Record: told.recorder(), Trace: told.trace()})
 	return closeNotifier(n, err)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/go-logr/logr"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -36,6 +38,11 @@ func (g *GlobalOptions) trace(r *rendered.Set, id, verb string) *trace.Release {
 		return nil
 	}
 	g.tracing.once.Do(func() {
+		// OpenTelemetry's own errors and logs go to the command's
+		// stderr, masked, as a warning; never to the process's raw
+		// stderr (a malformed OTEL_EXPORTER_OTLP_HEADERS is logged whole).
+		otel.SetLogger(logr.Discard())
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { fmt.Fprintf(g.ErrOut, "Warning: traces: %v\n", err) }))
 		// The exporter reads OTEL_EXPORTER_OTLP_* itself (endpoint,
 		// headers, TLS, timeout), as every OpenTelemetry SDK does.
 		exp, err := otlptracehttp.New(context.Background())

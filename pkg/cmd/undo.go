@@ -32,7 +32,7 @@ func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, set *rendere
 		return runErr
 	}
 	o.say(u)
-	rec.RolledBack(u.Event())
+	rec.RolledBack(u.Event(), "")
 	opts := o.options(false, o.Parallel)
 	opts.NewestFirst = true
 	var all []string
@@ -47,6 +47,11 @@ func (o *ApplyOptions) undo(ctx context.Context, e *rollout.Engine, set *rendere
 	chosen.Mask(o.mask, results)
 	r := &rendered.Set{Fleet: f, Clusters: u.Clusters, Results: results, Mask: o.mask}
 	back, _, err := runRollout(ctx, o.GlobalOptions, &o.ReportOptions, rolloutRun{Engine: o.newEngine(o.GlobalOptions), Set: r, Options: opts, Verb: "roll back", JSON: o.Output == "json"})
+	outcome := "failed"
+	if err == nil && len(missing) == 0 && ctx.Err() == nil {
+		outcome = "succeeded"
+	}
+	rec.RolledBack(u.Event(), outcome)
 	switch {
 	case ctx.Err() != nil:
 		return err // interrupted: said, exit 130

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/spf13/cobra"
 
@@ -109,7 +108,7 @@ func (o *VetOptions) notifyTest(ctx context.Context, path string) error {
 	if err != nil {
 		return nil // vet said it
 	}
-	targets, err := notify.TargetsOf(f, &http.Client{Transport: http.DefaultTransport})
+	targets, err := o.notifyTargets(f)
 	if err != nil {
 		return err
 	}

@@ -376,7 +376,7 @@ func TestParseErrors(t *testing.T) {
 				`fleet.yaml:36: app cache: tests: nope does not exist`}},
 		{"notify", valid + `notify:
   - {name: ops, events: [wave.held, wave.hold], webhook: {url: "https://u:p@hooks.example.com/x"}}
-  - {name: ops, webhook: {url: "https://hooks.slack.com/services/T/B/X"}}
+  - {name: ops, webhook: {url: "https://HOOKS.SLACK.COM./services/T/B/X"}}
   - {name: teams, webhook: {urlFrom: {env: "1BAD"}, secretFrom: {file: nope.key}}}
   - {name: both, timeout: -1s, webhook: {url: "ftp://x", urlFrom: {env: HOOK}}}
   - {name: none}
@@ -396,9 +396,11 @@ func TestParseErrors(t *testing.T) {
 		{"slack", valid + `notify:
   - {name: chat, slack: {channel: "", apiURL: "https://x.example.com/api?token=1"}}
   - {name: both, webhook: {url: "https://h.example.com"}, slack: {channel: C1, tokenFrom: {env: SLACK_BOT_TOKEN}}}
+  - {name: plain, slack: {channel: C1, tokenFrom: {env: SLACK_BOT_TOKEN}, apiURL: "http://slack-proxy.example.com/api/"}}
 `,
 			[]string{`fleet.yaml:34: notify[0].slack.channel: required`, `fleet.yaml:34: notify[0].slack.tokenFrom: required: the environment variable or file of a bot token, never the token`,
-				`fleet.yaml:34: notify[0].slack.apiURL: the URL holds a credential`, `fleet.yaml:35: notify[1]: only one sink kind may be set: webhook, slack, github or teams`}},
+				`fleet.yaml:34: notify[0].slack.apiURL: the URL holds a credential`, `fleet.yaml:35: notify[1]: only one sink kind may be set: webhook, slack, github or teams`,
+				`fleet.yaml:36: notify[2].slack.apiURL: the token is sent there: want https (http only on loopback), got http://slack-proxy.example.com`}},
 		{"github", valid + `notify:
   - {name: commits, github: {repository: acme, perCluster: -1}}
 `,

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"slices"
@@ -124,7 +125,7 @@ var NotifyEvents = []string{"release.started", "wave.started", "wave.held", "app
 
 // secretHosts are hosts whose webhook URLs are credentials in their
 // paths: they come from urlFrom.
-var secretHosts = []string{"hooks.slack.com", ".webhook.office.com", ".logic.azure.com", "discord.com", ".environment.api.powerplatform.com"}
+var secretHosts = []string{"hooks.slack.com", ".webhook.office.com", ".logic.azure.com", "discord.com", "discordapp.com", ".environment.api.powerplatform.com"}
 
 // validateNotify checks a list of sinks (p its path: "notify",
 // "groups[1].notify").
@@ -191,13 +192,13 @@ func (f *Fleet) validateSlack(e *errs, p string, s *Slack) {
 
 // validateAPI checks an API sink's token (what, required) and apiURL (p
 // the sink's path).
-func (f *Fleet) validateAPI(e *errs, p string, token *Credential, what, apiURL string) {
+func (f *Fleet) validateAPI(e *errs, p string, token *Credential, what, url string) {
 	if token == nil {
 		e.add(p+".tokenFrom", "required: the environment variable or file of %s, never the token", what)
 	}
 	f.validateCredential(e, p+".tokenFrom", token)
-	if apiURL != "" {
-		if err := plainURL(apiURL); err != nil {
+	if url != "" {
+		if err := apiURL(url); err != nil {
 			e.add(p+".apiURL", "%v", err)
 		}
 	}
@@ -235,10 +236,24 @@ func plainURL(s string) error {
 	case u.User != nil || u.RawQuery != "":
 		return fmt.Errorf("the URL holds a credential (a user or a query): give it with urlFrom (env or file), not in the fleet file")
 	}
+	hostname := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
 	for _, h := range secretHosts {
-		if u.Hostname() == strings.TrimPrefix(h, ".") || strings.HasPrefix(h, ".") && strings.HasSuffix(u.Hostname(), h) {
-			return fmt.Errorf("a %s URL is a credential: give it with urlFrom (env or file), not in the fleet file", u.Hostname())
+		if hostname == strings.TrimPrefix(h, ".") || strings.HasPrefix(h, ".") && strings.HasSuffix(hostname, h) {
+			return fmt.Errorf("a %s URL is a credential: give it with urlFrom (env or file), not in the fleet file", hostname)
 		}
+	}
+	return nil
+}
+
+// apiURL checks an API sink's apiURL: a plain URL (plainURL), and https
+// but on loopback: the sink's token goes there.
+func apiURL(s string) error {
+	if err := plainURL(s); err != nil {
+		return err
+	}
+	u, _ := url.Parse(s)
+	if h := u.Hostname(); u.Scheme != "https" && h != "localhost" && (net.ParseIP(h) == nil || !net.ParseIP(h).IsLoopback()) {
+		return fmt.Errorf("the token is sent there: want https (http only on loopback), got %s://%s", u.Scheme, u.Host)
 	}
 	return nil
 }

@@ -27,7 +27,8 @@ const (
 	ClusterFailed Type = "cluster.failed"
 	// WaveFinished: a wave's clusters are all done (Counts).
 	WaveFinished Type = "wave.finished"
-	// Rollback: a rollback began, automatic or asked for (Rollback).
+	// Rollback: an automatic rollback began, and again when it ended
+	// (Rollback, its Outcome then set).
 	Rollback Type = "rollback"
 	// ReleaseFinished: the rollout ended (Outcome, Counts).
 	ReleaseFinished Type = "release.finished"
@@ -151,11 +152,16 @@ type Failure struct {
 	Message string `json:"message"`
 }
 
-// RollbackInfo is a rollback.
+// RollbackInfo is a rollback: when it begins, and again when it ended
+// (Outcome).
 type RollbackInfo struct {
 	Automatic bool     `json:"automatic"`
 	Why       string   `json:"why,omitempty"`
 	Clusters  []string `json:"clusters"`
+	// Outcome, once it ended: succeeded (every cluster rolled back) or
+	// failed (it did not finish: the command says which clusters are
+	// where).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // WaveState is a wave and its clusters' states so far.

@@ -220,7 +220,14 @@ func (g *GitHub) commentOn(ctx context.Context, ev Event) error {
 	var c *github.IssueComment
 	if id != 0 {
 		c, _, err = g.client.Issues.EditComment(ctx, g.Owner, g.Repo, id, &github.IssueComment{Body: &body})
-	} else {
+		var resp *github.ErrorResponse
+		if errors.As(err, &resp) && resp.Response != nil && (resp.Response.StatusCode == 403 || resp.Response.StatusCode == 404) {
+			// Not ours to edit (someone else wrote the marker first), or
+			// gone: a comment of our own.
+			id, err = 0, nil
+		}
+	}
+	if id == 0 {
 		c, _, err = g.client.Issues.CreateComment(ctx, g.Owner, g.Repo, g.PR, &github.IssueComment{Body: &body})
 	}
 	if err != nil {
@@ -238,7 +245,7 @@ func (g *GitHub) commentBody(ev Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%s -->\n### %s\n\n", commentMarker, ev.Fleet, Headline(ev))
 	if ev.Rollback != nil {
-		fmt.Fprintf(&b, "Rolled back (automatic: %v) on %s: %s\n\n", ev.Rollback.Automatic, strings.Join(ev.Rollback.Clusters, ", "), ev.Rollback.Why)
+		fmt.Fprintf(&b, "%s\n\n", rollbackLine(ev.Rollback))
 	}
 	b.WriteString("| wave | state | succeeded | failed | not started |\n| --- | --- | ---: | ---: | ---: |\n")
 	for _, w := range ev.Waves {

@@ -28,7 +28,9 @@ func TestGitHub(t *testing.T) {
 		n := New([]Target{{Name: "github", Sink: sink}}, func(w string) { t.Error(w) })
 		rec := NewRecorder("shop", Release{ID: id, Verb: "apply"}, bigWaves(), n.Notify)
 		bigRelease(rec, 1)
-		rec.RolledBack(rollout.UndoEvent{Automatic: true, Why: "production/canary failed", Clusters: []string{"c0010", "c0000"}})
+		undo := rollout.UndoEvent{Automatic: true, Why: "production/canary failed", Clusters: []string{"c0010", "c0000"}}
+		rec.RolledBack(undo, "")
+		rec.RolledBack(undo, "succeeded")
 		if err := n.Close(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -57,7 +59,7 @@ func TestGitHub(t *testing.T) {
 		t.Errorf("deployments (-want +got):\n%s", diff)
 	}
 	comments := api.Comments(7)
-	if len(comments) != 1 || !strings.Contains(comments[0], "### shop: apply failed, rolled back automatically") || !strings.Contains(comments[0], "Rolled back (automatic: true) on c0010, c0000") ||
+	if len(comments) != 1 || !strings.Contains(comments[0], "### shop: apply failed, rolled back automatically") || !strings.Contains(comments[0], "rolled back c0010, c0000") ||
 		!strings.Contains(comments[0], "| production/canary | failed | 9 | 1 | 0 |") {
 		t.Fatalf("the comment: %q", comments)
 	}

@@ -37,8 +37,10 @@ type Recorder struct {
 	wave     map[string]int
 	clusters [][]string
 	// gate is what last failed on each cluster (a check, the soak, the
-	// tests, an app's apply), for its ClusterFailed.
+	// tests, an app's apply), for its ClusterFailed; done how each
+	// cluster's work ended (succeeded, skipped, failed).
 	gate    map[string]string
+	done    map[string]string
 	counts  Counts
 	started bool
 }
@@ -46,7 +48,7 @@ type Recorder struct {
 // NewRecorder records a rollout of fleet's release over waves (the
 // engine's, in order), sending each event to send.
 func NewRecorder(fleet string, release Release, waves []runner.Wave, send func(Event)) *Recorder {
-	r := &Recorder{fleet: fleet, release: release, send: send, now: time.Now, wave: map[string]int{}, gate: map[string]string{}}
+	r := &Recorder{fleet: fleet, release: release, send: send, now: time.Now, wave: map[string]int{}, gate: map[string]string{}, done: map[string]string{}}
 	for i, w := range waves {
 		r.waves = append(r.waves, WaveState{Name: w.Name, Group: w.Group, State: "pending", Counts: Counts{Total: len(w.Clusters), NotStarted: len(w.Clusters)}})
 		for _, c := range w.Clusters {
@@ -104,15 +106,15 @@ func (r *Recorder) Observe(ev rollout.Event) {
 	}
 }
 
-// RolledBack says a rollback began (the command's, after the engine's
-// run: an automatic one, or kubectl fleet rollback).
-func (r *Recorder) RolledBack(ev rollout.UndoEvent) {
+// RolledBack says an automatic rollback began (the command's, after the
+// engine's run), or, with outcome ("succeeded", "failed"), that it ended.
+func (r *Recorder) RolledBack(ev rollout.UndoEvent, outcome string) {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.emit(Event{Type: Rollback, Clusters: ev.Clusters, Rollback: &RollbackInfo{Automatic: ev.Automatic, Why: r.masked(ev.Why), Clusters: ev.Clusters}})
+	r.emit(Event{Type: Rollback, Clusters: ev.Clusters, Rollback: &RollbackInfo{Automatic: ev.Automatic, Why: r.masked(ev.Why), Clusters: ev.Clusters, Outcome: outcome}})
 }
 
 // Finished says the release ended with outcomes (the engine's), or
@@ -178,6 +180,7 @@ func (r *Recorder) waveEvent(ev rollout.WaveEvent) {
 		w.State, w.Held = "running", nil
 		r.emit(Event{Type: WaveStarted, Wave: w.Name, Group: w.Group, Counts: w.Counts})
 	case rollout.WaveFinished:
+		r.soakFailures(w, ev.Outcomes)
 		c, states := Counts{Total: w.Counts.Total}, map[string]string{}
 		for _, o := range ev.Outcomes {
 			c.add(o.State)
@@ -216,9 +219,11 @@ func command(brake, group string) string {
 }
 
 // ended counts a cluster whose work is over, and says its failure.
+// A cluster of a wave that never started (a release that failed before
+// its first wave) is not started, not failed: it is counted at the end.
 func (r *Recorder) ended(cluster string, err error) {
 	i, ok := r.wave[cluster]
-	if !ok {
+	if !ok || r.waves[i].State == "pending" || r.done[cluster] != "" {
 		return
 	}
 	w := &r.waves[i]
@@ -229,18 +234,47 @@ func (r *Recorder) ended(cluster string, err error) {
 	case err == nil:
 		w.Counts.Succeeded++
 		r.counts.Succeeded++
+		r.done[cluster] = "succeeded"
 	case errors.As(err, &skip) && skip.Skipped():
 		w.Counts.Skipped++
 		r.counts.Skipped++
+		r.done[cluster] = "skipped"
 	default:
 		w.Counts.Failed++
 		r.counts.Failed++
-		gate := r.gate[cluster]
-		if gate == "" {
-			gate = "rollout"
+		r.done[cluster] = "failed"
+		r.failed(w, cluster, err)
+	}
+}
+
+// failed says a cluster of wave w failed with err, at the gate that
+// last failed there.
+func (r *Recorder) failed(w *WaveState, cluster string, err error) {
+	gate := r.gate[cluster]
+	if gate == "" {
+		gate = "rollout"
+	}
+	msg := "failed"
+	if err != nil {
+		msg = err.Error()
+	}
+	r.emit(Event{Type: ClusterFailed, Wave: w.Name, Group: w.Group, Clusters: []string{cluster}, Counts: w.Counts,
+		Failure: &Failure{Cluster: cluster, Gate: gate, Message: clip(r.masked(msg))}})
+}
+
+// soakFailures says the clusters of wave w that its soak failed after
+// their work ended as a success (their outcomes), and counts them.
+func (r *Recorder) soakFailures(w *WaveState, outcomes []runner.Outcome) {
+	for _, o := range outcomes {
+		if o.State != runner.Failed || r.done[o.Cluster] != "succeeded" {
+			continue
 		}
-		r.emit(Event{Type: ClusterFailed, Wave: w.Name, Group: w.Group, Clusters: []string{cluster}, Counts: w.Counts,
-			Failure: &Failure{Cluster: cluster, Gate: gate, Message: clip(r.masked(err.Error()))}})
+		r.done[o.Cluster] = "failed"
+		w.Counts.Succeeded--
+		w.Counts.Failed++
+		r.counts.Succeeded--
+		r.counts.Failed++
+		r.failed(w, o.Cluster, o.Err)
 	}
 }
 

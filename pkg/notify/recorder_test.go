@@ -77,7 +77,7 @@ func TestRecorderRelease(t *testing.T) {
 	r.Observe(rollout.WaveEvent{Wave: "production", State: "awaiting approval", Brake: "approval", Reasons: []string{"prod-1: web not approved"}})
 	r.Observe(rollout.ObjectEvent{Cluster: "stg-1"}) // not a release's event
 	r.Finished([]runner.Outcome{{Cluster: "stg-1", State: runner.Succeeded}, {Cluster: "stg-2", State: runner.Failed}, {Cluster: "prod-1", State: runner.NotStarted}}, nil)
-	r.RolledBack(rollout.UndoEvent{Automatic: true, Why: "staging failed", Clusters: []string{"stg-1"}})
+	r.RolledBack(rollout.UndoEvent{Automatic: true, Why: "staging failed", Clusters: []string{"stg-1"}}, "")
 	want := []string{
 		"1 release.started 0/0/3/3",
 		"2 wave.started staging 0/0/2/2",
@@ -150,6 +150,7 @@ func TestRecorderConcurrent(t *testing.T) {
 	ws = append(ws, w)
 	r := NewRecorder("f", Release{ID: "x"}, ws, g.send)
 	r.now = func() time.Time { return time.Unix(0, 0) }
+	r.Observe(rollout.WaveEvent{Wave: "all", State: rollout.WaveStarted})
 	var wg sync.WaitGroup
 	for i, c := range w.Clusters {
 		wg.Go(func() {
@@ -161,15 +162,15 @@ func TestRecorderConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if len(g.events) != 100 {
-		t.Fatalf("%d events, want 100 failures", len(g.events))
+	if len(g.events) != 101 {
+		t.Fatalf("%d events, want the wave's start and 100 failures", len(g.events))
 	}
 	for i, ev := range g.events {
 		if ev.Seq != i+1 {
 			t.Fatalf("event %d numbered %d", i, ev.Seq)
 		}
 	}
-	if c := g.events[99].Counts; c.Failed != 100 || c.Total != 200 {
+	if c := g.events[100].Counts; c.Failed != 100 || c.Total != 200 {
 		t.Errorf("the last failure's counts: %+v", c)
 	}
 }
@@ -205,12 +206,35 @@ func TestRecorderMasks(t *testing.T) {
 	r.Mask = func(s string) string { return strings.ReplaceAll(s, "hunter2", "***") }
 	r.Observe(rollout.EndEvent{Cluster: "stg-1", Err: errors.New(`Secret "db": password hunter2 refused`)})
 	r.Observe(rollout.WaveEvent{Wave: "production", State: "not started", Brake: "promotion", Reasons: []string{"stg-1 runs hunter2"}})
-	r.RolledBack(rollout.UndoEvent{Why: "hunter2 failed", Clusters: []string{"stg-1"}})
+	r.RolledBack(rollout.UndoEvent{Why: "hunter2 failed", Clusters: []string{"stg-1"}}, "")
 	b, err := json.Marshal(g.events)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(string(b), "hunter2") || strings.Count(string(b), "***") < 3 {
 		t.Errorf("the events hold the decrypted value:\n%s", b)
+	}
+}
+
+// A wave's soak fails a cluster after its work ended: its failure is
+// said before the wave's end, at the soak. A release that fails before
+// its first wave says no cluster failed: they did not start.
+func TestRecorderSoakAndNotStarted(t *testing.T) {
+	var g gathered
+	r := NewRecorder("shop", Release{ID: "r1"}, waves(), g.send)
+	r.Observe(rollout.EndEvent{Cluster: "prod-1", Err: errors.New("publish failed")}) // production never started
+	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveStarted})
+	r.Observe(rollout.EndEvent{Cluster: "stg-1"})
+	r.Observe(rollout.EndEvent{Cluster: "stg-2"})
+	r.Observe(rollout.SoakEvent{Cluster: "stg-2", State: "failed"})
+	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveFinished, Outcomes: []runner.Outcome{
+		{Cluster: "stg-1", State: runner.Succeeded}, {Cluster: "stg-2", State: runner.Failed, Err: errors.New("soak: web unhealthy")}}})
+	want := []string{
+		"1 wave.started staging 0/0/2/2",
+		"2 cluster.failed staging stg-2 (soak) 1/1/0/2",
+		"3 wave.finished staging 1/1/0/2",
+	}
+	if diff := cmp.Diff(want, g.lines()); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
 	}
 }

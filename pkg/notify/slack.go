@@ -59,11 +59,7 @@ func (s *Slack) Send(ctx context.Context, ev Event) error {
 	case ClusterFailed:
 		err = s.reply(ctx, ev, fmt.Sprintf(":x: *%s* failed at %s: %s", ev.Failure.Cluster, ev.Failure.Gate, ev.Failure.Message), false)
 	case Rollback:
-		how := "rollback"
-		if ev.Rollback.Automatic {
-			how = "automatic rollback (onFailure: rollback)"
-		}
-		err = s.reply(ctx, ev, fmt.Sprintf(":rewind: %s of %s: %s", how, strings.Join(ev.Rollback.Clusters, ", "), ev.Rollback.Why), true)
+		err = s.reply(ctx, ev, ":rewind: "+rollbackLine(ev.Rollback), true)
 	}
 	return slackErr(err)
 }
@@ -146,10 +142,12 @@ func Headline(ev Event) string {
 		what += " " + c[:min(len(c), 7)]
 	}
 	switch {
-	case ev.Rollback != nil && ev.Rollback.Automatic:
+	case ev.Rollback != nil && ev.Rollback.Outcome == "succeeded":
 		return what + " failed, rolled back automatically"
+	case ev.Rollback != nil && ev.Rollback.Outcome == "failed":
+		return what + " failed; the automatic rollback did not finish"
 	case ev.Rollback != nil:
-		return what + " rolled back"
+		return what + " failed, rolling back automatically"
 	case ev.Type == Test:
 		return ev.Fleet + ": a test of this sink (kubectl fleet vet --notify-test)"
 	case ev.Outcome != "":
@@ -191,10 +189,27 @@ func blocks(ev Event) []slack.Block {
 
 // some are the first reasons, joined, and how many more there are: a
 // wave of 1,000 clusters held for an approval is one line.
-func some(reasons []string) string {
+func some(reasons []string) string { return someOf(reasons, "; ") }
+
+// someOf is the first 5 of list joined by sep, and how many more.
+func someOf(list []string, sep string) string {
 	const shown = 5
-	if len(reasons) <= shown {
-		return strings.Join(reasons, "; ")
+	if len(list) <= shown {
+		return strings.Join(list, sep)
 	}
-	return fmt.Sprintf("%s; and %d more", strings.Join(reasons[:shown], "; "), len(reasons)-shown)
+	return fmt.Sprintf("%s%sand %d more", strings.Join(list[:shown], sep), sep, len(list)-shown)
+}
+
+// rollbackLine says a rollback: "rolling back automatically
+// (onFailure: rollback) c1, c2: why", "rolled back c1, c2", "the automatic
+// rollback of c1, c2 did not finish".
+func rollbackLine(rb *RollbackInfo) string {
+	clusters := someOf(rb.Clusters, ", ")
+	switch rb.Outcome {
+	case "succeeded":
+		return "rolled back " + clusters
+	case "failed":
+		return "the automatic rollback of " + clusters + " did not finish"
+	}
+	return fmt.Sprintf("rolling back automatically (onFailure: rollback) %s: %s", clusters, rb.Why)
 }

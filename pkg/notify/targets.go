@@ -13,9 +13,11 @@ import (
 
 // TargetsOf are the sinks of f's notify: lists, the fleet's and each
 // group's (limited to that group's waves), their credentials read now
-// (from the environment or files). An error names the sink and where its
-// credential was to come from, never the credential.
-func TargetsOf(f *fleet.Fleet, client *http.Client) ([]Target, error) {
+// (from the environment or files) and each told to secret (the run's
+// mask). An error names the sink and where its credential was to come
+// from, never the credential.
+func TargetsOf(f *fleet.Fleet, client *http.Client, secret func(string)) ([]Target, error) {
+	r := reader{f: f, secret: secret}
 	var out []Target
 	add := func(n *fleet.Notify, group string) error {
 		t := Target{Name: n.Name, Required: n.Required, Timeout: n.Timeout, Retries: DefaultRetries}
@@ -32,13 +34,13 @@ func TargetsOf(f *fleet.Fleet, client *http.Client) ([]Target, error) {
 		var err error
 		switch {
 		case n.Slack != nil:
-			t.Sink, err = slackOf(f, n.Slack, client)
+			t.Sink, err = slackOf(r, n.Slack, client)
 		case n.GitHub != nil:
-			t.Sink, err = gitHubOf(f, n.GitHub, client)
+			t.Sink, err = gitHubOf(r, n.GitHub, client)
 		case n.Teams != nil:
-			t.Sink, err = teamsOf(f, n.Teams, client)
+			t.Sink, err = teamsOf(r, n.Teams, client)
 		default:
-			t.Sink, err = webhookOf(f, n.Webhook, client)
+			t.Sink, err = webhookOf(r, n.Webhook, client)
 		}
 		if err != nil {
 			return fmt.Errorf("notify %s: %w", t.Name, err)
@@ -62,7 +64,7 @@ func TargetsOf(f *fleet.Fleet, client *http.Client) ([]Target, error) {
 }
 
 // webhookOf is the sink of a webhook of f, its URL and secret read.
-func webhookOf(f *fleet.Fleet, w *fleet.Webhook, client *http.Client) (*Webhook, error) {
+func webhookOf(f reader, w *fleet.Webhook, client *http.Client) (*Webhook, error) {
 	if w == nil {
 		return nil, fmt.Errorf("no sink kind")
 	}
@@ -85,7 +87,7 @@ func webhookOf(f *fleet.Fleet, w *fleet.Webhook, client *http.Client) (*Webhook,
 }
 
 // slackOf is the sink of a Slack of f, its token read.
-func slackOf(f *fleet.Fleet, s *fleet.Slack, client *http.Client) (*Slack, error) {
+func slackOf(f reader, s *fleet.Slack, client *http.Client) (*Slack, error) {
 	token, err := f.Read(s.TokenFrom)
 	if err != nil {
 		return nil, fmt.Errorf("its token: %w", err)
@@ -95,7 +97,7 @@ func slackOf(f *fleet.Fleet, s *fleet.Slack, client *http.Client) (*Slack, error
 
 // gitHubOf is the sink of a GitHub of f: its token read, its repository,
 // commit and pull request the Actions run's when not given.
-func gitHubOf(f *fleet.Fleet, g *fleet.GitHub, client *http.Client) (*GitHub, error) {
+func gitHubOf(f reader, g *fleet.GitHub, client *http.Client) (*GitHub, error) {
 	token, err := f.Read(g.TokenFrom)
 	if err != nil {
 		return nil, fmt.Errorf("its token: %w", err)
@@ -137,7 +139,7 @@ func actionsCommit() (sha string, pr int) {
 }
 
 // readURL reads a URL that is a credential, checked to be http or https.
-func readURL(f *fleet.Fleet, c *fleet.Credential) (string, error) {
+func readURL(f reader, c *fleet.Credential) (string, error) {
 	u, err := f.Read(c)
 	if err != nil {
 		return "", fmt.Errorf("its URL: %w", err)
@@ -149,10 +151,25 @@ func readURL(f *fleet.Fleet, c *fleet.Credential) (string, error) {
 }
 
 // teamsOf is the sink of a Teams of f, its URL read.
-func teamsOf(f *fleet.Fleet, t *fleet.Teams, client *http.Client) (*Teams, error) {
+func teamsOf(f reader, t *fleet.Teams, client *http.Client) (*Teams, error) {
 	u, err := readURL(f, t.URLFrom)
 	if err != nil {
 		return nil, err
 	}
 	return &Teams{URL: u, Client: client}, nil
+}
+
+// reader reads a fleet's credentials and tells each to secret.
+type reader struct {
+	f      *fleet.Fleet
+	secret func(string)
+}
+
+// Read is the credential c (fleet.Fleet.Read), told to secret.
+func (r reader) Read(c *fleet.Credential) (string, error) {
+	v, err := r.f.Read(c)
+	if err == nil && r.secret != nil {
+		r.secret(v)
+	}
+	return v, err
 }

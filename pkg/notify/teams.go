@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 )
 
@@ -21,8 +20,9 @@ type Teams struct {
 	URL    string
 	Client *http.Client
 
-	mu     sync.Mutex
-	failed map[string]int
+	mu sync.Mutex
+	// failed are the failures of each release given a card, by seq.
+	failed map[string]map[int]bool
 }
 
 // Send posts ev's card, if ev is one Teams is told of.
@@ -35,12 +35,12 @@ func (t *Teams) Send(ctx context.Context, ev Event) error {
 			lines = append(lines, ev.Held.Command)
 		}
 	case ClusterFailed:
-		if !t.count(ev.Release.ID) {
+		if !t.count(ev.Release.ID, ev.Seq) {
 			return nil
 		}
 		lines = append(lines, fmt.Sprintf("**%s** failed at %s: %s", ev.Failure.Cluster, ev.Failure.Gate, ev.Failure.Message))
 	case Rollback:
-		lines = append(lines, fmt.Sprintf("Rolled back (automatic: %v) on %s: %s", ev.Rollback.Automatic, strings.Join(ev.Rollback.Clusters, ", "), ev.Rollback.Why))
+		lines = append(lines, rollbackLine(ev.Rollback))
 	case ReleaseFinished, Test:
 	default:
 		return nil
@@ -52,15 +52,24 @@ func (t *Teams) Send(ctx context.Context, ev Event) error {
 	return post(ctx, t.Client, t.URL, http.Header{"Content-Type": {"application/json"}}, body)
 }
 
-// count counts a failure of release and reports whether it gets a card.
-func (t *Teams) count(release string) bool {
+// count counts a failure of release (its event seq) and reports whether
+// it gets a card: the first maxReplies, a retry of one of them too.
+func (t *Teams) count(release string, seq int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.failed == nil {
-		t.failed = map[string]int{}
+		t.failed = map[string]map[int]bool{}
 	}
-	t.failed[release]++
-	return t.failed[release] <= maxReplies
+	seen := t.failed[release]
+	if seen == nil {
+		seen = map[int]bool{}
+		t.failed[release] = seen
+	}
+	if !seen[seq] && len(seen) >= maxReplies {
+		return false
+	}
+	seen[seq] = true
+	return true
 }
 
 // teamsMessage is the Workflows message of ev: an Adaptive Card (1.4)

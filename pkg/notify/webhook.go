@@ -76,6 +76,9 @@ func answered(resp *http.Response) error {
 		return nil
 	}
 	err := fmt.Errorf("%s %s: %s", resp.Request.Method, host(resp.Request.URL), resp.Status)
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return Permanent(fmt.Errorf("%w: redirected, and a sink's redirect is not followed", err))
+	}
 	switch {
 	case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
 		return err

@@ -193,7 +193,7 @@ func (s soakRun) stopped(run, ctx context.Context, cluster string, end time.Time
 	left := time.Until(end)
 	lost := lostLock(ctx)
 	if lost == nil || run.Err() != nil {
-		return fmt.Errorf("soak interrupted with %s left", left.Round(time.Second))
+		return interrupted{fmt.Sprintf("soak interrupted with %s left", left.Round(time.Second))}
 	}
 	s.Emit(SoakEvent{Type: typeSoak, Cluster: cluster, State: "failed", Left: left.Seconds(), Error: lost.Error()})
 	s.Gates(cluster).Unverified("", "soak stopped: "+oneLine(lost))
@@ -309,3 +309,12 @@ func (e *Engine) soakCheck(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// interrupted is the error of work Ctrl-C ended, said as it is, and
+// context.Canceled underneath: what tells a release that was interrupted
+// from one that failed.
+type interrupted struct{ msg string }
+
+func (e interrupted) Error() string { return e.msg }
+
+func (e interrupted) Unwrap() error { return context.Canceled }

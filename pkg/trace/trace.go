@@ -48,12 +48,13 @@ type span struct {
 	ctx context.Context
 }
 
-// cluster is a cluster's span, its current stage's (and its name), and
-// its soak's.
+// cluster is a cluster's span (ended once its work is), its current
+// stage's (and its name), and its soak's.
 type cluster struct {
 	span
 	stage, soak oteltrace.Span
 	stageName   string
+	ended       bool
 }
 
 // Start starts the trace of a release of fleet (its id, its verb) over
@@ -126,12 +127,17 @@ func (r *Release) Observe(ev rollout.Event) {
 		}
 	case rollout.EndEvent:
 		c := r.cluster(ev.Cluster)
-		c.endChildren()
+		if c.stage != nil {
+			c.stage.End()
+			c.stage = nil
+		}
 		if ev.Err != nil {
 			c.SetStatus(codes.Error, r.masked(ev.Err.Error()))
 		}
+		// Its wave's soak follows its end: the soak's span is its child
+		// all the same.
 		c.End()
-		delete(r.clusters, ev.Cluster)
+		c.ended = true
 	}
 }
 
@@ -210,7 +216,9 @@ func (r *Release) End(outcomes []runner.Outcome) {
 	defer r.mu.Unlock()
 	for _, c := range r.clusters {
 		c.endChildren()
-		c.End()
+		if !c.ended {
+			c.End()
+		}
 	}
 	for _, w := range r.waves {
 		w.End()

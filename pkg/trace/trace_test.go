@@ -53,8 +53,9 @@ func TestReleaseTree(t *testing.T) {
 	r.Observe(rollout.StageEvent{Cluster: "stg", Stage: "check smoke"}) // the check's stage is its span
 	r.Observe(rollout.CheckEvent{Cluster: "stg", Check: "smoke", State: "failed", Seconds: 0.5, Error: "exit status 1"})
 	r.Observe(rollout.CheckEvent{Cluster: "stg", Check: "lint", State: "passed", Seconds: 0.1})
-	r.Observe(rollout.SoakEvent{Cluster: "stg", State: "started"})
 	r.Observe(rollout.EndEvent{Cluster: "stg", Err: errors.New("check smoke failed")})
+	r.Observe(rollout.SoakEvent{Cluster: "stg", State: "started"}) // the wave's soak: after the cluster's end
+	r.Observe(rollout.SoakEvent{Cluster: "stg", State: "failed", Error: "web unhealthy"})
 	r.Observe(rollout.WaveEvent{Wave: "staging", State: rollout.WaveFinished, Counts: &rollout.WaveCounts{Failed: 1}})
 	r.Observe(rollout.WaveEvent{Wave: "production", State: "awaiting approval", Brake: "approval"})
 	r.End([]runner.Outcome{{Cluster: "stg", State: runner.Failed}, {Cluster: "prod", State: runner.NotStarted}})
@@ -73,7 +74,7 @@ func TestReleaseTree(t *testing.T) {
 		t.Errorf("spans (-want +got):\n%s", diff)
 	}
 	for _, s := range rec.Ended() {
-		failed := s.Name() == "check smoke" || s.Name() == "cluster stg" || s.Name() == "wave staging" || s.Name() == "release shop"
+		failed := s.Name() == "check smoke" || s.Name() == "cluster stg" || s.Name() == "soak" || s.Name() == "wave staging" || s.Name() == "release shop"
 		if got := s.Status().Code.String() == "Error"; got != failed {
 			t.Errorf("%s: status %v", s.Name(), s.Status())
 		}

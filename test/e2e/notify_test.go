@@ -119,8 +119,11 @@ func eventLines(t *testing.T, evs []cloudevents.Event, verb string) []string {
 		if ev.Held != nil {
 			line += " [" + ev.Held.Brake + ": " + ev.Held.Command + "]"
 		}
-		if ev.Rollback != nil {
-			line += fmt.Sprintf(" automatic=%v %s", ev.Rollback.Automatic, strings.Join(ev.Rollback.Clusters, ","))
+		if rb := ev.Rollback; rb != nil {
+			line += fmt.Sprintf(" automatic=%v %s", rb.Automatic, strings.Join(rb.Clusters, ","))
+			if rb.Outcome != "" {
+				line += ": " + rb.Outcome
+			}
 		}
 		if ev.Outcome != "" {
 			line += " " + ev.Outcome
@@ -246,6 +249,7 @@ approvers:
 			"6 wave.finished production/canary",
 			"7 release.finished failed",
 			"8 rollback automatic=true nt-a,nt-stg",
+			"9 rollback automatic=true nt-a,nt-stg: succeeded",
 		}},
 	}
 	seen, traceID := 0, ""
@@ -344,11 +348,11 @@ approvers:
 	if diff := cmp.Diff(wantSpans, drawn); diff != "" {
 		t.Errorf("the trace %s (-want +got):\n%s", traceID, diff)
 	}
-	// A rollback asked for is a release too, that says so first.
+	// A rollback asked for is a release too, whose verb says so.
 	if out, errOut, code := fleet(t, dir, "rollback", "--yes", "-c", "nt-stg"); code != 0 {
 		t.Fatalf("rollback: exit %d\n%s%s", code, out, errOut)
 	}
-	wantRollback := []string{"1 release.started", "2 rollback automatic=false nt-stg", "3 wave.started staging", "4 wave.finished staging", "5 release.finished succeeded"}
+	wantRollback := []string{"1 release.started", "2 wave.started staging", "3 wave.finished staging", "4 release.finished succeeded"}
 	if diff := cmp.Diff(wantRollback, eventLines(t, rc.take(), "rollback")); diff != "" {
 		t.Errorf("rollback: events (-want +got):\n%s", diff)
 	}
