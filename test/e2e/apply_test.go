@@ -384,9 +384,10 @@ func TestJSONLines(t *testing.T) {
 		{[]string{"diff", "-f", app, "-o", "json"}, 1, nil, map[string]int{"diff": 6, "summary": 3}},
 		// A dry run cannot validate in a namespace it only pretends to
 		// create: created, as diff says, with the reason (change.NotValidated).
-		{[]string{"apply", "-f", app, "--yes", "-o", "json", "--dry-run=server"}, 0, map[string]string{"namespace/e2e-json": "created", "configmap/j": "created"}, map[string]int{"object": 6, "cluster": 3}},
-		{[]string{"apply", "-f", app, "--yes", "-o", "json"}, 0, map[string]string{"namespace/e2e-json": "created", "configmap/j": "created"}, map[string]int{"object": 6, "revision": 3, "verification": 3, "cluster": 3}},
-		{[]string{"apply", "-f", app, "--yes", "-o", "json"}, 0, map[string]string{"namespace/e2e-json": "unchanged", "configmap/j": "unchanged"}, map[string]int{"object": 6, "revision": 3, "verification": 3, "cluster": 3}},
+		// Each of the two groups' waves says its start and its end.
+		{[]string{"apply", "-f", app, "--yes", "-o", "json", "--dry-run=server"}, 0, map[string]string{"namespace/e2e-json": "created", "configmap/j": "created"}, map[string]int{"object": 6, "cluster": 3, "wave": 4}},
+		{[]string{"apply", "-f", app, "--yes", "-o", "json"}, 0, map[string]string{"namespace/e2e-json": "created", "configmap/j": "created"}, map[string]int{"object": 6, "revision": 3, "verification": 3, "cluster": 3, "wave": 4}},
+		{[]string{"apply", "-f", app, "--yes", "-o", "json"}, 0, map[string]string{"namespace/e2e-json": "unchanged", "configmap/j": "unchanged"}, map[string]int{"object": 6, "revision": 3, "verification": 3, "cluster": 3, "wave": 4}},
 		{[]string{"diff", "-f", app, "-o", "json"}, 0, nil, map[string]int{"diff": 6, "summary": 3}},
 	} {
 		out, errOut, code := fleet(t, dir, tc.args...)

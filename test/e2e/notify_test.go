@@ -105,7 +105,7 @@ func eventLines(t *testing.T, evs []cloudevents.Event, verb string) []string {
 		if release == "" {
 			release = ev.Release.ID
 		}
-		if ev.Release.ID != release || ev.Seq != i+1 || ce.ID() != fmt.Sprintf("%s.%d", release, i+1) || ce.Source() != "/kubectl-fleet/fleets/e2e" ||
+		if ev.Release.ID != release || ev.Seq != i+1 || ce.ID() != fmt.Sprintf("%s.%d", release, i+1) || ce.Source() != "/kubectl-fleet/fleets/"+ev.Fleet || !strings.HasPrefix(ev.Fleet, "e2e") ||
 			ce.Type() != "io.kubectl-fleet."+string(ev.Type)+".v1" || ev.Release.Verb != verb {
 			t.Errorf("event %d: id %s, source %s, type %s, release %+v, seq %d", i, ce.ID(), ce.Source(), ce.Type(), ev.Release, ev.Seq)
 		}
@@ -162,7 +162,7 @@ func TestNotifyWebhook(t *testing.T) {
 	}
 	dir := workdir(t, `apiVersion: fleet/v1alpha1
 kind: Fleet
-metadata: {name: e2e}
+metadata: {name: e2e-notify}
 onFailure: rollback
 notify:
   - name: ops
@@ -199,7 +199,12 @@ approvers:
 	if err := os.Chmod(filepath.Join(dir, "smoke.sh"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _, _ = fleet(t, dir, "delete", "--yes") })
+	t.Cleanup(func() {
+		_, _, _ = fleet(t, dir, "delete", "--yes")
+		for _, ctx := range []string{"fleet-c2", "fleet-c3"} { // alice's approvals
+			_, _, _ = kubectl(t, "", "delete", "configmap", "approval.e2e-notify", "-n", "kubectl-fleet", "--context", ctx, "--ignore-not-found")
+		}
+	})
 	approve := func() {
 		t.Helper()
 		if out, errOut, code := fleet(t, dir, "approve", "-g", "production", "--key", filepath.Join(dir, "alice.pem"), "--as", "alice", "--as-group", "system:masters"); code != 0 {
@@ -283,7 +288,7 @@ approvers:
 			}
 		}
 		seen = len(chat.Calls())
-		if posts != 1 || edits > 3 || !strings.Contains(last.Text, "e2e: apply "+step.outcome) {
+		if posts != 1 || edits > 3 || !strings.Contains(last.Text, "e2e-notify: apply "+step.outcome) {
 			t.Errorf("%s: Slack got %d messages and %d edits, the last saying %q; want 1, at most 3, and %q", step.name, posts, edits, last.Text, step.outcome)
 		}
 	}
@@ -294,9 +299,9 @@ approvers:
 	// last release left it; each group a deployment per release that
 	// reached it; one comment, edited by each release.
 	wantStatuses := map[string]string{
-		"abc123 kubectl-fleet/e2e/nt-stg": "success",
-		"abc123 kubectl-fleet/e2e/nt-a":   "failure",
-		"abc123 kubectl-fleet/e2e/nt-b":   "success", // release A's: release B never reached it
+		"abc123 kubectl-fleet/e2e-notify/nt-stg": "success",
+		"abc123 kubectl-fleet/e2e-notify/nt-a":   "failure",
+		"abc123 kubectl-fleet/e2e-notify/nt-b":   "success", // release A's: release B never reached it
 	}
 	if diff := cmp.Diff(wantStatuses, gh.Statuses()); diff != "" {
 		t.Errorf("commit statuses (-want +got):\n%s", diff)
@@ -313,7 +318,7 @@ approvers:
 	if diff := cmp.Diff(wantDeploys, deploys); diff != "" {
 		t.Errorf("deployments (-want +got):\n%s", diff)
 	}
-	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e: apply failed, rolled back automatically") || !strings.Contains(c[0], "| nt-a | failed |") {
+	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e-notify: apply failed, rolled back automatically") || !strings.Contains(c[0], "| nt-a | failed |") {
 		t.Errorf("the pull request's comments: %q", c)
 	}
 	// The last release's trace, named in its events: the release, its
@@ -338,10 +343,10 @@ approvers:
 	}
 	slices.Sort(drawn)
 	wantSpans := []string{
-		"- > release e2e (error true)",
+		"- > release e2e-notify (error true)",
 		"cluster nt-a > check smoke (error true)",
-		"release e2e > wave production/canary (error true)",
-		"release e2e > wave staging (error false)",
+		"release e2e-notify > wave production/canary (error true)",
+		"release e2e-notify > wave staging (error false)",
 		"wave production/canary > cluster nt-a (error true)",
 		"wave staging > cluster nt-stg (error false)",
 	}
@@ -356,7 +361,7 @@ approvers:
 	if diff := cmp.Diff(wantRollback, eventLines(t, rc.take(), "rollback")); diff != "" {
 		t.Errorf("rollback: events (-want +got):\n%s", diff)
 	}
-	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e: rollback succeeded") {
+	if c := gh.Comments(7); len(c) != 1 || !strings.Contains(c[0], "### e2e-notify: rollback succeeded") {
 		t.Errorf("the pull request's comments after the rollback: %q", c)
 	}
 }
