@@ -119,6 +119,44 @@ func (f *Fleet) Read(c *Credential) (string, error) {
 	return v, nil
 }
 
+// NotifyEnvs are the environment variables the fleet's sinks (its own
+// and its groups') read credentials from: what a check must not inherit.
+func (f *Fleet) NotifyEnvs() []string {
+	var out []string
+	lists := [][]Notify{f.Notify}
+	for i := range f.Groups {
+		lists = append(lists, f.Groups[i].Notify)
+	}
+	for _, list := range lists {
+		for _, n := range list {
+			for _, c := range n.credentials() {
+				if c != nil && c.Env != "" {
+					out = append(out, c.Env)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// credentials are where the sink reads its secrets, nil where it has none.
+func (n *Notify) credentials() []*Credential {
+	var out []*Credential
+	if w := n.Webhook; w != nil {
+		out = append(out, w.URLFrom, w.SecretFrom)
+	}
+	if s := n.Slack; s != nil {
+		out = append(out, s.TokenFrom)
+	}
+	if g := n.GitHub; g != nil {
+		out = append(out, g.TokenFrom)
+	}
+	if t := n.Teams; t != nil {
+		out = append(out, t.URLFrom)
+	}
+	return out
+}
+
 // NotifyEvents are the events a sink may ask for, in the order a release
 // meets them (package notify's Types).
 var NotifyEvents = []string{"release.started", "wave.started", "wave.held", "approval.required", "cluster.failed", "wave.finished", "rollback", "release.finished"}

@@ -171,9 +171,9 @@ func (e *Engine) runChecks(ctx context.Context, c *fleet.Cluster, cluster render
 // credentialEnvs are the environment variables of the fleet that hold
 // credentials: those its kubeconfigFrom reads kubeconfigs from (every
 // cluster's and the defaults') and those its deliveries' signing keys
-// are in (signing.keyEnv), and those its analyses' credentials are in
-// (auth). A check, which reaches one cluster and signs
-// nothing, gets none of them.
+// are in (signing.keyEnv), those its analyses' credentials are in
+// (auth), and its notify: sinks' (tokenFrom, urlFrom, secretFrom). A
+// check, which reaches one cluster and signs nothing, gets none of them.
 func credentialEnvs(f *fleet.Fleet) []string {
 	var out []string
 	add := func(name string) {
@@ -201,6 +201,9 @@ func credentialEnvs(f *fleet.Fleet) []string {
 				add(auth.PasswordEnv)
 			}
 		}
+	}
+	for _, name := range f.NotifyEnvs() {
+		add(name)
 	}
 	return out
 }

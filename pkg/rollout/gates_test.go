@@ -167,15 +167,20 @@ func TestChecks(t *testing.T) {
 }
 
 // A check gets the machine's environment but what holds a key: the
-// fleet's kubeconfigFrom and signing.keyEnv variables, and the families
-// of SOPS, cosign, Vault and the approver's key.
+// fleet's kubeconfigFrom, signing.keyEnv and notify: credentials'
+// variables, and the families of SOPS, cosign, Vault and the approver's
+// key.
 func TestCheckEnvironment(t *testing.T) {
 	f, err := fleet.Parse([]byte(`apiVersion: fleet/v1alpha1
 kind: Fleet
 metadata: {name: f}
+notify:
+  - {name: chat, slack: {channel: C1, tokenFrom: {env: SLACK_BOT_TOKEN}}}
+  - {name: hook, webhook: {urlFrom: {env: HOOK_URL}, secretFrom: {env: HOOK_SECRET}}}
 groups:
   - name: staging
     delivery: {oci: oci://registry.example.com/f, signing: {keyEnv: GROUP_SIGNING_KEY}}
+    notify: [{name: commits, github: {repository: acme/shop, tokenFrom: {env: GITHUB_TOKEN}}}]
   - name: production
 clusters:
   - {name: stg, group: staging, context: stg}
@@ -211,6 +216,10 @@ clusters:
 		{"SOPS_AGE_SSH_PRIVATE_KEY_FILE=/home/me/.ssh/id", false},
 		{"VAULT_TOKEN=s.token", false},
 		{"KUBECTL_FLEET_APPROVER_KEY=/keys/alice.pem", false},
+		{"SLACK_BOT_TOKEN=xoxb-1", false},
+		{"HOOK_URL=https://hooks.example.com/T0KEN", false},
+		{"HOOK_SECRET=s3cret", false},
+		{"GITHUB_TOKEN=ghs_1", false},
 	} {
 		got := c.inherited([]string{tc.env})
 		if kept := len(got) == 1; kept != tc.kept {
