@@ -125,10 +125,7 @@ func (r *Recorder) Finished(outcomes []runner.Outcome, err error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := Counts{Total: len(outcomes)}
-	for _, o := range outcomes {
-		c.add(o.State)
-	}
+	c := countsOf(outcomes)
 	r.counts = c
 	held := slices.ContainsFunc(r.waves, func(w WaveState) bool { return w.State == "held" })
 	r.emit(Event{Type: ReleaseFinished, Outcome: outcome(c, outcomes, err, held)})
@@ -154,18 +151,10 @@ func outcome(c Counts, outcomes []runner.Outcome, err error, held bool) string {
 	return "succeeded"
 }
 
-// add counts a cluster that ended in state s.
-func (c *Counts) add(s runner.State) {
-	switch s {
-	case runner.Succeeded:
-		c.Succeeded++
-	case runner.Failed:
-		c.Failed++
-	case runner.Skipped:
-		c.Skipped++
-	default:
-		c.NotStarted++
-	}
+// countsOf are outcomes' clusters by state.
+func countsOf(outcomes []runner.Outcome) Counts {
+	n := runner.Count(outcomes)
+	return Counts{Total: len(outcomes), Succeeded: n[runner.Succeeded], Failed: n[runner.Failed], Skipped: n[runner.Skipped], NotStarted: n[runner.NotStarted]}
 }
 
 // waveEvent follows a wave: started, finished, or held by a brake.
@@ -181,9 +170,8 @@ func (r *Recorder) waveEvent(ev rollout.WaveEvent) {
 		r.emit(Event{Type: WaveStarted, Wave: w.Name, Group: w.Group, Counts: w.Counts})
 	case rollout.WaveFinished:
 		r.soakFailures(w, ev.Outcomes)
-		c, states := Counts{Total: w.Counts.Total}, map[string]string{}
+		c, states := countsOf(ev.Outcomes), map[string]string{}
 		for _, o := range ev.Outcomes {
-			c.add(o.State)
 			states[o.Cluster] = string(o.State)
 		}
 		w.Counts, w.State = c, "finished"

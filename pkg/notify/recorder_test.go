@@ -127,11 +127,7 @@ func TestOutcome(t *testing.T) {
 		{"Ctrl-C during a soak", []runner.Outcome{{State: runner.Failed, Err: fmt.Errorf("interrupted: %w", context.Canceled)}}, nil, false, "interrupted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := Counts{Total: len(tc.outcomes)}
-			for _, o := range tc.outcomes {
-				c.add(o.State)
-			}
-			if got := outcome(c, tc.outcomes, tc.err, tc.held); got != tc.want {
+			if got := outcome(countsOf(tc.outcomes), tc.outcomes, tc.err, tc.held); got != tc.want {
 				t.Errorf("%s, want %s", got, tc.want)
 			}
 		})

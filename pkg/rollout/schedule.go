@@ -62,19 +62,8 @@ func (e WaveEvent) Progress() bool { return e.State == WaveStarted || e.State ==
 // waveFinished is the event of a wave whose clusters ended as outcomes
 // say.
 func waveFinished(wave string, outcomes []runner.Outcome) WaveEvent {
-	var c WaveCounts
-	for _, o := range outcomes {
-		switch o.State {
-		case runner.Succeeded:
-			c.Succeeded++
-		case runner.Failed:
-			c.Failed++
-		case runner.Skipped:
-			c.Skipped++
-		default:
-			c.NotStarted++
-		}
-	}
+	n := runner.Count(outcomes)
+	c := WaveCounts{Succeeded: n[runner.Succeeded], Failed: n[runner.Failed], Skipped: n[runner.Skipped], NotStarted: n[runner.NotStarted]}
 	return WaveEvent{Type: typeWave, Wave: wave, State: WaveFinished, Counts: &c, Outcomes: outcomes}
 }
 

@@ -64,6 +64,15 @@ const (
 	Skipped State = "skipped"
 )
 
+// Count is how many of outcomes ended in each state.
+func Count(outcomes []Outcome) map[State]int {
+	n := map[State]int{}
+	for _, o := range outcomes {
+		n[o.State]++
+	}
+	return n
+}
+
 // SkipError is what fn returns for a cluster it skipped, and why.
 type SkipError struct {
 	Reason string

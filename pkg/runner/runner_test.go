@@ -259,3 +259,11 @@ func TestRunTellsWaveStartAndEnd(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// Count counts outcomes by state.
+func TestCount(t *testing.T) {
+	got := Count([]Outcome{{State: Succeeded}, {State: Failed}, {State: Succeeded}, {State: NotStarted}})
+	if diff := cmp.Diff(map[State]int{Succeeded: 2, Failed: 1, NotStarted: 1}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -226,10 +226,7 @@ func (r *Release) End(outcomes []runner.Outcome) {
 	for _, w := range r.held {
 		w.End()
 	}
-	counts := map[runner.State]int{}
-	for _, o := range outcomes {
-		counts[o.State]++
-	}
+	counts := runner.Count(outcomes)
 	r.root.SetAttributes(attribute.Int("fleet.succeeded", counts[runner.Succeeded]), attribute.Int("fleet.failed", counts[runner.Failed]),
 		attribute.Int("fleet.not_started", counts[runner.NotStarted]))
 	if counts[runner.Failed] > 0 {
