@@ -281,14 +281,3 @@ func githubErr(err error) error {
 	}
 	return redact(err)
 }
-
-// clipTo is s cut to n bytes at a rune's start.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/rollout"
 	"github.com/kubectl-fleet/kubectl-fleet/pkg/runner"
@@ -294,20 +293,4 @@ func (r *Recorder) clustersOf(name string) []string {
 		return r.clusters[i]
 	}
 	return nil
-}
-
-// maxMessage bounds a failure's message in an event: a chat line, not a
-// log (the terminal and the report have it whole).
-const maxMessage = 2000
-
-// clip is msg cut to maxMessage bytes (at a rune's start), marked.
-func clip(msg string) string {
-	if len(msg) <= maxMessage {
-		return msg
-	}
-	cut := maxMessage
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + " …"
 }
