@@ -117,9 +117,6 @@ type Release struct {
 	// Repository is the commit's repository ("owner/name" on GitHub),
 	// when known (GITHUB_REPOSITORY).
 	Repository string `json:"repository,omitempty"`
-	// Sources are the apps' sources read from a registry
-	// (oci://…@sha256:…).
-	Sources []string `json:"sources,omitempty"`
 }
 
 // Counts are clusters by state.
@@ -139,8 +136,6 @@ type Held struct {
 	// Command, when set, is what lets it go ("kubectl fleet approve -g
 	// production", "kubectl fleet resume …").
 	Command string `json:"command,omitempty"`
-	// Opens, for a window, is when the next one opens.
-	Opens *time.Time `json:"opens,omitempty"`
 }
 
 // Failure is a cluster's failure.

@@ -180,26 +180,6 @@ func (n *Notifier) Close(ctx context.Context) error {
 	return nil
 }
 
-// Stats are what one target did.
-type Stats struct {
-	Name                  string
-	Sent, Failed, Dropped int
-}
-
-// Stats are each target's counts so far.
-func (n *Notifier) Stats() []Stats {
-	if n == nil {
-		return nil
-	}
-	out := make([]Stats, len(n.queues))
-	for i, q := range n.queues {
-		q.mu.Lock()
-		out[i] = Stats{Name: q.t.Name, Sent: q.sent, Failed: q.failed, Dropped: q.dropped}
-		q.mu.Unlock()
-	}
-	return out
-}
-
 // run sends the queue's events in order until it is closed; once stopped
 // (Close gave up) it counts the rest as not sent.
 func (q *queue) run() {
