@@ -74,8 +74,13 @@ func (r *Recorder) Started() {
 	r.emit(Event{Type: ReleaseStarted})
 }
 
-// Observe reads one of the engine's events (a rollout.Sink).
+// Observe reads one of the engine's events (a rollout.Sink). An
+// object's, a phase's or a stage's, the most of a run's, takes no lock.
 func (r *Recorder) Observe(ev rollout.Event) {
+	switch ev.(type) {
+	case rollout.ObjectEvent, rollout.StageEvent, rollout.OutputEvent, rollout.DiffEvent:
+		return
+	}
 	if r == nil {
 		return
 	}

@@ -80,9 +80,10 @@ func (r *Release) TraceID() string {
 	return r.root.SpanContext().TraceID().String()
 }
 
-// Observe reads one of the engine's events.
+// Observe reads one of the engine's events. An object's, the most of a
+// run's, takes no lock.
 func (r *Release) Observe(ev rollout.Event) {
-	if r == nil {
+	if _, ok := ev.(rollout.ObjectEvent); ok || r == nil {
 		return
 	}
 	r.mu.Lock()
